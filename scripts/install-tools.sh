@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Builds the real parts the sandbox and the integration tests run, from the Go module proxy, into a
+# cache outside the repository. Each tool lives in a directory named after its pinned version, so a
+# tool is rebuilt only when its pin changes. Prints the bin directory on its last line.
+#
+#   PORTICO_TOOLS_DIR   where the binaries go (default: ${XDG_CACHE_HOME:-~/.cache}/portico/tools)
+#
+# Requires: go (1.26+), curl. Installs redis-server from Debian's packages when it is missing.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+tools_dir=${PORTICO_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/portico/tools}
+bin_dir="$tools_dir/bin"
+mkdir -p "$bin_dir"
+
+KUBERNETES_VERSION=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/test/tools/kubernetes/go.mod")
+ETCD_VERSION=$(awk '/^require go.etcd.io\/etcd\/server\/v3/ {print $3}' "$here/test/tools/etcd/go.mod")
+PEBBLE_VERSION=v2.10.1
+HELM_VERSION=v3.22.0
+
+log() { printf '[install-tools] %s\n' "$*" >&2; }
+
+# build_once NAME VERSION COMMAND...: runs COMMAND with GOBIN set to a versioned directory when
+# that directory does not yet hold NAME, then links NAME into bin/.
+build_once() {
+  local name=$1 version=$2
+  shift 2
+  local dir="$tools_dir/$name-$version"
+  if [[ ! -x "$dir/$name" ]]; then
+    log "building $name $version (first time only; cached in $dir)"
+    mkdir -p "$dir"
+    (export GOBIN="$dir"; "$@")
+  fi
+  ln -sf "$dir/$name" "$bin_dir/$name"
+}
+
+build_kubernetes() {
+  local minor=${KUBERNETES_VERSION#v1.}
+  minor=${minor%%.*}
+  local pkg=k8s.io/component-base/version
+  local ldflags="-s -w -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  cd "$here/test/tools/kubernetes"
+  go build -trimpath -ldflags "$ldflags" -o "$GOBIN/$1" "k8s.io/kubernetes/cmd/$1"
+}
+
+build_etcd() {
+  cd "$here/test/tools/etcd"
+  go build -trimpath -ldflags "-s -w" -o "$GOBIN/etcd" go.etcd.io/etcd/server/v3
+}
+
+build_once kube-apiserver "$KUBERNETES_VERSION" build_kubernetes kube-apiserver
+build_once kubectl "$KUBERNETES_VERSION" build_kubernetes kubectl
+build_once etcd "$ETCD_VERSION" build_etcd
+build_once pebble "$PEBBLE_VERSION" go install -trimpath "github.com/letsencrypt/pebble/v2/cmd/pebble@$PEBBLE_VERSION"
+build_once pebble-challtestsrv "$PEBBLE_VERSION" go install -trimpath "github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv@$PEBBLE_VERSION"
+build_once helm "$HELM_VERSION" go install -trimpath "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+
+if ! command -v redis-server >/dev/null 2>&1; then
+  log "installing redis-server from Debian's packages"
+  if [[ $(id -u) -eq 0 ]]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  fi
+fi
+ln -sf "$(command -v redis-server)" "$bin_dir/redis-server"
+
+echo "$bin_dir"
