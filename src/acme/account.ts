@@ -1,0 +1,105 @@
+/**
+ * The ACME account (RFC 8555 §7.3): one account per operator, whose private key lives in a Secret of
+ * the operator's namespace so every replica and every restart uses the same account.
+ */
+import type { CoreV1Api } from '@kubernetes/client-node';
+import * as acme from 'acme-client';
+import type { Logger } from 'pino';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
+import { isConflict, isNotFound } from '../kube/errors.js';
+
+export const ACCOUNT_KEY_FIELD = 'private-key.pem';
+
+export interface AcmeAccountOptions {
+  directoryUrl: string;
+  /** Contact address; `mailto:` is added. Optional for CAs that do not require one. */
+  email?: string;
+  /** External account binding (RFC 8555 §7.3.4), for CAs that require it. */
+  externalAccountBinding?: { kid: string; hmacKey: string };
+  /** Where the account key is kept. */
+  secret: { namespace: string; name: string };
+  /** Polling backoff of the ACME client, milliseconds. */
+  pollMinMs: number;
+  pollMaxMs: number;
+  pollAttempts: number;
+}
+
+export class AcmeAccount {
+  readonly #core: CoreV1Api;
+  readonly #options: AcmeAccountOptions;
+  readonly #log: Logger;
+  #client: Promise<acme.Client> | undefined;
+
+  constructor(core: CoreV1Api, options: AcmeAccountOptions, log: Logger) {
+    this.#core = core;
+    this.#options = options;
+    this.#log = log;
+  }
+
+  /**
+   * A client bound to the registered account. The first call loads or creates the key and registers
+   * (newAccount with an existing key returns the existing account). A failure is not cached.
+   */
+  client(): Promise<acme.Client> {
+    this.#client ??= this.#register().catch((err: unknown) => {
+      this.#client = undefined;
+      throw err;
+    });
+    return this.#client;
+  }
+
+  async #register(): Promise<acme.Client> {
+    const accountKey = await this.#loadOrCreateKey();
+    const client = new acme.Client({
+      directoryUrl: this.#options.directoryUrl,
+      accountKey,
+      backoffAttempts: this.#options.pollAttempts,
+      backoffMin: this.#options.pollMinMs,
+      backoffMax: this.#options.pollMaxMs,
+      ...(this.#options.externalAccountBinding
+        ? { externalAccountBinding: this.#options.externalAccountBinding }
+        : {}),
+    });
+    await client.createAccount({
+      termsOfServiceAgreed: true,
+      ...(this.#options.email ? { contact: [`mailto:${this.#options.email}`] } : {}),
+    });
+    this.#log.info(
+      { accountUrl: client.getAccountUrl(), directoryUrl: this.#options.directoryUrl },
+      'ACME account ready',
+    );
+    return client;
+  }
+
+  async #loadOrCreateKey(): Promise<string> {
+    const { namespace, name } = this.#options.secret;
+    try {
+      const secret = await this.#core.readNamespacedSecret({ namespace, name });
+      const data = secret.data?.[ACCOUNT_KEY_FIELD];
+      if (!data)
+        throw new Error(
+          `Secret ${namespace}/${name} has no ${ACCOUNT_KEY_FIELD}: delete it to create a new account`,
+        );
+      return Buffer.from(data, 'base64').toString('utf8');
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    const key = (await acme.crypto.createPrivateEcdsaKey('P-256')).toString('utf8');
+    try {
+      await this.#core.createNamespacedSecret({
+        namespace,
+        body: {
+          metadata: { name, namespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } },
+          type: 'Opaque',
+          data: { [ACCOUNT_KEY_FIELD]: Buffer.from(key).toString('base64') },
+        },
+      });
+      this.#log.info({ namespace, name }, 'created ACME account key');
+      return key;
+    } catch (err) {
+      // Another replica created it first: use theirs.
+      if (isConflict(err)) return this.#loadOrCreateKey();
+      throw err;
+    }
+  }
+}

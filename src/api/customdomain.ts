@@ -1,0 +1,124 @@
+/**
+ * The CustomDomain API, group `portico.dev`, version `v1alpha1` (DESIGN.md, "API").
+ * These types mirror `crds/portico.dev_customdomains.yaml`; the CRD schema is the authority.
+ */
+import type { V1ObjectMeta } from '@kubernetes/client-node';
+
+export const GROUP = 'portico.dev';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+export const CUSTOM_DOMAIN_KIND = 'CustomDomain';
+export const CUSTOM_DOMAIN_PLURAL = 'customdomains';
+
+/** The finalizer that removes routing before the object disappears (spec §3, "Remove"). */
+export const FINALIZER = 'portico.dev/finalizer';
+/** Changing this annotation's value asks for a DNS check now (spec §3, Verify / Re-verify). */
+export const VERIFY_REQUESTED_AT_ANNOTATION = 'portico.dev/verify-requested-at';
+/** The namespace label that carries the tenant's plan (DESIGN.md). */
+export const PLAN_LABEL = 'portico.dev/plan';
+/** Labels on every object the operator creates, so its informers watch only those. */
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY_VALUE = 'portico';
+export const CUSTOM_DOMAIN_LABEL = 'portico.dev/customdomain';
+/** The field manager for server-side apply and status writes. */
+export const FIELD_MANAGER = 'portico-controller';
+
+export type Phase = 'Pending' | 'AwaitingDNS' | 'Verified' | 'Issuing' | 'Live' | 'Failed';
+
+export type ConditionType = 'Accepted' | 'DNSVerified' | 'CertificateReady' | 'Routed' | 'Ready';
+
+/** A metav1.Condition. Times are RFC 3339 strings. */
+export interface Condition {
+  type: ConditionType | (string & {});
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  lastTransitionTime: string;
+}
+
+export interface CustomDomainSpec {
+  /** One FQDN, lowercase A-labels, no trailing dot (the CRD's CEL rules enforce this). */
+  hostname: string;
+  service?: { name: string; port?: number | string };
+  redirect?: { to: string; statusCode?: 301 | 302 | 307 | 308 };
+}
+
+/** A record the customer must create at their DNS provider (spec §2, "DNS record"). */
+export interface RequiredDnsRecord {
+  type: 'CNAME' | 'ALIAS';
+  name: string;
+  value: string;
+  /** Seconds. */
+  ttl: number;
+  note?: string;
+}
+
+/** A resource record as DNS answered it. */
+export interface ObservedRecord {
+  type: string;
+  name: string;
+  value: string;
+}
+
+export interface ObservedDns {
+  /** RFC 3339. */
+  checkedAt: string;
+  /** RFC 3339: when the operator checks again on its own. */
+  nextCheckAt?: string;
+  result: string;
+  message: string;
+  records: ObservedRecord[];
+}
+
+export interface CertificateStatus {
+  secretName: string;
+  /** RFC 3339. */
+  notBefore: string;
+  /** RFC 3339. */
+  notAfter: string;
+  /** RFC 3339: when the operator renews. */
+  renewalTime: string;
+  serialNumber: string;
+  issuer: string;
+  dnsNames: string[];
+}
+
+export interface CustomDomainStatus {
+  observedGeneration?: number;
+  phase?: Phase;
+  conditions?: Condition[];
+  dnsRecords?: RequiredDnsRecord[];
+  observed?: ObservedDns;
+  certificate?: CertificateStatus;
+  /** RFC 3339: when DNS verification last turned true. */
+  verifiedAt?: string;
+  /** The last value of the verify-requested-at annotation the operator acted on. */
+  lastVerifyRequest?: string;
+}
+
+export interface CustomDomain {
+  apiVersion: typeof API_VERSION;
+  kind: typeof CUSTOM_DOMAIN_KIND;
+  metadata: V1ObjectMeta & { name: string; namespace: string };
+  spec: CustomDomainSpec;
+  status?: CustomDomainStatus;
+}
+
+/** The queue key of an object: `namespace/name`. */
+export function objectKey(obj: { metadata?: { namespace?: string; name?: string } }): string {
+  return `${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
+}
+
+/** Splits a `namespace/name` queue key. Throws `Error` on a key without a slash. */
+export function splitKey(key: string): { namespace: string; name: string } {
+  const slash = key.indexOf('/');
+  if (slash < 0) throw new Error(`invalid object key "${key}": expected namespace/name`);
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+/** The names of the objects Portico owns for one CustomDomain. Pure. */
+export function ownedNames(domain: Pick<CustomDomain, 'metadata'>): { ingress: string; secret: string } {
+  const base = domain.metadata.name;
+  return { ingress: `portico-${base}`, secret: `${base}-tls` };
+}

@@ -1,0 +1,87 @@
+/**
+ * Reads what the status shows of a certificate, and decides when to renew it. Pure apart from
+ * parsing (node:crypto's X509Certificate does no I/O).
+ */
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+
+export interface CertificateFacts {
+  /** RFC 3339. */
+  notBefore: string;
+  /** RFC 3339. */
+  notAfter: string;
+  /** Uppercase hex, as node:crypto prints it. */
+  serialNumber: string;
+  /** The issuer's distinguished name, one line. */
+  issuer: string;
+  /** The dNSName entries of the subjectAltName extension. */
+  dnsNames: string[];
+}
+
+/** Thrown when a PEM chain holds no parsable certificate. */
+export class CertificateParseError extends Error {
+  readonly code = 'CERTIFICATE_PARSE_ERROR';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'CertificateParseError';
+  }
+}
+
+/** The first (leaf) certificate of a PEM chain. Throws `CertificateParseError`. */
+export function leafCertificate(chainPem: string): X509Certificate {
+  const match = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(chainPem);
+  if (!match) throw new CertificateParseError('no PEM certificate found');
+  try {
+    return new X509Certificate(match[0]);
+  } catch (err) {
+    throw new CertificateParseError(`the leaf certificate does not parse: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}
+
+/** The facts of the leaf certificate of `chainPem`. Throws `CertificateParseError`. */
+export function inspectCertificate(chainPem: string): CertificateFacts {
+  const cert = leafCertificate(chainPem);
+  const dnsNames = (cert.subjectAltName ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.startsWith('DNS:'))
+    .map((s) => s.slice(4));
+  return {
+    notBefore: new Date(cert.validFromDate).toISOString(),
+    notAfter: new Date(cert.validToDate).toISOString(),
+    serialNumber: cert.serialNumber,
+    issuer: cert.issuer.replaceAll('\n', ', '),
+    dnsNames,
+  };
+}
+
+/**
+ * When to renew without ARI: two thirds into the validity period (the common ACME client practice,
+ * e.g. 60 days into a 90-day certificate).
+ */
+export function defaultRenewalTime(facts: Pick<CertificateFacts, 'notBefore' | 'notAfter'>): Date {
+  const start = Date.parse(facts.notBefore);
+  const end = Date.parse(facts.notAfter);
+  return new Date(start + Math.floor(((end - start) * 2) / 3));
+}
+
+/**
+ * True when the certificate in `chainPem` can serve `hostname` at `now` and `privateKeyPem` is its key.
+ * Never throws: an unparsable certificate or key is unusable.
+ */
+export function certificateServes(
+  chainPem: string,
+  privateKeyPem: string,
+  hostname: string,
+  now: Date,
+): boolean {
+  try {
+    const cert = leafCertificate(chainPem);
+    if (cert.checkHost(hostname) === undefined) return false;
+    if (now < new Date(cert.validFromDate) || now >= new Date(cert.validToDate)) return false;
+    return cert.checkPrivateKey(createPrivateKey(privateKeyPem));
+  } catch {
+    return false;
+  }
+}

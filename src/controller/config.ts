@@ -1,0 +1,220 @@
+/**
+ * Configuration of `portico controller`, from flags with environment fallbacks
+ * (`--platform-cname-target` or `PORTICO_PLATFORM_CNAME_TARGET`, and so on). Parsed with node:util's
+ * parseArgs; every value is checked here so a bad setting stops the process at start with a clear
+ * message instead of failing later.
+ */
+import { parseArgs } from 'node:util';
+import type { LevelWithSilent } from 'pino';
+
+export interface ControllerConfig {
+  kubeconfig: string | undefined;
+  /** The operator's own namespace: the ACME account Secret lives here. */
+  namespace: string;
+  /** {platform_cname_target} of the spec (§2): the value every customer CNAME must equal. */
+  platformCnameTarget: string;
+  /** `host:port` DNS servers for verification; [] means the system's. */
+  dnsServers: string[];
+  dnsTimeoutMs: number;
+  acmeDirectoryUrl: string;
+  acmeEmail: string | undefined;
+  acmeEab: { kid: string; hmacKey: string } | undefined;
+  acmeAccountSecretName: string;
+  /** `host:port` the HTTP-01 challenge server listens on. */
+  http01ListenAddress: string;
+  /** The port the CA connects to for HTTP-01, used by the self-check. */
+  http01SelfCheckPort: number;
+  /** In-cluster address of the challenge server, for the Ingress challenge path; undefined in the sandbox. */
+  http01Service: { fqdn: string; port: number } | undefined;
+  ingressClassName: string | undefined;
+  metricsListenAddress: string;
+  /** Workers reconciling in parallel. */
+  workers: number;
+  /** Milliseconds between full resyncs. */
+  resyncMs: number;
+  logLevel: LevelWithSilent;
+}
+
+/** Thrown for a missing or malformed setting; the message names the flag and its variable. */
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_ERROR';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const options = {
+  kubeconfig: { type: 'string', env: 'KUBECONFIG', help: 'kubeconfig path (default: in-cluster)' },
+  namespace: {
+    type: 'string',
+    env: 'PORTICO_NAMESPACE',
+    default: 'portico-system',
+    help: "the operator's namespace",
+  },
+  'platform-cname-target': {
+    type: 'string',
+    env: 'PORTICO_PLATFORM_CNAME_TARGET',
+    help: 'required: the CNAME target customers point to',
+  },
+  'dns-server': {
+    type: 'string',
+    env: 'PORTICO_DNS_SERVERS',
+    help: 'comma-separated host:port resolvers (default: system)',
+  },
+  'dns-timeout-ms': {
+    type: 'string',
+    env: 'PORTICO_DNS_TIMEOUT_MS',
+    default: '2000',
+    help: 'per-try DNS timeout, ms',
+  },
+  'acme-directory-url': {
+    type: 'string',
+    env: 'PORTICO_ACME_DIRECTORY_URL',
+    help: 'required: ACME directory URL',
+  },
+  'acme-email': { type: 'string', env: 'PORTICO_ACME_EMAIL', help: 'ACME account contact' },
+  'acme-eab-kid': { type: 'string', env: 'PORTICO_ACME_EAB_KID', help: 'external account binding key id' },
+  'acme-eab-hmac-key': {
+    type: 'string',
+    env: 'PORTICO_ACME_EAB_HMAC_KEY',
+    help: 'external account binding HMAC key (base64url)',
+  },
+  'acme-account-secret': {
+    type: 'string',
+    env: 'PORTICO_ACME_ACCOUNT_SECRET',
+    default: 'portico-acme-account',
+    help: 'Secret holding the account key',
+  },
+  'http01-listen-address': {
+    type: 'string',
+    env: 'PORTICO_HTTP01_LISTEN_ADDRESS',
+    default: '0.0.0.0:8089',
+    help: 'challenge server address',
+  },
+  'http01-self-check-port': {
+    type: 'string',
+    env: 'PORTICO_HTTP01_SELF_CHECK_PORT',
+    default: '80',
+    help: 'port the CA validates on',
+  },
+  'http01-service': {
+    type: 'string',
+    env: 'PORTICO_HTTP01_SERVICE',
+    help: 'in-cluster fqdn:port of the challenge server, routed from each Ingress',
+  },
+  'ingress-class': {
+    type: 'string',
+    env: 'PORTICO_INGRESS_CLASS',
+    help: 'spec.ingressClassName of created Ingresses',
+  },
+  'metrics-listen-address': {
+    type: 'string',
+    env: 'PORTICO_METRICS_LISTEN_ADDRESS',
+    default: '0.0.0.0:8080',
+    help: '/metrics, /healthz, /readyz',
+  },
+  workers: { type: 'string', env: 'PORTICO_WORKERS', default: '4', help: 'parallel reconciles' },
+  'resync-seconds': {
+    type: 'string',
+    env: 'PORTICO_RESYNC_SECONDS',
+    default: '600',
+    help: 'full resync period',
+  },
+  'log-level': {
+    type: 'string',
+    env: 'PORTICO_LOG_LEVEL',
+    default: 'info',
+    help: 'trace|debug|info|warn|error',
+  },
+  help: { type: 'boolean', env: '', help: 'show this help' },
+} as const;
+
+type OptionName = keyof typeof options;
+
+/** The flag reference printed by `portico controller --help`. */
+export function controllerUsage(): string {
+  const lines = Object.entries(options).map(([name, o]) => {
+    const env = o.env ? ` [$${o.env}]` : '';
+    const def = 'default' in o ? ` (default ${o.default})` : '';
+    return `  --${name.padEnd(24)} ${o.help}${def}${env}`;
+  });
+  return `usage: portico controller [flags]\n\n${lines.join('\n')}\n`;
+}
+
+function positiveInt(name: OptionName, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0)
+    throw new ConfigError(`--${name} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+function hostPort(name: OptionName, value: string): { fqdn: string; port: number } {
+  const at = value.lastIndexOf(':');
+  if (at <= 0) throw new ConfigError(`--${name} must be host:port, got "${value}"`);
+  return { fqdn: value.slice(0, at), port: positiveInt(name, value.slice(at + 1)) };
+}
+
+const LEVELS = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
+
+/**
+ * Reads the configuration. Throws `ConfigError` for a missing required setting or a bad value.
+ * Returns `{help: true}` when `--help` was given.
+ */
+export function parseControllerConfig(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): ControllerConfig | { help: true } {
+  const parsed = parseArgs({
+    args,
+    options: Object.fromEntries(Object.entries(options).map(([k, o]) => [k, { type: o.type }])),
+    strict: true,
+  }).values as Partial<Record<OptionName, string | boolean>>;
+  if (parsed.help === true) return { help: true };
+  const get = (name: OptionName): string | undefined => {
+    const o = options[name];
+    const flag = parsed[name];
+    if (typeof flag === 'string') return flag;
+    const fromEnv = o.env ? env[o.env] : undefined;
+    if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
+    return 'default' in o ? o.default : undefined;
+  };
+  const required = (name: OptionName): string => {
+    const v = get(name);
+    if (!v) throw new ConfigError(`--${name} (or $${options[name].env}) is required: ${options[name].help}`);
+    return v;
+  };
+  const logLevel = required('log-level');
+  if (!LEVELS.has(logLevel)) throw new ConfigError(`--log-level must be one of ${[...LEVELS].join(', ')}`);
+  const directory = required('acme-directory-url');
+  if (!/^https?:\/\//.test(directory))
+    throw new ConfigError(`--acme-directory-url must be an http(s) URL, got "${directory}"`);
+  const kid = get('acme-eab-kid');
+  const hmacKey = get('acme-eab-hmac-key');
+  if (Boolean(kid) !== Boolean(hmacKey))
+    throw new ConfigError('--acme-eab-kid and --acme-eab-hmac-key go together');
+  const http01Service = get('http01-service');
+  const ingressClass = get('ingress-class');
+  return {
+    kubeconfig: get('kubeconfig'),
+    namespace: required('namespace'),
+    platformCnameTarget: required('platform-cname-target').toLowerCase().replace(/\.$/, ''),
+    dnsServers: (get('dns-server') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    dnsTimeoutMs: positiveInt('dns-timeout-ms', required('dns-timeout-ms')),
+    acmeDirectoryUrl: directory,
+    acmeEmail: get('acme-email'),
+    acmeEab: kid && hmacKey ? { kid, hmacKey } : undefined,
+    acmeAccountSecretName: required('acme-account-secret'),
+    http01ListenAddress: required('http01-listen-address'),
+    http01SelfCheckPort: positiveInt('http01-self-check-port', required('http01-self-check-port')),
+    http01Service: http01Service ? hostPort('http01-service', http01Service) : undefined,
+    ingressClassName: ingressClass,
+    metricsListenAddress: required('metrics-listen-address'),
+    workers: positiveInt('workers', required('workers')),
+    resyncMs: positiveInt('resync-seconds', required('resync-seconds')) * 1000,
+    logLevel: logLevel as LevelWithSilent,
+  };
+}

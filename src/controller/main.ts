@@ -1,0 +1,152 @@
+/**
+ * `portico controller`: builds the operator from its configuration, starts the HTTP-01 challenge
+ * server, the observability server and the controllers, and shuts down cleanly on SIGTERM/SIGINT
+ * (stop watching, finish the keys in hand, close the servers).
+ */
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { AcmeAccount } from '../acme/account.js';
+import { Http01ChallengeStore } from '../acme/challenge-store.js';
+import { createHttp01Server } from '../acme/http01-server.js';
+import { IssuanceTracker } from '../acme/issuance-tracker.js';
+import { AcmeIssuer } from '../acme/issuer.js';
+import { CustomDomainController } from '../controllers/customdomain/controller.js';
+import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.js';
+import { DnsResolver } from '../dns/resolver.js';
+import { EventRecorder } from '../kube/events.js';
+import { WorkQueue } from '../kube/work-queue.js';
+import { createObservabilityServer } from '../observability/http-server.js';
+import { createLogger } from '../observability/logger.js';
+import { createControllerMetrics } from '../observability/metrics.js';
+import { ConfigError, controllerUsage, parseControllerConfig, type ControllerConfig } from './config.js';
+
+function loadKubeConfig(path: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromCluster();
+  return kc;
+}
+
+async function listen(server: Server, address: string, log: Logger, what: string): Promise<void> {
+  const at = address.lastIndexOf(':');
+  const host = address.slice(0, at) || '0.0.0.0';
+  const port = Number(address.slice(at + 1));
+  server.listen(port, host);
+  await once(server, 'listening');
+  log.info({ address }, `${what} listening`);
+}
+
+function build(
+  config: ControllerConfig,
+  log: Logger,
+): {
+  controller: CustomDomainController;
+  store: Http01ChallengeStore;
+  metrics: ReturnType<typeof createControllerMetrics>;
+} {
+  const kubeConfig = loadKubeConfig(config.kubeconfig);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const customObjects = kubeConfig.makeApiClient(CustomObjectsApi);
+  const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+  const metrics = createControllerMetrics();
+  const resolver = new DnsResolver({ servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: 2 });
+  const store = new Http01ChallengeStore();
+  const account = new AcmeAccount(
+    core,
+    {
+      directoryUrl: config.acmeDirectoryUrl,
+      ...(config.acmeEmail ? { email: config.acmeEmail } : {}),
+      ...(config.acmeEab ? { externalAccountBinding: config.acmeEab } : {}),
+      secret: { namespace: config.namespace, name: config.acmeAccountSecretName },
+      pollMinMs: 250,
+      pollMaxMs: 5_000,
+      pollAttempts: 20,
+    },
+    log,
+  );
+  const issuer = new AcmeIssuer(account, store, resolver, {
+    http01Port: config.http01SelfCheckPort,
+    selfCheck: { attempts: 5, intervalMs: 1_000, timeoutMs: 5_000 },
+  });
+  const queue = new WorkQueue();
+  const tracker = new IssuanceTracker((key) => {
+    queue.add(key);
+  });
+  const reconciler = new CustomDomainReconciler({
+    platformCnameTarget: config.platformCnameTarget,
+    routing: {
+      ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
+      ...(config.http01Service ? { http01Service: config.http01Service } : {}),
+    },
+    customObjects,
+    core,
+    objects,
+    resolver,
+    issuer,
+    tracker,
+    events: new EventRecorder(core, 'portico-controller', log),
+    metrics,
+    log,
+    now: () => new Date(),
+  });
+  const controller = new CustomDomainController({
+    kubeConfig,
+    objects,
+    reconciler,
+    queue,
+    metrics,
+    log,
+    workers: config.workers,
+    resyncMs: config.resyncMs,
+  });
+  return { controller, store, metrics };
+}
+
+/** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */
+export async function runController(args: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parseControllerConfig>;
+  try {
+    parsed = parseControllerConfig(args);
+  } catch (err) {
+    if (err instanceof ConfigError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`portico controller: ${(err as Error).message}\n\n${controllerUsage()}`);
+      return 2;
+    }
+    throw err;
+  }
+  if ('help' in parsed) {
+    process.stdout.write(controllerUsage());
+    return 0;
+  }
+  const config = parsed;
+  const log = createLogger(config.logLevel);
+  const { controller, store, metrics } = build(config, log);
+  const http01 = createHttp01Server(store);
+  const observability = createObservabilityServer(metrics.registry, () => controller.synced);
+  await listen(http01, config.http01ListenAddress, log, 'HTTP-01 challenge server');
+  await listen(observability, config.metricsListenAddress, log, 'metrics and health server');
+  controller.start();
+  log.info(
+    { platformCnameTarget: config.platformCnameTarget, acmeDirectoryUrl: config.acmeDirectoryUrl },
+    'controller started',
+  );
+
+  const signal = await new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => {
+      resolve('SIGTERM');
+    });
+    process.once('SIGINT', () => {
+      resolve('SIGINT');
+    });
+  });
+  log.info({ signal }, 'shutting down');
+  await controller.stop();
+  http01.close();
+  observability.close();
+  http01.closeAllConnections();
+  observability.closeAllConnections();
+  log.info('stopped');
+  return 0;
+}

@@ -1,0 +1,409 @@
+/**
+ * The CustomDomain reconcile: level-triggered, keyed by `namespace/name`, safe to run twice. Reads
+ * the object and what it owns, decides with the pure steps (DNS verdict, desired routing, status),
+ * applies the difference, writes status once and only if it changed, and returns when to look again.
+ */
+import {
+  PatchStrategy,
+  type CoreV1Api,
+  type CustomObjectsApi,
+  type KubernetesObject,
+  type KubernetesObjectApi,
+  type V1Secret,
+} from '@kubernetes/client-node';
+import { isDeepStrictEqual } from 'node:util';
+import type { Logger } from 'pino';
+import type { IssuanceTracker } from '../../acme/issuance-tracker.js';
+import type { AcmeIssuer } from '../../acme/issuer.js';
+import {
+  CUSTOM_DOMAIN_PLURAL,
+  FIELD_MANAGER,
+  FINALIZER,
+  GROUP,
+  VERIFY_REQUESTED_AT_ANNOTATION,
+  VERSION,
+  ownedNames,
+  splitKey,
+  type CustomDomain,
+  type CertificateStatus,
+  type CustomDomainStatus,
+} from '../../api/customdomain.js';
+import { certificateServes, defaultRenewalTime, inspectCertificate } from '../../certificates/inspect.js';
+import { normalizeDnsName } from '../../dns/answers.js';
+import { isApex, requiredDnsRecords } from '../../dns/records.js';
+import type { DnsResolver } from '../../dns/resolver.js';
+import { verifyApex, verifySubdomain, type Verdict } from '../../dns/verdict.js';
+import type { EventRecorder } from '../../kube/events.js';
+import { isNotFound } from '../../kube/errors.js';
+import type { ControllerMetrics } from '../../observability/metrics.js';
+import {
+  desiredHttp01Service,
+  desiredIngress,
+  ownedMetadata,
+  type RoutingOptions,
+} from '../../routing/ingress.js';
+import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome } from './dns-outcome.js';
+import { dnsCheckDue, issuanceRetryDelayMs } from './schedule.js';
+import { buildStatus, changedConditions, type CertificateState, type RoutingState } from './status.js';
+
+export interface ReconcileResult {
+  /** Milliseconds after which the key should be reconciled again, if at all. */
+  requeueAfterMs?: number;
+}
+
+export interface CustomDomainReconcilerDeps {
+  platformCnameTarget: string;
+  routing: RoutingOptions;
+  customObjects: CustomObjectsApi;
+  core: CoreV1Api;
+  objects: KubernetesObjectApi;
+  resolver: DnsResolver;
+  issuer: AcmeIssuer;
+  tracker: IssuanceTracker;
+  events: EventRecorder;
+  metrics: ControllerMetrics;
+  log: Logger;
+  now: () => Date;
+}
+
+/** Condition reasons that ask a person to act, recorded as Warning Events; the rest are Normal. */
+const WARNING_REASONS = new Set([
+  'RecordNotFound',
+  'ConflictingRecord',
+  'CNAMEMismatch',
+  'AddressMismatch',
+  'DNSServerFailure',
+  'DNSTimeout',
+  'DNSError',
+  'TargetUnresolvable',
+  'IssuanceFailed',
+  'NoBackend',
+]);
+
+const TLS_CERT = 'tls.crt';
+const TLS_KEY = 'tls.key';
+
+export class CustomDomainReconciler {
+  readonly #d: CustomDomainReconcilerDeps;
+
+  constructor(deps: CustomDomainReconcilerDeps) {
+    this.#d = deps;
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult> {
+    const { namespace, name } = splitKey(key);
+    let domain = await this.#read(namespace, name);
+    if (!domain) {
+      this.#d.tracker.cancel(key);
+      return {};
+    }
+    const log = this.#d.log.child({ namespace, name, hostname: domain.spec.hostname });
+    if (domain.metadata.deletionTimestamp) return this.#finalize(domain, key, log);
+    if (!(domain.metadata.finalizers ?? []).includes(FINALIZER)) domain = await this.#addFinalizer(domain);
+
+    const now = this.#d.now();
+    const dns = await this.#verifyDns(domain, key, now, log);
+    const verified = dns.condition.status === 'True';
+    const routing = verified || dns.carried.verifiedAt ? await this.#applyRouting(domain) : notRouted();
+    const { state: certificate, requeueAfterMs: certificateRequeue } = await this.#certificate(
+      domain,
+      key,
+      verified,
+      now,
+      log,
+    );
+
+    const status = buildStatus(
+      domain,
+      { dnsVerified: dns.condition, certificate, routing },
+      dns.carried,
+      now,
+    );
+    await this.#writeStatus(domain, status, log);
+    const waits = [dns.nextCheckMs, certificateRequeue].filter((ms): ms is number => ms !== undefined);
+    return { requeueAfterMs: Math.max(1_000, Math.min(...waits)) };
+  }
+
+  async #read(namespace: string, name: string): Promise<CustomDomain | undefined> {
+    try {
+      return (await this.#d.customObjects.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: CUSTOM_DOMAIN_PLURAL,
+        name,
+      })) as CustomDomain;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async #addFinalizer(domain: CustomDomain): Promise<CustomDomain> {
+    return this.#d.objects.patch(
+      {
+        apiVersion: domain.apiVersion,
+        kind: domain.kind,
+        metadata: {
+          name: domain.metadata.name,
+          namespace: domain.metadata.namespace,
+          resourceVersion: domain.metadata.resourceVersion ?? '',
+          finalizers: [...(domain.metadata.finalizers ?? []), FINALIZER],
+        },
+      },
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+      undefined,
+      PatchStrategy.MergePatch,
+    ) as Promise<CustomDomain>;
+  }
+
+  /**
+   * Removal (spec §3): traffic stops first (the Ingress is deleted and confirmed gone), then any
+   * order in flight is dropped, then the Secret, then the finalizer.
+   */
+  async #finalize(domain: CustomDomain, key: string, log: Logger): Promise<ReconcileResult> {
+    if (!(domain.metadata.finalizers ?? []).includes(FINALIZER)) return {};
+    const { namespace } = domain.metadata;
+    const names = ownedNames(domain);
+    const ingressHeader = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: names.ingress, namespace },
+    };
+    await this.#deleteIfPresent(ingressHeader);
+    if (await this.#exists(ingressHeader)) {
+      log.info('waiting for the Ingress to disappear before removing anything else');
+      return { requeueAfterMs: 1_000 };
+    }
+    this.#d.tracker.cancel(key);
+    await this.#deleteIfPresent({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: names.secret, namespace },
+    });
+    this.#d.metrics.certificateNotAfter.remove({
+      namespace,
+      name: domain.metadata.name,
+      hostname: domain.spec.hostname,
+    });
+    await this.#d.events.record(
+      domain,
+      'Normal',
+      'Removed',
+      `Routing for ${domain.spec.hostname} removed; traffic is no longer served. Certificate Secret ${names.secret} deleted.`,
+    );
+    await this.#d.objects.patch(
+      {
+        apiVersion: domain.apiVersion,
+        kind: domain.kind,
+        metadata: {
+          name: domain.metadata.name,
+          namespace,
+          resourceVersion: domain.metadata.resourceVersion ?? '',
+          finalizers: (domain.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
+        },
+      },
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+      undefined,
+      PatchStrategy.MergePatch,
+    );
+    log.info('removed');
+    return {};
+  }
+
+  async #deleteIfPresent(header: {
+    apiVersion: string;
+    kind: string;
+    metadata: { name: string; namespace: string };
+  }): Promise<void> {
+    try {
+      await this.#d.objects.delete(header);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  async #exists(header: {
+    apiVersion: string;
+    kind: string;
+    metadata: { name: string; namespace: string };
+  }): Promise<boolean> {
+    try {
+      await this.#d.objects.read(header);
+      return true;
+    } catch (err) {
+      if (isNotFound(err)) return false;
+      throw err;
+    }
+  }
+
+  async #verifyDns(domain: CustomDomain, key: string, now: Date, log: Logger): Promise<DnsOutcome> {
+    const hostname = normalizeDnsName(domain.spec.hostname);
+    const requested = domain.metadata.annotations?.[VERIFY_REQUESTED_AT_ANNOTATION];
+    const base = {
+      dnsRecords: requiredDnsRecords(hostname, this.#d.platformCnameTarget),
+      lastVerifyRequest: requested ?? domain.status?.lastVerifyRequest,
+    };
+    const due = dnsCheckDue(domain, now);
+    const carried = due ? undefined : carriedDnsOutcome(domain.status, base, now);
+    if (carried) return carried;
+    // Re-verify (spec §3): a verified domain whose order failed gets a fresh attempt.
+    if (due === 'requested') this.#d.tracker.clearFailure(key);
+    const verdict = await this.#lookupVerdict(hostname, this.#d.platformCnameTarget);
+    this.#d.metrics.dnsChecksTotal.inc({ reason: verdict.reason });
+    log.debug({ due, verdict: verdict.reason }, 'DNS checked');
+    return freshDnsOutcome(verdict, domain.status, base, now);
+  }
+
+  async #lookupVerdict(hostname: string, target: string): Promise<Verdict> {
+    const answers = await this.#d.resolver.lookupHostname(hostname);
+    if (!isApex(hostname)) return verifySubdomain(hostname, target, answers);
+    return verifyApex(hostname, target, answers, await this.#d.resolver.lookupAddresses(target));
+  }
+
+  async #applyRouting(domain: CustomDomain): Promise<RoutingState> {
+    const ingress = desiredIngress(domain, this.#d.routing);
+    if (!ingress) {
+      return {
+        kind: 'not-routed',
+        reason: 'NoBackend',
+        message: 'spec.service is not set: there is nothing to route to.',
+      };
+    }
+    const service = desiredHttp01Service(domain, this.#d.routing);
+    if (service) await this.#apply(service);
+    await this.#apply(ingress);
+    return { kind: 'routed', ingressName: ingress.metadata?.name ?? '' };
+  }
+
+  async #apply(obj: KubernetesObject): Promise<void> {
+    await this.#d.objects.patch(
+      obj,
+      undefined,
+      undefined,
+      FIELD_MANAGER,
+      true,
+      PatchStrategy.ServerSideApply,
+    );
+  }
+
+  /** The certificate in the domain's Secret when it serves the hostname now, or undefined. */
+  async #servingCertificate(domain: CustomDomain, now: Date): Promise<CertificateStatus | undefined> {
+    let secret: V1Secret;
+    try {
+      secret = await this.#d.core.readNamespacedSecret({
+        namespace: domain.metadata.namespace,
+        name: ownedNames(domain).secret,
+      });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+    const crt = Buffer.from(secret.data?.[TLS_CERT] ?? '', 'base64').toString('utf8');
+    const pem = Buffer.from(secret.data?.[TLS_KEY] ?? '', 'base64').toString('utf8');
+    if (!certificateServes(crt, pem, domain.spec.hostname, now)) return undefined;
+    const facts = inspectCertificate(crt);
+    return {
+      ...facts,
+      secretName: ownedNames(domain).secret,
+      renewalTime: defaultRenewalTime(facts).toISOString(),
+    };
+  }
+
+  async #certificate(
+    domain: CustomDomain,
+    key: string,
+    verified: boolean,
+    now: Date,
+    log: Logger,
+  ): Promise<{ state: CertificateState; requeueAfterMs?: number }> {
+    const serving = await this.#servingCertificate(domain, now);
+    const inFlight = this.#d.tracker.inFlight(key);
+    if (serving) {
+      const { namespace, name } = domain.metadata;
+      this.#d.metrics.certificateNotAfter.set(
+        { namespace, name, hostname: domain.spec.hostname },
+        Date.parse(serving.notAfter) / 1000,
+      );
+      const renewalMs = Date.parse(serving.renewalTime) - now.getTime();
+      if (renewalMs <= 0 && verified && !inFlight) this.#startIssuance(domain, key, log);
+      return { state: { kind: 'valid', certificate: serving }, requeueAfterMs: Math.max(1_000, renewalMs) };
+    }
+    if (!verified) return { state: { kind: 'not-requested' } };
+    if (inFlight) return { state: { kind: 'issuing', since: inFlight.startedAt, renewing: false } };
+    const outcome = this.#d.tracker.lastOutcome(key);
+    if (outcome?.state === 'failed') {
+      const retryAt = new Date(outcome.finishedAt.getTime() + issuanceRetryDelayMs(outcome.failures));
+      if (now < retryAt) {
+        return {
+          state: { kind: 'failed', message: outcome.message, retryAt },
+          requeueAfterMs: retryAt.getTime() - now.getTime(),
+        };
+      }
+    }
+    this.#startIssuance(domain, key, log);
+    return { state: { kind: 'issuing', since: now, renewing: false } };
+  }
+
+  #startIssuance(domain: CustomDomain, key: string, log: Logger): void {
+    const { hostname } = domain.spec;
+    const started = this.#d.tracker.start(key, hostname, async (signal) => {
+      try {
+        const issued = await this.#d.issuer.issue(hostname, log);
+        if (signal.aborted) return;
+        const current = await this.#read(domain.metadata.namespace, domain.metadata.name);
+        if (!current || current.metadata.uid !== domain.metadata.uid || current.metadata.deletionTimestamp)
+          return;
+        const secret: V1Secret = {
+          apiVersion: 'v1',
+          kind: 'Secret',
+          metadata: ownedMetadata(current, ownedNames(current).secret),
+          type: 'kubernetes.io/tls',
+          data: {
+            [TLS_CERT]: Buffer.from(issued.certificatePem).toString('base64'),
+            [TLS_KEY]: Buffer.from(issued.privateKeyPem).toString('base64'),
+          },
+        };
+        await this.#apply(secret);
+        this.#d.metrics.acmeOrdersTotal.inc({ result: 'valid' });
+        log.info({ orderUrl: issued.orderUrl }, 'certificate stored');
+      } catch (err) {
+        this.#d.metrics.acmeOrdersTotal.inc({ result: 'failed' });
+        log.warn({ err }, 'certificate order failed');
+        throw err;
+      }
+    });
+    if (started) log.info('certificate order started');
+  }
+
+  async #writeStatus(domain: CustomDomain, status: CustomDomainStatus, log: Logger): Promise<void> {
+    const next = JSON.parse(JSON.stringify(status)) as CustomDomainStatus;
+    if (isDeepStrictEqual(next, domain.status ?? {})) return;
+    await this.#d.customObjects.replaceNamespacedCustomObjectStatus({
+      group: GROUP,
+      version: VERSION,
+      namespace: domain.metadata.namespace,
+      plural: CUSTOM_DOMAIN_PLURAL,
+      name: domain.metadata.name,
+      body: { ...domain, status: next },
+      fieldManager: FIELD_MANAGER,
+    });
+    for (const c of changedConditions(domain.status?.conditions, next.conditions ?? [])) {
+      const type = c.status !== 'True' && WARNING_REASONS.has(c.reason) ? 'Warning' : 'Normal';
+      await this.#d.events.record(domain, type, c.reason, `${c.type}: ${c.message}`);
+    }
+    log.info({ phase: next.phase }, 'status updated');
+  }
+}
+
+function notRouted(): RoutingState {
+  return {
+    kind: 'not-routed',
+    reason: 'AwaitingDNSVerification',
+    message: 'The domain is routed once DNS verification succeeds.',
+  };
+}

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import type { CustomDomain } from '../../api/customdomain.js';
+import { buildStatus, changedConditions, type ObservedState } from './status.js';
+import { dnsCheckDue, issuanceRetryDelayMs, nextDnsCheckDelayMs } from './schedule.js';
+
+const domain: CustomDomain = {
+  apiVersion: 'portico.dev/v1alpha1',
+  kind: 'CustomDomain',
+  metadata: { name: 'www', namespace: 'shop', generation: 2 },
+  spec: { hostname: 'www.example.com', service: { name: 'web' } },
+};
+const t0 = new Date('2026-01-01T00:00:00Z');
+const verified = { type: 'DNSVerified', status: 'True', reason: 'RecordMatches', message: 'ok' } as const;
+const certificate = {
+  secretName: 'www-tls',
+  notBefore: '2026-01-01T00:00:00.000Z',
+  notAfter: '2026-04-01T00:00:00.000Z',
+  renewalTime: '2026-03-01T00:00:00.000Z',
+  serialNumber: 'AB',
+  issuer: 'CN=Pebble',
+  dnsNames: ['www.example.com'],
+};
+
+describe('buildStatus', () => {
+  it('is Live and Ready when DNS, certificate and routing are all good', () => {
+    const observed: ObservedState = {
+      dnsVerified: verified,
+      certificate: { kind: 'valid', certificate },
+      routing: { kind: 'routed', ingressName: 'portico-www' },
+    };
+    const status = buildStatus(domain, observed, {}, t0);
+    expect(status.phase).toBe('Live');
+    expect(status.observedGeneration).toBe(2);
+    expect(status.certificate).toEqual(certificate);
+    expect(status.conditions?.map((c) => [c.type, c.status])).toEqual([
+      ['DNSVerified', 'True'],
+      ['CertificateReady', 'True'],
+      ['Routed', 'True'],
+      ['Ready', 'True'],
+    ]);
+    expect(status.conditions?.every((c) => c.observedGeneration === 2)).toBe(true);
+  });
+
+  it('says why it is not Ready, and keeps transition times that did not flip', () => {
+    const awaiting: ObservedState = {
+      dnsVerified: { type: 'DNSVerified', status: 'False', reason: 'ConflictingRecord', message: 'A found' },
+      certificate: { kind: 'not-requested' },
+      routing: { kind: 'not-routed', reason: 'AwaitingDNSVerification', message: 'later' },
+    };
+    const first = buildStatus(domain, awaiting, {}, t0);
+    expect(first.phase).toBe('AwaitingDNS');
+    const ready = first.conditions?.find((c) => c.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'ConflictingRecord' });
+    expect(ready?.message).toContain('DNSVerified: A found');
+    const later = new Date(t0.getTime() + 60_000);
+    const second = buildStatus({ ...domain, status: first }, awaiting, {}, later);
+    expect(second.conditions?.[0]?.lastTransitionTime).toBe(t0.toISOString());
+    expect(changedConditions(first.conditions, second.conditions ?? [])).toEqual([]);
+    const issuing = buildStatus(
+      { ...domain, status: second },
+      { ...awaiting, dnsVerified: verified, certificate: { kind: 'issuing', since: later, renewing: false } },
+      {},
+      later,
+    );
+    expect(issuing.phase).toBe('Issuing');
+    expect(issuing.conditions?.[0]?.lastTransitionTime).toBe(later.toISOString());
+    expect(changedConditions(second.conditions, issuing.conditions ?? []).map((c) => c.type)).toContain(
+      'DNSVerified',
+    );
+  });
+
+  it('shows a failed order as Failed with the retry time', () => {
+    const retryAt = new Date(t0.getTime() + 60_000);
+    const status = buildStatus(
+      domain,
+      {
+        dnsVerified: verified,
+        certificate: { kind: 'failed', message: 'CAA forbids', retryAt },
+        routing: { kind: 'routed', ingressName: 'portico-www' },
+      },
+      {},
+      t0,
+    );
+    expect(status.phase).toBe('Failed');
+    const cert = status.conditions?.find((c) => c.type === 'CertificateReady');
+    expect(cert?.reason).toBe('IssuanceFailed');
+    expect(cert?.message).toContain(retryAt.toISOString());
+  });
+});
+
+describe('schedules', () => {
+  it('checks fast at first, then backs off to 10 minutes, and hourly once verified', () => {
+    expect(nextDnsCheckDelayMs({ verified: false, transient: false }, 0)).toBe(5_000);
+    expect(nextDnsCheckDelayMs({ verified: false, transient: false }, 10 * 60_000)).toBe(60_000);
+    expect(nextDnsCheckDelayMs({ verified: false, transient: false }, 48 * 3600_000)).toBe(600_000);
+    expect(nextDnsCheckDelayMs({ verified: false, transient: true }, 48 * 3600_000)).toBe(15_000);
+    expect(nextDnsCheckDelayMs({ verified: true, transient: false }, 0)).toBe(3600_000);
+  });
+
+  it('retries failed orders after 1, 2, 4 minutes up to an hour', () => {
+    expect([1, 2, 3, 10].map(issuanceRetryDelayMs)).toEqual([60_000, 120_000, 240_000, 3600_000]);
+  });
+
+  it('runs a check first, on a spec change, on a new verify request, and when scheduled', () => {
+    expect(dnsCheckDue(domain, t0)).toBe('first');
+    const observed = {
+      checkedAt: t0.toISOString(),
+      nextCheckAt: new Date(t0.getTime() + 5_000).toISOString(),
+      result: 'RecordNotFound',
+      message: '',
+      records: [],
+    };
+    const checked = { ...domain, status: { observedGeneration: 2, observed } };
+    expect(dnsCheckDue(checked, t0)).toBeUndefined();
+    expect(dnsCheckDue(checked, new Date(t0.getTime() + 5_000))).toBe('scheduled');
+    expect(dnsCheckDue({ ...checked, metadata: { ...checked.metadata, generation: 3 } }, t0)).toBe(
+      'spec-changed',
+    );
+    const requested = {
+      ...checked,
+      metadata: { ...checked.metadata, annotations: { 'portico.dev/verify-requested-at': 'now' } },
+    };
+    expect(dnsCheckDue(requested, t0)).toBe('requested');
+    expect(
+      dnsCheckDue({ ...requested, status: { ...checked.status, lastVerifyRequest: 'now' } }, t0),
+    ).toBeUndefined();
+  });
+});

@@ -1,0 +1,146 @@
+/**
+ * The status a CustomDomain should show, from what the reconcile observed. Pure: every input is a
+ * value, the clock included. Conditions follow DESIGN.md: DNSVerified, CertificateReady, Routed,
+ * Ready (all three).
+ */
+import type {
+  CertificateStatus,
+  Condition,
+  CustomDomain,
+  CustomDomainStatus,
+  Phase,
+} from '../../api/customdomain.js';
+import { findCondition, setCondition, type ConditionInput } from '../../kube/conditions.js';
+
+/** The state of the domain's certificate, as the reconcile found it. */
+export type CertificateState =
+  | { kind: 'valid'; certificate: CertificateStatus }
+  | { kind: 'not-requested' }
+  | { kind: 'issuing'; since: Date; renewing: boolean }
+  | { kind: 'failed'; message: string; retryAt: Date };
+
+export type RoutingState =
+  { kind: 'routed'; ingressName: string } | { kind: 'not-routed'; reason: string; message: string };
+
+export interface ObservedState {
+  dnsVerified: ConditionInput & { status: 'True' | 'False' };
+  certificate: CertificateState;
+  routing: RoutingState;
+}
+
+function certificateCondition(state: CertificateState, verified: boolean): ConditionInput {
+  switch (state.kind) {
+    case 'valid':
+      return {
+        type: 'CertificateReady',
+        status: 'True',
+        reason: 'Issued',
+        message: `Certificate ${state.certificate.serialNumber} from ${state.certificate.issuer} is valid until ${state.certificate.notAfter}; renewal at ${state.certificate.renewalTime}.`,
+      };
+    case 'issuing':
+      return {
+        type: 'CertificateReady',
+        status: 'False',
+        reason: 'Issuing',
+        message: `An ACME order is in progress since ${state.since.toISOString()}; it usually completes within a couple of minutes.`,
+      };
+    case 'failed':
+      return {
+        type: 'CertificateReady',
+        status: 'False',
+        reason: 'IssuanceFailed',
+        message: `The last ACME order failed: ${state.message}. Next attempt at ${state.retryAt.toISOString()}.`,
+      };
+    case 'not-requested':
+      return {
+        type: 'CertificateReady',
+        status: 'False',
+        reason: verified ? 'Pending' : 'AwaitingDNSVerification',
+        message: verified
+          ? 'The certificate order starts now.'
+          : 'A certificate is requested once DNS verification succeeds.',
+      };
+  }
+}
+
+function routedCondition(state: RoutingState): ConditionInput {
+  return state.kind === 'routed'
+    ? {
+        type: 'Routed',
+        status: 'True',
+        reason: 'IngressReady',
+        message: `Ingress ${state.ingressName} routes the hostname.`,
+      }
+    : { type: 'Routed', status: 'False', reason: state.reason, message: state.message };
+}
+
+function phaseOf(observed: ObservedState, ready: boolean): Phase {
+  if (ready) return 'Live';
+  if (observed.dnsVerified.status !== 'True') return 'AwaitingDNS';
+  if (observed.certificate.kind === 'failed') return 'Failed';
+  if (observed.certificate.kind === 'issuing') return 'Issuing';
+  return 'Verified';
+}
+
+/**
+ * The new status: conditions set on the old ones (keeping transition times where nothing flipped),
+ * phase, observedGeneration and the certificate facts. Fields not computed here (dnsRecords,
+ * observed, verifiedAt, lastVerifyRequest) come from `carried`.
+ */
+export function buildStatus(
+  domain: CustomDomain,
+  observed: ObservedState,
+  carried: Pick<CustomDomainStatus, 'dnsRecords' | 'observed' | 'verifiedAt' | 'lastVerifyRequest'>,
+  now: Date,
+): CustomDomainStatus {
+  const generation = domain.metadata.generation ?? 0;
+  const verified = observed.dnsVerified.status === 'True';
+  let conditions: Condition[] = domain.status?.conditions ?? [];
+  const inputs = [
+    observed.dnsVerified,
+    certificateCondition(observed.certificate, verified),
+    routedCondition(observed.routing),
+  ];
+  for (const input of inputs) conditions = setCondition(conditions, input, generation, now);
+  const blocking = inputs.filter((c) => c.status !== 'True');
+  const ready = blocking.length === 0;
+  conditions = setCondition(
+    conditions,
+    ready
+      ? {
+          type: 'Ready',
+          status: 'True',
+          reason: 'Live',
+          message: `${domain.spec.hostname} serves over HTTPS.`,
+        }
+      : {
+          type: 'Ready',
+          status: 'False',
+          reason: blocking[0]?.reason ?? 'NotReady',
+          message: blocking.map((c) => `${c.type}: ${c.message}`).join(' '),
+        },
+    generation,
+    now,
+  );
+  const status: CustomDomainStatus = {
+    observedGeneration: generation,
+    phase: phaseOf(observed, ready),
+    conditions,
+    ...carried,
+  };
+  const certificate =
+    observed.certificate.kind === 'valid' ? observed.certificate.certificate : domain.status?.certificate;
+  if (certificate) status.certificate = certificate;
+  return status;
+}
+
+/** The conditions whose status or reason changed between `before` and `after`: each is worth an Event. */
+export function changedConditions(
+  before: readonly Condition[] | undefined,
+  after: readonly Condition[],
+): Condition[] {
+  return after.filter((c) => {
+    const old = findCondition(before, c.type);
+    return !old || old.status !== c.status || old.reason !== c.reason;
+  });
+}

@@ -1,0 +1,37 @@
+/**
+ * What a DNS query answered, as a value the pure verdict logic can read (RFC 1034 §4.3.2 terms).
+ * The resolver adapter (`resolver.ts`) produces these; nothing here does I/O.
+ */
+
+/** The answer to one query for one (name, type). */
+export type RRsetAnswer =
+  /** An RRset: the record data in presentation form (a hostname without trailing dot, or an address). */
+  | { kind: 'records'; values: string[] }
+  /** The name does not exist (RCODE 3). */
+  | { kind: 'nxdomain' }
+  /** The name exists but has no record of this type (NOERROR, empty answer). */
+  | { kind: 'nodata' }
+  /** The server failed to answer (RCODE 2). */
+  | { kind: 'servfail' }
+  /** No answer within the resolver's timeout and tries. */
+  | { kind: 'timeout' }
+  /** Any other failure: refused, connection refused, malformed reply. `code` is the resolver's code. */
+  | { kind: 'error'; code: string };
+
+/** The RRsets read for one hostname. */
+export interface HostnameAnswers {
+  cname: RRsetAnswer;
+  a: RRsetAnswer;
+  aaaa: RRsetAnswer;
+}
+
+/** Lowercases a DNS name and removes one trailing dot, for comparisons (RFC 4343: case-insensitive). */
+export function normalizeDnsName(name: string): string {
+  const lower = name.toLowerCase();
+  return lower.endsWith('.') ? lower.slice(0, -1) : lower;
+}
+
+/** The values of an answer that holds records; [] for any other kind. */
+export function recordValues(answer: RRsetAnswer): string[] {
+  return answer.kind === 'records' ? answer.values : [];
+}

@@ -1,0 +1,46 @@
+/**
+ * metav1.Condition helpers (Kubernetes API conventions, "Typical status properties").
+ * Pure: the clock is a parameter.
+ */
+import type { Condition } from '../api/customdomain.js';
+
+export interface ConditionInput {
+  type: string;
+  status: Condition['status'];
+  reason: string;
+  message: string;
+}
+
+/**
+ * Returns a new list with `input` set: `lastTransitionTime` is kept when the status did not flip,
+ * `observedGeneration` is always `generation`. Other conditions are kept as they are, in order.
+ */
+export function setCondition(
+  conditions: readonly Condition[],
+  input: ConditionInput,
+  generation: number,
+  now: Date,
+): Condition[] {
+  const previous = conditions.find((c) => c.type === input.type);
+  const next: Condition = {
+    ...input,
+    observedGeneration: generation,
+    lastTransitionTime:
+      previous && previous.status === input.status ? previous.lastTransitionTime : now.toISOString(),
+  };
+  if (!previous) return [...conditions, next];
+  return conditions.map((c) => (c.type === input.type ? next : c));
+}
+
+/** The condition of `type`, or undefined. */
+export function findCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+/** True when the condition of `type` has status True. */
+export function isConditionTrue(conditions: readonly Condition[] | undefined, type: string): boolean {
+  return findCondition(conditions, type)?.status === 'True';
+}

@@ -1,0 +1,126 @@
+/**
+ * A watch that survives errors: `@kubernetes/client-node` informers stop for good on an error
+ * (its issues #596, #958, #1933, #3020), so this wrapper restarts them with exponential backoff and
+ * jitter, and calls `onResync` on a jittered period so the controller re-queues every cached object
+ * (level-triggered: a missed event is repaired by the next resync).
+ */
+import {
+  makeInformer,
+  type Informer,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+  type ObjectCache,
+} from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { backoffDelayMs, type BackoffPolicy } from './backoff.js';
+
+export interface ResilientInformerOptions<T extends KubernetesObject> {
+  /** Watch path, e.g. `/apis/portico.dev/v1alpha1/customdomains`. */
+  path: string;
+  list: () => Promise<KubernetesListObject<T>>;
+  labelSelector?: string;
+  /** Called for add, update and delete. */
+  onChange: (obj: T, verb: 'add' | 'update' | 'delete') => void;
+  /** Called every `resyncMs` (±10 %) with every cached object. */
+  onResync?: (objects: readonly T[]) => void;
+  /** Milliseconds; 0 disables resync. */
+  resyncMs: number;
+  restartBackoff?: BackoffPolicy;
+  log: Logger;
+}
+
+export class ResilientInformer<T extends KubernetesObject> {
+  readonly #informer: Informer<T> & ObjectCache<T>;
+  readonly #options: ResilientInformerOptions<T>;
+  #failures = 0;
+  #stopped = false;
+  #synced = false;
+  #restartTimer: NodeJS.Timeout | undefined;
+  #resyncTimer: NodeJS.Timeout | undefined;
+
+  constructor(kubeConfig: KubeConfig, options: ResilientInformerOptions<T>) {
+    this.#options = options;
+    this.#informer = makeInformer(kubeConfig, options.path, options.list, options.labelSelector);
+    this.#informer.on('add', (o) => {
+      options.onChange(o, 'add');
+    });
+    this.#informer.on('update', (o) => {
+      options.onChange(o, 'update');
+    });
+    this.#informer.on('delete', (o) => {
+      options.onChange(o, 'delete');
+    });
+    this.#informer.on('connect', () => {
+      this.#synced = true;
+      this.#failures = 0;
+    });
+    this.#informer.on('error', (err: unknown) => {
+      this.#scheduleRestart(err);
+    });
+  }
+
+  /** True once the first list has been read; false again while the watch is down. */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** The cached object, or undefined. */
+  get(name: string, namespace?: string): T | undefined {
+    return this.#informer.get(name, namespace);
+  }
+
+  list(namespace?: string): readonly T[] {
+    return this.#informer.list(namespace);
+  }
+
+  /** Starts watching; never throws (a failed start is retried with backoff). */
+  start(): void {
+    this.#stopped = false;
+    this.#run();
+    this.#scheduleResync();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#restartTimer);
+    clearTimeout(this.#resyncTimer);
+    await this.#informer.stop();
+  }
+
+  #run(): void {
+    this.#informer.start().catch((err: unknown) => {
+      this.#scheduleRestart(err);
+    });
+  }
+
+  #scheduleRestart(err: unknown): void {
+    if (this.#stopped) return;
+    this.#synced = false;
+    this.#failures += 1;
+    const delay = backoffDelayMs(
+      this.#options.restartBackoff ?? { baseMs: 1_000, maxMs: 30_000 },
+      this.#failures,
+    );
+    this.#options.log.warn(
+      { err, path: this.#options.path, retryInMs: delay, failures: this.#failures },
+      'watch failed; restarting',
+    );
+    clearTimeout(this.#restartTimer);
+    this.#restartTimer = setTimeout(() => {
+      this.#run();
+    }, delay);
+  }
+
+  #scheduleResync(): void {
+    const { resyncMs, onResync } = this.#options;
+    if (resyncMs <= 0 || !onResync) return;
+    const delay = resyncMs * (0.9 + Math.random() * 0.2);
+    this.#resyncTimer = setTimeout(() => {
+      if (this.#stopped) return;
+      onResync(this.#informer.list());
+      this.#scheduleResync();
+    }, delay);
+    this.#resyncTimer.unref();
+  }
+}

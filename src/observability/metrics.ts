@@ -1,0 +1,61 @@
+/**
+ * The operator's Prometheus metrics (prom-client). One registry per process, served at `/metrics`.
+ * Names follow Prometheus conventions: `_total` counters, `_seconds` durations, base units.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface ControllerMetrics {
+  registry: Registry;
+  reconcileTotal: Counter<'controller' | 'result'>;
+  reconcileDuration: Histogram<'controller'>;
+  workqueueDepth: Gauge<'controller'>;
+  dnsChecksTotal: Counter<'reason'>;
+  acmeOrdersTotal: Counter<'result'>;
+  certificateNotAfter: Gauge<'namespace' | 'name' | 'hostname'>;
+}
+
+export function createControllerMetrics(): ControllerMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'portico_' });
+  const registers = [registry];
+  return {
+    registry,
+    reconcileTotal: new Counter({
+      name: 'portico_reconcile_total',
+      help: 'Reconciles by controller and result (success, requeue, error, conflict).',
+      labelNames: ['controller', 'result'],
+      registers,
+    }),
+    reconcileDuration: new Histogram({
+      name: 'portico_reconcile_duration_seconds',
+      help: 'Time spent in one reconcile, seconds.',
+      labelNames: ['controller'],
+      buckets: [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    workqueueDepth: new Gauge({
+      name: 'portico_workqueue_depth',
+      help: 'Keys waiting in the work queue.',
+      labelNames: ['controller'],
+      registers,
+    }),
+    dnsChecksTotal: new Counter({
+      name: 'portico_dns_checks_total',
+      help: 'DNS verification checks by verdict reason.',
+      labelNames: ['reason'],
+      registers,
+    }),
+    acmeOrdersTotal: new Counter({
+      name: 'portico_acme_orders_total',
+      help: 'ACME orders by result (valid, failed).',
+      labelNames: ['result'],
+      registers,
+    }),
+    certificateNotAfter: new Gauge({
+      name: 'portico_certificate_expiration_timestamp_seconds',
+      help: 'notAfter of the certificate serving each CustomDomain, Unix time in seconds.',
+      labelNames: ['namespace', 'name', 'hostname'],
+      registers,
+    }),
+  };
+}
