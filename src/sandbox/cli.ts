@@ -1,0 +1,105 @@
+/**
+ * `portico sandbox up|down|status`: the local stack of real parts (DESIGN.md, "Real parts, and how
+ * they start"). The sandbox directory is `.sandbox/` in the working directory, or
+ * `PORTICO_SANDBOX_DIR`.
+ *
+ * Exit codes: 0 success (for `status`: everything up), 1 failure (for `status`: something down),
+ * 2 usage error.
+ */
+import path from 'node:path';
+
+import { SandboxError } from './errors.js';
+import { defaultSandboxDir } from './paths.js';
+import { sandboxDown, sandboxStatus, sandboxUp } from './stack.js';
+import { envVariables, type SandboxEnv } from './state.js';
+
+const usage = `usage: portico sandbox <up|down|status> [flags]
+
+  up [--no-examples]   start the stack (or see that it runs) and apply examples/; writes .sandbox/env
+  status               print each component; exit 0 when everything is up
+  down                 stop every process the sandbox started (logs stay in .sandbox/logs/)
+
+The sandbox directory is .sandbox/ in the working directory; PORTICO_SANDBOX_DIR overrides it.
+With PORTICO_SANDBOX_USE_KUBECONFIG=1, the cluster of KUBECONFIG is used instead of a local one.
+`;
+
+const out = (line = ''): void => {
+  process.stdout.write(`${line}\n`);
+};
+
+function printEnv(env: SandboxEnv): void {
+  out(`  source ${path.join(env.sandboxDir, 'env')}`);
+  for (const [name, value] of envVariables(env)) out(`  ${name}=${value}`);
+}
+
+async function up(dir: string, args: readonly string[]): Promise<number> {
+  const unknown = args.filter((a) => a !== '--no-examples');
+  if (unknown.length > 0) {
+    process.stderr.write(`portico sandbox up: unknown flag ${unknown.join(' ')}\n\n${usage}`);
+    return 2;
+  }
+  const started = Date.now();
+  const env = await sandboxUp({ dir, applyExamples: !args.includes('--no-examples') });
+  out(`sandbox up in ${((Date.now() - started) / 1000).toFixed(1)} s (${env.sandboxDir})`);
+  printEnv(env);
+  return 0;
+}
+
+async function status(dir: string): Promise<number> {
+  const result = await sandboxStatus(dir);
+  if (result.env === undefined) {
+    out(`sandbox ${result.dir}: down (${result.problem ?? 'no state'})`);
+    return 1;
+  }
+  out(`sandbox ${result.dir}: ${result.up ? 'up' : 'DOWN'}`);
+  const width = Math.max(...result.components.map((c) => c.name.length));
+  for (const c of result.components) {
+    const pid = c.pid === undefined ? '' : ` pid ${c.pid}`;
+    const log = c.ok || c.logPath === undefined ? '' : ` (log: ${c.logPath})`;
+    out(`  ${c.name.padEnd(width)}  ${c.ok ? 'ok  ' : 'DOWN'}${pid}  ${c.detail}${log}`);
+  }
+  if (result.up) printEnv(result.env);
+  return result.up ? 0 : 1;
+}
+
+async function down(dir: string): Promise<number> {
+  const stopped = await sandboxDown(dir);
+  if (stopped.length === 0) out(`sandbox ${dir}: nothing to stop`);
+  for (const s of stopped) out(`  ${s.name}: ${s.outcome}`);
+  out(`sandbox ${dir}: down (logs kept in ${path.join(dir, 'logs')})`);
+  return 0;
+}
+
+/**
+ * Runs `portico sandbox <args>`.
+ *
+ * @returns the exit code
+ */
+export async function runSandbox(args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  const dir = defaultSandboxDir(process.env, process.cwd());
+  try {
+    switch (command) {
+      case 'up':
+        return await up(dir, rest);
+      case 'status':
+        return await status(dir);
+      case 'down':
+        return await down(dir);
+      case '-h':
+      case '--help':
+      case 'help':
+        process.stdout.write(usage);
+        return 0;
+      default:
+        process.stderr.write(
+          `${command === undefined ? '' : `portico sandbox: unknown command "${command}"\n\n`}${usage}`,
+        );
+        return 2;
+    }
+  } catch (err: unknown) {
+    if (!(err instanceof SandboxError)) throw err;
+    process.stderr.write(`portico sandbox ${command ?? ''}: ${err.name}: ${err.message}\n`);
+    return 1;
+  }
+}

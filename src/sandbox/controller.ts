@@ -1,0 +1,96 @@
+/**
+ * The operator itself, `portico controller`, run from the repository's build (`dist/`) with the
+ * Node binary running the sandbox.
+ */
+import { access } from 'node:fs/promises';
+import path from 'node:path';
+
+import { ComponentStartError } from './errors.js';
+import type { SandboxPaths } from './paths.js';
+import { startDetached, type StartedProcess } from './processes.js';
+import { httpProbe, waitUntilReady } from './readiness.js';
+
+export const CONTROLLER = 'portico-controller';
+
+/** The operator's configuration in the sandbox. */
+export interface ControllerOptions {
+  readonly kubeconfig: string;
+  readonly platformCnameTarget: string;
+  /** `127.0.0.1:<port>` of the sandbox's DNS server. */
+  readonly dnsServer: string;
+  readonly acmeDirectoryUrl: string;
+  readonly acmeEmail: string;
+  /** PEM bundle that makes Pebble's HTTPS endpoints trusted (passed as NODE_EXTRA_CA_CERTS). */
+  readonly acmeCaBundle: string;
+  /** Port of the HTTP-01 challenge server (and of its self-check). */
+  readonly http01Port: number;
+  /** Port of `/metrics`, `/healthz`, `/readyz`. */
+  readonly metricsPort: number;
+  /** Namespace of the operator's own objects (leader-election lease, ACME account key). */
+  readonly namespace: string;
+}
+
+/** `portico controller`'s flags. */
+export function controllerArgs(options: ControllerOptions): string[] {
+  return [
+    '--kubeconfig',
+    options.kubeconfig,
+    '--platform-cname-target',
+    options.platformCnameTarget,
+    '--dns-server',
+    options.dnsServer,
+    '--acme-directory-url',
+    options.acmeDirectoryUrl,
+    '--acme-email',
+    options.acmeEmail,
+    '--http01-listen-address',
+    `127.0.0.1:${options.http01Port}`,
+    '--http01-self-check-port',
+    String(options.http01Port),
+    '--metrics-listen-address',
+    `127.0.0.1:${options.metricsPort}`,
+    '--namespace',
+    options.namespace,
+  ];
+}
+
+async function assertBuilt(repoRoot: string, logPath: string): Promise<string> {
+  const cli = path.join(repoRoot, 'dist', 'cli.js');
+  for (const file of [cli, path.join(repoRoot, 'dist', 'controller', 'main.js')]) {
+    try {
+      await access(file);
+    } catch {
+      throw new ComponentStartError(
+        CONTROLLER,
+        `${file} does not exist: build first (npm run build)`,
+        logPath,
+      );
+    }
+  }
+  return cli;
+}
+
+/**
+ * Starts `node <repo>/dist/cli.js controller ...` and waits until its `/readyz` answers 200.
+ *
+ * @param repoRoot the repository whose `dist/` is run
+ * @returns the process and the `/metrics` URL
+ * @throws ComponentStartError when the build is missing, or the operator exits or is not ready
+ *   within 60 s
+ */
+export async function startController(
+  paths: SandboxPaths,
+  repoRoot: string,
+  options: ControllerOptions,
+): Promise<{ process: StartedProcess; metricsUrl: string; readyzUrl: string }> {
+  const cli = await assertBuilt(repoRoot, paths.log(CONTROLLER));
+  const proc = await startDetached(paths, {
+    name: CONTROLLER,
+    command: process.execPath,
+    args: [cli, 'controller', ...controllerArgs(options)],
+    env: { NODE_EXTRA_CA_CERTS: options.acmeCaBundle },
+  });
+  const base = `http://127.0.0.1:${options.metricsPort}`;
+  await waitUntilReady(proc, httpProbe(`${base}/readyz`), { timeoutMs: 60_000, intervalMs: 250 });
+  return { process: proc, metricsUrl: `${base}/metrics`, readyzUrl: `${base}/readyz` };
+}

@@ -1,0 +1,136 @@
+/**
+ * `examples/`: the manifests a newcomer applies first. The sandbox plays the customer for them (it
+ * creates the CNAME each CustomDomain asks for in the sandbox's DNS), applies them, and waits until
+ * every CustomDomain is Ready.
+ */
+import { readFile, readdir, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { parseAllDocuments } from 'yaml';
+
+import type { DnsManagementClient } from './dns-server.js';
+import { CommandFailedError, ExamplesNotReadyError, SandboxError } from './errors.js';
+import { runKubectl, type Kubectl } from './kubectl.js';
+
+/** A CustomDomain found in a manifest. */
+export interface ExampleCustomDomain {
+  readonly namespace: string;
+  readonly name: string;
+  readonly hostname: string;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The CustomDomains in one YAML text (multi-document). Other kinds are skipped. */
+export function customDomainsIn(yamlText: string, source: string): ExampleCustomDomain[] {
+  const found: ExampleCustomDomain[] = [];
+  for (const doc of parseAllDocuments(yamlText)) {
+    if (doc.errors.length > 0) {
+      throw new SandboxError(`${source}: invalid YAML: ${doc.errors.map((e) => e.message).join('; ')}`);
+    }
+    const object: unknown = doc.toJS();
+    if (!isRecord(object) || object['kind'] !== 'CustomDomain') continue;
+    const metadata = isRecord(object['metadata']) ? object['metadata'] : {};
+    const spec = isRecord(object['spec']) ? object['spec'] : {};
+    const { name, namespace } = metadata;
+    const { hostname } = spec;
+    if (typeof name !== 'string' || typeof hostname !== 'string') {
+      throw new SandboxError(`${source}: a CustomDomain without metadata.name or spec.hostname`);
+    }
+    found.push({ name, namespace: typeof namespace === 'string' ? namespace : 'default', hostname });
+  }
+  return found;
+}
+
+/** The `.yaml`/`.yml` files of `dir`, sorted (kubectl applies a directory in that order too). */
+export async function manifestFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(dir);
+  return entries
+    .filter((e) => e.endsWith('.yaml') || e.endsWith('.yml'))
+    .sort()
+    .map((e) => path.join(dir, e));
+}
+
+/**
+ * Sets a CNAME `<hostname>` → `target` for every CustomDomain in `dir`, then `kubectl apply -f dir`.
+ *
+ * @returns the CustomDomains applied
+ * @throws SandboxError on unreadable manifests; ManagementApiError, CommandFailedError
+ */
+export async function applyExamples(
+  dir: string,
+  kubectl: Kubectl,
+  dns: DnsManagementClient,
+  cnameTarget: string,
+): Promise<ExampleCustomDomain[]> {
+  const domains: ExampleCustomDomain[] = [];
+  for (const file of await manifestFiles(dir)) {
+    domains.push(...customDomainsIn(await readFile(file, 'utf8'), file));
+  }
+  for (const domain of domains) await dns.setCname(domain.hostname, cnameTarget);
+  // kubectl does not follow a symlinked directory: hand it the real path.
+  await runKubectl(kubectl, ['apply', '-f', await realpath(dir)]);
+  return domains;
+}
+
+const SUMMARY_JSONPATH =
+  '{range .items[*]}{.metadata.namespace}/{.metadata.name}: {.status.phase}' +
+  ' {.status.conditions[?(@.type=="Ready")].reason} {.status.conditions[?(@.type=="Ready")].message}{"\\n"}{end}';
+
+async function summary(kubectl: Kubectl): Promise<string> {
+  try {
+    return (
+      await runKubectl(kubectl, ['get', 'customdomains', '-A', '-o', `jsonpath=${SUMMARY_JSONPATH}`])
+    ).trim();
+  } catch (err: unknown) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
+
+/**
+ * Waits until every CustomDomain in the cluster has condition Ready=True, printing their phases
+ * whenever they change.
+ *
+ * @param timeoutMs the deadline, in milliseconds
+ * @param progress receives one line per change
+ * @throws ExamplesNotReadyError at the deadline, with each domain's phase and Ready message
+ */
+export async function waitForCustomDomainsReady(
+  kubectl: Kubectl,
+  timeoutMs: number,
+  progress: (line: string) => void,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    const chunkSeconds = Math.max(1, Math.min(5, Math.ceil((deadline - Date.now()) / 1000)));
+    try {
+      await runKubectl(kubectl, [
+        'wait',
+        '--for=condition=Ready',
+        'customdomains',
+        '--all',
+        '-A',
+        `--timeout=${chunkSeconds}s`,
+      ]);
+      return;
+    } catch (err: unknown) {
+      if (!(err instanceof CommandFailedError)) throw err;
+    }
+    const now = await summary(kubectl);
+    if (now !== last) {
+      for (const line of now.split('\n')) progress(`  ${line}`);
+      last = now;
+    }
+    if (Date.now() >= deadline) {
+      throw new ExamplesNotReadyError(
+        `the example CustomDomains are not Ready after ${Math.round(timeoutMs / 1000)} s:\n${now}\n` +
+          'inspect with: kubectl describe customdomains -A',
+      );
+    }
+    await sleep(200);
+  }
+}

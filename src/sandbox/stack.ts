@@ -1,0 +1,324 @@
+/**
+ * The sandbox stack as a whole: `sandboxUp`, `sandboxDown`, `sandboxStatus`, `readSandboxEnv`.
+ * This is the programmatic API (the e2e tests' globalSetup calls it); `cli.ts` is a thin shell over
+ * it.
+ *
+ * Start order: tools → ports → certificates → etcd, DNS server and Pebble (in parallel) →
+ * kube-apiserver → namespace and CRDs → operator → env files → examples. A failure before the env
+ * files are written stops every process of the sandbox (logs stay); a failure of the examples
+ * leaves the stack running for inspection.
+ */
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import {
+  CERT_FILES,
+  generateSandboxCertificates,
+  writeSandboxCertificates,
+  type SandboxCertificates,
+} from './certificates.js';
+import { ensureNamespace, installCrds } from './cluster.js';
+import { CONTROLLER, startController } from './controller.js';
+import { DNS_SERVER, startDnsServer, type DnsManagementClient } from './dns-server.js';
+import { SandboxError } from './errors.js';
+import { ETCD, startEtcd } from './etcd.js';
+import { applyExamples, waitForCustomDomainsReady } from './examples.js';
+import { apiServerReadyProbe, KUBE_APISERVER, startKubeApiserver } from './kube-apiserver.js';
+import { clusterAccess } from './kubeconfig.js';
+import type { Kubectl } from './kubectl.js';
+import { ensureSandboxDirs, sandboxPaths, type SandboxPaths } from './paths.js';
+import { PEBBLE, startPebble } from './pebble.js';
+import { pickFreePorts } from './ports.js';
+import { listPidNames, stopProcess, type StopOutcome } from './processes.js';
+import { readState, writeSandboxEnv, type SandboxEnv } from './state.js';
+import { sandboxStatus } from './status.js';
+import { installTools, type Tools } from './tools.js';
+
+export type { SandboxEnv } from './state.js';
+export { sandboxStatus, type ComponentStatus, type SandboxStatus } from './status.js';
+
+/** The CNAME target of the platform in the sandbox; its A record is 127.0.0.1. */
+export const PLATFORM_CNAME_TARGET = 'sites.portico.test';
+/** The namespace of the operator's own objects. */
+export const OPERATOR_NAMESPACE = 'portico-system';
+/** The ACME account e-mail of the sandbox's operator. */
+export const ACME_EMAIL = 'ops@portico.test';
+
+/** The repository this module belongs to (two levels above src/sandbox/ or dist/sandbox/). */
+export const PACKAGE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** Options of `sandboxUp`. */
+export interface SandboxUpOptions {
+  /** The sandbox directory (relative paths resolve against the working directory). */
+  readonly dir: string;
+  /** The repository holding scripts/, crds/, examples/ and dist/ (default: this package's root). */
+  readonly repoRoot?: string;
+  /** Apply examples/ and wait until its CustomDomains are Ready. */
+  readonly applyExamples: boolean;
+  /** Deadline for the examples to become Ready, in milliseconds (default 180 000). */
+  readonly examplesTimeoutMs?: number;
+  /** Receives progress lines (default: written to stderr). */
+  readonly log?: (line: string) => void;
+  /** The environment deciding on an external cluster (default `process.env`). */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+const defaultLog = (line: string): void => {
+  process.stderr.write(`sandbox: ${line}\n`);
+};
+
+/**
+ * Reads the facts of the sandbox in `dir` (its `state.json`), without checking that it runs.
+ *
+ * @throws SandboxNotFoundError when `dir` holds no running-or-crashed sandbox
+ */
+export async function readSandboxEnv(dir: string): Promise<SandboxEnv> {
+  return readState(sandboxPaths(dir));
+}
+
+/**
+ * Brings the sandbox in `options.dir` up, or returns at once when it already is (every process
+ * running and answering).
+ *
+ * @returns the sandbox's facts (also written to `<dir>/env` and `<dir>/state.json`)
+ * @throws ToolsInstallError, ComponentStartError (names the component and its log),
+ *   CommandFailedError (kubectl), ManagementApiError, ExamplesNotReadyError, SandboxError
+ */
+export async function sandboxUp(options: SandboxUpOptions): Promise<SandboxEnv> {
+  const log = options.log ?? defaultLog;
+  const paths = sandboxPaths(options.dir);
+  await ensureSandboxDirs(paths);
+  const status = await sandboxStatus(paths.dir);
+  if (status.up && status.env !== undefined) {
+    log(`already up in ${paths.dir}`);
+    return status.env;
+  }
+  if ((await listPidNames(paths)).length > 0) {
+    const down = status.components.filter((c) => !c.ok).map((c) => `${c.name}: ${c.detail}`);
+    log(`restarting the partly running sandbox in ${paths.dir} (${down.join('; ')})`);
+    await stopAll(paths);
+  }
+  const repoRoot = options.repoRoot ?? PACKAGE_ROOT;
+  const step = stepper(log);
+  let started: StartedStack;
+  try {
+    started = await startStack(paths, repoRoot, options.env ?? process.env, step);
+  } catch (err: unknown) {
+    log('start failed; stopping the processes started so far (their logs stay)');
+    await stopAll(paths);
+    throw err;
+  }
+  if (options.applyExamples) {
+    await upExamples(repoRoot, started, options.examplesTimeoutMs ?? 180_000, step);
+  }
+  return started.env;
+}
+
+/** The outcome of stopping one process. */
+export interface StoppedProcess {
+  readonly name: string;
+  readonly outcome: StopOutcome;
+}
+
+/**
+ * Stops every process of the sandbox in `dir` by its pid file (SIGTERM, SIGKILL after 5 s), removes
+ * the pid files, `env` and `state.json`. Logs, certificates, kubeconfig and etcd data stay.
+ */
+export async function sandboxDown(dir: string): Promise<StoppedProcess[]> {
+  const paths = sandboxPaths(dir);
+  const stopped = await stopAll(paths);
+  await Promise.all([rm(paths.envFile, { force: true }), rm(paths.stateFile, { force: true })]);
+  return stopped;
+}
+
+/** Stop order: the operator first, storage last; names not listed go in between. */
+const STOP_ORDER = [CONTROLLER, PEBBLE, DNS_SERVER, KUBE_APISERVER, ETCD];
+
+async function stopAll(paths: SandboxPaths): Promise<StoppedProcess[]> {
+  const names = await listPidNames(paths);
+  const rank = (name: string): number => {
+    const i = STOP_ORDER.indexOf(name);
+    return i === -1 ? 0.5 : i;
+  };
+  const stopped: StoppedProcess[] = [];
+  for (const name of names.sort((a, b) => rank(a) - rank(b))) {
+    stopped.push({ name, outcome: await stopProcess(paths, name) });
+  }
+  return stopped;
+}
+
+/** Prefixes each progress line with the seconds since the step function was made. */
+function stepper(log: (line: string) => void): (line: string) => void {
+  const start = Date.now();
+  return (line) => {
+    log(`[${((Date.now() - start) / 1000).toFixed(1)}s] ${line}`);
+  };
+}
+
+interface StartedStack {
+  readonly env: SandboxEnv;
+  readonly tools: Tools;
+  readonly dns: DnsManagementClient;
+}
+
+interface ClusterFacts {
+  readonly kubeconfig: string;
+  readonly apiServerUrl: string;
+  readonly etcdUrl?: string;
+}
+
+const PORT_KINDS = {
+  etcdClient: 'tcp',
+  etcdPeer: 'tcp',
+  apiServer: 'tcp',
+  dns: 'tcp+udp',
+  dnsManagement: 'tcp',
+  acme: 'tcp',
+  acmeManagement: 'tcp',
+  http01: 'tcp',
+  tlsAlpn01: 'tcp',
+  metrics: 'tcp',
+} as const;
+
+async function startStack(
+  paths: SandboxPaths,
+  repoRoot: string,
+  processEnv: NodeJS.ProcessEnv,
+  step: (line: string) => void,
+): Promise<StartedStack> {
+  const external = externalKubeconfig(processEnv);
+  step('installing tools (scripts/install-tools.sh)');
+  const tools = await installTools(repoRoot, process.stderr);
+  const ports = await pickFreePorts(PORT_KINDS);
+  step('generating certificates');
+  const certs = await generateSandboxCertificates();
+  await writeSandboxCertificates(paths, certs);
+
+  step(
+    external === undefined
+      ? 'starting etcd then kube-apiserver, the DNS server and Pebble'
+      : 'starting the DNS server and Pebble',
+  );
+  const dnsServer = `127.0.0.1:${ports.dns}`;
+  const [cluster, dns, pebble] = await settleAll([
+    external === undefined ? startOwnCluster(paths, tools, certs, ports) : checkExternalCluster(external),
+    startDnsServer(
+      paths,
+      tools.pebbleChalltestsrv,
+      { dnsPort: ports.dns, managementPort: ports.dnsManagement },
+      { host: PLATFORM_CNAME_TARGET, address: '127.0.0.1' },
+    ),
+    startPebble(paths, tools.pebble, certs.pebbleCa.certPem, {
+      listenPort: ports.acme,
+      managementPort: ports.acmeManagement,
+      httpPort: ports.http01,
+      tlsPort: ports.tlsAlpn01,
+      dnsServer,
+    }),
+  ] as const);
+
+  const kubectl: Kubectl = { binary: tools.kubectl, kubeconfig: cluster.kubeconfig };
+  step(`creating namespace ${OPERATOR_NAMESPACE}; installing CRDs`);
+  await ensureNamespace(kubectl, OPERATOR_NAMESPACE);
+  await installCrds(kubectl, path.join(repoRoot, 'crds'));
+
+  step('starting the operator (portico controller)');
+  const acmeCaBundle = paths.cert(CERT_FILES.pebbleCaCert);
+  const controller = await startController(paths, repoRoot, {
+    kubeconfig: cluster.kubeconfig,
+    platformCnameTarget: PLATFORM_CNAME_TARGET,
+    dnsServer,
+    acmeDirectoryUrl: pebble.directoryUrl,
+    acmeEmail: ACME_EMAIL,
+    acmeCaBundle,
+    http01Port: ports.http01,
+    metricsPort: ports.metrics,
+    namespace: OPERATOR_NAMESPACE,
+  });
+
+  const env: SandboxEnv = {
+    sandboxDir: paths.dir,
+    ...cluster,
+    externalCluster: external !== undefined,
+    platformCnameTarget: PLATFORM_CNAME_TARGET,
+    dnsServer,
+    dnsMgmtUrl: dns.client.baseUrl,
+    acmeDirectoryUrl: pebble.directoryUrl,
+    acmeMgmtUrl: pebble.managementUrl,
+    acmeCaBundle,
+    controllerMetricsUrl: controller.metricsUrl,
+    controllerReadyzUrl: controller.readyzUrl,
+    http01Port: ports.http01,
+  };
+  await writeSandboxEnv(paths, env);
+  step(`stack up; wrote ${paths.envFile}`);
+  return { env, tools, dns: dns.client };
+}
+
+/**
+ * Awaits every promise, so that no start is still in flight when a failure is handled (and its
+ * process escapes the cleanup), then returns their values or throws the first rejection.
+ */
+async function settleAll<T extends readonly unknown[]>(
+  promises: T,
+): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const results = await Promise.allSettled(promises);
+  for (const result of results) {
+    if (result.status === 'rejected') throw result.reason;
+  }
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as {
+    -readonly [K in keyof T]: Awaited<T[K]>;
+  };
+}
+
+/** The user's kubeconfig when `PORTICO_SANDBOX_USE_KUBECONFIG=1` and `KUBECONFIG` is set. */
+function externalKubeconfig(env: NodeJS.ProcessEnv): string | undefined {
+  const kubeconfig = env['KUBECONFIG'];
+  if (env['PORTICO_SANDBOX_USE_KUBECONFIG'] !== '1' || kubeconfig === undefined || kubeconfig === '') {
+    return undefined;
+  }
+  if (kubeconfig.includes(path.delimiter)) {
+    throw new SandboxError(`KUBECONFIG lists several files (${kubeconfig}); point it at one for the sandbox`);
+  }
+  return path.resolve(kubeconfig);
+}
+
+/** Starts etcd, then kube-apiserver on it; writes `<dir>/kubeconfig`. */
+async function startOwnCluster(
+  paths: SandboxPaths,
+  tools: Tools,
+  certs: SandboxCertificates,
+  ports: Record<keyof typeof PORT_KINDS, number>,
+): Promise<ClusterFacts> {
+  const etcd = await startEtcd(paths, tools.etcd, { clientPort: ports.etcdClient, peerPort: ports.etcdPeer });
+  const api = await startKubeApiserver(paths, tools.kubeApiserver, certs, {
+    securePort: ports.apiServer,
+    etcdUrl: etcd.clientUrl,
+  });
+  return { kubeconfig: paths.kubeconfig, apiServerUrl: api.server, etcdUrl: etcd.clientUrl };
+}
+
+/** Checks that the user's cluster answers `/readyz`. */
+async function checkExternalCluster(kubeconfig: string): Promise<ClusterFacts> {
+  const ready = await apiServerReadyProbe(kubeconfig)();
+  if (ready !== true)
+    throw new SandboxError(`the cluster of KUBECONFIG=${kubeconfig} is not ready: ${ready}`);
+  const access = await clusterAccess(kubeconfig);
+  return { kubeconfig, apiServerUrl: access.server };
+}
+
+async function upExamples(
+  repoRoot: string,
+  stack: StartedStack,
+  timeoutMs: number,
+  step: (line: string) => void,
+): Promise<void> {
+  const kubectl: Kubectl = { binary: stack.tools.kubectl, kubeconfig: stack.env.kubeconfig };
+  const examplesDir = path.join(repoRoot, 'examples');
+  step(`setting each example domain's CNAME to ${stack.env.platformCnameTarget}; applying ${examplesDir}`);
+  const domains = await applyExamples(examplesDir, kubectl, stack.dns, stack.env.platformCnameTarget);
+  step(`waiting up to ${timeoutMs / 1000} s for ${domains.length} CustomDomain(s) to be Ready`);
+  await waitForCustomDomainsReady(kubectl, timeoutMs, step);
+  step('every example CustomDomain is Ready');
+}

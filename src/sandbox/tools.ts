@@ -1,0 +1,73 @@
+/**
+ * The binaries of the real parts, built (once, cached outside the repository) by
+ * `scripts/install-tools.sh`.
+ */
+import { spawn } from 'node:child_process';
+import { access, constants } from 'node:fs/promises';
+import path from 'node:path';
+
+import { ToolsInstallError } from './errors.js';
+
+/** Absolute paths of the tools the sandbox runs. */
+export interface Tools {
+  readonly binDir: string;
+  readonly etcd: string;
+  readonly kubeApiserver: string;
+  readonly kubectl: string;
+  readonly pebble: string;
+  readonly pebbleChalltestsrv: string;
+}
+
+/**
+ * Runs `scripts/install-tools.sh` (fast when everything is cached; the first run builds from the Go
+ * module proxy and takes many minutes) and returns the tools' paths. The script's progress (stderr)
+ * is passed through to `stderr`.
+ *
+ * @param repoRoot the repository holding `scripts/install-tools.sh`
+ * @param stderr where the script's progress goes
+ * @throws ToolsInstallError when the script fails, prints no bin directory, or a tool is missing
+ */
+export async function installTools(repoRoot: string, stderr: NodeJS.WritableStream): Promise<Tools> {
+  const script = path.join(repoRoot, 'scripts', 'install-tools.sh');
+  const stdout = await runScript(script, stderr);
+  const binDir = stdout.trim().split('\n').at(-1)?.trim() ?? '';
+  if (binDir === '') throw new ToolsInstallError(`${script} printed no bin directory`);
+  const tools: Tools = {
+    binDir,
+    etcd: path.join(binDir, 'etcd'),
+    kubeApiserver: path.join(binDir, 'kube-apiserver'),
+    kubectl: path.join(binDir, 'kubectl'),
+    pebble: path.join(binDir, 'pebble'),
+    pebbleChalltestsrv: path.join(binDir, 'pebble-challtestsrv'),
+  };
+  for (const file of [
+    tools.etcd,
+    tools.kubeApiserver,
+    tools.kubectl,
+    tools.pebble,
+    tools.pebbleChalltestsrv,
+  ]) {
+    try {
+      await access(file, constants.X_OK);
+    } catch {
+      throw new ToolsInstallError(`${script} finished but ${file} is missing or not executable`);
+    }
+  }
+  return tools;
+}
+
+function runScript(script: string, stderr: NodeJS.WritableStream): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.write(chunk));
+    child.on('error', (err) => {
+      reject(new ToolsInstallError(`cannot run ${script}: ${err.message}`));
+    });
+    child.on('close', (code) => {
+      if (code === 0) resolve(stdout);
+      else reject(new ToolsInstallError(`${script} exited with ${code ?? 'a signal'}; its output is above`));
+    });
+  });
+}

@@ -1,0 +1,125 @@
+/**
+ * What the e2e tests use to talk to the real stack: typed Kubernetes clients on the sandbox's admin
+ * kubeconfig, the DNS server's management API, Pebble's roots, and polling with a deadline.
+ */
+import { CoreV1Api, CustomObjectsApi, KubeConfig, NetworkingV1Api } from '@kubernetes/client-node';
+import { readFile } from 'node:fs/promises';
+import { get } from 'node:https';
+import { inject } from 'vitest';
+import type { CustomDomain, CustomDomainSpec } from '../../../src/api/customdomain.js';
+import { DnsManagementClient } from '../../../src/sandbox/dns-server.js';
+
+export const sandbox = inject('sandbox');
+
+export function kube(): { core: CoreV1Api; custom: CustomObjectsApi; networking: NetworkingV1Api } {
+  const kc = new KubeConfig();
+  kc.loadFromFile(sandbox.kubeconfig);
+  return {
+    core: kc.makeApiClient(CoreV1Api),
+    custom: kc.makeApiClient(CustomObjectsApi),
+    networking: kc.makeApiClient(NetworkingV1Api),
+  };
+}
+
+export const dns = new DnsManagementClient(sandbox.dnsMgmtUrl);
+
+/** A name unique to this run, for namespaces and hostnames. */
+export function unique(prefix: string): string {
+  return `${prefix}-${Date.now().toString(36)}${Math.floor(Math.random() * 1e4).toString(36)}`;
+}
+
+/** Polls `probe` every `intervalMs` until it returns a value other than undefined; throws after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+  intervalMs = 250,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`,
+  );
+}
+
+/** Creates namespace `name` with a Service `web` (port 80) in it. */
+export async function createProject(name: string, labels: Record<string, string> = {}): Promise<void> {
+  const { core } = kube();
+  await core.createNamespace({ body: { metadata: { name, labels } } });
+  await core.createNamespacedService({
+    namespace: name,
+    body: {
+      metadata: { name: 'web' },
+      spec: { ports: [{ name: 'http', port: 80 }], selector: { app: 'web' } },
+    },
+  });
+}
+
+export async function createCustomDomain(
+  namespace: string,
+  name: string,
+  spec: CustomDomainSpec,
+): Promise<void> {
+  await kube().custom.createNamespacedCustomObject({
+    group: 'portico.dev',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'customdomains',
+    body: { apiVersion: 'portico.dev/v1alpha1', kind: 'CustomDomain', metadata: { name, namespace }, spec },
+  });
+}
+
+export async function getCustomDomain(namespace: string, name: string): Promise<CustomDomain> {
+  return (await kube().custom.getNamespacedCustomObject({
+    group: 'portico.dev',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'customdomains',
+    name,
+  })) as CustomDomain;
+}
+
+/** Waits until the CustomDomain's condition `type` has `status` (and `reason`, if given). */
+export async function waitForCondition(
+  namespace: string,
+  name: string,
+  type: string,
+  status: 'True' | 'False',
+  reason?: string,
+  timeoutMs = 60_000,
+): Promise<CustomDomain> {
+  return waitFor(
+    `${namespace}/${name} ${type}=${status}${reason ? ` (${reason})` : ''}`,
+    async () => {
+      const cd = await getCustomDomain(namespace, name);
+      const c = cd.status?.conditions?.find((x) => x.type === type);
+      return c?.status === status && (!reason || c.reason === reason) ? cd : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** GETs `url` over HTTPS trusting the sandbox's ACME CA bundle (Pebble's endpoints). */
+export async function getPebble(url: string): Promise<string> {
+  const ca = await readFile(sandbox.acmeCaBundle);
+  return new Promise((resolve, reject) => {
+    get(url, { ca }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => {
+        if (res.statusCode === 200) resolve(body);
+        else reject(new Error(`GET ${url}: HTTP ${res.statusCode}`));
+      });
+    }).on('error', reject);
+  });
+}
