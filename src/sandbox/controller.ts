@@ -54,17 +54,13 @@ export function controllerArgs(options: ControllerOptions): string[] {
   ];
 }
 
-async function assertBuilt(repoRoot: string, logPath: string): Promise<string> {
+async function assertBuilt(repoRoot: string): Promise<string> {
   const cli = path.join(repoRoot, 'dist', 'cli.js');
   for (const file of [cli, path.join(repoRoot, 'dist', 'controller', 'main.js')]) {
     try {
       await access(file);
     } catch {
-      throw new ComponentStartError(
-        CONTROLLER,
-        `${file} does not exist: build first (npm run build)`,
-        logPath,
-      );
+      throw new ComponentStartError(CONTROLLER, `${file} does not exist: build first (npm run build)`);
     }
   }
   return cli;
@@ -83,7 +79,7 @@ export async function startController(
   repoRoot: string,
   options: ControllerOptions,
 ): Promise<{ process: StartedProcess; metricsUrl: string; readyzUrl: string }> {
-  const cli = await assertBuilt(repoRoot, paths.log(CONTROLLER));
+  const cli = await assertBuilt(repoRoot);
   const proc = await startDetached(paths, {
     name: CONTROLLER,
     command: process.execPath,
