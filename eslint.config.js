@@ -19,6 +19,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unnecessary-condition': 'off',
       // @kubernetes/client-node models are classes that hold plain data; object literals are how they are built.
       '@typescript-eslint/no-unsafe-class-instance-assignment': 'off',
+      '@typescript-eslint/no-misused-spread': 'off',
     },
   },
   { files: ['**/*.test.ts', 'test/**/*.ts'], rules: { complexity: 'off' } },

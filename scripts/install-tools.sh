@@ -13,6 +13,10 @@ tools_dir=${PORTICO_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/portico/tools}
 bin_dir="$tools_dir/bin"
 mkdir -p "$bin_dir"
 
+# One build at a time per cache: a second caller waits for the first instead of building alongside.
+exec 9>"$tools_dir/.lock"
+flock 9
+
 KUBERNETES_VERSION=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/test/tools/kubernetes/go.mod")
 ETCD_VERSION=$(awk '/^require go.etcd.io\/etcd\/server\/v3/ {print $3}' "$here/test/tools/etcd/go.mod")
 PEBBLE_VERSION=v2.10.1

@@ -13,6 +13,8 @@ export interface ControllerConfig {
   namespace: string;
   /** {platform_cname_target} of the spec (§2): the value every customer CNAME must equal. */
   platformCnameTarget: string;
+  /** The platform's own domains: no CustomDomain may claim them or a name under them. */
+  reservedDomains: string[];
   /** `host:port` DNS servers for verification; [] means the system's. */
   dnsServers: string[];
   dnsTimeoutMs: number;
@@ -56,6 +58,11 @@ const options = {
     type: 'string',
     env: 'PORTICO_PLATFORM_CNAME_TARGET',
     help: 'required: the CNAME target customers point to',
+  },
+  'reserved-domains': {
+    type: 'string',
+    env: 'PORTICO_RESERVED_DOMAINS',
+    help: 'comma-separated platform domains no customer may claim (the CNAME target itself is always reserved)',
   },
   'dns-server': {
     type: 'string',
@@ -155,6 +162,12 @@ function hostPort(name: OptionName, value: string): { fqdn: string; port: number
   return { fqdn: value.slice(0, at), port: positiveInt(name, value.slice(at + 1)) };
 }
 
+/** The configured reserved domains plus the platform target itself, lowercased, without trailing dots. */
+function reservedDomains(value: string | undefined, target: string): string[] {
+  const listed = (value ?? '').split(',').map((s) => s.trim().toLowerCase().replace(/\.$/, ''));
+  return [...new Set([...listed, target.toLowerCase().replace(/\.$/, '')])].filter(Boolean);
+}
+
 const LEVELS = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
 
 /**
@@ -199,6 +212,7 @@ export function parseControllerConfig(
     kubeconfig: get('kubeconfig'),
     namespace: required('namespace'),
     platformCnameTarget: required('platform-cname-target').toLowerCase().replace(/\.$/, ''),
+    reservedDomains: reservedDomains(get('reserved-domains'), required('platform-cname-target')),
     dnsServers: (get('dns-server') ?? '')
       .split(',')
       .map((s) => s.trim())

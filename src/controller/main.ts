@@ -13,6 +13,7 @@ import { createHttp01Server } from '../acme/http01-server.js';
 import { IssuanceTracker } from '../acme/issuance-tracker.js';
 import { AcmeIssuer } from '../acme/issuer.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
+import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
 import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.js';
 import { DnsResolver } from '../dns/resolver.js';
 import { EventRecorder } from '../kube/events.js';
@@ -74,27 +75,30 @@ function build(
   const tracker = new IssuanceTracker((key) => {
     queue.add(key);
   });
-  const reconciler = new CustomDomainReconciler({
-    platformCnameTarget: config.platformCnameTarget,
-    routing: {
-      ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
-      ...(config.http01Service ? { http01Service: config.http01Service } : {}),
-    },
-    customObjects,
-    core,
-    objects,
-    resolver,
-    issuer,
-    tracker,
-    events: new EventRecorder(core, 'portico-controller', log),
-    metrics,
-    log,
-    now: () => new Date(),
-  });
+  const createReconciler = (view: ClusterView): CustomDomainReconciler =>
+    new CustomDomainReconciler({
+      platformCnameTarget: config.platformCnameTarget,
+      reservedDomains: config.reservedDomains,
+      view,
+      routing: {
+        ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
+        ...(config.http01Service ? { http01Service: config.http01Service } : {}),
+      },
+      customObjects,
+      core,
+      objects,
+      resolver,
+      issuer,
+      tracker,
+      events: new EventRecorder(core, 'portico-controller', log),
+      metrics,
+      log,
+      now: () => new Date(),
+    });
   const controller = new CustomDomainController({
     kubeConfig,
     objects,
-    reconciler,
+    createReconciler,
     queue,
     metrics,
     log,

@@ -25,11 +25,7 @@ export interface HostnameAnswers {
   aaaa: RRsetAnswer;
 }
 
-/** Lowercases a DNS name and removes one trailing dot, for comparisons (RFC 4343: case-insensitive). */
-export function normalizeDnsName(name: string): string {
-  const lower = name.toLowerCase();
-  return lower.endsWith('.') ? lower.slice(0, -1) : lower;
-}
+export { normalizeDnsName } from '../domain/hostname.js';
 
 /** The values of an answer that holds records; [] for any other kind. */
 export function recordValues(answer: RRsetAnswer): string[] {

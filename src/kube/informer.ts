@@ -41,7 +41,17 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   constructor(kubeConfig: KubeConfig, options: ResilientInformerOptions<T>) {
     this.#options = options;
-    this.#informer = makeInformer(kubeConfig, options.path, options.list, options.labelSelector);
+    // The informer fills its cache right after the list resolves; `synced` turns true on the next
+    // macrotask, once the cache holds the listed objects.
+    const list = async (): Promise<KubernetesListObject<T>> => {
+      const result = await options.list();
+      setImmediate(() => {
+        this.#synced = true;
+        this.#failures = 0;
+      });
+      return result;
+    };
+    this.#informer = makeInformer(kubeConfig, options.path, list, options.labelSelector);
     this.#informer.on('add', (o) => {
       options.onChange(o, 'add');
     });
@@ -51,16 +61,12 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.#informer.on('delete', (o) => {
       options.onChange(o, 'delete');
     });
-    this.#informer.on('connect', () => {
-      this.#synced = true;
-      this.#failures = 0;
-    });
     this.#informer.on('error', (err: unknown) => {
       this.#scheduleRestart(err);
     });
   }
 
-  /** True once the first list has been read; false again while the watch is down. */
+  /** True once a list has been read into the cache; false again while the watch is down. */
   get synced(): boolean {
     return this.#synced;
   }

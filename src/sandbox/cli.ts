@@ -40,7 +40,7 @@ async function up(dir: string, args: readonly string[]): Promise<number> {
   }
   const started = Date.now();
   const env = await sandboxUp({ dir, applyExamples: !args.includes('--no-examples') });
-  out(`sandbox up in ${((Date.now() - started) / 1000).toFixed(1)} s (${env.sandboxDir})`);
+  out(`sandbox ${env.sandboxDir}: up (this command took ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   printEnv(env);
   return 0;
 }

@@ -77,8 +77,8 @@ export async function applyExamples(
 }
 
 const SUMMARY_JSONPATH =
-  '{range .items[*]}{.metadata.namespace}/{.metadata.name}: {.status.phase}' +
-  ' {.status.conditions[?(@.type=="Ready")].reason} {.status.conditions[?(@.type=="Ready")].message}{"\\n"}{end}';
+  '{range .items[*]}{.metadata.namespace}/{.metadata.name}: phase {.status.phase},' +
+  ' Ready {.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}{"\\n"}{end}';
 
 async function summary(kubectl: Kubectl): Promise<string> {
   try {

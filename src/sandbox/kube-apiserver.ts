@@ -51,7 +51,7 @@ export function apiServerReadyProbe(kubeconfigPath: string): () => Promise<true 
   return async () => {
     try {
       const access = await clusterAccess(kubeconfigPath);
-      return await httpProbe(`${access.server}/readyz`, access.tls)();
+      return await httpProbe(`${access.server}/readyz`, access.requestOptions)();
     } catch (err: unknown) {
       return err instanceof Error ? err.message : String(err);
     }

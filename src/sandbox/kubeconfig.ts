@@ -7,7 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 
 import { SandboxError } from './errors.js';
-import type { ProbeTls } from './readiness.js';
+import type { ProbeOptions } from './readiness.js';
 
 /** What goes into a client-certificate kubeconfig. */
 export interface KubeconfigSpec {
@@ -52,7 +52,7 @@ export async function writeKubeconfig(file: string, spec: KubeconfigSpec): Promi
 export interface ClusterAccess {
   /** The API server URL, without a trailing slash. */
   readonly server: string;
-  readonly tls: ProbeTls;
+  readonly requestOptions: ProbeOptions;
 }
 
 /**
@@ -71,7 +71,7 @@ export async function clusterAccess(kubeconfigPath: string): Promise<ClusterAcce
   }
   const cluster = kc.getCurrentCluster();
   if (cluster === null) throw new SandboxError(`kubeconfig ${kubeconfigPath} has no current cluster`);
-  const options: ProbeTls = {};
+  const options: ProbeOptions = {};
   await kc.applyToHTTPSOptions(options);
-  return { server: cluster.server.replace(/\/+$/, ''), tls: options };
+  return { server: cluster.server.replace(/\/+$/, ''), requestOptions: options };
 }

@@ -7,7 +7,7 @@
  * file (after a reboot, say) never makes the sandbox signal an unrelated process that got the pid.
  */
 import { spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { open, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -52,12 +52,14 @@ export async function startDetached(paths: SandboxPaths, spec: ProcessSpec): Pro
       stdio: ['ignore', log.fd, log.fd],
       env: { ...process.env, ...spec.env, [OWNER_VARIABLE]: paths.dir },
     });
-    const outcome = await Promise.race([
-      once(child, 'spawn').then(() => undefined),
-      once(child, 'error').then(([err]: unknown[]) => err),
-    ]);
-    if (outcome !== undefined || child.pid === undefined) {
-      const reason = outcome instanceof Error ? outcome.message : 'no pid';
+    const failure = await new Promise<Error | undefined>((resolve) => {
+      child.once('spawn', () => {
+        resolve(undefined);
+      });
+      child.once('error', resolve);
+    });
+    if (failure !== undefined || child.pid === undefined) {
+      const reason = failure?.message ?? 'no pid';
       throw new ComponentStartError(spec.name, `cannot start ${spec.command}: ${reason}`, logPath);
     }
     child.unref();
@@ -68,14 +70,30 @@ export async function startDetached(paths: SandboxPaths, spec: ProcessSpec): Pro
   }
 }
 
-/** True when a process with this pid exists (a zombie counts until it is reaped). */
+/**
+ * True when a process with this pid exists and has not exited. Where /proc exists, an exited process
+ * its parent has not reaped yet (a zombie: the sandbox's processes are orphans, and some container
+ * inits reap late) counts as not alive.
+ */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err: unknown) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+  return !isZombie(pid);
+}
+
+function isZombie(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return false;
+  }
+  // "<pid> (<comm>) <state> ...": comm may hold spaces and parentheses, so split after the last ')'.
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state === 'Z' || state === 'X';
 }
 
 /**

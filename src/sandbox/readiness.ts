@@ -12,7 +12,7 @@ import { isAlive, type StartedProcess } from './processes.js';
  * Request options of a probe: for https, the CA to trust and, for client-certificate auth, a cert
  * and key (PEM); headers (a bearer token) where a kubeconfig asks for them.
  */
-export interface ProbeTls {
+export interface ProbeOptions {
   ca?: string | Buffer;
   cert?: string | Buffer;
   key?: string | Buffer;
@@ -34,7 +34,7 @@ export interface ProbeAnswer {
  * @param timeoutMs the deadline for the whole request, in milliseconds
  * @throws Error on connection, TLS or timeout failures
  */
-export function httpGet(url: string, tls: ProbeTls = {}, timeoutMs = 2000): Promise<ProbeAnswer> {
+export function httpGet(url: string, options: ProbeOptions = {}, timeoutMs = 2000): Promise<ProbeAnswer> {
   const secure = url.startsWith('https:');
   return new Promise((resolve, reject) => {
     const onResponse = (res: http.IncomingMessage): void => {
@@ -46,9 +46,9 @@ export function httpGet(url: string, tls: ProbeTls = {}, timeoutMs = 2000): Prom
       res.on('error', reject);
     };
     // Pebble (like Let's Encrypt) rejects requests without a User-Agent.
-    const headers = { 'user-agent': USER_AGENT, ...tls.headers };
+    const headers = { 'user-agent': USER_AGENT, ...options.headers };
     const req = secure
-      ? https.get(url, { agent: false, ...tls, headers, timeout: timeoutMs }, onResponse)
+      ? https.get(url, { agent: false, ...options, headers, timeout: timeoutMs }, onResponse)
       : http.get(url, { agent: false, headers, timeout: timeoutMs }, onResponse);
     req.on('timeout', () => req.destroy(new Error(`no answer from ${url} within ${timeoutMs} ms`)));
     req.on('error', reject);
@@ -61,12 +61,12 @@ export function httpGet(url: string, tls: ProbeTls = {}, timeoutMs = 2000): Prom
  */
 export function httpProbe(
   url: string,
-  tls: ProbeTls = {},
+  options: ProbeOptions = {},
   expectedStatus = 200,
 ): () => Promise<true | string> {
   return async () => {
     try {
-      const answer = await httpGet(url, tls);
+      const answer = await httpGet(url, options);
       if (answer.status === expectedStatus) return true;
       return `GET ${url} answered ${answer.status}: ${answer.body.trim().slice(0, 300)}`;
     } catch (err: unknown) {

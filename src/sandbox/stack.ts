@@ -3,12 +3,12 @@
  * This is the programmatic API (the e2e tests' globalSetup calls it); `cli.ts` is a thin shell over
  * it.
  *
- * Start order: tools → ports → certificates → etcd, DNS server and Pebble (in parallel) →
- * kube-apiserver → namespace and CRDs → operator → env files → examples. A failure before the env
- * files are written stops every process of the sandbox (logs stay); a failure of the examples
- * leaves the stack running for inspection.
+ * Start order: tools → ports → certificates → [etcd → kube-apiserver] beside the DNS server and
+ * Pebble (in parallel) → namespace and CRDs → operator → env files → examples. Every start begins
+ * from scratch: empty etcd, fresh certificates and ports. A failure before the env files are written
+ * stops every process of the sandbox (logs stay); a failure of the examples leaves the stack running
+ * for inspection.
  */
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,7 +31,7 @@ import { ensureSandboxDirs, sandboxPaths, type SandboxPaths } from './paths.js';
 import { PEBBLE, startPebble } from './pebble.js';
 import { pickFreePorts } from './ports.js';
 import { listPidNames, stopProcess, type StopOutcome } from './processes.js';
-import { readState, writeSandboxEnv, type SandboxEnv } from './state.js';
+import { readState, removeSandboxEnv, writeSandboxEnv, type SandboxEnv } from './state.js';
 import { sandboxStatus } from './status.js';
 import { installTools, type Tools } from './tools.js';
 
@@ -99,6 +99,7 @@ export async function sandboxUp(options: SandboxUpOptions): Promise<SandboxEnv> 
     log(`restarting the partly running sandbox in ${paths.dir} (${down.join('; ')})`);
     await stopAll(paths);
   }
+  await removeSandboxEnv(paths);
   const repoRoot = options.repoRoot ?? PACKAGE_ROOT;
   const step = stepper(log);
   let started: StartedStack;
@@ -123,12 +124,15 @@ export interface StoppedProcess {
 
 /**
  * Stops every process of the sandbox in `dir` by its pid file (SIGTERM, SIGKILL after 5 s), removes
- * the pid files, `env` and `state.json`. Logs, certificates, kubeconfig and etcd data stay.
+ * the pid files, `env` and `state.json`. Logs, certificates, kubeconfig and etcd data stay until
+ * the next `sandboxUp`.
+ *
+ * @returns what happened to each process, in stop order
  */
 export async function sandboxDown(dir: string): Promise<StoppedProcess[]> {
   const paths = sandboxPaths(dir);
   const stopped = await stopAll(paths);
-  await Promise.all([rm(paths.envFile, { force: true }), rm(paths.stateFile, { force: true })]);
+  await removeSandboxEnv(paths);
   return stopped;
 }
 
@@ -302,8 +306,9 @@ async function startOwnCluster(
 /** Checks that the user's cluster answers `/readyz`. */
 async function checkExternalCluster(kubeconfig: string): Promise<ClusterFacts> {
   const ready = await apiServerReadyProbe(kubeconfig)();
-  if (ready !== true)
+  if (ready !== true) {
     throw new SandboxError(`the cluster of KUBECONFIG=${kubeconfig} is not ready: ${ready}`);
+  }
   const access = await clusterAccess(kubeconfig);
   return { kubeconfig, apiServerUrl: access.server };
 }

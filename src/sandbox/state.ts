@@ -2,7 +2,7 @@
  * What a running sandbox exposes: `<dir>/env` for shells (`source .sandbox/env`) and
  * `<dir>/state.json` for programs (the e2e tests read it through `readSandboxEnv`).
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 
 import { SandboxNotFoundError } from './errors.js';
 import type { SandboxPaths } from './paths.js';
@@ -70,6 +70,11 @@ export function renderEnvFile(env: SandboxEnv): string {
 export async function writeSandboxEnv(paths: SandboxPaths, env: SandboxEnv): Promise<void> {
   await writeFile(paths.envFile, renderEnvFile(env));
   await writeFile(paths.stateFile, `${JSON.stringify(env, null, 2)}\n`);
+}
+
+/** Removes `<dir>/env` and `<dir>/state.json` (they describe a stack that no longer runs). */
+export async function removeSandboxEnv(paths: SandboxPaths): Promise<void> {
+  await Promise.all([rm(paths.envFile, { force: true }), rm(paths.stateFile, { force: true })]);
 }
 
 /**

@@ -4,18 +4,21 @@
  * spec (service or redirect, redirect target, immutable hostname) and on service and redirect hold;
  * defaults, short names and printer columns are as documented.
  *
- * Needs KUBECONFIG (set by the e2e global setup) and kubectl (`$KUBECTL`, else `kubectl` on PATH).
+ * Talks to the e2e global setup's cluster (its injected `sandbox.kubeconfig`), else to the cluster of
+ * KUBECONFIG, with kubectl (`$KUBECTL`, else `kubectl` on PATH).
  * Applies crds/portico.dev_customdomains.yaml first, so that it tests this checkout's CRD. Objects go
  * to the namespace `crd-validation`; all requests but one create are server-side dry runs.
  */
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { beforeAll, afterAll, describe, expect, it } from 'vitest';
+import { beforeAll, afterAll, describe, expect, inject, it } from 'vitest';
 import { HOSTNAME_RULES, hostnameProblems } from '../../src/domain/hostname.js';
+import type { SandboxEnv } from '../../src/sandbox/state.js';
 import { BAD_HOSTNAMES, GOOD_HOSTNAMES } from '../fixtures/hostnames.js';
 
 const KUBECTL = process.env.KUBECTL ?? 'kubectl';
+const KUBECONFIG = (inject('sandbox') as SandboxEnv | undefined)?.kubeconfig ?? process.env.KUBECONFIG ?? '';
 const NAMESPACE = 'crd-validation';
 const CRD_FILE = fileURLToPath(new URL('../../crds/portico.dev_customdomains.yaml', import.meta.url));
 
@@ -43,7 +46,8 @@ interface KubectlResult {
 /** Runs kubectl with `args`, `stdin` on its standard input; resolves with its exit code and output. */
 function kubectl(args: readonly string[], stdin?: string): Promise<KubectlResult> {
   return new Promise((resolve, reject) => {
-    const child = execFile(KUBECTL, args, { timeout: 60_000 }, (error, stdout, stderr) => {
+    const fullArgs = ['--kubeconfig', KUBECONFIG, ...args];
+    const child = execFile(KUBECTL, fullArgs, { timeout: 60_000 }, (error, stdout, stderr) => {
       if (error !== null && typeof error.code !== 'number') {
         reject(new Error(`could not run ${KUBECTL}: ${error.message}`, { cause: error }));
         return;
@@ -99,8 +103,10 @@ function objectName(group: string, i: number): string {
 }
 
 beforeAll(async () => {
-  if (process.env.KUBECONFIG === undefined || process.env.KUBECONFIG === '') {
-    throw new Error('KUBECONFIG is not set; run this test in the e2e project, whose global setup sets it');
+  if (KUBECONFIG === '') {
+    throw new Error(
+      'no cluster: run this test in the e2e project (its global setup starts one) or set KUBECONFIG',
+    );
   }
   await kubectlOk(['apply', '--server-side', '--force-conflicts', '-f', CRD_FILE]);
   await kubectlOk(['wait', '--for=condition=Established', '--timeout=60s', 'crd/customdomains.portico.dev']);

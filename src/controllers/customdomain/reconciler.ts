@@ -33,6 +33,7 @@ import { normalizeDnsName } from '../../dns/answers.js';
 import { isApex, requiredDnsRecords } from '../../dns/records.js';
 import type { DnsResolver } from '../../dns/resolver.js';
 import { verifyApex, verifySubdomain, type Verdict } from '../../dns/verdict.js';
+import { findCondition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { isNotFound } from '../../kube/errors.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
@@ -43,6 +44,8 @@ import {
   type RoutingOptions,
 } from '../../routing/ingress.js';
 import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome } from './dns-outcome.js';
+import { acceptance, claimHolder, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
+import type { ClusterView } from './cluster-view.js';
 import { dnsCheckDue, issuanceRetryDelayMs } from './schedule.js';
 import { buildStatus, changedConditions, type CertificateState, type RoutingState } from './status.js';
 
@@ -53,6 +56,9 @@ export interface ReconcileResult {
 
 export interface CustomDomainReconcilerDeps {
   platformCnameTarget: string;
+  /** The platform's own domains, which no CustomDomain may claim. */
+  reservedDomains: readonly string[];
+  view: ClusterView;
   routing: RoutingOptions;
   customObjects: CustomObjectsApi;
   core: CoreV1Api;
@@ -68,6 +74,10 @@ export interface CustomDomainReconcilerDeps {
 
 /** Condition reasons that ask a person to act, recorded as Warning Events; the rest are Normal. */
 const WARNING_REASONS = new Set([
+  'PlanNotEligible',
+  'NotDeployed',
+  'ReservedHostname',
+  'HostnameAlreadyClaimed',
   'RecordNotFound',
   'ConflictingRecord',
   'CNAMEMismatch',
@@ -102,6 +112,35 @@ export class CustomDomainReconciler {
     if (!(domain.metadata.finalizers ?? []).includes(FINALIZER)) domain = await this.#addFinalizer(domain);
 
     const now = this.#d.now();
+    const accepted = this.#accepted(domain, key);
+    if (accepted.status !== 'True') {
+      // Not accepted (plan, deploy, reserved or claimed elsewhere): nothing is routed or ordered.
+      await this.#removeRouting(domain);
+      const status = buildStatus(
+        domain,
+        {
+          accepted,
+          dnsVerified: {
+            type: 'DNSVerified',
+            status: 'Unknown',
+            reason: 'NotAccepted',
+            message: 'DNS is checked once the domain is accepted.',
+          },
+          certificate: { kind: 'not-requested' },
+          routing: {
+            kind: 'not-routed',
+            reason: 'NotAccepted',
+            message: 'The domain is routed once it is accepted and verified.',
+          },
+        },
+        {
+          dnsRecords: requiredDnsRecords(normalizeDnsName(domain.spec.hostname), this.#d.platformCnameTarget),
+        },
+        now,
+      );
+      await this.#writeStatus(domain, status, log);
+      return {};
+    }
     const dns = await this.#verifyDns(domain, key, now, log);
     const verified = dns.condition.status === 'True';
     const routing = verified || dns.carried.verifiedAt ? await this.#applyRouting(domain) : notRouted();
@@ -115,13 +154,55 @@ export class CustomDomainReconciler {
 
     const status = buildStatus(
       domain,
-      { dnsVerified: dns.condition, certificate, routing },
+      { accepted, dnsVerified: dns.condition, certificate, routing },
       dns.carried,
       now,
     );
     await this.#writeStatus(domain, status, log);
     const waits = [dns.nextCheckMs, certificateRequeue].filter((ms): ms is number => ms !== undefined);
     return { requeueAfterMs: Math.max(1_000, Math.min(...waits)) };
+  }
+
+  #accepted(domain: CustomDomain, key: string): ReturnType<typeof acceptance> {
+    const { view } = this.#d;
+    const hostname = normalizeDnsName(domain.spec.hostname);
+    const claimants = view.customDomains().map((cd) => ({
+      key: `${cd.metadata.namespace}/${cd.metadata.name}`,
+      hostname: normalizeDnsName(cd.spec.hostname),
+      creationTimestamp: String(cd.metadata.creationTimestamp ?? ''),
+      uid: cd.metadata.uid ?? '',
+      eligible: ELIGIBLE_PLANS.has(planOf(view.namespaceLabels(cd.metadata.namespace))),
+      accepted: findCondition(cd.status?.conditions, 'Accepted')?.status === 'True',
+    }));
+    // The object in hand may be newer than the cache: count it even if the cache has not seen it.
+    if (!claimants.some((c) => c.key === key)) {
+      claimants.push({
+        key,
+        hostname,
+        creationTimestamp: String(domain.metadata.creationTimestamp ?? ''),
+        uid: domain.metadata.uid ?? '',
+        eligible: ELIGIBLE_PLANS.has(planOf(view.namespaceLabels(domain.metadata.namespace))),
+        accepted: findCondition(domain.status?.conditions, 'Accepted')?.status === 'True',
+      });
+    }
+    const service = domain.spec.service?.name;
+    return acceptance({
+      domain,
+      key,
+      plan: planOf(view.namespaceLabels(domain.metadata.namespace)),
+      readyEndpoints: service ? view.readyEndpoints(domain.metadata.namespace, service) : undefined,
+      previouslyAccepted: findCondition(domain.status?.conditions, 'Accepted')?.status === 'True',
+      reservedDomain: reservedDomainOf(hostname, this.#d.reservedDomains),
+      holder: claimHolder(hostname, claimants),
+    });
+  }
+
+  async #removeRouting(domain: CustomDomain): Promise<void> {
+    await this.#deleteIfPresent({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: ownedNames(domain).ingress, namespace: domain.metadata.namespace },
+    });
   }
 
   async #read(namespace: string, name: string): Promise<CustomDomain | undefined> {

@@ -11,6 +11,7 @@ const domain: CustomDomain = {
 };
 const t0 = new Date('2026-01-01T00:00:00Z');
 const verified = { type: 'DNSVerified', status: 'True', reason: 'RecordMatches', message: 'ok' } as const;
+const accepted = { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'ok' } as const;
 const certificate = {
   secretName: 'www-tls',
   notBefore: '2026-01-01T00:00:00.000Z',
@@ -24,6 +25,7 @@ const certificate = {
 describe('buildStatus', () => {
   it('is Live and Ready when DNS, certificate and routing are all good', () => {
     const observed: ObservedState = {
+      accepted,
       dnsVerified: verified,
       certificate: { kind: 'valid', certificate },
       routing: { kind: 'routed', ingressName: 'portico-www' },
@@ -33,6 +35,7 @@ describe('buildStatus', () => {
     expect(status.observedGeneration).toBe(2);
     expect(status.certificate).toEqual(certificate);
     expect(status.conditions?.map((c) => [c.type, c.status])).toEqual([
+      ['Accepted', 'True'],
       ['DNSVerified', 'True'],
       ['CertificateReady', 'True'],
       ['Routed', 'True'],
@@ -43,6 +46,7 @@ describe('buildStatus', () => {
 
   it('says why it is not Ready, and keeps transition times that did not flip', () => {
     const awaiting: ObservedState = {
+      accepted,
       dnsVerified: { type: 'DNSVerified', status: 'False', reason: 'ConflictingRecord', message: 'A found' },
       certificate: { kind: 'not-requested' },
       routing: { kind: 'not-routed', reason: 'AwaitingDNSVerification', message: 'later' },
@@ -54,7 +58,7 @@ describe('buildStatus', () => {
     expect(ready?.message).toContain('DNSVerified: A found');
     const later = new Date(t0.getTime() + 60_000);
     const second = buildStatus({ ...domain, status: first }, awaiting, {}, later);
-    expect(second.conditions?.[0]?.lastTransitionTime).toBe(t0.toISOString());
+    expect(second.conditions?.[1]?.lastTransitionTime).toBe(t0.toISOString());
     expect(changedConditions(first.conditions, second.conditions ?? [])).toEqual([]);
     const issuing = buildStatus(
       { ...domain, status: second },
@@ -63,10 +67,31 @@ describe('buildStatus', () => {
       later,
     );
     expect(issuing.phase).toBe('Issuing');
-    expect(issuing.conditions?.[0]?.lastTransitionTime).toBe(later.toISOString());
+    expect(issuing.conditions?.[1]?.lastTransitionTime).toBe(later.toISOString());
     expect(changedConditions(second.conditions, issuing.conditions ?? []).map((c) => c.type)).toContain(
       'DNSVerified',
     );
+  });
+
+  it('is Pending while not accepted, with the gate as the Ready reason', () => {
+    const status = buildStatus(
+      domain,
+      {
+        accepted: { type: 'Accepted', status: 'False', reason: 'PlanNotEligible', message: 'upgrade' },
+        dnsVerified: {
+          type: 'DNSVerified',
+          status: 'Unknown',
+          reason: 'NotAccepted',
+          message: 'not checked',
+        },
+        certificate: { kind: 'not-requested' },
+        routing: { kind: 'not-routed', reason: 'NotAccepted', message: 'not routed' },
+      },
+      {},
+      t0,
+    );
+    expect(status.phase).toBe('Pending');
+    expect(status.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('PlanNotEligible');
   });
 
   it('shows a failed order as Failed with the retry time', () => {
@@ -74,6 +99,7 @@ describe('buildStatus', () => {
     const status = buildStatus(
       domain,
       {
+        accepted,
         dnsVerified: verified,
         certificate: { kind: 'failed', message: 'CAA forbids', retryAt },
         routing: { kind: 'routed', ingressName: 'portico-www' },

@@ -1,7 +1,7 @@
 /**
  * The status a CustomDomain should show, from what the reconcile observed. Pure: every input is a
- * value, the clock included. Conditions follow DESIGN.md: DNSVerified, CertificateReady, Routed,
- * Ready (all three).
+ * value, the clock included. Conditions follow DESIGN.md: Accepted, DNSVerified, CertificateReady,
+ * Routed, and Ready (all four).
  */
 import type {
   CertificateStatus,
@@ -23,7 +23,8 @@ export type RoutingState =
   { kind: 'routed'; ingressName: string } | { kind: 'not-routed'; reason: string; message: string };
 
 export interface ObservedState {
-  dnsVerified: ConditionInput & { status: 'True' | 'False' };
+  accepted: ConditionInput & { status: 'True' | 'False' };
+  dnsVerified: ConditionInput;
   certificate: CertificateState;
   routing: RoutingState;
 }
@@ -76,6 +77,7 @@ function routedCondition(state: RoutingState): ConditionInput {
 
 function phaseOf(observed: ObservedState, ready: boolean): Phase {
   if (ready) return 'Live';
+  if (observed.accepted.status !== 'True') return 'Pending';
   if (observed.dnsVerified.status !== 'True') return 'AwaitingDNS';
   if (observed.certificate.kind === 'failed') return 'Failed';
   if (observed.certificate.kind === 'issuing') return 'Issuing';
@@ -97,6 +99,7 @@ export function buildStatus(
   const verified = observed.dnsVerified.status === 'True';
   let conditions: Condition[] = domain.status?.conditions ?? [];
   const inputs = [
+    observed.accepted,
     observed.dnsVerified,
     certificateCondition(observed.certificate, verified),
     routedCondition(observed.routing),

@@ -2,7 +2,13 @@
  * What the e2e tests use to talk to the real stack: typed Kubernetes clients on the sandbox's admin
  * kubeconfig, the DNS server's management API, Pebble's roots, and polling with a deadline.
  */
-import { CoreV1Api, CustomObjectsApi, KubeConfig, NetworkingV1Api } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  KubeConfig,
+  NetworkingV1Api,
+} from '@kubernetes/client-node';
 import { readFile } from 'node:fs/promises';
 import { get } from 'node:https';
 import { inject } from 'vitest';
@@ -11,13 +17,19 @@ import { DnsManagementClient } from '../../../src/sandbox/dns-server.js';
 
 export const sandbox = inject('sandbox');
 
-export function kube(): { core: CoreV1Api; custom: CustomObjectsApi; networking: NetworkingV1Api } {
+export function kube(): {
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+  networking: NetworkingV1Api;
+  discovery: DiscoveryV1Api;
+} {
   const kc = new KubeConfig();
   kc.loadFromFile(sandbox.kubeconfig);
   return {
     core: kc.makeApiClient(CoreV1Api),
     custom: kc.makeApiClient(CustomObjectsApi),
     networking: kc.makeApiClient(NetworkingV1Api),
+    discovery: kc.makeApiClient(DiscoveryV1Api),
   };
 }
 
@@ -47,19 +59,42 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, intervalMs));
   }
   throw new Error(
-    `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`,
+    `timed out after ${timeoutMs} ms waiting for ${what}${lastError instanceof Error ? `: ${lastError.message}` : ''}`,
   );
 }
 
-/** Creates namespace `name` with a Service `web` (port 80) in it. */
-export async function createProject(name: string, labels: Record<string, string> = {}): Promise<void> {
+/**
+ * Creates a project: namespace `name` (label `portico.dev/plan` = `plan`, none when null) with a
+ * Service `web` (port 80), and, when `deployed`, an EndpointSlice with one ready endpoint, which is
+ * what a successful deploy leaves behind (no kubelet runs here, so the test writes it).
+ */
+export async function createProject(
+  name: string,
+  options: { plan?: string | null; deployed?: boolean } = {},
+): Promise<void> {
   const { core } = kube();
+  const plan = options.plan === undefined ? 'pro' : options.plan;
+  const labels = plan === null ? {} : { 'portico.dev/plan': plan };
   await core.createNamespace({ body: { metadata: { name, labels } } });
   await core.createNamespacedService({
     namespace: name,
     body: {
       metadata: { name: 'web' },
       spec: { ports: [{ name: 'http', port: 80 }], selector: { app: 'web' } },
+    },
+  });
+  if (options.deployed ?? true) await markDeployed(name);
+}
+
+/** Writes an EndpointSlice for Service `web` with one ready endpoint: the project's first deploy. */
+export async function markDeployed(namespace: string): Promise<void> {
+  await kube().discovery.createNamespacedEndpointSlice({
+    namespace,
+    body: {
+      metadata: { name: 'web-1', labels: { 'kubernetes.io/service-name': 'web' } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: ['10.0.0.10'], conditions: { ready: true } }],
+      ports: [{ name: 'http', port: 8080, protocol: 'TCP' }],
     },
   });
 }

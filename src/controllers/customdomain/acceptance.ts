@@ -1,0 +1,109 @@
+/**
+ * Whether a CustomDomain is accepted at all, before any DNS check: the Accepted condition. Pure.
+ *
+ * - Plan [spec §1.2, §8]: custom domains need Pro or above. The plan is the namespace label
+ *   `portico.dev/plan`; a missing label means free (DESIGN.md).
+ * - Deploy [spec §3]: the project must have had a successful deploy: its Service has had at least
+ *   one ready endpoint. Once accepted, a later scale-to-zero does not revoke it.
+ * - Reserved hostnames: the platform's own domains (configuration) cannot be claimed.
+ * - Takeover safety: a hostname belongs to at most one CustomDomain in the cluster. Among the
+ *   CustomDomains whose namespace is on an eligible plan, the claim stays with the one already
+ *   Accepted; otherwise (or if two were accepted at once) it goes to the oldest (creationTimestamp,
+ *   then uid, so every replica and every order of events picks the same one); a
+ *   CustomDomain being deleted keeps its claim until it is gone, so a hostname moves to another
+ *   project only after its routing is removed. The loser's message never names the holder.
+ */
+import type { CustomDomain } from '../../api/customdomain.js';
+import { PLAN_LABEL } from '../../api/customdomain.js';
+import type { ConditionInput } from '../../kube/conditions.js';
+
+export const ELIGIBLE_PLANS: ReadonlySet<string> = new Set(['pro', 'business', 'enterprise']);
+
+/** The plan of a namespace from its labels; `free` when unlabelled. */
+export function planOf(labels: Readonly<Record<string, string>> | undefined): string {
+  return (labels?.[PLAN_LABEL] ?? 'free').toLowerCase();
+}
+
+/** The reserved domain that `hostname` equals or falls under, or undefined. */
+export function reservedDomainOf(hostname: string, reserved: readonly string[]): string | undefined {
+  return reserved.find((r) => hostname === r || hostname.endsWith(`.${r}`));
+}
+
+export interface Claimant {
+  key: string;
+  hostname: string;
+  /** RFC 3339. */
+  creationTimestamp: string;
+  uid: string;
+  /** The claimant's namespace is on an eligible plan. */
+  eligible: boolean;
+  /** The claimant's Accepted condition is True: it holds the claim now. */
+  accepted: boolean;
+}
+
+/** The key of the CustomDomain that holds `hostname`, or undefined when no eligible one claims it. */
+export function claimHolder(hostname: string, claimants: readonly Claimant[]): string | undefined {
+  const eligible = claimants.filter((c) => c.hostname === hostname && c.eligible);
+  eligible.sort(
+    (a, b) =>
+      Number(b.accepted) - Number(a.accepted) ||
+      Date.parse(a.creationTimestamp) - Date.parse(b.creationTimestamp) ||
+      a.uid.localeCompare(b.uid),
+  );
+  return eligible[0]?.key;
+}
+
+export interface AcceptanceFacts {
+  domain: CustomDomain;
+  plan: string;
+  /** Ready endpoints of spec.service now; undefined when the domain has no service (redirect only). */
+  readyEndpoints: number | undefined;
+  /** The Accepted condition was True before: the project has had a deploy. */
+  previouslyAccepted: boolean;
+  reservedDomain: string | undefined;
+  /** The key of the claim holder of the hostname. */
+  holder: string | undefined;
+  key: string;
+}
+
+/** The Accepted condition. The first failing gate decides the reason. */
+export function acceptance(f: AcceptanceFacts): ConditionInput & { status: 'True' | 'False' } {
+  const { hostname } = f.domain.spec;
+  const ns = f.domain.metadata.namespace;
+  const no = (reason: string, message: string): ConditionInput & { status: 'False' } => ({
+    type: 'Accepted',
+    status: 'False',
+    reason,
+    message,
+  });
+  if (!ELIGIBLE_PLANS.has(f.plan)) {
+    return no(
+      'PlanNotEligible',
+      `Custom domains need the Pro plan or above; namespace ${ns} is on the ${f.plan} plan. Upgrade the project's plan; the domain is accepted as soon as the plan changes.`,
+    );
+  }
+  if (f.reservedDomain) {
+    return no(
+      'ReservedHostname',
+      `${hostname} is under ${f.reservedDomain}, a domain of the platform itself, and cannot be attached as a custom domain.`,
+    );
+  }
+  if (f.holder !== f.key) {
+    return no(
+      'HostnameAlreadyClaimed',
+      `${hostname} is already attached to another project on this platform. If you own it, remove it from the other project first, or contact support.`,
+    );
+  }
+  if (f.readyEndpoints === 0 && !f.previouslyAccepted) {
+    return no(
+      'NotDeployed',
+      `The project has not had a successful deploy yet: Service ${f.domain.spec.service?.name ?? ''} in ${ns} has no ready endpoint. Deploy the project; the domain is accepted as soon as it serves.`,
+    );
+  }
+  return {
+    type: 'Accepted',
+    status: 'True',
+    reason: 'Accepted',
+    message: `Plan ${f.plan} allows custom domains, the project is deployed, and ${hostname} is claimed by this CustomDomain alone.`,
+  };
+}

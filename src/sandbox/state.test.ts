@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+
+import { renderEnvFile, type SandboxEnv } from './state.js';
+
+const env: SandboxEnv = {
+  sandboxDir: "/tmp/it's here",
+  kubeconfig: "/tmp/it's here/kubeconfig",
+  apiServerUrl: 'https://127.0.0.1:6443',
+  externalCluster: false,
+  etcdUrl: 'http://127.0.0.1:2379',
+  platformCnameTarget: 'sites.portico.test',
+  dnsServer: '127.0.0.1:8053',
+  dnsMgmtUrl: 'http://127.0.0.1:8055',
+  acmeDirectoryUrl: 'https://127.0.0.1:14000/dir',
+  acmeMgmtUrl: 'https://127.0.0.1:15000',
+  acmeCaBundle: "/tmp/it's here/certs/pebble-ca.crt",
+  controllerMetricsUrl: 'http://127.0.0.1:8080/metrics',
+  controllerReadyzUrl: 'http://127.0.0.1:8080/readyz',
+  http01Port: 5002,
+};
+
+describe('renderEnvFile', () => {
+  it('exports every variable DESIGN.md lists, quoted for a POSIX shell', () => {
+    const text = renderEnvFile(env);
+    for (const name of [
+      'KUBECONFIG',
+      'PLATFORM_CNAME_TARGET',
+      'DNS_SERVER',
+      'DNS_MGMT_URL',
+      'ACME_DIRECTORY_URL',
+      'ACME_MGMT_URL',
+      'ACME_CA_BUNDLE',
+      'CONTROLLER_METRICS_URL',
+      'HTTP01_PORT',
+      'SANDBOX_DIR',
+    ]) {
+      expect(text).toMatch(new RegExp(`^export ${name}='`, 'm'));
+    }
+    expect(text).toContain(`export KUBECONFIG='/tmp/it'\\''s here/kubeconfig'`);
+    expect(text).toContain(`export HTTP01_PORT='5002'`);
+  });
+});
