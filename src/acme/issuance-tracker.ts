@@ -5,7 +5,14 @@
  */
 export type IssuanceOutcome =
   | { state: 'succeeded'; finishedAt: Date }
-  | { state: 'failed'; finishedAt: Date; message: string; failures: number };
+  | {
+      state: 'failed';
+      finishedAt: Date;
+      message: string;
+      /** UpperCamelCase: the error's own `reason` when it has one, else `IssuanceFailed`. */
+      reason: string;
+      failures: number;
+    };
 
 export class IssuanceTracker {
   readonly #inFlight = new Map<string, { startedAt: Date; abort: AbortController; hostname: string }>();
@@ -46,6 +53,7 @@ export class IssuanceTracker {
           state: 'failed',
           finishedAt: new Date(),
           message,
+          reason: reasonOf(err),
           failures: failures + 1,
         });
       },
@@ -71,4 +79,9 @@ export class IssuanceTracker {
   clearFailure(key: string): void {
     if (this.#outcomes.get(key)?.state === 'failed') this.#outcomes.delete(key);
   }
+}
+
+function reasonOf(err: unknown): string {
+  const reason = (err as { reason?: unknown } | null)?.reason;
+  return typeof reason === 'string' && /^[A-Z][A-Za-z0-9]*$/.test(reason) ? reason : 'IssuanceFailed';
 }

@@ -22,6 +22,10 @@ export interface ControllerConfig {
   acmeEmail: string | undefined;
   acmeEab: { kid: string; hmacKey: string } | undefined;
   acmeAccountSecretName: string;
+  /** ACME profile to request; undefined lets the CA choose. */
+  acmeProfile: string | undefined;
+  /** CAA issuer domain names of the CA; [] means the directory's `meta.caaIdentities`. */
+  acmeCaaIdentities: string[];
   /** `host:port` the HTTP-01 challenge server listens on. */
   http01ListenAddress: string;
   /** The port the CA connects to for HTTP-01, used by the self-check. */
@@ -86,6 +90,16 @@ const options = {
     type: 'string',
     env: 'PORTICO_ACME_EAB_HMAC_KEY',
     help: 'external account binding HMAC key (base64url)',
+  },
+  'acme-profile': {
+    type: 'string',
+    env: 'PORTICO_ACME_PROFILE',
+    help: 'ACME profile to request, e.g. classic or shortlived (default: the CA chooses)',
+  },
+  'acme-caa-identities': {
+    type: 'string',
+    env: 'PORTICO_ACME_CAA_IDENTITIES',
+    help: "comma-separated CAA issuer names of the CA (default: the directory's meta.caaIdentities)",
   },
   'acme-account-secret': {
     type: 'string',
@@ -162,6 +176,14 @@ function hostPort(name: OptionName, value: string): { fqdn: string; port: number
   return { fqdn: value.slice(0, at), port: positiveInt(name, value.slice(at + 1)) };
 }
 
+/** A comma-separated list, trimmed, without empty entries. */
+function list(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
 /** The configured reserved domains plus the platform target itself, lowercased, without trailing dots. */
 function reservedDomains(value: string | undefined, target: string): string[] {
   const listed = (value ?? '').split(',').map((s) => s.trim().toLowerCase().replace(/\.$/, ''));
@@ -213,15 +235,14 @@ export function parseControllerConfig(
     namespace: required('namespace'),
     platformCnameTarget: required('platform-cname-target').toLowerCase().replace(/\.$/, ''),
     reservedDomains: reservedDomains(get('reserved-domains'), required('platform-cname-target')),
-    dnsServers: (get('dns-server') ?? '')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
+    dnsServers: list(get('dns-server')),
     dnsTimeoutMs: positiveInt('dns-timeout-ms', required('dns-timeout-ms')),
     acmeDirectoryUrl: directory,
     acmeEmail: get('acme-email'),
     acmeEab: kid && hmacKey ? { kid, hmacKey } : undefined,
     acmeAccountSecretName: required('acme-account-secret'),
+    acmeProfile: get('acme-profile'),
+    acmeCaaIdentities: list(get('acme-caa-identities')),
     http01ListenAddress: required('http01-listen-address'),
     http01SelfCheckPort: positiveInt('http01-self-check-port', required('http01-self-check-port')),
     http01Service: http01Service ? hostPort('http01-service', http01Service) : undefined,

@@ -11,6 +11,7 @@ import { AcmeAccount } from '../acme/account.js';
 import { Http01ChallengeStore } from '../acme/challenge-store.js';
 import { createHttp01Server } from '../acme/http01-server.js';
 import { IssuanceTracker } from '../acme/issuance-tracker.js';
+import { AcmeDirectory } from '../acme/directory.js';
 import { AcmeIssuer } from '../acme/issuer.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
 import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
@@ -67,7 +68,9 @@ function build(
     },
     log,
   );
-  const issuer = new AcmeIssuer(account, store, resolver, {
+  const issuer = new AcmeIssuer(account, new AcmeDirectory(config.acmeDirectoryUrl), store, resolver, {
+    ...(config.acmeProfile ? { profile: config.acmeProfile } : {}),
+    ...(config.acmeCaaIdentities.length > 0 ? { caaIdentities: config.acmeCaaIdentities } : {}),
     http01Port: config.http01SelfCheckPort,
     selfCheck: { attempts: 5, intervalMs: 1_000, timeoutMs: 5_000 },
   });

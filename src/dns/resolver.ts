@@ -3,7 +3,9 @@
  * each outcome into an `RRsetAnswer`. Uses Node's c-ares resolver (`node:dns`), which tells NXDOMAIN
  * (ENOTFOUND), no data (ENODATA), SERVFAIL (ESERVFAIL) and timeouts (ETIMEOUT) apart.
  */
+import type { CaaRecord as NodeCaaRecord } from 'node:dns';
 import { Resolver } from 'node:dns/promises';
+import { caaSearchNames, type CaaRecord } from './caa.js';
 import type { HostnameAnswers, RRsetAnswer } from './answers.js';
 
 export interface DnsResolverOptions {
@@ -74,4 +76,37 @@ export class DnsResolver {
     ]);
     return { a, aaaa };
   }
+
+  /**
+   * The relevant CAA RRset of `hostname` (RFC 8659 §3): the first name from `hostname` up the tree
+   * whose CAA query returns records. Resolution follows a CNAME at a name, so CAA at the CNAME
+   * target counts. Returns `{owner, records}`, with records [] when none is found, or a failed
+   * answer (SERVFAIL, timeout), on which a CA must not issue (§5.4).
+   */
+  async relevantCaa(
+    hostname: string,
+  ): Promise<{ owner: string; records: CaaRecord[] } | { failed: RRsetAnswer; owner: string }> {
+    for (const name of caaSearchNames(hostname)) {
+      let records: CaaRecord[];
+      try {
+        records = (await this.#resolver().resolveCaa(name)).map(caaRecordOf);
+      } catch (err) {
+        const answer = answerFromErrorCode((err as NodeJS.ErrnoException).code);
+        if (answer.kind === 'nxdomain' || answer.kind === 'nodata') continue;
+        return { failed: answer, owner: name };
+      }
+      if (records.length > 0) return { owner: name, records };
+    }
+    return { owner: hostname, records: [] };
+  }
+}
+
+/**
+ * node:dns gives `{critical, issue: "ca"}`-shaped objects, one property named after the tag (Node 24
+ * also adds `type: "CAA"`, which is not a tag).
+ */
+export function caaRecordOf(rec: NodeCaaRecord & { type?: string }): CaaRecord {
+  const { critical, ...rest } = rec;
+  const [tag, value] = Object.entries(rest).find(([k]) => k !== 'type') ?? ['', ''];
+  return { critical, tag, value: String(value) };
 }

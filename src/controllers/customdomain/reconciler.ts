@@ -87,6 +87,9 @@ const WARNING_REASONS = new Set([
   'DNSError',
   'TargetUnresolvable',
   'IssuanceFailed',
+  'CAAForbidsIssuance',
+  'CAALookupFailed',
+  'CertificateOverdue',
   'NoBackend',
 ]);
 
@@ -421,7 +424,7 @@ export class CustomDomainReconciler {
       const retryAt = new Date(outcome.finishedAt.getTime() + issuanceRetryDelayMs(outcome.failures));
       if (now < retryAt) {
         return {
-          state: { kind: 'failed', message: outcome.message, retryAt },
+          state: { kind: 'failed', reason: outcome.reason, message: outcome.message, retryAt },
           requeueAfterMs: retryAt.getTime() - now.getTime(),
         };
       }

@@ -94,6 +94,40 @@ describe('buildStatus', () => {
     expect(status.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('PlanNotEligible');
   });
 
+  it('gives a missing certificate its own reason 30 minutes after verification', () => {
+    const verifiedAt = new Date(t0.getTime() - 31 * 60_000).toISOString();
+    const observed: ObservedState = {
+      accepted,
+      dnsVerified: verified,
+      certificate: { kind: 'issuing', since: t0, renewing: false },
+      routing: { kind: 'routed', ingressName: 'portico-www' },
+    };
+    const late = buildStatus(domain, observed, { verifiedAt }, t0).conditions?.find(
+      (c) => c.type === 'CertificateReady',
+    );
+    expect(late?.reason).toBe('CertificateOverdue');
+    expect(late?.message).toContain('31 minutes');
+    expect(late?.message).toContain('CAA');
+    expect(late?.message).toContain('portico.dev/verify-requested-at');
+    const early = buildStatus(
+      domain,
+      observed,
+      { verifiedAt: new Date(t0.getTime() - 29 * 60_000).toISOString() },
+      t0,
+    );
+    expect(early.conditions?.find((c) => c.type === 'CertificateReady')?.reason).toBe('Issuing');
+    const caa = buildStatus(
+      domain,
+      {
+        ...observed,
+        certificate: { kind: 'failed', reason: 'CAAForbidsIssuance', message: 'CAA x', retryAt: t0 },
+      },
+      { verifiedAt },
+      t0,
+    );
+    expect(caa.conditions?.find((c) => c.type === 'CertificateReady')?.reason).toBe('CAAForbidsIssuance');
+  });
+
   it('shows a failed order as Failed with the retry time', () => {
     const retryAt = new Date(t0.getTime() + 60_000);
     const status = buildStatus(
@@ -101,7 +135,7 @@ describe('buildStatus', () => {
       {
         accepted,
         dnsVerified: verified,
-        certificate: { kind: 'failed', message: 'CAA forbids', retryAt },
+        certificate: { kind: 'failed', reason: 'IssuanceFailed', message: 'connection refused', retryAt },
         routing: { kind: 'routed', ingressName: 'portico-www' },
       },
       {},

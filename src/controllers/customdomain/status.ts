@@ -17,7 +17,14 @@ export type CertificateState =
   | { kind: 'valid'; certificate: CertificateStatus }
   | { kind: 'not-requested' }
   | { kind: 'issuing'; since: Date; renewing: boolean }
-  | { kind: 'failed'; message: string; retryAt: Date };
+  | { kind: 'failed'; reason: string; message: string; retryAt: Date };
+
+/** Spec §7.3 and §8.3: no certificate this long after verification is a problem of its own. */
+export const CERTIFICATE_THRESHOLD_MS = 30 * 60_000;
+
+/** What a person can do when the certificate is late (spec §7.3), for the condition message. */
+const LATE_CERTIFICATE_HINTS =
+  'Likely causes: CAA records that exclude the platform\'s certificate authority, /.well-known/acme-challenge/ not reaching the platform, or the CA rate-limiting. Fix the cause, then re-verify to start a fresh attempt: kubectl annotate customdomain <name> portico.dev/verify-requested-at="$(date -u +%FT%TZ)" --overwrite.';
 
 export type RoutingState =
   { kind: 'routed'; ingressName: string } | { kind: 'not-routed'; reason: string; message: string };
@@ -29,7 +36,25 @@ export interface ObservedState {
   routing: RoutingState;
 }
 
-function certificateCondition(state: CertificateState, verified: boolean): ConditionInput {
+/**
+ * @param lateSinceMs how long the domain has been verified without a certificate, milliseconds;
+ *   past `CERTIFICATE_THRESHOLD_MS` a missing certificate gets its own reason (spec §3, §7.3)
+ */
+function certificateCondition(
+  state: CertificateState,
+  verified: boolean,
+  lateSinceMs: number,
+): ConditionInput {
+  const late = lateSinceMs >= CERTIFICATE_THRESHOLD_MS && state.kind !== 'valid';
+  if (late && !(state.kind === 'failed' && state.reason.startsWith('CAA'))) {
+    const last = state.kind === 'failed' ? ` The last attempt failed: ${state.message}.` : '';
+    return {
+      type: 'CertificateReady',
+      status: 'False',
+      reason: 'CertificateOverdue',
+      message: `No certificate ${Math.floor(lateSinceMs / 60_000)} minutes after verification (it usually takes a couple of minutes).${last} ${LATE_CERTIFICATE_HINTS}`,
+    };
+  }
   switch (state.kind) {
     case 'valid':
       return {
@@ -49,8 +74,8 @@ function certificateCondition(state: CertificateState, verified: boolean): Condi
       return {
         type: 'CertificateReady',
         status: 'False',
-        reason: 'IssuanceFailed',
-        message: `The last ACME order failed: ${state.message}. Next attempt at ${state.retryAt.toISOString()}.`,
+        reason: state.reason,
+        message: `The last attempt failed: ${state.message}. Next attempt at ${state.retryAt.toISOString()}.`,
       };
     case 'not-requested':
       return {
@@ -97,11 +122,12 @@ export function buildStatus(
 ): CustomDomainStatus {
   const generation = domain.metadata.generation ?? 0;
   const verified = observed.dnsVerified.status === 'True';
+  const lateSinceMs = verified && carried.verifiedAt ? now.getTime() - Date.parse(carried.verifiedAt) : 0;
   let conditions: Condition[] = domain.status?.conditions ?? [];
   const inputs = [
     observed.accepted,
     observed.dnsVerified,
-    certificateCondition(observed.certificate, verified),
+    certificateCondition(observed.certificate, verified, lateSinceMs),
     routedCondition(observed.routing),
   ];
   for (const input of inputs) conditions = setCondition(conditions, input, generation, now);

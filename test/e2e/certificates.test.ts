@@ -1,0 +1,91 @@
+/**
+ * Certificates on the real stack: CAA diagnosed before any order (RFC 8659), and re-verify (the
+ * spec's Verify / Re-verify button, the `portico.dev/verify-requested-at` annotation) starting a
+ * fresh attempt once the cause is fixed.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  createCustomDomain,
+  createProject,
+  dns,
+  getCustomDomain,
+  kube,
+  sandbox,
+  unique,
+  waitForCondition,
+} from './support/cluster.js';
+
+const target = sandbox.platformCnameTarget;
+
+async function requestVerify(namespace: string, name: string): Promise<void> {
+  await kube().custom.patchNamespacedCustomObject({
+    group: 'portico.dev',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'customdomains',
+    name,
+    body: [
+      {
+        op: 'add',
+        path: '/metadata/annotations',
+        value: { 'portico.dev/verify-requested-at': new Date().toISOString() },
+      },
+    ],
+  });
+}
+
+describe('CAA that excludes the CA', () => {
+  const ns = unique('caa');
+  const zone = `${ns}.example`;
+  const hostname = `www.${zone}`;
+
+  beforeAll(async () => {
+    await createProject(ns);
+    await dns.setCname(hostname, target);
+    await dns.post('/add-caa', { host: zone, policies: [{ tag: 'issue', value: 'digicert.com' }] });
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+  });
+
+  it('blocks the order and names the record found and the record to add', async () => {
+    const cd = await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'CAAForbidsIssuance');
+    const message = cd.status?.conditions?.find((c) => c.type === 'CertificateReady')?.message ?? '';
+    expect(message).toContain(`CAA ${zone} 0 issue "digicert.com"`);
+    expect(message).toContain(`add CAA ${zone} 0 issue "pebble.letsencrypt.org"`);
+    expect(message).toMatch(/Next attempt at \d{4}-/);
+    expect(cd.status?.phase).toBe('Failed');
+    expect(cd.status?.conditions?.find((c) => c.type === 'DNSVerified')?.status).toBe('True');
+    const events = await kube().core.listNamespacedEvent({ namespace: ns });
+    expect(events.items.some((e) => e.reason === 'CAAForbidsIssuance' && e.type === 'Warning')).toBe(true);
+  });
+
+  it('goes Live on re-verify once the CAA record admits the CA, without waiting for the backoff', async () => {
+    await dns.post('/clear-caa', { host: zone });
+    await dns.post('/add-caa', { host: zone, policies: [{ tag: 'issue', value: 'pebble.letsencrypt.org' }] });
+    const before = await getCustomDomain(ns, 'www');
+    const retryAt = /Next attempt at (\S+)\./.exec(
+      before.status?.conditions?.find((c) => c.type === 'CertificateReady')?.message ?? '',
+    )?.[1];
+    await requestVerify(ns, 'www');
+    const live = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 30_000);
+    expect(Date.now()).toBeLessThan(Date.parse(retryAt ?? ''));
+    expect(live.status?.lastVerifyRequest).toBe(
+      live.metadata.annotations?.['portico.dev/verify-requested-at'],
+    );
+  });
+});
+
+describe('verify on demand', () => {
+  it('checks DNS at once when the annotation changes, instead of waiting for the schedule', async () => {
+    const ns = unique('verify');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const waiting = await waitForCondition(ns, 'www', 'DNSVerified', 'False', 'RecordNotFound');
+    const checkedAt = waiting.status?.observed?.checkedAt ?? '';
+    await dns.setCname(hostname, target);
+    await requestVerify(ns, 'www');
+    const verified = await waitForCondition(ns, 'www', 'DNSVerified', 'True', undefined, 10_000);
+    expect(Date.parse(verified.status?.observed?.checkedAt ?? '')).toBeGreaterThan(Date.parse(checkedAt));
+    await waitForCondition(ns, 'www', 'Ready', 'True');
+  });
+});
