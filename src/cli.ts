@@ -3,6 +3,7 @@
  * The `portico` command: one binary, one subcommand per component (DESIGN.md, "Components").
  *
  *   portico controller [flags]            the operator
+ *   portico ratelimit-server [flags]      the rate-limit service the gateway calls
  *   portico sandbox up|down|status        the local stack of real parts
  *
  * Each subcommand module is loaded on demand, so the controller never loads the sandbox code.
@@ -12,6 +13,7 @@ const usage = `usage: portico <command> [flags]
 
 commands:
   controller        run the operator (portico controller --help)
+  ratelimit-server  run the rate-limit service (portico ratelimit-server --help)
   sandbox up        start the local stack: API server, etcd, Pebble, DNS server, operator
   sandbox status    exit 0 when the local stack is up
   sandbox down      stop everything the sandbox started
@@ -23,6 +25,10 @@ async function main(argv: string[]): Promise<number> {
     case 'controller': {
       const { runController } = await import('./controller/main.js');
       return runController(rest);
+    }
+    case 'ratelimit-server': {
+      const { runRateLimitServer } = await import('./ratelimit/server/main.js');
+      return runRateLimitServer(rest);
     }
     case 'sandbox': {
       const { runSandbox } = await import('./sandbox/cli.js');

@@ -1,0 +1,84 @@
+/**
+ * The RateLimitPolicy API, group `portico.dev`, version `v1alpha1` (DESIGN.md, "RateLimitPolicy").
+ * These types mirror `crds/portico.dev_ratelimitpolicies.yaml`; the CRD schema is the authority.
+ *
+ * Also the names both sides of the rate-limit config agree on: the ConfigMap the operator writes
+ * (`portico-ratelimit-config`, key `config.json`) and the one the rate-limit service reports in
+ * (`portico-ratelimit-status`); see docs/adr/0002-ratelimit-config-and-enforced-reporting.md.
+ */
+import type { V1ObjectMeta } from '@kubernetes/client-node';
+import type { API_VERSION, Condition } from './customdomain.js';
+
+export const RATE_LIMIT_POLICY_KIND = 'RateLimitPolicy';
+export const RATE_LIMIT_POLICY_PLURAL = 'ratelimitpolicies';
+
+/** Default name of the ConfigMap the operator compiles every policy into. */
+export const DEFAULT_RATELIMIT_CONFIG_NAME = 'portico-ratelimit-config';
+/** Default name of the ConfigMap each rate-limit server writes its load reports into. */
+export const DEFAULT_RATELIMIT_STATUS_NAME = 'portico-ratelimit-status';
+/** The key of the compiled config (JSON) in the config ConfigMap. */
+export const RATELIMIT_CONFIG_KEY = 'config.json';
+/** Label on both ConfigMaps, so a watch can select them. */
+export const RATELIMIT_COMPONENT_LABEL = 'app.kubernetes.io/component';
+export const RATELIMIT_COMPONENT_VALUE = 'ratelimit';
+
+/** The descriptor entry keys the gateway sends (DESIGN.md: `key_id` required, `plan` optional). */
+export const DESCRIPTOR_KEY_ID = 'key_id';
+export const DESCRIPTOR_PLAN = 'plan';
+
+export type RateLimitConditionType = 'Accepted' | 'Enforced';
+
+/** One plan's limits (spec §8, "Request limits by plan"). */
+export interface PlanLimits {
+  /** Plan name as the gateway sends it in the `plan` descriptor entry, e.g. `free`. */
+  name: string;
+  /** Requests admitted per clock minute. */
+  requestsPerMinute: number;
+  /** Requests admitted per UTC day; at least requestsPerMinute. */
+  requestsPerDay: number;
+}
+
+/** Negotiated limits for one API key (spec §8: "Enterprise quotas are negotiated"). */
+export interface KeyOverride {
+  /** The API key id (never the raw key) as the gateway sends it in `key_id`. */
+  keyId: string;
+  requestsPerMinute: number;
+  requestsPerDay: number;
+}
+
+/** The temporary ban of a key that keeps sending after a 429 (spec §5.1, §7). */
+export interface BanSpec {
+  /** A key is banned when it sends more than this many requests while limited. */
+  afterRejectedRequests: number;
+  /** Go-style duration (`15m`, `1h30m`, `45s`): how long the ban lasts. */
+  duration: string;
+}
+
+export interface RateLimitPolicySpec {
+  plans: PlanLimits[];
+  /** The plan of a key whose plan the gateway does not send, or sends unknown. */
+  defaultPlan: string;
+  overrides?: KeyOverride[];
+  /** Absent: keys are never banned. */
+  ban?: BanSpec;
+}
+
+export interface RateLimitPolicyStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  /** The `domain` the gateway sends for this policy: `<namespace>/<name>`. */
+  domain?: string;
+}
+
+export interface RateLimitPolicy {
+  apiVersion: typeof API_VERSION;
+  kind: typeof RATE_LIMIT_POLICY_KIND;
+  metadata: V1ObjectMeta & { name: string; namespace: string };
+  spec: RateLimitPolicySpec;
+  status?: RateLimitPolicyStatus;
+}
+
+/** The rate-limit domain of a policy (DESIGN.md: `<namespace>/<name>`). Pure. */
+export function policyDomain(policy: { metadata: { namespace: string; name: string } }): string {
+  return `${policy.metadata.namespace}/${policy.metadata.name}`;
+}

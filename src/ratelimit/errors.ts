@@ -1,0 +1,60 @@
+/**
+ * Errors of the rate-limit service, one class per case, each with a stable `code` (the fastify
+ * `lib/errors.js` habit). Every message says what happened and what to do.
+ *
+ * | code                          | when                                                           |
+ * |-------------------------------|----------------------------------------------------------------|
+ * | RATELIMIT_CONFIG_REJECTED     | config.json cannot be loaded at all (not JSON, unknown version) |
+ * | RATELIMIT_STORE_UNAVAILABLE   | Redis did not answer (down, timeout, cluster not ready)        |
+ * | RATELIMIT_SERVER_CONFIG       | a flag or variable of `portico ratelimit-server` is wrong      |
+ */
+
+/** Base class, so callers can tell the service's failures from programming errors. */
+export class RateLimitError extends Error {
+  override readonly name: string = 'RateLimitError';
+  readonly code: string = 'RATELIMIT_ERROR';
+}
+
+/** The whole config document was refused; the server keeps serving the last config it loaded. */
+export class ConfigRejectedError extends RateLimitError {
+  override readonly name = 'ConfigRejectedError';
+  override readonly code = 'RATELIMIT_CONFIG_REJECTED';
+
+  /**
+   * @param reason UpperCamelCase reason shown on each policy's Enforced condition
+   * @param message what is wrong, for a person
+   */
+  constructor(
+    readonly reason: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Redis could not be reached or did not answer in time; the failure mode decides the answer. */
+export class StoreUnavailableError extends RateLimitError {
+  override readonly name = 'StoreUnavailableError';
+  override readonly code = 'RATELIMIT_STORE_UNAVAILABLE';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(`Redis unavailable: ${message}`, options);
+  }
+}
+
+/** A setting of `portico ratelimit-server` is missing or malformed; the message names the flag. */
+export class ServerConfigError extends RateLimitError {
+  override readonly name = 'ServerConfigError';
+  override readonly code = 'RATELIMIT_SERVER_CONFIG';
+}
+
+/** True for any error of this module, across realms (checks the name and code, not the prototype). */
+export function isRateLimitError(err: unknown): err is RateLimitError {
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    'code' in err &&
+    typeof err.code === 'string' &&
+    err.code.startsWith('RATELIMIT_')
+  );
+}

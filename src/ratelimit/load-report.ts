@@ -1,0 +1,60 @@
+/**
+ * The load report: what one rate-limit server instance tells the operator about the config it
+ * loaded, written under its own key (`<instance>.json`) in the ConfigMap `portico-ratelimit-status`
+ * (docs/adr/0002-ratelimit-config-and-enforced-reporting.md). The operator sets a policy's `Enforced`
+ * condition from these reports. Shared by both sides, like the config schema. Pure.
+ */
+import { z } from 'zod';
+
+/** How often a server rewrites its report when nothing changed, milliseconds. */
+export const HEARTBEAT_INTERVAL_MS = 30_000;
+/** A report older than this is from an instance that is gone, milliseconds (three heartbeats). */
+export const REPORT_STALE_AFTER_MS = 3 * HEARTBEAT_INTERVAL_MS;
+
+const policyStateSchema = z.object({
+  uid: z.string(),
+  /** The generation this server enforces now (absent: none). */
+  loadedGeneration: z.number().int().optional(),
+  /** The newest generation this server refused (absent: none refused since the one loaded). */
+  rejectedGeneration: z.number().int().optional(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+});
+
+export const loadReportSchema = z.object({
+  instance: z.string().min(1),
+  /** RFC 3339: when the report was written. */
+  heartbeatTime: z.string(),
+  /** metadata.resourceVersion of the config ConfigMap this report is about. */
+  configResourceVersion: z.string().optional(),
+  /** Set when the last config document was refused whole; the server serves the one before. */
+  configError: z.object({ reason: z.string(), message: z.string() }).optional(),
+  /** By domain (`<namespace>/<name>`). */
+  policies: z.record(z.string(), policyStateSchema),
+});
+
+export type PolicyLoadState = z.infer<typeof policyStateSchema>;
+export type LoadReport = z.infer<typeof loadReportSchema>;
+
+/** The ConfigMap data key of an instance's report. Instance names are pod names (DNS labels). */
+export function reportKey(instance: string): string {
+  return `${instance.replace(/[^-._a-zA-Z0-9]/g, '_')}.json`;
+}
+
+/**
+ * Reads every report in the status ConfigMap's data; a value that does not parse is skipped (it is
+ * from a server of another version and says nothing this operator can use).
+ */
+export function parseReports(data: Readonly<Record<string, string>> | undefined): LoadReport[] {
+  const reports: LoadReport[] = [];
+  for (const [key, text] of Object.entries(data ?? {})) {
+    if (!key.endsWith('.json')) continue;
+    try {
+      const parsed = loadReportSchema.safeParse(JSON.parse(text));
+      if (parsed.success) reports.push(parsed.data);
+    } catch {
+      // not JSON: skipped, see above
+    }
+  }
+  return reports;
+}

@@ -1,0 +1,81 @@
+/**
+ * The Lua script that checks and counts one check in one Redis round trip, atomically (Redis runs a
+ * script to completion before any other command: "Atomicity of scripts", Redis documentation), so
+ * parallel callers of one key never get more than the limit admitted.
+ *
+ * Rules (issue 4; spec §5, §7, §8):
+ * - A banned key is refused without touching its counters.
+ * - A request is admitted only if it fits both windows; then both counters grow by `hits`. A refused
+ *   request is not counted (it used no quota).
+ * - A refused request of a policy with a ban adds 1 to the key's rejected counter, which lives until
+ *   the refusing window resets; when it passes `afterRejectedRequests`, the key is banned for the
+ *   ban's duration and the counter is cleared.
+ *
+ * KEYS: 1 minute counter, 2 day counter, 3 ban flag, 4 rejected counter (all one hash tag).
+ * ARGV: 1 hits, 2 minute limit, 3 day limit, 4 minute counter TTL (ms), 5 day counter TTL (ms),
+ *       6 ban threshold (0: no ban), 7 ban duration (ms).
+ * Reply: {outcome, minuteUsed, dayUsed, ttlMs} with outcome 0 admitted, 1 limited, 2 limited and now
+ *        banned (ttlMs = ban duration), 3 banned (ttlMs = ban time left).
+ */
+import type { CounterOutcome } from './decision.js';
+
+export const CHECK_AND_COUNT_LUA = `
+local banTtl = redis.call('PTTL', KEYS[3])
+local minute = tonumber(redis.call('GET', KEYS[1]) or '0')
+local day = tonumber(redis.call('GET', KEYS[2]) or '0')
+if banTtl > 0 then
+  return {3, minute, day, banTtl}
+end
+local hits = tonumber(ARGV[1])
+local minuteOver = minute + hits > tonumber(ARGV[2])
+local dayOver = day + hits > tonumber(ARGV[3])
+if not minuteOver and not dayOver then
+  minute = redis.call('INCRBY', KEYS[1], hits)
+  if minute == hits then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+  day = redis.call('INCRBY', KEYS[2], hits)
+  if day == hits then redis.call('PEXPIRE', KEYS[2], ARGV[5]) end
+  return {0, minute, day, 0}
+end
+local threshold = tonumber(ARGV[6])
+if threshold > 0 then
+  local rejected = redis.call('INCR', KEYS[4])
+  if dayOver then
+    redis.call('PEXPIRE', KEYS[4], ARGV[5])
+  else
+    redis.call('PEXPIRE', KEYS[4], ARGV[4])
+  end
+  if rejected > threshold then
+    redis.call('SET', KEYS[3], '1', 'PX', ARGV[7])
+    redis.call('DEL', KEYS[4])
+    return {2, minute, day, tonumber(ARGV[7])}
+  end
+end
+return {1, minute, day, 0}
+`;
+
+/** The number of KEYS the script takes. */
+export const CHECK_AND_COUNT_KEYS = 4;
+
+/**
+ * Reads the script's reply.
+ *
+ * @throws TypeError when the reply is not four integers (a script of another version answered)
+ */
+export function parseScriptReply(reply: unknown): CounterOutcome {
+  if (!Array.isArray(reply) || reply.length !== 4 || !reply.every((n) => typeof n === 'number')) {
+    throw new TypeError(`unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`);
+  }
+  const [outcome, minuteUsed, dayUsed, ttlMs] = reply as [number, number, number, number];
+  switch (outcome) {
+    case 0:
+      return { kind: 'admitted', minuteUsed, dayUsed };
+    case 1:
+      return { kind: 'limited', minuteUsed, dayUsed };
+    case 2:
+      return { kind: 'bannedNow', minuteUsed, dayUsed, banTtlMs: ttlMs };
+    case 3:
+      return { kind: 'banned', minuteUsed, dayUsed, banTtlMs: ttlMs };
+    default:
+      throw new TypeError(`unexpected outcome ${outcome} from the rate-limit script`);
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * Configuration of `portico ratelimit-server`, from flags with environment fallbacks
+ * (`--redis-url` or `PORTICO_RATELIMIT_REDIS_URL`, and so on). The flag names are a fixed interface:
+ * the Helm chart sets them. Every value is checked here so a bad setting stops the process at start.
+ */
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import type { LevelWithSilent } from 'pino';
+import { DEFAULT_RATELIMIT_CONFIG_NAME, DEFAULT_RATELIMIT_STATUS_NAME } from '../../api/ratelimitpolicy.js';
+import { ServerConfigError } from '../errors.js';
+import type { FailureMode } from '../service.js';
+
+export interface RateLimitServerConfig {
+  /** `host:port` of the gRPC listener. */
+  grpcListenAddress: string;
+  /** `redis://host:port` (or `rediss://`, with credentials); a seed node with `redisCluster`. */
+  redisUrl: string;
+  redisCluster: boolean;
+  /** Milliseconds a Redis command may take before the failure mode answers. */
+  redisTimeoutMs: number;
+  /** What to answer when Redis cannot: `allow` (OK) or `deny` (OVER_LIMIT). */
+  failureMode: FailureMode;
+  configNamespace: string;
+  configName: string;
+  statusName: string;
+  /** This replica's name in the status ConfigMap (the pod name in a cluster). */
+  instance: string;
+  kubeconfig: string | undefined;
+  /** `host:port` of /metrics, /healthz, /readyz. */
+  metricsListenAddress: string;
+  logLevel: LevelWithSilent;
+}
+
+interface OptionSpec {
+  readonly type: 'string' | 'boolean';
+  /** Environment variables read when the flag is absent, first match wins. */
+  readonly env: readonly string[];
+  readonly default?: string;
+  readonly help: string;
+}
+
+const options = {
+  'grpc-listen-address': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_GRPC_LISTEN_ADDRESS'],
+    default: '0.0.0.0:8081',
+    help: 'gRPC listener (envoy.service.ratelimit.v3.RateLimitService)',
+  },
+  'redis-url': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_URL'],
+    help: 'required: redis://host:port of the counters',
+  },
+  'redis-cluster': {
+    type: 'boolean',
+    env: ['PORTICO_RATELIMIT_REDIS_CLUSTER'],
+    help: 'Redis is a Redis Cluster (redis-url is a seed node)',
+  },
+  'redis-timeout-ms': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_TIMEOUT_MS'],
+    default: '500',
+    help: 'ms a Redis command may take before the failure mode answers',
+  },
+  'failure-mode': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_FAILURE_MODE'],
+    default: 'allow',
+    help: 'answer when Redis is down: allow (OK) or deny (OVER_LIMIT)',
+  },
+  'config-namespace': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_CONFIG_NAMESPACE'],
+    default: 'portico-system',
+    help: 'namespace of the config and status ConfigMaps',
+  },
+  'config-name': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_CONFIG_NAME'],
+    default: DEFAULT_RATELIMIT_CONFIG_NAME,
+    help: 'ConfigMap the operator writes (key config.json)',
+  },
+  'status-name': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_STATUS_NAME'],
+    default: DEFAULT_RATELIMIT_STATUS_NAME,
+    help: 'ConfigMap this server reports the loaded generations in',
+  },
+  instance: {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_INSTANCE', 'POD_NAME'],
+    help: "this replica's name in the status ConfigMap (default: the host name)",
+  },
+  kubeconfig: {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_KUBECONFIG', 'KUBECONFIG'],
+    help: 'kubeconfig path (default: in-cluster)',
+  },
+  'metrics-listen-address': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_METRICS_LISTEN_ADDRESS'],
+    default: '0.0.0.0:8082',
+    help: '/metrics, /healthz, /readyz',
+  },
+  'log-level': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_LOG_LEVEL'],
+    default: 'info',
+    help: 'trace|debug|info|warn|error',
+  },
+  help: { type: 'boolean', env: [], help: 'show this help' },
+} as const satisfies Record<string, OptionSpec>;
+
+type OptionName = keyof typeof options;
+
+/** The flag reference printed by `portico ratelimit-server --help`. */
+export function rateLimitServerUsage(): string {
+  const lines = Object.entries(options).map(([name, o]: [string, OptionSpec]) => {
+    const env = o.env.length > 0 ? ` [${o.env.map((e) => `$${e}`).join(', ')}]` : '';
+    const def = o.default !== undefined ? ` (default ${o.default})` : '';
+    return `  --${name.padEnd(24)} ${o.help}${def}${env}`;
+  });
+  return `usage: portico ratelimit-server [flags]\n\n${lines.join('\n')}\n`;
+}
+
+const LEVELS = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
+const TRUE = new Set(['1', 'true', 'yes']);
+
+function checkHostPort(name: OptionName, value: string): string {
+  const at = value.lastIndexOf(':');
+  const port = Number(value.slice(at + 1));
+  if (at <= 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ServerConfigError(`--${name} must be host:port, got "${value}"`);
+  }
+  return value;
+}
+
+function checkRedisUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ServerConfigError(`--redis-url must be a URL such as redis://127.0.0.1:6379, got "${value}"`);
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    throw new ServerConfigError(`--redis-url must start with redis:// or rediss://, got "${value}"`);
+  }
+  return value;
+}
+
+/**
+ * Reads the configuration. Returns `{help: true}` for `--help`.
+ *
+ * @throws ServerConfigError for a missing required setting or a bad value (the message names the flag)
+ */
+export function parseRateLimitServerConfig(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): RateLimitServerConfig | { help: true } {
+  const parsed = parseArgs({
+    args,
+    options: Object.fromEntries(Object.entries(options).map(([k, o]) => [k, { type: o.type }])),
+    strict: true,
+  }).values as Partial<Record<OptionName, string | boolean>>;
+  if (parsed.help === true) return { help: true };
+  const get = (name: OptionName): string | undefined => {
+    const o: OptionSpec = options[name];
+    const flag = parsed[name];
+    if (typeof flag === 'string') return flag;
+    if (flag === true) return 'true';
+    for (const variable of o.env) {
+      const value = env[variable];
+      if (value !== undefined && value !== '') return value;
+    }
+    return o.default;
+  };
+  const required = (name: OptionName): string => {
+    const v = get(name);
+    if (v === undefined || v === '') {
+      throw new ServerConfigError(
+        `--${name} (or $${options[name].env.join(', $')}) is required: ${options[name].help}`,
+      );
+    }
+    return v;
+  };
+  const failureMode = required('failure-mode');
+  if (failureMode !== 'allow' && failureMode !== 'deny') {
+    throw new ServerConfigError(`--failure-mode must be allow or deny, got "${failureMode}"`);
+  }
+  const logLevel = required('log-level');
+  if (!LEVELS.has(logLevel))
+    throw new ServerConfigError(`--log-level must be one of ${[...LEVELS].join(', ')}`);
+  const timeout = Number(required('redis-timeout-ms'));
+  if (!Number.isInteger(timeout) || timeout <= 0) {
+    throw new ServerConfigError(`--redis-timeout-ms must be a positive integer (milliseconds)`);
+  }
+  return {
+    grpcListenAddress: checkHostPort('grpc-listen-address', required('grpc-listen-address')),
+    redisUrl: checkRedisUrl(required('redis-url')),
+    redisCluster: TRUE.has((get('redis-cluster') ?? '').toLowerCase()),
+    redisTimeoutMs: timeout,
+    failureMode,
+    configNamespace: required('config-namespace'),
+    configName: required('config-name'),
+    statusName: required('status-name'),
+    instance: get('instance') ?? hostname(),
+    kubeconfig: get('kubeconfig'),
+    metricsListenAddress: checkHostPort('metrics-listen-address', required('metrics-listen-address')),
+    logLevel: logLevel as LevelWithSilent,
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * One `ShouldRateLimit` call, from request to response: pick the policy by `domain`, the limits of
+ * each descriptor (`limits.ts`), check and count in Redis (`CounterStore`), and answer with the code,
+ * one DescriptorStatus per descriptor and the headers (`decision.ts`).
+ *
+ * `hits_addend` is honoured: 0 or unset counts 1 (rls.proto). When Redis cannot answer, each limited
+ * descriptor is answered by the failure mode:
+ * - `allow` (fail open, the default): OK, without rate-limit headers, since the counts are unknown;
+ * - `deny` (fail closed): OVER_LIMIT with `Retry-After: 1`, `X-RateLimit-Remaining: 0` and the
+ *   minute limit.
+ * Either way the failure is counted (`portico_ratelimit_store_failures_total`) and logged at most once
+ * every 10 s with the number of failures since the last line.
+ */
+import type { Logger } from 'pino';
+import {
+  decide,
+  headlineDecision,
+  rateLimitHeaders,
+  type CounterOutcome,
+  type DescriptorDecision,
+} from './decision.js';
+import { isRateLimitError } from './errors.js';
+import { lookupLimits, type LimitLookup } from './limits.js';
+import type { RateLimitMetrics } from './metrics.js';
+import type { PolicySnapshot } from './policy-set.js';
+import type { DescriptorStatus, RateLimitRequest, RateLimitResponse } from './protocol.js';
+import { counterKeys } from './redis-keys.js';
+import type { CounterStore } from './redis-store.js';
+import { counterTtlMs, currentWindows, secondsUntil } from './windows.js';
+
+export type FailureMode = 'allow' | 'deny';
+
+export interface RateLimitServiceDeps {
+  /** The snapshot of loaded policies (read once per call). */
+  readonly policies: () => PolicySnapshot;
+  readonly store: CounterStore;
+  readonly failureMode: FailureMode;
+  /** Unix time, milliseconds. */
+  readonly now: () => number;
+  readonly metrics: RateLimitMetrics;
+  readonly log: Logger;
+}
+
+const FAILURE_LOG_INTERVAL_MS = 10_000;
+
+type Limited = Extract<LimitLookup, { kind: 'limited' }>;
+
+interface DescriptorAnswer {
+  readonly status: DescriptorStatus;
+  readonly decision?: DescriptorDecision;
+}
+
+function statusOf(decision: DescriptorDecision, nowMs: number): DescriptorStatus {
+  return {
+    code: decision.code,
+    current_limit: {
+      requests_per_unit: decision.report.limit,
+      unit: decision.report.window === 'minute' ? 'MINUTE' : 'DAY',
+    },
+    limit_remaining: decision.report.remaining,
+    duration_until_reset: { seconds: secondsUntil(decision.report.resetMs, nowMs) },
+  };
+}
+
+export class RateLimitService {
+  readonly #d: RateLimitServiceDeps;
+  #failuresSinceLog = 0;
+  #lastFailureLogMs = 0;
+
+  constructor(deps: RateLimitServiceDeps) {
+    this.#d = deps;
+  }
+
+  /** Answers one check. Never throws for Redis failures (the failure mode answers). */
+  async shouldRateLimit(request: RateLimitRequest): Promise<RateLimitResponse> {
+    const end = this.#d.metrics.checkDuration.startTimer();
+    const snapshot = this.#d.policies();
+    const domain = request.domain ?? '';
+    const policy = snapshot.byDomain.get(domain);
+    const hits = request.hits_addend !== undefined && request.hits_addend > 0 ? request.hits_addend : 1;
+    const nowMs = this.#d.now();
+    const answers = await Promise.all(
+      (request.descriptors ?? []).map((descriptor) => {
+        const entries = (descriptor.entries ?? []).map((e) => ({ key: e.key ?? '', value: e.value ?? '' }));
+        return this.#answer(domain, lookupLimits(policy, entries), hits, nowMs);
+      }),
+    );
+    const headline = headlineDecision(answers.flatMap((a) => (a.decision ? [a.decision] : [])));
+    end();
+    return {
+      overall_code: answers.some((a) => a.status.code === 'OVER_LIMIT') ? 'OVER_LIMIT' : 'OK',
+      statuses: answers.map((a) => a.status),
+      response_headers_to_add: headline ? rateLimitHeaders(headline) : [],
+    };
+  }
+
+  async #answer(domain: string, lookup: LimitLookup, hits: number, nowMs: number): Promise<DescriptorAnswer> {
+    if (lookup.kind !== 'limited') {
+      const reason = lookup.kind === 'unknownDomain' ? 'unknown_domain' : 'no_key_id';
+      this.#d.metrics.checksTotal.inc({
+        domain: lookup.kind === 'unknownDomain' ? '' : domain,
+        code: 'OK',
+        reason,
+      });
+      return { status: { code: 'OK' } };
+    }
+    let outcome: CounterOutcome;
+    try {
+      outcome = await this.#count(domain, lookup, hits, nowMs);
+    } catch (err: unknown) {
+      if (!isRateLimitError(err)) throw err;
+      return this.#failureAnswer(domain, lookup, nowMs, err);
+    }
+    const decision = decide(lookup.limits, outcome, hits, nowMs);
+    this.#d.metrics.checksTotal.inc({ domain, code: decision.code, reason: decision.reason });
+    if (outcome.kind === 'bannedNow') {
+      this.#d.metrics.bansTotal.inc({ domain });
+      this.#d.log.info(
+        { domain, keyId: lookup.keyId, banSeconds: Math.round(outcome.banTtlMs / 1000) },
+        'key banned: it kept sending while limited',
+      );
+    }
+    return { status: statusOf(decision, nowMs), decision };
+  }
+
+  #count(domain: string, lookup: Limited, hits: number, nowMs: number): Promise<CounterOutcome> {
+    const windows = currentWindows(nowMs);
+    return this.#d.store.checkAndCount(counterKeys(domain, lookup.keyId, windows), {
+      hits,
+      minuteLimit: lookup.limits.perMinute,
+      dayLimit: lookup.limits.perDay,
+      minuteTtlMs: counterTtlMs(windows.minute, nowMs),
+      dayTtlMs: counterTtlMs(windows.day, nowMs),
+      banThreshold: lookup.ban?.afterRejectedRequests ?? 0,
+      banDurationMs: lookup.ban?.durationMs ?? 0,
+    });
+  }
+
+  #failureAnswer(domain: string, lookup: Limited, nowMs: number, err: Error): DescriptorAnswer {
+    const mode = this.#d.failureMode;
+    this.#d.metrics.storeFailuresTotal.inc({ failure_mode: mode });
+    this.#d.metrics.checksTotal.inc({
+      domain,
+      code: mode === 'allow' ? 'OK' : 'OVER_LIMIT',
+      reason: 'store_unavailable',
+    });
+    this.#logFailure(err, nowMs);
+    if (mode === 'allow') return { status: { code: 'OK' } };
+    const decision: DescriptorDecision = {
+      code: 'OVER_LIMIT',
+      reason: 'minute',
+      report: { window: 'minute', limit: lookup.limits.perMinute, remaining: 0, resetMs: nowMs + 1000 },
+      retryAfterSeconds: 1,
+    };
+    return { status: statusOf(decision, nowMs), decision };
+  }
+
+  #logFailure(err: Error, nowMs: number): void {
+    this.#failuresSinceLog += 1;
+    if (nowMs - this.#lastFailureLogMs < FAILURE_LOG_INTERVAL_MS) return;
+    this.#d.log.error(
+      { err: err.message, failureMode: this.#d.failureMode, failures: this.#failuresSinceLog },
+      `Redis unavailable: answering checks by failure mode "${this.#d.failureMode}"`,
+    );
+    this.#failuresSinceLog = 0;
+    this.#lastFailureLogMs = nowMs;
+  }
+}
