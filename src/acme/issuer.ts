@@ -97,7 +97,7 @@ export class AcmeIssuer {
       identifiers: [{ type: 'dns', value: hostname }],
       ...(this.#options.profile ? { profile: this.#options.profile } : {}),
       ...(options.replaces ? { replaces: options.replaces } : {}),
-    } as Parameters<typeof client.createOrder>[0]);
+    });
     log.info(
       { orderUrl: order.url, replaces: options.replaces, profile: this.#options.profile },
       'ACME order created',

@@ -82,6 +82,17 @@ export interface CertificateStatus {
   serialNumber: string;
   issuer: string;
   dnsNames: string[];
+  /** The ARI identifier of the certificate this one replaced (RFC 9773 §5). */
+  replaces?: string;
+  /** The CA's renewal information (RFC 9773), when it offers it. Times RFC 3339. */
+  ari?: {
+    certId: string;
+    windowStart: string;
+    windowEnd: string;
+    explanationURL?: string;
+    checkedAt: string;
+    nextCheckAt: string;
+  };
 }
 
 export interface CustomDomainStatus {
@@ -116,6 +127,9 @@ export function splitKey(key: string): { namespace: string; name: string } {
   if (slash < 0) throw new Error(`invalid object key "${key}": expected namespace/name`);
   return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
+
+/** Annotation on the TLS Secret: the ARI identifier of the certificate it replaced. */
+export const REPLACES_ANNOTATION = 'portico.dev/replaces';
 
 /** The names of the objects Portico owns for one CustomDomain. Pure. */
 export function ownedNames(domain: Pick<CustomDomain, 'metadata'>): { ingress: string; secret: string } {

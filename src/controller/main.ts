@@ -16,6 +16,7 @@ import { AcmeIssuer } from '../acme/issuer.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
 import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
 import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.js';
+import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
 import { EventRecorder } from '../kube/events.js';
 import { WorkQueue } from '../kube/work-queue.js';
@@ -68,7 +69,8 @@ function build(
     },
     log,
   );
-  const issuer = new AcmeIssuer(account, new AcmeDirectory(config.acmeDirectoryUrl), store, resolver, {
+  const directory = new AcmeDirectory(config.acmeDirectoryUrl);
+  const issuer = new AcmeIssuer(account, directory, store, resolver, {
     ...(config.acmeProfile ? { profile: config.acmeProfile } : {}),
     ...(config.acmeCaaIdentities.length > 0 ? { caaIdentities: config.acmeCaaIdentities } : {}),
     http01Port: config.http01SelfCheckPort,
@@ -93,6 +95,7 @@ function build(
       resolver,
       issuer,
       tracker,
+      renewal: new RenewalPlanner(directory),
       events: new EventRecorder(core, 'portico-controller', log),
       metrics,
       log,

@@ -19,6 +19,7 @@ import {
   CUSTOM_DOMAIN_PLURAL,
   FIELD_MANAGER,
   FINALIZER,
+  REPLACES_ANNOTATION,
   GROUP,
   VERIFY_REQUESTED_AT_ANNOTATION,
   VERSION,
@@ -46,6 +47,7 @@ import {
 import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome } from './dns-outcome.js';
 import { acceptance, claimHolder, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
 import type { ClusterView } from './cluster-view.js';
+import type { RenewalPlanner } from './renewal.js';
 import { dnsCheckDue, issuanceRetryDelayMs } from './schedule.js';
 import { buildStatus, changedConditions, type CertificateState, type RoutingState } from './status.js';
 
@@ -66,6 +68,7 @@ export interface CustomDomainReconcilerDeps {
   resolver: DnsResolver;
   issuer: AcmeIssuer;
   tracker: IssuanceTracker;
+  renewal: RenewalPlanner;
   events: EventRecorder;
   metrics: ControllerMetrics;
   log: Logger;
@@ -144,6 +147,7 @@ export class CustomDomainReconciler {
       await this.#writeStatus(domain, status, log);
       return {};
     }
+    const verifyRequested = dnsCheckDue(domain, now) === 'requested';
     const dns = await this.#verifyDns(domain, key, now, log);
     const verified = dns.condition.status === 'True';
     const routing = verified || dns.carried.verifiedAt ? await this.#applyRouting(domain) : notRouted();
@@ -151,6 +155,7 @@ export class CustomDomainReconciler {
       domain,
       key,
       verified,
+      verifyRequested,
       now,
       log,
     );
@@ -376,7 +381,10 @@ export class CustomDomainReconciler {
   }
 
   /** The certificate in the domain's Secret when it serves the hostname now, or undefined. */
-  async #servingCertificate(domain: CustomDomain, now: Date): Promise<CertificateStatus | undefined> {
+  async #servingCertificate(
+    domain: CustomDomain,
+    now: Date,
+  ): Promise<{ status: CertificateStatus; pem: string } | undefined> {
     let secret: V1Secret;
     try {
       secret = await this.#d.core.readNamespacedSecret({
@@ -391,30 +399,43 @@ export class CustomDomainReconciler {
     const pem = Buffer.from(secret.data?.[TLS_KEY] ?? '', 'base64').toString('utf8');
     if (!certificateServes(crt, pem, domain.spec.hostname, now)) return undefined;
     const facts = inspectCertificate(crt);
-    return {
+    const replaces = secret.metadata?.annotations?.[REPLACES_ANNOTATION];
+    const status: CertificateStatus = {
       ...facts,
       secretName: ownedNames(domain).secret,
       renewalTime: defaultRenewalTime(facts).toISOString(),
+      ...(replaces ? { replaces } : {}),
     };
+    return { status, pem: crt };
   }
 
+  /** @param verifyRequested a verify request is pending: ask the CA for renewal information again */
   async #certificate(
     domain: CustomDomain,
     key: string,
     verified: boolean,
+    verifyRequested: boolean,
     now: Date,
     log: Logger,
   ): Promise<{ state: CertificateState; requeueAfterMs?: number }> {
-    const serving = await this.#servingCertificate(domain, now);
+    const found = await this.#servingCertificate(domain, now);
     const inFlight = this.#d.tracker.inFlight(key);
-    if (serving) {
+    if (found) {
+      const serving = await this.#d.renewal.plan(
+        found.status,
+        found.pem,
+        domain.status?.certificate,
+        now,
+        verifyRequested,
+        log,
+      );
       const { namespace, name } = domain.metadata;
       this.#d.metrics.certificateNotAfter.set(
         { namespace, name, hostname: domain.spec.hostname },
         Date.parse(serving.notAfter) / 1000,
       );
       const renewalMs = Date.parse(serving.renewalTime) - now.getTime();
-      if (renewalMs <= 0 && verified && !inFlight) this.#startIssuance(domain, key, log);
+      if (renewalMs <= 0 && verified && !inFlight) this.#startIssuance(domain, key, log, serving.ari?.certId);
       return { state: { kind: 'valid', certificate: serving }, requeueAfterMs: Math.max(1_000, renewalMs) };
     }
     if (!verified) return { state: { kind: 'not-requested' } };
@@ -433,11 +454,12 @@ export class CustomDomainReconciler {
     return { state: { kind: 'issuing', since: now, renewing: false } };
   }
 
-  #startIssuance(domain: CustomDomain, key: string, log: Logger): void {
+  /** @param replaces the ARI identifier of the certificate being renewed (RFC 9773 §5) */
+  #startIssuance(domain: CustomDomain, key: string, log: Logger, replaces?: string): void {
     const { hostname } = domain.spec;
     const started = this.#d.tracker.start(key, hostname, async (signal) => {
       try {
-        const issued = await this.#d.issuer.issue(hostname, log);
+        const issued = await this.#d.issuer.issue(hostname, log, replaces ? { replaces } : {});
         if (signal.aborted) return;
         const current = await this.#read(domain.metadata.namespace, domain.metadata.name);
         if (!current || current.metadata.uid !== domain.metadata.uid || current.metadata.deletionTimestamp)
@@ -445,7 +467,10 @@ export class CustomDomainReconciler {
         const secret: V1Secret = {
           apiVersion: 'v1',
           kind: 'Secret',
-          metadata: ownedMetadata(current, ownedNames(current).secret),
+          metadata: {
+            ...ownedMetadata(current, ownedNames(current).secret),
+            annotations: { [REPLACES_ANNOTATION]: replaces ?? '' },
+          },
           type: 'kubernetes.io/tls',
           data: {
             [TLS_CERT]: Buffer.from(issued.certificatePem).toString('base64'),

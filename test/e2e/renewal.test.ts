@@ -1,0 +1,127 @@
+/**
+ * Renewal driven by the CA's ARI window (RFC 9773) on the real stack: Pebble's management API moves
+ * the suggested window into the past; Portico, asked to re-check, orders a new certificate with
+ * `replaces` naming the old one and swaps it into the same Secret, which serves throughout.
+ */
+import { X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  createCustomDomain,
+  createProject,
+  dns,
+  getCustomDomain,
+  kube,
+  sandbox,
+  unique,
+  waitFor,
+  waitForCondition,
+} from './support/cluster.js';
+
+async function postPebbleManagement(path: string, body: unknown): Promise<void> {
+  const ca = await readFile(sandbox.acmeCaBundle);
+  await new Promise<void>((resolve, reject) => {
+    const req = request(
+      `${sandbox.acmeMgmtUrl}${path}`,
+      { method: 'POST', ca, headers: { 'user-agent': 'portico-e2e' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          if (res.statusCode === 200) resolve();
+          else reject(new Error(`POST ${path}: HTTP ${res.statusCode}: ${text}`));
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+describe('ARI-driven renewal', () => {
+  const ns = unique('renew');
+  const hostname = `www.${ns}.example`;
+
+  beforeAll(async () => {
+    await createProject(ns);
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    await waitForCondition(ns, 'www', 'Ready', 'True');
+  });
+
+  it('renews into the same Secret with replaces, without a moment of no valid certificate', async () => {
+    const { core } = kube();
+    const before = await getCustomDomain(ns, 'www');
+    const old = before.status?.certificate;
+    expect(old?.ari?.certId).toMatch(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+    expect(Date.parse(old?.renewalTime ?? '')).toBeGreaterThanOrEqual(
+      Date.parse(old?.ari?.windowStart ?? ''),
+    );
+    expect(Date.parse(old?.renewalTime ?? '')).toBeLessThanOrEqual(Date.parse(old?.ari?.windowEnd ?? ''));
+
+    const secret = await core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
+    const oldPem = Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
+
+    // Watch the Secret while the renewal runs: every read must hold a certificate valid for the host.
+    let watching = true;
+    const gaps: string[] = [];
+    const serials = new Set<string>();
+    const watcher = (async () => {
+      while (watching) {
+        const s = await core.readNamespacedSecret({ namespace: ns, name: 'www-tls' }).catch(() => undefined);
+        const pem = Buffer.from(s?.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
+        try {
+          const cert = new X509Certificate(pem);
+          if (cert.checkHost(hostname) === undefined || new Date(cert.validToDate) < new Date())
+            gaps.push('invalid');
+          serials.add(cert.serialNumber);
+        } catch {
+          gaps.push(s ? 'unparsable' : 'missing');
+        }
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    })();
+
+    const past = Date.now() - 3600_000;
+    await postPebbleManagement('/set-renewal-info/', {
+      Certificate: oldPem,
+      ARIResponse: JSON.stringify({
+        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
+      }),
+    });
+    await kube().custom.patchNamespacedCustomObject({
+      group: 'portico.dev',
+      version: 'v1alpha1',
+      namespace: ns,
+      plural: 'customdomains',
+      name: 'www',
+      body: [
+        {
+          op: 'add',
+          path: '/metadata/annotations',
+          value: { 'portico.dev/verify-requested-at': 'renew-now' },
+        },
+      ],
+    });
+
+    const renewed = await waitFor('a new certificate in status', async () => {
+      const cd = await getCustomDomain(ns, 'www');
+      const c = cd.status?.certificate;
+      return c && c.serialNumber !== old?.serialNumber ? cd : undefined;
+    });
+    watching = false;
+    await watcher;
+
+    expect(renewed.status?.certificate?.replaces).toBe(old?.ari?.certId);
+    expect(renewed.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    const after = await core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
+    expect(after.metadata?.uid).toBe(secret.metadata?.uid);
+    expect(after.metadata?.annotations?.['portico.dev/replaces']).toBe(old?.ari?.certId);
+    const leaf = new X509Certificate(Buffer.from(after.data?.['tls.crt'] ?? '', 'base64').toString('utf8'));
+    expect(leaf.serialNumber).toBe(renewed.status?.certificate?.serialNumber);
+    expect(gaps).toEqual([]);
+    expect(serials.size).toBe(2);
+  });
+});
