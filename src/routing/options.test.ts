@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { checkRoutingOptions, isRoutingOptionsError, RoutingOptionsError } from './options.js';
+
+describe('checkRoutingOptions', () => {
+  it('accepts the defaults and a complete gateway setting', () => {
+    expect(() => {
+      checkRoutingOptions({});
+    }).not.toThrow();
+    expect(() => {
+      checkRoutingOptions({
+        mode: 'gateway',
+        gatewayParentRefs: [{ name: 'public', namespace: 'infra', sectionName: 'https', port: 443 }],
+      });
+    }).not.toThrow();
+  });
+
+  it('refuses gateway mode without a parent Gateway, naming the setting', () => {
+    expect(() => {
+      checkRoutingOptions({ mode: 'gateway' });
+    }).toThrow(/gatewayParentRefs/);
+  });
+
+  it('refuses malformed parent references and unknown modes', () => {
+    const bad = [
+      { mode: 'gateway' as const, gatewayParentRefs: [{ name: 'Public' }] },
+      { mode: 'gateway' as const, gatewayParentRefs: [{ name: 'public', namespace: 'in.fra' }] },
+      { mode: 'gateway' as const, gatewayParentRefs: [{ name: 'public', port: 0 }] },
+      { mode: 'mesh' as unknown as 'gateway' },
+      { ingressFlavor: 'haproxy' as unknown as 'nginx' },
+    ];
+    for (const options of bad) {
+      let caught: unknown;
+      try {
+        checkRoutingOptions(options);
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(RoutingOptionsError);
+      expect(isRoutingOptionsError(caught)).toBe(true);
+    }
+  });
+});

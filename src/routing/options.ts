@@ -1,0 +1,114 @@
+/**
+ * How Portico routes a domain: the settings of the routing plan (docs/routing.md). Pure: types, defaults
+ * and a check that the controller runs once at start, so a bad setting stops the process with a clear
+ * message instead of failing each reconcile.
+ */
+
+/** Where routing objects go: Ingress (networking.k8s.io/v1) or Gateway API HTTPRoute. */
+export type RoutingMode = 'ingress' | 'gateway';
+
+/**
+ * The Ingress controller, for what Ingress cannot say in its own fields: a redirect. Serving a domain
+ * is plain Ingress and looks the same in every flavor.
+ */
+export type IngressFlavor = 'nginx' | 'traefik';
+
+export const ROUTING_MODES: readonly RoutingMode[] = ['ingress', 'gateway'];
+export const INGRESS_FLAVORS: readonly IngressFlavor[] = ['nginx', 'traefik'];
+
+/**
+ * A `parentRefs` entry of every HTTPRoute (Gateway API `ParentReference`, gateway.networking.k8s.io/v1):
+ * the platform's Gateway the routes attach to. Group and kind default to the Gateway's.
+ */
+export interface GatewayParentRef {
+  name: string;
+  /** The Gateway's namespace; undefined means the route's own namespace. */
+  namespace?: string;
+  /** A listener name of the Gateway; undefined attaches to every listener that admits the route. */
+  sectionName?: string;
+  port?: number;
+}
+
+export interface RoutingOptions {
+  /** Default `ingress`. */
+  mode?: RoutingMode;
+  /** Default `nginx` (ingress-nginx). Used in `ingress` mode. */
+  ingressFlavor?: IngressFlavor;
+  /** `spec.ingressClassName` of every Ingress; undefined leaves the cluster default. */
+  ingressClassName?: string;
+  /**
+   * Where the operator's challenge server is reachable in the cluster, e.g.
+   * `portico-controller.portico-system.svc.cluster.local` port 8089. When set, each domain routes
+   * `/.well-known/acme-challenge/` there through an ExternalName Service in the domain's namespace
+   * (an Ingress backend or an HTTPRoute backendRef without a ReferenceGrant must be a Service of its own
+   * namespace). Redirect domains keep this path too: they need their own certificate.
+   */
+  http01Service?: { fqdn: string; port: number };
+  /** `parentRefs` of every HTTPRoute. Required, at least one, in `gateway` mode. */
+  gatewayParentRefs?: GatewayParentRef[];
+  /**
+   * ingress-nginx: append `$request_uri` to the redirect URL so path and query are kept (default
+   * true). ingress-nginx 1.12 and later validate annotations by default and refuse `$` in
+   * `permanent-redirect` (kubernetes/ingress-nginx#11175); such a controller needs
+   * `--enable-annotation-validation=false`, or set this to false: the redirect then goes to the
+   * target's root, and the Routed condition says that path and query are dropped.
+   */
+  nginxRedirectKeepsPath?: boolean;
+  /**
+   * Traefik's `providers.kubernetesCRD.safeNaming` (Traefik v3.7.11+): when true, Traefik names the
+   * Middleware `<namespace>_<name>` instead of the normalized `<namespace>-<name>`, and the Ingress
+   * must reference it by that name. Default false, Traefik's own default.
+   */
+  traefikSafeNaming?: boolean;
+}
+
+/** Thrown by {@link checkRoutingOptions} for a setting the routing plan cannot work with. */
+export class RoutingOptionsError extends Error {
+  readonly code = 'ROUTING_OPTIONS_INVALID';
+  constructor(message: string) {
+    super(message);
+    this.name = 'RoutingOptionsError';
+  }
+}
+
+/** True for a {@link RoutingOptionsError}, also across realms (matches on name and code). */
+export function isRoutingOptionsError(err: unknown): err is RoutingOptionsError {
+  return (
+    err instanceof RoutingOptionsError ||
+    (err instanceof Error && err.name === 'RoutingOptionsError' && 'code' in err)
+  );
+}
+
+/** RFC 1123 label, the shape of a Kubernetes namespace and of a Gateway listener name. */
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** RFC 1123 subdomain, the shape of a Kubernetes object name. */
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+function checkParentRef(ref: GatewayParentRef, i: number): void {
+  const at = `gatewayParentRefs[${i}]`;
+  if (!DNS_SUBDOMAIN.test(ref.name))
+    throw new RoutingOptionsError(`${at}.name "${ref.name}" is not a Kubernetes object name`);
+  if (ref.namespace !== undefined && !DNS_LABEL.test(ref.namespace))
+    throw new RoutingOptionsError(`${at}.namespace "${ref.namespace}" is not a Kubernetes namespace name`);
+  if (ref.sectionName !== undefined && !DNS_LABEL.test(ref.sectionName))
+    throw new RoutingOptionsError(`${at}.sectionName "${ref.sectionName}" is not a listener name`);
+  if (ref.port !== undefined && !(Number.isInteger(ref.port) && ref.port >= 1 && ref.port <= 65535))
+    throw new RoutingOptionsError(`${at}.port ${ref.port} is not a port number (1-65535)`);
+}
+
+/**
+ * Checks the settings once, at start. Throws {@link RoutingOptionsError} naming the setting: an
+ * unknown mode or flavor, gateway mode without a parent Gateway, a malformed parent reference.
+ */
+export function checkRoutingOptions(options: RoutingOptions): void {
+  if (options.mode !== undefined && !ROUTING_MODES.includes(options.mode))
+    throw new RoutingOptionsError(`routing mode must be one of ${ROUTING_MODES.join(', ')}`);
+  if (options.ingressFlavor !== undefined && !INGRESS_FLAVORS.includes(options.ingressFlavor))
+    throw new RoutingOptionsError(`ingress flavor must be one of ${INGRESS_FLAVORS.join(', ')}`);
+  const refs = options.gatewayParentRefs ?? [];
+  if (options.mode === 'gateway' && refs.length === 0)
+    throw new RoutingOptionsError(
+      'gateway mode needs at least one parent Gateway (gatewayParentRefs): the HTTPRoutes attach to it',
+    );
+  refs.forEach(checkParentRef);
+}

@@ -1,0 +1,215 @@
+import type { KubernetesObject, V1Ingress } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import type { CustomDomain, CustomDomainSpec } from '../api/customdomain.js';
+import type { HTTPRoute } from './gateway.js';
+import { desiredIngress, HTTP01_PATH_PREFIX } from './ingress.js';
+import type { RoutingOptions } from './options.js';
+import {
+  desiredRouting,
+  ownedRoutingObjects,
+  servicePortNumber,
+  staleRoutingObjects,
+  type RoutingPlan,
+} from './plan.js';
+import type { TraefikMiddleware } from './traefik.js';
+
+const domain = (spec: Partial<CustomDomainSpec>, name = 'old'): CustomDomain => ({
+  apiVersion: 'portico.dev/v1alpha1',
+  kind: 'CustomDomain',
+  metadata: { name, namespace: 'shop', uid: 'u-1' },
+  spec: { hostname: 'old.example.com', ...spec },
+});
+const serving = domain({ service: { name: 'web', port: 8080 } });
+const redirecting = domain({ redirect: { to: 'example.com' } });
+const http01Service = { fqdn: 'portico.portico-system.svc.cluster.local', port: 8089 };
+const gateway: RoutingOptions = {
+  mode: 'gateway',
+  gatewayParentRefs: [{ name: 'public', namespace: 'infra' }],
+};
+
+function applied(plan: RoutingPlan): KubernetesObject[] {
+  if (!plan.routed) throw new Error(`not routed: ${plan.message}`);
+  return plan.apply;
+}
+function find(objs: KubernetesObject[], kind: string, name: string): KubernetesObject | undefined {
+  return objs.find((o) => o.kind === kind && o.metadata?.name === name);
+}
+const paths = (ing: V1Ingress | undefined) => ing?.spec?.rules?.[0]?.http?.paths ?? [];
+
+describe('desiredRouting, ingress mode', () => {
+  it('serves exactly as desiredIngress did, in both flavors', () => {
+    for (const ingressFlavor of ['nginx', 'traefik'] as const) {
+      const options: RoutingOptions = { ingressFlavor, ingressClassName: 'public', http01Service };
+      const objs = applied(desiredRouting(serving, options));
+      expect(objs.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`)).toEqual([
+        'Service/portico-acme-http01',
+        'Ingress/portico-old',
+      ]);
+      expect(objs[1]).toEqual(desiredIngress(serving, options));
+    }
+  });
+
+  it('nginx: redirects with annotations on the main Ingress; the challenge path has its own Ingress', () => {
+    const plan = desiredRouting(domain({ redirect: { to: 'example.com', statusCode: 308 } }), {
+      http01Service,
+    });
+    const objs = applied(plan);
+    expect(objs.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`)).toEqual([
+      'Service/portico-acme-http01',
+      'Ingress/portico-old-acme',
+      'Ingress/portico-old',
+    ]);
+    const main = find(objs, 'Ingress', 'portico-old') as V1Ingress | undefined;
+    expect(main?.metadata?.annotations).toEqual({
+      'nginx.ingress.kubernetes.io/permanent-redirect': 'https://example.com$request_uri',
+      'nginx.ingress.kubernetes.io/permanent-redirect-code': '308',
+    });
+    expect(main?.spec?.tls).toEqual([{ hosts: ['old.example.com'], secretName: 'old-tls' }]);
+    expect(paths(main).map((p) => p.path)).toEqual(['/']);
+    const acme = find(objs, 'Ingress', 'portico-old-acme') as V1Ingress | undefined;
+    expect(acme?.metadata?.annotations).toBeUndefined();
+    expect(acme?.metadata?.ownerReferences?.[0]?.uid).toBe('u-1');
+    expect(paths(acme)).toEqual([
+      {
+        path: HTTP01_PATH_PREFIX,
+        pathType: 'Prefix',
+        backend: { service: { name: 'portico-acme-http01', port: { number: 8089 } } },
+      },
+    ]);
+    expect(plan.routed && plan.message).toBe(
+      'Ingress portico-old (ingress-nginx) answers old.example.com with 308 Permanent Redirect to https://example.com, ' +
+        'keeping path and query. /.well-known/acme-challenge/ goes to the operator through Ingress portico-old-acme.',
+    );
+  });
+
+  it('nginx without the challenge Service (the sandbox): one Ingress', () => {
+    const objs = applied(desiredRouting(redirecting, {}));
+    expect(objs.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`)).toEqual(['Ingress/portico-old']);
+  });
+
+  it('nginx with nginxRedirectKeepsPath off says so in the message', () => {
+    const plan = desiredRouting(redirecting, { nginxRedirectKeepsPath: false });
+    expect(plan.routed && plan.message).toMatch(
+      /to https:\/\/example\.com\. Note: path and query are not kept/,
+    );
+  });
+
+  it('traefik: a Middleware, then the Ingress that references it; the status caveat is in the message', () => {
+    const plan = desiredRouting(
+      domain({ service: { name: 'web' }, redirect: { to: 'example.com', statusCode: 302 } }),
+      {
+        ingressFlavor: 'traefik',
+        http01Service,
+      },
+    );
+    const objs = applied(plan);
+    expect(objs.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`)).toEqual([
+      'Service/portico-acme-http01',
+      'Ingress/portico-old-acme',
+      'Middleware/portico-old-redirect',
+      'Ingress/portico-old',
+    ]);
+    const mw = find(objs, 'Middleware', 'portico-old-redirect') as TraefikMiddleware | undefined;
+    expect(mw?.spec.redirectRegex).toEqual({
+      regex: '^https?://[^/]+(.*)$',
+      replacement: 'https://example.com${1}',
+      permanent: false,
+    });
+    const main = find(objs, 'Ingress', 'portico-old') as V1Ingress | undefined;
+    expect(main?.metadata?.annotations).toEqual({
+      'traefik.ingress.kubernetes.io/router.middlewares': 'shop-portico-old-redirect@kubernetescrd',
+    });
+    // The redirect rule names the project's Service: Traefik builds no router for a missing one.
+    expect(paths(main)[0]?.backend.service).toEqual({ name: 'web', port: { number: 80 } });
+    expect(plan.routed && plan.caveats).toHaveLength(1);
+    expect(plan.routed && plan.message).toMatch(/Note: Traefik .* 302 to GET and 307 to other methods/);
+  });
+
+  it('traefik without any real backend Service warns that the redirect would not run', () => {
+    const plan = desiredRouting(redirecting, { ingressFlavor: 'traefik' });
+    expect(plan.routed && plan.caveats.join(' ')).toMatch(
+      /no router for an Ingress path whose Service does not exist/,
+    );
+  });
+});
+
+describe('desiredRouting, gateway mode', () => {
+  it('serves through an HTTPRoute with the challenge rule first', () => {
+    const objs = applied(desiredRouting(serving, { ...gateway, http01Service }));
+    const route = find(objs, 'HTTPRoute', 'portico-old') as HTTPRoute | undefined;
+    expect(route?.apiVersion).toBe('gateway.networking.k8s.io/v1');
+    expect(route?.spec).toEqual({
+      parentRefs: [{ name: 'public', namespace: 'infra' }],
+      hostnames: ['old.example.com'],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: HTTP01_PATH_PREFIX } }],
+          backendRefs: [{ name: 'portico-acme-http01', port: 8089 }],
+        },
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+          backendRefs: [{ name: 'web', port: 8080 }],
+        },
+      ],
+    });
+  });
+
+  it('redirects with RequestRedirect and keeps the challenge path to the operator', () => {
+    const plan = desiredRouting(domain({ redirect: { to: 'example.com', statusCode: 307 } }), {
+      ...gateway,
+      http01Service,
+    });
+    const route = find(applied(plan), 'HTTPRoute', 'portico-old') as HTTPRoute | undefined;
+    expect(route?.spec.rules.map((r) => r.matches[0]?.path.value)).toEqual([HTTP01_PATH_PREFIX, '/']);
+    expect(route?.spec.rules[1]?.filters?.[0]?.requestRedirect).toEqual({
+      scheme: 'https',
+      hostname: 'example.com',
+      statusCode: 307,
+    });
+    expect(plan.routed && plan.message).toMatch(
+      /^HTTPRoute portico-old on Gateway infra\/public answers old\.example\.com with 307/,
+    );
+  });
+
+  it('needs the number of a named port', () => {
+    const named = domain({ service: { name: 'web', port: 'http' } });
+    const missing = desiredRouting(named, gateway);
+    expect(missing).toMatchObject({ routed: false, reason: 'ServicePortNotFound', apply: [] });
+    const objs = applied(desiredRouting(named, gateway, { servicePortNumber: 80 }));
+    const route = find(objs, 'HTTPRoute', 'portico-old') as HTTPRoute | undefined;
+    expect(route?.spec.rules[0]?.backendRefs).toEqual([{ name: 'web', port: 80 }]);
+    expect(servicePortNumber({ spec: { ports: [{ name: 'http', port: 80 }] } }, 'http')).toBe(80);
+    expect(servicePortNumber({ spec: { ports: [{ name: 'http', port: 80 }] } }, 'grpc')).toBeUndefined();
+  });
+});
+
+describe('owned and stale objects', () => {
+  it('lists every kind and name Portico could create for the domain, whatever the mode', () => {
+    expect(ownedRoutingObjects(serving).map((h) => `${h.apiVersion} ${h.kind}/${h.metadata.name}`)).toEqual([
+      'networking.k8s.io/v1 Ingress/portico-old',
+      'networking.k8s.io/v1 Ingress/portico-old-acme',
+      'traefik.io/v1alpha1 Middleware/portico-old-redirect',
+      'gateway.networking.k8s.io/v1 HTTPRoute/portico-old',
+    ]);
+  });
+
+  it('marks as stale what the current plan does not apply, never the shared challenge Service', () => {
+    const stale = (plan: RoutingPlan) => staleRoutingObjects(plan).map((h) => `${h.kind}/${h.metadata.name}`);
+    expect(stale(desiredRouting(serving, { http01Service }))).toEqual([
+      'Ingress/portico-old-acme',
+      'Middleware/portico-old-redirect',
+      'HTTPRoute/portico-old',
+    ]);
+    expect(stale(desiredRouting(redirecting, { ingressFlavor: 'traefik', http01Service }))).toEqual([
+      'HTTPRoute/portico-old',
+    ]);
+    expect(stale(desiredRouting(redirecting, { ...gateway, http01Service }))).toEqual([
+      'Ingress/portico-old',
+      'Ingress/portico-old-acme',
+      'Middleware/portico-old-redirect',
+    ]);
+    const none = desiredRouting(domain({}), {});
+    expect(none).toMatchObject({ routed: false, reason: 'NoBackend' });
+    expect(stale(none)).toHaveLength(4);
+  });
+});
