@@ -4,6 +4,7 @@
  * parseArgs; every value is checked here so a bad setting stops the process at start with a clear
  * message instead of failing later.
  */
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
 
@@ -13,6 +14,8 @@ export interface ControllerConfig {
   namespace: string;
   /** {platform_cname_target} of the spec (§2): the value every customer CNAME must equal. */
   platformCnameTarget: string;
+  /** IPv4/IPv6 addresses an apex's A/AAAA records must equal; [] means the CNAME target's addresses. */
+  apexAddresses: string[];
   /** The platform's own domains: no CustomDomain may claim them or a name under them. */
   reservedDomains: string[];
   /** `host:port` DNS servers for verification; [] means the system's. */
@@ -62,6 +65,11 @@ const options = {
     type: 'string',
     env: 'PORTICO_PLATFORM_CNAME_TARGET',
     help: 'required: the CNAME target customers point to',
+  },
+  'apex-addresses': {
+    type: 'string',
+    env: 'PORTICO_APEX_ADDRESSES',
+    help: "comma-separated IPs an apex's ALIAS/ANAME must resolve to (default: the CNAME target's A/AAAA)",
   },
   'reserved-domains': {
     type: 'string',
@@ -184,6 +192,14 @@ function list(value: string | undefined): string[] {
     .filter(Boolean);
 }
 
+/** A list of IP addresses; throws `ConfigError` on anything else. */
+function addresses(value: string | undefined): string[] {
+  const ips = list(value);
+  const bad = ips.filter((ip) => isIP(ip) === 0);
+  if (bad.length > 0) throw new ConfigError(`--apex-addresses must be IP addresses, got ${bad.join(', ')}`);
+  return ips;
+}
+
 /** The configured reserved domains plus the platform target itself, lowercased, without trailing dots. */
 function reservedDomains(value: string | undefined, target: string): string[] {
   const listed = (value ?? '').split(',').map((s) => s.trim().toLowerCase().replace(/\.$/, ''));
@@ -234,6 +250,7 @@ export function parseControllerConfig(
     kubeconfig: get('kubeconfig'),
     namespace: required('namespace'),
     platformCnameTarget: required('platform-cname-target').toLowerCase().replace(/\.$/, ''),
+    apexAddresses: addresses(get('apex-addresses')),
     reservedDomains: reservedDomains(get('reserved-domains'), required('platform-cname-target')),
     dnsServers: list(get('dns-server')),
     dnsTimeoutMs: positiveInt('dns-timeout-ms', required('dns-timeout-ms')),

@@ -84,6 +84,7 @@ function build(
     new CustomDomainReconciler({
       platformCnameTarget: config.platformCnameTarget,
       reservedDomains: config.reservedDomains,
+      apexAddresses: config.apexAddresses,
       view,
       routing: {
         ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),

@@ -30,7 +30,8 @@ import {
   type CustomDomainStatus,
 } from '../../api/customdomain.js';
 import { certificateServes, defaultRenewalTime, inspectCertificate } from '../../certificates/inspect.js';
-import { normalizeDnsName } from '../../dns/answers.js';
+import { isIPv4, isIPv6 } from 'node:net';
+import { normalizeDnsName, type RRsetAnswer } from '../../dns/answers.js';
 import { isApex, requiredDnsRecords } from '../../dns/records.js';
 import type { DnsResolver } from '../../dns/resolver.js';
 import { verifyApex, verifySubdomain, type Verdict } from '../../dns/verdict.js';
@@ -58,6 +59,8 @@ export interface ReconcileResult {
 
 export interface CustomDomainReconcilerDeps {
   platformCnameTarget: string;
+  /** Addresses an apex's A/AAAA records must equal; [] means the target's own addresses. */
+  apexAddresses: readonly string[];
   /** The platform's own domains, which no CustomDomain may claim. */
   reservedDomains: readonly string[];
   view: ClusterView;
@@ -351,7 +354,15 @@ export class CustomDomainReconciler {
   async #lookupVerdict(hostname: string, target: string): Promise<Verdict> {
     const answers = await this.#d.resolver.lookupHostname(hostname);
     if (!isApex(hostname)) return verifySubdomain(hostname, target, answers);
-    return verifyApex(hostname, target, answers, await this.#d.resolver.lookupAddresses(target));
+    const configured = this.#d.apexAddresses;
+    const targetAddresses =
+      configured.length > 0
+        ? {
+            a: recordsOrNodata(configured.filter((ip) => isIPv4(ip))),
+            aaaa: recordsOrNodata(configured.filter((ip) => isIPv6(ip))),
+          }
+        : await this.#d.resolver.lookupAddresses(target);
+    return verifyApex(hostname, target, answers, targetAddresses);
   }
 
   async #applyRouting(domain: CustomDomain): Promise<RoutingState> {
@@ -507,6 +518,10 @@ export class CustomDomainReconciler {
     }
     log.info({ phase: next.phase }, 'status updated');
   }
+}
+
+function recordsOrNodata(values: string[]): RRsetAnswer {
+  return values.length > 0 ? { kind: 'records', values } : { kind: 'nodata' };
 }
 
 function notRouted(): RoutingState {

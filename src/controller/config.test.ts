@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseControllerConfig } from './config.js';
+
+const required = [
+  '--platform-cname-target',
+  'Sites.Platform.Example.',
+  '--acme-directory-url',
+  'https://ca.example/dir',
+];
+
+describe('parseControllerConfig', () => {
+  it('reads flags, normalizes the target and reserves it', () => {
+    const c = parseControllerConfig([...required, '--dns-server', '127.0.0.1:53, 10.0.0.1:53'], {});
+    if ('help' in c) throw new Error('unexpected help');
+    expect(c.platformCnameTarget).toBe('sites.platform.example');
+    expect(c.dnsServers).toEqual(['127.0.0.1:53', '10.0.0.1:53']);
+    expect(c.reservedDomains).toEqual(['sites.platform.example']);
+    expect(c.workers).toBe(4);
+  });
+
+  it('falls back to environment variables', () => {
+    const c = parseControllerConfig([], {
+      PORTICO_PLATFORM_CNAME_TARGET: 't.example',
+      PORTICO_ACME_DIRECTORY_URL: 'https://ca.example/dir',
+      PORTICO_APEX_ADDRESSES: '203.0.113.1,2001:db8::1',
+    });
+    if ('help' in c) throw new Error('unexpected help');
+    expect(c.apexAddresses).toEqual(['203.0.113.1', '2001:db8::1']);
+  });
+
+  it('rejects a missing target, a bad number, a bad address and half an EAB, naming the flag', () => {
+    expect(() => parseControllerConfig(['--acme-directory-url', 'https://x/dir'], {})).toThrow(
+      /--platform-cname-target/,
+    );
+    expect(() => parseControllerConfig([...required, '--workers', '0'], {})).toThrow(
+      /--workers must be a positive integer/,
+    );
+    expect(() => parseControllerConfig([...required, '--apex-addresses', 'example.com'], {})).toThrow(
+      ConfigError,
+    );
+    expect(() => parseControllerConfig([...required, '--acme-eab-kid', 'k'], {})).toThrow(/go together/);
+    expect(() => parseControllerConfig([...required, '--no-such-flag'], {})).toThrow();
+  });
+});

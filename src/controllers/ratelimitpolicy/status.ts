@@ -1,0 +1,64 @@
+/**
+ * The status a RateLimitPolicy should have: `Accepted` from the compilation, `Enforced` from the
+ * servers' load reports, `observedGeneration` and the domain the gateway sends. Pure.
+ */
+import type { Condition } from '../../api/customdomain.js';
+import { policyDomain, type RateLimitPolicy, type RateLimitPolicyStatus } from '../../api/ratelimitpolicy.js';
+import { setCondition } from '../../kube/conditions.js';
+import type { LoadReport } from '../../ratelimit/load-report.js';
+import type { CompileResult } from './compile.js';
+import { enforcedVerdict } from './enforced.js';
+
+export interface StatusInput {
+  readonly policy: RateLimitPolicy;
+  readonly compiled: CompileResult;
+  readonly reports: readonly LoadReport[];
+  readonly now: Date;
+  /** `namespace/name` of the config ConfigMap, for messages. */
+  readonly configConfigMap: string;
+  /** `namespace/name` of the status ConfigMap, for messages. */
+  readonly statusConfigMap: string;
+}
+
+/** The desired status, and when to look again (milliseconds) if the verdict can change on its own. */
+export function desiredStatus(input: StatusInput): {
+  status: RateLimitPolicyStatus;
+  recheckAfterMs?: number;
+} {
+  const { policy, compiled, now } = input;
+  const generation = policy.metadata.generation ?? 1;
+  const domain = policyDomain(policy);
+  let conditions: Condition[] = policy.status?.conditions ?? [];
+  conditions = setCondition(
+    conditions,
+    compiled.ok
+      ? {
+          type: 'Accepted',
+          status: 'True',
+          reason: 'Compiled',
+          message: `compiled into ConfigMap ${input.configConfigMap} as rate-limit domain ${domain}`,
+        }
+      : { type: 'Accepted', status: 'False', reason: 'InvalidSpec', message: compiled.message },
+    generation,
+    now,
+  );
+  const verdict = enforcedVerdict({
+    domain,
+    uid: policy.metadata.uid ?? '',
+    generation,
+    accepted: compiled.ok,
+    reports: input.reports,
+    nowMs: now.getTime(),
+    statusConfigMap: input.statusConfigMap,
+  });
+  conditions = setCondition(
+    conditions,
+    { type: 'Enforced', status: verdict.status, reason: verdict.reason, message: verdict.message },
+    generation,
+    now,
+  );
+  return {
+    status: { observedGeneration: generation, domain, conditions },
+    ...(verdict.recheckAfterMs === undefined ? {} : { recheckAfterMs: verdict.recheckAfterMs }),
+  };
+}
