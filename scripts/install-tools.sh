@@ -4,6 +4,7 @@
 # tool is rebuilt only when its pin changes. Prints the bin directory on its last line.
 #
 #   PORTICO_TOOLS_DIR   where the binaries go (default: ${XDG_CACHE_HOME:-~/.cache}/portico/tools)
+#   --bench             also build the benchmark's tools: envoyproxy/ratelimit's service_cmd and ghz
 #
 # Requires: go (1.26+), curl. Installs redis-server from Debian's packages when it is missing.
 set -euo pipefail
@@ -21,6 +22,18 @@ KUBERNETES_VERSION=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/test/
 ETCD_VERSION=$(awk '/^require go.etcd.io\/etcd\/server\/v3/ {print $3}' "$here/test/tools/etcd/go.mod")
 PEBBLE_VERSION=v2.10.1
 HELM_VERSION=v3.22.0
+# envoyproxy/ratelimit has no tagged release on the module proxy since v1.4.0; this pseudo-version
+# pins the commit 3fb702589d36 (2026-01-22). Its go.mod has no replace directives, so go install works.
+ENVOY_RATELIMIT_VERSION=v1.4.1-0.20260122083618-3fb702589d36
+GHZ_VERSION=v0.93.0
+
+bench=false
+for arg in "$@"; do
+  case $arg in
+    --bench) bench=true ;;
+    *) printf 'usage: %s [--bench]\n' "$0" >&2; exit 2 ;;
+  esac
+done
 
 log() { printf '[install-tools] %s\n' "$*" >&2; }
 
@@ -36,6 +49,16 @@ build_once() {
     (export GOBIN="$dir"; "$@")
   fi
   ln -sf "$dir/$name" "$bin_dir/$name"
+}
+
+# go_install_as NAME PACKAGE@VERSION: go install into a scratch directory, then move the binary
+# (named after the package's last path element) to $GOBIN/NAME.
+go_install_as() {
+  local name=$1 pkg=$2 scratch
+  scratch=$(mktemp -d)
+  GOBIN="$scratch" go install -trimpath -ldflags "-s -w" "$pkg"
+  mv "$scratch/$(basename "${pkg%@*}")" "$GOBIN/$name"
+  rm -rf "$scratch"
 }
 
 build_kubernetes() {
@@ -59,6 +82,14 @@ build_once etcd "$ETCD_VERSION" build_etcd
 build_once pebble "$PEBBLE_VERSION" go install -trimpath "github.com/letsencrypt/pebble/v2/cmd/pebble@$PEBBLE_VERSION"
 build_once pebble-challtestsrv "$PEBBLE_VERSION" go install -trimpath "github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv@$PEBBLE_VERSION"
 build_once helm "$HELM_VERSION" go install -trimpath "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+# An independent client of Envoy's rate-limit protocol, for the e2e tests.
+build_once envoy-ratelimit-client "$ENVOY_RATELIMIT_VERSION" \
+  go_install_as envoy-ratelimit-client "github.com/envoyproxy/ratelimit/src/client_cmd@$ENVOY_RATELIMIT_VERSION"
+if [[ $bench == true ]]; then
+  build_once envoy-ratelimit-server "$ENVOY_RATELIMIT_VERSION" \
+    go_install_as envoy-ratelimit-server "github.com/envoyproxy/ratelimit/src/service_cmd@$ENVOY_RATELIMIT_VERSION"
+  build_once ghz "$GHZ_VERSION" go install -trimpath "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION"
+fi
 
 if ! command -v redis-server >/dev/null 2>&1; then
   log "installing redis-server from Debian's packages"

@@ -3,8 +3,8 @@
  * This is the programmatic API (the e2e tests' globalSetup calls it); `cli.ts` is a thin shell over
  * it.
  *
- * Start order: tools → ports → certificates → [etcd → kube-apiserver] beside the DNS server and
- * Pebble (in parallel) → namespace and CRDs → operator → env files → examples. Every start begins
+ * Start order: tools → ports → certificates → [etcd → kube-apiserver] beside the DNS server, Pebble
+ * and Redis (in parallel) → namespace and CRDs → operator → rate-limit server → env files → examples. Every start begins
  * from scratch: empty etcd, fresh certificates and ports. A failure before the env files are written
  * stops every process of the sandbox (logs stay); a failure of the examples leaves the stack running
  * for inspection.
@@ -31,6 +31,8 @@ import { ensureSandboxDirs, sandboxPaths, type SandboxPaths } from './paths.js';
 import { PEBBLE, startPebble } from './pebble.js';
 import { pickFreePorts } from './ports.js';
 import { listPidNames, stopProcess, type StopOutcome } from './processes.js';
+import { RATELIMIT_SERVER, startRateLimitServer } from './ratelimit-server.js';
+import { REDIS, startRedis } from './redis.js';
 import { readState, removeSandboxEnv, writeSandboxEnv, type SandboxEnv } from './state.js';
 import { sandboxStatus } from './status.js';
 import { installTools, type Tools } from './tools.js';
@@ -137,7 +139,7 @@ export async function sandboxDown(dir: string): Promise<StoppedProcess[]> {
 }
 
 /** Stop order: the operator first, storage last; names not listed go in between. */
-const STOP_ORDER = [CONTROLLER, PEBBLE, DNS_SERVER, KUBE_APISERVER, ETCD];
+const STOP_ORDER = [RATELIMIT_SERVER, CONTROLLER, PEBBLE, DNS_SERVER, REDIS, KUBE_APISERVER, ETCD];
 
 async function stopAll(paths: SandboxPaths): Promise<StoppedProcess[]> {
   const names = await listPidNames(paths);
@@ -183,6 +185,9 @@ const PORT_KINDS = {
   http01: 'tcp',
   tlsAlpn01: 'tcp',
   metrics: 'tcp',
+  redis: 'tcp',
+  ratelimitGrpc: 'tcp',
+  ratelimitMetrics: 'tcp',
 } as const;
 
 async function startStack(
@@ -201,11 +206,11 @@ async function startStack(
 
   step(
     external === undefined
-      ? 'starting etcd then kube-apiserver, the DNS server and Pebble'
-      : 'starting the DNS server and Pebble',
+      ? 'starting etcd then kube-apiserver, the DNS server, Pebble and Redis'
+      : 'starting the DNS server, Pebble and Redis',
   );
   const dnsServer = `127.0.0.1:${ports.dns}`;
-  const [cluster, dns, pebble] = await settleAll([
+  const [cluster, dns, pebble, redis] = await settleAll([
     external === undefined ? startOwnCluster(paths, tools, certs, ports) : checkExternalCluster(external),
     startDnsServer(
       paths,
@@ -220,6 +225,7 @@ async function startStack(
       tlsPort: ports.tlsAlpn01,
       dnsServer,
     }),
+    startRedis(paths, tools.redisServer, ports.redis),
   ] as const);
 
   const kubectl: Kubectl = { binary: tools.kubectl, kubeconfig: cluster.kubeconfig };
@@ -241,6 +247,15 @@ async function startStack(
     namespace: OPERATOR_NAMESPACE,
   });
 
+  step('starting the rate-limit service (portico ratelimit-server)');
+  const ratelimit = await startRateLimitServer(paths, repoRoot, {
+    kubeconfig: cluster.kubeconfig,
+    redisUrl: redis.url,
+    grpcPort: ports.ratelimitGrpc,
+    metricsPort: ports.ratelimitMetrics,
+    namespace: OPERATOR_NAMESPACE,
+  });
+
   const env: SandboxEnv = {
     sandboxDir: paths.dir,
     ...cluster,
@@ -254,6 +269,10 @@ async function startStack(
     controllerMetricsUrl: controller.metricsUrl,
     controllerReadyzUrl: controller.readyzUrl,
     http01Port: ports.http01,
+    redisUrl: redis.url,
+    ratelimitGrpcAddr: ratelimit.grpcAddr,
+    ratelimitMetricsUrl: ratelimit.metricsUrl,
+    ratelimitReadyzUrl: ratelimit.readyzUrl,
   };
   await writeSandboxEnv(paths, env);
   step(`stack up; wrote ${paths.envFile}`);

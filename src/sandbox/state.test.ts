@@ -17,6 +17,10 @@ const env: SandboxEnv = {
   controllerMetricsUrl: 'http://127.0.0.1:8080/metrics',
   controllerReadyzUrl: 'http://127.0.0.1:8080/readyz',
   http01Port: 5002,
+  redisUrl: 'redis://127.0.0.1:6379',
+  ratelimitGrpcAddr: '127.0.0.1:8081',
+  ratelimitMetricsUrl: 'http://127.0.0.1:8082/metrics',
+  ratelimitReadyzUrl: 'http://127.0.0.1:8082/readyz',
 };
 
 describe('renderEnvFile', () => {
@@ -33,6 +37,8 @@ describe('renderEnvFile', () => {
       'CONTROLLER_METRICS_URL',
       'HTTP01_PORT',
       'SANDBOX_DIR',
+      'REDIS_URL',
+      'RATELIMIT_GRPC_ADDR',
     ]) {
       expect(text).toMatch(new RegExp(`^export ${name}='`, 'm'));
     }

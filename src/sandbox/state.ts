@@ -37,6 +37,14 @@ export interface SandboxEnv {
   readonly controllerReadyzUrl: string;
   /** The port the operator's HTTP-01 challenge server listens on (127.0.0.1). */
   readonly http01Port: number;
+  /** `redis://127.0.0.1:<port>` of the rate-limit counters. */
+  readonly redisUrl: string;
+  /** `127.0.0.1:<port>` of the rate-limit service's gRPC listener (Envoy's RLS protocol). */
+  readonly ratelimitGrpcAddr: string;
+  /** The rate-limit service's Prometheus endpoint. */
+  readonly ratelimitMetricsUrl: string;
+  /** The rate-limit service's readiness endpoint. */
+  readonly ratelimitReadyzUrl: string;
 }
 
 /** The shell variables of `<dir>/env`, in file order. */
@@ -52,6 +60,9 @@ export function envVariables(env: SandboxEnv): [string, string][] {
     ['ACME_CA_BUNDLE', env.acmeCaBundle],
     ['CONTROLLER_METRICS_URL', env.controllerMetricsUrl],
     ['HTTP01_PORT', String(env.http01Port)],
+    ['REDIS_URL', env.redisUrl],
+    ['RATELIMIT_GRPC_ADDR', env.ratelimitGrpcAddr],
+    ['RATELIMIT_METRICS_URL', env.ratelimitMetricsUrl],
   ];
 }
 

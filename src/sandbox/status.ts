@@ -10,6 +10,8 @@ import { ETCD } from './etcd.js';
 import { apiServerReadyProbe, KUBE_APISERVER } from './kube-apiserver.js';
 import { sandboxPaths, type SandboxPaths } from './paths.js';
 import { PEBBLE } from './pebble.js';
+import { RATELIMIT_SERVER } from './ratelimit-server.js';
+import { REDIS, redisPingProbe } from './redis.js';
 import { isOurs, readPid } from './processes.js';
 import { httpProbe } from './readiness.js';
 import { readState, type SandboxEnv } from './state.js';
@@ -73,6 +75,8 @@ async function checksFor(env: SandboxEnv): Promise<Check[]> {
     },
     { name: PEBBLE, hasProcess: true, probe: await caBundleProbe(env) },
     { name: CONTROLLER, hasProcess: true, probe: httpProbe(env.controllerReadyzUrl) },
+    { name: REDIS, hasProcess: true, probe: redisPingProbe(new URL(env.redisUrl).host) },
+    { name: RATELIMIT_SERVER, hasProcess: true, probe: httpProbe(env.ratelimitReadyzUrl) },
   );
   return checks;
 }

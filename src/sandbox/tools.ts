@@ -16,6 +16,10 @@ export interface Tools {
   readonly kubectl: string;
   readonly pebble: string;
   readonly pebbleChalltestsrv: string;
+  /** Debian's redis-server, linked into the bin directory. */
+  readonly redisServer: string;
+  /** envoyproxy/ratelimit's `src/client_cmd`: an independent client of the rate-limit protocol. */
+  readonly envoyRatelimitClient: string;
 }
 
 /**
@@ -39,6 +43,8 @@ export async function installTools(repoRoot: string, stderr: NodeJS.WritableStre
     kubectl: path.join(binDir, 'kubectl'),
     pebble: path.join(binDir, 'pebble'),
     pebbleChalltestsrv: path.join(binDir, 'pebble-challtestsrv'),
+    redisServer: path.join(binDir, 'redis-server'),
+    envoyRatelimitClient: path.join(binDir, 'envoy-ratelimit-client'),
   };
   for (const file of [
     tools.etcd,
@@ -46,6 +52,8 @@ export async function installTools(repoRoot: string, stderr: NodeJS.WritableStre
     tools.kubectl,
     tools.pebble,
     tools.pebbleChalltestsrv,
+    tools.redisServer,
+    tools.envoyRatelimitClient,
   ]) {
     try {
       await access(file, constants.X_OK);

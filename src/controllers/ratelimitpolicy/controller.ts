@@ -96,10 +96,7 @@ export class RateLimitPolicyController {
     const resyncMs = options.resyncMs ?? 600_000;
     this.#policies = new ResilientInformer<RateLimitPolicy>(options.kubeConfig, {
       path: `/apis/${GROUP}/${VERSION}/${RATE_LIMIT_POLICY_PLURAL}`,
-      list: () =>
-        options.objects.list(API_VERSION, RATE_LIMIT_POLICY_KIND) as Promise<
-          KubernetesListObject<RateLimitPolicy>
-        >,
+      list: () => options.objects.list<RateLimitPolicy>(API_VERSION, RATE_LIMIT_POLICY_KIND),
       onChange: (policy) => {
         this.#queue.add(objectKey(policy));
         this.#queue.add(CONFIG_KEY);
