@@ -4,7 +4,7 @@
  *
  * Sources (kubernetes-sigs/gateway-api, apis/v1/httproute_types.go and the standard-channel CRD):
  * - `HTTPRequestRedirectFilter`: `hostname` replaces the host (Core), `scheme` (Extended), `statusCode`
- *   (301 and 302 Core; 303, 307 and 308 Extended, in the CRD enum from v1.5.0; default 302, so Portico
+ *   (301 and 302 Core; 303, 307 and 308 Extended, in the CRD enum from v1.5 on, v1.4.0 has 301 and 302 only; default 302, so Portico
  *   always writes it). `path` left empty means "the request path is used as-is"; the guide
  *   (site-src/guides/http-redirect-rewrite.md) adds that redirects change only the configured URL
  *   components and keep the others, query included. A Gateway that does not support a status sets the
@@ -90,7 +90,7 @@ export function gatewayRedirectSummary(intent: RedirectIntent): { caveats: strin
   if (intent.status === 301 || intent.status === 302) return { caveats: [] };
   return {
     caveats: [
-      `status ${intent.status} is Extended support in Gateway API (CRDs v1.5.0 or later): a Gateway that lacks it ` +
+      `status ${intent.status} is Extended support in Gateway API (CRDs v1.5 or later): a Gateway that lacks it ` +
         `marks the HTTPRoute Accepted=False (UnsupportedValue) instead of redirecting to ${targetOrigin(intent)}`,
     ],
   };
