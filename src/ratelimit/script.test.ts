@@ -1,0 +1,16 @@
+import { describe, expect, it } from 'vitest';
+import { parseScriptReply } from './script.js';
+
+describe('parseScriptReply', () => {
+  it('reads each outcome', () => {
+    expect(parseScriptReply([0, 3, 9, 0])).toEqual({ kind: 'admitted', minuteUsed: 3, dayUsed: 9 });
+    expect(parseScriptReply([1, 60, 60, 0])).toEqual({ kind: 'limited', minuteUsed: 60, dayUsed: 60 });
+    expect(parseScriptReply([2, 60, 60, 5000])).toMatchObject({ kind: 'bannedNow', banTtlMs: 5000 });
+    expect(parseScriptReply([3, 60, 60, 4000])).toMatchObject({ kind: 'banned', banTtlMs: 4000 });
+  });
+
+  it('refuses anything else', () => {
+    expect(() => parseScriptReply('OK')).toThrow(TypeError);
+    expect(() => parseScriptReply([9, 0, 0, 0])).toThrow(/outcome 9/);
+  });
+});

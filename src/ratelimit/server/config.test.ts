@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { parseRateLimitServerConfig } from './config.js';
+
+describe('parseRateLimitServerConfig', () => {
+  it('has the documented defaults', () => {
+    expect(parseRateLimitServerConfig(['--redis-url', 'redis://127.0.0.1:6379'], {})).toMatchObject({
+      grpcListenAddress: '0.0.0.0:8081',
+      metricsListenAddress: '0.0.0.0:8082',
+      failureMode: 'allow',
+      redisCluster: false,
+      configNamespace: 'portico-system',
+      configName: 'portico-ratelimit-config',
+      statusName: 'portico-ratelimit-status',
+      kubeconfig: undefined,
+    });
+  });
+
+  it('reads PORTICO_RATELIMIT_* variables, flags winning', () => {
+    const config = parseRateLimitServerConfig(['--failure-mode', 'deny'], {
+      PORTICO_RATELIMIT_REDIS_URL: 'redis://r:1',
+      PORTICO_RATELIMIT_REDIS_CLUSTER: 'true',
+      PORTICO_RATELIMIT_FAILURE_MODE: 'allow',
+      POD_NAME: 'rl-0',
+    });
+    expect(config).toMatchObject({
+      redisUrl: 'redis://r:1',
+      redisCluster: true,
+      failureMode: 'deny',
+      instance: 'rl-0',
+    });
+  });
+
+  it('refuses bad values naming the flag', () => {
+    expect(() => parseRateLimitServerConfig([], {})).toThrow(/--redis-url/);
+    expect(() => parseRateLimitServerConfig(['--redis-url', 'http://x'], {})).toThrow(/redis:\/\//);
+    expect(() =>
+      parseRateLimitServerConfig(['--redis-url', 'redis://x:1', '--failure-mode', 'maybe'], {}),
+    ).toThrow(/--failure-mode/);
+    expect(() =>
+      parseRateLimitServerConfig(['--redis-url', 'redis://x:1', '--grpc-listen-address', 'nope'], {}),
+    ).toThrow(/--grpc-listen-address/);
+  });
+});
