@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { checkRoutingOptions, isRoutingOptionsError, RoutingOptionsError } from './options.js';
+import {
+  checkRoutingOptions,
+  isRoutingOptionsError,
+  parseGatewayParentRefs,
+  RoutingOptionsError,
+} from './options.js';
 
 describe('checkRoutingOptions', () => {
   it('accepts the defaults and a complete gateway setting', () => {
@@ -37,6 +42,21 @@ describe('checkRoutingOptions', () => {
       }
       expect(caught).toBeInstanceOf(RoutingOptionsError);
       expect(isRoutingOptionsError(caught)).toBe(true);
+    }
+  });
+});
+
+describe('parseGatewayParentRefs', () => {
+  it('reads [namespace/]name[:sectionName], comma-separated', () => {
+    expect(parseGatewayParentRefs('infra/public:https, internal')).toEqual([
+      { name: 'public', namespace: 'infra', sectionName: 'https' },
+      { name: 'internal' },
+    ]);
+  });
+
+  it('refuses malformed entries with a RoutingOptionsError', () => {
+    for (const bad of ['a/b/c', 'infra/', 'Infra/public', 'public:HTTPS']) {
+      expect(() => parseGatewayParentRefs(bad), bad).toThrow(RoutingOptionsError);
     }
   });
 });

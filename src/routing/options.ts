@@ -112,3 +112,28 @@ export function checkRoutingOptions(options: RoutingOptions): void {
     );
   refs.forEach(checkParentRef);
 }
+
+/**
+ * Parses the `--gateway-parent-refs` setting: comma-separated `[namespace/]name[:sectionName]`, e.g.
+ * `infra/public:https,infra/internal`. Throws {@link RoutingOptionsError} for an empty or malformed
+ * entry.
+ */
+export function parseGatewayParentRefs(value: string): GatewayParentRef[] {
+  const refs = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((entry): GatewayParentRef => {
+      const match = /^(?:([^/:]+)\/)?([^/:]+)(?::([^/:]+))?$/.exec(entry);
+      if (!match?.[2])
+        throw new RoutingOptionsError(`gateway parent "${entry}" must be [namespace/]name[:sectionName]`);
+      const [, namespace, name, sectionName] = match;
+      return {
+        name,
+        ...(namespace ? { namespace } : {}),
+        ...(sectionName ? { sectionName } : {}),
+      };
+    });
+  refs.forEach(checkParentRef);
+  return refs;
+}
