@@ -1,0 +1,264 @@
+/**
+ * What the rate-limit e2e tests share: a gRPC client of the sandbox's rate-limit server, the
+ * RateLimitPolicy objects on the real API server, Redis, and extra real processes (a rate-limit
+ * server with other flags, a Redis of its own, a Redis Cluster) started and stopped by pid.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { Redis } from 'ioredis';
+import type { RateLimitPolicy, RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
+import { createRateLimitClient, type RateLimitClient } from '../../src/ratelimit/grpc.js';
+import type { RateLimitResponse } from '../../src/ratelimit/protocol.js';
+import { pickFreePorts } from '../../src/sandbox/ports.js';
+import { redisPingProbe } from '../../src/sandbox/redis.js';
+import { sandbox, waitFor } from './support/cluster.js';
+
+export const REPO = fileURLToPath(new URL('../..', import.meta.url));
+export const TOOLS_BIN = path.join(
+  process.env.PORTICO_TOOLS_DIR ?? path.join(process.env.HOME ?? '', '.cache', 'portico', 'tools'),
+  'bin',
+);
+
+export function clients(): { core: CoreV1Api; custom: CustomObjectsApi } {
+  const kc = new KubeConfig();
+  kc.loadFromFile(sandbox.kubeconfig);
+  return { core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+}
+
+const GVR = { group: 'portico.dev', version: 'v1alpha1', plural: 'ratelimitpolicies' } as const;
+
+export async function createPolicy(
+  namespace: string,
+  name: string,
+  spec: RateLimitPolicySpec,
+): Promise<void> {
+  await clients().custom.createNamespacedCustomObject({
+    ...GVR,
+    namespace,
+    body: {
+      apiVersion: 'portico.dev/v1alpha1',
+      kind: 'RateLimitPolicy',
+      metadata: { name, namespace },
+      spec,
+    },
+  });
+}
+
+export async function getPolicy(namespace: string, name: string): Promise<RateLimitPolicy> {
+  return (await clients().custom.getNamespacedCustomObject({ ...GVR, namespace, name })) as RateLimitPolicy;
+}
+
+/** Replaces the spec (read, modify, replace). Returns the new generation. */
+export async function updatePolicy(
+  namespace: string,
+  name: string,
+  spec: RateLimitPolicySpec,
+): Promise<number> {
+  const current = await getPolicy(namespace, name);
+  const updated = (await clients().custom.replaceNamespacedCustomObject({
+    ...GVR,
+    namespace,
+    name,
+    body: { ...current, spec },
+  })) as RateLimitPolicy;
+  return updated.metadata.generation ?? 0;
+}
+
+/** Waits until condition `type` of the policy is `status` (and `reason`) for its current generation. */
+export async function waitForPolicyCondition(
+  namespace: string,
+  name: string,
+  type: 'Accepted' | 'Enforced',
+  status: 'True' | 'False',
+  reason?: string,
+  timeoutMs = 30_000,
+): Promise<RateLimitPolicy> {
+  return waitFor(
+    `${namespace}/${name} ${type}=${status}${reason ? ` (${reason})` : ''}`,
+    async () => {
+      const p = await getPolicy(namespace, name);
+      const c = p.status?.conditions?.find((x) => x.type === type);
+      const current = c?.observedGeneration === p.metadata.generation;
+      return current && c?.status === status && (!reason || c.reason === reason) ? p : undefined;
+    },
+    timeoutMs,
+    100,
+  );
+}
+
+export async function createNamespace(name: string): Promise<void> {
+  await clients().core.createNamespace({ body: { metadata: { name } } });
+}
+
+/** The answer of one check, with the headers as a plain object. */
+export interface Answer {
+  readonly code: string;
+  readonly headers: Record<string, string>;
+  readonly response: RateLimitResponse;
+}
+
+export function toAnswer(response: RateLimitResponse): Answer {
+  return {
+    code: response.overall_code,
+    headers: Object.fromEntries(response.response_headers_to_add.map((h) => [h.key, h.value])),
+    response,
+  };
+}
+
+let shared: RateLimitClient | undefined;
+/** The client of the sandbox's rate-limit server. */
+export function rateLimitClient(): RateLimitClient {
+  shared ??= createRateLimitClient(sandbox.ratelimitGrpcAddr);
+  return shared;
+}
+
+/** One ShouldRateLimit call with one descriptor of `entries`. */
+export async function check(
+  domain: string,
+  entries: Record<string, string>,
+  hits?: number,
+  client: RateLimitClient = rateLimitClient(),
+): Promise<Answer> {
+  const response = await client.shouldRateLimit({
+    domain,
+    descriptors: [{ entries: Object.entries(entries).map(([key, value]) => ({ key, value })) }],
+    ...(hits === undefined ? {} : { hits_addend: hits }),
+  });
+  return toAnswer(response);
+}
+
+/**
+ * Returns once at least `seconds` are left in the current clock minute (sleeping into the next
+ * minute if needed), so a test that counts within one minute is not split by a window boundary.
+ */
+export async function freshMinute(seconds: number): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < seconds * 1000) await sleep(left + 50);
+}
+
+/** Unix seconds of the end of the current minute and UTC day. */
+export function windowEnds(nowMs = Date.now()): { minute: number; day: number } {
+  return {
+    minute: (Math.floor(nowMs / 60_000) + 1) * 60,
+    day: (Math.floor(nowMs / 86_400_000) + 1) * 86_400,
+  };
+}
+
+/** A Redis client on the sandbox's Redis. */
+export function sandboxRedis(): Redis {
+  return new Redis(sandbox.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 1 });
+}
+
+/** A real process started by a test, stopped by its pid. */
+export interface TestProcess {
+  readonly child: ChildProcess;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export function startProcess(command: string, args: readonly string[]): TestProcess {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (c: Buffer) => (output += c.toString('utf8')));
+  child.stderr?.on('data', (c: Buffer) => (output += c.toString('utf8')));
+  return {
+    child,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Starts a redis-server of the test's own on `port` (cluster mode when `cluster`). */
+export async function startTestRedis(port: number, cluster = false): Promise<TestProcess> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'portico-redis-'));
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+  ];
+  if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'));
+  const proc = startProcess(path.join(TOOLS_BIN, 'redis-server'), args);
+  const probe = redisPingProbe(`127.0.0.1:${port}`);
+  await waitFor(
+    `redis-server on ${port}`,
+    async () => ((await probe()) === true ? true : undefined),
+    10_000,
+    50,
+  );
+  return proc;
+}
+
+/** A `portico ratelimit-server` of the test's own, from dist/. */
+export interface TestServer extends TestProcess {
+  readonly grpcAddr: string;
+  readonly metricsUrl: string;
+  readonly client: RateLimitClient;
+}
+
+/** Starts `portico ratelimit-server` with `args` (besides kubeconfig and listen addresses); waits for /readyz. */
+export async function startTestServer(args: readonly string[]): Promise<TestServer> {
+  const ports = await pickFreePorts({ grpc: 'tcp', metrics: 'tcp' });
+  const proc = startProcess(process.execPath, [
+    path.join(REPO, 'dist', 'cli.js'),
+    'ratelimit-server',
+    '--kubeconfig',
+    sandbox.kubeconfig,
+    '--grpc-listen-address',
+    `127.0.0.1:${ports.grpc}`,
+    '--metrics-listen-address',
+    `127.0.0.1:${ports.metrics}`,
+    ...args,
+  ]);
+  const base = `http://127.0.0.1:${ports.metrics}`;
+  await waitFor(
+    'the test rate-limit server to be ready',
+    async () => {
+      if (proc.child.exitCode !== null) throw new Error(`exited: ${proc.output()}`);
+      const res = await fetch(`${base}/readyz`);
+      return res.status === 200 ? true : undefined;
+    },
+    30_000,
+    100,
+  );
+  const grpcAddr = `127.0.0.1:${ports.grpc}`;
+  const client = createRateLimitClient(grpcAddr);
+  return {
+    ...proc,
+    grpcAddr,
+    metricsUrl: `${base}/metrics`,
+    client,
+    stop: async () => {
+      client.close();
+      await proc.stop();
+    },
+  };
+}
+
+/** The value of a Prometheus counter or gauge line (`name{labels} value`), summed over matching lines. */
+export async function metricValue(metricsUrl: string, name: string, labelMatch = ''): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith(name) && l.includes(labelMatch))
+    .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}

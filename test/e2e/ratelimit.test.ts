@@ -1,0 +1,248 @@
+/**
+ * The rate-limit service on the real stack (issue 4, "What must be shown"): RateLimitPolicies applied
+ * to the real API server, compiled by the operator, loaded by the sandbox's `portico ratelimit-server`
+ * (Enforced=True), and checks over real gRPC against the real Redis. Each test uses its own policy
+ * (its own rate-limit domain) so their counters never meet.
+ *
+ * Where a test counts within one clock minute it first makes sure enough of the minute is left
+ * (`freshMinute`), so a window boundary cannot split it.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
+import { createRateLimitClient } from '../../src/ratelimit/grpc.js';
+import { counterKeys } from '../../src/ratelimit/redis-keys.js';
+import { currentWindows } from '../../src/ratelimit/windows.js';
+import { sandbox, unique } from './support/cluster.js';
+import {
+  check,
+  createNamespace,
+  createPolicy,
+  freshMinute,
+  rateLimitClient,
+  sandboxRedis,
+  updatePolicy,
+  waitForPolicyCondition,
+  windowEnds,
+} from './ratelimit-helpers.js';
+
+const FREE_PRO: RateLimitPolicySpec = {
+  plans: [
+    { name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 },
+    { name: 'pro', requestsPerMinute: 300, requestsPerDay: 10000 },
+  ],
+  defaultPlan: 'free',
+  overrides: [{ keyId: 'acme-corp-prod', requestsPerMinute: 20000, requestsPerDay: 20000000 }],
+};
+
+const ns = unique('rl');
+let redis: Redis;
+
+/** Creates a policy in the test namespace and waits until the rate-limit server enforces it. */
+async function enforced(name: string, spec: RateLimitPolicySpec): Promise<string> {
+  await createPolicy(ns, name, spec);
+  await waitForPolicyCondition(ns, name, 'Enforced', 'True', 'Loaded');
+  return `${ns}/${name}`;
+}
+
+beforeAll(async () => {
+  await createNamespace(ns);
+  redis = sandboxRedis();
+});
+
+afterAll(async () => {
+  rateLimitClient().close();
+  await redis.quit();
+});
+
+describe('RateLimitPolicy status', () => {
+  it('is Accepted and then Enforced once the server loaded the generation, and again after an update', async () => {
+    await createPolicy(ns, 'status', FREE_PRO);
+    const accepted = await waitForPolicyCondition(ns, 'status', 'Accepted', 'True', 'Compiled');
+    expect(accepted.status?.domain).toBe(`${ns}/status`);
+    const first = await waitForPolicyCondition(ns, 'status', 'Enforced', 'True', 'Loaded');
+    expect(first.status?.observedGeneration).toBe(1);
+    const generation = await updatePolicy(ns, 'status', { ...FREE_PRO, defaultPlan: 'pro' });
+    expect(generation).toBe(2);
+    const second = await waitForPolicyCondition(ns, 'status', 'Enforced', 'True', 'Loaded');
+    expect(second.status?.conditions?.find((c) => c.type === 'Enforced')?.message).toContain('generation 2');
+    // The server enforces generation 2: an unknown plan now gets pro's limits.
+    expect((await check(`${ns}/status`, { key_id: 'k', plan: 'gold' })).headers['X-RateLimit-Limit']).toBe(
+      '300',
+    );
+  });
+});
+
+describe('ShouldRateLimit', () => {
+  it('admits exactly 60 in a minute on the free plan; the 61st is OVER_LIMIT with the four headers', async () => {
+    const domain = await enforced('free', FREE_PRO);
+    await freshMinute(15);
+    for (let i = 1; i <= 60; i++) {
+      const a = await check(domain, { key_id: 'k-free', plan: 'free' });
+      expect(a.code).toBe('OK');
+      expect(a.headers['X-RateLimit-Remaining']).toBe(String(60 - i));
+    }
+    const before = Date.now();
+    const refused = await check(domain, { key_id: 'k-free', plan: 'free' });
+    const ends = windowEnds(before);
+    expect(refused.code).toBe('OVER_LIMIT');
+    expect(refused.headers['X-RateLimit-Limit']).toBe('60');
+    expect(refused.headers['X-RateLimit-Remaining']).toBe('0');
+    expect(refused.headers['X-RateLimit-Reset']).toBe(String(ends.minute));
+    const retryAfter = Number(refused.headers['Retry-After']);
+    expect(retryAfter).toBe(Math.ceil(ends.minute - before / 1000));
+    expect(refused.response.statuses[0]).toMatchObject({
+      code: 'OVER_LIMIT',
+      current_limit: { requests_per_unit: 60, unit: 'MINUTE' },
+      limit_remaining: 0,
+    });
+  });
+
+  it('counts the UTC day: reports the day window near its limit and refuses until midnight', async () => {
+    const domain = await enforced('day', FREE_PRO);
+    await freshMinute(10);
+    // 995 requests earlier today (written straight into the day counter the server keeps).
+    const keys = counterKeys(domain, 'k-day', currentWindows(Date.now()));
+    await redis.set(keys.day, '995', 'PX', 60_000);
+    const ends = windowEnds();
+    for (let left = 4; left >= 0; left--) {
+      const a = await check(domain, { key_id: 'k-day' });
+      expect(a.code).toBe('OK');
+      expect(a.headers).toMatchObject({
+        'X-RateLimit-Limit': '1000',
+        'X-RateLimit-Remaining': String(left),
+        'X-RateLimit-Reset': String(ends.day),
+      });
+    }
+    const before = Date.now();
+    const refused = await check(domain, { key_id: 'k-day' });
+    expect(refused.code).toBe('OVER_LIMIT');
+    expect(refused.headers['X-RateLimit-Reset']).toBe(String(ends.day));
+    expect(Number(refused.headers['Retry-After'])).toBe(Math.ceil(ends.day - before / 1000));
+    expect(refused.response.statuses[0]?.current_limit?.unit).toBe('DAY');
+    // The minute had room: five requests counted there.
+    expect(await redis.get(keys.minute)).toBe('5');
+  });
+
+  it('bans a key that keeps sending while limited, says when the ban ends, and lifts it', async () => {
+    const domain = await enforced('ban', {
+      plans: [{ name: 'free', requestsPerMinute: 3, requestsPerDay: 100 }],
+      defaultPlan: 'free',
+      ban: { afterRejectedRequests: 2, duration: '3s' },
+    });
+    await freshMinute(15);
+    for (let i = 0; i < 3; i++) expect((await check(domain, { key_id: 'k-ban' })).code).toBe('OK');
+    // Two refusals are allowed while limited; the third one bans the key.
+    for (let i = 0; i < 2; i++) {
+      const a = await check(domain, { key_id: 'k-ban' });
+      expect(a.code).toBe('OVER_LIMIT');
+      expect(a.headers['X-RateLimit-Reset']).toBe(String(windowEnds().minute));
+    }
+    const bannedAt = Date.now();
+    const ban = await check(domain, { key_id: 'k-ban' });
+    expect(ban.code).toBe('OVER_LIMIT');
+    expect(ban.headers['Retry-After']).toBe('3');
+    const banEnd = Number(ban.headers['X-RateLimit-Reset']);
+    expect(banEnd).toBeGreaterThanOrEqual(Math.floor(bannedAt / 1000) + 3);
+    expect(banEnd).toBeLessThanOrEqual(Math.ceil(bannedAt / 1000) + 4);
+    const during = await check(domain, { key_id: 'k-ban' });
+    expect(Number(during.headers['Retry-After'])).toBeLessThanOrEqual(3);
+    expect(during.headers['X-RateLimit-Reset']).toBe(String(banEnd));
+    // Another key of the same policy is not affected.
+    expect((await check(domain, { key_id: 'k-other' })).code).toBe('OK');
+    await sleep(Math.max(0, banEnd * 1000 - Date.now()) + 200);
+    // The ban is over: the key is limited by its minute again, not banned.
+    const after = await check(domain, { key_id: 'k-ban' });
+    expect(after.code).toBe('OVER_LIMIT');
+    expect(after.headers['X-RateLimit-Reset']).toBe(String(windowEnds().minute));
+  });
+
+  it("uses an override's negotiated limits whatever the plan", async () => {
+    const domain = await enforced('override', FREE_PRO);
+    const a = await check(domain, { key_id: 'acme-corp-prod', plan: 'free' });
+    expect(a.code).toBe('OK');
+    expect(a.headers['X-RateLimit-Limit']).toBe('20000');
+    expect(a.headers['X-RateLimit-Remaining']).toBe('19999');
+  });
+
+  it('gives a key with an unknown or missing plan the default plan', async () => {
+    const domain = await enforced('default-plan', FREE_PRO);
+    expect((await check(domain, { key_id: 'k1', plan: 'platinum' })).headers['X-RateLimit-Limit']).toBe('60');
+    expect((await check(domain, { key_id: 'k2' })).headers['X-RateLimit-Limit']).toBe('60');
+    expect((await check(domain, { key_id: 'k3', plan: 'pro' })).headers['X-RateLimit-Limit']).toBe('300');
+  });
+
+  it('honours hits_addend', async () => {
+    const domain = await enforced('hits', FREE_PRO);
+    await freshMinute(10);
+    expect((await check(domain, { key_id: 'k' }, 10)).headers['X-RateLimit-Remaining']).toBe('50');
+    expect((await check(domain, { key_id: 'k' }, 0)).headers['X-RateLimit-Remaining']).toBe('49');
+    expect((await check(domain, { key_id: 'k' }, 50)).code).toBe('OVER_LIMIT');
+    expect((await check(domain, { key_id: 'k' }, 49)).headers['X-RateLimit-Remaining']).toBe('0');
+  });
+
+  it('never admits more than the limit to many parallel callers of one key (exact count)', async () => {
+    const domain = await enforced('concurrent', {
+      plans: [{ name: 'free', requestsPerMinute: 200, requestsPerDay: 100000 }],
+      defaultPlan: 'free',
+    });
+    await freshMinute(20);
+    const callers = Array.from({ length: 8 }, () => createRateLimitClient(sandbox.ratelimitGrpcAddr));
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 600 }, (_, i) => check(domain, { key_id: 'k-hot' }, undefined, callers[i % 8])),
+      );
+      const ok = answers.filter((a) => a.code === 'OK').length;
+      expect(ok).toBe(200);
+      expect(answers.length - ok).toBe(400);
+      const remaining = answers
+        .filter((a) => a.code === 'OK')
+        .map((a) => Number(a.headers['X-RateLimit-Remaining']));
+      expect(new Set(remaining).size).toBe(200);
+      const keys = counterKeys(domain, 'k-hot', currentWindows(Date.now()));
+      expect(await redis.get(keys.minute)).toBe('200');
+    } finally {
+      for (const c of callers) c.close();
+    }
+  });
+
+  it('answers OK without headers for a domain no policy names', async () => {
+    const a = await check(`${ns}/nothing`, { key_id: 'k' });
+    expect(a.code).toBe('OK');
+    expect(a.headers).toEqual({});
+  });
+
+  it('neither drops nor double-counts requests while the config reloads', async () => {
+    const name = 'reload';
+    const domain = await enforced(name, {
+      plans: [{ name: 'free', requestsPerMinute: 5000, requestsPerDay: 100000 }],
+      defaultPlan: 'free',
+    });
+    await freshMinute(20);
+    let admitted = 0;
+    let stop = false;
+    const load = (async (): Promise<void> => {
+      while (!stop) {
+        const batch = await Promise.all(
+          Array.from({ length: 20 }, () => check(domain, { key_id: 'k-reload' })),
+        );
+        admitted += batch.filter((a) => a.code === 'OK').length;
+      }
+    })();
+    await sleep(200);
+    for (const perMinute of [6000, 7000]) {
+      await updatePolicy(ns, name, {
+        plans: [{ name: 'free', requestsPerMinute: perMinute, requestsPerDay: 100000 }],
+        defaultPlan: 'free',
+      });
+      await waitForPolicyCondition(ns, name, 'Enforced', 'True', 'Loaded');
+    }
+    stop = true;
+    await load;
+    const keys = counterKeys(domain, 'k-reload', currentWindows(Date.now()));
+    expect(admitted).toBeGreaterThan(0);
+    expect(Number(await redis.get(keys.minute))).toBe(admitted);
+    expect((await check(domain, { key_id: 'k-reload' })).headers['X-RateLimit-Limit']).toBe('7000');
+  });
+});
