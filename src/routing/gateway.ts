@@ -91,7 +91,7 @@ export function gatewayRedirectSummary(intent: RedirectIntent): { caveats: strin
   return {
     caveats: [
       `status ${intent.status} is Extended support in Gateway API (CRDs v1.5 or later): a Gateway that lacks it ` +
-        `marks the HTTPRoute Accepted=False (UnsupportedValue) instead of redirecting to ${targetOrigin(intent)}`,
+        `is expected to mark the HTTPRoute Accepted=False (UnsupportedValue) instead of redirecting to ${targetOrigin(intent)}`,
     ],
   };
 }
