@@ -101,15 +101,17 @@ export class RedisCounterStore implements CounterStore {
       this.#connected = true;
       options.onStateChange?.('ready');
     });
-    this.#client.on('error', (err: Error) => {
-      if (this.#connected) options.onStateChange?.('error', err);
+    // A lost connection shows as 'error' (refused, reset) or only as 'close' (the server closed it).
+    const lost = (err?: Error): void => {
+      if (this.#connected) options.onStateChange?.('error', err ?? new Error('connection closed'));
       this.#connected = false;
+    };
+    this.#client.on('error', lost);
+    this.#client.on('close', () => {
+      lost();
     });
     this.#client.on('end', () => {
-      this.#connected = false;
-    });
-    this.#client.on('close', () => {
-      this.#connected = false;
+      lost();
     });
     this.#check = withScript(this.#client);
   }

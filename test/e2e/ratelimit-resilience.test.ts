@@ -1,0 +1,335 @@
+/**
+ * The rate-limit server when things go wrong, with real processes (issue 4): Redis down answered by
+ * the configured failure mode (allow or deny), logged and counted; Redis back, counting again; a
+ * Redis Cluster (hash tags keep one key's counters in one slot); a config the service rejects shows
+ * Enforced=False with its reason; and the CRD's validation rules.
+ *
+ * The servers started here read a config of their own (a ConfigMap in a namespace of this test), so
+ * they never report on the sandbox's policies.
+ */
+import { execFile } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RateLimitPolicy, RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
+import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
+import { counterKeys } from '../../src/ratelimit/redis-keys.js';
+import { currentWindows } from '../../src/ratelimit/windows.js';
+import { pickFreePorts } from '../../src/sandbox/ports.js';
+import { unique, waitFor } from './support/cluster.js';
+import {
+  TOOLS_BIN,
+  check,
+  clients,
+  createNamespace,
+  createPolicy,
+  freshMinute,
+  metricValue,
+  rateLimitClient,
+  startTestRedis,
+  startTestServer,
+  updatePolicy,
+  waitForPolicyCondition,
+  type TestProcess,
+  type TestServer,
+} from './ratelimit-helpers.js';
+
+const run = promisify(execFile);
+const ns = unique('rl-res');
+const DOMAIN = `${ns}/api`;
+const ENTRY: CompiledPolicy = {
+  domain: DOMAIN,
+  uid: 'test',
+  generation: 1,
+  plans: [{ name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 }],
+  defaultPlan: 'free',
+  overrides: [],
+};
+
+const started: TestProcess[] = [];
+function track<T extends TestProcess>(p: T): T {
+  started.push(p);
+  return p;
+}
+
+/** A rate-limit server of this test on `redisUrl`, reading this test's config. */
+function server(redisUrl: string, extra: readonly string[] = []): Promise<TestServer> {
+  return startTestServer([
+    '--redis-url',
+    redisUrl,
+    '--config-namespace',
+    ns,
+    '--redis-timeout-ms',
+    '200',
+    '--log-level',
+    'info',
+    ...extra,
+  ]).then(track);
+}
+
+beforeAll(async () => {
+  await createNamespace(ns);
+  await clients().core.createNamespacedConfigMap({
+    namespace: ns,
+    body: {
+      metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
+      data: { 'config.json': renderCompiledConfig([ENTRY]) },
+    },
+  });
+});
+
+afterAll(async () => {
+  for (const p of started.reverse()) await p.stop();
+  rateLimitClient().close();
+});
+
+/** Waits until a server has loaded this test's config (its load report says so). */
+async function loaded(instance: string): Promise<void> {
+  await waitFor(`${instance} to load the config`, async () => {
+    const cm = await clients().core.readNamespacedConfigMap({
+      namespace: ns,
+      name: 'portico-ratelimit-status',
+    });
+    return cm.data?.[`${instance}.json`]?.includes('"loadedGeneration":1') ? true : undefined;
+  });
+}
+
+describe('when Redis is down', () => {
+  it('fails open with --failure-mode allow: OK, no headers; logged and counted', async () => {
+    const { dead } = await pickFreePorts({ dead: 'tcp' });
+    const s = await server(`redis://127.0.0.1:${dead}`, ['--failure-mode', 'allow', '--instance', 'allow']);
+    await loaded('allow');
+    const started = Date.now();
+    const a = await check(DOMAIN, { key_id: 'k' }, undefined, s.client);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(a.code).toBe('OK');
+    expect(a.headers).toEqual({});
+    expect(
+      await metricValue(s.metricsUrl, 'portico_ratelimit_store_failures_total', 'failure_mode="allow"'),
+    ).toBe(1);
+    expect(s.output()).toContain('Redis unavailable: answering checks by failure mode \\"allow\\"');
+  });
+
+  it('fails closed with --failure-mode deny: OVER_LIMIT with Retry-After 1', async () => {
+    const { dead } = await pickFreePorts({ dead: 'tcp' });
+    const s = await server(`redis://127.0.0.1:${dead}`, ['--failure-mode', 'deny', '--instance', 'deny']);
+    await loaded('deny');
+    const a = await check(DOMAIN, { key_id: 'k' }, undefined, s.client);
+    expect(a.code).toBe('OVER_LIMIT');
+    expect(a.headers).toMatchObject({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '0',
+      'Retry-After': '1',
+    });
+    expect(
+      await metricValue(s.metricsUrl, 'portico_ratelimit_store_failures_total', 'failure_mode="deny"'),
+    ).toBe(1);
+  });
+
+  it('answers by the failure mode while Redis is away and counts again once it is back', async () => {
+    const { port } = await pickFreePorts({ port: 'tcp' });
+    const redis = track(await startTestRedis(port));
+    const s = await server(`redis://127.0.0.1:${port}`, ['--failure-mode', 'deny', '--instance', 'flap']);
+    await loaded('flap');
+    await freshMinute(20);
+    expect((await check(DOMAIN, { key_id: 'k' }, undefined, s.client)).headers['X-RateLimit-Remaining']).toBe(
+      '59',
+    );
+    await redis.stop();
+    const down = await check(DOMAIN, { key_id: 'k' }, undefined, s.client);
+    expect(down).toMatchObject({ code: 'OVER_LIMIT', headers: { 'Retry-After': '1' } });
+    track(await startTestRedis(port));
+    // A fresh Redis (no persistence) starts from zero once the server has reconnected.
+    const back = await waitFor('counting to resume', async () => {
+      const a = await check(DOMAIN, { key_id: 'k' }, undefined, s.client);
+      return a.code === 'OK' ? a : undefined;
+    });
+    expect(back.headers['X-RateLimit-Remaining']).toBe('59');
+    expect(s.output()).toContain('lost the connection to Redis');
+  });
+});
+
+describe('with a Redis Cluster', () => {
+  it("keeps one key's counters in one slot and limits exactly", async () => {
+    const ports = Object.values(await pickFreePorts({ a: 'tcp', b: 'tcp', c: 'tcp' }));
+    for (const p of ports) track(await startTestRedis(p, true));
+    const cli = path.join(path.dirname(realpathSync(path.join(TOOLS_BIN, 'redis-server'))), 'redis-cli');
+    await run(
+      cli,
+      [
+        '--cluster',
+        'create',
+        ...ports.map((p) => `127.0.0.1:${p}`),
+        '--cluster-replicas',
+        '0',
+        '--cluster-yes',
+      ],
+      {
+        timeout: 30_000,
+      },
+    );
+    const probe = new Redis(ports[0] ?? 0, '127.0.0.1');
+    await waitFor('cluster_state:ok', async () =>
+      (await probe.cluster('INFO')).includes('cluster_state:ok') ? true : undefined,
+    );
+    const s = await server(`redis://127.0.0.1:${ports[0] ?? 0}`, [
+      '--redis-cluster',
+      '--failure-mode',
+      'deny',
+      '--instance',
+      'cluster',
+    ]);
+    await loaded('cluster');
+    await freshMinute(20);
+    // Keys spread over the cluster's three masters; each key's four counters share one slot.
+    const keyIds = Array.from({ length: 6 }, (_, i) => `cluster-key-${i}`);
+    const slots = new Set<number>();
+    for (const keyId of keyIds) {
+      const k = counterKeys(DOMAIN, keyId, currentWindows(Date.now()));
+      const keySlots = await Promise.all(
+        [k.minute, k.day, k.rejected, k.ban].map((key) => probe.cluster('KEYSLOT', key)),
+      );
+      expect(new Set(keySlots).size).toBe(1);
+      slots.add(keySlots[0] ?? -1);
+    }
+    expect(slots.size).toBeGreaterThan(1);
+    for (const keyId of keyIds.slice(0, 2)) {
+      const answers = await Promise.all(
+        Array.from({ length: 70 }, () => check(DOMAIN, { key_id: keyId }, undefined, s.client)),
+      );
+      expect(answers.filter((a) => a.code === 'OK')).toHaveLength(60);
+      expect(answers.filter((a) => a.code === 'OVER_LIMIT')).toHaveLength(10);
+    }
+    await probe.quit();
+  });
+});
+
+describe('a config the service rejects', () => {
+  it('shows Enforced=False with the reason while the last good generation stays enforced', async () => {
+    const policyNs = unique('rl-rej');
+    await createNamespace(policyNs);
+    const spec: RateLimitPolicySpec = {
+      plans: [{ name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 }],
+      defaultPlan: 'free',
+    };
+    await createPolicy(policyNs, 'api', spec);
+    await waitForPolicyCondition(policyNs, 'api', 'Enforced', 'True', 'Loaded');
+    // Someone (a hand edit, an operator of another version) writes an entry the server refuses.
+    const { core } = clients();
+    const cm = await core.readNamespacedConfigMap({
+      namespace: 'portico-system',
+      name: 'portico-ratelimit-config',
+    });
+    const config = JSON.parse(cm.data?.['config.json'] ?? '{}') as { policies: CompiledPolicy[] };
+    const entry = config.policies.find((p) => p.domain === `${policyNs}/api`);
+    if (entry === undefined) throw new Error('the policy is not in the config');
+    entry.plans = [{ name: 'free', requestsPerMinute: 60, requestsPerDay: 10 }];
+    await core.replaceNamespacedConfigMap({
+      namespace: 'portico-system',
+      name: 'portico-ratelimit-config',
+      body: { ...cm, data: { 'config.json': JSON.stringify(config) } },
+    });
+    const rejected: RateLimitPolicy = await waitForPolicyCondition(
+      policyNs,
+      'api',
+      'Enforced',
+      'False',
+      'ConfigRejected',
+    );
+    const message = rejected.status?.conditions?.find((c) => c.type === 'Enforced')?.message ?? '';
+    expect(message).toContain('rejected generation 1');
+    expect(message).toContain('requestsPerDay must be at least requestsPerMinute');
+    // The server still enforces what it had: the day limit is 1000, not 10.
+    const a = await check(`${policyNs}/api`, { key_id: 'k' });
+    expect(a.response.statuses[0]?.current_limit?.requests_per_unit).toBe(60);
+    // The next change of the policy is compiled and loaded again.
+    await updatePolicy(policyNs, 'api', {
+      ...spec,
+      plans: [{ name: 'free', requestsPerMinute: 30, requestsPerDay: 1000 }],
+    });
+    await waitForPolicyCondition(policyNs, 'api', 'Enforced', 'True', 'Loaded');
+    expect((await check(`${policyNs}/api`, { key_id: 'k2' })).headers['X-RateLimit-Limit']).toBe('30');
+  });
+});
+
+describe('the RateLimitPolicy CRD', () => {
+  const cases: [string, RateLimitPolicySpec, string][] = [
+    [
+      'defaultPlan among the plans',
+      { plans: [{ name: 'free', requestsPerMinute: 1, requestsPerDay: 1 }], defaultPlan: 'gold' },
+      'defaultPlan must be the name of one of spec.plans',
+    ],
+    [
+      'requestsPerDay at least requestsPerMinute',
+      { plans: [{ name: 'free', requestsPerMinute: 60, requestsPerDay: 59 }], defaultPlan: 'free' },
+      'requestsPerDay must be at least requestsPerMinute',
+    ],
+    [
+      'positive integers',
+      { plans: [{ name: 'free', requestsPerMinute: 0, requestsPerDay: 1 }], defaultPlan: 'free' },
+      'should be greater than or equal to 1',
+    ],
+    [
+      'unique plan names',
+      {
+        plans: [
+          { name: 'free', requestsPerMinute: 1, requestsPerDay: 1 },
+          { name: 'free', requestsPerMinute: 2, requestsPerDay: 2 },
+        ],
+        defaultPlan: 'free',
+      },
+      'Duplicate value',
+    ],
+    [
+      'a ban duration in h, m and s',
+      {
+        plans: [{ name: 'free', requestsPerMinute: 1, requestsPerDay: 1 }],
+        defaultPlan: 'free',
+        ban: { afterRejectedRequests: 5, duration: '15 minutes' },
+      },
+      'duration must be hours, minutes and seconds',
+    ],
+    [
+      'a ban of at most 7 days',
+      {
+        plans: [{ name: 'free', requestsPerMinute: 1, requestsPerDay: 1 }],
+        defaultPlan: 'free',
+        ban: { afterRejectedRequests: 5, duration: '169h' },
+      },
+      'duration must be from 1s to 168h',
+    ],
+  ];
+  for (const [rule, spec, message] of cases) {
+    it(`refuses a policy without ${rule}`, async () => {
+      const err = await createPolicyDryRun(spec).catch((e: unknown) => e);
+      expect(String((err as { body?: unknown }).body ?? err)).toContain(message);
+    });
+  }
+
+  it('accepts the policy of DESIGN.md', async () => {
+    await createPolicyDryRun({
+      plans: [
+        { name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 },
+        { name: 'pro', requestsPerMinute: 300, requestsPerDay: 10000 },
+        { name: 'business', requestsPerMinute: 1000, requestsPerDay: 100000 },
+        { name: 'enterprise', requestsPerMinute: 5000, requestsPerDay: 2000000 },
+      ],
+      defaultPlan: 'free',
+      overrides: [{ keyId: 'acme-corp-prod', requestsPerMinute: 20000, requestsPerDay: 20000000 }],
+      ban: { afterRejectedRequests: 20, duration: '15m' },
+    });
+  });
+});
+
+async function createPolicyDryRun(spec: RateLimitPolicySpec): Promise<void> {
+  await clients().custom.createNamespacedCustomObject({
+    group: 'portico.dev',
+    version: 'v1alpha1',
+    plural: 'ratelimitpolicies',
+    namespace: ns,
+    dryRun: 'All',
+    body: { apiVersion: 'portico.dev/v1alpha1', kind: 'RateLimitPolicy', metadata: { name: 'dry' }, spec },
+  });
+}
