@@ -103,7 +103,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- fail (printf "controller.replicas is %v but controller.leaderElection.enabled is false: more than one replica reconciling at once would order certificates twice; enable leader election or set replicas to 1" .Values.controller.replicas) -}}
 {{- end -}}
 {{- if eq .Values.routing.mode "gateway" -}}
-{{- fail (printf "routing.mode=gateway (an HTTPRoute per domain) is used from Portico 0.2.0; Portico %s routes with Ingresses: set routing.mode=ingress" .Chart.AppVersion) -}}
+{{- fail (printf "routing.mode=gateway (an HTTPRoute per domain) is not available in this chart (Portico %s): its controller routes with Ingresses; set routing.mode=ingress" .Chart.AppVersion) -}}
 {{- end -}}
 {{- if not .Values.platform.cnameTarget -}}
 {{- fail "platform.cnameTarget is required: the hostname every customer CNAME points to, e.g. --set platform.cnameTarget=sites.example.net" -}}

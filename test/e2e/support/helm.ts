@@ -1,0 +1,182 @@
+/**
+ * What the chart tests (helm.test.ts, rbac.test.ts) share: the helm and kubectl binaries that
+ * scripts/install-tools.sh builds, run to completion against the e2e stack's API server; the chart
+ * rendered and parsed into objects; and the configuration the chart gives each component.
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseAllDocuments } from 'yaml';
+import { sandbox } from './cluster.js';
+
+export const REPO = fileURLToPath(new URL('../../..', import.meta.url));
+export const CHART = `${REPO}charts/portico`;
+export const CLI = `${REPO}dist/cli.js`;
+/** The value variations every chart check runs over (chart-testing's ci/ convention). */
+export const VARIATIONS = readdirSync(`${CHART}/ci`)
+  .filter((f) => f.endsWith('-values.yaml'))
+  .sort();
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `command` to completion; never throws for a non-zero exit (the caller asserts on it). */
+export function run(
+  command: string,
+  args: readonly string[],
+  options: { input?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; cwd?: string } = {},
+): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd ?? REPO,
+      env: options.env ?? process.env,
+      timeout: options.timeoutMs ?? 120_000,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+/** Like `run`, but throws with stderr when the exit code is not 0. */
+export async function runOk(
+  command: string,
+  args: readonly string[],
+  options: Parameters<typeof run>[2] = {},
+): Promise<string> {
+  const result = await run(command, args, options);
+  if (result.code !== 0) {
+    throw new Error(`${command} ${args.join(' ')} exited ${result.code}:\n${result.stderr}${result.stdout}`);
+  }
+  return result.stdout;
+}
+
+let binDir: Promise<string> | undefined;
+
+/** The directory holding helm and kubectl (scripts/install-tools.sh prints it; cached builds). */
+export function toolsBin(): Promise<string> {
+  binDir ??= runOk(`${REPO}scripts/install-tools.sh`, [], { timeoutMs: 1_800_000 }).then(
+    (out) => out.trim().split('\n').at(-1) ?? '',
+  );
+  return binDir;
+}
+
+export async function helm(
+  args: readonly string[],
+  options: Parameters<typeof run>[2] = {},
+): Promise<RunResult> {
+  return run(`${await toolsBin()}/helm`, [...args, '--kubeconfig', sandbox.kubeconfig], options);
+}
+
+export async function kubectl(
+  args: readonly string[],
+  options: Parameters<typeof run>[2] & { kubeconfig?: string } = {},
+): Promise<RunResult> {
+  return run(
+    `${await toolsBin()}/kubectl`,
+    ['--kubeconfig', options.kubeconfig ?? sandbox.kubeconfig, ...args],
+    options,
+  );
+}
+
+/** A rendered object, loosely typed: the tests read the fields they check. */
+export interface Manifest {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export function parseManifests(text: string): Manifest[] {
+  return parseAllDocuments(text)
+    .map((d) => d.toJS() as Manifest | null)
+    .filter((m): m is Manifest => m !== null && typeof m === 'object');
+}
+
+/**
+ * `helm template` of the chart with a ci/ values file (or none) and extra `--set`s. `helm template`
+ * has no cluster to ask for its version, hence --kube-version (the sandbox's minor).
+ */
+export async function template(
+  namespace: string,
+  valuesFile: string | undefined,
+  sets: readonly string[] = [],
+): Promise<RunResult> {
+  const args = ['template', 'portico', CHART, '--namespace', namespace, '--kube-version', '1.37.0'];
+  if (valuesFile) args.push('--values', `${CHART}/ci/${valuesFile}`);
+  for (const s of sets) args.push('--set', s);
+  return run(`${await toolsBin()}/helm`, args);
+}
+
+export interface ContainerSpec {
+  name: string;
+  args?: string[];
+  env?: { name: string; value?: string; valueFrom?: Record<string, unknown> }[];
+  [key: string]: unknown;
+}
+
+export interface PodSpec {
+  serviceAccountName?: string;
+  containers: ContainerSpec[];
+  [key: string]: unknown;
+}
+
+export function podSpec(deployment: Manifest): PodSpec {
+  return (deployment.spec as { template: { spec: PodSpec } }).template.spec;
+}
+
+export function findDeployment(manifests: Manifest[], component: 'controller' | 'ratelimit'): Manifest {
+  const found = manifests.find(
+    (m) => m.kind === 'Deployment' && m.metadata.labels?.['app.kubernetes.io/component'] === component,
+  );
+  if (!found) throw new Error(`no ${component} Deployment rendered`);
+  return found;
+}
+
+/**
+ * The environment a container gets, with `valueFrom` resolved the way the kubelet would for the
+ * fields the chart uses: fieldRef metadata.namespace, and secretKeyRef / configMapKeyRef from
+ * `refs` (`<name>/<key>` → value).
+ */
+export function containerEnv(
+  container: ContainerSpec,
+  namespace: string,
+  refs: Record<string, string> = {},
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const e of container.env ?? []) {
+    if (e.value !== undefined) env[e.name] = e.value;
+    const from = e.valueFrom as
+      | {
+          fieldRef?: { fieldPath: string };
+          secretKeyRef?: { name: string; key: string };
+          configMapKeyRef?: { name: string; key: string };
+        }
+      | undefined;
+    if (from?.fieldRef?.fieldPath === 'metadata.namespace') env[e.name] = namespace;
+    const ref = from?.secretKeyRef ?? from?.configMapKeyRef;
+    if (ref) env[e.name] = refs[`${ref.name}/${ref.key}`] ?? `value-of-${ref.name}-${ref.key}`;
+  }
+  return env;
+}
+
+/** The variables a `portico <command> --help` lists (`[$NAME]` or `[$A, $B]` after each flag). */
+export async function knownVariables(command: 'controller' | 'ratelimit-server'): Promise<Set<string>> {
+  const help = await runOk(process.execPath, [CLI, command, '--help']);
+  const names = new Set<string>();
+  for (const m of help.matchAll(/\[(\$[A-Z0-9_]+(?:, \$[A-Z0-9_]+)*)\]/g)) {
+    for (const name of (m[1] ?? '').split(', ')) names.add(name.slice(1));
+  }
+  return names;
+}
