@@ -13,7 +13,11 @@ import { waitUntilReady } from './readiness.js';
 
 export const REDIS = 'redis-server';
 
-/** redis-server's command-line flags: loopback only, no RDB snapshots, no AOF. */
+/**
+ * redis-server's command-line flags: loopback only, no RDB snapshots, no AOF. `set-proc-title no`
+ * keeps Redis from writing its title over the memory of its environment, where the sandbox looks
+ * for its owner mark (processes.ts, `isOurs`).
+ */
 export function redisArgs(port: number, dataDir: string): string[] {
   return [
     '--port',
@@ -27,6 +31,8 @@ export function redisArgs(port: number, dataDir: string): string[] {
     '--dir',
     dataDir,
     '--daemonize',
+    'no',
+    '--set-proc-title',
     'no',
   ];
 }

@@ -1,0 +1,344 @@
+/**
+ * Benchmark: Portico's rate-limit server against envoyproxy/ratelimit's `src/service_cmd` (the commit
+ * pinned in scripts/install-tools.sh), on the same Redis, the same machine, the same descriptors,
+ * driven by ghz (built from the Go module proxy). Prints requests per second and p50/p99 latency of
+ * each, and the ratios. Not part of `npm test`.
+ *
+ *   npm run bench:ratelimit                                  # defaults below
+ *   npm run bench:ratelimit -- --requests 200000 --concurrency 64 --rounds 3
+ *
+ * All load goes to 127.0.0.1, bounded by --requests per run (and ghz's --timeout per call); the
+ * servers run one at a time, each alone with Redis and ghz. Each request carries one descriptor
+ * `key_id=<one of --keys keys>, plan=free` in domain `bench/api`; limits are high, so every check is
+ * admitted and counted (the path a gateway takes for almost every request).
+ *
+ * What each server does per check: Portico runs one Lua script (EVALSHA) that reads the ban flag and
+ * both windows (minute and UTC day) and counts both; envoyproxy/ratelimit checks the one window its
+ * config has for the descriptor (INCRBY + EXPIRE, pipelined).
+ *
+ * Needs a Kubernetes API for Portico's config: the sandbox in .sandbox (started if it is not up).
+ */
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { renderCompiledConfig } from '../../src/ratelimit/config-schema.js';
+import { protoIncludeDirs, RLS_PROTO } from '../../src/ratelimit/protocol.js';
+import { pickFreePorts } from '../../src/sandbox/ports.js';
+import { redisPingProbe } from '../../src/sandbox/redis.js';
+import { readSandboxEnv, sandboxStatus, sandboxUp } from '../../src/sandbox/stack.js';
+
+const run = promisify(execFile);
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const DOMAIN = 'bench/api';
+const NAMESPACE = 'ratelimit-bench';
+const HIGH = 1_000_000_000;
+
+interface Options {
+  requests: number;
+  concurrency: number;
+  connections: number;
+  keys: number;
+  rounds: number;
+  dir: string;
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    options: {
+      requests: { type: 'string', default: '100000' },
+      concurrency: { type: 'string', default: '50' },
+      connections: { type: 'string', default: '4' },
+      keys: { type: 'string', default: '1000' },
+      rounds: { type: 'string', default: '3' },
+      dir: { type: 'string', default: '.sandbox' },
+    },
+  });
+  return {
+    requests: Number(values.requests),
+    concurrency: Number(values.concurrency),
+    connections: Number(values.connections),
+    keys: Number(values.keys),
+    rounds: Number(values.rounds),
+    dir: path.resolve(values.dir),
+  };
+}
+
+async function tools(): Promise<string> {
+  const { stdout } = await run('bash', [path.join(REPO, 'scripts', 'install-tools.sh'), '--bench'], {
+    maxBuffer: 1 << 24,
+  });
+  return stdout.trim().split('\n').at(-1) ?? '';
+}
+
+function start(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  const child = spawn(command, args, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  child.stderr?.on('data', () => undefined);
+  return child;
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe().catch(() => false)) return;
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const httpOk = (url: string) => async (): Promise<boolean> => (await fetch(url)).status === 200;
+
+interface GhzReport {
+  rps: number;
+  latencyDistribution: { percentage: number; latency: number }[] | null;
+  statusCodeDistribution: Record<string, number>;
+  count: number;
+}
+
+interface Figures {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+}
+
+/** One ghz run against `address`. Latencies in ghz's JSON are nanoseconds. */
+async function ghz(bin: string, address: string, o: Options, requests: number): Promise<Figures> {
+  const data = JSON.stringify({
+    domain: DOMAIN,
+    descriptors: [
+      {
+        entries: [
+          { key: 'key_id', value: `k{{randomInt 0 ${o.keys}}}` },
+          { key: 'plan', value: 'free' },
+        ],
+      },
+    ],
+    hits_addend: 1,
+  });
+  const args = [
+    '--insecure',
+    '--proto',
+    RLS_PROTO,
+    '--import-paths',
+    protoIncludeDirs().join(','),
+    '--call',
+    'envoy.service.ratelimit.v3.RateLimitService.ShouldRateLimit',
+    '--data',
+    data,
+    '--concurrency',
+    String(o.concurrency),
+    '--connections',
+    String(o.connections),
+    '--total',
+    String(requests),
+    '--timeout',
+    '5s',
+    '--format',
+    'json',
+    address,
+  ];
+  const { stdout } = await run(path.join(bin, 'ghz'), args, { maxBuffer: 1 << 26, timeout: 600_000 });
+  const report = JSON.parse(stdout) as GhzReport;
+  const at = (p: number): number =>
+    (report.latencyDistribution?.find((d) => d.percentage === p)?.latency ?? NaN) / 1e6;
+  const errors = Object.entries(report.statusCodeDistribution)
+    .filter(([code]) => code !== 'OK')
+    .reduce((s, [, n]) => s + n, 0);
+  return { rps: report.rps, p50Ms: at(50), p99Ms: at(99), errors };
+}
+
+async function bench(bin: string, name: string, address: string, o: Options): Promise<Figures[]> {
+  await ghz(bin, address, o, Math.min(20_000, o.requests)); // warm-up: JIT, connections, scripts
+  const rounds: Figures[] = [];
+  for (let i = 0; i < o.rounds; i++) {
+    const f = await ghz(bin, address, o, o.requests);
+    process.stdout.write(
+      `${name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, errors ${f.errors}\n`,
+    );
+    rounds.push(f);
+  }
+  return rounds;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? NaN;
+};
+
+function summary(rounds: Figures[]): Figures {
+  return {
+    rps: median(rounds.map((r) => r.rps)),
+    p50Ms: median(rounds.map((r) => r.p50Ms)),
+    p99Ms: median(rounds.map((r) => r.p99Ms)),
+    errors: rounds.reduce((s, r) => s + r.errors, 0),
+  };
+}
+
+async function porticoConfig(kubeconfig: string): Promise<void> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(kubeconfig);
+  const core = kc.makeApiClient(CoreV1Api);
+  await core.createNamespace({ body: { metadata: { name: NAMESPACE } } }).catch(() => undefined);
+  const body = {
+    metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
+    data: {
+      'config.json': renderCompiledConfig([
+        {
+          domain: DOMAIN,
+          uid: 'bench',
+          generation: 1,
+          plans: [{ name: 'free', requestsPerMinute: HIGH, requestsPerDay: HIGH }],
+          defaultPlan: 'free',
+          overrides: [],
+        },
+      ]),
+    },
+  };
+  await core
+    .deleteNamespacedConfigMap({ namespace: NAMESPACE, name: body.metadata.name })
+    .catch(() => undefined);
+  await core.createNamespacedConfigMap({ namespace: NAMESPACE, body });
+}
+
+function envoyConfigDir(): string {
+  const root = mkdtempSync(path.join(tmpdir(), 'envoy-ratelimit-'));
+  mkdirSync(path.join(root, 'ratelimit', 'config'), { recursive: true });
+  writeFileSync(
+    path.join(root, 'ratelimit', 'config', 'bench.yaml'),
+    [
+      `domain: ${DOMAIN}`,
+      'descriptors:',
+      '  - key: key_id',
+      '    descriptors:',
+      '      - key: plan',
+      '        value: free',
+      '        rate_limit:',
+      '          unit: minute',
+      `          requests_per_unit: ${HIGH}`,
+      '',
+    ].join('\n'),
+  );
+  return root;
+}
+
+async function main(): Promise<void> {
+  const o = options();
+  const bin = await tools();
+  const status = await sandboxStatus(o.dir).catch(() => undefined);
+  const env = status?.up
+    ? await readSandboxEnv(o.dir)
+    : await sandboxUp({ dir: o.dir, applyExamples: false });
+  await porticoConfig(env.kubeconfig);
+  const ports = await pickFreePorts({
+    redis: 'tcp',
+    porticoGrpc: 'tcp',
+    porticoMetrics: 'tcp',
+    envoyGrpc: 'tcp',
+    envoyHttp: 'tcp',
+    envoyDebug: 'tcp',
+  });
+  const redisDir = mkdtempSync(path.join(tmpdir(), 'bench-redis-'));
+  const redis = start(path.join(bin, 'redis-server'), [
+    '--port',
+    String(ports.redis),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    redisDir,
+  ]);
+  const results: Record<string, Figures> = {};
+  try {
+    const ping = redisPingProbe(`127.0.0.1:${ports.redis}`);
+    await waitUntil('redis', async () => (await ping()) === true);
+
+    const portico = start(process.execPath, [
+      path.join(REPO, 'dist', 'cli.js'),
+      'ratelimit-server',
+      '--kubeconfig',
+      env.kubeconfig,
+      '--redis-url',
+      `redis://127.0.0.1:${ports.redis}`,
+      '--grpc-listen-address',
+      `127.0.0.1:${ports.porticoGrpc}`,
+      '--metrics-listen-address',
+      `127.0.0.1:${ports.porticoMetrics}`,
+      '--config-namespace',
+      NAMESPACE,
+      '--instance',
+      'bench',
+      '--log-level',
+      'warn',
+    ]);
+    try {
+      await waitUntil('portico ratelimit-server', httpOk(`http://127.0.0.1:${ports.porticoMetrics}/readyz`));
+      await sleep(500);
+      results['portico'] = summary(await bench(bin, 'portico', `127.0.0.1:${ports.porticoGrpc}`, o));
+    } finally {
+      await stop(portico);
+    }
+
+    const envoy = start(path.join(bin, 'envoy-ratelimit-server'), [], {
+      HOST: '127.0.0.1',
+      PORT: String(ports.envoyHttp),
+      GRPC_HOST: '127.0.0.1',
+      GRPC_PORT: String(ports.envoyGrpc),
+      DEBUG_HOST: '127.0.0.1',
+      DEBUG_PORT: String(ports.envoyDebug),
+      USE_STATSD: 'false',
+      LOG_LEVEL: 'warn',
+      REDIS_SOCKET_TYPE: 'tcp',
+      REDIS_URL: `127.0.0.1:${ports.redis}`,
+      RUNTIME_ROOT: envoyConfigDir(),
+      RUNTIME_SUBDIRECTORY: 'ratelimit',
+      RUNTIME_WATCH_ROOT: 'false',
+    });
+    try {
+      await waitUntil('envoyproxy/ratelimit', httpOk(`http://127.0.0.1:${ports.envoyHttp}/healthcheck`));
+      results['envoyproxy/ratelimit'] = summary(
+        await bench(bin, 'envoyproxy/ratelimit', `127.0.0.1:${ports.envoyGrpc}`, o),
+      );
+    } finally {
+      await stop(envoy);
+    }
+  } finally {
+    await stop(redis);
+  }
+  const p = results['portico'];
+  const e = results['envoyproxy/ratelimit'];
+  if (p === undefined || e === undefined) return;
+  process.stdout.write(
+    `\nmachine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
+      `${o.rounds} rounds of ${o.requests} requests, concurrency ${o.concurrency}, ${o.connections} connections, ${o.keys} keys; medians\n` +
+      `| server | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|\n` +
+      `| portico | ${p.rps.toFixed(0)} | ${p.p50Ms.toFixed(2)} | ${p.p99Ms.toFixed(2)} | ${p.errors} |\n` +
+      `| envoyproxy/ratelimit | ${e.rps.toFixed(0)} | ${e.p50Ms.toFixed(2)} | ${e.p99Ms.toFixed(2)} | ${e.errors} |\n` +
+      `ratio portico/envoy: throughput ${(p.rps / e.rps).toFixed(2)}, p99 ${(p.p99Ms / e.p99Ms).toFixed(2)}\n`,
+  );
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+});
