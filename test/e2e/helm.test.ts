@@ -25,6 +25,14 @@ import {
   type Manifest,
 } from './support/helm.js';
 
+const LEADER_ELECTION_VARIABLES = new Set([
+  'PORTICO_LEADER_ELECT',
+  'PORTICO_LEADER_ELECTION_NAMESPACE',
+  'PORTICO_LEADER_ELECTION_LEASE_DURATION_SECONDS',
+  'PORTICO_LEADER_ELECTION_RENEW_DEADLINE_SECONDS',
+  'PORTICO_LEADER_ELECTION_RETRY_PERIOD_SECONDS',
+]);
+
 /** Server-side dry runs go here; it enforces the restricted Pod Security Standard. */
 const NAMESPACE = 'helm-chart-checks';
 
@@ -94,7 +102,12 @@ describe.each(VARIATIONS)('values %s', (file) => {
     expect(controller?.args).toEqual(['controller']);
     const env = containerEnv(controller ?? { name: '' }, NAMESPACE);
     const known = await knownVariables('controller');
-    const unknown = Object.keys(env).filter((n) => n.startsWith('PORTICO_') && !known.has(n));
+    // Leader election comes with its own change (src/kube/leader-election.ts): until `--help` lists
+    // it, its variables are the only ones allowed to be unknown. Remove this once it has landed.
+    const pending = known.has('PORTICO_LEADER_ELECT') ? new Set<string>() : LEADER_ELECTION_VARIABLES;
+    const unknown = Object.keys(env).filter(
+      (n) => n.startsWith('PORTICO_') && !known.has(n) && !pending.has(n),
+    );
     expect(unknown, 'variables the controller does not read').toEqual([]);
     // With the chart's environment the configuration parses (a bad one exits 2 with a ConfigError);
     // the process then stops at the kubeconfig this test withholds.
