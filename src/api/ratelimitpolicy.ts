@@ -4,7 +4,7 @@
  *
  * Also the names both sides of the rate-limit config agree on: the ConfigMap the operator writes
  * (`portico-ratelimit-config`, key `config.json`) and the one the rate-limit service reports in
- * (`portico-ratelimit-status`); see docs/adr/0002-ratelimit-config-and-enforced-reporting.md.
+ * (`portico-ratelimit-status`); see docs/adr/2026-11-22-ratelimit-enforced-reporting.md.
  */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import type { API_VERSION, Condition } from './customdomain.js';

@@ -21,7 +21,7 @@ export type CheckHandler = (request: RateLimitRequest) => Promise<RateLimitRespo
 
 /** A gRPC server with the RateLimitService registered; not yet bound. */
 export function createRateLimitGrpcServer(handler: CheckHandler, log: Logger): Server {
-  const server = new Server({ 'grpc.max_receive_message_length': 1024 * 1024 });
+  const server = new Server({ 'grpc.max_receive_message_length': 1024 * 1024, 'grpc.enable_channelz': 0 });
   server.addService(rateLimitServiceDefinition(), {
     ShouldRateLimit: (
       call: ServerUnaryCall<RateLimitRequest, RateLimitResponse>,

@@ -1,7 +1,7 @@
 /**
  * The load report: what one rate-limit server instance tells the operator about the config it
  * loaded, written under its own key (`<instance>.json`) in the ConfigMap `portico-ratelimit-status`
- * (docs/adr/0002-ratelimit-config-and-enforced-reporting.md). The operator sets a policy's `Enforced`
+ * (docs/adr/2026-11-22-ratelimit-enforced-reporting.md). The operator sets a policy's `Enforced`
  * condition from these reports. Shared by both sides, like the config schema. Pure.
  */
 import { z } from 'zod';

@@ -4,7 +4,7 @@
  *
  * The .proto files come from the npm package @grpc/grpc-js-xds (pinned exactly in package.json), which
  * ships Envoy's API tree under `deps/envoy-api` with its dependencies (`deps/xds`, `deps/googleapis`,
- * `deps/protoc-gen-validate`), all Apache-2.0; see docs/adr/0003-ratelimit-grpc-and-protos.md.
+ * `deps/protoc-gen-validate`), all Apache-2.0; see docs/adr/2026-11-22-ratelimit-protocol-and-counters.md.
  *
  * The TypeScript types below are the subset of the messages Portico reads and writes, in the shape
  * proto-loader produces with LOADER_OPTIONS (field names as in the .proto, enums as strings, 64-bit

@@ -4,7 +4,7 @@
  * (`portico-ratelimit-server.<instance>`): replicas never overwrite each other's keys, and no
  * read-modify-write is needed. The report is rewritten after every load and every heartbeat interval;
  * on shutdown the instance applies an empty data map, which removes its key (server-side apply drops
- * fields a manager no longer sets). See docs/adr/0002-ratelimit-config-and-enforced-reporting.md.
+ * fields a manager no longer sets). See docs/adr/2026-11-22-ratelimit-enforced-reporting.md.
  */
 import { PatchStrategy, type KubernetesObjectApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';

@@ -7,8 +7,9 @@
  *   npm run bench:ratelimit                                  # defaults below
  *   npm run bench:ratelimit -- --requests 200000 --concurrency 64 --rounds 3
  *
- * All load goes to 127.0.0.1, bounded by --requests per run (and ghz's --timeout per call); the
- * servers run one at a time, each alone with Redis and ghz. Each request carries one descriptor
+ * All load goes to 127.0.0.1, bounded by --requests per run (and ghz's --timeout per call). Both
+ * servers run side by side on one Redis but are loaded one at a time, in alternating rounds after a
+ * warm-up of each, so a change in the machine's other load hits both; the figures are the medians. Each request carries one descriptor
  * `key_id=<one of --keys keys>, plan=free` in domain `bench/api`; limits are high, so every check is
  * admitted and counted (the path a gateway takes for almost every request).
  *
@@ -165,15 +166,22 @@ async function ghz(bin: string, address: string, o: Options, requests: number): 
   return { rps: report.rps, p50Ms: at(50), p99Ms: at(99), errors };
 }
 
-async function bench(bin: string, name: string, address: string, o: Options): Promise<Figures[]> {
-  await ghz(bin, address, o, Math.min(20_000, o.requests)); // warm-up: JIT, connections, scripts
-  const rounds: Figures[] = [];
+/** Warm-up, then `rounds` alternating runs (A, B, A, B, ...), so a change of load on the machine hits both. */
+async function benchBoth(
+  bin: string,
+  targets: readonly { name: string; address: string }[],
+  o: Options,
+): Promise<Map<string, Figures[]>> {
+  const rounds = new Map<string, Figures[]>(targets.map((t) => [t.name, []]));
+  for (const t of targets) await ghz(bin, t.address, o, Math.min(20_000, o.requests)); // JIT, connections, scripts
   for (let i = 0; i < o.rounds; i++) {
-    const f = await ghz(bin, address, o, o.requests);
-    process.stdout.write(
-      `${name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, errors ${f.errors}\n`,
-    );
-    rounds.push(f);
+    for (const t of targets) {
+      const f = await ghz(bin, t.address, o, o.requests);
+      process.stdout.write(
+        `${t.name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, errors ${f.errors}\n`,
+      );
+      rounds.get(t.name)?.push(f);
+    }
   }
   return rounds;
 }
@@ -291,14 +299,6 @@ async function main(): Promise<void> {
       '--log-level',
       'warn',
     ]);
-    try {
-      await waitUntil('portico ratelimit-server', httpOk(`http://127.0.0.1:${ports.porticoMetrics}/readyz`));
-      await sleep(500);
-      results['portico'] = summary(await bench(bin, 'portico', `127.0.0.1:${ports.porticoGrpc}`, o));
-    } finally {
-      await stop(portico);
-    }
-
     const envoy = start(path.join(bin, 'envoy-ratelimit-server'), [], {
       HOST: '127.0.0.1',
       PORT: String(ports.envoyHttp),
@@ -315,11 +315,20 @@ async function main(): Promise<void> {
       RUNTIME_WATCH_ROOT: 'false',
     });
     try {
+      await waitUntil('portico ratelimit-server', httpOk(`http://127.0.0.1:${ports.porticoMetrics}/readyz`));
       await waitUntil('envoyproxy/ratelimit', httpOk(`http://127.0.0.1:${ports.envoyHttp}/healthcheck`));
-      results['envoyproxy/ratelimit'] = summary(
-        await bench(bin, 'envoyproxy/ratelimit', `127.0.0.1:${ports.envoyGrpc}`, o),
+      await sleep(500);
+      const rounds = await benchBoth(
+        bin,
+        [
+          { name: 'portico', address: `127.0.0.1:${ports.porticoGrpc}` },
+          { name: 'envoyproxy/ratelimit', address: `127.0.0.1:${ports.envoyGrpc}` },
+        ],
+        o,
       );
+      for (const [name, figures] of rounds) results[name] = summary(figures);
     } finally {
+      await stop(portico);
       await stop(envoy);
     }
   } finally {

@@ -3,7 +3,7 @@
  * servers (issue 4: "Enforced only after the running service reports that it has loaded that
  * generation ... a policy must never show Enforced while the service rejected or has not yet seen
  * it"). A report counts while its heartbeat is fresh (REPORT_STALE_AFTER_MS); every fresh report must
- * show the policy's generation (and uid) loaded. See docs/adr/0002-ratelimit-config-and-enforced-reporting.md.
+ * show the policy's generation (and uid) loaded. See docs/adr/2026-11-22-ratelimit-enforced-reporting.md.
  * Pure: the clock is a parameter.
  */
 import { REPORT_STALE_AFTER_MS, type LoadReport, type PolicyLoadState } from '../../ratelimit/load-report.js';
