@@ -42,6 +42,15 @@ export interface ControllerConfig {
   /** Milliseconds between full resyncs. */
   resyncMs: number;
   logLevel: LevelWithSilent;
+  /** Lease-based leader election; undefined when disabled (a single replica). Seconds. */
+  leaderElection:
+    | {
+        namespace: string;
+        leaseDurationSeconds: number;
+        renewDeadlineSeconds: number;
+        retryPeriodSeconds: number;
+      }
+    | undefined;
 }
 
 /** Thrown for a missing or malformed setting; the message names the flag and its variable. */
@@ -156,6 +165,35 @@ const options = {
     default: 'info',
     help: 'trace|debug|info|warn|error',
   },
+  'leader-elect': {
+    type: 'string',
+    env: 'PORTICO_LEADER_ELECT',
+    default: 'true',
+    help: 'true|false: elect one active replica with a Lease named portico-controller',
+  },
+  'leader-election-namespace': {
+    type: 'string',
+    env: 'PORTICO_LEADER_ELECTION_NAMESPACE',
+    help: "namespace of the Lease (default: the operator's namespace)",
+  },
+  'leader-election-lease-duration-seconds': {
+    type: 'string',
+    env: 'PORTICO_LEADER_ELECTION_LEASE_DURATION_SECONDS',
+    default: '15',
+    help: 'how long a Lease is valid after its last renewal',
+  },
+  'leader-election-renew-deadline-seconds': {
+    type: 'string',
+    env: 'PORTICO_LEADER_ELECTION_RENEW_DEADLINE_SECONDS',
+    default: '10',
+    help: 'how long the leader keeps trying to renew before it steps down',
+  },
+  'leader-election-retry-period-seconds': {
+    type: 'string',
+    env: 'PORTICO_LEADER_ELECTION_RETRY_PERIOD_SECONDS',
+    default: '2',
+    help: 'seconds between attempts to acquire or renew',
+  },
   help: { type: 'boolean', env: '', help: 'show this help' },
 } as const;
 
@@ -182,6 +220,37 @@ function hostPort(name: OptionName, value: string): { fqdn: string; port: number
   const at = value.lastIndexOf(':');
   if (at <= 0) throw new ConfigError(`--${name} must be host:port, got "${value}"`);
   return { fqdn: value.slice(0, at), port: positiveInt(name, value.slice(at + 1)) };
+}
+
+function leaderElection(
+  get: (name: OptionName) => string | undefined,
+  required: (name: OptionName) => string,
+): ControllerConfig['leaderElection'] {
+  const enabled = required('leader-elect');
+  if (enabled !== 'true' && enabled !== 'false')
+    throw new ConfigError(`--leader-elect must be true or false, got "${enabled}"`);
+  if (enabled === 'false') return undefined;
+  const le = {
+    namespace: get('leader-election-namespace') ?? required('namespace'),
+    leaseDurationSeconds: positiveInt(
+      'leader-election-lease-duration-seconds',
+      required('leader-election-lease-duration-seconds'),
+    ),
+    renewDeadlineSeconds: positiveInt(
+      'leader-election-renew-deadline-seconds',
+      required('leader-election-renew-deadline-seconds'),
+    ),
+    retryPeriodSeconds: positiveInt(
+      'leader-election-retry-period-seconds',
+      required('leader-election-retry-period-seconds'),
+    ),
+  };
+  if (!(
+    le.retryPeriodSeconds < le.renewDeadlineSeconds && le.renewDeadlineSeconds < le.leaseDurationSeconds
+  )) {
+    throw new ConfigError('leader election needs retry period < renew deadline < lease duration');
+  }
+  return le;
 }
 
 /** A comma-separated list, trimmed, without empty entries. */
@@ -268,5 +337,6 @@ export function parseControllerConfig(
     workers: positiveInt('workers', required('workers')),
     resyncMs: positiveInt('resync-seconds', required('resync-seconds')) * 1000,
     logLevel: logLevel as LevelWithSilent,
+    leaderElection: leaderElection(get, required),
   };
 }

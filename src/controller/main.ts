@@ -3,7 +3,9 @@
  * server, the observability server and the controllers, and shuts down cleanly on SIGTERM/SIGINT
  * (stop watching, finish the keys in hand, close the servers).
  */
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
+import { hostname } from 'node:os';
 import type { Server } from 'node:http';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -19,11 +21,15 @@ import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.j
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
 import { EventRecorder } from '../kube/events.js';
+import { LeaderElector } from '../kube/leader-election.js';
 import { WorkQueue } from '../kube/work-queue.js';
 import { createObservabilityServer } from '../observability/http-server.js';
 import { createLogger } from '../observability/logger.js';
 import { createControllerMetrics } from '../observability/metrics.js';
 import { ConfigError, controllerUsage, parseControllerConfig, type ControllerConfig } from './config.js';
+
+/** The Lease the controller replicas elect a leader with (DESIGN.md: leader-elected). */
+export const LEASE_NAME = 'portico-controller';
 
 function loadKubeConfig(path: string | undefined): KubeConfig {
   const kc = new KubeConfig();
@@ -48,6 +54,7 @@ function build(
   controller: CustomDomainController;
   store: Http01ChallengeStore;
   metrics: ReturnType<typeof createControllerMetrics>;
+  objects: KubernetesObjectApi;
 } {
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -112,7 +119,7 @@ function build(
     workers: config.workers,
     resyncMs: config.resyncMs,
   });
-  return { controller, store, metrics };
+  return { controller, store, metrics, objects };
 }
 
 /** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */
@@ -133,18 +140,49 @@ export async function runController(args: string[]): Promise<number> {
   }
   const config = parsed;
   const log = createLogger(config.logLevel);
-  const { controller, store, metrics } = build(config, log);
+  const { controller, store, metrics, objects } = build(config, log);
+  const elector = config.leaderElection
+    ? new LeaderElector(
+        objects,
+        { ...config.leaderElection, name: LEASE_NAME, identity: `${hostname()}_${randomUUID().slice(0, 8)}` },
+        log,
+      )
+    : undefined;
   const http01 = createHttp01Server(store);
-  const observability = createObservabilityServer(metrics.registry, () => controller.synced);
+  // A replica that is not the leader serves challenges and metrics, so it is ready as it is.
+  const observability = createObservabilityServer(
+    metrics.registry,
+    () => !elector?.leading || controller.synced,
+  );
   await listen(http01, config.http01ListenAddress, log, 'HTTP-01 challenge server');
   await listen(observability, config.metricsListenAddress, log, 'metrics and health server');
-  controller.start();
-  log.info(
-    { platformCnameTarget: config.platformCnameTarget, acmeDirectoryUrl: config.acmeDirectoryUrl },
-    'controller started',
-  );
 
-  const signal = await new Promise<string>((resolve) => {
+  const lost = new Promise<string>((resolve) => {
+    const startReconciling = (): void => {
+      controller.start();
+      log.info(
+        { platformCnameTarget: config.platformCnameTarget, acmeDirectoryUrl: config.acmeDirectoryUrl },
+        'controller started',
+      );
+    };
+    if (elector) elector.run(startReconciling, () => { resolve('lost leadership'); });
+    else startReconciling();
+  });
+  const reason = await Promise.race([lost, stopSignal()]);
+  log.info({ reason }, 'shutting down');
+  await controller.stop();
+  await elector?.stop();
+  http01.close();
+  observability.close();
+  http01.closeAllConnections();
+  observability.closeAllConnections();
+  log.info('stopped');
+  // Losing the lease ends the process (as controller-runtime does); its supervisor starts a fresh one.
+  return reason === 'lost leadership' ? 1 : 0;
+}
+
+function stopSignal(): Promise<string> {
+  return new Promise<string>((resolve) => {
     process.once('SIGTERM', () => {
       resolve('SIGTERM');
     });
@@ -152,12 +190,4 @@ export async function runController(args: string[]): Promise<number> {
       resolve('SIGINT');
     });
   });
-  log.info({ signal }, 'shutting down');
-  await controller.stop();
-  http01.close();
-  observability.close();
-  http01.closeAllConnections();
-  observability.closeAllConnections();
-  log.info('stopped');
-  return 0;
 }

@@ -3,6 +3,7 @@
  * kubeconfig, the DNS server's management API, Pebble's roots, and polling with a deadline.
  */
 import {
+  CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   DiscoveryV1Api,
@@ -22,6 +23,7 @@ export function kube(): {
   custom: CustomObjectsApi;
   networking: NetworkingV1Api;
   discovery: DiscoveryV1Api;
+  coordination: CoordinationV1Api;
 } {
   const kc = new KubeConfig();
   kc.loadFromFile(sandbox.kubeconfig);
@@ -30,6 +32,7 @@ export function kube(): {
     custom: kc.makeApiClient(CustomObjectsApi),
     networking: kc.makeApiClient(NetworkingV1Api),
     discovery: kc.makeApiClient(DiscoveryV1Api),
+    coordination: kc.makeApiClient(CoordinationV1Api),
   };
 }
 

@@ -1,0 +1,114 @@
+/**
+ * Leader election between real processes on the real API server: exactly one of two candidates
+ * leads; SIGKILL of the leader and the other takes over within the lease duration; a SIGTERM'd
+ * leader releases the Lease so the next one takes over at once.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { kube, sandbox, unique, waitFor } from './support/cluster.js';
+
+const LEASE_SECONDS = 4;
+const children: ChildProcess[] = [];
+
+function candidate(
+  namespace: string,
+  identity: string,
+  leaseSeconds = LEASE_SECONDS,
+): { child: ChildProcess; lines: string[] } {
+  // One process per candidate (node with tsx's loader), so a signal reaches the elector itself.
+  const script = resolve('test/e2e/support/elect.ts');
+  const args = [
+    '--import',
+    'tsx',
+    script,
+    sandbox.kubeconfig,
+    namespace,
+    'portico-controller',
+    identity,
+    String(leaseSeconds),
+  ];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines: string[] = [];
+  child.stdout?.setEncoding('utf8');
+  child.stdout?.on('data', (chunk: string) => lines.push(...chunk.split('\n').filter(Boolean)));
+  children.push(child);
+  return { child, lines };
+}
+
+async function ready(...candidates: { lines: string[] }[]): Promise<void> {
+  await waitFor(
+    'the candidates to reach the API server',
+    async () => (candidates.every((c) => c.lines.some((l) => l.startsWith('ready'))) ? true : undefined),
+    60_000,
+    100,
+  );
+}
+
+async function holder(namespace: string): Promise<string | undefined> {
+  const lease = await kube()
+    .coordination.readNamespacedLease({ namespace, name: 'portico-controller' })
+    .catch(() => undefined);
+  return lease?.spec?.holderIdentity || undefined;
+}
+
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+describe('leader election', () => {
+  it('elects one of two, and fails over within the lease duration after SIGKILL', async () => {
+    const ns = unique('lease');
+    await kube().core.createNamespace({ body: { metadata: { name: ns } } });
+    const a = candidate(ns, 'a');
+    const b = candidate(ns, 'b');
+    await ready(a, b);
+    const first = await waitFor('a leader', () => holder(ns), 20_000, 100);
+    await new Promise((r) => setTimeout(r, 2_500));
+    const leading = [...a.lines, ...b.lines].filter((l) => l.startsWith('leading'));
+    expect(leading).toEqual([`leading ${first}`]);
+
+    const [leader, standby] = first === 'a' ? [a, b] : [b, a];
+    const killedAt = Date.now();
+    leader.child.kill('SIGKILL');
+    const second = await waitFor(
+      'the standby to take over',
+      async () => ((await holder(ns)) !== first ? holder(ns) : undefined),
+      15_000,
+      100,
+    ).catch(async (err: unknown) => {
+      throw new Error(
+        `${String(err)}; holder ${await holder(ns)}; a: ${a.lines.join(',')} (exit ${a.child.exitCode}); b: ${b.lines.join(',')} (exit ${b.child.exitCode}, signal ${b.child.signalCode})`,
+      );
+    });
+    const takeoverMs = Date.now() - killedAt;
+    expect(second).not.toBe(first);
+    await waitFor(
+      'the standby to report leading',
+      async () => (standby.lines.some((l) => l.startsWith('leading')) ? true : undefined),
+      5_000,
+      100,
+    );
+    // The lease must run out first (4 s), then the standby's next try (1 s retry, +20 % jitter).
+    expect(takeoverMs).toBeGreaterThanOrEqual(LEASE_SECONDS * 1000 - 1_500);
+    expect(takeoverMs).toBeLessThan((LEASE_SECONDS + 3) * 1000);
+  });
+
+  it('hands over well before the lease runs out when the leader stops with SIGTERM (the Lease is released)', async () => {
+    const ns = unique('release');
+    const leaseSeconds = 30;
+    await kube().core.createNamespace({ body: { metadata: { name: ns } } });
+    const a = candidate(ns, 'a', leaseSeconds);
+    await ready(a);
+    await waitFor('a to lead', async () => ((await holder(ns)) === 'a' ? true : undefined), 20_000, 100);
+    const b = candidate(ns, 'b', leaseSeconds);
+    await ready(b);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(await holder(ns)).toBe('a');
+    const stoppedAt = Date.now();
+    a.child.kill('SIGTERM');
+    await waitFor('b to lead', async () => ((await holder(ns)) === 'b' ? true : undefined), 25_000, 100);
+    expect(Date.now() - stoppedAt).toBeLessThan((leaseSeconds * 1000) / 3);
+    expect(b.lines).toContain('leading b');
+  });
+});
