@@ -7,6 +7,13 @@
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
+import {
+  checkRoutingOptions,
+  parseGatewayParentRefs,
+  type IngressFlavor,
+  type RoutingMode,
+  type RoutingOptions,
+} from '../routing/options.js';
 
 export interface ControllerConfig {
   kubeconfig: string | undefined;
@@ -36,6 +43,11 @@ export interface ControllerConfig {
   /** In-cluster address of the challenge server, for the Ingress challenge path; undefined in the sandbox. */
   http01Service: { fqdn: string; port: number } | undefined;
   ingressClassName: string | undefined;
+  /** How domains are routed (docs/routing.md). */
+  routing: Pick<
+    RoutingOptions,
+    'mode' | 'ingressFlavor' | 'gatewayParentRefs' | 'nginxRedirectKeepsPath' | 'traefikSafeNaming'
+  >;
   metricsListenAddress: string;
   /** Workers reconciling in parallel. */
   workers: number;
@@ -146,6 +158,35 @@ const options = {
     env: 'PORTICO_INGRESS_CLASS',
     help: 'spec.ingressClassName of created Ingresses',
   },
+  'routing-mode': {
+    type: 'string',
+    env: 'PORTICO_ROUTING_MODE',
+    default: 'ingress',
+    help: 'ingress | gateway: an Ingress per domain, or a Gateway API HTTPRoute per domain',
+  },
+  'ingress-flavor': {
+    type: 'string',
+    env: 'PORTICO_INGRESS_FLAVOR',
+    default: 'nginx',
+    help: 'nginx | traefik: how an Ingress says "redirect" (ingress mode)',
+  },
+  'gateway-parent-refs': {
+    type: 'string',
+    env: 'PORTICO_GATEWAY_PARENT_REFS',
+    help: 'comma-separated [namespace/]name[:sectionName] Gateways the HTTPRoutes attach to (gateway mode)',
+  },
+  'nginx-redirect-keeps-path': {
+    type: 'string',
+    env: 'PORTICO_NGINX_REDIRECT_KEEPS_PATH',
+    default: 'true',
+    help: 'true | false: append $request_uri to ingress-nginx redirects (see docs/routing.md)',
+  },
+  'traefik-safe-naming': {
+    type: 'string',
+    env: 'PORTICO_TRAEFIK_SAFE_NAMING',
+    default: 'false',
+    help: "true | false: Traefik's providers.kubernetesCRD.safeNaming is on",
+  },
   'metrics-listen-address': {
     type: 'string',
     env: 'PORTICO_METRICS_LISTEN_ADDRESS',
@@ -220,6 +261,32 @@ function hostPort(name: OptionName, value: string): { fqdn: string; port: number
   const at = value.lastIndexOf(':');
   if (at <= 0) throw new ConfigError(`--${name} must be host:port, got "${value}"`);
   return { fqdn: value.slice(0, at), port: positiveInt(name, value.slice(at + 1)) };
+}
+
+function bool(name: OptionName, value: string): boolean {
+  if (value !== 'true' && value !== 'false')
+    throw new ConfigError(`--${name} must be true or false, got "${value}"`);
+  return value === 'true';
+}
+
+function routingSettings(
+  get: (name: OptionName) => string | undefined,
+  required: (name: OptionName) => string,
+): ControllerConfig['routing'] {
+  const refs = get('gateway-parent-refs');
+  const routing: ControllerConfig['routing'] = {
+    mode: required('routing-mode') as RoutingMode,
+    ingressFlavor: required('ingress-flavor') as IngressFlavor,
+    nginxRedirectKeepsPath: bool('nginx-redirect-keeps-path', required('nginx-redirect-keeps-path')),
+    traefikSafeNaming: bool('traefik-safe-naming', required('traefik-safe-naming')),
+  };
+  try {
+    if (refs) routing.gatewayParentRefs = parseGatewayParentRefs(refs);
+    checkRoutingOptions(routing);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  return routing;
 }
 
 function leaderElection(
@@ -333,6 +400,7 @@ export function parseControllerConfig(
     http01SelfCheckPort: positiveInt('http01-self-check-port', required('http01-self-check-port')),
     http01Service: http01Service ? hostPort('http01-service', http01Service) : undefined,
     ingressClassName: ingressClass,
+    routing: routingSettings(get, required),
     metricsListenAddress: required('metrics-listen-address'),
     workers: positiveInt('workers', required('workers')),
     resyncMs: positiveInt('resync-seconds', required('resync-seconds')) * 1000,

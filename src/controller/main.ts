@@ -94,6 +94,7 @@ function build(
       apexAddresses: config.apexAddresses,
       view,
       routing: {
+        ...config.routing,
         ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
         ...(config.http01Service ? { http01Service: config.http01Service } : {}),
       },
@@ -165,7 +166,10 @@ export async function runController(args: string[]): Promise<number> {
         'controller started',
       );
     };
-    if (elector) elector.run(startReconciling, () => { resolve('lost leadership'); });
+    if (elector)
+      elector.run(startReconciling, () => {
+        resolve('lost leadership');
+      });
     else startReconciling();
   });
   const reason = await Promise.race([lost, stopSignal()]);

@@ -3,15 +3,9 @@
  * mode, ingress-nginx flavor, no challenge Service in the sandbox): it is verified, gets its own
  * certificate from Pebble, and its Ingress answers with the redirect; a status change updates the
  * annotation; turning it into a serving domain drops the redirect; deletion leaves no routing.
- *
- * Runs once the reconciler applies `desiredRouting` (src/routing/plan.ts). Until then the operator in
- * dist/ answers a redirect-only domain with Routed=False (NoBackend) and this file is skipped: the
- * gate below reads the built reconciler. Remove the gate once the wiring has landed.
  */
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   createCustomDomain,
@@ -25,17 +19,6 @@ import {
   waitForCondition,
 } from './support/cluster.js';
 
-const BUILT_RECONCILER = fileURLToPath(
-  new URL('../../dist/controllers/customdomain/reconciler.js', import.meta.url),
-);
-const wired = ((): boolean => {
-  try {
-    return readFileSync(BUILT_RECONCILER, 'utf8').includes('desiredRouting');
-  } catch {
-    return false;
-  }
-})();
-
 async function patchSpec(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
   // JSON merge patch (RFC 7386): null removes a field.
   await kube().custom.patchNamespacedCustomObject(
@@ -44,7 +27,7 @@ async function patchSpec(namespace: string, name: string, spec: Record<string, u
   );
 }
 
-describe.skipIf(!wired)('a redirect domain (ingress-nginx flavor)', () => {
+describe('a redirect domain (ingress-nginx flavor)', () => {
   const ns = unique('redirect');
   const hostname = `old.${ns}.example`;
   const to = `www.${ns}.example`;

@@ -39,12 +39,14 @@ import { findCondition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { isNotFound } from '../../kube/errors.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
+import { ownedMetadata } from '../../routing/ingress.js';
+import type { RoutingOptions } from '../../routing/options.js';
 import {
-  desiredHttp01Service,
-  desiredIngress,
-  ownedMetadata,
-  type RoutingOptions,
-} from '../../routing/ingress.js';
+  desiredRouting,
+  ownedRoutingObjects,
+  servicePortNumber,
+  staleRoutingObjects,
+} from '../../routing/plan.js';
 import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome } from './dns-outcome.js';
 import { acceptance, claimHolder, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
 import type { ClusterView } from './cluster-view.js';
@@ -208,12 +210,9 @@ export class CustomDomainReconciler {
     });
   }
 
+  /** Deletes every routing object Portico may have made for the domain, in any mode or flavor. */
   async #removeRouting(domain: CustomDomain): Promise<void> {
-    await this.#deleteIfPresent({
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'Ingress',
-      metadata: { name: ownedNames(domain).ingress, namespace: domain.metadata.namespace },
-    });
+    for (const header of ownedRoutingObjects(domain)) await this.#deleteIfPresent(header);
   }
 
   async #read(namespace: string, name: string): Promise<CustomDomain | undefined> {
@@ -259,14 +258,10 @@ export class CustomDomainReconciler {
     if (!(domain.metadata.finalizers ?? []).includes(FINALIZER)) return {};
     const { namespace } = domain.metadata;
     const names = ownedNames(domain);
-    const ingressHeader = {
-      apiVersion: 'networking.k8s.io/v1',
-      kind: 'Ingress',
-      metadata: { name: names.ingress, namespace },
-    };
-    await this.#deleteIfPresent(ingressHeader);
-    if (await this.#exists(ingressHeader)) {
-      log.info('waiting for the Ingress to disappear before removing anything else');
+    await this.#removeRouting(domain);
+    const left = await Promise.all(ownedRoutingObjects(domain).map((h) => this.#exists(h)));
+    if (left.some(Boolean)) {
+      log.info('waiting for the routing objects to disappear before removing anything else');
       return { requeueAfterMs: 1_000 };
     }
     this.#d.tracker.cancel(key);
@@ -365,19 +360,31 @@ export class CustomDomainReconciler {
     return verifyApex(hostname, target, answers, targetAddresses);
   }
 
+  /** Applies the routing plan (in its order), then deletes what an earlier plan made and this one does not. */
   async #applyRouting(domain: CustomDomain): Promise<RoutingState> {
-    const ingress = desiredIngress(domain, this.#d.routing);
-    if (!ingress) {
-      return {
-        kind: 'not-routed',
-        reason: 'NoBackend',
-        message: 'spec.service is not set: there is nothing to route to.',
-      };
+    const lookups = await this.#routingLookups(domain);
+    const plan = desiredRouting(domain, this.#d.routing, lookups);
+    for (const obj of plan.apply) await this.#apply(obj);
+    for (const header of staleRoutingObjects(plan)) await this.#deleteIfPresent(header);
+    if (!plan.routed) return { kind: 'not-routed', reason: plan.reason, message: plan.message };
+    return { kind: 'routed', message: plan.message };
+  }
+
+  /** Gateway mode with a named port needs the Service's port number (an HTTPRoute backendRef has no names). */
+  async #routingLookups(domain: CustomDomain): Promise<{ servicePortNumber?: number }> {
+    const port = domain.spec.service?.port;
+    if (this.#d.routing.mode !== 'gateway' || typeof port !== 'string' || !domain.spec.service) return {};
+    try {
+      const service = await this.#d.core.readNamespacedService({
+        namespace: domain.metadata.namespace,
+        name: domain.spec.service.name,
+      });
+      const number = servicePortNumber(service, port);
+      return number === undefined ? {} : { servicePortNumber: number };
+    } catch (err) {
+      if (isNotFound(err)) return {};
+      throw err;
     }
-    const service = desiredHttp01Service(domain, this.#d.routing);
-    if (service) await this.#apply(service);
-    await this.#apply(ingress);
-    return { kind: 'routed', ingressName: ingress.metadata?.name ?? '' };
   }
 
   async #apply(obj: KubernetesObject): Promise<void> {

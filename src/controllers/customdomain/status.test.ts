@@ -28,7 +28,7 @@ describe('buildStatus', () => {
       accepted,
       dnsVerified: verified,
       certificate: { kind: 'valid', certificate },
-      routing: { kind: 'routed', ingressName: 'portico-www' },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
     };
     const status = buildStatus(domain, observed, {}, t0);
     expect(status.phase).toBe('Live');
@@ -100,7 +100,7 @@ describe('buildStatus', () => {
       accepted,
       dnsVerified: verified,
       certificate: { kind: 'issuing', since: t0, renewing: false },
-      routing: { kind: 'routed', ingressName: 'portico-www' },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
     };
     const late = buildStatus(domain, observed, { verifiedAt }, t0).conditions?.find(
       (c) => c.type === 'CertificateReady',
@@ -136,7 +136,7 @@ describe('buildStatus', () => {
         accepted,
         dnsVerified: verified,
         certificate: { kind: 'failed', reason: 'IssuanceFailed', message: 'connection refused', retryAt },
-        routing: { kind: 'routed', ingressName: 'portico-www' },
+        routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
       },
       {},
       t0,

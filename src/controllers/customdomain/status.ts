@@ -27,7 +27,7 @@ const LATE_CERTIFICATE_HINTS =
   'Likely causes: CAA records that exclude the platform\'s certificate authority, /.well-known/acme-challenge/ not reaching the platform, or the CA rate-limiting. Fix the cause, then re-verify to start a fresh attempt: kubectl annotate customdomain <name> portico.dev/verify-requested-at="$(date -u +%FT%TZ)" --overwrite.';
 
 export type RoutingState =
-  { kind: 'routed'; ingressName: string } | { kind: 'not-routed'; reason: string; message: string };
+  { kind: 'routed'; message: string } | { kind: 'not-routed'; reason: string; message: string };
 
 export interface ObservedState {
   accepted: ConditionInput & { status: 'True' | 'False' };
@@ -94,8 +94,8 @@ function routedCondition(state: RoutingState): ConditionInput {
     ? {
         type: 'Routed',
         status: 'True',
-        reason: 'IngressReady',
-        message: `Ingress ${state.ingressName} routes the hostname.`,
+        reason: 'RoutesReady',
+        message: state.message,
       }
     : { type: 'Routed', status: 'False', reason: state.reason, message: state.message };
 }
