@@ -1,24 +1,126 @@
 /**
- * Pending HTTP-01 key authorizations, by token (RFC 8555 §8.3). The challenge server reads it; the
- * issuer writes it for the life of one challenge.
+ * Pending HTTP-01 key authorizations, by token (RFC 8555 §8.3), shared by every replica: the leader
+ * publishes each one into the ConfigMap `portico-acme-http01` of the operator's namespace and every
+ * replica watches it, so whichever replica a challenge request reaches can answer it. Key
+ * authorizations are served in clear over HTTP anyway; they are not secrets.
  */
-export class Http01ChallengeStore {
+import {
+  PatchStrategy,
+  type KubeConfig,
+  type KubernetesObjectApi,
+  type V1ConfigMap,
+} from '@kubernetes/client-node';
+import type { Logger } from 'pino';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
+import { isConflict } from '../kube/errors.js';
+import { ResilientInformer } from '../kube/informer.js';
+
+export const CHALLENGE_CONFIGMAP = 'portico-acme-http01';
+const COMPONENT_LABEL = 'portico.dev/component';
+const COMPONENT = 'acme-http01';
+
+export interface ChallengeStore {
+  /** Serves `keyAuthorization` at `/.well-known/acme-challenge/<token>` on every replica. */
+  publish(token: string, keyAuthorization: string): Promise<void>;
+  /** Stops serving `token`. */
+  withdraw(token: string): Promise<void>;
+  get(token: string): string | undefined;
+}
+
+/** One process only: for tests of pure logic and single-replica use. */
+export class InMemoryChallengeStore implements ChallengeStore {
   readonly #byToken = new Map<string, string>();
 
-  /** Serves `keyAuthorization` at `/.well-known/acme-challenge/<token>` until `delete`. */
-  set(token: string, keyAuthorization: string): void {
+  publish(token: string, keyAuthorization: string): Promise<void> {
     this.#byToken.set(token, keyAuthorization);
+    return Promise.resolve();
+  }
+
+  withdraw(token: string): Promise<void> {
+    this.#byToken.delete(token);
+    return Promise.resolve();
   }
 
   get(token: string): string | undefined {
     return this.#byToken.get(token);
   }
+}
 
-  delete(token: string): void {
-    this.#byToken.delete(token);
+export class ConfigMapChallengeStore implements ChallengeStore {
+  readonly #local = new InMemoryChallengeStore();
+  readonly #objects: KubernetesObjectApi;
+  readonly #namespace: string;
+  readonly #informer: ResilientInformer<V1ConfigMap>;
+
+  constructor(kubeConfig: KubeConfig, objects: KubernetesObjectApi, namespace: string, log: Logger) {
+    this.#objects = objects;
+    this.#namespace = namespace;
+    const selector = `${COMPONENT_LABEL}=${COMPONENT}`;
+    this.#informer = new ResilientInformer<V1ConfigMap>(kubeConfig, {
+      path: `/api/v1/namespaces/${namespace}/configmaps`,
+      list: () =>
+        objects.list('v1', 'ConfigMap', namespace, undefined, undefined, undefined, undefined, selector),
+      labelSelector: selector,
+      onChange: () => undefined,
+      resyncMs: 0,
+      log,
+    });
   }
 
-  get size(): number {
-    return this.#byToken.size;
+  start(): void {
+    this.#informer.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.#informer.stop();
+  }
+
+  get(token: string): string | undefined {
+    return this.#local.get(token) ?? this.#informer.get(CHALLENGE_CONFIGMAP, this.#namespace)?.data?.[token];
+  }
+
+  async publish(token: string, keyAuthorization: string): Promise<void> {
+    await this.#local.publish(token, keyAuthorization);
+    await this.#patch({ [token]: keyAuthorization });
+  }
+
+  async withdraw(token: string): Promise<void> {
+    await this.#local.withdraw(token);
+    await this.#patch({ [token]: null });
+  }
+
+  /** Merge-patches `data` (RFC 7386: null removes a key), creating the ConfigMap the first time. */
+  async #patch(data: Record<string, string | null>): Promise<void> {
+    const header = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: CHALLENGE_CONFIGMAP, namespace: this.#namespace },
+    };
+    try {
+      await this.#objects.patch(
+        { ...header, data } as V1ConfigMap,
+        undefined,
+        undefined,
+        'portico-controller',
+        undefined,
+        PatchStrategy.MergePatch,
+      );
+    } catch (err) {
+      if ((err as { code?: number }).code !== 404) throw err;
+      const created: V1ConfigMap = {
+        ...header,
+        metadata: {
+          ...header.metadata,
+          labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [COMPONENT_LABEL]: COMPONENT },
+        },
+        data: Object.fromEntries(Object.entries(data).filter((e): e is [string, string] => e[1] !== null)),
+      };
+      try {
+        await this.#objects.create(created);
+      } catch (createErr) {
+        if (!isConflict(createErr)) throw createErr;
+        await this.#patch(data); // created by another replica meanwhile
+      }
+    }
   }
 }

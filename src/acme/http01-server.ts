@@ -4,13 +4,13 @@
  * 404 for any other path or unknown token. No solver pod per challenge.
  */
 import { createServer, type Server } from 'node:http';
-import type { Http01ChallengeStore } from './challenge-store.js';
+import type { ChallengeStore } from './challenge-store.js';
 
 const PREFIX = '/.well-known/acme-challenge/';
 /** RFC 8555 §8.3: a token is base64url, at least 128 bits of entropy. */
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{22,}$/;
 
-export function createHttp01Server(store: Http01ChallengeStore): Server {
+export function createHttp01Server(store: Pick<ChallengeStore, 'get'>): Server {
   return createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0] ?? '';
     const token = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';

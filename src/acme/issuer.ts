@@ -9,7 +9,7 @@ import { evaluateCaa } from '../dns/caa.js';
 import type { DnsResolver } from '../dns/resolver.js';
 import type { AcmeDirectory } from './directory.js';
 import type { AcmeAccount } from './account.js';
-import type { Http01ChallengeStore } from './challenge-store.js';
+import type { ChallengeStore } from './challenge-store.js';
 import { selfCheckHttp01 } from './self-check.js';
 
 export interface IssuedCertificate {
@@ -67,7 +67,7 @@ export interface IssuerOptions {
 
 export class AcmeIssuer {
   readonly #account: AcmeAccount;
-  readonly #store: Http01ChallengeStore;
+  readonly #store: ChallengeStore;
   readonly #resolver: DnsResolver;
   readonly #options: IssuerOptions;
   readonly #directory: AcmeDirectory;
@@ -75,7 +75,7 @@ export class AcmeIssuer {
   constructor(
     account: AcmeAccount,
     directory: AcmeDirectory,
-    store: Http01ChallengeStore,
+    store: ChallengeStore,
     resolver: DnsResolver,
     options: IssuerOptions,
   ) {
@@ -138,7 +138,7 @@ export class AcmeIssuer {
       );
     }
     const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
-    this.#store.set(challenge.token, keyAuthorization);
+    await this.#store.publish(challenge.token, keyAuthorization);
     try {
       await selfCheckHttp01({
         hostname: authz.identifier.value,
@@ -157,7 +157,7 @@ export class AcmeIssuer {
       });
       log.info({ authorization: authz.url }, 'http-01 challenge valid');
     } finally {
-      this.#store.delete(challenge.token);
+      await this.#store.withdraw(challenge.token);
     }
   }
 }

@@ -10,7 +10,7 @@ import type { Server } from 'node:http';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { AcmeAccount } from '../acme/account.js';
-import { Http01ChallengeStore } from '../acme/challenge-store.js';
+import { ConfigMapChallengeStore } from '../acme/challenge-store.js';
 import { createHttp01Server } from '../acme/http01-server.js';
 import { IssuanceTracker } from '../acme/issuance-tracker.js';
 import { AcmeDirectory } from '../acme/directory.js';
@@ -52,7 +52,7 @@ function build(
   log: Logger,
 ): {
   controller: CustomDomainController;
-  store: Http01ChallengeStore;
+  store: ConfigMapChallengeStore;
   metrics: ReturnType<typeof createControllerMetrics>;
   objects: KubernetesObjectApi;
 } {
@@ -62,7 +62,7 @@ function build(
   const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
   const metrics = createControllerMetrics();
   const resolver = new DnsResolver({ servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: 2 });
-  const store = new Http01ChallengeStore();
+  const store = new ConfigMapChallengeStore(kubeConfig, objects, config.namespace, log);
   const account = new AcmeAccount(
     core,
     {
@@ -155,6 +155,7 @@ export async function runController(args: string[]): Promise<number> {
     metrics.registry,
     () => !elector?.leading || controller.synced,
   );
+  store.start();
   await listen(http01, config.http01ListenAddress, log, 'HTTP-01 challenge server');
   await listen(observability, config.metricsListenAddress, log, 'metrics and health server');
 
@@ -176,6 +177,7 @@ export async function runController(args: string[]): Promise<number> {
   log.info({ reason }, 'shutting down');
   await controller.stop();
   await elector?.stop();
+  await store.stop();
   http01.close();
   observability.close();
   http01.closeAllConnections();
