@@ -37,20 +37,20 @@ describe('challenge store across replicas', () => {
     const token = 'tok_0123456789abcdefghijKLMNOP';
     await leader.publish(token, `${token}.thumbprint`);
     expect(leader.get(token)).toBe(`${token}.thumbprint`);
-    await waitFor('the follower to see the key authorization', async () => follower.get(token), 10_000, 50);
+    await waitFor('the follower to see the key authorization', () => follower.get(token), 10_000, 50);
     expect(follower.get(token)).toBe(`${token}.thumbprint`);
 
     await leader.publish('second_token_0123456789abcd', 'second');
     await leader.withdraw(token);
     await waitFor(
       'the follower to drop it',
-      async () => (follower.get(token) === undefined ? true : undefined),
+      () => (follower.get(token) === undefined ? true : undefined),
       10_000,
       50,
     );
     await waitFor(
       'the follower to keep the other',
-      async () => follower.get('second_token_0123456789abcd'),
+      () => follower.get('second_token_0123456789abcd'),
       10_000,
       50,
     );

@@ -39,7 +39,7 @@ function candidate(
 async function ready(...candidates: { lines: string[] }[]): Promise<void> {
   await waitFor(
     'the candidates to reach the API server',
-    async () => (candidates.every((c) => c.lines.some((l) => l.startsWith('ready'))) ? true : undefined),
+    () => (candidates.every((c) => c.lines.some((l) => l.startsWith('ready'))) ? true : undefined),
     60_000,
     100,
   );
@@ -85,7 +85,7 @@ describe('leader election', () => {
     expect(second).not.toBe(first);
     await waitFor(
       'the standby to report leading',
-      async () => (standby.lines.some((l) => l.startsWith('leading')) ? true : undefined),
+      () => (standby.lines.some((l) => l.startsWith('leading')) ? true : undefined),
       5_000,
       100,
     );

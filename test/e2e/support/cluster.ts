@@ -46,7 +46,7 @@ export function unique(prefix: string): string {
 /** Polls `probe` every `intervalMs` until it returns a value other than undefined; throws after `timeoutMs`. */
 export async function waitFor<T>(
   what: string,
-  probe: () => Promise<T | undefined>,
+  probe: () => Promise<T | undefined> | T | undefined,
   timeoutMs = 60_000,
   intervalMs = 250,
 ): Promise<T> {
