@@ -25,14 +25,6 @@ import {
   type Manifest,
 } from './support/helm.js';
 
-const LEADER_ELECTION_VARIABLES = new Set([
-  'PORTICO_LEADER_ELECT',
-  'PORTICO_LEADER_ELECTION_NAMESPACE',
-  'PORTICO_LEADER_ELECTION_LEASE_DURATION_SECONDS',
-  'PORTICO_LEADER_ELECTION_RENEW_DEADLINE_SECONDS',
-  'PORTICO_LEADER_ELECTION_RETRY_PERIOD_SECONDS',
-]);
-
 /** Server-side dry runs go here; it enforces the restricted Pod Security Standard. */
 const NAMESPACE = 'helm-chart-checks';
 
@@ -102,12 +94,7 @@ describe.each(VARIATIONS)('values %s', (file) => {
     expect(controller?.args).toEqual(['controller']);
     const env = containerEnv(controller ?? { name: '' }, NAMESPACE);
     const known = await knownVariables('controller');
-    // Leader election comes with its own change (src/kube/leader-election.ts): until `--help` lists
-    // it, its variables are the only ones allowed to be unknown. Remove this once it has landed.
-    const pending = known.has('PORTICO_LEADER_ELECT') ? new Set<string>() : LEADER_ELECTION_VARIABLES;
-    const unknown = Object.keys(env).filter(
-      (n) => n.startsWith('PORTICO_') && !known.has(n) && !pending.has(n),
-    );
+    const unknown = Object.keys(env).filter((n) => n.startsWith('PORTICO_') && !known.has(n));
     expect(unknown, 'variables the controller does not read').toEqual([]);
     // With the chart's environment the configuration parses (a bad one exits 2 with a ConfigError);
     // the process then stops at the kubeconfig this test withholds.
@@ -199,9 +186,9 @@ const BAD_VALUES: { name: string; sets: string[]; message: RegExp }[] = [
     message: /at '\/routing\/mode': value must be one of 'ingress', 'gateway'/,
   },
   {
-    name: 'gateway mode, which this chart does not pass to the controller yet',
+    name: 'gateway mode without a parent Gateway',
     sets: ['platform.cnameTarget=sites.example.net', 'routing.mode=gateway'],
-    message: /routing.mode=gateway .* is not available in this chart .* set routing.mode=ingress/,
+    message: /routing.mode=gateway needs routing.gateway.parentRefs/,
   },
   {
     name: 'an unknown ingress flavor',

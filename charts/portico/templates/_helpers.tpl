@@ -102,8 +102,8 @@ app.kubernetes.io/component: {{ .component }}
 {{- if and (gt (int .Values.controller.replicas) 1) (not $le.enabled) -}}
 {{- fail (printf "controller.replicas is %v but controller.leaderElection.enabled is false: more than one replica reconciling at once would order certificates twice; enable leader election or set replicas to 1" .Values.controller.replicas) -}}
 {{- end -}}
-{{- if eq .Values.routing.mode "gateway" -}}
-{{- fail (printf "routing.mode=gateway (an HTTPRoute per domain) is not available in this chart (Portico %s): its controller routes with Ingresses; set routing.mode=ingress" .Chart.AppVersion) -}}
+{{- if and (eq .Values.routing.mode "gateway") (not .Values.routing.gateway.parentRefs) -}}
+{{- fail "routing.mode=gateway needs routing.gateway.parentRefs: the Gateway(s) the HTTPRoutes attach to, e.g. --set routing.gateway.parentRefs={infra/public:https}" -}}
 {{- end -}}
 {{- if not .Values.platform.cnameTarget -}}
 {{- fail "platform.cnameTarget is required: the hostname every customer CNAME points to, e.g. --set platform.cnameTarget=sites.example.net" -}}
