@@ -6,6 +6,7 @@
  *
  *   npm run bench:ratelimit                                  # defaults below
  *   npm run bench:ratelimit -- --requests 200000 --concurrency 64 --rounds 3
+ *   npm run bench:ratelimit -- --node-options '--max-semi-space-size=32'   # flags for Portico's node
  *
  * All load goes to 127.0.0.1, bounded by --requests per run (and ghz's --timeout per call). Both
  * servers run side by side on one Redis but are loaded one at a time, in alternating rounds after a
@@ -47,6 +48,8 @@ interface Options {
   keys: number;
   rounds: number;
   dir: string;
+  /** V8/Node flags for Portico's server process, e.g. `--max-semi-space-size=32`. */
+  nodeOptions: string[];
 }
 
 function options(): Options {
@@ -58,6 +61,7 @@ function options(): Options {
       keys: { type: 'string', default: '1000' },
       rounds: { type: 'string', default: '3' },
       dir: { type: 'string', default: '.sandbox' },
+      'node-options': { type: 'string', default: '' },
     },
   });
   return {
@@ -67,6 +71,7 @@ function options(): Options {
     keys: Number(values.keys),
     rounds: Number(values.rounds),
     dir: path.resolve(values.dir),
+    nodeOptions: values['node-options'].split(' ').filter(Boolean),
   };
 }
 
@@ -282,6 +287,7 @@ async function main(): Promise<void> {
     await waitUntil('redis', async () => (await ping()) === true);
 
     const portico = start(process.execPath, [
+      ...o.nodeOptions,
       path.join(REPO, 'dist', 'cli.js'),
       'ratelimit-server',
       '--kubeconfig',
@@ -339,7 +345,8 @@ async function main(): Promise<void> {
   if (p === undefined || e === undefined) return;
   process.stdout.write(
     `\nmachine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
-      `${o.rounds} rounds of ${o.requests} requests, concurrency ${o.concurrency}, ${o.connections} connections, ${o.keys} keys; medians\n` +
+      `${o.rounds} rounds of ${o.requests} requests, concurrency ${o.concurrency}, ${o.connections} connections, ${o.keys} keys; ` +
+      `portico node flags: ${o.nodeOptions.join(' ') || 'none'}; medians\n` +
       `| server | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|\n` +
       `| portico | ${p.rps.toFixed(0)} | ${p.p50Ms.toFixed(2)} | ${p.p99Ms.toFixed(2)} | ${p.errors} |\n` +
       `| envoyproxy/ratelimit | ${e.rps.toFixed(0)} | ${e.p50Ms.toFixed(2)} | ${e.p99Ms.toFixed(2)} | ${e.errors} |\n` +

@@ -79,17 +79,29 @@ export async function waitForPolicyCondition(
   reason?: string,
   timeoutMs = 30_000,
 ): Promise<RateLimitPolicy> {
-  return waitFor(
-    `${namespace}/${name} ${type}=${status}${reason ? ` (${reason})` : ''}`,
-    async () => {
-      const p = await getPolicy(namespace, name);
-      const c = p.status?.conditions?.find((x) => x.type === type);
-      const current = c?.observedGeneration === p.metadata.generation;
-      return current && c?.status === status && (!reason || c.reason === reason) ? p : undefined;
-    },
-    timeoutMs,
-    100,
-  );
+  try {
+    return await waitFor(
+      `${namespace}/${name} ${type}=${status}${reason ? ` (${reason})` : ''}`,
+      async () => {
+        const p = await getPolicy(namespace, name);
+        const c = p.status?.conditions?.find((x) => x.type === type);
+        const current = c?.observedGeneration === p.metadata.generation;
+        return current && c?.status === status && (!reason || c.reason === reason) ? p : undefined;
+      },
+      timeoutMs,
+      100,
+    );
+  } catch (err: unknown) {
+    const p = await getPolicy(namespace, name);
+    if (p.status === undefined) {
+      throw new Error(
+        `${namespace}/${name} has no status after ${timeoutMs} ms: the operator does not run the ` +
+          'RateLimitPolicy controller (is RateLimitPolicyController started in src/controller/main.ts?)',
+        { cause: err },
+      );
+    }
+    throw new Error(`${String(err)}; status: ${JSON.stringify(p.status)}`, { cause: err });
+  }
 }
 
 export async function createNamespace(name: string): Promise<void> {
