@@ -18,6 +18,7 @@ import { AcmeIssuer } from '../acme/issuer.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
 import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
 import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.js';
+import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
 import { EventRecorder } from '../kube/events.js';
@@ -55,6 +56,7 @@ function build(
   store: ConfigMapChallengeStore;
   metrics: ReturnType<typeof createControllerMetrics>;
   objects: KubernetesObjectApi;
+  rateLimitPolicies: RateLimitPolicyController;
 } {
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -120,7 +122,16 @@ function build(
     workers: config.workers,
     resyncMs: config.resyncMs,
   });
-  return { controller, store, metrics, objects };
+  // RateLimitPolicy resources compile into the rate-limit service's ConfigMap in this namespace.
+  const rateLimitPolicies = new RateLimitPolicyController({
+    kubeConfig,
+    objects,
+    log,
+    metrics,
+    namespace: config.namespace,
+    resyncMs: config.resyncMs,
+  });
+  return { controller, store, metrics, objects, rateLimitPolicies };
 }
 
 /** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */
@@ -141,7 +152,7 @@ export async function runController(args: string[]): Promise<number> {
   }
   const config = parsed;
   const log = createLogger(config.logLevel);
-  const { controller, store, metrics, objects } = build(config, log);
+  const { controller, store, metrics, objects, rateLimitPolicies } = build(config, log);
   const elector = config.leaderElection
     ? new LeaderElector(
         objects,
@@ -153,7 +164,7 @@ export async function runController(args: string[]): Promise<number> {
   // A replica that is not the leader serves challenges and metrics, so it is ready as it is.
   const observability = createObservabilityServer(
     metrics.registry,
-    () => !elector?.leading || controller.synced,
+    () => !elector?.leading || (controller.synced && rateLimitPolicies.synced),
   );
   store.start();
   await listen(http01, config.http01ListenAddress, log, 'HTTP-01 challenge server');
@@ -162,6 +173,7 @@ export async function runController(args: string[]): Promise<number> {
   const lost = new Promise<string>((resolve) => {
     const startReconciling = (): void => {
       controller.start();
+      rateLimitPolicies.start();
       log.info(
         { platformCnameTarget: config.platformCnameTarget, acmeDirectoryUrl: config.acmeDirectoryUrl },
         'controller started',
@@ -175,7 +187,7 @@ export async function runController(args: string[]): Promise<number> {
   });
   const reason = await Promise.race([lost, stopSignal()]);
   log.info({ reason }, 'shutting down');
-  await controller.stop();
+  await Promise.all([controller.stop(), rateLimitPolicies.stop()]);
   await elector?.stop();
   await store.stop();
   http01.close();
