@@ -7,6 +7,7 @@
  *   npm run bench:ratelimit                                  # defaults below
  *   npm run bench:ratelimit -- --requests 200000 --concurrency 64 --rounds 3
  *   npm run bench:ratelimit -- --node-options '--max-semi-space-size=32'   # flags for Portico's node
+ *   npm run bench:ratelimit -- --pin      # ghz on CPU 0; each server and Redis on CPU 1 (taskset)
  *
  * All load goes to 127.0.0.1, bounded by --requests per run (and ghz's --timeout per call). Both
  * servers run side by side on one Redis but are loaded one at a time, in alternating rounds after a
@@ -50,6 +51,8 @@ interface Options {
   dir: string;
   /** V8/Node flags for Portico's server process, e.g. `--max-semi-space-size=32`. */
   nodeOptions: string[];
+  /** Pin ghz to CPU 0 and the servers and Redis to CPU 1 (taskset), so both servers get one core. */
+  pin: boolean;
 }
 
 function options(): Options {
@@ -62,6 +65,7 @@ function options(): Options {
       rounds: { type: 'string', default: '3' },
       dir: { type: 'string', default: '.sandbox' },
       'node-options': { type: 'string', default: '' },
+      pin: { type: 'boolean', default: false },
     },
   });
   return {
@@ -72,6 +76,7 @@ function options(): Options {
     rounds: Number(values.rounds),
     dir: path.resolve(values.dir),
     nodeOptions: values['node-options'].split(' ').filter(Boolean),
+    pin: values.pin,
   };
 }
 
@@ -82,8 +87,19 @@ async function tools(): Promise<string> {
   return stdout.trim().split('\n').at(-1) ?? '';
 }
 
-function start(command: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  const child = spawn(command, args, {
+/** `command args`, or `taskset -c <cpu> command args` when `cpu` is given. */
+function pinned(cpu: number | undefined, command: string, args: readonly string[]): [string, string[]] {
+  return cpu === undefined ? [command, [...args]] : ['taskset', ['-c', String(cpu), command, ...args]];
+}
+
+function start(
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  cpu?: number,
+): ChildProcess {
+  const [cmd, argv] = pinned(cpu, command, args);
+  const child = spawn(cmd, argv, {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, ...env },
   });
@@ -161,7 +177,8 @@ async function ghz(bin: string, address: string, o: Options, requests: number): 
     'json',
     address,
   ];
-  const { stdout } = await run(path.join(bin, 'ghz'), args, { maxBuffer: 1 << 26, timeout: 600_000 });
+  const [cmd, argv] = pinned(o.pin ? 0 : undefined, path.join(bin, 'ghz'), args);
+  const { stdout } = await run(cmd, argv, { maxBuffer: 1 << 26, timeout: 600_000 });
   const report = JSON.parse(stdout) as GhzReport;
   const at = (p: number): number =>
     (report.latencyDistribution?.find((d) => d.percentage === p)?.latency ?? NaN) / 1e6;
@@ -268,58 +285,74 @@ async function main(): Promise<void> {
     envoyHttp: 'tcp',
     envoyDebug: 'tcp',
   });
+  const serverCpu = o.pin ? 1 : undefined;
   const redisDir = mkdtempSync(path.join(tmpdir(), 'bench-redis-'));
-  const redis = start(path.join(bin, 'redis-server'), [
-    '--port',
-    String(ports.redis),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    redisDir,
-  ]);
+  const redis = start(
+    path.join(bin, 'redis-server'),
+    [
+      '--port',
+      String(ports.redis),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      redisDir,
+    ],
+    {},
+    serverCpu,
+  );
   const results: Record<string, Figures> = {};
   try {
     const ping = redisPingProbe(`127.0.0.1:${ports.redis}`);
     await waitUntil('redis', async () => (await ping()) === true);
 
-    const portico = start(process.execPath, [
-      ...o.nodeOptions,
-      path.join(REPO, 'dist', 'cli.js'),
-      'ratelimit-server',
-      '--kubeconfig',
-      env.kubeconfig,
-      '--redis-url',
-      `redis://127.0.0.1:${ports.redis}`,
-      '--grpc-listen-address',
-      `127.0.0.1:${ports.porticoGrpc}`,
-      '--metrics-listen-address',
-      `127.0.0.1:${ports.porticoMetrics}`,
-      '--config-namespace',
-      NAMESPACE,
-      '--instance',
-      'bench',
-      '--log-level',
-      'warn',
-    ]);
-    const envoy = start(path.join(bin, 'envoy-ratelimit-server'), [], {
-      HOST: '127.0.0.1',
-      PORT: String(ports.envoyHttp),
-      GRPC_HOST: '127.0.0.1',
-      GRPC_PORT: String(ports.envoyGrpc),
-      DEBUG_HOST: '127.0.0.1',
-      DEBUG_PORT: String(ports.envoyDebug),
-      USE_STATSD: 'false',
-      LOG_LEVEL: 'warn',
-      REDIS_SOCKET_TYPE: 'tcp',
-      REDIS_URL: `127.0.0.1:${ports.redis}`,
-      RUNTIME_ROOT: envoyConfigDir(),
-      RUNTIME_SUBDIRECTORY: 'ratelimit',
-      RUNTIME_WATCH_ROOT: 'false',
-    });
+    const portico = start(
+      process.execPath,
+      [
+        ...o.nodeOptions,
+        path.join(REPO, 'dist', 'cli.js'),
+        'ratelimit-server',
+        '--kubeconfig',
+        env.kubeconfig,
+        '--redis-url',
+        `redis://127.0.0.1:${ports.redis}`,
+        '--grpc-listen-address',
+        `127.0.0.1:${ports.porticoGrpc}`,
+        '--metrics-listen-address',
+        `127.0.0.1:${ports.porticoMetrics}`,
+        '--config-namespace',
+        NAMESPACE,
+        '--instance',
+        'bench',
+        '--log-level',
+        'warn',
+      ],
+      {},
+      serverCpu,
+    );
+    const envoy = start(
+      path.join(bin, 'envoy-ratelimit-server'),
+      [],
+      {
+        HOST: '127.0.0.1',
+        PORT: String(ports.envoyHttp),
+        GRPC_HOST: '127.0.0.1',
+        GRPC_PORT: String(ports.envoyGrpc),
+        DEBUG_HOST: '127.0.0.1',
+        DEBUG_PORT: String(ports.envoyDebug),
+        USE_STATSD: 'false',
+        LOG_LEVEL: 'warn',
+        REDIS_SOCKET_TYPE: 'tcp',
+        REDIS_URL: `127.0.0.1:${ports.redis}`,
+        RUNTIME_ROOT: envoyConfigDir(),
+        RUNTIME_SUBDIRECTORY: 'ratelimit',
+        RUNTIME_WATCH_ROOT: 'false',
+      },
+      serverCpu,
+    );
     try {
       await waitUntil('portico ratelimit-server', httpOk(`http://127.0.0.1:${ports.porticoMetrics}/readyz`));
       await waitUntil('envoyproxy/ratelimit', httpOk(`http://127.0.0.1:${ports.envoyHttp}/healthcheck`));
@@ -346,7 +379,8 @@ async function main(): Promise<void> {
   process.stdout.write(
     `\nmachine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
       `${o.rounds} rounds of ${o.requests} requests, concurrency ${o.concurrency}, ${o.connections} connections, ${o.keys} keys; ` +
-      `portico node flags: ${o.nodeOptions.join(' ') || 'none'}; medians\n` +
+      `portico node flags: ${o.nodeOptions.join(' ') || 'none'}; ` +
+      `${o.pin ? 'ghz on CPU 0, servers and Redis on CPU 1' : 'not pinned'}; medians\n` +
       `| server | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|\n` +
       `| portico | ${p.rps.toFixed(0)} | ${p.p50Ms.toFixed(2)} | ${p.p99Ms.toFixed(2)} | ${p.errors} |\n` +
       `| envoyproxy/ratelimit | ${e.rps.toFixed(0)} | ${e.p50Ms.toFixed(2)} | ${e.p99Ms.toFixed(2)} | ${e.errors} |\n` +
