@@ -39,11 +39,13 @@ function loadKubeConfig(path: string | undefined): KubeConfig {
   return kc;
 }
 
-async function listen(server: Server, address: string, log: Logger, what: string): Promise<void> {
+async function listen(server: Server, address: string, log: Logger, what: string, reusePort = false): Promise<void> {
   const at = address.lastIndexOf(':');
   const host = address.slice(0, at) || '0.0.0.0';
   const port = Number(address.slice(at + 1));
-  server.listen(port, host);
+  // reusePort: replicas on one host (the sandbox, tests) share the HTTP-01 port the CA validates on,
+  // and the kernel spreads challenge requests over them as a Service would (Linux SO_REUSEPORT).
+  server.listen({ port, host, reusePort });
   await once(server, 'listening');
   log.info({ address }, `${what} listening`);
 }
@@ -167,7 +169,7 @@ export async function runController(args: string[]): Promise<number> {
     () => !elector?.leading || (controller.synced && rateLimitPolicies.synced),
   );
   store.start();
-  await listen(http01, config.http01ListenAddress, log, 'HTTP-01 challenge server');
+  await listen(http01, config.http01ListenAddress, log, 'HTTP-01 challenge server', true);
   await listen(observability, config.metricsListenAddress, log, 'metrics and health server');
 
   const lost = new Promise<string>((resolve) => {

@@ -26,9 +26,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { reportKey } from '../../src/ratelimit/load-report.js';
 import { renderCompiledConfig } from '../../src/ratelimit/config-schema.js';
-import { CONTROLLER } from '../../src/sandbox/controller.js';
-import { sandboxPaths } from '../../src/sandbox/paths.js';
-import { readPid, startDetached, stopProcess } from '../../src/sandbox/processes.js';
+import {
+  httpStatus,
+  restartStackController as restartStack,
+  stopStackController as stopStack,
+  type ControllerCommand,
+} from './support/stack-controller.js';
 import {
   createCustomDomain,
   createProject,
@@ -57,8 +60,7 @@ const RATELIMIT_SA = 'portico-ratelimit';
 const CA_CONFIGMAP = 'acme-ca';
 const LOGS = path.join(sandbox.sandboxDir, 'logs');
 
-const paths = sandboxPaths(sandbox.sandboxDir);
-let stackController: { command: string; args: string[]; env: Record<string, string> } | undefined;
+let stackController: ControllerCommand | undefined;
 const started: ChildProcess[] = [];
 
 function freePort(): Promise<number> {
@@ -72,14 +74,6 @@ function freePort(): Promise<number> {
       });
     });
   });
-}
-
-async function httpStatus(url: string): Promise<number | undefined> {
-  try {
-    return (await fetch(url)).status;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -152,32 +146,12 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-/** Stops the stack's operator, remembering its command line and environment to start it again. */
 async function stopStackController(): Promise<void> {
-  const pid = await readPid(paths, CONTROLLER);
-  if (pid === undefined) return;
-  const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean);
-  const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0').filter(Boolean);
-  const env = Object.fromEntries(
-    environ
-      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])
-      .filter(([k]) => k?.startsWith('PORTICO_') === true || k === 'NODE_EXTRA_CA_CERTS'),
-  ) as Record<string, string>;
-  const [command, ...args] = argv;
-  stackController = { command: command ?? process.execPath, args, env };
-  await stopProcess(paths, CONTROLLER);
+  stackController = await stopStack();
 }
 
 async function restartStackController(): Promise<void> {
-  if (!stackController) return;
-  // startDetached sets the owner variable itself.
-  const env = Object.fromEntries(
-    Object.entries(stackController.env).filter(([k]) => k !== 'PORTICO_SANDBOX_OWNER'),
-  );
-  await startDetached(paths, { name: CONTROLLER, ...stackController, env });
-  await waitFor('the stack operator to be ready again', async () =>
-    (await httpStatus(sandbox.controllerReadyzUrl)) === 200 ? true : undefined,
-  );
+  await restartStack(stackController);
 }
 
 let installOutput = '';
