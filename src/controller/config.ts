@@ -32,6 +32,8 @@ export interface ControllerConfig {
   acmeEmail: string | undefined;
   acmeEab: { kid: string; hmacKey: string } | undefined;
   acmeAccountSecretName: string;
+  /** Milliseconds verified without a certificate before CertificateReady reports it overdue. */
+  certificateOverdueMs: number;
   /** ACME profile to request; undefined lets the CA choose. */
   acmeProfile: string | undefined;
   /** CAA issuer domain names of the CA; [] means the directory's `meta.caaIdentities`. */
@@ -119,6 +121,12 @@ const options = {
     type: 'string',
     env: 'PORTICO_ACME_EAB_HMAC_KEY',
     help: 'external account binding HMAC key (base64url)',
+  },
+  'certificate-overdue-seconds': {
+    type: 'string',
+    env: 'PORTICO_CERTIFICATE_OVERDUE_SECONDS',
+    default: '1800',
+    help: "seconds verified without a certificate before it is reported overdue (the spec's 30 minutes)",
   },
   'acme-profile': {
     type: 'string',
@@ -395,6 +403,8 @@ export function parseControllerConfig(
     acmeEab: kid && hmacKey ? { kid, hmacKey } : undefined,
     acmeAccountSecretName: required('acme-account-secret'),
     acmeProfile: get('acme-profile'),
+    certificateOverdueMs:
+      positiveInt('certificate-overdue-seconds', required('certificate-overdue-seconds')) * 1000,
     acmeCaaIdentities: list(get('acme-caa-identities')),
     http01ListenAddress: required('http01-listen-address'),
     http01SelfCheckPort: positiveInt('http01-self-check-port', required('http01-self-check-port')),

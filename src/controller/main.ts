@@ -39,7 +39,13 @@ function loadKubeConfig(path: string | undefined): KubeConfig {
   return kc;
 }
 
-async function listen(server: Server, address: string, log: Logger, what: string, reusePort = false): Promise<void> {
+async function listen(
+  server: Server,
+  address: string,
+  log: Logger,
+  what: string,
+  reusePort = false,
+): Promise<void> {
   const at = address.lastIndexOf(':');
   const host = address.slice(0, at) || '0.0.0.0';
   const port = Number(address.slice(at + 1));
@@ -96,6 +102,7 @@ function build(
       platformCnameTarget: config.platformCnameTarget,
       reservedDomains: config.reservedDomains,
       apexAddresses: config.apexAddresses,
+      certificateOverdueMs: config.certificateOverdueMs,
       view,
       routing: {
         ...config.routing,

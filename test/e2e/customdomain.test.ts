@@ -193,3 +193,46 @@ describe('removal', () => {
     });
   });
 });
+
+describe('resolver failures and removal before verification', () => {
+  it('tells a SERVFAIL from a missing record', async () => {
+    const ns = unique('servfail');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await dns.post('/set-servfail', { host: hostname });
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const cd = await waitForCondition(ns, 'www', 'DNSVerified', 'False', 'DNSServerFailure');
+    expect(cd.status?.conditions?.find((c) => c.type === 'DNSVerified')?.message).toContain('SERVFAIL');
+    // Resolver failures are retried sooner than a missing record (15 s).
+    const next =
+      Date.parse(cd.status?.observed?.nextCheckAt ?? '') - Date.parse(cd.status?.observed?.checkedAt ?? '');
+    expect(next).toBe(15_000);
+  });
+
+  it('removes a domain still awaiting DNS at once, leaving nothing behind', async () => {
+    const ns = unique('early-remove');
+    await createProject(ns);
+    await createCustomDomain(ns, 'www', { hostname: `www.${ns}.example`, service: { name: 'web' } });
+    await waitForCondition(ns, 'www', 'DNSVerified', 'False', 'RecordNotFound');
+    const ref = {
+      group: 'portico.dev',
+      version: 'v1alpha1',
+      namespace: ns,
+      plural: 'customdomains',
+      name: 'www',
+    };
+    await kube().custom.deleteNamespacedCustomObject(ref);
+    await waitFor('the CustomDomain to disappear', async () => {
+      try {
+        await getCustomDomain(ns, 'www');
+        return undefined;
+      } catch (err) {
+        return (err as { code?: number }).code === 404 ? true : undefined;
+      }
+    });
+    const ingresses = await kube().networking.listNamespacedIngress({ namespace: ns });
+    const secrets = await kube().core.listNamespacedSecret({ namespace: ns });
+    expect(ingresses.items).toEqual([]);
+    expect(secrets.items.filter((s) => s.type === 'kubernetes.io/tls')).toEqual([]);
+  });
+});

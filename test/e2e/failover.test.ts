@@ -4,12 +4,7 @@
  * ACME order. Both share the HTTP-01 port (SO_REUSEPORT), so the CA's validation requests reach
  * either process, as a Service spreads them over replicas: the shared challenge store is exercised.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createCustomDomain,
@@ -22,46 +17,23 @@ import {
   waitForCondition,
 } from './support/cluster.js';
 import {
-  httpStatus,
   restartStackController,
+  startOperator,
+  stopOperator,
   stopStackController,
   type ControllerCommand,
+  type OperatorProcess,
 } from './support/stack-controller.js';
 
 const LEASE_DURATION_SECONDS = 15;
 const RETRY_PERIOD_SECONDS = 2;
 let stack: ControllerCommand | undefined;
-const replicas: { name: string; child: ChildProcess; log: string; metrics: number }[] = [];
+const replicas: OperatorProcess[] = [];
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  return typeof address === 'object' && address ? address.port : 0;
-}
-
-/** The stack's command line with its own metrics port. */
-async function startReplica(name: string): Promise<(typeof replicas)[number]> {
+async function startReplica(name: string): Promise<OperatorProcess> {
   if (!stack) throw new Error('the stack operator was not found');
-  const metrics = await freePort();
-  const args = [...stack.args];
-  const at = args.indexOf('--metrics-listen-address');
-  if (at >= 0) args[at + 1] = `127.0.0.1:${metrics}`;
-  const log = path.join(sandbox.sandboxDir, 'logs', `failover-${name}.log`);
-  const child = spawn(stack.command, args, {
-    env: { PATH: process.env.PATH ?? '', ...stack.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const out = createWriteStream(log);
-  child.stdout?.pipe(out);
-  child.stderr?.pipe(out);
-  const replica = { name, child, log, metrics };
+  const replica = await startOperator(stack, `failover-${name}`);
   replicas.push(replica);
-  await waitFor(`replica ${name} to serve /healthz`, async () =>
-    (await httpStatus(`http://127.0.0.1:${metrics}/healthz`)) === 200 ? true : undefined,
-  );
   return replica;
 }
 
@@ -90,13 +62,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const r of replicas) {
-    if (r.child.exitCode === null && r.child.signalCode === null) {
-      const exited = once(r.child, 'exit');
-      r.child.kill('SIGTERM');
-      await exited;
-    }
-  }
+  for (const r of replicas) await stopOperator(r);
   await restartStackController(stack);
 });
 

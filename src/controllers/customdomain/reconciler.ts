@@ -61,6 +61,8 @@ export interface ReconcileResult {
 
 export interface CustomDomainReconcilerDeps {
   platformCnameTarget: string;
+  /** Milliseconds verified without a certificate before CertificateReady says it is overdue (spec §7.3: 30 min). */
+  certificateOverdueMs: number;
   /** Addresses an apex's A/AAAA records must equal; [] means the target's own addresses. */
   apexAddresses: readonly string[];
   /** The platform's own domains, which no CustomDomain may claim. */
@@ -170,9 +172,17 @@ export class CustomDomainReconciler {
       { accepted, dnsVerified: dns.condition, certificate, routing },
       dns.carried,
       now,
+      this.#d.certificateOverdueMs,
     );
     await this.#writeStatus(domain, status, log);
-    const waits = [dns.nextCheckMs, certificateRequeue].filter((ms): ms is number => ms !== undefined);
+    // Without a certificate, look again when it becomes overdue, so the condition says so on time.
+    const overdueAt =
+      verified && certificate.kind !== 'valid' && dns.carried.verifiedAt
+        ? Date.parse(dns.carried.verifiedAt) + this.#d.certificateOverdueMs - now.getTime()
+        : undefined;
+    const waits = [dns.nextCheckMs, certificateRequeue, overdueAt].filter(
+      (ms): ms is number => ms !== undefined && ms > 0,
+    );
     return { requeueAfterMs: Math.max(1_000, Math.min(...waits)) };
   }
 

@@ -38,21 +38,22 @@ export interface ObservedState {
 
 /**
  * @param lateSinceMs how long the domain has been verified without a certificate, milliseconds;
- *   past `CERTIFICATE_THRESHOLD_MS` a missing certificate gets its own reason (spec §3, §7.3)
+ *   past `overdueMs` a missing certificate gets its own reason (spec §3, §7.3)
  */
 function certificateCondition(
   state: CertificateState,
   verified: boolean,
   lateSinceMs: number,
+  overdueMs: number,
 ): ConditionInput {
-  const late = lateSinceMs >= CERTIFICATE_THRESHOLD_MS && state.kind !== 'valid';
+  const late = lateSinceMs >= overdueMs && state.kind !== 'valid';
   if (late && !(state.kind === 'failed' && state.reason.startsWith('CAA'))) {
     const last = state.kind === 'failed' ? ` The last attempt failed: ${state.message}.` : '';
     return {
       type: 'CertificateReady',
       status: 'False',
       reason: 'CertificateOverdue',
-      message: `No certificate ${Math.floor(lateSinceMs / 60_000)} minutes after verification (it usually takes a couple of minutes).${last} ${LATE_CERTIFICATE_HINTS}`,
+      message: `No certificate ${lateSinceMs >= 60_000 ? `${Math.floor(lateSinceMs / 60_000)} minutes` : `${Math.floor(lateSinceMs / 1000)} seconds`} after verification (it usually takes a couple of minutes).${last} ${LATE_CERTIFICATE_HINTS}`,
     };
   }
   switch (state.kind) {
@@ -111,7 +112,8 @@ function phaseOf(observed: ObservedState, ready: boolean): Phase {
 
 /**
  * The new status: conditions set on the old ones (keeping transition times where nothing flipped),
- * phase, observedGeneration and the certificate facts. Fields not computed here (dnsRecords,
+ * phase, observedGeneration and the certificate facts. `overdueMs`: after this long verified without
+ * a certificate, CertificateReady says so (spec: 30 minutes, the default). Fields not computed here (dnsRecords,
  * observed, verifiedAt, lastVerifyRequest) come from `carried`.
  */
 export function buildStatus(
@@ -119,6 +121,7 @@ export function buildStatus(
   observed: ObservedState,
   carried: Pick<CustomDomainStatus, 'dnsRecords' | 'observed' | 'verifiedAt' | 'lastVerifyRequest'>,
   now: Date,
+  overdueMs: number = CERTIFICATE_THRESHOLD_MS,
 ): CustomDomainStatus {
   const generation = domain.metadata.generation ?? 0;
   const verified = observed.dnsVerified.status === 'True';
@@ -127,7 +130,7 @@ export function buildStatus(
   const inputs = [
     observed.accepted,
     observed.dnsVerified,
-    certificateCondition(observed.certificate, verified, lateSinceMs),
+    certificateCondition(observed.certificate, verified, lateSinceMs, overdueMs),
     routedCondition(observed.routing),
   ];
   for (const input of inputs) conditions = setCondition(conditions, input, generation, now);

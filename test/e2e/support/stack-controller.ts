@@ -3,7 +3,12 @@
  * environment, for tests that run operator processes of their own (the CA validates HTTP-01 on the
  * one port the stack's operator listens on).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
 import { CONTROLLER } from '../../../src/sandbox/controller.js';
 import { sandboxPaths } from '../../../src/sandbox/paths.js';
 import { readPid, startDetached, stopProcess } from '../../../src/sandbox/processes.js';
@@ -52,4 +57,62 @@ export async function restartStackController(stopped: ControllerCommand | undefi
   await waitFor('the stack operator to be ready again', async () =>
     (await httpStatus(sandbox.controllerReadyzUrl)) === 200 ? true : undefined,
   );
+}
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  server.close();
+  return typeof address === 'object' && address ? address.port : 0;
+}
+
+export interface OperatorProcess {
+  name: string;
+  child: ChildProcess;
+  /** Its log file (JSON lines). */
+  log: string;
+  metricsPort: number;
+}
+
+/**
+ * Starts another operator with the stack's command line, its own metrics port and `overrides`
+ * (flag → value), logging to `<stack>/logs/<name>.log`; waits until it serves /healthz.
+ */
+export async function startOperator(
+  stack: ControllerCommand,
+  name: string,
+  overrides: Record<string, string> = {},
+): Promise<OperatorProcess> {
+  const metricsPort = await freePort();
+  const args = [...stack.args];
+  const set = (flag: string, value: string): void => {
+    const at = args.indexOf(flag);
+    if (at >= 0) args[at + 1] = value;
+    else args.push(flag, value);
+  };
+  set('--metrics-listen-address', `127.0.0.1:${metricsPort}`);
+  for (const [flag, value] of Object.entries(overrides)) set(flag, value);
+  const log = path.join(sandbox.sandboxDir, 'logs', `${name}.log`);
+  const child = spawn(stack.command, args, {
+    env: { PATH: process.env.PATH ?? '', ...stack.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out = createWriteStream(log);
+  child.stdout?.pipe(out);
+  child.stderr?.pipe(out);
+  await waitFor(`operator ${name} to serve /healthz`, async () =>
+    (await httpStatus(`http://127.0.0.1:${metricsPort}/healthz`)) === 200 ? true : undefined,
+  );
+  return { name, child, log, metricsPort };
+}
+
+/** SIGTERM, and wait for the exit. */
+export async function stopOperator(operator: OperatorProcess): Promise<void> {
+  if (operator.child.exitCode !== null || operator.child.signalCode !== null) return;
+  const exited = once(operator.child, 'exit');
+  operator.child.kill('SIGTERM');
+  await exited;
 }
