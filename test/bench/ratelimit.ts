@@ -6,18 +6,20 @@
  *
  *   npm run bench:ratelimit                                  # defaults below
  *   npm run bench:ratelimit -- --requests 200000 --concurrency 64 --rounds 3
- *   npm run bench:ratelimit -- --node-options '--max-semi-space-size=32'   # flags for Portico's node
+ *   npm run bench:ratelimit -- --node-options=--max-semi-space-size=64   # V8 flags for Portico's node (note the =)
  *   npm run bench:ratelimit -- --pin      # ghz on CPU 0; each server and Redis on CPU 1 (taskset)
  *
  * All load goes to 127.0.0.1, bounded by --requests per run (and ghz's --timeout per call). Both
  * servers run side by side on one Redis but are loaded one at a time, in alternating rounds after a
- * warm-up of each, so a change in the machine's other load hits both; the figures are the medians. Each request carries one descriptor
- * `key_id=<one of --keys keys>, plan=free` in domain `bench/api`; limits are high, so every check is
- * admitted and counted (the path a gateway takes for almost every request).
+ * warm-up of each, so a change in the machine's other load hits both; the figures are the medians.
+ * Each request carries one descriptor `key_id=<one of --keys keys>, plan=free` in domain
+ * `bench/api`; limits are high, so every check is admitted and counted (the path a gateway takes for
+ * almost every request).
  *
  * What each server does per check: Portico runs one Lua script (EVALSHA) that reads the ban flag and
  * both windows (minute and UTC day) and counts both; envoyproxy/ratelimit checks the one window its
- * config has for the descriptor (INCRBY + EXPIRE, pipelined).
+ * config has for the descriptor (INCRBY + EXPIRE), with its default settings (a pool of 10 Redis
+ * connections, no implicit pipelining).
  *
  * Needs a Kubernetes API for Portico's config: the sandbox in .sandbox (started if it is not up).
  */
