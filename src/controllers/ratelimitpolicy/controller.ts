@@ -84,6 +84,8 @@ export class RateLimitPolicyController {
   readonly #configMaps: ResilientInformer<V1ConfigMap>;
   readonly #configName: string;
   readonly #statusName: string;
+  /** The generation of each policy the config was last queued for, by `namespace/name`. */
+  readonly #seenGenerations = new Map<string, number | undefined>();
   #running: Promise<void>[] = [];
   #stopping = false;
 
@@ -97,8 +99,14 @@ export class RateLimitPolicyController {
     this.#policies = new ResilientInformer<RateLimitPolicy>(options.kubeConfig, {
       path: `/apis/${GROUP}/${VERSION}/${RATE_LIMIT_POLICY_PLURAL}`,
       list: () => options.objects.list<RateLimitPolicy>(API_VERSION, RATE_LIMIT_POLICY_KIND),
-      onChange: (policy) => {
-        this.#queue.add(objectKey(policy));
+      onChange: (policy, verb) => {
+        const key = objectKey(policy);
+        this.#queue.add(key);
+        // The config depends on specs only: a status write (generation unchanged) needs no recompile.
+        const generation = policy.metadata?.generation;
+        if (verb === 'delete') this.#seenGenerations.delete(key);
+        else if (this.#seenGenerations.get(key) === generation) return;
+        else this.#seenGenerations.set(key, generation);
         this.#queue.add(CONFIG_KEY);
       },
       onResync: (policies) => {
