@@ -35,7 +35,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { renderCompiledConfig } from '../../src/ratelimit/config-schema.js';
 import { protoIncludeDirs, RLS_PROTO } from '../../src/ratelimit/protocol.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
-import { redisPingProbe } from '../../src/sandbox/redis.js';
+import { redisArgs, redisPingProbe } from '../../src/sandbox/redis.js';
 import { readSandboxEnv, sandboxStatus, sandboxUp } from '../../src/sandbox/stack.js';
 
 const run = promisify(execFile);
@@ -289,23 +289,7 @@ async function main(): Promise<void> {
   });
   const serverCpu = o.pin ? 1 : undefined;
   const redisDir = mkdtempSync(path.join(tmpdir(), 'bench-redis-'));
-  const redis = start(
-    path.join(bin, 'redis-server'),
-    [
-      '--port',
-      String(ports.redis),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      redisDir,
-    ],
-    {},
-    serverCpu,
-  );
+  const redis = start(path.join(bin, 'redis-server'), redisArgs(ports.redis, redisDir), {}, serverCpu);
   const results: Record<string, Figures> = {};
   try {
     const ping = redisPingProbe(`127.0.0.1:${ports.redis}`);

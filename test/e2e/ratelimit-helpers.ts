@@ -16,7 +16,7 @@ import type { RateLimitPolicy, RateLimitPolicySpec } from '../../src/api/ratelim
 import { createRateLimitClient, type RateLimitClient } from '../../src/ratelimit/grpc.js';
 import type { RateLimitResponse } from '../../src/ratelimit/protocol.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
-import { redisPingProbe } from '../../src/sandbox/redis.js';
+import { redisArgs, redisPingProbe } from '../../src/sandbox/redis.js';
 import { sandbox, waitFor } from './support/cluster.js';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -196,18 +196,7 @@ export function startProcess(command: string, args: readonly string[]): TestProc
 /** Starts a redis-server of the test's own on `port` (cluster mode when `cluster`). */
 export async function startTestRedis(port: number, cluster = false): Promise<TestProcess> {
   const dir = mkdtempSync(path.join(tmpdir(), 'portico-redis-'));
-  const args = [
-    '--port',
-    String(port),
-    '--bind',
-    '127.0.0.1',
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--dir',
-    dir,
-  ];
+  const args = redisArgs(port, dir);
   if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'));
   const proc = startProcess(path.join(TOOLS_BIN, 'redis-server'), args);
   const probe = redisPingProbe(`127.0.0.1:${port}`);
