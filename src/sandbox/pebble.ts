@@ -18,6 +18,25 @@ export const CERTIFICATE_VALIDITY_SECONDS = 90 * 24 * 60 * 60;
 /** The CAA issuer-domain of the sandbox's CA (Pebble's default). */
 export const PEBBLE_CAA_IDENTITY = 'pebble.letsencrypt.org';
 
+/** A certificate profile Pebble offers (draft-ietf-acme-profiles), as in its config's `profiles`. */
+export interface PebbleProfile {
+  /** What the directory's `meta.profiles` says about it. */
+  readonly description: string;
+  /** How long certificates issued under this profile are valid, in seconds. */
+  readonly validityPeriod: number;
+}
+
+/**
+ * The sandbox's profiles: one only, because Pebble picks a random profile for an order that names
+ * none, and every certificate of the sandbox should last 90 days.
+ */
+export const SANDBOX_PEBBLE_PROFILES: Readonly<Record<string, PebbleProfile>> = {
+  default: {
+    description: "90-day certificates, like Let's Encrypt's classic profile",
+    validityPeriod: CERTIFICATE_VALIDITY_SECONDS,
+  },
+};
+
 /** Where Pebble listens and where it validates challenges. */
 export interface PebbleOptions {
   /** The ACME API (directory at `/dir`). */
@@ -30,6 +49,21 @@ export interface PebbleOptions {
   readonly tlsPort: number;
   /** The DNS server Pebble resolves with, `127.0.0.1:<port>`. */
   readonly dnsServer: string;
+  /**
+   * The profiles offered, by name (default `SANDBOX_PEBBLE_PROFILES`). With more than one, an order
+   * that names no profile gets a random one.
+   */
+  readonly profiles?: Readonly<Record<string, PebbleProfile>>;
+}
+
+/**
+ * Which Pebble process: its component name (log and pid files) and its config file. The sandbox's
+ * own is `pebble` with `<dir>/pebble.json`; tests may run a second one beside it under another name.
+ */
+export interface PebbleInstance {
+  readonly name: string;
+  /** Absolute path of the JSON config file written before the start. */
+  readonly configPath: string;
 }
 
 /** The content of `<dir>/pebble.json` (keys as in Pebble v2.10's test/config/pebble-config.json). */
@@ -49,21 +83,18 @@ export function pebbleConfig(paths: SandboxPaths, options: PebbleOptions): unkno
       keyAlgorithm: 'ecdsa',
       // Retry-After (seconds) on pending authorizations and orders: short, for fast tests.
       retryAfter: { authz: 1, order: 1 },
-      // One profile only: Pebble picks a random profile for an order that names none, and every
-      // certificate should last 90 days.
-      profiles: {
-        default: {
-          description: "90-day certificates, like Let's Encrypt's classic profile",
-          validityPeriod: CERTIFICATE_VALIDITY_SECONDS,
-        },
-      },
+      profiles: options.profiles ?? SANDBOX_PEBBLE_PROFILES,
     },
   };
 }
 
-/** Pebble's command-line flags. */
-export function pebbleArgs(paths: SandboxPaths, options: PebbleOptions): string[] {
-  return ['-config', paths.pebbleConfig, '-dnsserver', options.dnsServer];
+/** Pebble's command-line flags; `configPath` defaults to `<dir>/pebble.json`. */
+export function pebbleArgs(
+  paths: SandboxPaths,
+  options: PebbleOptions,
+  configPath: string = paths.pebbleConfig,
+): string[] {
+  return ['-config', configPath, '-dnsserver', options.dnsServer];
 }
 
 /**
@@ -80,6 +111,7 @@ export const PEBBLE_ENV: Readonly<Record<string, string>> = {
  *
  * @param binary absolute path of the pebble binary
  * @param caPem the Pebble listener CA (trusted for the readiness probe)
+ * @param instance the process name and config file (default: the sandbox's own Pebble)
  * @returns the process and the directory URL
  * @throws ComponentStartError when Pebble exits or does not answer within 30 s
  */
@@ -88,12 +120,13 @@ export async function startPebble(
   binary: string,
   caPem: string,
   options: PebbleOptions,
+  instance: PebbleInstance = { name: PEBBLE, configPath: paths.pebbleConfig },
 ): Promise<{ process: StartedProcess; directoryUrl: string; managementUrl: string }> {
-  await writeFile(paths.pebbleConfig, `${JSON.stringify(pebbleConfig(paths, options), null, 2)}\n`);
+  await writeFile(instance.configPath, `${JSON.stringify(pebbleConfig(paths, options), null, 2)}\n`);
   const proc = await startDetached(paths, {
-    name: PEBBLE,
+    name: instance.name,
     command: binary,
-    args: pebbleArgs(paths, options),
+    args: pebbleArgs(paths, options, instance.configPath),
     env: PEBBLE_ENV,
   });
   const directoryUrl = `https://127.0.0.1:${options.listenPort}/dir`;
