@@ -18,6 +18,7 @@ import { AcmeIssuer } from '../acme/issuer.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
 import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
 import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.js';
+import { HostnameClaims } from '../controllers/customdomain/hostname-claims.js';
 import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
@@ -104,6 +105,7 @@ function build(
       apexAddresses: config.apexAddresses,
       certificateOverdueMs: config.certificateOverdueMs,
       view,
+      claims: new HostnameClaims(customObjects, log),
       routing: {
         ...config.routing,
         ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),

@@ -15,8 +15,25 @@ import {
   waitFor,
   waitForCondition,
 } from './support/cluster.js';
+import type { CustomDomain } from '../../src/api/customdomain.js';
+import type { HostnameClaim } from '../../src/api/hostnameclaim.js';
 
 const target = sandbox.platformCnameTarget;
+
+/** The HostnameClaim of `hostname`, or undefined when there is none. */
+async function getClaim(hostname: string): Promise<HostnameClaim | undefined> {
+  try {
+    return (await kube().custom.getClusterCustomObject({
+      group: 'portico.dev',
+      version: 'v1alpha1',
+      plural: 'hostnameclaims',
+      name: hostname,
+    })) as HostnameClaim;
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return undefined;
+    throw err;
+  }
+}
 
 describe('plan gating', () => {
   it('refuses the free plan (and an unlabelled namespace), then accepts at once on upgrade', async () => {
@@ -100,38 +117,128 @@ describe('takeover safety', () => {
     await waitForCondition(second, 'shared', 'Ready', 'True', undefined, 30_000);
   });
 
-  it('gives the hostname to the same one whatever the order the operator sees them in', async () => {
-    // Both are created back to back; whichever the API server stamped first holds the claim.
-    const a = unique('race-a');
-    const b = unique('race-b');
-    const hostname = `race.${a}.example`;
-    await createProject(a);
-    await createProject(b);
-    await dns.setCname(hostname, target);
-    await Promise.all([
-      createCustomDomain(a, 'race', { hostname, service: { name: 'web' } }),
-      createCustomDomain(b, 'race', { hostname, service: { name: 'web' } }),
-    ]);
-    // Two claims reconciled at the same moment can both be accepted for an instant (each before the
-    // cache shows the other); the next reconcile of each settles it. Wait for one True and one False.
-    const states = await waitFor('the claims to settle on one holder', async () => {
-      const both = await Promise.all([getCustomDomain(a, 'race'), getCustomDomain(b, 'race')]);
-      const accepted = both.map((cd) => cd.status?.conditions?.find((c) => c.type === 'Accepted')?.status);
-      return accepted.includes('True') && accepted.includes('False') ? { both, accepted } : undefined;
-    });
-    expect(states.accepted.filter((s) => s === 'True')).toHaveLength(1);
-    const holder = states.accepted.indexOf('True');
-    // The claim does not move afterwards: a resync or any later event gives the same verdict.
+  it('never accepts two at once when both are created at the same moment', async () => {
+    // Five pairs, each pair created in parallel. The claim is an atomic create of a HostnameClaim,
+    // so no read at any moment sees both Accepted=True, whichever the operator reconciles first.
+    const rounds = await Promise.all(
+      Array.from({ length: 5 }, async (_, i) => {
+        const a = unique(`race${String(i)}-a`);
+        const b = unique(`race${String(i)}-b`);
+        const hostname = `race.${a}.example`;
+        await Promise.all([createProject(a), createProject(b), dns.setCname(hostname, target)]);
+        return { a, b, hostname };
+      }),
+    );
+    const acceptedOf = (cd: CustomDomain): string | undefined =>
+      cd.status?.conditions?.find((c) => c.type === 'Accepted')?.status;
+    let reads = 0;
+    let bothTrue = 0;
+    const settled = await Promise.all(
+      rounds.map(async ({ a, b, hostname }) => {
+        await Promise.all([
+          createCustomDomain(a, 'race', { hostname, service: { name: 'web' } }),
+          createCustomDomain(b, 'race', { hostname, service: { name: 'web' } }),
+        ]);
+        return waitFor(
+          `one holder of ${hostname}`,
+          async () => {
+            const both = await Promise.all([getCustomDomain(a, 'race'), getCustomDomain(b, 'race')]);
+            const accepted = both.map(acceptedOf);
+            reads += 1;
+            if (accepted[0] === 'True' && accepted[1] === 'True') bothTrue += 1;
+            return accepted.includes('True') && accepted.includes('False') ? { both, accepted } : undefined;
+          },
+          60_000,
+          20,
+        );
+      }),
+    );
+    expect(bothTrue, `reads with both Accepted (of ${String(reads)})`).toBe(0);
+
+    // Each hostname's HostnameClaim names the accepted one; the other says the hostname is taken,
+    // and the verdict does not move afterwards.
     await new Promise((r) => setTimeout(r, 3_000));
-    const again = await Promise.all([getCustomDomain(a, 'race'), getCustomDomain(b, 'race')]);
-    const acceptedAgain = again.map(
-      (cd) => cd.status?.conditions?.find((c) => c.type === 'Accepted')?.status,
-    );
-    expect(acceptedAgain.indexOf('True')).toBe(holder);
-    expect(acceptedAgain.filter((s) => s === 'True')).toHaveLength(1);
-    expect(again[1 - holder]?.status?.conditions?.find((c) => c.type === 'Accepted')?.reason).toBe(
-      'HostnameAlreadyClaimed',
-    );
+    for (const [i, { a, b, hostname }] of rounds.entries()) {
+      const holder = settled[i]?.accepted.indexOf('True') ?? -1;
+      const namespaces = [a, b];
+      expect((await getClaim(hostname))?.spec.customDomainRef).toMatchObject({
+        namespace: namespaces[holder],
+        name: 'race',
+      });
+      const again = await Promise.all([getCustomDomain(a, 'race'), getCustomDomain(b, 'race')]);
+      expect(again.map(acceptedOf)).toEqual(settled[i]?.accepted);
+      expect(again[1 - holder]?.status?.conditions?.find((c) => c.type === 'Accepted')?.reason).toBe(
+        'HostnameAlreadyClaimed',
+      );
+    }
+  });
+
+  it("passes the hostname on when the holder's plan no longer allows custom domains", async () => {
+    const first = unique('downgrade-a');
+    const second = unique('downgrade-b');
+    const hostname = `${unique('moving')}.tenant.example`;
+    await Promise.all([createProject(first), createProject(second), dns.setCname(hostname, target)]);
+    await createCustomDomain(first, 'www', { hostname, service: { name: 'web' } });
+    await waitForCondition(first, 'www', 'Ready', 'True', undefined, 60_000);
+    await createCustomDomain(second, 'www', { hostname, service: { name: 'web' } });
+    await waitForCondition(second, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');
+
+    await kube().core.patchNamespace({
+      name: first,
+      body: [{ op: 'replace', path: '/metadata/labels/portico.dev~1plan', value: 'free' }],
+    });
+    await waitForCondition(first, 'www', 'Accepted', 'False', 'PlanNotEligible');
+    await expect(
+      kube().networking.readNamespacedIngress({ namespace: first, name: 'portico-www' }),
+    ).rejects.toMatchObject({ code: 404 });
+    await waitForCondition(second, 'www', 'Ready', 'True', undefined, 60_000);
+    const claim = await getClaim(hostname);
+    expect(claim?.spec.customDomainRef).toMatchObject({ namespace: second, name: 'www' });
+  });
+
+  it('replaces a claim whose CustomDomain no longer exists, and keeps one whose holder does', async () => {
+    const ns = unique('stale');
+    const hostname = `${unique('orphan')}.tenant.example`;
+    await Promise.all([createProject(ns), dns.setCname(hostname, target)]);
+    // A claim left by a CustomDomain deleted while no operator ran (its uid exists nowhere).
+    await kube().custom.createClusterCustomObject({
+      group: 'portico.dev',
+      version: 'v1alpha1',
+      plural: 'hostnameclaims',
+      body: {
+        apiVersion: 'portico.dev/v1alpha1',
+        kind: 'HostnameClaim',
+        metadata: { name: hostname },
+        spec: {
+          customDomainRef: { namespace: 'gone', name: 'www', uid: '00000000-0000-4000-8000-000000000000' },
+        },
+      },
+    });
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const created = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 60_000);
+    expect((await getClaim(hostname))?.spec.customDomainRef).toEqual({
+      namespace: ns,
+      name: 'www',
+      uid: created.metadata.uid,
+    });
+
+    // A claim whose holder exists is respected, even if the operator did not write it.
+    const other = unique('stale-b');
+    const held = `${unique('held')}.tenant.example`;
+    await Promise.all([createProject(other), dns.setCname(held, target)]);
+    await kube().custom.createClusterCustomObject({
+      group: 'portico.dev',
+      version: 'v1alpha1',
+      plural: 'hostnameclaims',
+      body: {
+        apiVersion: 'portico.dev/v1alpha1',
+        kind: 'HostnameClaim',
+        metadata: { name: held },
+        spec: { customDomainRef: { namespace: ns, name: 'www', uid: created.metadata.uid } },
+      },
+    });
+    await createCustomDomain(other, 'www', { hostname: held, service: { name: 'web' } });
+    await waitForCondition(other, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');
   });
 });
 

@@ -313,6 +313,15 @@ describe('the controller as its ServiceAccount', () => {
     // The ACME account key, created in the release namespace by this identity.
     const account = await core.readNamespacedSecret({ namespace: NAMESPACE, name: 'portico-acme-account' });
     expect(Object.keys(account.data ?? {})).toEqual(['private-key.pem']);
+    // The hostname's claim, taken by this identity.
+    const claim = await kubectl([
+      'get',
+      'hostnameclaim',
+      hostname,
+      '-o',
+      'jsonpath={.spec.customDomainRef.namespace}/{.spec.customDomainRef.name}',
+    ]);
+    expect(claim.stdout).toBe(`${project}/www`);
 
     await kube().custom.deleteNamespacedCustomObject({
       group: 'portico.dev',
@@ -325,6 +334,7 @@ describe('the controller as its ServiceAccount', () => {
       const left = await kubectl(['get', 'customdomains,ingresses,secrets', '-n', project, '-o', 'name']);
       return left.code === 0 && left.stdout.trim() === '' ? true : undefined;
     });
+    expect((await kubectl(['get', 'hostnameclaim', hostname])).stderr).toContain('NotFound');
 
     await stop(controller);
     expect(refusals(await readFile(path.join(LOGS, logName), 'utf8')), 'refused requests').toEqual([]);
@@ -415,6 +425,8 @@ describe('kubectl auth can-i: no more than needed', () => {
     [['create', 'events', '-n', TENANT], true],
     [['update', 'leases.coordination.k8s.io/portico-controller', '-n', NAMESPACE], true],
     [['list', 'ratelimitpolicies.portico.dev', '--all-namespaces'], true],
+    [['create', 'hostnameclaims.portico.dev'], true],
+    [['delete', 'hostnameclaims.portico.dev'], true],
     // Secrets: the TLS Secrets may be in any namespace and RBAC cannot select by label, so list is
     // cluster-wide (docs/adr/2026-11-22-rbac-secret-access.md); but never update or delete them in bulk.
     [['update', 'secrets', '-n', TENANT], false],
@@ -424,6 +436,9 @@ describe('kubectl auth can-i: no more than needed', () => {
     [['delete', 'customdomains.portico.dev', '-n', TENANT], false],
     [['update', 'customdomains.portico.dev', '-n', TENANT], false],
     [['patch', 'ratelimitpolicies.portico.dev', '-n', TENANT], false],
+    // A hostname claim never changes hands in place.
+    [['update', 'hostnameclaims.portico.dev'], false],
+    [['patch', 'hostnameclaims.portico.dev'], false],
     // Only the challenge Service, and nothing else of a project.
     [['patch', 'services/web', '-n', TENANT], false],
     [['delete', 'services', '-n', TENANT], false],
@@ -500,7 +515,11 @@ describe('helm upgrade and uninstall', () => {
     expect(left.stdout.trim()).toBe('');
     const clusterRole = await kubectl(['get', 'clusterrole', 'portico-controller']);
     expect(clusterRole.code).not.toBe(0);
-    for (const crd of ['customdomains.portico.dev', 'ratelimitpolicies.portico.dev']) {
+    for (const crd of [
+      'customdomains.portico.dev',
+      'hostnameclaims.portico.dev',
+      'ratelimitpolicies.portico.dev',
+    ]) {
       expect((await kubectl(['get', 'crd', crd])).code).toBe(0);
     }
     expect((await kubectl(['get', 'secret', 'portico-acme-account', '-n', NAMESPACE])).code).toBe(0);

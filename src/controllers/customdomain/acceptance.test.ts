@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../api/customdomain.js';
-import { acceptance, claimHolder, planOf, reservedDomainOf, type AcceptanceFacts } from './acceptance.js';
+import { acceptance, planOf, reservedDomainOf, type AcceptanceFacts } from './acceptance.js';
 
 const domain: CustomDomain = {
   apiVersion: 'portico.dev/v1alpha1',
@@ -14,8 +14,7 @@ const ok: AcceptanceFacts = {
   readyEndpoints: 1,
   previouslyAccepted: false,
   reservedDomain: undefined,
-  holder: 'shop/www',
-  key: 'shop/www',
+  claim: 'held',
 };
 
 describe('acceptance', () => {
@@ -38,41 +37,23 @@ describe('acceptance', () => {
 
   it('refuses a reserved hostname and a hostname held elsewhere, without naming the holder', () => {
     expect(acceptance({ ...ok, reservedDomain: 'platform.example' }).reason).toBe('ReservedHostname');
-    const taken = acceptance({ ...ok, holder: 'other-tenant/www' });
+    const taken = acceptance({ ...ok, claim: 'taken' });
     expect(taken.reason).toBe('HostnameAlreadyClaimed');
-    expect(taken.message).not.toContain('other-tenant');
+    expect(taken.message).toBe(
+      'www.example.com is already attached to another project on this platform. If you own it, remove it from the other project first, or contact support.',
+    );
+  });
+
+  it('puts the plan and reserved-name gates before the claim, and the claim before the deploy gate', () => {
+    expect(acceptance({ ...ok, plan: 'free', claim: undefined }).reason).toBe('PlanNotEligible');
+    expect(acceptance({ ...ok, reservedDomain: 'platform.example', claim: undefined }).reason).toBe(
+      'ReservedHostname',
+    );
+    expect(acceptance({ ...ok, claim: 'taken', readyEndpoints: 0 }).reason).toBe('HostnameAlreadyClaimed');
   });
 });
 
-describe('claims and labels', () => {
-  const base = { hostname: 'www.example.com', uid: 'b', eligible: true, accepted: false };
-  it('gives the hostname to the oldest eligible claimant, whatever the list order', () => {
-    const claimants = [
-      { ...base, key: 'b/www', creationTimestamp: '2026-01-02T00:00:00Z' },
-      { ...base, key: 'a/www', creationTimestamp: '2026-01-01T00:00:00Z', eligible: false },
-      { ...base, key: 'c/www', creationTimestamp: '2026-01-03T00:00:00Z' },
-    ];
-    expect(claimHolder('www.example.com', claimants)).toBe('b/www');
-    expect(claimHolder('www.example.com', [...claimants].reverse())).toBe('b/www');
-  });
-
-  it('leaves the claim with the one already accepted, even if another is older', () => {
-    const claimants = [
-      { ...base, key: 'old/www', creationTimestamp: '2026-01-01T00:00:00Z' },
-      { ...base, key: 'holder/www', creationTimestamp: '2026-01-02T00:00:00Z', accepted: true },
-    ];
-    expect(claimHolder('www.example.com', claimants)).toBe('holder/www');
-  });
-
-  it('breaks a same-second tie by uid', () => {
-    const t = '2026-01-01T00:00:00Z';
-    const claimants = [
-      { ...base, key: 'x/www', creationTimestamp: t, uid: 'f' },
-      { ...base, key: 'y/www', creationTimestamp: t, uid: 'a' },
-    ];
-    expect(claimHolder('www.example.com', claimants)).toBe('y/www');
-  });
-
+describe('labels and reserved domains', () => {
   it('reads the plan label (free when missing) and matches reserved domains by label boundary', () => {
     expect(planOf(undefined)).toBe('free');
     expect(planOf({ 'portico.dev/plan': 'Business' })).toBe('business');

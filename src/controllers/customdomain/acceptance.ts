@@ -6,16 +6,14 @@
  * - Deploy [spec §3]: the project must have had a successful deploy: its Service has had at least
  *   one ready endpoint. Once accepted, a later scale-to-zero does not revoke it.
  * - Reserved hostnames: the platform's own domains (configuration) cannot be claimed.
- * - Takeover safety: a hostname belongs to at most one CustomDomain in the cluster. Among the
- *   CustomDomains whose namespace is on an eligible plan, the claim stays with the one already
- *   Accepted; otherwise (or if two were accepted at once) it goes to the oldest (creationTimestamp,
- *   then uid, so every replica and every order of events picks the same one); a
- *   CustomDomain being deleted keeps its claim until it is gone, so a hostname moves to another
- *   project only after its routing is removed. The loser's message never names the holder.
+ * - Takeover safety: a hostname belongs to at most one CustomDomain in the cluster. The claim is a
+ *   HostnameClaim taken atomically (hostname-claims.ts) once plan and reserved-name gates pass; the
+ *   holder keeps it until its routing is gone. The loser's message never names the holder.
  */
 import type { CustomDomain } from '../../api/customdomain.js';
 import { PLAN_LABEL } from '../../api/customdomain.js';
 import type { ConditionInput } from '../../kube/conditions.js';
+import type { ClaimState } from './hostname-claims.js';
 
 export const ELIGIBLE_PLANS: ReadonlySet<string> = new Set(['pro', 'business', 'enterprise']);
 
@@ -29,30 +27,6 @@ export function reservedDomainOf(hostname: string, reserved: readonly string[]):
   return reserved.find((r) => hostname === r || hostname.endsWith(`.${r}`));
 }
 
-export interface Claimant {
-  key: string;
-  hostname: string;
-  /** RFC 3339. */
-  creationTimestamp: string;
-  uid: string;
-  /** The claimant's namespace is on an eligible plan. */
-  eligible: boolean;
-  /** The claimant's Accepted condition is True: it holds the claim now. */
-  accepted: boolean;
-}
-
-/** The key of the CustomDomain that holds `hostname`, or undefined when no eligible one claims it. */
-export function claimHolder(hostname: string, claimants: readonly Claimant[]): string | undefined {
-  const eligible = claimants.filter((c) => c.hostname === hostname && c.eligible);
-  eligible.sort(
-    (a, b) =>
-      Number(b.accepted) - Number(a.accepted) ||
-      Date.parse(a.creationTimestamp) - Date.parse(b.creationTimestamp) ||
-      a.uid.localeCompare(b.uid),
-  );
-  return eligible[0]?.key;
-}
-
 export interface AcceptanceFacts {
   domain: CustomDomain;
   plan: string;
@@ -61,9 +35,11 @@ export interface AcceptanceFacts {
   /** The Accepted condition was True before: the project has had a deploy. */
   previouslyAccepted: boolean;
   reservedDomain: string | undefined;
-  /** The key of the claim holder of the hostname. */
-  holder: string | undefined;
-  key: string;
+  /**
+   * The hostname claim (hostname-claims.ts): `held` by this CustomDomain or `taken` by another;
+   * undefined when it was not asked because the plan or reserved-name gate failed first.
+   */
+  claim: ClaimState | undefined;
 }
 
 /** The Accepted condition. The first failing gate decides the reason. */
@@ -88,7 +64,7 @@ export function acceptance(f: AcceptanceFacts): ConditionInput & { status: 'True
       `${hostname} is under ${f.reservedDomain}, a domain of the platform itself, and cannot be attached as a custom domain.`,
     );
   }
-  if (f.holder !== f.key) {
+  if (f.claim !== 'held') {
     return no(
       'HostnameAlreadyClaimed',
       `${hostname} is already attached to another project on this platform. If you own it, remove it from the other project first, or contact support.`,

@@ -1,15 +1,12 @@
 /**
  * What the CustomDomain reconcile reads of the rest of the cluster, served from informer caches so a
  * reconcile costs no extra API calls: namespace labels (the plan), ready endpoints of a Service (the
- * deploy gate), and every CustomDomain (hostname claims).
+ * deploy gate). Hostname claims are read from the API server itself (hostname-claims.ts).
  */
-import type { CustomDomain } from '../../api/customdomain.js';
 
 export interface ClusterView {
   /** The labels of namespace `name`, or undefined when it is not (yet) cached. */
   namespaceLabels(name: string): Readonly<Record<string, string>> | undefined;
   /** Ready endpoints across the EndpointSlices of Service `service` in `namespace`. */
   readyEndpoints(namespace: string, service: string): number;
-  /** Every CustomDomain in the cluster. */
-  customDomains(): readonly CustomDomain[];
 }

@@ -143,7 +143,6 @@ export class CustomDomainController {
           .list(namespace)
           .filter((s) => s.metadata?.labels?.[SERVICE_NAME_LABEL] === service)
           .reduce((sum, s) => sum + readyEndpointCount(s), 0),
-      customDomains: () => this.#domains.list(),
     };
   }
 

@@ -48,7 +48,8 @@ import {
   staleRoutingObjects,
 } from '../../routing/plan.js';
 import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome } from './dns-outcome.js';
-import { acceptance, claimHolder, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
+import { acceptance, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
+import type { HostnameClaims } from './hostname-claims.js';
 import type { ClusterView } from './cluster-view.js';
 import type { RenewalPlanner } from './renewal.js';
 import { dnsCheckDue, issuanceRetryDelayMs } from './schedule.js';
@@ -68,6 +69,8 @@ export interface CustomDomainReconcilerDeps {
   /** The platform's own domains, which no CustomDomain may claim. */
   reservedDomains: readonly string[];
   view: ClusterView;
+  /** The cluster-wide hostname claims (takeover safety, spec §3). */
+  claims: HostnameClaims;
   routing: RoutingOptions;
   customObjects: CustomObjectsApi;
   core: CoreV1Api;
@@ -103,6 +106,9 @@ const WARNING_REASONS = new Set([
   'NoBackend',
 ]);
 
+/** How often a CustomDomain refused with HostnameAlreadyClaimed looks at the claim again: 10 min. */
+const CLAIM_RECHECK_MS = 10 * 60_000;
+
 const TLS_CERT = 'tls.crt';
 const TLS_KEY = 'tls.key';
 
@@ -125,10 +131,16 @@ export class CustomDomainReconciler {
     if (!(domain.metadata.finalizers ?? []).includes(FINALIZER)) domain = await this.#addFinalizer(domain);
 
     const now = this.#d.now();
-    const accepted = this.#accepted(domain, key);
+    const accepted = await this.#accepted(domain);
     if (accepted.status !== 'True') {
       // Not accepted (plan, deploy, reserved or claimed elsewhere): nothing is routed or ordered.
       await this.#removeRouting(domain);
+      this.#d.tracker.cancel(key);
+      // A holder whose plan no longer allows custom domains lets the hostname go, now that its
+      // routing is gone (a NotDeployed holder keeps it; HostnameAlreadyClaimed holds nothing).
+      if (accepted.reason === 'PlanNotEligible' || accepted.reason === 'ReservedHostname') {
+        await this.#d.claims.release(domain);
+      }
       const status = buildStatus(
         domain,
         {
@@ -152,7 +164,9 @@ export class CustomDomainReconciler {
         now,
       );
       await this.#writeStatus(domain, status, log);
-      return {};
+      // A released claim wakes its claimants through the holder's own events; the recheck only
+      // covers a claim that went another way (e.g. deleted by hand).
+      return accepted.reason === 'HostnameAlreadyClaimed' ? { requeueAfterMs: CLAIM_RECHECK_MS } : {};
     }
     const verifyRequested = dnsCheckDue(domain, now) === 'requested';
     const dns = await this.#verifyDns(domain, key, now, log);
@@ -186,37 +200,24 @@ export class CustomDomainReconciler {
     return { requeueAfterMs: Math.max(1_000, Math.min(...waits)) };
   }
 
-  #accepted(domain: CustomDomain, key: string): ReturnType<typeof acceptance> {
+  /**
+   * The Accepted condition. The plan and reserved-name gates come from the caches; the hostname
+   * claim is taken (atomically, in the API server) only when they pass.
+   */
+  async #accepted(domain: CustomDomain): Promise<ReturnType<typeof acceptance>> {
     const { view } = this.#d;
     const hostname = normalizeDnsName(domain.spec.hostname);
-    const claimants = view.customDomains().map((cd) => ({
-      key: `${cd.metadata.namespace}/${cd.metadata.name}`,
-      hostname: normalizeDnsName(cd.spec.hostname),
-      creationTimestamp: String(cd.metadata.creationTimestamp ?? ''),
-      uid: cd.metadata.uid ?? '',
-      eligible: ELIGIBLE_PLANS.has(planOf(view.namespaceLabels(cd.metadata.namespace))),
-      accepted: findCondition(cd.status?.conditions, 'Accepted')?.status === 'True',
-    }));
-    // The object in hand may be newer than the cache: count it even if the cache has not seen it.
-    if (!claimants.some((c) => c.key === key)) {
-      claimants.push({
-        key,
-        hostname,
-        creationTimestamp: String(domain.metadata.creationTimestamp ?? ''),
-        uid: domain.metadata.uid ?? '',
-        eligible: ELIGIBLE_PLANS.has(planOf(view.namespaceLabels(domain.metadata.namespace))),
-        accepted: findCondition(domain.status?.conditions, 'Accepted')?.status === 'True',
-      });
-    }
+    const plan = planOf(view.namespaceLabels(domain.metadata.namespace));
+    const reservedDomain = reservedDomainOf(hostname, this.#d.reservedDomains);
+    const claimable = ELIGIBLE_PLANS.has(plan) && reservedDomain === undefined;
     const service = domain.spec.service?.name;
     return acceptance({
       domain,
-      key,
-      plan: planOf(view.namespaceLabels(domain.metadata.namespace)),
+      plan,
       readyEndpoints: service ? view.readyEndpoints(domain.metadata.namespace, service) : undefined,
       previouslyAccepted: findCondition(domain.status?.conditions, 'Accepted')?.status === 'True',
-      reservedDomain: reservedDomainOf(hostname, this.#d.reservedDomains),
-      holder: claimHolder(hostname, claimants),
+      reservedDomain,
+      claim: claimable ? await this.#d.claims.acquire(domain) : undefined,
     });
   }
 
@@ -285,6 +286,8 @@ export class CustomDomainReconciler {
       name: domain.metadata.name,
       hostname: domain.spec.hostname,
     });
+    // Routing is confirmed gone: only now may another project claim the hostname.
+    await this.#d.claims.release(domain);
     await this.#d.events.record(
       domain,
       'Normal',

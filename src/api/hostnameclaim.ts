@@ -1,0 +1,28 @@
+/**
+ * The HostnameClaim API, group `portico.dev`, version `v1alpha1`, cluster-scoped. It mirrors
+ * `crds/portico.dev_hostnameclaims.yaml`; the CRD schema is the authority.
+ *
+ * A HostnameClaim's name is the hostname it claims, so creating it is the atomic step that gives a
+ * hostname to exactly one CustomDomain (spec §3, takeover safety).
+ */
+import type { V1ObjectMeta } from '@kubernetes/client-node';
+import { API_VERSION } from './customdomain.js';
+
+export const HOSTNAME_CLAIM_KIND = 'HostnameClaim';
+export const HOSTNAME_CLAIM_PLURAL = 'hostnameclaims';
+
+/** The CustomDomain that holds a hostname. */
+export interface CustomDomainRef {
+  namespace: string;
+  name: string;
+  /** The holder's metadata.uid: a CustomDomain created again under the same name is a new claimant. */
+  uid: string;
+}
+
+export interface HostnameClaim {
+  apiVersion: typeof API_VERSION;
+  kind: typeof HOSTNAME_CLAIM_KIND;
+  /** metadata.name is the hostname (lowercase A-labels, no trailing dot). */
+  metadata: V1ObjectMeta & { name: string };
+  spec: { customDomainRef: CustomDomainRef };
+}
