@@ -8,6 +8,11 @@
  *   npm run bench:ratelimit -- --requests 200000 --concurrency 64 --rounds 3
  *   npm run bench:ratelimit -- --node-options=--max-semi-space-size=64   # V8 flags for Portico's node (note the =)
  *   npm run bench:ratelimit -- --pin      # ghz on CPU 0; each server and Redis on CPU 1 (taskset)
+ *   npm run bench:ratelimit -- --rps 3000 # a fixed offered load (ghz --rps) instead of as fast as it goes
+ *
+ * Without --rps, ghz keeps --concurrency calls in flight (closed loop): the figures are each server's
+ * saturation throughput and the latency at saturation. With --rps, both servers get the same offered
+ * load, so their latencies compare at equal throughput.
  *
  * All load goes to 127.0.0.1, bounded by --requests per run (and ghz's --timeout per call). Both
  * servers run side by side on one Redis but are loaded one at a time, in alternating rounds after a
@@ -55,6 +60,8 @@ interface Options {
   nodeOptions: string[];
   /** Pin ghz to CPU 0 and the servers and Redis to CPU 1 (taskset), so both servers get one core. */
   pin: boolean;
+  /** Offered load in requests per second (ghz --rps); 0: closed loop, as fast as the server answers. */
+  rps: number;
 }
 
 function options(): Options {
@@ -68,6 +75,7 @@ function options(): Options {
       dir: { type: 'string', default: '.sandbox' },
       'node-options': { type: 'string', default: '' },
       pin: { type: 'boolean', default: false },
+      rps: { type: 'string', default: '0' },
     },
   });
   return {
@@ -79,6 +87,7 @@ function options(): Options {
     dir: path.resolve(values.dir),
     nodeOptions: values['node-options'].split(' ').filter(Boolean),
     pin: values.pin,
+    rps: Number(values.rps),
   };
 }
 
@@ -173,6 +182,7 @@ async function ghz(bin: string, address: string, o: Options, requests: number): 
     String(o.connections),
     '--total',
     String(requests),
+    ...(o.rps > 0 ? ['--rps', String(o.rps)] : []),
     '--timeout',
     '5s',
     '--format',
@@ -366,7 +376,8 @@ async function main(): Promise<void> {
     `\nmachine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
       `${o.rounds} rounds of ${o.requests} requests, concurrency ${o.concurrency}, ${o.connections} connections, ${o.keys} keys; ` +
       `portico node flags: ${o.nodeOptions.join(' ') || 'none'}; ` +
-      `${o.pin ? 'ghz on CPU 0, servers and Redis on CPU 1' : 'not pinned'}; medians\n` +
+      `${o.pin ? 'ghz on CPU 0, servers and Redis on CPU 1' : 'not pinned'}; ` +
+      `${o.rps > 0 ? `offered load ${o.rps} req/s (open loop)` : 'closed loop'}; medians\n` +
       `| server | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|\n` +
       `| portico | ${p.rps.toFixed(0)} | ${p.p50Ms.toFixed(2)} | ${p.p99Ms.toFixed(2)} | ${p.errors} |\n` +
       `| envoyproxy/ratelimit | ${e.rps.toFixed(0)} | ${e.p50Ms.toFixed(2)} | ${e.p99Ms.toFixed(2)} | ${e.errors} |\n` +
