@@ -19,6 +19,9 @@ export interface DnsResolverOptions {
 
 type Query = (resolver: Resolver, name: string) => Promise<string[]>;
 
+/** CNAME links followed to find who holds a CAA RRset. */
+const MAX_CNAME_LINKS = 8;
+
 /** Maps a c-ares error code to an answer kind. */
 export function answerFromErrorCode(code: string | undefined): RRsetAnswer {
   switch (code) {
@@ -80,8 +83,10 @@ export class DnsResolver {
   /**
    * The relevant CAA RRset of `hostname` (RFC 8659 §3): the first name from `hostname` up the tree
    * whose CAA query returns records. Resolution follows a CNAME at a name, so CAA at the CNAME
-   * target counts. Returns `{owner, records}`, with records [] when none is found, or a failed
-   * answer (SERVFAIL, timeout), on which a CA must not issue (§5.4).
+   * target counts; `owner` is then the name that holds the records (the end of the CNAME chain: a
+   * name with a CNAME holds no other data, RFC 1034 §3.6.2), so a message can say where to fix
+   * them. Returns `{owner, records}`, with records [] when none is found, or a failed answer
+   * (SERVFAIL, timeout), on which a CA must not issue (§5.4).
    */
   async relevantCaa(
     hostname: string,
@@ -95,9 +100,21 @@ export class DnsResolver {
         if (answer.kind === 'nxdomain' || answer.kind === 'nodata') continue;
         return { failed: answer, owner: name };
       }
-      if (records.length > 0) return { owner: name, records };
+      if (records.length > 0) return { owner: await this.#aliasTarget(name), records };
     }
     return { owner: hostname, records: [] };
+  }
+
+  /** The end of the CNAME chain at `name` (at most 8 links), or `name` when it has no CNAME. */
+  async #aliasTarget(name: string): Promise<string> {
+    let current = name;
+    for (let link = 0; link < MAX_CNAME_LINKS; link += 1) {
+      const answer = await this.#query(current, (r, n) => r.resolveCname(n));
+      const next = answer.kind === 'records' ? answer.values[0] : undefined;
+      if (next === undefined) return current;
+      current = next.endsWith('.') ? next.slice(0, -1) : next;
+    }
+    return current;
   }
 }
 

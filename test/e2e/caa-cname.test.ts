@@ -1,0 +1,94 @@
+/**
+ * CAA reached through the CNAME target (RFC 8659 §3; issue 3): a customer's subdomain is a CNAME to
+ * the platform's target, so a CAA query for it is answered with the target's CAA RRset. When that
+ * RRset excludes the CA, the order is blocked and the message names the record where it really is,
+ * at the target (a name with a CNAME holds no other records, RFC 1034 §3.6.2).
+ *
+ * Runs its own operator with a platform target of its own, so the CAA records set here touch no
+ * other test's domains (the stack's operator is stopped meanwhile; this one answers HTTP-01 on the
+ * same port, where Pebble connects).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createCustomDomain,
+  createProject,
+  dns,
+  getCustomDomain,
+  kube,
+  unique,
+  waitForCondition,
+} from './support/cluster.js';
+import {
+  restartStackController,
+  startOperator,
+  stopOperator,
+  stopStackController,
+  type ControllerCommand,
+  type OperatorProcess,
+} from './support/stack-controller.js';
+
+const run = unique('caacname');
+const target = `${run}.sites.portico.test`;
+let stack: ControllerCommand | undefined;
+let operator: OperatorProcess | undefined;
+
+async function requestVerify(namespace: string, name: string): Promise<void> {
+  await kube().custom.patchNamespacedCustomObject({
+    group: 'portico.dev',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'customdomains',
+    name,
+    body: [
+      {
+        op: 'add',
+        path: '/metadata/annotations',
+        value: { 'portico.dev/verify-requested-at': new Date().toISOString() },
+      },
+    ],
+  });
+}
+
+beforeAll(async () => {
+  await dns.addA(target, ['127.0.0.1']);
+  await dns.post('/add-caa', { host: target, policies: [{ tag: 'issue', value: 'digicert.com' }] });
+  stack = await stopStackController();
+  if (!stack) throw new Error('the stack operator was not found');
+  operator = await startOperator(stack, 'caa-cname', { '--platform-cname-target': target });
+});
+
+afterAll(async () => {
+  await dns.post('/clear-caa', { host: target });
+  if (operator) await stopOperator(operator);
+  await restartStackController(stack);
+});
+
+describe('CAA at the CNAME target', () => {
+  const ns = unique('caa-cname');
+  const hostname = `www.${ns}.example`;
+
+  it('blocks the order and names the record at the target, not at the customer name', async () => {
+    await createProject(ns);
+    await dns.setCname(hostname, target);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const cd = await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'CAAForbidsIssuance', 60_000);
+    expect(cd.status?.conditions?.find((c) => c.type === 'DNSVerified')?.status).toBe('True');
+    const message = cd.status?.conditions?.find((c) => c.type === 'CertificateReady')?.message ?? '';
+    expect(message).toContain(`CAA ${target} 0 issue "digicert.com"`);
+    expect(message).toContain(`add CAA ${target} 0 issue "pebble.letsencrypt.org"`);
+    expect(message).not.toContain(`CAA ${hostname}`);
+    expect(cd.status?.certificate?.notAfter).toBeUndefined();
+  });
+
+  it('issues once the target admits the CA', async () => {
+    await dns.post('/clear-caa', { host: target });
+    await dns.post('/add-caa', {
+      host: target,
+      policies: [{ tag: 'issue', value: 'pebble.letsencrypt.org' }],
+    });
+    await requestVerify(ns, 'www');
+    const live = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 60_000);
+    expect(live.status?.certificate?.notAfter).toBeDefined();
+    expect((await getCustomDomain(ns, 'www')).status?.phase).toBe('Live');
+  });
+});
