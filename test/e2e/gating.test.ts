@@ -117,6 +117,55 @@ describe('takeover safety', () => {
     await waitForCondition(second, 'shared', 'Ready', 'True', undefined, 30_000);
   });
 
+  it("hands the hostname on only once the holder's routing is gone, even before the holder object is", async () => {
+    const first = unique('handover-a');
+    const second = unique('handover-b');
+    const hostname = `${unique('handover')}.tenant.example`;
+    await Promise.all([createProject(first), createProject(second), dns.setCname(hostname, target)]);
+    await createCustomDomain(first, 'www', { hostname, service: { name: 'web' } });
+    await waitForCondition(first, 'www', 'Ready', 'True', undefined, 60_000);
+    await createCustomDomain(second, 'www', { hostname, service: { name: 'web' } });
+    await waitForCondition(second, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');
+    // A finalizer of the test's own keeps the first object after Portico is done with it.
+    await kube().custom.patchNamespacedCustomObject({
+      group: 'portico.dev',
+      version: 'v1alpha1',
+      namespace: first,
+      plural: 'customdomains',
+      name: 'www',
+      body: [{ op: 'add', path: '/metadata/finalizers/-', value: 'e2e.portico.dev/hold' }],
+    });
+    await kube().custom.deleteNamespacedCustomObject({
+      group: 'portico.dev',
+      version: 'v1alpha1',
+      namespace: first,
+      plural: 'customdomains',
+      name: 'www',
+    });
+    await waitForCondition(second, 'www', 'Accepted', 'True', undefined, 60_000);
+    // The moment the second holds the hostname, the first's Ingress is already gone, while the first
+    // CustomDomain itself still exists.
+    await expect(
+      kube().networking.readNamespacedIngress({ namespace: first, name: 'portico-www' }),
+    ).rejects.toMatchObject({ code: 404 });
+    const held = await getCustomDomain(first, 'www');
+    expect(held.metadata.deletionTimestamp).toBeDefined();
+    expect(held.metadata.finalizers).toEqual(['e2e.portico.dev/hold']);
+    expect((await getClaim(hostname))?.spec.customDomainRef).toMatchObject({
+      namespace: second,
+      name: 'www',
+    });
+    await kube().custom.patchNamespacedCustomObject({
+      group: 'portico.dev',
+      version: 'v1alpha1',
+      namespace: first,
+      plural: 'customdomains',
+      name: 'www',
+      body: [{ op: 'remove', path: '/metadata/finalizers' }],
+    });
+    await waitForCondition(second, 'www', 'Ready', 'True', undefined, 60_000);
+  });
+
   it('never accepts two at once when both are created at the same moment', async () => {
     // Five pairs, each pair created in parallel. The claim is an atomic create of a HostnameClaim,
     // so no read at any moment sees both Accepted=True, whichever the operator reconciles first.
