@@ -141,6 +141,7 @@ function build(
     metrics,
     namespace: config.namespace,
     resyncMs: config.resyncMs,
+    events: new EventRecorder(core, 'portico-controller', log),
   });
   return { controller, store, metrics, objects, rateLimitPolicies };
 }

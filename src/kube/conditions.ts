@@ -44,3 +44,17 @@ export function findCondition(
 export function isConditionTrue(conditions: readonly Condition[] | undefined, type: string): boolean {
   return findCondition(conditions, type)?.status === 'True';
 }
+
+/**
+ * The conditions of `after` that are new or changed status or reason since `before`: the
+ * transitions worth an Event. A changed message alone is not a transition.
+ */
+export function changedConditions(
+  before: readonly Condition[] | undefined,
+  after: readonly Condition[],
+): Condition[] {
+  return after.filter((c) => {
+    const old = findCondition(before, c.type);
+    return !old || old.status !== c.status || old.reason !== c.reason;
+  });
+}

@@ -4,9 +4,15 @@
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import type { CustomDomain } from '../api/customdomain.js';
 
 export type EventType = 'Normal' | 'Warning';
+
+/** The object an Event is about: any namespaced object (a CustomDomain, a RateLimitPolicy). */
+export interface EventSubject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace: string; uid?: string; resourceVersion?: string };
+}
 
 export class EventRecorder {
   readonly #core: CoreV1Api;
@@ -24,7 +30,7 @@ export class EventRecorder {
    * @param reason UpperCamelCase, e.g. `DNSVerified`
    * @param message a sentence for a person
    */
-  async record(obj: CustomDomain, type: EventType, reason: string, message: string): Promise<void> {
+  async record(obj: EventSubject, type: EventType, reason: string, message: string): Promise<void> {
     const now = new Date();
     const namespace = obj.metadata.namespace;
     try {

@@ -251,6 +251,16 @@ describe('a config the service rejects', () => {
     });
     await waitForPolicyCondition(policyNs, 'api', 'Enforced', 'True', 'Loaded');
     expect((await check(`${policyNs}/api`, { key_id: 'k2' })).headers['X-RateLimit-Limit']).toBe('30');
+    // `kubectl describe ratelimitpolicy` tells the story: Loaded, the Warning, Loaded again.
+    const events = await waitFor('the policy Events', async () => {
+      const list = await core.listNamespacedEvent({ namespace: policyNs });
+      const mine = list.items.filter((e) => e.involvedObject.kind === 'RateLimitPolicy');
+      return mine.filter((e) => e.reason === 'Loaded').length >= 2 ? mine : undefined;
+    });
+    const warning = events.find((e) => e.reason === 'ConfigRejected');
+    expect(warning?.type).toBe('Warning');
+    expect(warning?.message).toContain('requestsPerDay must be at least requestsPerMinute');
+    expect(events.find((e) => e.reason === 'Compiled')?.type).toBe('Normal');
   });
 });
 

@@ -10,7 +10,7 @@ import type {
   CustomDomainStatus,
   Phase,
 } from '../../api/customdomain.js';
-import { findCondition, setCondition, type ConditionInput } from '../../kube/conditions.js';
+import { setCondition, type ConditionInput } from '../../kube/conditions.js';
 
 /** The state of the domain's certificate, as the reconcile found it. */
 export type CertificateState =
@@ -166,13 +166,4 @@ export function buildStatus(
   return status;
 }
 
-/** The conditions whose status or reason changed between `before` and `after`: each is worth an Event. */
-export function changedConditions(
-  before: readonly Condition[] | undefined,
-  after: readonly Condition[],
-): Condition[] {
-  return after.filter((c) => {
-    const old = findCondition(before, c.type);
-    return !old || old.status !== c.status || old.reason !== c.reason;
-  });
-}
+export { changedConditions } from '../../kube/conditions.js';

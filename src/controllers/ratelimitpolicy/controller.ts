@@ -32,6 +32,7 @@ import {
   MANAGED_BY_VALUE,
   VERSION,
   objectKey,
+  type Condition,
 } from '../../api/customdomain.js';
 import {
   DEFAULT_RATELIMIT_CONFIG_NAME,
@@ -43,7 +44,9 @@ import {
   RATELIMIT_CONFIG_KEY,
   type RateLimitPolicy,
 } from '../../api/ratelimitpolicy.js';
+import { changedConditions } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
+import type { EventRecorder } from '../../kube/events.js';
 import { ResilientInformer } from '../../kube/informer.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
@@ -73,7 +76,12 @@ export interface RateLimitPolicyControllerOptions {
   readonly resyncMs?: number;
   /** The clock (default `new Date()`). */
   readonly now?: () => Date;
+  /** Records an Event on each condition transition, so `kubectl describe ratelimitpolicy` tells it. */
+  readonly events?: EventRecorder;
 }
+
+/** Reasons that ask a person to act, recorded as Warning Events; the rest are Normal. */
+const WARNING_REASONS = new Set(['InvalidSpec', 'ConfigRejected', 'NoRateLimitServer']);
 
 export class RateLimitPolicyController {
   readonly #o: RateLimitPolicyControllerOptions;
@@ -261,11 +269,27 @@ export class RateLimitPolicyController {
       if (isNotFound(err)) return undefined;
       throw err;
     }
+    await this.#recordTransitions(policy, status.conditions ?? []);
     const enforced = status.conditions?.find((c) => c.type === 'Enforced');
     this.#log.info(
       { key, generation: status.observedGeneration, enforced: enforced?.status, reason: enforced?.reason },
       'status updated',
     );
     return recheckAfterMs;
+  }
+
+  /** One Event per condition whose status or reason changed; Warning when a person must act. */
+  async #recordTransitions(policy: RateLimitPolicy, conditions: readonly Condition[]): Promise<void> {
+    const events = this.#o.events;
+    if (!events) return;
+    for (const c of changedConditions(policy.status?.conditions, conditions)) {
+      const type = c.status !== 'True' && WARNING_REASONS.has(c.reason) ? 'Warning' : 'Normal';
+      await events.record(
+        { apiVersion: API_VERSION, kind: RATE_LIMIT_POLICY_KIND, metadata: policy.metadata },
+        type,
+        c.reason,
+        `${c.type}: ${c.message}`,
+      );
+    }
   }
 }
