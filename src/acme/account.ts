@@ -7,6 +7,7 @@ import * as acme from 'acme-client';
 import type { Logger } from 'pino';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
 import { isConflict, isNotFound } from '../kube/errors.js';
+import { failFastOnRateLimit } from './rate-limit.js';
 
 export const ACCOUNT_KEY_FIELD = 'private-key.pem';
 
@@ -49,6 +50,9 @@ export class AcmeAccount {
   }
 
   async #register(): Promise<acme.Client> {
+    // A 429 from the CA ends the order at once (AcmeRateLimitedError) instead of acme-client
+    // sleeping Retry-After inside it and replaying the request.
+    failFastOnRateLimit(acme.axios);
     const accountKey = await this.#loadOrCreateKey();
     const client = new acme.Client({
       directoryUrl: this.#options.directoryUrl,

@@ -3,6 +3,19 @@
  * (or the ACME client's own retries) never holds a worker. When a run ends, `onSettled` re-queues
  * the domain; the reconcile reads the outcome here.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+const runSignal = new AsyncLocalStorage<AbortSignal>();
+
+/**
+ * The AbortSignal of the tracker run the caller is part of (anywhere in the async chain a run
+ * started), or undefined outside any run. `IssuanceTracker.cancel` fires it: the issuer stops asking
+ * the CA and withdraws its challenge at once, without the caller having to hand the signal down.
+ */
+export function currentIssuanceSignal(): AbortSignal | undefined {
+  return runSignal.getStore();
+}
+
 export type IssuanceOutcome =
   | { state: 'succeeded'; finishedAt: Date }
   | {
@@ -12,6 +25,11 @@ export type IssuanceOutcome =
       /** UpperCamelCase: the error's own `reason` when it has one, else `IssuanceFailed`. */
       reason: string;
       failures: number;
+      /**
+       * The CA asked for no new order before this time (its Retry-After on a rate limit, RFC 8555
+       * §6.6): the next attempt must not come sooner, whatever the backoff says.
+       */
+      retryAfter?: Date;
     };
 
 export class IssuanceTracker {
@@ -35,7 +53,8 @@ export class IssuanceTracker {
 
   /**
    * Starts `run` for `key` unless one is in flight (then returns false). `run` gets an AbortSignal
-   * that `cancel` fires; its rejection is recorded as a failure, never thrown.
+   * that `cancel` fires (also readable inside the run as `currentIssuanceSignal()`); its rejection
+   * is recorded as a failure, never thrown.
    */
   start(key: string, hostname: string, run: (signal: AbortSignal) => Promise<void>): boolean {
     if (this.#inFlight.has(key)) return false;
@@ -43,21 +62,25 @@ export class IssuanceTracker {
     this.#inFlight.set(key, { startedAt: new Date(), abort, hostname });
     const previous = this.#outcomes.get(key);
     const failures = previous?.state === 'failed' ? previous.failures : 0;
-    run(abort.signal).then(
-      () => {
-        this.#settle(key, abort, { state: 'succeeded', finishedAt: new Date() });
-      },
-      (err: unknown) => {
-        const message = err instanceof Error ? err.message : String(err);
-        this.#settle(key, abort, {
-          state: 'failed',
-          finishedAt: new Date(),
-          message,
-          reason: reasonOf(err),
-          failures: failures + 1,
-        });
-      },
-    );
+    runSignal
+      .run(abort.signal, () => run(abort.signal))
+      .then(
+        () => {
+          this.#settle(key, abort, { state: 'succeeded', finishedAt: new Date() });
+        },
+        (err: unknown) => {
+          const message = err instanceof Error ? err.message : String(err);
+          const retryAfter = retryAfterOf(err);
+          this.#settle(key, abort, {
+            state: 'failed',
+            finishedAt: new Date(),
+            message,
+            reason: reasonOf(err),
+            failures: failures + 1,
+            ...(retryAfter ? { retryAfter } : {}),
+          });
+        },
+      );
     return true;
   }
 
@@ -79,6 +102,11 @@ export class IssuanceTracker {
   clearFailure(key: string): void {
     if (this.#outcomes.get(key)?.state === 'failed') this.#outcomes.delete(key);
   }
+}
+
+function retryAfterOf(err: unknown): Date | undefined {
+  const retryAfter = (err as { retryAfter?: unknown } | null)?.retryAfter;
+  return retryAfter instanceof Date && !Number.isNaN(retryAfter.getTime()) ? retryAfter : undefined;
 }
 
 function reasonOf(err: unknown): string {

@@ -2,6 +2,11 @@
  * Issues one certificate over ACME (RFC 8555 §7.4): new order, HTTP-01 for each pending
  * authorization (key authorization served by the operator, self-checked, then the challenge is
  * answered), finalize with a fresh ECDSA P-256 key, download the chain.
+ *
+ * A cancelled order (the domain was removed) stops at once: its key authorization is withdrawn the
+ * moment the signal fires, even while a request to the CA is still waiting for an answer, and
+ * nothing more is sent to the CA. A rate-limit answer (HTTP 429) ends the order with
+ * `AcmeRateLimitedError`, and no request for that name goes to the CA before its Retry-After time.
  */
 import * as acme from 'acme-client';
 import type { Logger } from 'pino';
@@ -10,6 +15,8 @@ import type { DnsResolver } from '../dns/resolver.js';
 import type { AcmeDirectory } from './directory.js';
 import type { AcmeAccount } from './account.js';
 import type { ChallengeStore } from './challenge-store.js';
+import { currentIssuanceSignal } from './issuance-tracker.js';
+import { AcmeRateLimitedError, RateLimitGate } from './rate-limit.js';
 import { selfCheckHttp01 } from './self-check.js';
 
 export interface IssuedCertificate {
@@ -27,6 +34,16 @@ export class AcmeIssuanceError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'AcmeIssuanceError';
+  }
+}
+
+/** Thrown when the order was cancelled (the domain was removed): nothing more is asked of the CA. */
+export class IssuanceCancelledError extends Error {
+  readonly code = 'ISSUANCE_CANCELLED';
+  readonly reason = 'IssuanceCancelled';
+  constructor(hostname: string) {
+    super(`the order for ${hostname} was cancelled; nothing more is asked of the CA`);
+    this.name = 'IssuanceCancelledError';
   }
 }
 
@@ -53,6 +70,11 @@ export class CaaLookupError extends Error {
 export interface IssueOptions {
   /** ARI certificate identifier of the certificate this order replaces (RFC 9773 §5). */
   replaces?: string;
+  /**
+   * Cancels the order: no further request goes to the CA and a published key authorization is
+   * withdrawn at once. Default: the signal of the `IssuanceTracker` run this call is part of.
+   */
+  signal?: AbortSignal;
 }
 
 export interface IssuerOptions {
@@ -71,6 +93,7 @@ export class AcmeIssuer {
   readonly #resolver: DnsResolver;
   readonly #options: IssuerOptions;
   readonly #directory: AcmeDirectory;
+  readonly #gate = new RateLimitGate();
 
   constructor(
     account: AcmeAccount,
@@ -88,33 +111,83 @@ export class AcmeIssuer {
 
   /**
    * Issues a certificate for `hostname`: CAA check, then the order. Throws `CaaForbidsIssuanceError`,
-   * `CaaLookupError`, `AcmeIssuanceError`, `AcmeDirectoryError` or a network error.
+   * `CaaLookupError`, `AcmeIssuanceError`, `AcmeRateLimitedError` (the CA answered 429 now, or its
+   * last Retry-After for this name has not passed: then nothing is sent), `IssuanceCancelledError`,
+   * `AcmeDirectoryError` or a network error.
    */
   async issue(hostname: string, log: Logger, options: IssueOptions = {}): Promise<IssuedCertificate> {
+    const signal = options.signal ?? currentIssuanceSignal();
+    this.#gate.check(hostname, new Date());
     await this.#checkCaa(hostname);
-    const client = await this.#account.client();
-    const order = await client.createOrder({
-      identifiers: [{ type: 'dns', value: hostname }],
-      ...(this.#options.profile ? { profile: this.#options.profile } : {}),
-      ...(options.replaces ? { replaces: options.replaces } : {}),
-    });
+    try {
+      return await this.#order(hostname, log, options, signal);
+    } catch (err) {
+      if (err instanceof AcmeRateLimitedError) {
+        this.#gate.record(hostname, err);
+        log.warn(
+          { retryAfter: err.retryAfter, step: err.context?.step },
+          'the ACME CA rate-limited the order',
+        );
+      }
+      throw err;
+    }
+  }
+
+  async #order(
+    hostname: string,
+    log: Logger,
+    options: IssueOptions,
+    signal: AbortSignal | undefined,
+  ): Promise<IssuedCertificate> {
+    const ca = <T>(step: string, call: () => Promise<T>): Promise<T> =>
+      this.#ca(step, hostname, signal, call);
+    const client = await ca('account registration', () => this.#account.client());
+    const order = await ca('new order', () =>
+      client.createOrder({
+        identifiers: [{ type: 'dns', value: hostname }],
+        ...(this.#options.profile ? { profile: this.#options.profile } : {}),
+        ...(options.replaces ? { replaces: options.replaces } : {}),
+      }),
+    );
     log.info(
       { orderUrl: order.url, replaces: options.replaces, profile: this.#options.profile },
       'ACME order created',
     );
-    const authorizations = await client.getAuthorizations(order);
+    const authorizations = await ca('authorization', () => client.getAuthorizations(order));
     for (const authz of authorizations) {
       if (authz.status === 'valid') continue;
-      await this.#solveHttp01(client, authz, log);
+      await this.#solveHttp01(client, authz, log, signal);
     }
     const [keyPem, csr] = await acme.crypto.createCsr(
       { ...(hostname.length <= 64 ? { commonName: hostname } : {}), altNames: [hostname] },
       await acme.crypto.createPrivateEcdsaKey('P-256'),
     );
-    const finalized = await client.finalizeOrder(order, csr);
-    const certificatePem = await client.getCertificate(finalized);
+    const finalized = await ca('finalize', () => client.finalizeOrder(order, csr));
+    const certificatePem = await ca('certificate download', () => client.getCertificate(finalized));
     log.info({ orderUrl: order.url }, 'ACME order valid; certificate downloaded');
     return { certificatePem, privateKeyPem: keyPem.toString('utf8'), orderUrl: order.url };
+  }
+
+  /**
+   * One exchange with the CA: not started once cancelled, its result dropped if cancelled
+   * meanwhile, a rate limit placed at `step`.
+   */
+  async #ca<T>(
+    step: string,
+    hostname: string,
+    signal: AbortSignal | undefined,
+    call: () => Promise<T>,
+  ): Promise<T> {
+    if (signal?.aborted) throw new IssuanceCancelledError(hostname);
+    let result: T;
+    try {
+      result = await call();
+    } catch (err) {
+      if (signal?.aborted) throw new IssuanceCancelledError(hostname);
+      throw err instanceof AcmeRateLimitedError ? err.during(step, hostname) : err;
+    }
+    if (signal?.aborted) throw new IssuanceCancelledError(hostname);
+    return result;
   }
 
   async #checkCaa(hostname: string): Promise<void> {
@@ -130,33 +203,56 @@ export class AcmeIssuer {
     if (!verdict.allowed) throw new CaaForbidsIssuanceError(verdict.message);
   }
 
-  async #solveHttp01(client: acme.Client, authz: acme.Authorization, log: Logger): Promise<void> {
+  async #solveHttp01(
+    client: acme.Client,
+    authz: acme.Authorization,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const hostname = authz.identifier.value;
     const challenge = authz.challenges.find((c) => c.type === 'http-01');
     if (!challenge) {
       throw new AcmeIssuanceError(
-        `the CA offered no http-01 challenge for ${authz.identifier.value} (offered: ${authz.challenges.map((c) => c.type).join(', ')})`,
+        `the CA offered no http-01 challenge for ${hostname} (offered: ${authz.challenges.map((c) => c.type).join(', ')})`,
       );
     }
     const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
     await this.#store.publish(challenge.token, keyAuthorization);
+    // Cancelled while a request is out: withdraw now, not when the CA answers.
+    const withdrawNow = (): void => {
+      this.#store.withdraw(challenge.token).then(
+        () => {
+          log.info({ authorization: authz.url }, 'order cancelled; http-01 key authorization withdrawn');
+        },
+        (err: unknown) => {
+          log.warn({ err, authorization: authz.url }, 'could not withdraw the http-01 key authorization');
+        },
+      );
+    };
+    signal?.addEventListener('abort', withdrawNow, { once: true });
     try {
+      if (signal?.aborted) throw new IssuanceCancelledError(hostname);
       await selfCheckHttp01({
-        hostname: authz.identifier.value,
+        hostname,
         port: this.#options.http01Port,
         token: challenge.token,
         keyAuthorization,
         resolver: this.#resolver,
         ...this.#options.selfCheck,
       });
-      await client.completeChallenge(challenge);
-      await client.waitForValidStatus(challenge).catch((err: unknown) => {
-        throw new AcmeIssuanceError(
-          `the CA could not validate http-01 for ${authz.identifier.value}: ${(err as Error).message}`,
-          { cause: err },
-        );
-      });
+      await this.#ca('challenge response', hostname, signal, () => client.completeChallenge(challenge));
+      await this.#ca('challenge validation', hostname, signal, () =>
+        client.waitForValidStatus(challenge).catch((err: unknown) => {
+          if (err instanceof AcmeRateLimitedError) throw err;
+          throw new AcmeIssuanceError(
+            `the CA could not validate http-01 for ${hostname}: ${(err as Error).message}`,
+            { cause: err },
+          );
+        }),
+      );
       log.info({ authorization: authz.url }, 'http-01 challenge valid');
     } finally {
+      signal?.removeEventListener('abort', withdrawNow);
       await this.#store.withdraw(challenge.token);
     }
   }

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { currentIssuanceSignal, IssuanceTracker } from './issuance-tracker.js';
+import { rateLimitOf } from './rate-limit.js';
+
+/** A tracker whose `onSettled` calls can be awaited one by one with `next()`. */
+function tracker(): { tracker: IssuanceTracker; next: () => Promise<string> } {
+  const waiting: ((key: string) => void)[] = [];
+  return {
+    tracker: new IssuanceTracker((key) => {
+      waiting.shift()?.(key);
+    }),
+    next: () => new Promise<string>((resolve) => waiting.push(resolve)),
+  };
+}
+
+describe('IssuanceTracker', () => {
+  it('runs one order per key at a time', async () => {
+    const { tracker: t, next } = tracker();
+    let finish!: () => void;
+    const done = next();
+    expect(t.start('ns/a', 'a.example', () => new Promise<void>((r) => (finish = r)))).toBe(true);
+    expect(t.start('ns/a', 'a.example', () => Promise.resolve())).toBe(false);
+    expect(t.inFlight('ns/a')?.hostname).toBe('a.example');
+    finish();
+    expect(await done).toBe('ns/a');
+    expect(t.inFlight('ns/a')).toBeUndefined();
+    expect(t.lastOutcome('ns/a')?.state).toBe('succeeded');
+  });
+
+  it('hands the run its signal through the async chain, and cancel fires it', async () => {
+    const { tracker: t } = tracker();
+    const seen: (AbortSignal | undefined)[] = [];
+    let resume!: () => void;
+    const paused = new Promise<void>((r) => (resume = r));
+    t.start('ns/a', 'a.example', async (signal) => {
+      seen.push(currentIssuanceSignal());
+      await paused;
+      await Promise.resolve();
+      seen.push(currentIssuanceSignal());
+      expect(currentIssuanceSignal()).toBe(signal);
+    });
+    expect(currentIssuanceSignal()).toBeUndefined();
+    t.cancel('ns/a');
+    resume();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(seen).toHaveLength(2);
+    expect(seen[0]?.aborted).toBe(true);
+    expect(seen[1]).toBe(seen[0]);
+    // Cancelled: no outcome is kept and nothing is re-queued.
+    expect(t.lastOutcome('ns/a')).toBeUndefined();
+    expect(t.inFlight('ns/a')).toBeUndefined();
+  });
+
+  it('records a failure with its reason, count and the CA’s Retry-After time', async () => {
+    const { tracker: t, next } = tracker();
+    const now = new Date();
+    const limited = rateLimitOf(429, { detail: 'slow down' }, '120', now);
+    let settledKey = next();
+    t.start('ns/a', 'a.example', () => Promise.reject(limited ?? new Error('no error')));
+    await settledKey;
+    const first = t.lastOutcome('ns/a');
+    expect(first).toMatchObject({ state: 'failed', reason: 'CARateLimited', failures: 1 });
+    expect(first?.state === 'failed' ? first.retryAfter?.getTime() : undefined).toBe(now.getTime() + 120_000);
+
+    settledKey = next();
+    t.start('ns/a', 'a.example', () => Promise.reject(new Error('boom')));
+    await settledKey;
+    const second = t.lastOutcome('ns/a');
+    expect(second).toMatchObject({ state: 'failed', reason: 'IssuanceFailed', failures: 2, message: 'boom' });
+    expect(second && 'retryAfter' in second).toBe(false);
+  });
+});

@@ -1,0 +1,296 @@
+/**
+ * Faults during issuance, on the real stack: the test runs its own operator whose ACME directory is
+ * a fault-injecting proxy in front of the sandbox's real Pebble (support/acme-fault-proxy.ts).
+ *
+ * 1. Removal while an order is in flight (spec §3: removal from any state stops traffic at once and
+ *    leaves nothing behind): the CustomDomain is deleted while its challenge response is held on
+ *    its way to the CA.
+ * 2. HTTP 429 from the CA (spec §7, RFC 8555 §6.7 `rateLimited`): the CA refuses one domain's new
+ *    orders; the other domains go on, the refused one says why and when it tries again, never asks
+ *    again sooner, and gets its certificate once the CA accepts.
+ */
+import { Agent } from 'node:https';
+import { readFile } from 'node:fs/promises';
+import * as acme from 'acme-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ACCOUNT_KEY_FIELD } from '../../src/acme/account.js';
+import { CHALLENGE_CONFIGMAP } from '../../src/acme/challenge-store.js';
+import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
+import {
+  createCustomDomain,
+  createProject,
+  dns,
+  getCustomDomain,
+  kube,
+  sandbox,
+  unique,
+  waitFor,
+  waitForCondition,
+} from './support/cluster.js';
+import {
+  startAcmeFaultProxy,
+  type AcmeExchange,
+  type AcmeFaultProxy,
+  type AcmeRequestKind,
+} from './support/acme-fault-proxy.js';
+import {
+  restartStackController,
+  startOperator,
+  stopOperator,
+  stopStackController,
+  type ControllerCommand,
+  type OperatorProcess,
+} from './support/stack-controller.js';
+
+const target = sandbox.platformCnameTarget;
+/** The published retry schedule of a failed order starts at 1 minute (docs/customdomains.md). */
+const FIRST_RETRY_MS = 60_000;
+/** Timers may fire a little early against another process's clock; never more than this, ms. */
+const CLOCK_SLACK_MS = 1_000;
+
+let stack: ControllerCommand | undefined;
+let operator: OperatorProcess | undefined;
+let proxy: AcmeFaultProxy | undefined;
+
+beforeAll(async () => {
+  proxy = await startAcmeFaultProxy(sandbox.sandboxDir, sandbox.acmeDirectoryUrl, sandbox.acmeCaBundle);
+  stack = await stopStackController();
+  if (!stack) throw new Error('the stack operator was not found');
+  operator = await startOperator(stack, 'issuance-faults', { '--acme-directory-url': proxy.directoryUrl });
+});
+
+afterAll(async () => {
+  // The proxy first: a request it still holds would keep the operator from exiting.
+  await proxy?.stop();
+  if (operator) await stopOperator(operator);
+  await restartStackController(stack);
+});
+
+function theProxy(): AcmeFaultProxy {
+  if (!proxy) throw new Error('the fault proxy did not start');
+  return proxy;
+}
+
+/** The exchanges of `kind` about `hostname`, in arrival order. */
+function exchangesFor(hostname: string, kind: AcmeRequestKind): AcmeExchange[] {
+  return theProxy().exchanges.filter((x) => x.kind === kind && x.hostnames.includes(hostname));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function within<T>(what: string, promise: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The key authorizations in the shared ConfigMap, by token ({} when it does not exist). */
+async function publishedKeyAuthorizations(): Promise<Record<string, string>> {
+  try {
+    const cm = await kube().core.readNamespacedConfigMap({
+      namespace: OPERATOR_NAMESPACE,
+      name: CHALLENGE_CONFIGMAP,
+    });
+    return cm.data ?? {};
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return {};
+    throw err;
+  }
+}
+
+async function customDomainExists(namespace: string, name: string): Promise<boolean> {
+  try {
+    await getCustomDomain(namespace, name);
+    return true;
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return false;
+    throw err;
+  }
+}
+
+/** What the domain left in its namespace: its Ingress and its TLS Secret, where they exist. */
+async function leftovers(namespace: string, name: string): Promise<string[]> {
+  const { core, networking } = kube();
+  const found: string[] = [];
+  const ingresses = await networking.listNamespacedIngress({ namespace });
+  for (const i of ingresses.items) found.push(`Ingress ${i.metadata?.name ?? ''}`);
+  const secrets = await core.listNamespacedSecret({ namespace });
+  for (const s of secrets.items) {
+    if (s.type === 'kubernetes.io/tls' && s.metadata?.name?.startsWith(name))
+      found.push(`Secret ${s.metadata.name}`);
+  }
+  return found;
+}
+
+/**
+ * An ACME client on the operator's own account (its key is in the account Secret), through the
+ * proxy: to ask the CA what became of an order, as the account that placed it.
+ */
+async function accountClient(): Promise<acme.Client> {
+  const secret = await kube().core.readNamespacedSecret({
+    namespace: OPERATOR_NAMESPACE,
+    name: 'portico-acme-account',
+  });
+  const accountKey = Buffer.from(secret.data?.[ACCOUNT_KEY_FIELD] ?? '', 'base64').toString('utf8');
+  // This process does not run with NODE_EXTRA_CA_CERTS: trust Pebble's listener CA here.
+  acme.axios.defaults.httpsAgent = new Agent({ ca: await readFile(sandbox.acmeCaBundle) });
+  const client = new acme.Client({ directoryUrl: theProxy().directoryUrl, accountKey });
+  await client.createAccount({ onlyReturnExisting: true });
+  return client;
+}
+
+describe('removal while an ACME order is in flight', () => {
+  it('removes the domain at once, withdraws the challenge, and the order never completes', async () => {
+    const ns = unique('inflight');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await dns.setCname(hostname, target);
+    // Hold the challenge response ("validate now", RFC 8555 §7.5.1) on its way to the CA.
+    const held = theProxy().hold((x) => x.kind === 'challenge-response' && x.hostnames.includes(hostname));
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const challenge = await within('the challenge response to reach the proxy', held.arrived, 120_000);
+
+    // The order exists at the CA and waits on its challenge; nothing is finalized or written.
+    const [order, ...moreOrders] = exchangesFor(hostname, 'new-order');
+    expect(order?.status).toBe(201);
+    expect(moreOrders).toEqual([]);
+    expect(exchangesFor(hostname, 'finalize')).toEqual([]);
+    const token = challenge.token ?? '';
+    expect(token).not.toBe('');
+    expect((await publishedKeyAuthorizations())[token]).toMatch(new RegExp(`^${token}\\.`));
+    await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'Issuing', 30_000);
+    expect(await leftovers(ns, 'www')).toEqual(['Ingress portico-www']);
+
+    await kube().custom.deleteNamespacedCustomObject({
+      group: 'portico.dev',
+      version: 'v1alpha1',
+      namespace: ns,
+      plural: 'customdomains',
+      name: 'www',
+    });
+    // Gone promptly: the finalizer does not wait for the CA.
+    await waitFor(
+      'the CustomDomain to be gone',
+      async () => ((await customDomainExists(ns, 'www')) ? undefined : true),
+      30_000,
+    );
+    expect(await leftovers(ns, 'www')).toEqual([]);
+    // The key authorization is withdrawn while the challenge response is still held.
+    await waitFor(
+      'the key authorization to be withdrawn',
+      async () => ((await publishedKeyAuthorizations())[token] === undefined ? true : undefined),
+      30_000,
+    );
+    expect(challenge.status).toBeUndefined();
+
+    // Let the challenge response reach the CA: it validates against a withdrawn key authorization,
+    // so the order can never be completed.
+    const releasedAt = Date.now();
+    held.release();
+    await waitFor('the CA to answer the released challenge response', () => challenge.status, 30_000);
+    const client = await accountClient();
+    const orderUrl = order?.location ?? '';
+    const atCa = await waitFor(
+      'the order to end at the CA',
+      async () => {
+        const o = await client.getOrder({ url: orderUrl } as acme.Order);
+        return ['pending', 'ready', 'processing'].includes(o.status) ? undefined : o;
+      },
+      60_000,
+      1_000,
+    );
+    expect(atCa.status).toBe('invalid');
+
+    // Well past the time an order takes here (seconds), nothing appears and nothing more is asked.
+    const until = Date.now() + 20_000;
+    while (Date.now() < until) {
+      expect(await leftovers(ns, 'www')).toEqual([]);
+      expect((await publishedKeyAuthorizations())[token]).toBeUndefined();
+      await sleep(1_000);
+    }
+    // The operator asked the CA nothing more about it: no polling, no finalize, no new order.
+    expect(exchangesFor(hostname, 'challenge-poll').filter((x) => x.at >= releasedAt)).toEqual([]);
+    expect(exchangesFor(hostname, 'finalize')).toEqual([]);
+    expect(exchangesFor(hostname, 'certificate')).toEqual([]);
+    expect(exchangesFor(hostname, 'new-order')).toHaveLength(1);
+    expect(await customDomainExists(ns, 'www')).toBe(false);
+
+    // The operator keeps working: a domain created afterwards gets its certificate.
+    const next = `next.${ns}.example`;
+    await dns.setCname(next, target);
+    await createCustomDomain(ns, 'next', { hostname: next, service: { name: 'web' } });
+    await waitForCondition(ns, 'next', 'Ready', 'True', undefined, 120_000);
+    expect(exchangesFor(next, 'finalize').map((x) => x.status)).toEqual([200]);
+  }, 400_000);
+});
+
+describe('HTTP 429 from the CA', () => {
+  it('keeps the queue moving, says why and when, never asks sooner, and issues once accepted', async () => {
+    const retryAfterSeconds = 30;
+    const detail = 'too many new orders recently (acme-fault-proxy)';
+    const ns = unique('ratelimited');
+    const [a, b, c] = ['a', 'b', 'c'].map((label) => `${label}.${ns}.example`) as [string, string, string];
+    await createProject(ns);
+    await dns.setCname(a, target);
+    await dns.setCname(b, `elsewhere.${ns}.example`);
+    await dns.setCname(c, target);
+    const refusal = theProxy().refuse((x) => x.kind === 'new-order' && x.hostnames.includes(a), {
+      retryAfterSeconds,
+      detail,
+    });
+    await createCustomDomain(ns, 'a', { hostname: a, service: { name: 'web' } });
+    await waitFor('the CA to refuse the order for A', () => (refusal.count > 0 ? true : undefined), 120_000);
+    const firstRefusal = exchangesFor(a, 'new-order')[0];
+    if (!firstRefusal?.answeredAt) throw new Error('no refusal logged');
+
+    // While A is refused, the others are reconciled: B's DNS check and C's whole issuance.
+    await createCustomDomain(ns, 'b', { hostname: b, service: { name: 'web' } });
+    await createCustomDomain(ns, 'c', { hostname: c, service: { name: 'web' } });
+    await waitForCondition(ns, 'b', 'DNSVerified', 'False', 'CNAMEMismatch', 60_000);
+    await waitForCondition(ns, 'c', 'Ready', 'True', undefined, 120_000);
+
+    // A's status names the CA's refusal, the CA's Retry-After, and the next attempt.
+    const refused = await waitForCondition(ns, 'a', 'CertificateReady', 'False', 'CARateLimited', 60_000);
+    const readAt = Date.now();
+    const message = refused.status?.conditions?.find((x) => x.type === 'CertificateReady')?.message ?? '';
+    expect(refused.status?.phase).toBe('Failed');
+    expect(message).toContain('HTTP 429');
+    expect(message).toContain('urn:ietf:params:acme:error:rateLimited');
+    expect(message).toContain(detail);
+    const notBefore = Date.parse(/no new request before (\S+?Z)/.exec(message)?.[1] ?? '');
+    const nextAttempt = Date.parse(/Next attempt at (\S+?Z)/.exec(message)?.[1] ?? '');
+    expect(notBefore).toBeGreaterThanOrEqual(
+      firstRefusal.answeredAt + retryAfterSeconds * 1000 - CLOCK_SLACK_MS,
+    );
+    expect(nextAttempt).toBeGreaterThanOrEqual(notBefore);
+    expect(refusal.count).toBeGreaterThan(0);
+    expect(exchangesFor(a, 'new-order').every((x) => x.refused)).toBe(true);
+
+    // The CA accepts again: A gets its certificate on the schedule.
+    refusal.stop();
+    await waitForCondition(ns, 'a', 'Ready', 'True', undefined, 300_000);
+    const orders = exchangesFor(a, 'new-order');
+    // One new-order per attempt: every refused one, then exactly one that the CA accepted.
+    expect(orders.map((x) => x.status)).toEqual([...Array<number>(refusal.count).fill(429), 201]);
+    // Never sooner than the published schedule (which here also covers Retry-After) …
+    for (let i = 1; i < orders.length; i++) {
+      const gap = (orders[i]?.at ?? 0) - (orders[i - 1]?.answeredAt ?? 0);
+      expect(gap).toBeGreaterThanOrEqual(Math.max(FIRST_RETRY_MS, retryAfterSeconds * 1000) - CLOCK_SLACK_MS);
+    }
+    // … and never before the time the status announced.
+    const firstAfterRead = orders.find((x) => x.at > readAt);
+    expect(firstAfterRead?.at ?? 0).toBeGreaterThanOrEqual(nextAttempt - CLOCK_SLACK_MS);
+    // B was never verified, so it never ordered.
+    expect(exchangesFor(b, 'new-order')).toEqual([]);
+  }, 600_000);
+});
