@@ -47,7 +47,7 @@ export function createControllerMetrics(): ControllerMetrics {
     }),
     acmeOrdersTotal: new Counter({
       name: 'portico_acme_orders_total',
-      help: 'ACME orders by result (valid, failed).',
+      help: 'ACME orders by result (valid, failed, cancelled: the domain was removed while its order ran).',
       labelNames: ['result'],
       registers,
     }),

@@ -14,7 +14,7 @@ import {
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { IssuanceTracker } from '../../acme/issuance-tracker.js';
-import type { AcmeIssuer } from '../../acme/issuer.js';
+import { IssuanceCancelledError, type AcmeIssuer } from '../../acme/issuer.js';
 import {
   CUSTOM_DOMAIN_PLURAL,
   FIELD_MANAGER,
@@ -102,6 +102,7 @@ const WARNING_REASONS = new Set([
   'IssuanceFailed',
   'CAAForbidsIssuance',
   'CAALookupFailed',
+  'CARateLimited',
   'CertificateOverdue',
   'NoBackend',
 ]);
@@ -473,7 +474,13 @@ export class CustomDomainReconciler {
     if (inFlight) return { state: { kind: 'issuing', since: inFlight.startedAt, renewing: false } };
     const outcome = this.#d.tracker.lastOutcome(key);
     if (outcome?.state === 'failed') {
-      const retryAt = new Date(outcome.finishedAt.getTime() + issuanceRetryDelayMs(outcome.failures));
+      // The published backoff, but never before the CA's own Retry-After (RFC 8555 §6.6).
+      const retryAt = new Date(
+        Math.max(
+          outcome.finishedAt.getTime() + issuanceRetryDelayMs(outcome.failures),
+          outcome.retryAfter?.getTime() ?? 0,
+        ),
+      );
       if (now < retryAt) {
         return {
           state: { kind: 'failed', reason: outcome.reason, message: outcome.message, retryAt },
@@ -490,7 +497,10 @@ export class CustomDomainReconciler {
     const { hostname } = domain.spec;
     const started = this.#d.tracker.start(key, hostname, async (signal) => {
       try {
-        const issued = await this.#d.issuer.issue(hostname, log, replaces ? { replaces } : {});
+        const issued = await this.#d.issuer.issue(hostname, log, {
+          ...(replaces ? { replaces } : {}),
+          signal,
+        });
         if (signal.aborted) return;
         const current = await this.#read(domain.metadata.namespace, domain.metadata.name);
         if (!current || current.metadata.uid !== domain.metadata.uid || current.metadata.deletionTimestamp)
@@ -512,8 +522,13 @@ export class CustomDomainReconciler {
         this.#d.metrics.acmeOrdersTotal.inc({ result: 'valid' });
         log.info({ orderUrl: issued.orderUrl }, 'certificate stored');
       } catch (err) {
-        this.#d.metrics.acmeOrdersTotal.inc({ result: 'failed' });
-        log.warn({ err }, 'certificate order failed');
+        if (err instanceof IssuanceCancelledError) {
+          this.#d.metrics.acmeOrdersTotal.inc({ result: 'cancelled' });
+          log.info('certificate order dropped: the domain was removed or is no longer accepted');
+        } else {
+          this.#d.metrics.acmeOrdersTotal.inc({ result: 'failed' });
+          log.warn({ err }, 'certificate order failed');
+        }
         throw err;
       }
     });
