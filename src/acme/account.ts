@@ -7,7 +7,9 @@ import * as acme from 'acme-client';
 import type { Logger } from 'pino';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
 import { isConflict, isNotFound } from '../kube/errors.js';
+import { outsideIssuance } from './issuance-tracker.js';
 import { failFastOnRateLimit } from './rate-limit.js';
+import { limitAcmeRequests } from './request-timeout.js';
 
 export const ACCOUNT_KEY_FIELD = 'private-key.pem';
 
@@ -23,6 +25,11 @@ export interface AcmeAccountOptions {
   pollMinMs: number;
   pollMaxMs: number;
   pollAttempts: number;
+  /**
+   * How long the CA has to answer each request, milliseconds; past it the request fails with
+   * `AcmeRequestTimeoutError`. Applies to acme-client's one HTTP client, so to the whole process.
+   */
+  requestTimeoutMs: number;
 }
 
 export class AcmeAccount {
@@ -39,10 +46,13 @@ export class AcmeAccount {
 
   /**
    * A client bound to the registered account. The first call loads or creates the key and registers
-   * (newAccount with an existing key returns the existing account). A failure is not cached.
+   * (newAccount with an existing key returns the existing account). A failure is not cached. The
+   * registration is shared by every caller, so it runs outside the caller's issuance run: cancelling
+   * that run does not abort it (its requests still have the request timeout). Rejects with the
+   * registration's error (`AcmeRequestTimeoutError`, a Kubernetes API error, an ACME problem).
    */
   client(): Promise<acme.Client> {
-    this.#client ??= this.#register().catch((err: unknown) => {
+    this.#client ??= outsideIssuance(() => this.#register()).catch((err: unknown) => {
       this.#client = undefined;
       throw err;
     });
@@ -53,6 +63,8 @@ export class AcmeAccount {
     // A 429 from the CA ends the order at once (AcmeRateLimitedError) instead of acme-client
     // sleeping Retry-After inside it and replaying the request.
     failFastOnRateLimit(acme.axios);
+    // Every request to the CA gets a deadline, and one of a cancelled order stops at once.
+    limitAcmeRequests(acme.axios, this.#options.requestTimeoutMs);
     const accountKey = await this.#loadOrCreateKey();
     const client = new acme.Client({
       directoryUrl: this.#options.directoryUrl,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { currentIssuanceSignal, IssuanceTracker } from './issuance-tracker.js';
+import { currentIssuanceSignal, IssuanceTracker, outsideIssuance } from './issuance-tracker.js';
 import { rateLimitOf } from './rate-limit.js';
 
 /** A tracker whose `onSettled` calls can be awaited one by one with `next()`. */
@@ -25,6 +25,26 @@ describe('IssuanceTracker', () => {
     expect(await done).toBe('ns/a');
     expect(t.inFlight('ns/a')).toBeUndefined();
     expect(t.lastOutcome('ns/a')?.state).toBe('succeeded');
+  });
+
+  it('gives work started with outsideIssuance no run signal, inside a run or not', async () => {
+    const { tracker: t, next } = tracker();
+    const seen: (AbortSignal | undefined)[] = [];
+    const done = next();
+    t.start('ns/a', 'a.example', async (signal) => {
+      expect(currentIssuanceSignal()).toBe(signal);
+      seen.push(
+        await outsideIssuance(async () => {
+          await Promise.resolve();
+          return currentIssuanceSignal();
+        }),
+      );
+      seen.push(currentIssuanceSignal());
+    });
+    await done;
+    expect(seen[0]).toBeUndefined();
+    expect(seen[1]).toBeInstanceOf(AbortSignal);
+    expect(outsideIssuance(() => 42)).toBe(42);
   });
 
   it('hands the run its signal through the async chain, and cancel fires it', async () => {

@@ -5,7 +5,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
-const runSignal = new AsyncLocalStorage<AbortSignal>();
+const runSignal = new AsyncLocalStorage<AbortSignal | undefined>();
 
 /**
  * The AbortSignal of the tracker run the caller is part of (anywhere in the async chain a run
@@ -14,6 +14,15 @@ const runSignal = new AsyncLocalStorage<AbortSignal>();
  */
 export function currentIssuanceSignal(): AbortSignal | undefined {
   return runSignal.getStore();
+}
+
+/**
+ * Runs `fn` outside any tracker run: `currentIssuanceSignal()` is undefined inside it (and in the
+ * async work it starts). For work several runs share, such as the ACME account registration, which
+ * the cancellation of the run that happened to start it must not abort. Returns what `fn` returns.
+ */
+export function outsideIssuance<T>(fn: () => T): T {
+  return runSignal.run(undefined, fn);
 }
 
 export type IssuanceOutcome =

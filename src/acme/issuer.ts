@@ -5,8 +5,10 @@
  *
  * A cancelled order (the domain was removed) stops at once: its key authorization is withdrawn the
  * moment the signal fires, even while a request to the CA is still waiting for an answer, and
- * nothing more is sent to the CA. A rate-limit answer (HTTP 429) ends the order with
- * `AcmeRateLimitedError`, and no request for that name goes to the CA before its Retry-After time.
+ * nothing more is sent to the CA; a request still out is aborted. A rate-limit answer (HTTP 429)
+ * ends the order with `AcmeRateLimitedError`, and no request for that name goes to the CA before its
+ * Retry-After time. A request the CA does not answer in time (`--acme-request-timeout-seconds`) ends
+ * the order with `AcmeRequestTimeoutError`, which names the step.
  */
 import * as acme from 'acme-client';
 import type { Logger } from 'pino';
@@ -17,6 +19,7 @@ import type { AcmeAccount } from './account.js';
 import type { ChallengeStore } from './challenge-store.js';
 import { currentIssuanceSignal } from './issuance-tracker.js';
 import { AcmeRateLimitedError, RateLimitGate } from './rate-limit.js';
+import { AcmeRequestTimeoutError } from './request-timeout.js';
 import { selfCheckHttp01 } from './self-check.js';
 
 export interface IssuedCertificate {
@@ -112,8 +115,9 @@ export class AcmeIssuer {
   /**
    * Issues a certificate for `hostname`: CAA check, then the order. Throws `CaaForbidsIssuanceError`,
    * `CaaLookupError`, `AcmeIssuanceError`, `AcmeRateLimitedError` (the CA answered 429 now, or its
-   * last Retry-After for this name has not passed: then nothing is sent), `IssuanceCancelledError`,
-   * `AcmeDirectoryError` or a network error.
+   * last Retry-After for this name has not passed: then nothing is sent), `AcmeRequestTimeoutError`
+   * (the CA did not answer a request in time), `IssuanceCancelledError`, `AcmeDirectoryError` or a
+   * network error.
    */
   async issue(hostname: string, log: Logger, options: IssueOptions = {}): Promise<IssuedCertificate> {
     const signal = options.signal ?? currentIssuanceSignal();
@@ -170,7 +174,7 @@ export class AcmeIssuer {
 
   /**
    * One exchange with the CA: not started once cancelled, its result dropped if cancelled
-   * meanwhile, a rate limit placed at `step`.
+   * meanwhile, a rate limit or a request timeout placed at `step`.
    */
   async #ca<T>(
     step: string,
@@ -184,7 +188,9 @@ export class AcmeIssuer {
       result = await call();
     } catch (err) {
       if (signal?.aborted) throw new IssuanceCancelledError(hostname);
-      throw err instanceof AcmeRateLimitedError ? err.during(step, hostname) : err;
+      if (err instanceof AcmeRateLimitedError || err instanceof AcmeRequestTimeoutError)
+        throw err.during(step, hostname);
+      throw err;
     }
     if (signal?.aborted) throw new IssuanceCancelledError(hostname);
     return result;
@@ -243,7 +249,7 @@ export class AcmeIssuer {
       await this.#ca('challenge response', hostname, signal, () => client.completeChallenge(challenge));
       await this.#ca('challenge validation', hostname, signal, () =>
         client.waitForValidStatus(challenge).catch((err: unknown) => {
-          if (err instanceof AcmeRateLimitedError) throw err;
+          if (err instanceof AcmeRateLimitedError || err instanceof AcmeRequestTimeoutError) throw err;
           throw new AcmeIssuanceError(
             `the CA could not validate http-01 for ${hostname}: ${(err as Error).message}`,
             { cause: err },

@@ -28,6 +28,21 @@ describe('parseControllerConfig', () => {
     expect(c.apexAddresses).toEqual(['203.0.113.1', '2001:db8::1']);
   });
 
+  it('reads the ACME request timeout in seconds from the flag or the environment, 30 s by default', () => {
+    const byDefault = parseControllerConfig(required, {});
+    const fromFlag = parseControllerConfig([...required, '--acme-request-timeout-seconds', '3'], {
+      PORTICO_ACME_REQUEST_TIMEOUT_SECONDS: '45',
+    });
+    const fromEnv = parseControllerConfig(required, { PORTICO_ACME_REQUEST_TIMEOUT_SECONDS: '45' });
+    if ('help' in byDefault || 'help' in fromFlag || 'help' in fromEnv) throw new Error('unexpected help');
+    expect(byDefault.acmeRequestTimeoutMs).toBe(30_000);
+    expect(fromFlag.acmeRequestTimeoutMs).toBe(3_000);
+    expect(fromEnv.acmeRequestTimeoutMs).toBe(45_000);
+    expect(() => parseControllerConfig([...required, '--acme-request-timeout-seconds', '0.5'], {})).toThrow(
+      /--acme-request-timeout-seconds must be a positive integer, got "0.5"/,
+    );
+  });
+
   it('rejects a missing target, a bad number, a bad address and half an EAB, naming the flag', () => {
     expect(() => parseControllerConfig(['--acme-directory-url', 'https://x/dir'], {})).toThrow(
       /--platform-cname-target/,

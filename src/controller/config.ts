@@ -32,6 +32,8 @@ export interface ControllerConfig {
   acmeEmail: string | undefined;
   acmeEab: { kid: string; hmacKey: string } | undefined;
   acmeAccountSecretName: string;
+  /** Milliseconds the ACME CA has to answer each request before the attempt fails. */
+  acmeRequestTimeoutMs: number;
   /** Milliseconds verified without a certificate before CertificateReady reports it overdue. */
   certificateOverdueMs: number;
   /** ACME profile to request; undefined lets the CA choose. */
@@ -121,6 +123,12 @@ const options = {
     type: 'string',
     env: 'PORTICO_ACME_EAB_HMAC_KEY',
     help: 'external account binding HMAC key (base64url)',
+  },
+  'acme-request-timeout-seconds': {
+    type: 'string',
+    env: 'PORTICO_ACME_REQUEST_TIMEOUT_SECONDS',
+    default: '30',
+    help: 'seconds the ACME CA has to answer each request; past it the attempt fails and is retried on the backoff',
   },
   'certificate-overdue-seconds': {
     type: 'string',
@@ -402,6 +410,8 @@ export function parseControllerConfig(
     acmeEmail: get('acme-email'),
     acmeEab: kid && hmacKey ? { kid, hmacKey } : undefined,
     acmeAccountSecretName: required('acme-account-secret'),
+    acmeRequestTimeoutMs:
+      positiveInt('acme-request-timeout-seconds', required('acme-request-timeout-seconds')) * 1000,
     acmeProfile: get('acme-profile'),
     certificateOverdueMs:
       positiveInt('certificate-overdue-seconds', required('certificate-overdue-seconds')) * 1000,

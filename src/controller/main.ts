@@ -84,6 +84,7 @@ function build(
       pollMinMs: 250,
       pollMaxMs: 5_000,
       pollAttempts: 20,
+      requestTimeoutMs: config.acmeRequestTimeoutMs,
     },
     log,
   );

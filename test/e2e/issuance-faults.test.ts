@@ -8,6 +8,9 @@
  * 2. HTTP 429 from the CA (spec §7, RFC 8555 §6.7 `rateLimited`): the CA refuses one domain's new
  *    orders; the other domains go on, the refused one says why and when it tries again, never asks
  *    again sooner, and gets its certificate once the CA accepts.
+ * 3. A request the CA never answers (`--acme-request-timeout-seconds`): one domain's finalize is
+ *    held; the attempt fails at the deadline naming the step, says when it tries again, and the
+ *    next attempt gets the certificate.
  */
 import { Agent } from 'node:https';
 import { readFile } from 'node:fs/promises';
@@ -293,4 +296,60 @@ describe('HTTP 429 from the CA', () => {
     // B was never verified, so it never ordered.
     expect(exchangesFor(b, 'new-order')).toEqual([]);
   }, 600_000);
+});
+
+describe('an ACME request the CA never answers', () => {
+  const timeoutSeconds = 3;
+
+  beforeAll(async () => {
+    // An operator that gives the CA 3 s per request, in place of the one above (default 30 s).
+    if (!stack) throw new Error('the stack operator was not found');
+    if (operator) await stopOperator(operator);
+    operator = await startOperator(stack, 'issuance-faults-timeout', {
+      '--acme-directory-url': theProxy().directoryUrl,
+      '--acme-request-timeout-seconds': String(timeoutSeconds),
+    });
+  });
+
+  it('fails the attempt at the deadline naming the step, says when it tries again, and issues on the next', async () => {
+    const ns = unique('unanswered');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await dns.setCname(hostname, target);
+    // The finalize request reaches the proxy and gets no answer, for as long as the test holds it.
+    const held = theProxy().hold((x) => x.kind === 'finalize' && x.hostnames.includes(hostname));
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const finalize = await within('the finalize request to reach the proxy', held.arrived, 120_000);
+
+    // Within seconds the attempt has failed, naming the step, the request and the deadline.
+    const failed = await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'IssuanceFailed', 30_000);
+    const seenAt = Date.now();
+    const message = failed.status?.conditions?.find((x) => x.type === 'CertificateReady')?.message ?? '';
+    expect(message).toContain(
+      `the ACME CA did not answer the finalize for ${hostname} within ${timeoutSeconds} s (POST ${new URL(theProxy().directoryUrl).origin}${finalize.path})`,
+    );
+    expect(failed.status?.phase).toBe('Failed');
+    expect(seenAt - finalize.at).toBeLessThan(30_000);
+    // The attempt ended at the deadline: the next one is the published first retry after that.
+    const nextAttempt = Date.parse(/Next attempt at (\S+?Z)/.exec(message)?.[1] ?? '');
+    const endedAt = nextAttempt - FIRST_RETRY_MS;
+    expect(endedAt - finalize.at).toBeGreaterThanOrEqual(timeoutSeconds * 1000 - CLOCK_SLACK_MS);
+    expect(endedAt - finalize.at).toBeLessThan(timeoutSeconds * 1000 + 10_000);
+    // The operator gave up on the request while the CA still had not answered it, and did not
+    // send it again.
+    expect(finalize.status).toBeUndefined();
+    expect(exchangesFor(hostname, 'finalize')).toHaveLength(1);
+    expect(exchangesFor(hostname, 'new-order')).toHaveLength(1);
+
+    // The proxy stops holding; the next attempt, on the schedule, gets the certificate.
+    held.release();
+    await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 240_000);
+    const orders = exchangesFor(hostname, 'new-order');
+    expect(orders.map((x) => x.status)).toEqual([201, 201]);
+    expect(orders[1]?.at ?? 0).toBeGreaterThanOrEqual(nextAttempt - CLOCK_SLACK_MS);
+    const finalizes = exchangesFor(hostname, 'finalize');
+    expect(finalizes.map((x) => x.held)).toEqual([true, false]);
+    expect(finalizes[1]?.status).toBe(200);
+    expect(exchangesFor(hostname, 'certificate').some((x) => x.status === 200)).toBe(true);
+  }, 400_000);
 });
