@@ -14,9 +14,9 @@ import {
   createProject,
   dns,
   getCustomDomain,
-  kube,
   unique,
   waitForCondition,
+  requestVerify,
 } from './support/cluster.js';
 import {
   restartStackController,
@@ -31,23 +31,6 @@ const run = unique('caacname');
 const target = `${run}.sites.portico.test`;
 let stack: ControllerCommand | undefined;
 let operator: OperatorProcess | undefined;
-
-async function requestVerify(namespace: string, name: string): Promise<void> {
-  await kube().custom.patchNamespacedCustomObject({
-    group: 'portico.dev',
-    version: 'v1alpha1',
-    namespace,
-    plural: 'customdomains',
-    name,
-    body: [
-      {
-        op: 'add',
-        path: '/metadata/annotations',
-        value: { 'portico.dev/verify-requested-at': new Date().toISOString() },
-      },
-    ],
-  });
-}
 
 beforeAll(async () => {
   await dns.addA(target, ['127.0.0.1']);

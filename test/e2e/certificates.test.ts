@@ -13,26 +13,10 @@ import {
   sandbox,
   unique,
   waitForCondition,
+  requestVerify,
 } from './support/cluster.js';
 
 const target = sandbox.platformCnameTarget;
-
-async function requestVerify(namespace: string, name: string): Promise<void> {
-  await kube().custom.patchNamespacedCustomObject({
-    group: 'portico.dev',
-    version: 'v1alpha1',
-    namespace,
-    plural: 'customdomains',
-    name,
-    body: [
-      {
-        op: 'add',
-        path: '/metadata/annotations',
-        value: { 'portico.dev/verify-requested-at': new Date().toISOString() },
-      },
-    ],
-  });
-}
 
 describe('CAA that excludes the CA', () => {
   const ns = unique('caa');

@@ -14,6 +14,7 @@ import {
   unique,
   waitFor,
   waitForCondition,
+  deleteCustomDomain,
 } from './support/cluster.js';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import type { HostnameClaim } from '../../src/api/hostnameclaim.js';
@@ -99,13 +100,7 @@ describe('takeover safety', () => {
     ).toBe('False');
 
     // Once the first is gone, routing and all, the claim passes to the second.
-    await kube().custom.deleteNamespacedCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
-      namespace: first,
-      plural: 'customdomains',
-      name: 'shared',
-    });
+    await deleteCustomDomain(first, 'shared');
     await waitFor('the first claim to be gone', async () => {
       try {
         await getCustomDomain(first, 'shared');
@@ -135,13 +130,7 @@ describe('takeover safety', () => {
       name: 'www',
       body: [{ op: 'add', path: '/metadata/finalizers/-', value: 'e2e.portico.dev/hold' }],
     });
-    await kube().custom.deleteNamespacedCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
-      namespace: first,
-      plural: 'customdomains',
-      name: 'www',
-    });
+    await deleteCustomDomain(first, 'www');
     await waitForCondition(second, 'www', 'Accepted', 'True', undefined, 60_000);
     // The moment the second holds the hostname, the first's Ingress is already gone, while the first
     // CustomDomain itself still exists.

@@ -29,6 +29,7 @@ import {
   unique,
   waitFor,
   waitForCondition,
+  deleteCustomDomain,
 } from './support/cluster.js';
 import {
   startAcmeFaultProxy,
@@ -174,13 +175,7 @@ describe('removal while an ACME order is in flight', () => {
     await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'Issuing', 30_000);
     expect(await leftovers(ns, 'www')).toEqual(['Ingress portico-www']);
 
-    await kube().custom.deleteNamespacedCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
-      namespace: ns,
-      plural: 'customdomains',
-      name: 'www',
-    });
+    await deleteCustomDomain(ns, 'www');
     // Gone promptly: the finalizer does not wait for the CA.
     await waitFor(
       'the CustomDomain to be gone',

@@ -41,6 +41,7 @@ import {
   unique,
   waitFor,
   waitForCondition,
+  deleteCustomDomain,
 } from './support/cluster.js';
 import {
   CHART,
@@ -323,13 +324,7 @@ describe('the controller as its ServiceAccount', () => {
     ]);
     expect(claim.stdout).toBe(`${project}/www`);
 
-    await kube().custom.deleteNamespacedCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
-      namespace: project,
-      plural: 'customdomains',
-      name: 'www',
-    });
+    await deleteCustomDomain(project, 'www');
     await waitFor('the CustomDomain, its Ingress and its Secret to be gone', async () => {
       const left = await kubectl(['get', 'customdomains,ingresses,secrets', '-n', project, '-o', 'name']);
       return left.code === 0 && left.stdout.trim() === '' ? true : undefined;

@@ -17,6 +17,7 @@ import {
   unique,
   waitFor,
   waitForCondition,
+  requestVerify,
 } from './support/cluster.js';
 
 async function postPebbleManagement(path: string, body: unknown): Promise<void> {
@@ -91,20 +92,7 @@ describe('ARI-driven renewal', () => {
         suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
       }),
     });
-    await kube().custom.patchNamespacedCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
-      namespace: ns,
-      plural: 'customdomains',
-      name: 'www',
-      body: [
-        {
-          op: 'add',
-          path: '/metadata/annotations',
-          value: { 'portico.dev/verify-requested-at': 'renew-now' },
-        },
-      ],
-    });
+    await requestVerify(ns, 'www', 'renew-now');
 
     const renewed = await waitFor('a new certificate in status', async () => {
       const cd = await getCustomDomain(ns, 'www');

@@ -17,6 +17,7 @@ import {
   unique,
   waitFor,
   waitForCondition,
+  deleteCustomDomain,
 } from './support/cluster.js';
 
 async function patchSpec(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
@@ -78,13 +79,7 @@ describe('a redirect domain (ingress-nginx flavor)', () => {
   });
 
   it('leaves no routing after deletion', async () => {
-    await kube().custom.deleteNamespacedCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
-      namespace: ns,
-      plural: 'customdomains',
-      name: 'old',
-    });
+    await deleteCustomDomain(ns, 'old');
     await waitFor('the CustomDomain gone', async () => {
       try {
         await getCustomDomain(ns, 'old');

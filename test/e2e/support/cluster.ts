@@ -161,3 +161,33 @@ export async function getPebble(url: string): Promise<string> {
     }).on('error', reject);
   });
 }
+
+/**
+ * Presses the spec's Verify / Re-verify button: sets the annotation `portico.dev/verify-requested-at`
+ * (default value: now, RFC 3339), which makes the operator check DNS at once.
+ */
+export async function requestVerify(
+  namespace: string,
+  name: string,
+  value: string = new Date().toISOString(),
+): Promise<void> {
+  await kube().custom.patchNamespacedCustomObject({
+    group: 'portico.dev',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'customdomains',
+    name,
+    body: [{ op: 'add', path: '/metadata/annotations', value: { 'portico.dev/verify-requested-at': value } }],
+  });
+}
+
+/** Deletes CustomDomain `namespace/name` (the finalizer then runs: the object may stay a moment). */
+export async function deleteCustomDomain(namespace: string, name: string): Promise<void> {
+  await kube().custom.deleteNamespacedCustomObject({
+    group: 'portico.dev',
+    version: 'v1alpha1',
+    namespace,
+    plural: 'customdomains',
+    name,
+  });
+}
