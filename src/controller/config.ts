@@ -5,8 +5,8 @@
  * message instead of failing later.
  */
 import { isIP } from 'node:net';
-import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
+import { flagUsage, readFlags, type FlagSpec } from '../command-flags.js';
 import {
   checkRoutingOptions,
   parseGatewayParentRefs,
@@ -252,18 +252,13 @@ const options = {
     help: 'seconds between attempts to acquire or renew',
   },
   help: { type: 'boolean', env: '', help: 'show this help' },
-} as const;
+} as const satisfies Record<string, FlagSpec>;
 
 type OptionName = keyof typeof options;
 
 /** The flag reference printed by `portico controller --help`. */
 export function controllerUsage(): string {
-  const lines = Object.entries(options).map(([name, o]) => {
-    const env = o.env ? ` [$${o.env}]` : '';
-    const def = 'default' in o ? ` (default ${o.default})` : '';
-    return `  --${name.padEnd(24)} ${o.help}${def}${env}`;
-  });
-  return `usage: portico controller [flags]\n\n${lines.join('\n')}\n`;
+  return flagUsage('portico controller', options);
 }
 
 function positiveInt(name: OptionName, value: string): number {
@@ -368,25 +363,9 @@ export function parseControllerConfig(
   args: string[],
   env: NodeJS.ProcessEnv = process.env,
 ): ControllerConfig | { help: true } {
-  const parsed = parseArgs({
-    args,
-    options: Object.fromEntries(Object.entries(options).map(([k, o]) => [k, { type: o.type }])),
-    strict: true,
-  }).values as Partial<Record<OptionName, string | boolean>>;
-  if (parsed.help === true) return { help: true };
-  const get = (name: OptionName): string | undefined => {
-    const o = options[name];
-    const flag = parsed[name];
-    if (typeof flag === 'string') return flag;
-    const fromEnv = o.env ? env[o.env] : undefined;
-    if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
-    return 'default' in o ? o.default : undefined;
-  };
-  const required = (name: OptionName): string => {
-    const v = get(name);
-    if (!v) throw new ConfigError(`--${name} (or $${options[name].env}) is required: ${options[name].help}`);
-    return v;
-  };
+  const flags = readFlags(options, args, env, (message) => new ConfigError(message));
+  if ('help' in flags) return flags;
+  const { get, required } = flags;
   const logLevel = required('log-level');
   if (!LEVELS.has(logLevel)) throw new ConfigError(`--log-level must be one of ${[...LEVELS].join(', ')}`);
   const directory = required('acme-directory-url');

@@ -4,8 +4,8 @@
  * the Helm chart sets them. Every value is checked here so a bad setting stops the process at start.
  */
 import { hostname } from 'node:os';
-import { parseArgs } from 'node:util';
 import type { LevelWithSilent } from 'pino';
+import { flagUsage, readFlags, type FlagSpec } from '../../command-flags.js';
 import { DEFAULT_RATELIMIT_CONFIG_NAME, DEFAULT_RATELIMIT_STATUS_NAME } from '../../api/ratelimitpolicy.js';
 import { ServerConfigError } from '../errors.js';
 import type { FailureMode } from '../service.js';
@@ -29,14 +29,6 @@ export interface RateLimitServerConfig {
   /** `host:port` of /metrics, /healthz, /readyz. */
   metricsListenAddress: string;
   logLevel: LevelWithSilent;
-}
-
-interface OptionSpec {
-  readonly type: 'string' | 'boolean';
-  /** Environment variables read when the flag is absent, first match wins. */
-  readonly env: readonly string[];
-  readonly default?: string;
-  readonly help: string;
 }
 
 const options = {
@@ -109,18 +101,13 @@ const options = {
     help: 'trace|debug|info|warn|error',
   },
   help: { type: 'boolean', env: [], help: 'show this help' },
-} as const satisfies Record<string, OptionSpec>;
+} as const satisfies Record<string, FlagSpec>;
 
 type OptionName = keyof typeof options;
 
 /** The flag reference printed by `portico ratelimit-server --help`. */
 export function rateLimitServerUsage(): string {
-  const lines = Object.entries(options).map(([name, o]: [string, OptionSpec]) => {
-    const env = o.env.length > 0 ? ` [${o.env.map((e) => `$${e}`).join(', ')}]` : '';
-    const def = o.default !== undefined ? ` (default ${o.default})` : '';
-    return `  --${name.padEnd(24)} ${o.help}${def}${env}`;
-  });
-  return `usage: portico ratelimit-server [flags]\n\n${lines.join('\n')}\n`;
+  return flagUsage('portico ratelimit-server', options);
 }
 
 const LEVELS = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
@@ -157,32 +144,9 @@ export function parseRateLimitServerConfig(
   args: string[],
   env: NodeJS.ProcessEnv = process.env,
 ): RateLimitServerConfig | { help: true } {
-  const parsed = parseArgs({
-    args,
-    options: Object.fromEntries(Object.entries(options).map(([k, o]) => [k, { type: o.type }])),
-    strict: true,
-  }).values as Partial<Record<OptionName, string | boolean>>;
-  if (parsed.help === true) return { help: true };
-  const get = (name: OptionName): string | undefined => {
-    const o: OptionSpec = options[name];
-    const flag = parsed[name];
-    if (typeof flag === 'string') return flag;
-    if (flag === true) return 'true';
-    for (const variable of o.env) {
-      const value = env[variable];
-      if (value !== undefined && value !== '') return value;
-    }
-    return o.default;
-  };
-  const required = (name: OptionName): string => {
-    const v = get(name);
-    if (v === undefined || v === '') {
-      throw new ServerConfigError(
-        `--${name} (or $${options[name].env.join(', $')}) is required: ${options[name].help}`,
-      );
-    }
-    return v;
-  };
+  const flags = readFlags(options, args, env, (message) => new ServerConfigError(message));
+  if ('help' in flags) return flags;
+  const { get, required } = flags;
   const failureMode = required('failure-mode');
   if (failureMode !== 'allow' && failureMode !== 'deny') {
     throw new ServerConfigError(`--failure-mode must be allow or deny, got "${failureMode}"`);
