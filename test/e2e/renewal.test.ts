@@ -112,4 +112,41 @@ describe('ARI-driven renewal', () => {
     expect(gaps).toEqual([]);
     expect(serials.size).toBe(2);
   });
+
+  it('retries a failed renewal on the backoff, not at once, and keeps serving', async () => {
+    // A CAA record excluding the CA makes every renewal attempt fail before it reaches the CA.
+    await dns.post('/add-caa', {
+      host: `${ns}.example`,
+      policies: [{ tag: 'issue', value: 'digicert.com' }],
+    });
+    const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
+    const servingPem = Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
+    const past = Date.now() - 3600_000;
+    await postPebbleManagement('/set-renewal-info/', {
+      Certificate: servingPem,
+      ARIResponse: JSON.stringify({
+        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
+      }),
+    });
+    const failedBefore = await failedOrders();
+    await requestVerify(ns, 'www', 'renew-again');
+    await waitFor('the renewal attempt to fail', async () =>
+      (await failedOrders()) > failedBefore ? true : undefined,
+    );
+    // The next attempt is a minute away (the published backoff): none in the next 8 s.
+    const failedAfterFirst = await failedOrders();
+    await new Promise((r) => setTimeout(r, 8_000));
+    expect((await failedOrders()) - failedAfterFirst).toBe(0);
+    const cd = await getCustomDomain(ns, 'www');
+    expect(cd.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect(cd.status?.certificate?.serialNumber).toBe(new X509Certificate(servingPem).serialNumber);
+    await dns.post('/clear-caa', { host: `${ns}.example` });
+  });
 });
+
+/** The stack operator's count of failed ACME orders (`portico_acme_orders_total{result="failed"}`). */
+async function failedOrders(): Promise<number> {
+  const text = await (await fetch(sandbox.controllerMetricsUrl)).text();
+  const line = text.split('\n').find((l) => l.startsWith('portico_acme_orders_total{result="failed"}'));
+  return Number(line?.split(' ')[1] ?? 0);
+}

@@ -452,6 +452,9 @@ export class CustomDomainReconciler {
   ): Promise<{ state: CertificateState; requeueAfterMs?: number }> {
     const found = await this.#servingCertificate(domain, now);
     const inFlight = this.#d.tracker.inFlight(key);
+    // After a failed attempt, first issuance and renewal alike wait for the published backoff, and
+    // never ask before the CA's own Retry-After (RFC 8555 §6.6).
+    const failed = this.#pendingRetry(key, now);
     if (found) {
       const serving = await this.#d.renewal.plan(
         found.status,
@@ -467,29 +470,37 @@ export class CustomDomainReconciler {
         Date.parse(serving.notAfter) / 1000,
       );
       const renewalMs = Date.parse(serving.renewalTime) - now.getTime();
-      if (renewalMs <= 0 && verified && !inFlight) this.#startIssuance(domain, key, log, serving.ari?.certId);
-      return { state: { kind: 'valid', certificate: serving }, requeueAfterMs: Math.max(1_000, renewalMs) };
+      const due = renewalMs <= 0 && verified && !inFlight;
+      if (due && !failed) this.#startIssuance(domain, key, log, serving.ari?.certId);
+      const nextMs = due && failed ? failed.retryAt.getTime() - now.getTime() : renewalMs;
+      return { state: { kind: 'valid', certificate: serving }, requeueAfterMs: Math.max(1_000, nextMs) };
     }
     if (!verified) return { state: { kind: 'not-requested' } };
     if (inFlight) return { state: { kind: 'issuing', since: inFlight.startedAt, renewing: false } };
-    const outcome = this.#d.tracker.lastOutcome(key);
-    if (outcome?.state === 'failed') {
-      // The published backoff, but never before the CA's own Retry-After (RFC 8555 §6.6).
-      const retryAt = new Date(
-        Math.max(
-          outcome.finishedAt.getTime() + issuanceRetryDelayMs(outcome.failures),
-          outcome.retryAfter?.getTime() ?? 0,
-        ),
-      );
-      if (now < retryAt) {
-        return {
-          state: { kind: 'failed', reason: outcome.reason, message: outcome.message, retryAt },
-          requeueAfterMs: retryAt.getTime() - now.getTime(),
-        };
-      }
+    if (failed) {
+      return {
+        state: { kind: 'failed', reason: failed.reason, message: failed.message, retryAt: failed.retryAt },
+        requeueAfterMs: failed.retryAt.getTime() - now.getTime(),
+      };
     }
     this.#startIssuance(domain, key, log);
     return { state: { kind: 'issuing', since: now, renewing: false } };
+  }
+
+  /**
+   * The last attempt's failure while its retry is not yet due: `retryAt` is the published backoff
+   * after it, or the CA's Retry-After when later. Undefined when the next attempt may start now.
+   */
+  #pendingRetry(key: string, now: Date): { reason: string; message: string; retryAt: Date } | undefined {
+    const outcome = this.#d.tracker.lastOutcome(key);
+    if (outcome?.state !== 'failed') return undefined;
+    const retryAt = new Date(
+      Math.max(
+        outcome.finishedAt.getTime() + issuanceRetryDelayMs(outcome.failures),
+        outcome.retryAfter?.getTime() ?? 0,
+      ),
+    );
+    return now < retryAt ? { reason: outcome.reason, message: outcome.message, retryAt } : undefined;
   }
 
   /** @param replaces the ARI identifier of the certificate being renewed (RFC 9773 §5) */
