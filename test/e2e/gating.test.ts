@@ -36,6 +36,25 @@ async function getClaim(hostname: string): Promise<HostnameClaim | undefined> {
   }
 }
 
+/**
+ * Two projects on an eligible plan with CustomDomain `www` for one hostname: the first Ready and
+ * holding it, the second refused with HostnameAlreadyClaimed. Returns both namespaces and the hostname.
+ */
+async function holderAndContender(
+  prefix: string,
+  hostPrefix: string,
+): Promise<{ first: string; second: string; hostname: string }> {
+  const first = unique(`${prefix}-a`);
+  const second = unique(`${prefix}-b`);
+  const hostname = `${unique(hostPrefix)}.tenant.example`;
+  await Promise.all([createProject(first), createProject(second), dns.setCname(hostname, target)]);
+  await createCustomDomain(first, 'www', { hostname, service: { name: 'web' } });
+  await waitForCondition(first, 'www', 'Ready', 'True', undefined, 60_000);
+  await createCustomDomain(second, 'www', { hostname, service: { name: 'web' } });
+  await waitForCondition(second, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');
+  return { first, second, hostname };
+}
+
 describe('plan gating', () => {
   it('refuses the free plan (and an unlabelled namespace), then accepts at once on upgrade', async () => {
     const ns = unique('free');
@@ -113,14 +132,7 @@ describe('takeover safety', () => {
   });
 
   it("hands the hostname on only once the holder's routing is gone, even before the holder object is", async () => {
-    const first = unique('handover-a');
-    const second = unique('handover-b');
-    const hostname = `${unique('handover')}.tenant.example`;
-    await Promise.all([createProject(first), createProject(second), dns.setCname(hostname, target)]);
-    await createCustomDomain(first, 'www', { hostname, service: { name: 'web' } });
-    await waitForCondition(first, 'www', 'Ready', 'True', undefined, 60_000);
-    await createCustomDomain(second, 'www', { hostname, service: { name: 'web' } });
-    await waitForCondition(second, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');
+    const { first, second, hostname } = await holderAndContender('handover', 'handover');
     // A finalizer of the test's own keeps the first object after Portico is done with it.
     await kube().custom.patchNamespacedCustomObject({
       group: 'portico.dev',
@@ -212,14 +224,7 @@ describe('takeover safety', () => {
   });
 
   it("passes the hostname on when the holder's plan no longer allows custom domains", async () => {
-    const first = unique('downgrade-a');
-    const second = unique('downgrade-b');
-    const hostname = `${unique('moving')}.tenant.example`;
-    await Promise.all([createProject(first), createProject(second), dns.setCname(hostname, target)]);
-    await createCustomDomain(first, 'www', { hostname, service: { name: 'web' } });
-    await waitForCondition(first, 'www', 'Ready', 'True', undefined, 60_000);
-    await createCustomDomain(second, 'www', { hostname, service: { name: 'web' } });
-    await waitForCondition(second, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');
+    const { first, second, hostname } = await holderAndContender('downgrade', 'moving');
 
     await kube().core.patchNamespace({
       name: first,
