@@ -183,8 +183,11 @@ export async function runController(args: string[]): Promise<number> {
   await listen(http01, config.http01ListenAddress, log, 'HTTP-01 challenge server', true);
   await listen(observability, config.metricsListenAddress, log, 'metrics and health server');
 
+  let stopping = false;
   const lost = new Promise<string>((resolve) => {
     const startReconciling = (): void => {
+      // Leadership won while shutting down starts nothing: started informers would outlive the stop.
+      if (stopping) return;
       controller.start();
       rateLimitPolicies.start();
       log.info(
@@ -199,6 +202,7 @@ export async function runController(args: string[]): Promise<number> {
     else startReconciling();
   });
   const reason = await Promise.race([lost, stopSignal()]);
+  stopping = true;
   log.info({ reason }, 'shutting down');
   await Promise.all([controller.stop(), rateLimitPolicies.stop()]);
   await elector?.stop();

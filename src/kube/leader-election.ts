@@ -56,6 +56,8 @@ export class LeaderElector {
   #lastRenew = 0;
   #stopped = false;
   #timer: NodeJS.Timeout | undefined;
+  /** The try (acquire or renew) under way, if any; `stop` waits for it. */
+  #inFlight: Promise<void> | undefined;
   #onStarted: () => void = () => undefined;
   #onStopped: () => void = () => undefined;
 
@@ -84,7 +86,7 @@ export class LeaderElector {
 
   #tick(): void {
     if (this.#stopped) return;
-    this.#tryAcquireOrRenew().then(
+    this.#inFlight = this.#tryAcquireOrRenew().then(
       (held) => {
         this.#afterTry(held);
       },
@@ -96,6 +98,9 @@ export class LeaderElector {
   }
 
   #afterTry(held: boolean): void {
+    this.#inFlight = undefined;
+    // A try that settles after `stop` starts nothing: the process is shutting down.
+    if (this.#stopped) return;
     const now = Date.now();
     if (held) {
       this.#lastRenew = now;
@@ -179,11 +184,16 @@ export class LeaderElector {
     }
   }
 
-  /** Stops campaigning; when leading, releases the Lease so another replica can take it at once. */
+  /**
+   * Stops campaigning: waits for a try under way to settle (its result starts nothing), then, when
+   * the Lease names this process, releases it so another replica can take it at once. Never throws;
+   * a failed release is logged and the Lease expires on its own.
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    if (!this.#leading) return;
+    await this.#inFlight;
+    // Checked even when not leading: a try that settled after `stop` may have taken the Lease.
     this.#leading = false;
     try {
       const current = await this.#objects.read<LeaseObject>(this.#header());
