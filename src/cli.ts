@@ -8,6 +8,10 @@
  *
  * Each subcommand module is loaded on demand, so the controller never loads the sandbox code.
  * Exit codes: 0 success, 1 failure, 2 usage error.
+ *
+ * Shutdown is bounded: once a command has returned, the process exits when nothing is left to do,
+ * or `EXIT_GRACE_MS` later at the latest, naming what still held it open and exiting with code 1
+ * (a clean stop leaves nothing behind; what does is a defect to fix, not a reason to hang).
  */
 const usage = `usage: portico <command> [flags]
 
@@ -18,6 +22,23 @@ commands:
   sandbox status    exit 0 when the local stack is up
   sandbox down      stop everything the sandbox started
 `;
+
+/** Milliseconds a command may leave work behind after it returned before the process exits anyway. */
+const EXIT_GRACE_MS = 5_000;
+
+function exitWhenDrained(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => {
+    // Counts by kind, e.g. "TCPSocketWrap ×2, Timeout ×3".
+    const counts = new Map<string, number>();
+    for (const kind of process.getActiveResourcesInfo()) counts.set(kind, (counts.get(kind) ?? 0) + 1);
+    const open = [...counts].map(([kind, n]) => `${kind} ×${n}`).join(', ');
+    process.stderr.write(
+      `portico: still running ${EXIT_GRACE_MS / 1000} s after stopping (open: ${open}); exiting\n`,
+    );
+    process.exit(1);
+  }, EXIT_GRACE_MS).unref();
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -48,10 +69,10 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => {
-    process.exitCode = code;
+    exitWhenDrained(code);
   },
   (err: unknown) => {
     process.stderr.write(`portico: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exitCode = 1;
+    exitWhenDrained(1);
   },
 );
