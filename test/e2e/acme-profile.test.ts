@@ -36,6 +36,7 @@ import {
   stopStackController,
   type ControllerCommand,
   type OperatorProcess,
+  runAll,
 } from './support/stack-controller.js';
 
 /** Validity of the `shortlived` profile, in seconds: 160 hours. */
@@ -146,16 +147,16 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  try {
-    if (operator) await deleteCreated();
-  } finally {
-    try {
+  await runAll(
+    async () => {
+      if (operator) await deleteCreated();
+    },
+    async () => {
       if (operator) await stopOperator(operator);
-      await stopSecondPebble(PEBBLE_NAME);
-    } finally {
-      await restartStackController(stack);
-    }
-  }
+    },
+    () => stopSecondPebble(PEBBLE_NAME),
+    () => restartStackController(stack),
+  );
 });
 
 describe('--acme-profile shortlived', () => {

@@ -25,6 +25,7 @@ import {
   stopStackController,
   type ControllerCommand,
   type OperatorProcess,
+  runAll,
 } from './support/stack-controller.js';
 
 const run = unique('caacname');
@@ -41,9 +42,13 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await dns.post('/clear-caa', { host: target });
-  if (operator) await stopOperator(operator);
-  await restartStackController(stack);
+  await runAll(
+    () => dns.post('/clear-caa', { host: target }),
+    async () => {
+      if (operator) await stopOperator(operator);
+    },
+    () => restartStackController(stack),
+  );
 });
 
 describe('CAA at the CNAME target', () => {

@@ -23,6 +23,7 @@ import {
   stopStackController,
   type ControllerCommand,
   type OperatorProcess,
+  runAll,
 } from './support/stack-controller.js';
 
 const LEASE_DURATION_SECONDS = 15;
@@ -62,8 +63,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const r of replicas) await stopOperator(r);
-  await restartStackController(stack);
+  await runAll(...replicas.map((r) => () => stopOperator(r)), () => restartStackController(stack));
 });
 
 describe('two operator processes', () => {

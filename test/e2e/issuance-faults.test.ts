@@ -44,6 +44,7 @@ import {
   stopStackController,
   type ControllerCommand,
   type OperatorProcess,
+  runAll,
 } from './support/stack-controller.js';
 
 const target = sandbox.platformCnameTarget;
@@ -64,10 +65,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  // The proxy first: a request it still holds would keep the operator from exiting.
-  await proxy?.stop();
-  if (operator) await stopOperator(operator);
-  await restartStackController(stack);
+  await runAll(
+    // The proxy first: a request it still holds would keep the operator from exiting.
+    async () => proxy?.stop(),
+    async () => {
+      if (operator) await stopOperator(operator);
+    },
+    () => restartStackController(stack),
+  );
 });
 
 function theProxy(): AcmeFaultProxy {

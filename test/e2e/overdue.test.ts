@@ -23,6 +23,7 @@ import {
   stopStackController,
   type ControllerCommand,
   type OperatorProcess,
+  runAll,
 } from './support/stack-controller.js';
 
 let stack: ControllerCommand | undefined;
@@ -38,8 +39,12 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (operator) await stopOperator(operator);
-  await restartStackController(stack);
+  await runAll(
+    async () => {
+      if (operator) await stopOperator(operator);
+    },
+    () => restartStackController(stack),
+  );
 });
 
 describe('no certificate after the threshold', () => {

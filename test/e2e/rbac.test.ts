@@ -16,9 +16,8 @@
  */
 import { KubeConfig } from '@kubernetes/client-node';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -29,6 +28,8 @@ import { renderCompiledConfig } from '../../src/ratelimit/config-schema.js';
 import {
   httpStatus,
   restartStackController as restartStack,
+  runAll,
+  stopChild,
   stopStackController as stopStack,
   type ControllerCommand,
 } from './support/stack-controller.js';
@@ -62,7 +63,9 @@ const CA_CONFIGMAP = 'acme-ca';
 const LOGS = path.join(sandbox.sandboxDir, 'logs');
 
 let stackController: ControllerCommand | undefined;
-const started: ChildProcess[] = [];
+const started: { child: ChildProcess; log: string }[] = [];
+/** Temporary directories of the service accounts' kubeconfigs, removed after the file. */
+const tempDirs: string[] = [];
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -105,7 +108,9 @@ async function serviceAccountKubeconfig(serviceAccount: string): Promise<string>
   const cluster = admin.getCurrentCluster();
   const caData = cluster?.caData ?? Buffer.from(await readFile(cluster?.caFile ?? '')).toString('base64');
   const name = `${NAMESPACE}-${serviceAccount}`;
-  const file = path.join(await mkdtemp(path.join(tmpdir(), 'portico-rbac-')), `${serviceAccount}.kubeconfig`);
+  const dir = await mkdtemp(path.join(tmpdir(), 'portico-rbac-'));
+  tempDirs.push(dir);
+  const file = path.join(dir, `${serviceAccount}.kubeconfig`);
   await writeFile(
     file,
     stringify({
@@ -136,15 +141,8 @@ function startProcess(args: string[], env: Record<string, string>, log: string):
   const out = createWriteStream(path.join(LOGS, log));
   child.stdout?.pipe(out);
   child.stderr?.pipe(out);
-  started.push(child);
+  started.push({ child, log: path.join(LOGS, log) });
   return child;
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit');
-  child.kill('SIGTERM');
-  await exited;
 }
 
 async function stopStackController(): Promise<void> {
@@ -207,8 +205,15 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all(started.map(stop));
-  await restartStackController();
+  await runAll(
+    ...started.map(
+      ({ child, log }) =>
+        () =>
+          stopChild(child, `portico ${child.spawnargs[2] ?? ''}`, log),
+    ),
+    ...tempDirs.map((dir) => () => rm(dir, { recursive: true, force: true })),
+    () => restartStackController(),
+  );
 }, 120_000);
 
 describe('helm install', () => {
@@ -331,7 +336,7 @@ describe('the controller as its ServiceAccount', () => {
     });
     expect((await kubectl(['get', 'hostnameclaim', hostname])).stderr).toContain('NotFound');
 
-    await stop(controller);
+    await stopChild(controller, 'portico controller', path.join(LOGS, logName));
     expect(refusals(await readFile(path.join(LOGS, logName), 'utf8')), 'refused requests').toEqual([]);
   });
 });
@@ -385,7 +390,7 @@ describe('the rate-limit service as its ServiceAccount', () => {
     });
     expect(JSON.parse(report)).toMatchObject({ instance, policies: {} });
 
-    await stop(server);
+    await stopChild(server, 'portico ratelimit-server', path.join(LOGS, logName));
     expect(refusals(await readFile(path.join(LOGS, logName), 'utf8')), 'refused requests').toEqual([]);
   });
 });

@@ -32,7 +32,11 @@ export async function httpStatus(url: string): Promise<number | undefined> {
   }
 }
 
-/** Stops the stack's operator and returns its command line and environment, or undefined if none ran. */
+/**
+ * Stops the stack's operator and returns its command line and environment, or undefined if none ran.
+ * Throws when it did not exit within 15 s of SIGTERM, after starting it again (the stack is left as
+ * it was found).
+ */
 export async function stopStackController(): Promise<ControllerCommand | undefined> {
   const pid = await readPid(paths, CONTROLLER);
   if (pid === undefined) return undefined;
@@ -44,8 +48,14 @@ export async function stopStackController(): Promise<ControllerCommand | undefin
       .filter(([k]) => k?.startsWith('PORTICO_') === true || k === 'NODE_EXTRA_CA_CERTS'),
   ) as Record<string, string>;
   const [command, ...args] = argv;
-  await stopProcess(paths, CONTROLLER);
-  return { command: command ?? process.execPath, args, env };
+  const stopped = { command: command ?? process.execPath, args, env };
+  if ((await stopProcess(paths, CONTROLLER, 15_000)) === 'killed') {
+    await restartStackController(stopped);
+    throw new Error(
+      `the stack operator did not exit within 15 s of SIGTERM (killed and started again); see ${path.join(sandbox.sandboxDir, 'logs', `${CONTROLLER}.log`)}`,
+    );
+  }
+  return stopped;
 }
 
 /** Starts the stack's operator again as `stopStackController` found it, and waits until it is ready. */
@@ -109,10 +119,58 @@ export async function startOperator(
   return { name, child, log, metricsPort };
 }
 
-/** SIGTERM, and wait for the exit. */
+/** Seconds an operator gets to exit after SIGTERM before it is killed. */
+const EXIT_DEADLINE_MS = 30_000;
+
+/**
+ * SIGTERM, and wait for the exit. Throws when the operator did not exit within 30 s (it is then
+ * SIGKILLed, so the next test starts clean) or exited with a code other than 0: a clean stop is
+ * part of what is tested.
+ */
 export async function stopOperator(operator: OperatorProcess): Promise<void> {
-  if (operator.child.exitCode !== null || operator.child.signalCode !== null) return;
-  const exited = once(operator.child, 'exit');
-  operator.child.kill('SIGTERM');
-  await exited;
+  await stopChild(operator.child, `operator ${operator.name}`, operator.log);
+}
+
+/** `stopOperator` for any child process of the test: `what` and `log` name it in the error. */
+export async function stopChild(child: ChildProcess, what: string, log: string): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'deadline'>((resolve) => {
+    timer = setTimeout(() => {
+      resolve('deadline');
+    }, EXIT_DEADLINE_MS);
+  });
+  const outcome = await Promise.race([exited, deadline]);
+  clearTimeout(timer);
+  if (outcome === 'deadline') {
+    child.kill('SIGKILL');
+    await exited;
+    throw new Error(
+      `${what} did not exit within ${EXIT_DEADLINE_MS / 1000} s of SIGTERM (killed); see ${log}`,
+    );
+  }
+  const [code, signal] = outcome;
+  if (code !== 0) {
+    throw new Error(
+      `${what} exited with ${code === null ? `signal ${String(signal)}` : `code ${code}`} after SIGTERM; see ${log}`,
+    );
+  }
+}
+
+/**
+ * Runs every step even when one fails (a teardown must restore the stack for the files after it),
+ * then throws the first failure.
+ */
+export async function runAll(...steps: (() => Promise<unknown>)[]): Promise<void> {
+  const failures: unknown[] = [];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  if (failures.length > 0) throw failures[0];
 }
