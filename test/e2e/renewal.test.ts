@@ -138,9 +138,35 @@ describe('ARI-driven renewal', () => {
     await new Promise((r) => setTimeout(r, 8_000));
     expect((await failedOrders()) - failedAfterFirst).toBe(0);
     const cd = await getCustomDomain(ns, 'www');
+    const servingSerial = new X509Certificate(servingPem).serialNumber;
     expect(cd.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
-    expect(cd.status?.certificate?.serialNumber).toBe(new X509Certificate(servingPem).serialNumber);
+    expect(cd.status?.phase).toBe('Live');
+    expect(cd.status?.certificate?.serialNumber).toBe(servingSerial);
+    // The failed renewal shows: the certificate still serves, why the renewal failed, and when next.
+    const certificateReady = cd.status?.conditions?.find((c) => c.type === 'CertificateReady');
+    expect(certificateReady).toMatchObject({ status: 'True', reason: 'RenewalFailed' });
+    expect(certificateReady?.message).toContain(`Certificate ${servingSerial} from`);
+    expect(certificateReady?.message).toContain('still serves, but its renewal failed (CAAForbidsIssuance)');
+    expect(certificateReady?.message).toContain(`CAA ${ns}.example 0 issue "digicert.com"`);
+    expect(certificateReady?.message).toMatch(/Next attempt at \d{4}-\d\d-\d\dT/);
+    const events = await kube().core.listNamespacedEvent({ namespace: ns });
+    expect(
+      events.items.some(
+        (e) => e.reason === 'RenewalFailed' && e.type === 'Warning' && e.message?.includes('CAA'),
+      ),
+    ).toBe(true);
+
+    // Fixed, then re-verified: a fresh renewal at once, and the condition is back to Issued.
     await dns.post('/clear-caa', { host: `${ns}.example` });
+    await requestVerify(ns, 'www', 'renew-after-fix');
+    const renewed = await waitFor('the renewal to succeed', async () => {
+      const now = await getCustomDomain(ns, 'www');
+      const ready = now.status?.conditions?.find((c) => c.type === 'CertificateReady');
+      return ready?.reason === 'Issued' && now.status?.certificate?.serialNumber !== servingSerial
+        ? now
+        : undefined;
+    });
+    expect(renewed.status?.phase).toBe('Live');
   });
 });
 

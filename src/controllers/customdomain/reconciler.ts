@@ -104,6 +104,7 @@ const WARNING_REASONS = new Set([
   'CAALookupFailed',
   'CARateLimited',
   'CertificateOverdue',
+  'RenewalFailed',
   'NoBackend',
 ]);
 
@@ -198,7 +199,7 @@ export class CustomDomainReconciler {
     const waits = [dns.nextCheckMs, certificateRequeue, overdueAt].filter(
       (ms): ms is number => ms !== undefined && ms > 0,
     );
-    return { requeueAfterMs: Math.max(1_000, Math.min(...waits)) };
+    return waits.length > 0 ? { requeueAfterMs: Math.max(1_000, Math.min(...waits)) } : {};
   }
 
   /**
@@ -470,13 +471,29 @@ export class CustomDomainReconciler {
         Date.parse(serving.notAfter) / 1000,
       );
       const renewalMs = Date.parse(serving.renewalTime) - now.getTime();
-      const due = renewalMs <= 0 && verified && !inFlight;
-      if (due && !failed) this.#startIssuance(domain, key, log, serving.ari?.certId);
-      const nextMs = due && failed ? failed.retryAt.getTime() - now.getTime() : renewalMs;
-      return { state: { kind: 'valid', certificate: serving }, requeueAfterMs: Math.max(1_000, nextMs) };
+      const due = renewalMs <= 0 && verified;
+      if (due && inFlight) {
+        // The tracker re-queues the domain when the order settles; no timed re-check is needed.
+        const renewal = { kind: 'in-progress', since: inFlight.startedAt } as const;
+        return { state: { kind: 'valid', certificate: serving, renewal } };
+      }
+      if (due && failed) {
+        const renewal = { kind: 'failed', ...failed } as const;
+        return {
+          state: { kind: 'valid', certificate: serving, renewal },
+          requeueAfterMs: Math.max(1_000, failed.retryAt.getTime() - now.getTime()),
+        };
+      }
+      if (due) {
+        this.#startIssuance(domain, key, log, serving.ari?.certId);
+        return {
+          state: { kind: 'valid', certificate: serving, renewal: { kind: 'in-progress', since: now } },
+        };
+      }
+      return { state: { kind: 'valid', certificate: serving }, requeueAfterMs: Math.max(1_000, renewalMs) };
     }
     if (!verified) return { state: { kind: 'not-requested' } };
-    if (inFlight) return { state: { kind: 'issuing', since: inFlight.startedAt, renewing: false } };
+    if (inFlight) return { state: { kind: 'issuing', since: inFlight.startedAt } };
     if (failed) {
       return {
         state: { kind: 'failed', reason: failed.reason, message: failed.message, retryAt: failed.retryAt },
@@ -484,7 +501,7 @@ export class CustomDomainReconciler {
       };
     }
     this.#startIssuance(domain, key, log);
-    return { state: { kind: 'issuing', since: now, renewing: false } };
+    return { state: { kind: 'issuing', since: now } };
   }
 
   /**
@@ -559,7 +576,7 @@ export class CustomDomainReconciler {
       fieldManager: FIELD_MANAGER,
     });
     for (const c of changedConditions(domain.status?.conditions, next.conditions ?? [])) {
-      const type = c.status !== 'True' && WARNING_REASONS.has(c.reason) ? 'Warning' : 'Normal';
+      const type = WARNING_REASONS.has(c.reason) ? 'Warning' : 'Normal';
       await this.#d.events.record(domain, type, c.reason, `${c.type}: ${c.message}`);
     }
     log.info({ phase: next.phase }, 'status updated');

@@ -44,6 +44,49 @@ describe('buildStatus', () => {
     expect(status.conditions?.every((c) => c.observedGeneration === 2)).toBe(true);
   });
 
+  it('stays Live while a renewal is under way or has failed, and says which', () => {
+    const routing = { kind: 'routed', message: 'Ingress portico-www routes the hostname.' } as const;
+    const condition = (observed: ObservedState): unknown =>
+      buildStatus(domain, observed, {}, t0).conditions?.find((c) => c.type === 'CertificateReady');
+    const since = new Date('2026-03-01T00:00:05Z');
+    const renewing: ObservedState = {
+      accepted,
+      dnsVerified: verified,
+      certificate: { kind: 'valid', certificate, renewal: { kind: 'in-progress', since } },
+      routing,
+    };
+    expect(buildStatus(domain, renewing, {}, t0).phase).toBe('Live');
+    expect(condition(renewing)).toMatchObject({
+      status: 'True',
+      reason: 'Renewing',
+      message:
+        'Certificate AB from CN=Pebble is valid until 2026-04-01T00:00:00.000Z and serves while its renewal, an ACME order in progress since 2026-03-01T00:00:05.000Z, completes.',
+    });
+    const retryAt = new Date('2026-03-01T00:01:05Z');
+    const failed: ObservedState = {
+      ...renewing,
+      certificate: {
+        kind: 'valid',
+        certificate,
+        renewal: {
+          kind: 'failed',
+          reason: 'CAAForbidsIssuance',
+          message: 'CAA example.com 0 issue "digicert.com"',
+          retryAt,
+        },
+      },
+    };
+    const status = buildStatus(domain, failed, {}, t0);
+    expect(status.phase).toBe('Live');
+    expect(status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect(condition(failed)).toMatchObject({
+      status: 'True',
+      reason: 'RenewalFailed',
+      message:
+        'Certificate AB from CN=Pebble is valid until 2026-04-01T00:00:00.000Z and still serves, but its renewal failed (CAAForbidsIssuance): CAA example.com 0 issue "digicert.com". Next attempt at 2026-03-01T00:01:05.000Z.',
+    });
+  });
+
   it('says why it is not Ready, and keeps transition times that did not flip', () => {
     const awaiting: ObservedState = {
       accepted,
@@ -62,7 +105,7 @@ describe('buildStatus', () => {
     expect(changedConditions(first.conditions, second.conditions ?? [])).toEqual([]);
     const issuing = buildStatus(
       { ...domain, status: second },
-      { ...awaiting, dnsVerified: verified, certificate: { kind: 'issuing', since: later, renewing: false } },
+      { ...awaiting, dnsVerified: verified, certificate: { kind: 'issuing', since: later } },
       {},
       later,
     );
@@ -99,7 +142,7 @@ describe('buildStatus', () => {
     const observed: ObservedState = {
       accepted,
       dnsVerified: verified,
-      certificate: { kind: 'issuing', since: t0, renewing: false },
+      certificate: { kind: 'issuing', since: t0 },
       routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
     };
     const late = buildStatus(domain, observed, { verifiedAt }, t0).conditions?.find(

@@ -14,10 +14,17 @@ import { setCondition, type ConditionInput } from '../../kube/conditions.js';
 
 /** The state of the domain's certificate, as the reconcile found it. */
 export type CertificateState =
-  | { kind: 'valid'; certificate: CertificateStatus }
+  | { kind: 'valid'; certificate: CertificateStatus; renewal?: RenewalState }
   | { kind: 'not-requested' }
-  | { kind: 'issuing'; since: Date; renewing: boolean }
+  | { kind: 'issuing'; since: Date }
   | { kind: 'failed'; reason: string; message: string; retryAt: Date };
+
+/**
+ * A renewal of the certificate that serves: under way, or failed with its next attempt due at
+ * `retryAt` (the old certificate serves meanwhile).
+ */
+export type RenewalState =
+  { kind: 'in-progress'; since: Date } | { kind: 'failed'; reason: string; message: string; retryAt: Date };
 
 /** Spec §7.3 and §8.3: no certificate this long after verification is a problem of its own. */
 export const CERTIFICATE_THRESHOLD_MS = 30 * 60_000;
@@ -58,12 +65,7 @@ function certificateCondition(
   }
   switch (state.kind) {
     case 'valid':
-      return {
-        type: 'CertificateReady',
-        status: 'True',
-        reason: 'Issued',
-        message: `Certificate ${state.certificate.serialNumber} from ${state.certificate.issuer} is valid until ${state.certificate.notAfter}; renewal at ${state.certificate.renewalTime}.`,
-      };
+      return validCertificateCondition(state.certificate, state.renewal);
     case 'issuing':
       return {
         type: 'CertificateReady',
@@ -88,6 +90,33 @@ function certificateCondition(
           : 'A certificate is requested once DNS verification succeeds.',
       };
   }
+}
+
+/** CertificateReady while a certificate serves: `Issued`, `Renewing` or `RenewalFailed` (all True). */
+function validCertificateCondition(certificate: CertificateStatus, renewal?: RenewalState): ConditionInput {
+  const serving = `Certificate ${certificate.serialNumber} from ${certificate.issuer} is valid until ${certificate.notAfter}`;
+  if (renewal?.kind === 'in-progress') {
+    return {
+      type: 'CertificateReady',
+      status: 'True',
+      reason: 'Renewing',
+      message: `${serving} and serves while its renewal, an ACME order in progress since ${renewal.since.toISOString()}, completes.`,
+    };
+  }
+  if (renewal?.kind === 'failed') {
+    return {
+      type: 'CertificateReady',
+      status: 'True',
+      reason: 'RenewalFailed',
+      message: `${serving} and still serves, but its renewal failed (${renewal.reason}): ${renewal.message}. Next attempt at ${renewal.retryAt.toISOString()}.`,
+    };
+  }
+  return {
+    type: 'CertificateReady',
+    status: 'True',
+    reason: 'Issued',
+    message: `${serving}; renewal at ${certificate.renewalTime}.`,
+  };
 }
 
 function routedCondition(state: RoutingState): ConditionInput {
