@@ -3,9 +3,14 @@
  * (its issues #596, #958, #1933, #3020), so this wrapper restarts them with exponential backoff and
  * jitter, and calls `onResync` on a jittered period so the controller re-queues every cached object
  * (level-triggered: a missed event is repaired by the next resync).
+ *
+ * `stop` leaves no watch open: client-node 2.0's ListWatch opens the watch when a list that was in
+ * flight at `stop` returns, and its `stop` misses a watch request still being opened; such a
+ * request is aborted as soon as it is open (`StopAwareWatch`), so a stopped process can exit.
  */
 import {
-  makeInformer,
+  ListWatch,
+  Watch,
   type Informer,
   type KubeConfig,
   type KubernetesListObject,
@@ -30,6 +35,22 @@ export interface ResilientInformerOptions<T extends KubernetesObject> {
   log: Logger;
 }
 
+/** A Watch that aborts a request opened after its informer was stopped, as soon as it is open. */
+class StopAwareWatch extends Watch {
+  readonly #stopped: () => boolean;
+
+  constructor(kubeConfig: KubeConfig, stopped: () => boolean) {
+    super(kubeConfig);
+    this.#stopped = stopped;
+  }
+
+  override async watch(...args: Parameters<Watch['watch']>): ReturnType<Watch['watch']> {
+    const request = await super.watch(...args);
+    if (this.#stopped()) request.abort();
+    return request;
+  }
+}
+
 export class ResilientInformer<T extends KubernetesObject> {
   readonly #informer: Informer<T> & ObjectCache<T>;
   readonly #options: ResilientInformerOptions<T>;
@@ -51,7 +72,8 @@ export class ResilientInformer<T extends KubernetesObject> {
       });
       return result;
     };
-    this.#informer = makeInformer(kubeConfig, options.path, list, options.labelSelector);
+    const watch = new StopAwareWatch(kubeConfig, () => this.#stopped);
+    this.#informer = new ListWatch(options.path, watch, list, false, options.labelSelector);
     this.#informer.on('add', (o) => {
       options.onChange(o, 'add');
     });
