@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { currentIssuanceSignal, IssuanceTracker, outsideIssuance } from './issuance-tracker.js';
+import {
+  currentIssuanceSignal,
+  IssuanceTracker,
+  outsideIssuance,
+  SHUTTING_DOWN,
+} from './issuance-tracker.js';
 import { rateLimitOf } from './rate-limit.js';
 
 /** A tracker whose `onSettled` calls can be awaited one by one with `next()`. */
@@ -88,5 +93,33 @@ describe('IssuanceTracker', () => {
     const second = t.lastOutcome('ns/a');
     expect(second).toMatchObject({ state: 'failed', reason: 'IssuanceFailed', failures: 2, message: 'boom' });
     expect(second && 'retryAfter' in second).toBe(false);
+  });
+
+  it('stop fires every run with the shutdown reason, waits for them to end, and starts nothing more', async () => {
+    const { tracker: t } = tracker();
+    const ended: string[] = [];
+    const runUntilAborted = (key: string) => (signal: AbortSignal) =>
+      new Promise<void>((_, reject) => {
+        signal.addEventListener('abort', () => {
+          // Ends a tick later, as an aborted HTTP request does.
+          setTimeout(() => {
+            ended.push(`${key}: ${String(signal.reason)}`);
+            reject(new Error('aborted'));
+          }, 5);
+        });
+      });
+    expect(t.start('ns/a', 'a.example', runUntilAborted('ns/a'))).toBe(true);
+    expect(t.start('ns/b', 'b.example', runUntilAborted('ns/b'))).toBe(true);
+    await t.stop();
+    expect(ended.sort()).toEqual([`ns/a: ${SHUTTING_DOWN}`, `ns/b: ${SHUTTING_DOWN}`]);
+    expect(t.inFlight('ns/a')).toBeUndefined();
+    let ran = false;
+    expect(
+      t.start('ns/c', 'c.example', () => {
+        ran = true;
+        return Promise.resolve();
+      }),
+    ).toBe(false);
+    expect(ran).toBe(false);
   });
 });

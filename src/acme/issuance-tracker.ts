@@ -41,10 +41,25 @@ export type IssuanceOutcome =
       retryAfter?: Date;
     };
 
+/**
+ * The abort reason of runs stopped by `IssuanceTracker.stop` (the process is shutting down), as
+ * opposed to `cancel` (the domain was removed): `signal.reason === SHUTTING_DOWN`.
+ */
+export const SHUTTING_DOWN = 'the operator is shutting down';
+
+interface Run {
+  startedAt: Date;
+  abort: AbortController;
+  hostname: string;
+  /** Settles when the run has ended and its outcome is recorded; never rejects. */
+  done: Promise<void>;
+}
+
 export class IssuanceTracker {
-  readonly #inFlight = new Map<string, { startedAt: Date; abort: AbortController; hostname: string }>();
+  readonly #inFlight = new Map<string, Run>();
   readonly #outcomes = new Map<string, IssuanceOutcome>();
   readonly #onSettled: (key: string) => void;
+  #stopped = false;
 
   constructor(onSettled: (key: string) => void) {
     this.#onSettled = onSettled;
@@ -61,17 +76,16 @@ export class IssuanceTracker {
   }
 
   /**
-   * Starts `run` for `key` unless one is in flight (then returns false). `run` gets an AbortSignal
-   * that `cancel` fires (also readable inside the run as `currentIssuanceSignal()`); its rejection
-   * is recorded as a failure, never thrown.
+   * Starts `run` for `key` unless one is in flight or the tracker is stopped (then returns false).
+   * `run` gets an AbortSignal that `cancel` and `stop` fire (also readable inside the run as
+   * `currentIssuanceSignal()`); its rejection is recorded as a failure, never thrown.
    */
   start(key: string, hostname: string, run: (signal: AbortSignal) => Promise<void>): boolean {
-    if (this.#inFlight.has(key)) return false;
+    if (this.#stopped || this.#inFlight.has(key)) return false;
     const abort = new AbortController();
-    this.#inFlight.set(key, { startedAt: new Date(), abort, hostname });
     const previous = this.#outcomes.get(key);
     const failures = previous?.state === 'failed' ? previous.failures : 0;
-    runSignal
+    const done = runSignal
       .run(abort.signal, () => run(abort.signal))
       .then(
         () => {
@@ -90,7 +104,20 @@ export class IssuanceTracker {
           });
         },
       );
+    this.#inFlight.set(key, { startedAt: new Date(), abort, hostname, done });
     return true;
+  }
+
+  /**
+   * Shutdown: starts nothing more, fires the signal of every run in flight with reason
+   * `SHUTTING_DOWN` (the issuer withdraws its challenges and stops asking the CA at once), and
+   * resolves once every one of them has ended. Never rejects.
+   */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const runs = [...this.#inFlight.values()];
+    for (const r of runs) r.abort.abort(SHUTTING_DOWN);
+    await Promise.all(runs.map((r) => r.done));
   }
 
   #settle(key: string, abort: AbortController, outcome: IssuanceOutcome): void {

@@ -1,7 +1,7 @@
 /**
  * `portico controller`: builds the operator from its configuration, starts the HTTP-01 challenge
  * server, the observability server and the controllers, and shuts down cleanly on SIGTERM/SIGINT
- * (stop watching, finish the keys in hand, close the servers).
+ * (stop watching, abandon ACME orders in flight, finish the keys in hand, close the servers).
  */
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
@@ -66,6 +66,7 @@ function build(
   metrics: ReturnType<typeof createControllerMetrics>;
   objects: KubernetesObjectApi;
   rateLimitPolicies: RateLimitPolicyController;
+  tracker: IssuanceTracker;
 } {
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -144,7 +145,7 @@ function build(
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
   });
-  return { controller, store, metrics, objects, rateLimitPolicies };
+  return { controller, store, metrics, objects, rateLimitPolicies, tracker };
 }
 
 /** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */
@@ -165,7 +166,7 @@ export async function runController(args: string[]): Promise<number> {
   }
   const config = parsed;
   const log = createLogger(config.logLevel);
-  const { controller, store, metrics, objects, rateLimitPolicies } = build(config, log);
+  const { controller, store, metrics, objects, rateLimitPolicies, tracker } = build(config, log);
   const elector = config.leaderElection
     ? new LeaderElector(
         objects,
@@ -204,7 +205,9 @@ export async function runController(args: string[]): Promise<number> {
   const reason = await Promise.race([lost, stopSignal()]);
   stopping = true;
   log.info({ reason }, 'shutting down');
-  await Promise.all([controller.stop(), rateLimitPolicies.stop()]);
+  // Orders in flight are abandoned, not waited for: their challenges are withdrawn and the CA is
+  // asked nothing more; the next leader places new ones.
+  await Promise.all([controller.stop(), rateLimitPolicies.stop(), tracker.stop()]);
   await elector?.stop();
   await store.stop();
   http01.close();

@@ -13,7 +13,7 @@ import {
 } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import type { IssuanceTracker } from '../../acme/issuance-tracker.js';
+import { SHUTTING_DOWN, type IssuanceTracker } from '../../acme/issuance-tracker.js';
 import { IssuanceCancelledError, type AcmeIssuer } from '../../acme/issuer.js';
 import {
   CUSTOM_DOMAIN_PLURAL,
@@ -552,7 +552,11 @@ export class CustomDomainReconciler {
       } catch (err) {
         if (err instanceof IssuanceCancelledError) {
           this.#d.metrics.acmeOrdersTotal.inc({ result: 'cancelled' });
-          log.info('certificate order dropped: the domain was removed or is no longer accepted');
+          log.info(
+            signal.reason === SHUTTING_DOWN
+              ? 'certificate order abandoned: the operator is shutting down (the next leader places a new one)'
+              : 'certificate order dropped: the domain was removed or is no longer accepted',
+          );
         } else {
           this.#d.metrics.acmeOrdersTotal.inc({ result: 'failed' });
           log.warn({ err }, 'certificate order failed');
