@@ -26,6 +26,8 @@ export interface ProcessSpec {
   readonly args: readonly string[];
   /** Variables added to the sandbox command's own environment. */
   readonly env?: Readonly<Record<string, string>>;
+  /** Keep what the log file holds (a restart of the same component) instead of truncating it. */
+  readonly appendToLog?: boolean;
 }
 
 /** A process the sandbox started. */
@@ -37,14 +39,14 @@ export interface StartedProcess {
 
 /**
  * Starts `spec` detached, in its own process group, with stdin closed and stdout and stderr
- * appended to its log file (truncated first, after a header line with the command line), and writes
- * its pid file.
+ * appended to its log file (truncated first unless `appendToLog`, after a header line with the command
+ * line), and writes its pid file.
  *
  * @throws ComponentStartError when the executable cannot be started (missing, not executable)
  */
 export async function startDetached(paths: SandboxPaths, spec: ProcessSpec): Promise<StartedProcess> {
   const logPath = paths.log(spec.name);
-  const log = await open(logPath, 'w');
+  const log = await open(logPath, spec.appendToLog === true ? 'a' : 'w');
   try {
     await log.write(`# ${new Date().toISOString()} ${[spec.command, ...spec.args].join(' ')}\n`);
     const child = spawn(spec.command, spec.args, {

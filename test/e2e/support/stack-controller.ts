@@ -63,7 +63,8 @@ export async function restartStackController(stopped: ControllerCommand | undefi
   if (!stopped) return;
   // startDetached sets the owner variable itself.
   const env = Object.fromEntries(Object.entries(stopped.env).filter(([k]) => k !== 'PORTICO_SANDBOX_OWNER'));
-  await startDetached(paths, { name: CONTROLLER, ...stopped, env });
+  // Appended: the log keeps what the operator did before the stop, for a later file's failure.
+  await startDetached(paths, { name: CONTROLLER, ...stopped, env, appendToLog: true });
   await waitFor('the stack operator to be ready again', async () =>
     (await httpStatus(sandbox.controllerReadyzUrl)) === 200 ? true : undefined,
   );
