@@ -130,9 +130,15 @@ describe('ARI-driven renewal', () => {
     });
     const failedBefore = await failedOrders();
     await requestVerify(ns, 'www', 'renew-again');
-    await waitFor('the renewal attempt to fail', async () =>
-      (await failedOrders()) > failedBefore ? true : undefined,
-    );
+    let lastSeen = '';
+    await waitFor('the renewal attempt to fail', async () => {
+      const now = await getCustomDomain(ns, 'www');
+      const ready = now.status?.conditions?.find((c) => c.type === 'CertificateReady');
+      lastSeen = `CertificateReady ${ready?.status} ${ready?.reason}: ${ready?.message}; failed orders ${await failedOrders()} (before: ${failedBefore})`;
+      return ready?.reason === 'RenewalFailed' && (await failedOrders()) > failedBefore ? true : undefined;
+    }).catch((err: unknown) => {
+      throw new Error(`${(err as Error).message}; last seen: ${lastSeen}`);
+    });
     // The next attempt is a minute away (the published backoff): none in the next 8 s.
     const failedAfterFirst = await failedOrders();
     await new Promise((r) => setTimeout(r, 8_000));
