@@ -153,8 +153,15 @@ export class AcmeIssuer {
         ...(options.replaces ? { replaces: options.replaces } : {}),
       }),
     );
+    // The profile the CA put on the order (draft-ietf-acme-profiles), which may differ from the one asked.
+    const profile = (order as { profile?: unknown }).profile;
     log.info(
-      { orderUrl: order.url, replaces: options.replaces, profile: this.#options.profile },
+      {
+        orderUrl: order.url,
+        replaces: options.replaces,
+        profileRequested: this.#options.profile,
+        profile: typeof profile === 'string' ? profile : undefined,
+      },
       'ACME order created',
     );
     const authorizations = await ca('authorization', () => client.getAuthorizations(order));

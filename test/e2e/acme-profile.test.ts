@@ -202,10 +202,12 @@ describe('--acme-profile shortlived', () => {
       expect(links.at(-1)?.verify(root.publicKey)).toBe(true);
       expect(links.at(-1)?.verify(stackRoot.publicKey)).toBe(false);
 
-      // The operator said it asked for the profile, and the CA's order object says it got it.
+      // The operator logged the profile it asked for and the one the CA put on the order, and the
+      // CA's order object says the same.
       const orderLine = (await logLines(op.log)).find(
         (l) => l['msg'] === 'ACME order created' && l['hostname'] === hostname,
       );
+      expect(orderLine?.['profileRequested']).toBe('shortlived');
       expect(orderLine?.['profile']).toBe('shortlived');
       const orderUrl = String(orderLine?.['orderUrl']);
       expect(orderUrl.startsWith(new URL(pebble?.directoryUrl ?? '').origin)).toBe(true);
