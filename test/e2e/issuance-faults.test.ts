@@ -160,16 +160,33 @@ async function accountClient(): Promise<acme.Client> {
   return client;
 }
 
+/**
+ * Creates a project and a CustomDomain `www` whose challenge response ("validate now", RFC 8555
+ * §7.5.1) the proxy holds on its way to the CA; resolves once it is held.
+ */
+async function domainWithHeldChallenge(
+  prefix: string,
+): Promise<{ ns: string; hostname: string; challenge: AcmeExchange; release: () => void }> {
+  const ns = unique(prefix);
+  const hostname = `www.${ns}.example`;
+  await createProject(ns);
+  await dns.setCname(hostname, target);
+  const held = theProxy().hold((x) => x.kind === 'challenge-response' && x.hostnames.includes(hostname));
+  await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+  const challenge = await within('the challenge response to reach the proxy', held.arrived, 120_000);
+  return {
+    ns,
+    hostname,
+    challenge,
+    release: () => {
+      held.release();
+    },
+  };
+}
+
 describe('removal while an ACME order is in flight', () => {
   it('removes the domain at once, withdraws the challenge, and the order never completes', async () => {
-    const ns = unique('inflight');
-    const hostname = `www.${ns}.example`;
-    await createProject(ns);
-    await dns.setCname(hostname, target);
-    // Hold the challenge response ("validate now", RFC 8555 §7.5.1) on its way to the CA.
-    const held = theProxy().hold((x) => x.kind === 'challenge-response' && x.hostnames.includes(hostname));
-    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
-    const challenge = await within('the challenge response to reach the proxy', held.arrived, 120_000);
+    const { ns, hostname, challenge, release } = await domainWithHeldChallenge('inflight');
 
     // The order exists at the CA and waits on its challenge; nothing is finalized or written.
     const [order, ...moreOrders] = exchangesFor(hostname, 'new-order');
@@ -201,7 +218,7 @@ describe('removal while an ACME order is in flight', () => {
     // Let the challenge response reach the CA: it validates against a withdrawn key authorization,
     // so the order can never be completed.
     const releasedAt = Date.now();
-    held.release();
+    release();
     await waitFor('the CA to answer the released challenge response', () => challenge.status, 30_000);
     const client = await accountClient();
     const orderUrl = order?.location ?? '';
@@ -364,13 +381,7 @@ describe('SIGTERM while an ACME order is in flight', () => {
     operator = await startOperator(stack, 'issuance-faults-sigterm', {
       '--acme-directory-url': theProxy().directoryUrl,
     });
-    const ns = unique('sigterm');
-    const hostname = `www.${ns}.example`;
-    await createProject(ns);
-    await dns.setCname(hostname, target);
-    const held = theProxy().hold((x) => x.kind === 'challenge-response' && x.hostnames.includes(hostname));
-    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
-    const challenge = await within('the challenge response to reach the proxy', held.arrived, 120_000);
+    const { ns, hostname, challenge, release } = await domainWithHeldChallenge('sigterm');
     const token = challenge.token ?? '';
     expect((await publishedKeyAuthorizations())[token]).toMatch(new RegExp(`^${token}\\.`));
 
@@ -387,7 +398,7 @@ describe('SIGTERM while an ACME order is in flight', () => {
     );
 
     // The CA sees the abandoned order's challenge fail; the next operator places a new order.
-    held.release();
+    release();
     operator = await startOperator(stack, 'issuance-faults-sigterm-next', {
       '--acme-directory-url': theProxy().directoryUrl,
     });
