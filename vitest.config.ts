@@ -2,6 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    // The default output, then one line per failure at the very end (test/failure-summary-reporter.ts).
+    reporters: ['default', './test/failure-summary-reporter.ts'],
     projects: [
       {
         test: {
