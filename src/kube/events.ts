@@ -4,6 +4,8 @@
  */
 import type { CoreV1Api } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import type { Condition } from '../api/customdomain.js';
+import { changedConditions } from './conditions.js';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -59,6 +61,27 @@ export class EventRecorder {
       });
     } catch (err) {
       this.#log.warn({ err, reason, namespace, name: obj.metadata.name }, 'could not record event');
+    }
+  }
+
+  /**
+   * Records one Event per condition of `after` that is new or changed status or reason since
+   * `before` (`changedConditions`): reason = the condition's reason, message `<type>: <message>`,
+   * Warning when the reason is in `warningReasons` (reasons that ask a person to act), else Normal.
+   */
+  async recordTransitions(
+    obj: EventSubject,
+    before: readonly Condition[] | undefined,
+    after: readonly Condition[],
+    warningReasons: ReadonlySet<string>,
+  ): Promise<void> {
+    for (const c of changedConditions(before, after)) {
+      await this.record(
+        obj,
+        warningReasons.has(c.reason) ? 'Warning' : 'Normal',
+        c.reason,
+        `${c.type}: ${c.message}`,
+      );
     }
   }
 }

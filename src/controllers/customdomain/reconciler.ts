@@ -53,7 +53,7 @@ import type { HostnameClaims } from './hostname-claims.js';
 import type { ClusterView } from './cluster-view.js';
 import type { RenewalPlanner } from './renewal.js';
 import { dnsCheckDue, issuanceRetryDelayMs } from './schedule.js';
-import { buildStatus, changedConditions, type CertificateState, type RoutingState } from './status.js';
+import { buildStatus, type CertificateState, type RoutingState } from './status.js';
 
 export interface ReconcileResult {
   /** Milliseconds after which the key should be reconciled again, if at all. */
@@ -496,7 +496,7 @@ export class CustomDomainReconciler {
     if (inFlight) return { state: { kind: 'issuing', since: inFlight.startedAt } };
     if (failed) {
       return {
-        state: { kind: 'failed', reason: failed.reason, message: failed.message, retryAt: failed.retryAt },
+        state: { kind: 'failed', ...failed },
         requeueAfterMs: failed.retryAt.getTime() - now.getTime(),
       };
     }
@@ -579,10 +579,12 @@ export class CustomDomainReconciler {
       body: { ...domain, status: next },
       fieldManager: FIELD_MANAGER,
     });
-    for (const c of changedConditions(domain.status?.conditions, next.conditions ?? [])) {
-      const type = WARNING_REASONS.has(c.reason) ? 'Warning' : 'Normal';
-      await this.#d.events.record(domain, type, c.reason, `${c.type}: ${c.message}`);
-    }
+    await this.#d.events.recordTransitions(
+      domain,
+      domain.status?.conditions,
+      next.conditions ?? [],
+      WARNING_REASONS,
+    );
     log.info({ phase: next.phase }, 'status updated');
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../api/customdomain.js';
-import { buildStatus, changedConditions, type ObservedState } from './status.js';
+import { changedConditions } from '../../kube/conditions.js';
+import { buildStatus, type ObservedState } from './status.js';
 import { dnsCheckDue, issuanceRetryDelayMs, nextDnsCheckDelayMs } from './schedule.js';
 
 const domain: CustomDomain = {

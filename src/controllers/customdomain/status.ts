@@ -194,5 +194,3 @@ export function buildStatus(
   if (certificate) status.certificate = certificate;
   return status;
 }
-
-export { changedConditions } from '../../kube/conditions.js';

@@ -32,7 +32,6 @@ import {
   MANAGED_BY_VALUE,
   VERSION,
   objectKey,
-  type Condition,
 } from '../../api/customdomain.js';
 import {
   DEFAULT_RATELIMIT_CONFIG_NAME,
@@ -44,7 +43,6 @@ import {
   RATELIMIT_CONFIG_KEY,
   type RateLimitPolicy,
 } from '../../api/ratelimitpolicy.js';
-import { changedConditions } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { ResilientInformer } from '../../kube/informer.js';
@@ -269,27 +267,18 @@ export class RateLimitPolicyController {
       if (isNotFound(err)) return undefined;
       throw err;
     }
-    await this.#recordTransitions(policy, status.conditions ?? []);
+    // One Event per condition whose status or reason changed; Warning when a person must act.
+    await this.#o.events?.recordTransitions(
+      { apiVersion: API_VERSION, kind: RATE_LIMIT_POLICY_KIND, metadata: policy.metadata },
+      policy.status?.conditions,
+      status.conditions ?? [],
+      WARNING_REASONS,
+    );
     const enforced = status.conditions?.find((c) => c.type === 'Enforced');
     this.#log.info(
       { key, generation: status.observedGeneration, enforced: enforced?.status, reason: enforced?.reason },
       'status updated',
     );
     return recheckAfterMs;
-  }
-
-  /** One Event per condition whose status or reason changed; Warning when a person must act. */
-  async #recordTransitions(policy: RateLimitPolicy, conditions: readonly Condition[]): Promise<void> {
-    const events = this.#o.events;
-    if (!events) return;
-    for (const c of changedConditions(policy.status?.conditions, conditions)) {
-      const type = c.status !== 'True' && WARNING_REASONS.has(c.reason) ? 'Warning' : 'Normal';
-      await events.record(
-        { apiVersion: API_VERSION, kind: RATE_LIMIT_POLICY_KIND, metadata: policy.metadata },
-        type,
-        c.reason,
-        `${c.type}: ${c.message}`,
-      );
-    }
   }
 }
