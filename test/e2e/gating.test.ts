@@ -15,26 +15,13 @@ import {
   waitFor,
   waitForCondition,
   deleteCustomDomain,
+  getHostnameClaim,
+  hostnameClaim,
+  hostnameClaimApi,
 } from './support/cluster.js';
 import type { CustomDomain } from '../../src/api/customdomain.js';
-import type { HostnameClaim } from '../../src/api/hostnameclaim.js';
 
 const target = sandbox.platformCnameTarget;
-
-/** The HostnameClaim of `hostname`, or undefined when there is none. */
-async function getClaim(hostname: string): Promise<HostnameClaim | undefined> {
-  try {
-    return (await kube().custom.getClusterCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
-      plural: 'hostnameclaims',
-      name: hostname,
-    })) as HostnameClaim;
-  } catch (err) {
-    if ((err as { code?: number }).code === 404) return undefined;
-    throw err;
-  }
-}
 
 /**
  * Two projects on an eligible plan with CustomDomain `www` for one hostname: the first Ready and
@@ -152,7 +139,7 @@ describe('takeover safety', () => {
     const held = await getCustomDomain(first, 'www');
     expect(held.metadata.deletionTimestamp).toBeDefined();
     expect(held.metadata.finalizers).toEqual(['e2e.portico.dev/hold']);
-    expect((await getClaim(hostname))?.spec.customDomainRef).toMatchObject({
+    expect((await getHostnameClaim(hostname))?.spec.customDomainRef).toMatchObject({
       namespace: second,
       name: 'www',
     });
@@ -211,7 +198,7 @@ describe('takeover safety', () => {
     for (const [i, { a, b, hostname }] of rounds.entries()) {
       const holder = settled[i]?.accepted.indexOf('True') ?? -1;
       const namespaces = [a, b];
-      expect((await getClaim(hostname))?.spec.customDomainRef).toMatchObject({
+      expect((await getHostnameClaim(hostname))?.spec.customDomainRef).toMatchObject({
         namespace: namespaces[holder],
         name: 'race',
       });
@@ -235,7 +222,7 @@ describe('takeover safety', () => {
       kube().networking.readNamespacedIngress({ namespace: first, name: 'portico-www' }),
     ).rejects.toMatchObject({ code: 404 });
     await waitForCondition(second, 'www', 'Ready', 'True', undefined, 60_000);
-    const claim = await getClaim(hostname);
+    const claim = await getHostnameClaim(hostname);
     expect(claim?.spec.customDomainRef).toMatchObject({ namespace: second, name: 'www' });
   });
 
@@ -245,21 +232,16 @@ describe('takeover safety', () => {
     await Promise.all([createProject(ns), dns.setCname(hostname, target)]);
     // A claim left by a CustomDomain deleted while no operator ran (its uid exists nowhere).
     await kube().custom.createClusterCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
-      plural: 'hostnameclaims',
-      body: {
-        apiVersion: 'portico.dev/v1alpha1',
-        kind: 'HostnameClaim',
-        metadata: { name: hostname },
-        spec: {
-          customDomainRef: { namespace: 'gone', name: 'www', uid: '00000000-0000-4000-8000-000000000000' },
-        },
-      },
+      ...hostnameClaimApi,
+      body: hostnameClaim(hostname, {
+        namespace: 'gone',
+        name: 'www',
+        uid: '00000000-0000-4000-8000-000000000000',
+      }),
     });
     await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
     const created = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 60_000);
-    expect((await getClaim(hostname))?.spec.customDomainRef).toEqual({
+    expect((await getHostnameClaim(hostname))?.spec.customDomainRef).toEqual({
       namespace: ns,
       name: 'www',
       uid: created.metadata.uid,
@@ -270,15 +252,8 @@ describe('takeover safety', () => {
     const held = `${unique('held')}.tenant.example`;
     await Promise.all([createProject(other), dns.setCname(held, target)]);
     await kube().custom.createClusterCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
-      plural: 'hostnameclaims',
-      body: {
-        apiVersion: 'portico.dev/v1alpha1',
-        kind: 'HostnameClaim',
-        metadata: { name: held },
-        spec: { customDomainRef: { namespace: ns, name: 'www', uid: created.metadata.uid } },
-      },
+      ...hostnameClaimApi,
+      body: hostnameClaim(held, { namespace: ns, name: 'www', uid: created.metadata.uid ?? '' }),
     });
     await createCustomDomain(other, 'www', { hostname: held, service: { name: 'web' } });
     await waitForCondition(other, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');

@@ -3,18 +3,11 @@
  * claim never changes hands in place, and `kubectl get hostnameclaims` shows who holds what.
  */
 import { describe, expect, it } from 'vitest';
-import { kube, unique } from './support/cluster.js';
+import { hostnameClaim, hostnameClaimApi, kube, unique } from './support/cluster.js';
 import { kubectl } from './support/helm.js';
 
-const claimApi = { group: 'portico.dev', version: 'v1alpha1', plural: 'hostnameclaims' } as const;
-
-function claim(name: string, namespace = 'shop', uid = 'uid-1'): object {
-  return {
-    apiVersion: 'portico.dev/v1alpha1',
-    kind: 'HostnameClaim',
-    metadata: { name },
-    spec: { customDomainRef: { namespace, name: 'www', uid } },
-  };
+function claim(name: string): object {
+  return hostnameClaim(name, { namespace: 'shop', name: 'www', uid: 'uid-1' });
 }
 
 /** The API server's message for a refused request, or '' when it was accepted. */
@@ -32,7 +25,7 @@ describe('HostnameClaim', () => {
     'refuses the name %j, saying why',
     async (name) => {
       const message = await refusal(
-        kube().custom.createClusterCustomObject({ ...claimApi, body: claim(name), dryRun: 'All' }),
+        kube().custom.createClusterCustomObject({ ...hostnameClaimApi, body: claim(name), dryRun: 'All' }),
       );
       expect(message).toContain('the name of a HostnameClaim is the hostname it claims');
     },
@@ -40,11 +33,11 @@ describe('HostnameClaim', () => {
 
   it('accepts a hostname and refuses to move the claim to another CustomDomain', async () => {
     const name = `${unique('claim')}.example.com`;
-    await kube().custom.createClusterCustomObject({ ...claimApi, body: claim(name) });
+    await kube().custom.createClusterCustomObject({ ...hostnameClaimApi, body: claim(name) });
     try {
       const message = await refusal(
         kube().custom.patchClusterCustomObject({
-          ...claimApi,
+          ...hostnameClaimApi,
           name,
           body: [{ op: 'replace', path: '/spec/customDomainRef/namespace', value: 'thief' }],
         }),
@@ -57,7 +50,7 @@ describe('HostnameClaim', () => {
       expect(header?.trim().split(/\s+/)).toEqual(['NAME', 'NAMESPACE', 'CUSTOMDOMAIN', 'AGE']);
       expect(row?.trim().split(/\s+/).slice(0, 3)).toEqual([name, 'shop', 'www']);
     } finally {
-      await kube().custom.deleteClusterCustomObject({ ...claimApi, name });
+      await kube().custom.deleteClusterCustomObject({ ...hostnameClaimApi, name });
     }
   });
 });

@@ -13,7 +13,19 @@ import {
 import { readFile } from 'node:fs/promises';
 import { get } from 'node:https';
 import { inject } from 'vitest';
-import type { CustomDomain, CustomDomainSpec } from '../../../src/api/customdomain.js';
+import {
+  API_VERSION,
+  GROUP,
+  VERSION,
+  type CustomDomain,
+  type CustomDomainSpec,
+} from '../../../src/api/customdomain.js';
+import {
+  HOSTNAME_CLAIM_KIND,
+  HOSTNAME_CLAIM_PLURAL,
+  type CustomDomainRef,
+  type HostnameClaim,
+} from '../../../src/api/hostnameclaim.js';
 import { DnsManagementClient } from '../../../src/sandbox/dns-server.js';
 
 export const sandbox = inject('sandbox');
@@ -190,4 +202,30 @@ export async function deleteCustomDomain(namespace: string, name: string): Promi
     plural: 'customdomains',
     name,
   });
+}
+
+/** Group, version and plural of the cluster-scoped HostnameClaim API, for CustomObjectsApi calls. */
+export const hostnameClaimApi = { group: GROUP, version: VERSION, plural: HOSTNAME_CLAIM_PLURAL } as const;
+
+/** A HostnameClaim object: `hostname` held by the CustomDomain `ref` names. */
+export function hostnameClaim(hostname: string, ref: CustomDomainRef): HostnameClaim {
+  return {
+    apiVersion: API_VERSION,
+    kind: HOSTNAME_CLAIM_KIND,
+    metadata: { name: hostname },
+    spec: { customDomainRef: ref },
+  };
+}
+
+/** The HostnameClaim of `hostname`, or undefined when there is none. */
+export async function getHostnameClaim(hostname: string): Promise<HostnameClaim | undefined> {
+  try {
+    return (await kube().custom.getClusterCustomObject({
+      ...hostnameClaimApi,
+      name: hostname,
+    })) as HostnameClaim;
+  } catch (err) {
+    if ((err as { code?: number }).code === 404) return undefined;
+    throw err;
+  }
 }
