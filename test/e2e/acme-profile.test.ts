@@ -27,6 +27,7 @@ import {
   unique,
   waitFor,
   waitForCondition,
+  deleteCustomDomain,
 } from './support/cluster.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
 import {
@@ -118,15 +119,7 @@ async function orderAtCa(directoryUrl: string, orderUrl: string): Promise<acme.O
 /** Deletes the CustomDomains this file created and waits (up to 60 s each) until their finalizer is done. */
 async function deleteCreated(): Promise<void> {
   for (const { namespace, name } of created.splice(0)) {
-    await kube()
-      .custom.deleteNamespacedCustomObject({
-        group: 'portico.dev',
-        version: 'v1alpha1',
-        namespace,
-        plural: 'customdomains',
-        name,
-      })
-      .catch(() => undefined);
+    await deleteCustomDomain(namespace, name).catch(() => undefined);
     await waitFor(`${namespace}/${name} to be gone`, async () => {
       try {
         await getCustomDomain(namespace, name);

@@ -15,6 +15,7 @@ import {
   unique,
   waitFor,
   waitForCondition,
+  customDomainApi,
 } from './support/cluster.js';
 
 const target = sandbox.platformCnameTarget;
@@ -152,10 +153,8 @@ describe('removal', () => {
   it('removes the Ingress and the Secret before the object disappears', async () => {
     const { custom, core, networking } = kube();
     const ref = {
-      group: 'portico.dev',
-      version: 'v1alpha1',
+      ...customDomainApi,
       namespace: ns,
-      plural: 'customdomains',
       name: 'shop',
     };
     // A finalizer of the test's own keeps the object visible after Portico's finalizer is done, so
@@ -215,10 +214,8 @@ describe('resolver failures and removal before verification', () => {
     await createCustomDomain(ns, 'www', { hostname: `www.${ns}.example`, service: { name: 'web' } });
     await waitForCondition(ns, 'www', 'DNSVerified', 'False', 'RecordNotFound');
     const ref = {
-      group: 'portico.dev',
-      version: 'v1alpha1',
+      ...customDomainApi,
       namespace: ns,
-      plural: 'customdomains',
       name: 'www',
     };
     await kube().custom.deleteNamespacedCustomObject(ref);

@@ -18,6 +18,7 @@ import {
   getHostnameClaim,
   hostnameClaim,
   hostnameClaimApi,
+  customDomainApi,
 } from './support/cluster.js';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 
@@ -122,10 +123,8 @@ describe('takeover safety', () => {
     const { first, second, hostname } = await holderAndContender('handover', 'handover');
     // A finalizer of the test's own keeps the first object after Portico is done with it.
     await kube().custom.patchNamespacedCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
+      ...customDomainApi,
       namespace: first,
-      plural: 'customdomains',
       name: 'www',
       body: [{ op: 'add', path: '/metadata/finalizers/-', value: 'e2e.portico.dev/hold' }],
     });
@@ -144,10 +143,8 @@ describe('takeover safety', () => {
       name: 'www',
     });
     await kube().custom.patchNamespacedCustomObject({
-      group: 'portico.dev',
-      version: 'v1alpha1',
+      ...customDomainApi,
       namespace: first,
-      plural: 'customdomains',
       name: 'www',
       body: [{ op: 'remove', path: '/metadata/finalizers' }],
     });

@@ -18,12 +18,13 @@ import {
   waitFor,
   waitForCondition,
   deleteCustomDomain,
+  customDomainApi,
 } from './support/cluster.js';
 
 async function patchSpec(namespace: string, name: string, spec: Record<string, unknown>): Promise<void> {
   // JSON merge patch (RFC 7386): null removes a field.
   await kube().custom.patchNamespacedCustomObject(
-    { group: 'portico.dev', version: 'v1alpha1', namespace, plural: 'customdomains', name, body: { spec } },
+    { ...customDomainApi, namespace, name, body: { spec } },
     setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
   );
 }

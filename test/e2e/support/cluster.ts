@@ -15,6 +15,7 @@ import { get } from 'node:https';
 import { inject } from 'vitest';
 import {
   API_VERSION,
+  CUSTOM_DOMAIN_PLURAL,
   GROUP,
   VERSION,
   type CustomDomain,
@@ -29,6 +30,9 @@ import {
 import { DnsManagementClient } from '../../../src/sandbox/dns-server.js';
 
 export const sandbox = inject('sandbox');
+
+/** Group, version and plural of the namespaced CustomDomain API, for CustomObjectsApi calls. */
+export const customDomainApi = { group: GROUP, version: VERSION, plural: CUSTOM_DOMAIN_PLURAL } as const;
 
 export function kube(): {
   core: CoreV1Api;
@@ -120,20 +124,16 @@ export async function createCustomDomain(
   spec: CustomDomainSpec,
 ): Promise<void> {
   await kube().custom.createNamespacedCustomObject({
-    group: 'portico.dev',
-    version: 'v1alpha1',
+    ...customDomainApi,
     namespace,
-    plural: 'customdomains',
-    body: { apiVersion: 'portico.dev/v1alpha1', kind: 'CustomDomain', metadata: { name, namespace }, spec },
+    body: { apiVersion: API_VERSION, kind: 'CustomDomain', metadata: { name, namespace }, spec },
   });
 }
 
 export async function getCustomDomain(namespace: string, name: string): Promise<CustomDomain> {
   return (await kube().custom.getNamespacedCustomObject({
-    group: 'portico.dev',
-    version: 'v1alpha1',
+    ...customDomainApi,
     namespace,
-    plural: 'customdomains',
     name,
   })) as CustomDomain;
 }
@@ -184,10 +184,8 @@ export async function requestVerify(
   value: string = new Date().toISOString(),
 ): Promise<void> {
   await kube().custom.patchNamespacedCustomObject({
-    group: 'portico.dev',
-    version: 'v1alpha1',
+    ...customDomainApi,
     namespace,
-    plural: 'customdomains',
     name,
     body: [{ op: 'add', path: '/metadata/annotations', value: { 'portico.dev/verify-requested-at': value } }],
   });
@@ -196,10 +194,8 @@ export async function requestVerify(
 /** Deletes CustomDomain `namespace/name` (the finalizer then runs: the object may stay a moment). */
 export async function deleteCustomDomain(namespace: string, name: string): Promise<void> {
   await kube().custom.deleteNamespacedCustomObject({
-    group: 'portico.dev',
-    version: 'v1alpha1',
+    ...customDomainApi,
     namespace,
-    plural: 'customdomains',
     name,
   });
 }
