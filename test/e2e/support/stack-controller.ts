@@ -120,7 +120,7 @@ export async function startOperator(
   return { name, child, log, metricsPort };
 }
 
-/** Seconds an operator gets to exit after SIGTERM before it is killed. */
+/** Milliseconds an operator gets to exit after SIGTERM before it is killed. */
 const EXIT_DEADLINE_MS = 30_000;
 
 /**
@@ -135,24 +135,21 @@ export async function stopOperator(operator: OperatorProcess): Promise<void> {
 /** `stopOperator` for any child process of the test: `what` and `log` name it in the error. */
 export async function stopChild(child: ChildProcess, what: string, log: string): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<'deadline'>((resolve) => {
-    timer = setTimeout(() => {
-      resolve('deadline');
-    }, EXIT_DEADLINE_MS);
-  });
-  const outcome = await Promise.race([exited, deadline]);
-  clearTimeout(timer);
-  if (outcome === 'deadline') {
+  let exit: [number | null, NodeJS.Signals | null];
+  try {
+    exit = (await once(child, 'exit', { signal: AbortSignal.timeout(EXIT_DEADLINE_MS) })) as typeof exit;
+  } catch (err) {
+    if ((err as Error).name !== 'AbortError') throw err;
+    const killed = once(child, 'exit');
     child.kill('SIGKILL');
-    await exited;
+    await killed;
     throw new Error(
       `${what} did not exit within ${EXIT_DEADLINE_MS / 1000} s of SIGTERM (killed); see ${log}`,
+      { cause: err },
     );
   }
-  const [code, signal] = outcome;
+  const [code, signal] = exit;
   if (code !== 0) {
     throw new Error(
       `${what} exited with ${code === null ? `signal ${String(signal)}` : `code ${code}`} after SIGTERM; see ${log}`,
