@@ -138,11 +138,7 @@ function isAbortSignal(value: unknown): value is AbortSignal {
  * @param send the adapter that sends the request; default: axios's http adapter, as acme-client uses
  * @throws RangeError when `timeoutMs` is not a positive integer
  */
-export function limitAcmeRequests(
-  instance: AdapterHost,
-  timeoutMs: number,
-  send: RequestAdapter = acmeClientHttpAdapter(),
-): void {
+export function limitAcmeRequests(instance: AdapterHost, timeoutMs: number, send?: RequestAdapter): void {
   if (!Number.isInteger(timeoutMs) || timeoutMs <= 0)
     throw new RangeError(
       `the ACME request timeout must be a positive number of milliseconds, got ${timeoutMs}`,
@@ -155,6 +151,8 @@ export function limitAcmeRequests(
   }
   const limits = { timeoutMs };
   host[LIMITS] = limits;
+  // Resolved once, when first installed (not on every call that only changes the deadline).
+  const sendRequest = send ?? acmeClientHttpAdapter();
   instance.defaults.adapter = async (config: AdapterRequestConfig): Promise<unknown> => {
     const callerSignal = config.signal;
     const signals: RequestSignals = {
@@ -178,7 +176,7 @@ export function limitAcmeRequests(
     // that same config.
     config.signal = signal;
     try {
-      return await send(config);
+      return await sendRequest(config);
     } catch (err) {
       throw abortedRequestError(err, signals, request);
     } finally {
