@@ -13,6 +13,7 @@ import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Agent, createServer, request, type Server } from 'node:https';
+import { buffer } from 'node:stream/consumers';
 import { CERT_FILES } from '../../../src/sandbox/certificates.js';
 import { sandboxPaths } from '../../../src/sandbox/paths.js';
 
@@ -197,12 +198,6 @@ class Links {
   }
 }
 
-async function readBody(stream: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
 function classify(method: string, path: string, payload: unknown): AcmeRequestKind {
   const kind = KINDS.find(([prefix]) => path.startsWith(prefix))?.[1] ?? 'other';
   if (kind === 'challenge-poll' && method === 'POST' && payload !== '' && payload !== undefined) {
@@ -250,7 +245,7 @@ export async function startAcmeFaultProxy(
     });
     upstreamReq.end(body);
     const [res] = (await once(upstreamReq, 'response')) as [IncomingMessage];
-    const resBody = await readBody(res);
+    const resBody = await buffer(res);
     const headers = Object.fromEntries(
       Object.entries(res.headers).filter(([name]) => !HOP_BY_HOP.has(name.toLowerCase())),
     );
@@ -276,7 +271,7 @@ export async function startAcmeFaultProxy(
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const body = await readBody(req);
+    const body = await buffer(req);
     const method = req.method ?? 'GET';
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     const payload = method === 'POST' ? jwsPayload(body) : undefined;
