@@ -1,8 +1,31 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { backoffDelayMs } from './backoff.js';
 import { WorkQueue } from './work-queue.js';
 
+/** Takes `n` keys off the queue, marking each done at once. */
+async function drain(q: WorkQueue, n: number): Promise<(string | undefined)[]> {
+  const keys: (string | undefined)[] = [];
+  for (let i = 0; i < n; i++) {
+    const key = await q.get();
+    keys.push(key);
+    if (key !== undefined) q.done(key);
+  }
+  return keys;
+}
+
+/** True if `get` has nothing to hand out now (it would wait). */
+async function isEmpty(q: WorkQueue): Promise<boolean> {
+  const pending = Symbol('pending');
+  const next = q.get();
+  const first = await Promise.race([next, Promise.resolve(pending)]);
+  return first === pending;
+}
+
 describe('WorkQueue', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('de-duplicates keys that are queued', async () => {
     const q = new WorkQueue();
     q.add('a');
@@ -19,9 +42,27 @@ describe('WorkQueue', () => {
     const first = await q.get();
     q.add('a');
     expect(q.length).toBe(0);
+    expect(await isEmpty(q)).toBe(true);
     q.done(first ?? '');
-    expect(q.length).toBe(1);
-    expect(await q.get()).toBe('a');
+    expect(q.length).toBe(0); // handed at once to the get waiting in isEmpty
+  });
+
+  it('re-queues a key added during processing at the priority it was added with', async () => {
+    const q = new WorkQueue();
+    q.add('ns/a');
+    expect(await q.get()).toBe('ns/a');
+    q.addLowPriority('ns/a');
+    q.addLowPriority('ns/a');
+    expect(q.length).toBe(0);
+    q.done('ns/a');
+    expect(q.lengthByPriority).toEqual({ normal: 0, low: 1 });
+
+    expect(await q.get()).toBe('ns/a');
+    q.addLowPriority('ns/a');
+    q.add('ns/a');
+    q.addLowPriority('ns/a');
+    q.done('ns/a');
+    expect(q.lengthByPriority).toEqual({ normal: 1, low: 0 });
   });
 
   it('wakes a waiting worker', async () => {
@@ -29,18 +70,25 @@ describe('WorkQueue', () => {
     const waiting = q.get();
     q.add('x');
     expect(await waiting).toBe('x');
+    expect(q.length).toBe(0);
   });
 
-  it('adds after a delay, keeping the earliest timer', async () => {
+  it('adds after a delay (milliseconds), keeping the earliest timer', () => {
+    vi.useFakeTimers();
     const q = new WorkQueue();
     q.addAfter('a', 40);
     q.addAfter('a', 5_000);
     expect(q.length).toBe(0);
-    await new Promise((r) => setTimeout(r, 80));
+    vi.advanceTimersByTime(39);
+    expect(q.length).toBe(0);
+    vi.advanceTimersByTime(1);
+    expect(q.lengthByPriority).toEqual({ normal: 1, low: 0 });
+    vi.advanceTimersByTime(10_000);
     expect(q.length).toBe(1);
   });
 
   it('grows the backoff per failure and forgets it', () => {
+    vi.useFakeTimers();
     const q = new WorkQueue({ baseMs: 100, maxMs: 1_000 });
     const d1 = q.addRateLimited('a');
     const d2 = q.addRateLimited('a');
@@ -61,6 +109,151 @@ describe('WorkQueue', () => {
     const waiting = q.get();
     q.shutDown();
     expect(await waiting).toBeUndefined();
+  });
+
+  it('drops the backlog on shutdown: get resolves undefined at once, the key in process just finishes', async () => {
+    vi.useFakeTimers();
+    const q = new WorkQueue();
+    for (let i = 0; i < 1_000; i++) q.add(`ns/${i}`);
+    q.addLowPriority('other/low');
+    q.addAfter('ns/timed', 10);
+    const inProcess = await q.get();
+    expect(inProcess).toBe('ns/0');
+    q.add('ns/0');
+
+    q.shutDown();
+    expect(q.length).toBe(0);
+    expect(await q.get()).toBeUndefined();
+    expect(await q.get()).toBeUndefined();
+    q.add('ns/late');
+    q.addLowPriority('ns/late');
+    q.done('ns/0');
+    vi.advanceTimersByTime(1_000);
+    expect(q.length).toBe(0);
+    expect(await q.get()).toBeUndefined();
+  });
+
+  it('hands out every normal-priority key before any low-priority one', async () => {
+    const q = new WorkQueue();
+    q.addLowPriority('a/1');
+    q.addLowPriority('b/1');
+    q.add('c/1');
+    q.addLowPriority('a/2');
+    q.add('a/3');
+    expect(q.lengthByPriority).toEqual({ normal: 2, low: 3 });
+    expect(await drain(q, 5)).toEqual(['c/1', 'a/3', 'a/1', 'b/1', 'a/2']);
+  });
+
+  it('a normal-priority key added while low-priority keys are being handed out jumps ahead of them', async () => {
+    const q = new WorkQueue();
+    for (let i = 0; i < 100; i++) q.addLowPriority(`resync/${i}`);
+    expect(await drain(q, 2)).toEqual(['resync/0', 'resync/1']);
+    q.add('tenant/new');
+    expect(await q.get()).toBe('tenant/new');
+  });
+
+  it('promotes a low-priority key to normal once, without queuing it twice', async () => {
+    const q = new WorkQueue();
+    q.addLowPriority('ns/a');
+    q.addLowPriority('ns/b');
+    q.addLowPriority('ns/c');
+    q.add('ns/b');
+    q.add('ns/b');
+    q.addLowPriority('ns/b'); // no demotion
+    expect(q.length).toBe(3);
+    expect(q.lengthByPriority).toEqual({ normal: 1, low: 2 });
+    expect(await drain(q, 3)).toEqual(['ns/b', 'ns/a', 'ns/c']);
+    expect(q.length).toBe(0);
+    expect(await isEmpty(q)).toBe(true);
+  });
+
+  it('hands out keys round-robin across namespaces, FIFO within each', async () => {
+    const q = new WorkQueue();
+    for (let i = 0; i < 1_500; i++) q.add(`big/${i}`);
+    for (let i = 0; i < 3; i++) q.add(`small/${i}`);
+    const first = await drain(q, 6);
+    expect(first.filter((k) => k?.startsWith('small/'))).toEqual(['small/0', 'small/1', 'small/2']);
+    expect(first).toEqual(['big/0', 'small/0', 'big/1', 'small/1', 'big/2', 'small/2']);
+    const rest = await drain(q, 1_497);
+    expect(rest).toEqual(Array.from({ length: 1_497 }, (_, i) => `big/${i + 3}`));
+    expect(q.length).toBe(0);
+  });
+
+  it('applies round-robin within the low priority too, and a namespace that empties rejoins at the end', async () => {
+    const q = new WorkQueue();
+    q.addLowPriority('a/1');
+    q.addLowPriority('a/2');
+    q.addLowPriority('b/1');
+    q.addLowPriority('c/1');
+    expect(await drain(q, 2)).toEqual(['a/1', 'b/1']);
+    q.addLowPriority('b/2'); // b emptied, so it rejoins behind c and a
+    expect(await drain(q, 3)).toEqual(['c/1', 'a/2', 'b/2']);
+  });
+
+  it('groups keys without a slash together', async () => {
+    const q = new WorkQueue();
+    q.add('config');
+    q.add('other');
+    q.add('ns/a');
+    expect(await drain(q, 3)).toEqual(['config', 'ns/a', 'other']);
+  });
+
+  it('removes a queued key without disturbing the order of the others', async () => {
+    const q = new WorkQueue();
+    q.add('a/1');
+    q.add('a/2');
+    q.add('a/3');
+    q.add('b/1');
+    q.addLowPriority('c/1');
+    q.remove('a/2');
+    q.remove('b/1');
+    q.remove('c/1');
+    q.remove('never/queued');
+    expect(q.lengthByPriority).toEqual({ normal: 2, low: 0 });
+    expect(await drain(q, 2)).toEqual(['a/1', 'a/3']);
+    expect(await isEmpty(q)).toBe(true);
+  });
+
+  it('remove cancels the timer, the backoff and a re-add made during processing', async () => {
+    vi.useFakeTimers();
+    const q = new WorkQueue({ baseMs: 100, maxMs: 1_000 });
+    q.addRateLimited('ns/a');
+    q.addRateLimited('ns/a');
+    q.remove('ns/a');
+    vi.advanceTimersByTime(10_000);
+    expect(q.length).toBe(0);
+    expect(q.addRateLimited('ns/a')).toBeLessThanOrEqual(100);
+    vi.advanceTimersByTime(100);
+    expect(await q.get()).toBe('ns/a');
+    q.add('ns/a');
+    q.remove('ns/a');
+    q.done('ns/a');
+    expect(q.length).toBe(0);
+  });
+
+  it('promotes, removes and hands out keys from a 100,000-key queue in well under a second', async () => {
+    // A guard against quadratic behaviour: with an O(queue length) step per operation (indexOf,
+    // splice or shift over one big array) the timed part takes seconds; in O(1) it takes milliseconds.
+    const n = 100_000;
+    const keys = Array.from({ length: n }, (_, i) => `ns${i % 1_000}/${i}`);
+    const q = new WorkQueue();
+    for (const key of keys) q.addLowPriority(key);
+    expect(q.length).toBe(n);
+
+    const started = performance.now();
+    for (let i = 0; i < n; i += 2) q.add(keys[i] ?? '');
+    for (let i = 1; i < n; i += 4) q.remove(keys[i] ?? '');
+    expect(q.lengthByPriority).toEqual({ normal: n / 2, low: n / 4 });
+    let handedOut = 0;
+    while (q.length > 0) {
+      const key = await q.get();
+      if (key !== undefined) q.done(key);
+      handedOut++;
+    }
+    const elapsedMs = performance.now() - started;
+
+    expect(handedOut).toBe((n * 3) / 4);
+    expect(elapsedMs).toBeLessThan(1_000);
   });
 });
 

@@ -3,44 +3,227 @@
  * however often it is added; a key being processed is never handed to a second worker, and if it is
  * added meanwhile it is queued again when the first worker calls `done`. Failed keys are re-added
  * after an exponential backoff that `forget` resets.
+ *
+ * Two priorities: `normal` (watch events, timed re-checks, retries) is always handed out before
+ * `low` (the periodic resync), so a changed object never waits behind a full resync. Within a
+ * priority, keys are handed out round-robin across namespaces (the part of a `namespace/name` key
+ * before the first '/'; keys without a '/' share one group) and first-in first-out within a
+ * namespace, so one tenant with thousands of keys cannot starve another with a few.
+ *
+ * Every operation but `shutDown` (linear in the pending timers) is O(1) amortized: the queues are
+ * intrusive doubly-linked lists, so removing or promoting a queued key unlinks it in place. Per-key state lives only while the key is queued,
+ * in process, timed, or backing off, and a namespace with nothing queued leaves no entry behind.
  */
 import { backoffDelayMs, type BackoffPolicy } from './backoff.js';
 
+/** `normal`: watch events, `addAfter`, `addRateLimited`. `low`: the periodic resync. */
+export type WorkPriority = 'normal' | 'low';
+
+/** The fields an item needs to sit in a `LinkedList`; an item is in at most one list at a time. */
+interface Links<T> {
+  prev: T | undefined;
+  next: T | undefined;
+}
+
+/** An intrusive doubly-linked FIFO: `push`, `shift` and unlinking any member are O(1). */
+class LinkedList<T extends Links<T>> {
+  #head: T | undefined;
+  #tail: T | undefined;
+  #size = 0;
+
+  get size(): number {
+    return this.#size;
+  }
+
+  get first(): T | undefined {
+    return this.#head;
+  }
+
+  /** Appends `item`, which must not be in any list. */
+  push(item: T): void {
+    item.prev = this.#tail;
+    item.next = undefined;
+    if (this.#tail) this.#tail.next = item;
+    else this.#head = item;
+    this.#tail = item;
+    this.#size++;
+  }
+
+  /** Unlinks `item`, which must be a member of this list. */
+  unlink(item: T): void {
+    if (item.prev) item.prev.next = item.next;
+    else this.#head = item.next;
+    if (item.next) item.next.prev = item.prev;
+    else this.#tail = item.prev;
+    item.prev = undefined;
+    item.next = undefined;
+    this.#size--;
+  }
+
+  /** Removes and returns the first item. */
+  shift(): T | undefined {
+    const item = this.#head;
+    if (item) this.unlink(item);
+    return item;
+  }
+
+  /** Forgets every member in O(1); the items themselves are left to the garbage collector. */
+  clear(): void {
+    this.#head = undefined;
+    this.#tail = undefined;
+    this.#size = 0;
+  }
+}
+
+/** The keys one namespace has queued at one priority; a member of its level's round-robin turns. */
+interface NamespaceQueue extends Links<NamespaceQueue> {
+  readonly namespace: string;
+  readonly priority: WorkPriority;
+  readonly keys: LinkedList<KeyState>;
+}
+
+/**
+ * What the queue knows of a key that is queued or in process; there is none otherwise. One record
+ * per key serves both phases, so a key moves between them without map look-ups.
+ */
+interface KeyState extends Links<KeyState> {
+  readonly key: string;
+  /** While queued: the namespace queue it waits in. Undefined while in process. */
+  queue: NamespaceQueue | undefined;
+  /** While in process: the highest priority it was added with meanwhile, if it was. */
+  readded: WorkPriority | undefined;
+}
+
+interface Waiter extends Links<Waiter> {
+  readonly resolve: (key: string | undefined) => void;
+}
+
+/** The group of `key` for fairness: the text before the first '/', or '' when there is none. */
+function namespaceOf(key: string): string {
+  const slash = key.indexOf('/');
+  return slash < 0 ? '' : key.slice(0, slash);
+}
+
+/**
+ * The keys queued at one priority: round-robin across namespaces, FIFO within a namespace. A
+ * namespace that becomes non-empty joins the end of the round.
+ */
+class FairLevel {
+  readonly #byNamespace = new Map<string, NamespaceQueue>();
+  readonly #turns = new LinkedList<NamespaceQueue>();
+  #size = 0;
+
+  constructor(readonly priority: WorkPriority) {}
+
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Appends `state`, which must not be queued, to its namespace's queue. */
+  push(state: KeyState): void {
+    const namespace = namespaceOf(state.key);
+    let queue = this.#byNamespace.get(namespace);
+    if (!queue) {
+      queue = {
+        namespace,
+        priority: this.priority,
+        keys: new LinkedList(),
+        prev: undefined,
+        next: undefined,
+      };
+      this.#byNamespace.set(namespace, queue);
+      this.#turns.push(queue);
+    }
+    queue.keys.push(state);
+    state.queue = queue;
+    this.#size++;
+  }
+
+  /** Unlinks `state`, which must be queued at this level, dropping its namespace if now empty. */
+  delete(state: KeyState): void {
+    const queue = state.queue;
+    if (!queue) return;
+    queue.keys.unlink(state);
+    state.queue = undefined;
+    this.#size--;
+    if (queue.keys.size === 0) this.#drop(queue);
+  }
+
+  /** The first key of the namespace whose turn it is; that namespace then goes to the end. */
+  shift(): KeyState | undefined {
+    const queue = this.#turns.first;
+    const state = queue?.keys.shift();
+    if (!queue || !state) return undefined;
+    state.queue = undefined;
+    this.#size--;
+    if (queue.keys.size === 0) {
+      this.#drop(queue);
+    } else {
+      this.#turns.unlink(queue);
+      this.#turns.push(queue);
+    }
+    return state;
+  }
+
+  clear(): void {
+    this.#byNamespace.clear();
+    this.#turns.clear();
+    this.#size = 0;
+  }
+
+  #drop(queue: NamespaceQueue): void {
+    this.#turns.unlink(queue);
+    this.#byNamespace.delete(queue.namespace);
+  }
+}
+
 export class WorkQueue {
-  readonly #queue: string[] = [];
-  readonly #dirty = new Set<string>();
-  readonly #processing = new Set<string>();
+  readonly #levels = { normal: new FairLevel('normal'), low: new FairLevel('low') };
+  /** Keys queued or in process (handed out by `get`, not yet `done`). */
+  readonly #states = new Map<string, KeyState>();
   readonly #failures = new Map<string, number>();
   readonly #timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
-  readonly #waiters: ((key: string | undefined) => void)[] = [];
+  readonly #waiters = new LinkedList<Waiter>();
   readonly #policy: BackoffPolicy;
   #shuttingDown = false;
 
+  /** `policy`: the backoff of `addRateLimited`, in milliseconds. */
   constructor(policy: BackoffPolicy = { baseMs: 500, maxMs: 300_000 }) {
     this.#policy = policy;
   }
 
-  /** Keys waiting to be processed. */
+  /** Keys waiting to be processed, at either priority (keys in process or on a timer not counted). */
   get length(): number {
-    return this.#queue.length;
+    return this.#levels.normal.size + this.#levels.low.size;
   }
 
-  /** Queues `key` unless it is already queued. */
+  /** Keys waiting to be processed, by priority; for a queue-depth metric. */
+  get lengthByPriority(): Record<WorkPriority, number> {
+    return { normal: this.#levels.normal.size, low: this.#levels.low.size };
+  }
+
+  /**
+   * Queues `key` at normal priority, for a watch event: handed out before any low-priority key.
+   * A key already queued stays in its place, except that a key queued at low priority moves to
+   * the end of its namespace's normal-priority queue (still queued once). Ignored after `shutDown`.
+   */
   add(key: string): void {
-    if (this.#shuttingDown || this.#dirty.has(key)) return;
-    this.#dirty.add(key);
-    if (this.#processing.has(key)) return;
-    const waiter = this.#waiters.shift();
-    if (waiter) {
-      this.#dirty.delete(key);
-      this.#processing.add(key);
-      waiter(key);
-    } else {
-      this.#queue.push(key);
-    }
+    this.#add(key, 'normal');
   }
 
-  /** Queues `key` after `delayMs` milliseconds; an earlier pending timer for the key wins. */
+  /**
+   * Queues `key` at low priority, for the periodic resync: handed out only when no normal-priority
+   * key waits, so a full resync never delays a changed object. A key already queued (at either
+   * priority) or in process is not demoted. Ignored after `shutDown`.
+   */
+  addLowPriority(key: string): void {
+    this.#add(key, 'low');
+  }
+
+  /**
+   * Queues `key` at normal priority after `delayMs` milliseconds (at once if `delayMs` <= 0). An
+   * earlier pending timer for the key wins; a later one replaces it. Ignored after `shutDown`.
+   */
   addAfter(key: string, delayMs: number): void {
     if (this.#shuttingDown) return;
     if (delayMs <= 0) {
@@ -59,7 +242,10 @@ export class WorkQueue {
     this.#timers.set(key, { at, timer });
   }
 
-  /** Re-queues `key` after its next backoff delay. Returns the delay in milliseconds. */
+  /**
+   * Re-queues `key` at normal priority after its next backoff delay (see `backoffDelayMs`), which
+   * grows with each call until `forget`. Returns the delay in milliseconds.
+   */
   addRateLimited(key: string): number {
     const failures = (this.#failures.get(key) ?? 0) + 1;
     this.#failures.set(key, failures);
@@ -73,43 +259,85 @@ export class WorkQueue {
     this.#failures.delete(key);
   }
 
-  /** Drops every trace of `key`: queued entry, timer, backoff (the object is gone). */
+  /**
+   * Drops every trace of `key` (the object is gone): its queued entry, its timer, its backoff, and
+   * a re-add made while it is in process. A worker processing it still calls `done`.
+   */
   remove(key: string): void {
     this.#failures.delete(key);
-    this.#dirty.delete(key);
-    const index = this.#queue.indexOf(key);
-    if (index >= 0) this.#queue.splice(index, 1);
+    const state = this.#states.get(key);
+    if (state?.queue) {
+      this.#levels[state.queue.priority].delete(state);
+      this.#states.delete(key);
+    } else if (state) {
+      state.readded = undefined;
+    }
     const pending = this.#timers.get(key);
     if (pending) clearTimeout(pending.timer);
     this.#timers.delete(key);
   }
 
-  /** The next key to process, or undefined once the queue shuts down. Call `done` after. */
+  /**
+   * The next key to process: any normal-priority key before any low-priority one; within a
+   * priority, round-robin across namespaces and FIFO within one. Waits while the queue is empty.
+   * Resolves undefined at once after `shutDown`, whatever is still queued. Call `done` after.
+   */
   async get(): Promise<string | undefined> {
-    const key = this.#queue.shift();
-    if (key !== undefined) {
-      this.#dirty.delete(key);
-      this.#processing.add(key);
-      return key;
-    }
     if (this.#shuttingDown) return undefined;
-    return new Promise((resolve) => this.#waiters.push(resolve));
+    const next = this.#levels.normal.shift() ?? this.#levels.low.shift();
+    if (next) return next.key;
+    return new Promise((resolve) => {
+      this.#waiters.push({ resolve, prev: undefined, next: undefined });
+    });
   }
 
-  /** Marks `key` processed; if it was added meanwhile, it is queued again. */
+  /** Marks `key` processed; if it was added meanwhile, it is queued again at the priority it was added with. */
   done(key: string): void {
-    this.#processing.delete(key);
-    if (this.#dirty.has(key)) {
-      this.#dirty.delete(key);
-      this.add(key);
+    const state = this.#states.get(key);
+    if (!state || state.queue) return;
+    const priority = state.readded;
+    if (priority === undefined || this.#shuttingDown) {
+      this.#states.delete(key);
+      return;
     }
+    state.readded = undefined;
+    this.#enqueue(state, priority);
   }
 
-  /** Stops handing out keys: waiting `get` calls resolve undefined, timers are cleared. */
+  /**
+   * Stops handing out keys: the backlog and timers are dropped, waiting and later `get` calls
+   * resolve undefined, and adds are ignored. Keys in process finish; their `done` queues nothing.
+   */
   shutDown(): void {
     this.#shuttingDown = true;
     for (const { timer } of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
-    for (const waiter of this.#waiters.splice(0)) waiter(undefined);
+    this.#levels.normal.clear();
+    this.#levels.low.clear();
+    this.#states.clear();
+    for (let waiter = this.#waiters.shift(); waiter; waiter = this.#waiters.shift())
+      waiter.resolve(undefined);
+  }
+
+  #add(key: string, priority: WorkPriority): void {
+    if (this.#shuttingDown) return;
+    const state = this.#states.get(key);
+    if (!state) {
+      const fresh: KeyState = { key, queue: undefined, readded: undefined, prev: undefined, next: undefined };
+      this.#states.set(key, fresh);
+      this.#enqueue(fresh, priority);
+    } else if (!state.queue) {
+      if (state.readded !== 'normal') state.readded = priority;
+    } else if (state.queue.priority === 'low' && priority === 'normal') {
+      this.#levels.low.delete(state);
+      this.#levels.normal.push(state);
+    }
+  }
+
+  /** Hands `state`, which is not queued, to a waiting worker, or queues it at `priority`. */
+  #enqueue(state: KeyState, priority: WorkPriority): void {
+    const waiter = this.#waiters.shift();
+    if (waiter) waiter.resolve(state.key);
+    else this.#levels[priority].push(state);
   }
 }
