@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { hostname } from 'node:os';
 import type { Server } from 'node:http';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { AcmeAccount } from '../acme/account.js';
 import { ConfigMapChallengeStore } from '../acme/challenge-store.js';
@@ -23,6 +23,7 @@ import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/contro
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
 import { EventRecorder } from '../kube/events.js';
+import { loadKubeConfig, type PooledKubeConfig } from '../kube/kubeconfig.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { WorkQueue } from '../kube/work-queue.js';
 import { createObservabilityServer } from '../observability/http-server.js';
@@ -32,13 +33,6 @@ import { ConfigError, controllerUsage, parseControllerConfig, type ControllerCon
 
 /** The Lease the controller replicas elect a leader with (DESIGN.md: leader-elected). */
 export const LEASE_NAME = 'portico-controller';
-
-function loadKubeConfig(path: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromCluster();
-  return kc;
-}
 
 async function listen(
   server: Server,
@@ -67,6 +61,7 @@ function build(
   objects: KubernetesObjectApi;
   rateLimitPolicies: RateLimitPolicyController;
   tracker: IssuanceTracker;
+  kubeConfig: PooledKubeConfig;
 } {
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -107,7 +102,7 @@ function build(
       apexAddresses: config.apexAddresses,
       certificateOverdueMs: config.certificateOverdueMs,
       view,
-      claims: new HostnameClaims(customObjects, log),
+      claims: new HostnameClaims(customObjects, log, (hostname) => view.hostnameClaim(hostname)),
       routing: {
         ...config.routing,
         ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
@@ -145,7 +140,7 @@ function build(
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
   });
-  return { controller, store, metrics, objects, rateLimitPolicies, tracker };
+  return { controller, store, metrics, objects, rateLimitPolicies, tracker, kubeConfig };
 }
 
 /** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */
@@ -166,7 +161,7 @@ export async function runController(args: string[]): Promise<number> {
   }
   const config = parsed;
   const log = createLogger(config.logLevel);
-  const { controller, store, metrics, objects, rateLimitPolicies, tracker } = build(config, log);
+  const { controller, store, metrics, objects, rateLimitPolicies, tracker, kubeConfig } = build(config, log);
   const elector = config.leaderElection
     ? new LeaderElector(
         objects,
@@ -210,6 +205,7 @@ export async function runController(args: string[]): Promise<number> {
   await Promise.all([controller.stop(), rateLimitPolicies.stop(), tracker.stop()]);
   await elector?.stop();
   await store.stop();
+  await kubeConfig.close();
   http01.close();
   observability.close();
   http01.closeAllConnections();

@@ -9,7 +9,8 @@
  */
 import { once } from 'node:events';
 import type { Server } from 'node:http';
-import { CoreV1Api, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
+import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
+import { loadKubeConfig } from '../../kube/kubeconfig.js';
 import { pino, type Logger, type LevelWithSilent } from 'pino';
 import { createObservabilityServer } from '../../observability/http-server.js';
 import { ConfigState } from '../config-state.js';
@@ -28,13 +29,6 @@ function createServerLogger(level: LevelWithSilent): Logger {
     base: { component: 'portico-ratelimit-server' },
     timestamp: pino.stdTimeFunctions.isoTime,
   });
-}
-
-function loadKubeConfig(path: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromCluster();
-  return kc;
 }
 
 async function listen(server: Server, address: string): Promise<void> {
@@ -116,6 +110,7 @@ export async function startRateLimitServer(
       await watcher.stop();
       await reporter.stop();
       await store.close();
+      await kubeConfig.close();
       observability.close();
       observability.closeAllConnections();
     },
