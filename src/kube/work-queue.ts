@@ -177,6 +177,9 @@ class FairLevel {
   }
 }
 
+/** The longest delay setTimeout honours, in milliseconds. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class WorkQueue {
   readonly #levels = { normal: new FairLevel('normal'), low: new FairLevel('low') };
   /** Keys queued or in process (handed out by `get`, not yet `done`). */
@@ -222,10 +225,13 @@ export class WorkQueue {
 
   /**
    * Queues `key` at normal priority after `delayMs` milliseconds (at once if `delayMs` <= 0). An
-   * earlier pending timer for the key wins; a later one replaces it. Ignored after `shutDown`.
+   * earlier pending timer for the key wins; a later one replaces it. Ignored after `shutDown`. A
+   * delay beyond Node's timer limit (2^31 - 1 ms, about 24.8 days) fires at the limit instead of at
+   * once (Node would fire it after 1 ms), and the reconcile then schedules the rest.
    */
-  addAfter(key: string, delayMs: number): void {
+  addAfter(key: string, requestedDelayMs: number): void {
     if (this.#shuttingDown) return;
+    const delayMs = Math.min(requestedDelayMs, MAX_TIMER_MS);
     if (delayMs <= 0) {
       this.add(key);
       return;
