@@ -1,12 +1,31 @@
 /**
- * What the CustomDomain reconcile reads of the rest of the cluster, served from informer caches so a
- * reconcile costs no extra API calls: namespace labels (the plan), ready endpoints of a Service (the
- * deploy gate). Hostname claims are read from the API server itself (hostname-claims.ts).
+ * What the CustomDomain reconcile reads of the cluster, served from informer caches so a reconcile
+ * that changes nothing costs no API request (cert-manager's listers): the CustomDomain itself,
+ * namespace labels (the plan), ready endpoints of a Service (the deploy gate), the objects Portico
+ * owns, and the HostnameClaims. A live read is the exception, made where a decision needs a value
+ * fresher than a cache (each one says why where it is made).
  */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { CustomDomain } from '../../api/customdomain.js';
+import type { HostnameClaim } from '../../api/hostnameclaim.js';
+import type { ObjectHeader } from '../../routing/plan.js';
+
+/**
+ * An owned object as the caches know it. `cached: true`: the cache of that kind has listed, and
+ * `object` is its copy (undefined: the object does not exist, or its kind is not served at all).
+ * `cached: false`: no cache answers for that kind yet; ask the API server.
+ */
+export type OwnedLookup = { cached: true; object: KubernetesObject | undefined } | { cached: false };
 
 export interface ClusterView {
   /** The labels of namespace `name`, or undefined when it is not (yet) cached. */
   namespaceLabels(name: string): Readonly<Record<string, string>> | undefined;
   /** Ready endpoints across the EndpointSlices of Service `service` in `namespace`. */
   readyEndpoints(namespace: string, service: string): number;
+  /** The cached CustomDomain, or undefined when the cache does not hold it. */
+  customDomain(namespace: string, name: string): CustomDomain | undefined;
+  /** The cached HostnameClaim of `hostname` (normalized), or undefined. */
+  hostnameClaim(hostname: string): HostnameClaim | undefined;
+  /** An object Portico owns (Ingress, Secret, Service, Middleware, HTTPRoute), from its cache. */
+  owned(header: ObjectHeader): OwnedLookup;
 }

@@ -1,7 +1,10 @@
 /**
- * Wires the CustomDomain reconcile to the cluster: watches CustomDomains, the Ingresses and Secrets
- * Portico owns (label-selected, so no other Secret is cached), Namespaces (the plan label) and
+ * Wires the CustomDomain reconcile to the cluster: watches CustomDomains, the objects Portico owns
+ * (Ingresses, Secrets and Services label-selected, so no other Secret is cached; Traefik Middlewares
+ * and HTTPRoutes where the API server serves them), HostnameClaims, Namespaces (the plan label) and
  * EndpointSlices (the first ready endpoint), feeds a de-duplicating work queue, and runs N workers.
+ * The reconcile reads all of these from the caches (`view()`), so a pass that changes nothing sends
+ * no request. Events find the domains they affect through an index, never a scan of every domain.
  * A failure on one key is retried with backoff and never blocks another.
  */
 import type {
@@ -22,16 +25,27 @@ import {
   objectKey,
   type CustomDomain,
 } from '../../api/customdomain.js';
-import { normalizeDnsName } from '../../dns/answers.js';
-import { isConflict } from '../../kube/errors.js';
+import { HOSTNAME_CLAIM_PLURAL, type HostnameClaim } from '../../api/hostnameclaim.js';
+import { isConflict, isNotFound } from '../../kube/errors.js';
 import { ResilientInformer } from '../../kube/informer.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
-import type { ClusterView } from './cluster-view.js';
+import type { ObjectHeader } from '../../routing/plan.js';
+import { GATEWAY_API_VERSION, HTTPROUTE_KIND } from '../../routing/gateway.js';
+import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from '../../routing/traefik.js';
+import type { ClusterView, OwnedLookup } from './cluster-view.js';
+import { CustomDomainIndex } from './domain-index.js';
 import type { CustomDomainReconciler } from './reconciler.js';
 
 const CONTROLLER = 'customdomain';
 const OWNED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${CUSTOM_DOMAIN_LABEL}`;
+/** Services Portico applies are shared by a namespace's domains (the HTTP-01 Service): no owner label. */
+const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
+/** Owned kinds from CRDs the cluster may not have; each is watched only where the API serves it. */
+const OPTIONAL_OWNED_KINDS = [
+  { apiVersion: TRAEFIK_API_VERSION, kind: TRAEFIK_MIDDLEWARE_KIND, plural: 'middlewares' },
+  { apiVersion: GATEWAY_API_VERSION, kind: HTTPROUTE_KIND, plural: 'httproutes' },
+] as const;
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
 export interface CustomDomainControllerDeps {
@@ -55,40 +69,32 @@ export class CustomDomainController {
   readonly #domains: ResilientInformer<CustomDomain>;
   readonly #namespaces: ResilientInformer<KubernetesObject>;
   readonly #slices: ResilientInformer<V1EndpointSlice>;
+  readonly #claims: ResilientInformer<HostnameClaim>;
+  /** Owned objects by `apiVersion/kind`; optional kinds join once the API is known to serve them. */
+  readonly #owned = new Map<string, ResilientInformer<KubernetesObject>>();
   readonly #informers: ResilientInformer<KubernetesObject>[];
+  readonly #index = new CustomDomainIndex();
   readonly #reconciler: CustomDomainReconciler;
+  #optionalKindsProbed = false;
   #running: Promise<void>[] = [];
   #stopping = false;
 
   constructor(deps: CustomDomainControllerDeps) {
     this.#d = deps;
-    const list =
-      <T extends KubernetesObject>(apiVersion: string, kind: string, labelSelector?: string) =>
-      (): Promise<KubernetesListObject<T>> =>
-        deps.objects.list(
-          apiVersion,
-          kind,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          labelSelector,
-        );
     const common = { resyncMs: 0, log: deps.log };
-    const enqueueOwner = (obj: KubernetesObject): void => {
-      const owner = obj.metadata?.labels?.[CUSTOM_DOMAIN_LABEL];
-      if (owner) deps.queue.add(`${obj.metadata?.namespace ?? ''}/${owner}`);
-    };
     this.#domains = new ResilientInformer<CustomDomain>(deps.kubeConfig, {
       path: `/apis/${GROUP}/${VERSION}/${CUSTOM_DOMAIN_PLURAL}`,
-      list: list(`${GROUP}/${VERSION}`, 'CustomDomain'),
-      onChange: (obj) => {
+      list: this.#lister(`${GROUP}/${VERSION}`, 'CustomDomain'),
+      onChange: (obj, verb) => {
+        if (verb === 'delete') this.#index.delete(obj);
+        else this.#index.upsert(obj);
         deps.queue.add(objectKey(obj));
-        this.#enqueueClaimants(obj.spec.hostname);
+        this.#enqueue(this.#index.ofHostname(obj.spec.hostname));
       },
+      // The periodic resync waits behind new and changed work (a created domain is not queued
+      // behind 10,000 unchanged ones).
       onResync: (objects) => {
-        for (const obj of objects) deps.queue.add(objectKey(obj));
+        for (const obj of objects) deps.queue.addLowPriority(objectKey(obj));
       },
       resyncMs: deps.resyncMs,
       log: deps.log,
@@ -96,45 +102,123 @@ export class CustomDomainController {
     this.#namespaces = new ResilientInformer(deps.kubeConfig, {
       ...common,
       path: '/api/v1/namespaces',
-      list: list('v1', 'Namespace'),
+      list: this.#lister('v1', 'Namespace'),
       onChange: (ns) => {
-        this.#enqueueWhere((cd) => cd.metadata.namespace === ns.metadata?.name);
+        this.#enqueue(this.#index.inNamespace(ns.metadata?.name ?? ''));
       },
     });
     this.#slices = new ResilientInformer<V1EndpointSlice>(deps.kubeConfig, {
       ...common,
       path: '/apis/discovery.k8s.io/v1/endpointslices',
-      list: list('discovery.k8s.io/v1', 'EndpointSlice'),
+      list: this.#lister('discovery.k8s.io/v1', 'EndpointSlice'),
       onChange: (slice) => {
         const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
-        this.#enqueueWhere(
-          (cd) => cd.metadata.namespace === slice.metadata?.namespace && cd.spec.service?.name === service,
-        );
+        if (service) this.#enqueue(this.#index.ofService(slice.metadata?.namespace ?? '', service));
       },
     });
+    // A claim taken, released or deleted by hand changes the verdict of every domain of its hostname.
+    this.#claims = new ResilientInformer<HostnameClaim>(deps.kubeConfig, {
+      ...common,
+      path: `/apis/${GROUP}/${VERSION}/${HOSTNAME_CLAIM_PLURAL}`,
+      list: this.#lister(`${GROUP}/${VERSION}`, 'HostnameClaim'),
+      onChange: (claim) => {
+        this.#enqueue(this.#index.ofHostname(claim.metadata.name));
+      },
+    });
+    this.#watchOwned(
+      'networking.k8s.io/v1',
+      'Ingress',
+      '/apis/networking.k8s.io/v1/ingresses',
+      OWNED_SELECTOR,
+    );
+    this.#watchOwned('v1', 'Secret', '/api/v1/secrets', OWNED_SELECTOR);
+    this.#watchOwned('v1', 'Service', '/api/v1/services', MANAGED_SELECTOR);
     this.#informers = [
       this.#domains,
       this.#namespaces,
       this.#slices,
-      new ResilientInformer(deps.kubeConfig, {
-        ...common,
-        path: '/apis/networking.k8s.io/v1/ingresses',
-        list: list('networking.k8s.io/v1', 'Ingress', OWNED_SELECTOR),
-        labelSelector: OWNED_SELECTOR,
-        onChange: enqueueOwner,
-      }),
-      new ResilientInformer(deps.kubeConfig, {
-        ...common,
-        path: '/api/v1/secrets',
-        list: list('v1', 'Secret', OWNED_SELECTOR),
-        labelSelector: OWNED_SELECTOR,
-        onChange: enqueueOwner,
-      }),
+      this.#claims,
     ] as ResilientInformer<KubernetesObject>[];
     this.#reconciler = deps.createReconciler(this.view());
   }
 
-  /** The cluster as the caches see it, for the reconcile's gates. */
+  #lister<T extends KubernetesObject>(
+    apiVersion: string,
+    kind: string,
+    labelSelector?: string,
+  ): () => Promise<KubernetesListObject<T>> {
+    return () =>
+      this.#d.objects.list(
+        apiVersion,
+        kind,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        labelSelector,
+      );
+  }
+
+  /** Caches the objects of one owned kind; a change re-queues the domain named by its owner label. */
+  #watchOwned(
+    apiVersion: string,
+    kind: string,
+    path: string,
+    labelSelector: string,
+  ): ResilientInformer<KubernetesObject> {
+    const informer = new ResilientInformer<KubernetesObject>(this.#d.kubeConfig, {
+      resyncMs: 0,
+      log: this.#d.log,
+      path,
+      list: this.#lister(apiVersion, kind, labelSelector),
+      labelSelector,
+      onChange: (obj) => {
+        const owner = obj.metadata?.labels?.[CUSTOM_DOMAIN_LABEL];
+        if (owner) this.#d.queue.add(`${obj.metadata?.namespace ?? ''}/${owner}`);
+      },
+    });
+    this.#owned.set(`${apiVersion}/${kind}`, informer);
+    return informer;
+  }
+
+  /**
+   * Watches each optional owned kind the API server serves (one discovery request per group at
+   * start). A kind it does not serve can hold no object, so the reconcile knows there is nothing to
+   * delete without asking; a CRD installed later is seen after a restart.
+   */
+  async #probeOptionalKinds(): Promise<void> {
+    for (const { apiVersion, kind, plural } of OPTIONAL_OWNED_KINDS) {
+      let served: boolean;
+      try {
+        // A list of at most one object: the API server answers 404 when it serves no such kind.
+        await this.#d.objects.list(
+          apiVersion,
+          kind,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+          OWNED_SELECTOR,
+          1,
+        );
+        served = true;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        served = false;
+      }
+      this.#d.log.debug({ apiVersion, kind, served }, 'owned kind probed');
+      if (served && !this.#stopping)
+        this.#watchOwned(apiVersion, kind, `/apis/${apiVersion}/${plural}`, OWNED_SELECTOR).start();
+      else if (!served) this.#absentKinds.add(`${apiVersion}/${kind}`);
+    }
+    this.#optionalKindsProbed = true;
+  }
+
+  readonly #absentKinds = new Set<string>();
+
+  /** The cluster as the caches see it, for the reconcile's reads. */
   view(): ClusterView {
     return {
       namespaceLabels: (name) => this.#namespaces.get(name)?.metadata?.labels,
@@ -143,28 +227,51 @@ export class CustomDomainController {
           .list(namespace)
           .filter((s) => s.metadata?.labels?.[SERVICE_NAME_LABEL] === service)
           .reduce((sum, s) => sum + readyEndpointCount(s), 0),
+      customDomain: (namespace, name) => this.#domains.get(name, namespace),
+      hostnameClaim: (hostname) => this.#claims.get(hostname),
+      owned: (header) => this.#ownedLookup(header),
     };
   }
 
-  #enqueueWhere(match: (cd: CustomDomain) => boolean): void {
-    for (const cd of this.#domains.list()) if (match(cd)) this.#d.queue.add(objectKey(cd));
+  #ownedLookup(header: ObjectHeader): OwnedLookup {
+    const type = `${header.apiVersion}/${header.kind}`;
+    if (this.#absentKinds.has(type)) return { cached: true, object: undefined };
+    const informer = this.#owned.get(type);
+    if (!informer?.synced) return { cached: false };
+    return { cached: true, object: informer.get(header.metadata.name, header.metadata.namespace) };
   }
 
-  /** A claim released or taken changes the verdict of every CustomDomain of that hostname. */
-  #enqueueClaimants(hostname: string): void {
-    const wanted = normalizeDnsName(hostname);
-    this.#enqueueWhere((cd) => normalizeDnsName(cd.spec.hostname) === wanted);
+  #enqueue(keys: Iterable<string>): void {
+    for (const key of keys) this.#d.queue.add(key);
   }
 
-  /** True once every watch has listed. */
+  /** True once every watch has listed and the optional owned kinds are known. */
   get synced(): boolean {
-    return this.#informers.every((i) => i.synced);
+    return (
+      this.#optionalKindsProbed &&
+      this.#informers.every((i) => i.synced) &&
+      [...this.#owned.values()].every((i) => i.synced)
+    );
   }
 
   /** Starts the watches; workers start once every cache has listed, so no gate reads an empty cache. */
   start(): void {
-    for (const informer of this.#informers) informer.start();
-    this.#running = Array.from({ length: this.#d.workers }, () => this.#work());
+    for (const informer of [...this.#informers, ...this.#owned.values()]) informer.start();
+    this.#running = [this.#probe(), ...Array.from({ length: this.#d.workers }, () => this.#work())];
+  }
+
+  /** Probes the optional kinds, retrying with backoff until it succeeds or the controller stops. */
+  async #probe(): Promise<void> {
+    for (let attempt = 1; !this.#stopping; attempt += 1) {
+      try {
+        await this.#probeOptionalKinds();
+        return;
+      } catch (err) {
+        const retryInMs = Math.min(30_000, 1_000 * 2 ** attempt);
+        this.#d.log.warn({ err, retryInMs }, 'API discovery failed; retrying');
+        await new Promise((r) => setTimeout(r, retryInMs));
+      }
+    }
   }
 
   async #waitForSync(): Promise<void> {
@@ -174,7 +281,7 @@ export class CustomDomainController {
   /** Stops the watches, lets each worker finish its current key, and returns. */
   async stop(): Promise<void> {
     this.#stopping = true;
-    await Promise.all(this.#informers.map((i) => i.stop()));
+    await Promise.all([...this.#informers, ...this.#owned.values()].map((i) => i.stop()));
     this.#d.queue.shutDown();
     await Promise.all(this.#running);
   }

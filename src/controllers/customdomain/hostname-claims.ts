@@ -43,13 +43,23 @@ export class ClaimContendedError extends Error {
 
 const ATTEMPTS = 3;
 
+/** The claim of a hostname as a HostnameClaim informer's cache holds it, or undefined. */
+export type CachedClaimLookup = (hostname: string) => HostnameClaim | undefined;
+
 export class HostnameClaims {
   readonly #api: CustomObjectsApi;
   readonly #log: Logger;
+  readonly #cached: CachedClaimLookup;
 
-  constructor(customObjects: CustomObjectsApi, log: Logger) {
+  /**
+   * @param cached the claims cache; it answers only "this domain holds it already", the common case
+   *   of every reconcile of an accepted domain. Taking, replacing and giving up a claim read the API
+   *   server, so two operators can never both see a hostname as free.
+   */
+  constructor(customObjects: CustomObjectsApi, log: Logger, cached: CachedClaimLookup = () => undefined) {
     this.#api = customObjects;
     this.#log = log;
+    this.#cached = cached;
   }
 
   /**
@@ -65,6 +75,9 @@ export class HostnameClaims {
   async acquire(domain: CustomDomain): Promise<ClaimState> {
     const mine = refOf(domain);
     const hostname = normalizeDnsName(domain.spec.hostname);
+    // A claim is only ever created for its holder's uid, so the cache saying "mine" is safe to trust;
+    // if it was deleted meanwhile, its delete event re-queues this domain, which takes it again.
+    if (this.#cached(hostname)?.spec.customDomainRef.uid === mine.uid) return 'held';
     for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
       const claim = await this.#get(hostname);
       if (!claim) {
@@ -87,10 +100,15 @@ export class HostnameClaims {
    * CustomDomain is left alone. Call it only once the domain's routing is gone (spec §3: a hostname
    * moves to another project only after its routing is removed).
    *
+   * @param options.trustCache skip the API server when the cache shows no claim of this domain
    * @throws ApiException for any API error other than 404 / 409 (already gone or replaced).
    */
-  async release(domain: CustomDomain): Promise<void> {
+  async release(domain: CustomDomain, options: { trustCache?: boolean } = {}): Promise<void> {
     const hostname = normalizeDnsName(domain.spec.hostname);
+    // A domain that is refused on every pass (e.g. its plan) asks the cache first: no claim of its
+    // own there means nothing to give up; a claim it took a moment ago re-queues it when it shows.
+    if (options.trustCache && this.#cached(hostname)?.spec.customDomainRef.uid !== domain.metadata.uid)
+      return;
     const claim = await this.#get(hostname);
     if (claim && claim.spec.customDomainRef.uid === domain.metadata.uid) await this.#delete(claim);
   }

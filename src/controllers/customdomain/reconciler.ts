@@ -29,7 +29,8 @@ import {
   type CertificateStatus,
   type CustomDomainStatus,
 } from '../../api/customdomain.js';
-import { certificateServes, defaultRenewalTime, inspectCertificate } from '../../certificates/inspect.js';
+import { defaultRenewalTime } from '../../certificates/inspect.js';
+import { parsedSecret } from '../../certificates/parsed-secret.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { normalizeDnsName, type RRsetAnswer } from '../../dns/answers.js';
 import { isApex, requiredDnsRecords } from '../../dns/records.js';
@@ -40,12 +41,14 @@ import type { EventRecorder } from '../../kube/events.js';
 import { isNotFound } from '../../kube/errors.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
 import { ownedMetadata } from '../../routing/ingress.js';
+import { isUpToDate, withAppliedDigest } from '../../kube/applied-state.js';
 import type { RoutingOptions } from '../../routing/options.js';
 import {
   desiredRouting,
   ownedRoutingObjects,
   servicePortNumber,
   staleRoutingObjects,
+  type ObjectHeader,
 } from '../../routing/plan.js';
 import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome } from './dns-outcome.js';
 import { acceptance, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
@@ -123,7 +126,7 @@ export class CustomDomainReconciler {
 
   async reconcile(key: string): Promise<ReconcileResult> {
     const { namespace, name } = splitKey(key);
-    let domain = await this.#read(namespace, name);
+    let domain = this.#d.view.customDomain(namespace, name);
     if (!domain) {
       this.#d.tracker.cancel(key);
       return {};
@@ -141,7 +144,7 @@ export class CustomDomainReconciler {
       // A holder whose plan no longer allows custom domains lets the hostname go, now that its
       // routing is gone (a NotDeployed holder keeps it; HostnameAlreadyClaimed holds nothing).
       if (accepted.reason === 'PlanNotEligible' || accepted.reason === 'ReservedHostname') {
-        await this.#d.claims.release(domain);
+        await this.#d.claims.release(domain, { trustCache: true });
       }
       const status = buildStatus(
         domain,
@@ -225,10 +228,18 @@ export class CustomDomainReconciler {
 
   /** Deletes every routing object Portico may have made for the domain, in any mode or flavor. */
   async #removeRouting(domain: CustomDomain): Promise<void> {
-    for (const header of ownedRoutingObjects(domain)) await this.#deleteIfPresent(header);
+    for (const header of ownedRoutingObjects(domain)) await this.#deleteIfCached(header);
   }
 
-  async #read(namespace: string, name: string): Promise<CustomDomain | undefined> {
+  /** Deletes `header` unless its cache knows it is absent (then no request is sent). */
+  async #deleteIfCached(header: ObjectHeader): Promise<void> {
+    const seen = this.#d.view.owned(header);
+    if (seen.cached && seen.object === undefined) return;
+    await this.#deleteIfPresent(header);
+  }
+
+  /** Reads the CustomDomain from the API server, not the cache. */
+  async #readLive(namespace: string, name: string): Promise<CustomDomain | undefined> {
     try {
       return (await this.#d.customObjects.getNamespacedCustomObject({
         group: GROUP,
@@ -379,8 +390,8 @@ export class CustomDomainReconciler {
   async #applyRouting(domain: CustomDomain): Promise<RoutingState> {
     const lookups = await this.#routingLookups(domain);
     const plan = desiredRouting(domain, this.#d.routing, lookups);
-    for (const obj of plan.apply) await this.#apply(obj);
-    for (const header of staleRoutingObjects(plan)) await this.#deleteIfPresent(header);
+    for (const obj of plan.apply) await this.#applyIfChanged(obj);
+    for (const header of staleRoutingObjects(plan)) await this.#deleteIfCached(header);
     if (!plan.routed) return { kind: 'not-routed', reason: plan.reason, message: plan.message };
     return { kind: 'routed', message: plan.message };
   }
@@ -402,6 +413,19 @@ export class CustomDomainReconciler {
     }
   }
 
+  /** Applies `obj` unless its cached copy already holds what it would write (applied-state.ts). */
+  async #applyIfChanged(obj: KubernetesObject): Promise<void> {
+    const desired = withAppliedDigest(obj);
+    const header = {
+      apiVersion: obj.apiVersion ?? '',
+      kind: obj.kind ?? '',
+      metadata: { name: obj.metadata?.name ?? '', namespace: obj.metadata?.namespace ?? '' },
+    };
+    const seen = this.#d.view.owned(header);
+    if (seen.cached && isUpToDate(seen.object, desired)) return;
+    await this.#apply(desired);
+  }
+
   async #apply(obj: KubernetesObject): Promise<void> {
     await this.#d.objects.patch(
       obj,
@@ -413,25 +437,30 @@ export class CustomDomainReconciler {
     );
   }
 
-  /** The certificate in the domain's Secret when it serves the hostname now, or undefined. */
+  /**
+   * The certificate in the domain's Secret when it serves the hostname now, or undefined. Reads the
+   * Secret cache; `live` reads the API server instead (see `#certificate`).
+   */
   async #servingCertificate(
     domain: CustomDomain,
     now: Date,
+    live: boolean,
   ): Promise<{ status: CertificateStatus; pem: string } | undefined> {
-    let secret: V1Secret;
-    try {
-      secret = await this.#d.core.readNamespacedSecret({
-        namespace: domain.metadata.namespace,
-        name: ownedNames(domain).secret,
-      });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-    const crt = Buffer.from(secret.data?.[TLS_CERT] ?? '', 'base64').toString('utf8');
-    const pem = Buffer.from(secret.data?.[TLS_KEY] ?? '', 'base64').toString('utf8');
-    if (!certificateServes(crt, pem, domain.spec.hostname, now)) return undefined;
-    const facts = inspectCertificate(crt);
+    const header = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { namespace: domain.metadata.namespace, name: ownedNames(domain).secret },
+    };
+    const seen = live ? ({ cached: false } as const) : this.#d.view.owned(header);
+    const secret = seen.cached
+      ? (seen.object as V1Secret | undefined)
+      : await this.#readSecretLive(header.metadata);
+    if (!secret) return undefined;
+    const parsed = parsedSecret(secret);
+    if (!parsed?.keyMatches || !parsed.hostnames.has(normalizeDnsName(domain.spec.hostname)))
+      return undefined;
+    const { facts } = parsed;
+    if (now < new Date(facts.notBefore) || now >= new Date(facts.notAfter)) return undefined;
     const replaces = secret.metadata?.annotations?.[REPLACES_ANNOTATION];
     const status: CertificateStatus = {
       ...facts,
@@ -439,7 +468,16 @@ export class CustomDomainReconciler {
       renewalTime: defaultRenewalTime(facts).toISOString(),
       ...(replaces ? { replaces } : {}),
     };
-    return { status, pem: crt };
+    return { status, pem: parsed.chainPem };
+  }
+
+  async #readSecretLive(at: { namespace: string; name: string }): Promise<V1Secret | undefined> {
+    try {
+      return await this.#d.core.readNamespacedSecret(at);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
   }
 
   /** @param verifyRequested a verify request is pending: ask the CA for renewal information again */
@@ -451,46 +489,26 @@ export class CustomDomainReconciler {
     now: Date,
     log: Logger,
   ): Promise<{ state: CertificateState; requeueAfterMs?: number }> {
-    const found = await this.#servingCertificate(domain, now);
     const inFlight = this.#d.tracker.inFlight(key);
     // After a failed attempt, first issuance and renewal alike wait for the published backoff, and
     // never ask before the CA's own Retry-After (RFC 8555 §6.6).
     const failed = this.#pendingRetry(key, now);
+    // Live read before placing an order: an order costs the CA budget, and the Secret cache may not
+    // yet show a certificate stored a moment ago (the order that stored it re-queues the domain at
+    // once, often before the Secret's watch event arrives).
+    const orderNext = verified && !inFlight && !failed;
+    const found =
+      (await this.#servingCertificate(domain, now, false)) ??
+      (orderNext ? await this.#servingCertificate(domain, now, true) : undefined);
     if (found) {
-      const serving = await this.#d.renewal.plan(
-        found.status,
-        found.pem,
-        domain.status?.certificate,
+      return this.#servingState(
+        domain,
+        key,
+        found,
+        { verified, verifyRequested, inFlight, failed },
         now,
-        verifyRequested,
         log,
       );
-      const { namespace, name } = domain.metadata;
-      this.#d.metrics.certificateNotAfter.set(
-        { namespace, name, hostname: domain.spec.hostname },
-        Date.parse(serving.notAfter) / 1000,
-      );
-      const renewalMs = Date.parse(serving.renewalTime) - now.getTime();
-      const due = renewalMs <= 0 && verified;
-      if (due && inFlight) {
-        // The tracker re-queues the domain when the order settles; no timed re-check is needed.
-        const renewal = { kind: 'in-progress', since: inFlight.startedAt } as const;
-        return { state: { kind: 'valid', certificate: serving, renewal } };
-      }
-      if (due && failed) {
-        const renewal = { kind: 'failed', ...failed } as const;
-        return {
-          state: { kind: 'valid', certificate: serving, renewal },
-          requeueAfterMs: Math.max(1_000, failed.retryAt.getTime() - now.getTime()),
-        };
-      }
-      if (due) {
-        this.#startIssuance(domain, key, log, serving.ari?.certId);
-        return {
-          state: { kind: 'valid', certificate: serving, renewal: { kind: 'in-progress', since: now } },
-        };
-      }
-      return { state: { kind: 'valid', certificate: serving }, requeueAfterMs: Math.max(1_000, renewalMs) };
     }
     if (!verified) return { state: { kind: 'not-requested' } };
     if (inFlight) return { state: { kind: 'issuing', since: inFlight.startedAt } };
@@ -502,6 +520,61 @@ export class CustomDomainReconciler {
     }
     this.#startIssuance(domain, key, log);
     return { state: { kind: 'issuing', since: now } };
+  }
+
+  /** The CertificateReady state while a certificate serves: renew it when due (ARI or 2/3 of its lifetime). */
+  async #servingState(
+    domain: CustomDomain,
+    key: string,
+    found: { status: CertificateStatus; pem: string },
+    at: {
+      verified: boolean;
+      verifyRequested: boolean;
+      inFlight: { startedAt: Date } | undefined;
+      failed: { reason: string; message: string; retryAt: Date } | undefined;
+    },
+    now: Date,
+    log: Logger,
+  ): Promise<{ state: CertificateState; requeueAfterMs?: number }> {
+    const { verified, verifyRequested, inFlight, failed } = at;
+    const serving = await this.#d.renewal.plan(
+      found.status,
+      found.pem,
+      domain.status?.certificate,
+      now,
+      verifyRequested,
+      log,
+    );
+    const { namespace, name } = domain.metadata;
+    this.#d.metrics.certificateNotAfter.set(
+      { namespace, name, hostname: domain.spec.hostname },
+      Date.parse(serving.notAfter) / 1000,
+    );
+    const renewalMs = Date.parse(serving.renewalTime) - now.getTime();
+    const due = renewalMs <= 0 && verified;
+    if (due && inFlight) {
+      // The tracker re-queues the domain when the order settles; no timed re-check is needed.
+      const renewal = { kind: 'in-progress', since: inFlight.startedAt } as const;
+      return { state: { kind: 'valid', certificate: serving, renewal } };
+    }
+    if (due && failed) {
+      const renewal = { kind: 'failed', ...failed } as const;
+      return {
+        state: { kind: 'valid', certificate: serving, renewal },
+        requeueAfterMs: Math.max(1_000, failed.retryAt.getTime() - now.getTime()),
+      };
+    }
+    if (due) {
+      this.#startIssuance(domain, key, log, serving.ari?.certId);
+      return {
+        state: { kind: 'valid', certificate: serving, renewal: { kind: 'in-progress', since: now } },
+      };
+    }
+    // Past its renewal time but not verified: the DNS schedule re-queues the domain; a timed re-check
+    // here would fire every second, the time having passed.
+    return renewalMs > 0
+      ? { state: { kind: 'valid', certificate: serving }, requeueAfterMs: renewalMs }
+      : { state: { kind: 'valid', certificate: serving } };
   }
 
   /**
@@ -530,7 +603,9 @@ export class CustomDomainReconciler {
           signal,
         });
         if (signal.aborted) return;
-        const current = await this.#read(domain.metadata.namespace, domain.metadata.name);
+        // Live read: the order took seconds to minutes, and a certificate must not be stored for a
+        // domain deleted or re-created meanwhile, which the cache may not have seen yet.
+        const current = await this.#readLive(domain.metadata.namespace, domain.metadata.name);
         if (!current || current.metadata.uid !== domain.metadata.uid || current.metadata.deletionTimestamp)
           return;
         const secret: V1Secret = {

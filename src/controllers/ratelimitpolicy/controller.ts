@@ -116,8 +116,8 @@ export class RateLimitPolicyController {
         this.#queue.add(CONFIG_KEY);
       },
       onResync: (policies) => {
-        for (const p of policies) this.#queue.add(objectKey(p));
-        this.#queue.add(CONFIG_KEY);
+        for (const p of policies) this.#queue.addLowPriority(objectKey(p));
+        this.#queue.addLowPriority(CONFIG_KEY);
       },
       resyncMs,
       log: this.#log,

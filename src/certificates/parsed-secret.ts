@@ -1,0 +1,52 @@
+/**
+ * The certificate of a `kubernetes.io/tls` Secret, parsed once per Secret object: informer caches
+ * hand out the same object until the Secret changes, so a reconcile that finds the Secret as it was
+ * reads its facts from here instead of parsing the chain and the private key again.
+ */
+import { createPrivateKey } from 'node:crypto';
+import type { V1Secret } from '@kubernetes/client-node';
+import { inspectCertificate, leafCertificate, type CertificateFacts } from './inspect.js';
+
+export interface ParsedTlsSecret {
+  /** The PEM chain of `tls.crt`. */
+  chainPem: string;
+  facts: CertificateFacts;
+  /** The dNSName entries of the leaf, lowercase. */
+  hostnames: ReadonlySet<string>;
+  /** `tls.key` is the leaf's private key. */
+  keyMatches: boolean;
+}
+
+const parsed = new WeakMap<V1Secret, ParsedTlsSecret | null>();
+
+/**
+ * The parsed leaf certificate of `secret` (`data["tls.crt"]`, `data["tls.key"]`, base64), or
+ * undefined when either is missing or does not parse. Never throws. Cached per Secret object, so
+ * the caller must not modify the Secret it passes.
+ */
+export function parsedSecret(secret: V1Secret): ParsedTlsSecret | undefined {
+  let entry = parsed.get(secret);
+  if (entry === undefined) {
+    entry = parse(secret);
+    parsed.set(secret, entry);
+  }
+  return entry ?? undefined;
+}
+
+function parse(secret: V1Secret): ParsedTlsSecret | null {
+  const chainPem = Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
+  const keyPem = Buffer.from(secret.data?.['tls.key'] ?? '', 'base64').toString('utf8');
+  try {
+    const leaf = leafCertificate(chainPem);
+    const facts = inspectCertificate(chainPem);
+    let keyMatches: boolean;
+    try {
+      keyMatches = leaf.checkPrivateKey(createPrivateKey(keyPem));
+    } catch {
+      keyMatches = false;
+    }
+    return { chainPem, facts, hostnames: new Set(facts.dnsNames.map((n) => n.toLowerCase())), keyMatches };
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * Indexes of the cached CustomDomains by what watch events touch (client-go's `Indexers` /
+ * `ByIndex`): a Namespace event finds the domains of that namespace, an EndpointSlice event the
+ * domains of its Service, a HostnameClaim event the domains of its hostname, each without a scan of
+ * every domain. Kept in step with the CustomDomain informer's add, update and delete events.
+ */
+import { objectKey, type CustomDomain } from '../../api/customdomain.js';
+import { normalizeDnsName } from '../../domain/hostname.js';
+
+interface Entry {
+  namespace: string;
+  /** `namespace/service`, or undefined without spec.service. */
+  service: string | undefined;
+  /** Normalized hostname. */
+  hostname: string;
+}
+
+/** Keys (`namespace/name`) of CustomDomains by namespace, by `namespace/service` and by hostname. */
+export class CustomDomainIndex {
+  readonly #entries = new Map<string, Entry>();
+  readonly #byNamespace = new Map<string, Set<string>>();
+  readonly #byService = new Map<string, Set<string>>();
+  readonly #byHostname = new Map<string, Set<string>>();
+
+  /** Records `domain` (an add or an update); an update moves its key between index values. */
+  upsert(domain: CustomDomain): void {
+    const key = objectKey(domain);
+    const service = domain.spec.service?.name;
+    const entry: Entry = {
+      namespace: domain.metadata.namespace,
+      service: service === undefined ? undefined : `${domain.metadata.namespace}/${service}`,
+      hostname: normalizeDnsName(domain.spec.hostname),
+    };
+    const old = this.#entries.get(key);
+    if (old && old.service === entry.service && old.hostname === entry.hostname) return;
+    if (old) this.#unindex(key, old);
+    this.#entries.set(key, entry);
+    link(this.#byNamespace, entry.namespace, key);
+    if (entry.service !== undefined) link(this.#byService, entry.service, key);
+    link(this.#byHostname, entry.hostname, key);
+  }
+
+  /** Forgets `domain` (a delete). */
+  delete(domain: CustomDomain): void {
+    const key = objectKey(domain);
+    const old = this.#entries.get(key);
+    if (!old) return;
+    this.#unindex(key, old);
+    this.#entries.delete(key);
+  }
+
+  /** Keys of the domains in `namespace`. */
+  inNamespace(namespace: string): Iterable<string> {
+    return this.#byNamespace.get(namespace) ?? [];
+  }
+
+  /** Keys of the domains whose spec.service is `service` in `namespace`. */
+  ofService(namespace: string, service: string): Iterable<string> {
+    return this.#byService.get(`${namespace}/${service}`) ?? [];
+  }
+
+  /** Keys of the domains of `hostname` (normalized here). */
+  ofHostname(hostname: string): Iterable<string> {
+    return this.#byHostname.get(normalizeDnsName(hostname)) ?? [];
+  }
+
+  /** Number of indexed domains. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #unindex(key: string, entry: Entry): void {
+    unlink(this.#byNamespace, entry.namespace, key);
+    if (entry.service !== undefined) unlink(this.#byService, entry.service, key);
+    unlink(this.#byHostname, entry.hostname, key);
+  }
+}
+
+function link(index: Map<string, Set<string>>, value: string, key: string): void {
+  let keys = index.get(value);
+  if (!keys) {
+    keys = new Set();
+    index.set(value, keys);
+  }
+  keys.add(key);
+}
+
+function unlink(index: Map<string, Set<string>>, value: string, key: string): void {
+  const keys = index.get(value);
+  if (!keys) return;
+  keys.delete(key);
+  if (keys.size === 0) index.delete(value);
+}
