@@ -39,6 +39,8 @@ export type IssuanceOutcome =
        * §6.6): the next attempt must not come sooner, whatever the backoff says.
        */
       retryAfter?: Date;
+      /** The CA found the challenge invalid (the error's `validationFailed`): a failed validation. */
+      validationFailed?: boolean;
     };
 
 /**
@@ -94,6 +96,7 @@ export class IssuanceTracker {
         (err: unknown) => {
           const message = err instanceof Error ? err.message : String(err);
           const retryAfter = retryAfterOf(err);
+          const validationFailed = (err as { validationFailed?: unknown } | null)?.validationFailed === true;
           this.#settle(key, abort, {
             state: 'failed',
             finishedAt: new Date(),
@@ -101,6 +104,7 @@ export class IssuanceTracker {
             reason: reasonOf(err),
             failures: failures + 1,
             ...(retryAfter ? { retryAfter } : {}),
+            ...(validationFailed ? { validationFailed } : {}),
           });
         },
       );

@@ -34,9 +34,12 @@ export interface IssuedCertificate {
 /** Thrown when an order cannot complete: the CA offered no usable challenge or refused validation. */
 export class AcmeIssuanceError extends Error {
   readonly code = 'ACME_ISSUANCE_FAILED';
-  constructor(message: string, options?: ErrorOptions) {
+  /** The CA tried the challenge and found it invalid: counts against the hostname's failed validations. */
+  readonly validationFailed: boolean;
+  constructor(message: string, options?: ErrorOptions & { validationFailed?: boolean }) {
     super(message, options);
     this.name = 'AcmeIssuanceError';
+    this.validationFailed = options?.validationFailed ?? false;
   }
 }
 
@@ -259,7 +262,7 @@ export class AcmeIssuer {
           if (err instanceof AcmeRateLimitedError || err instanceof AcmeRequestTimeoutError) throw err;
           throw new AcmeIssuanceError(
             `the CA could not validate http-01 for ${hostname}: ${(err as Error).message}`,
-            { cause: err },
+            { cause: err, validationFailed: true },
           );
         }),
       );

@@ -36,6 +36,12 @@ export interface ControllerConfig {
   acmeRequestTimeoutMs: number;
   /** Milliseconds verified without a certificate before CertificateReady reports it overdue. */
   certificateOverdueMs: number;
+  /**
+   * The ACME account's budget (src/acme/order-budget.ts): new orders per sliding window, the
+   * window in milliseconds, and orders in flight at once. Defaults: Let's Encrypt's 300 per 3 hours;
+   * 50 in flight.
+   */
+  acmeOrderBudget: { orders: number; windowMs: number; maxInFlight: number };
   /** ACME profile to request; undefined lets the CA choose. */
   acmeProfile: string | undefined;
   /** CAA issuer domain names of the CA; [] means the directory's `meta.caaIdentities`. */
@@ -129,6 +135,24 @@ const options = {
     env: 'PORTICO_ACME_REQUEST_TIMEOUT_SECONDS',
     default: '30',
     help: 'seconds the ACME CA has to answer each request; past it the attempt fails and is retried on the backoff',
+  },
+  'acme-orders-per-window': {
+    type: 'string',
+    env: 'PORTICO_ACME_ORDERS_PER_WINDOW',
+    default: '300',
+    help: "new ACME orders the account may place per window (Let's Encrypt: 300 per 3 hours); more wait their turn",
+  },
+  'acme-order-window-seconds': {
+    type: 'string',
+    env: 'PORTICO_ACME_ORDER_WINDOW_SECONDS',
+    default: '10800',
+    help: 'the sliding window of --acme-orders-per-window, in seconds',
+  },
+  'acme-max-orders-in-flight': {
+    type: 'string',
+    env: 'PORTICO_ACME_MAX_ORDERS_IN_FLIGHT',
+    default: '50',
+    help: 'ACME orders in progress at once; more wait their turn (renewals first, tenants in turn)',
   },
   'certificate-overdue-seconds': {
     type: 'string',
@@ -394,6 +418,11 @@ export function parseControllerConfig(
     acmeProfile: get('acme-profile'),
     certificateOverdueMs:
       positiveInt('certificate-overdue-seconds', required('certificate-overdue-seconds')) * 1000,
+    acmeOrderBudget: {
+      orders: positiveInt('acme-orders-per-window', required('acme-orders-per-window')),
+      windowMs: positiveInt('acme-order-window-seconds', required('acme-order-window-seconds')) * 1000,
+      maxInFlight: positiveInt('acme-max-orders-in-flight', required('acme-max-orders-in-flight')),
+    },
     acmeCaaIdentities: list(get('acme-caa-identities')),
     http01ListenAddress: required('http01-listen-address'),
     http01SelfCheckPort: positiveInt('http01-self-check-port', required('http01-self-check-port')),

@@ -12,7 +12,8 @@ import type { Logger } from 'pino';
 import { AcmeAccount } from '../acme/account.js';
 import { ConfigMapChallengeStore } from '../acme/challenge-store.js';
 import { createHttp01Server } from '../acme/http01-server.js';
-import { IssuanceTracker } from '../acme/issuance-tracker.js';
+import { IssuanceTracker, type IssuanceOutcome } from '../acme/issuance-tracker.js';
+import { OrderBudget, type OrderOutcome } from '../acme/order-budget.js';
 import { AcmeDirectory } from '../acme/directory.js';
 import { AcmeIssuer } from '../acme/issuer.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
@@ -22,6 +23,9 @@ import { HostnameClaims } from '../controllers/customdomain/hostname-claims.js';
 import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
+import { normalizeDnsName } from '../domain/hostname.js';
+import { registeredDomain } from '../dns/records.js';
+import type { CustomDomain } from '../api/customdomain.js';
 import { EventRecorder } from '../kube/events.js';
 import { loadKubeConfig, type PooledKubeConfig } from '../kube/kubeconfig.js';
 import { LeaderElector } from '../kube/leader-election.js';
@@ -92,8 +96,19 @@ function build(
     selfCheck: { attempts: 5, intervalMs: 1_000, timeoutMs: 5_000 },
   });
   const queue = new WorkQueue();
-  const tracker = new IssuanceTracker((key) => {
+  const budget = new OrderBudget({
+    limits: {
+      accountOrders: { limit: config.acmeOrderBudget.orders, windowMs: config.acmeOrderBudget.windowMs },
+      maxInFlight: config.acmeOrderBudget.maxInFlight,
+    },
+  });
+  const tracker: IssuanceTracker = new IssuanceTracker((key) => {
+    // The order ended: its slot is free; the domain reads its outcome, and those whose turn came
+    // now are re-queued at once rather than at their expected time.
+    const now = new Date();
+    budget.settled(key, orderOutcome(tracker.lastOutcome(key)), now);
     queue.add(key);
+    for (const next of budget.admissible(now)) queue.add(next);
   });
   const createReconciler = (view: ClusterView): CustomDomainReconciler =>
     new CustomDomainReconciler({
@@ -114,6 +129,7 @@ function build(
       resolver,
       issuer,
       tracker,
+      budget,
       renewal: new RenewalPlanner(directory),
       events: new EventRecorder(core, 'portico-controller', log),
       metrics,
@@ -129,6 +145,9 @@ function build(
     log,
     workers: config.workers,
     resyncMs: config.resyncMs,
+    onSynced: (domains) => {
+      seedOrderBudget(budget, domains, new Date());
+    },
   });
   // RateLimitPolicy resources compile into the rate-limit service's ConfigMap in this namespace.
   const rateLimitPolicies = new RateLimitPolicyController({
@@ -141,6 +160,30 @@ function build(
     events: new EventRecorder(core, 'portico-controller', log),
   });
   return { controller, store, metrics, objects, rateLimitPolicies, tracker, kubeConfig };
+}
+
+/** An hour: Let's Encrypt backdates a certificate's notBefore by about this much. */
+const NOT_BEFORE_BACKDATE_MS = 60 * 60_000;
+
+/**
+ * After a restart, counts the certificates the domains' status shows as orders of the account and
+ * certificates of their registered domains, at notBefore plus an hour (CAs backdate notBefore) or
+ * now if sooner, so the budget does not start empty. Failed orders before the restart are not known.
+ */
+function seedOrderBudget(budget: OrderBudget, domains: readonly CustomDomain[], now: Date): void {
+  for (const domain of domains) {
+    const notBefore = Date.parse(domain.status?.certificate?.notBefore ?? '');
+    if (Number.isNaN(notBefore)) continue;
+    const at = new Date(Math.min(now.getTime(), notBefore + NOT_BEFORE_BACKDATE_MS));
+    budget.recordPastOrder(at);
+    budget.recordPastCertificate(registeredDomain(normalizeDnsName(domain.spec.hostname)), at);
+  }
+}
+
+/** How a finished tracker run counts for the order budget. */
+function orderOutcome(outcome: IssuanceOutcome | undefined): OrderOutcome {
+  if (outcome?.state === 'succeeded') return 'valid';
+  return outcome?.validationFailed ? 'failed-validation' : 'failed-other';
 }
 
 /** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */

@@ -37,3 +37,12 @@ export function requiredDnsRecords(hostname: string, target: string): RequiredDn
   }
   return [{ type: 'CNAME', name: hostname, value: target, ttl: INSTRUCTED_TTL_SECONDS }];
 }
+
+/**
+ * The registered domain of `hostname` (eTLD+1 by the Public Suffix List, private suffixes included,
+ * e.g. `example.co.uk` for `www.shop.example.co.uk`): the unit of the CA's certificates-per-domain
+ * limit. The hostname itself when the list knows no such domain for it.
+ */
+export function registeredDomain(hostname: string): string {
+  return getDomain(hostname, { allowPrivateDomains: true }) ?? hostname;
+}

@@ -57,6 +57,11 @@ export interface CustomDomainControllerDeps {
   log: Logger;
   workers: number;
   resyncMs: number;
+  /**
+   * Called once with every cached CustomDomain when the caches have synced, before the first
+   * reconcile: for state that is rebuilt from status after a restart (the ACME order budget).
+   */
+  onSynced?: (domains: readonly CustomDomain[]) => void;
 }
 
 function readyEndpointCount(slice: V1EndpointSlice): number {
@@ -286,8 +291,14 @@ export class CustomDomainController {
     await Promise.all(this.#running);
   }
 
+  #seeded = false;
+
   async #work(): Promise<void> {
     await this.#waitForSync();
+    if (!this.#seeded && !this.#stopping) {
+      this.#seeded = true;
+      this.#d.onSynced?.(this.#domains.list());
+    }
     for (;;) {
       const key = await this.#d.queue.get();
       if (key === undefined) return;

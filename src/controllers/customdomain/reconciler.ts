@@ -15,6 +15,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { SHUTTING_DOWN, type IssuanceTracker } from '../../acme/issuance-tracker.js';
 import { IssuanceCancelledError, type AcmeIssuer } from '../../acme/issuer.js';
+import type { OrderBudget, OrderKind } from '../../acme/order-budget.js';
 import {
   CUSTOM_DOMAIN_PLURAL,
   FIELD_MANAGER,
@@ -33,7 +34,7 @@ import { defaultRenewalTime } from '../../certificates/inspect.js';
 import { parsedSecret } from '../../certificates/parsed-secret.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { normalizeDnsName, type RRsetAnswer } from '../../dns/answers.js';
-import { isApex, requiredDnsRecords } from '../../dns/records.js';
+import { isApex, registeredDomain, requiredDnsRecords } from '../../dns/records.js';
 import type { DnsResolver } from '../../dns/resolver.js';
 import { verifyApex, verifySubdomain, type Verdict } from '../../dns/verdict.js';
 import { findCondition } from '../../kube/conditions.js';
@@ -56,7 +57,7 @@ import type { HostnameClaims } from './hostname-claims.js';
 import type { ClusterView } from './cluster-view.js';
 import type { RenewalPlanner } from './renewal.js';
 import { dnsCheckDue, issuanceRetryDelayMs } from './schedule.js';
-import { buildStatus, type CertificateState, type RoutingState } from './status.js';
+import { buildStatus, type CertificateState, type QueuedOrder, type RoutingState } from './status.js';
 
 export interface ReconcileResult {
   /** Milliseconds after which the key should be reconciled again, if at all. */
@@ -81,6 +82,8 @@ export interface CustomDomainReconcilerDeps {
   resolver: DnsResolver;
   issuer: AcmeIssuer;
   tracker: IssuanceTracker;
+  /** The ACME account's order budget: every order, first or renewal, waits for its turn here. */
+  budget: OrderBudget;
   renewal: RenewalPlanner;
   events: EventRecorder;
   metrics: ControllerMetrics;
@@ -128,7 +131,7 @@ export class CustomDomainReconciler {
     const { namespace, name } = splitKey(key);
     let domain = this.#d.view.customDomain(namespace, name);
     if (!domain) {
-      this.#d.tracker.cancel(key);
+      this.#cancelOrder(key);
       return {};
     }
     const log = this.#d.log.child({ namespace, name, hostname: domain.spec.hostname });
@@ -140,7 +143,7 @@ export class CustomDomainReconciler {
     if (accepted.status !== 'True') {
       // Not accepted (plan, deploy, reserved or claimed elsewhere): nothing is routed or ordered.
       await this.#removeRouting(domain);
-      this.#d.tracker.cancel(key);
+      this.#cancelOrder(key);
       // A holder whose plan no longer allows custom domains lets the hostname go, now that its
       // routing is gone (a NotDeployed holder keeps it; HostnameAlreadyClaimed holds nothing).
       if (accepted.reason === 'PlanNotEligible' || accepted.reason === 'ReservedHostname') {
@@ -288,7 +291,7 @@ export class CustomDomainReconciler {
       log.info('waiting for the routing objects to disappear before removing anything else');
       return { requeueAfterMs: 1_000 };
     }
-    this.#d.tracker.cancel(key);
+    this.#cancelOrder(key);
     await this.#deleteIfPresent({
       apiVersion: 'v1',
       kind: 'Secret',
@@ -518,8 +521,45 @@ export class CustomDomainReconciler {
         requeueAfterMs: failed.retryAt.getTime() - now.getTime(),
       };
     }
+    const queued = this.#admit(domain, key, 'first-issuance', now);
+    if (queued) return { state: queued, requeueAfterMs: queued.expectedAt.getTime() - now.getTime() };
     this.#startIssuance(domain, key, log);
     return { state: { kind: 'issuing', since: now } };
+  }
+
+  /**
+   * Asks the ACME account's order budget for a turn (src/acme/order-budget.ts). Undefined: admitted,
+   * start the order now (it counts from this moment). Otherwise the queued state, whose message names
+   * the limit, the place in line and the expected time; the domain is re-queued for that time, or
+   * sooner by the tracker when an order settles and frees room.
+   */
+  #admit(domain: CustomDomain, key: string, kind: OrderKind, now: Date): QueuedOrder | undefined {
+    const hostname = normalizeDnsName(domain.spec.hostname);
+    const decision = this.#d.budget.request(
+      {
+        key,
+        tenant: domain.metadata.namespace,
+        hostname,
+        registeredDomain: registeredDomain(hostname),
+        kind,
+        queuedAt: now,
+      },
+      now,
+    );
+    if (decision.admitted) return undefined;
+    return {
+      kind: 'queued',
+      limit: decision.reason,
+      message: decision.message,
+      position: decision.position,
+      expectedAt: decision.expectedAt,
+    };
+  }
+
+  /** Drops the domain's order in flight and its place in the budget's line (removed, or not accepted). */
+  #cancelOrder(key: string): void {
+    this.#d.tracker.cancel(key);
+    this.#d.budget.withdraw(key);
   }
 
   /** The CertificateReady state while a certificate serves: renew it when due (ARI or 2/3 of its lifetime). */
@@ -562,6 +602,13 @@ export class CustomDomainReconciler {
       return {
         state: { kind: 'valid', certificate: serving, renewal },
         requeueAfterMs: Math.max(1_000, failed.retryAt.getTime() - now.getTime()),
+      };
+    }
+    const queued = due ? this.#admit(domain, key, 'renewal', now) : undefined;
+    if (queued) {
+      return {
+        state: { kind: 'valid', certificate: serving, renewal: queued },
+        requeueAfterMs: queued.expectedAt.getTime() - now.getTime(),
       };
     }
     if (due) {

@@ -17,14 +17,31 @@ export type CertificateState =
   | { kind: 'valid'; certificate: CertificateStatus; renewal?: RenewalState }
   | { kind: 'not-requested' }
   | { kind: 'issuing'; since: Date }
-  | { kind: 'failed'; reason: string; message: string; retryAt: Date };
+  | { kind: 'failed'; reason: string; message: string; retryAt: Date }
+  | QueuedOrder;
+
+/**
+ * An order waiting for the ACME account's budget (src/acme/order-budget.ts): `message` names the
+ * limit, the place in line and the expected time of its turn.
+ */
+export interface QueuedOrder {
+  kind: 'queued';
+  /** The limit it waits for, e.g. `AccountOrderBudget`. */
+  limit: string;
+  message: string;
+  /** 1-based place in the waiting line. */
+  position: number;
+  expectedAt: Date;
+}
 
 /**
  * A renewal of the certificate that serves: under way, or failed with its next attempt due at
  * `retryAt` (the old certificate serves meanwhile).
  */
 export type RenewalState =
-  { kind: 'in-progress'; since: Date } | { kind: 'failed'; reason: string; message: string; retryAt: Date };
+  | { kind: 'in-progress'; since: Date }
+  | { kind: 'failed'; reason: string; message: string; retryAt: Date }
+  | QueuedOrder;
 
 /** Spec §7.3 and §8.3: no certificate this long after verification is a problem of its own. */
 export const CERTIFICATE_THRESHOLD_MS = 30 * 60_000;
@@ -53,7 +70,8 @@ function certificateCondition(
   lateSinceMs: number,
   overdueMs: number,
 ): ConditionInput {
-  const late = lateSinceMs >= overdueMs && state.kind !== 'valid';
+  // Waiting for the CA budget is no fault: the message says when its turn comes instead.
+  const late = lateSinceMs >= overdueMs && state.kind !== 'valid' && state.kind !== 'queued';
   if (late && !(state.kind === 'failed' && state.reason.startsWith('CAA'))) {
     const last = state.kind === 'failed' ? ` The last attempt failed: ${state.message}.` : '';
     return {
@@ -80,6 +98,13 @@ function certificateCondition(
         reason: state.reason,
         message: `The last attempt failed: ${state.message}. Next attempt at ${state.retryAt.toISOString()}.`,
       };
+    case 'queued':
+      return {
+        type: 'CertificateReady',
+        status: 'False',
+        reason: 'OrderQueued',
+        message: state.message,
+      };
     case 'not-requested':
       return {
         type: 'CertificateReady',
@@ -101,6 +126,14 @@ function validCertificateCondition(certificate: CertificateStatus, renewal?: Ren
       status: 'True',
       reason: 'Renewing',
       message: `${serving} and serves while its renewal, an ACME order in progress since ${renewal.since.toISOString()}, completes.`,
+    };
+  }
+  if (renewal?.kind === 'queued') {
+    return {
+      type: 'CertificateReady',
+      status: 'True',
+      reason: 'RenewalQueued',
+      message: `${serving} and serves; its renewal is due. ${renewal.message}`,
     };
   }
   if (renewal?.kind === 'failed') {
@@ -135,7 +168,7 @@ function phaseOf(observed: ObservedState, ready: boolean): Phase {
   if (observed.accepted.status !== 'True') return 'Pending';
   if (observed.dnsVerified.status !== 'True') return 'AwaitingDNS';
   if (observed.certificate.kind === 'failed') return 'Failed';
-  if (observed.certificate.kind === 'issuing') return 'Issuing';
+  if (observed.certificate.kind === 'issuing' || observed.certificate.kind === 'queued') return 'Issuing';
   return 'Verified';
 }
 
