@@ -107,7 +107,8 @@ function build(
     // now are re-queued at once rather than at their expected time.
     const now = new Date();
     budget.settled(key, orderOutcome(tracker.lastOutcome(key)), now);
-    queue.add(key);
+    // High priority: a stored certificate makes the domain Live without waiting behind a backlog.
+    queue.addHighPriority(key);
     for (const next of budget.admissible(now)) queue.add(next);
   });
   const createReconciler = (view: ClusterView): CustomDomainReconciler =>

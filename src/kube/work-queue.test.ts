@@ -55,14 +55,14 @@ describe('WorkQueue', () => {
     q.addLowPriority('ns/a');
     expect(q.length).toBe(0);
     q.done('ns/a');
-    expect(q.lengthByPriority).toEqual({ normal: 0, low: 1 });
+    expect(q.lengthByPriority).toEqual({ high: 0, normal: 0, low: 1 });
 
     expect(await q.get()).toBe('ns/a');
     q.addLowPriority('ns/a');
     q.add('ns/a');
     q.addLowPriority('ns/a');
     q.done('ns/a');
-    expect(q.lengthByPriority).toEqual({ normal: 1, low: 0 });
+    expect(q.lengthByPriority).toEqual({ high: 0, normal: 1, low: 0 });
   });
 
   it('wakes a waiting worker', async () => {
@@ -82,7 +82,7 @@ describe('WorkQueue', () => {
     vi.advanceTimersByTime(39);
     expect(q.length).toBe(0);
     vi.advanceTimersByTime(1);
-    expect(q.lengthByPriority).toEqual({ normal: 1, low: 0 });
+    expect(q.lengthByPriority).toEqual({ high: 0, normal: 1, low: 0 });
     vi.advanceTimersByTime(10_000);
     expect(q.length).toBe(1);
   });
@@ -140,7 +140,7 @@ describe('WorkQueue', () => {
     q.add('c/1');
     q.addLowPriority('a/2');
     q.add('a/3');
-    expect(q.lengthByPriority).toEqual({ normal: 2, low: 3 });
+    expect(q.lengthByPriority).toEqual({ high: 0, normal: 2, low: 3 });
     expect(await drain(q, 5)).toEqual(['c/1', 'a/3', 'a/1', 'b/1', 'a/2']);
   });
 
@@ -152,6 +152,23 @@ describe('WorkQueue', () => {
     expect(await q.get()).toBe('tenant/new');
   });
 
+  it('hands out high-priority keys first, promotes to high once, and re-queues at high after done', async () => {
+    const q = new WorkQueue();
+    for (let i = 0; i < 5; i++) q.add(`bulk/${i}`);
+    q.addLowPriority('ns/resync');
+    q.addHighPriority('other/issued');
+    q.addHighPriority('bulk/3'); // queued at normal: moves up, still once
+    expect(q.lengthByPriority).toEqual({ high: 2, normal: 4, low: 1 });
+    expect(await drain(q, 1)).toEqual(['other/issued']);
+    expect(await q.get()).toBe('bulk/3');
+    q.addHighPriority('bulk/3'); // in process: queued again at high on done
+    q.add('bulk/3'); // a lower priority does not lower the re-add
+    q.done('bulk/3');
+    expect(await drain(q, 2)).toEqual(['bulk/3', 'bulk/0']);
+    expect(await drain(q, 4)).toEqual(['bulk/1', 'bulk/2', 'bulk/4', 'ns/resync']);
+    expect(await isEmpty(q)).toBe(true);
+  });
+
   it('promotes a low-priority key to normal once, without queuing it twice', async () => {
     const q = new WorkQueue();
     q.addLowPriority('ns/a');
@@ -161,7 +178,7 @@ describe('WorkQueue', () => {
     q.add('ns/b');
     q.addLowPriority('ns/b'); // no demotion
     expect(q.length).toBe(3);
-    expect(q.lengthByPriority).toEqual({ normal: 1, low: 2 });
+    expect(q.lengthByPriority).toEqual({ high: 0, normal: 1, low: 2 });
     expect(await drain(q, 3)).toEqual(['ns/b', 'ns/a', 'ns/c']);
     expect(q.length).toBe(0);
     expect(await isEmpty(q)).toBe(true);
@@ -209,7 +226,7 @@ describe('WorkQueue', () => {
     q.remove('b/1');
     q.remove('c/1');
     q.remove('never/queued');
-    expect(q.lengthByPriority).toEqual({ normal: 2, low: 0 });
+    expect(q.lengthByPriority).toEqual({ high: 0, normal: 2, low: 0 });
     expect(await drain(q, 2)).toEqual(['a/1', 'a/3']);
     expect(await isEmpty(q)).toBe(true);
   });
@@ -243,7 +260,7 @@ describe('WorkQueue', () => {
     const started = performance.now();
     for (let i = 0; i < n; i += 2) q.add(keys[i] ?? '');
     for (let i = 1; i < n; i += 4) q.remove(keys[i] ?? '');
-    expect(q.lengthByPriority).toEqual({ normal: n / 2, low: n / 4 });
+    expect(q.lengthByPriority).toEqual({ high: 0, normal: n / 2, low: n / 4 });
     let handedOut = 0;
     while (q.length > 0) {
       const key = await q.get();

@@ -4,8 +4,10 @@
  * added meanwhile it is queued again when the first worker calls `done`. Failed keys are re-added
  * after an exponential backoff that `forget` resets.
  *
- * Two priorities: `normal` (watch events, timed re-checks, retries) is always handed out before
- * `low` (the periodic resync), so a changed object never waits behind a full resync. Within a
+ * Three priorities, each handed out before the next: `high` (work that finishes what a user waits
+ * for, such as storing an issued certificate's status), `normal` (watch events, timed re-checks,
+ * retries) and `low` (the periodic resync), so a changed object never waits behind a full resync
+ * and a domain whose certificate has arrived never waits behind a bulk onboarding. Within a
  * priority, keys are handed out round-robin across namespaces (the part of a `namespace/name` key
  * before the first '/'; keys without a '/' share one group) and first-in first-out within a
  * namespace, so one tenant with thousands of keys cannot starve another with a few.
@@ -16,8 +18,11 @@
  */
 import { backoffDelayMs, type BackoffPolicy } from './backoff.js';
 
-/** `normal`: watch events, `addAfter`, `addRateLimited`. `low`: the periodic resync. */
-export type WorkPriority = 'normal' | 'low';
+/** `high`: `addHighPriority`. `normal`: watch events, `addAfter`, `addRateLimited`. `low`: the periodic resync. */
+export type WorkPriority = 'high' | 'normal' | 'low';
+
+/** Lower is handed out first. */
+const RANK: Record<WorkPriority, number> = { high: 0, normal: 1, low: 2 };
 
 /** The fields an item needs to sit in a `LinkedList`; an item is in at most one list at a time. */
 interface Links<T> {
@@ -181,7 +186,11 @@ class FairLevel {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export class WorkQueue {
-  readonly #levels = { normal: new FairLevel('normal'), low: new FairLevel('low') };
+  readonly #levels = {
+    high: new FairLevel('high'),
+    normal: new FairLevel('normal'),
+    low: new FairLevel('low'),
+  };
   /** Keys queued or in process (handed out by `get`, not yet `done`). */
   readonly #states = new Map<string, KeyState>();
   readonly #failures = new Map<string, number>();
@@ -197,12 +206,12 @@ export class WorkQueue {
 
   /** Keys waiting to be processed, at either priority (keys in process or on a timer not counted). */
   get length(): number {
-    return this.#levels.normal.size + this.#levels.low.size;
+    return this.#levels.high.size + this.#levels.normal.size + this.#levels.low.size;
   }
 
   /** Keys waiting to be processed, by priority; for a queue-depth metric. */
   get lengthByPriority(): Record<WorkPriority, number> {
-    return { normal: this.#levels.normal.size, low: this.#levels.low.size };
+    return { high: this.#levels.high.size, normal: this.#levels.normal.size, low: this.#levels.low.size };
   }
 
   /**
@@ -212,6 +221,15 @@ export class WorkQueue {
    */
   add(key: string): void {
     this.#add(key, 'normal');
+  }
+
+  /**
+   * Queues `key` at high priority, ahead of every normal and low one: for work that completes what
+   * a user waits for (an ACME order settled: its certificate is stored, the domain can go Live). A
+   * key queued at a lower priority moves up (still queued once). Ignored after `shutDown`.
+   */
+  addHighPriority(key: string): void {
+    this.#add(key, 'high');
   }
 
   /**
@@ -284,13 +302,13 @@ export class WorkQueue {
   }
 
   /**
-   * The next key to process: any normal-priority key before any low-priority one; within a
+   * The next key to process: any high-priority key first, then normal, then low; within a
    * priority, round-robin across namespaces and FIFO within one. Waits while the queue is empty.
    * Resolves undefined at once after `shutDown`, whatever is still queued. Call `done` after.
    */
   async get(): Promise<string | undefined> {
     if (this.#shuttingDown) return undefined;
-    const next = this.#levels.normal.shift() ?? this.#levels.low.shift();
+    const next = this.#levels.high.shift() ?? this.#levels.normal.shift() ?? this.#levels.low.shift();
     if (next) return next.key;
     return new Promise((resolve) => {
       this.#waiters.push({ resolve, prev: undefined, next: undefined });
@@ -318,6 +336,7 @@ export class WorkQueue {
     this.#shuttingDown = true;
     for (const { timer } of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
+    this.#levels.high.clear();
     this.#levels.normal.clear();
     this.#levels.low.clear();
     this.#states.clear();
@@ -333,10 +352,10 @@ export class WorkQueue {
       this.#states.set(key, fresh);
       this.#enqueue(fresh, priority);
     } else if (!state.queue) {
-      if (state.readded !== 'normal') state.readded = priority;
-    } else if (state.queue.priority === 'low' && priority === 'normal') {
-      this.#levels.low.delete(state);
-      this.#levels.normal.push(state);
+      if (state.readded === undefined || RANK[priority] < RANK[state.readded]) state.readded = priority;
+    } else if (RANK[priority] < RANK[state.queue.priority]) {
+      this.#levels[state.queue.priority].delete(state);
+      this.#levels[priority].push(state);
     }
   }
 
