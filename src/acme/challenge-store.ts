@@ -71,7 +71,9 @@ export class ConfigMapChallengeStore implements ChallengeStore {
     this.#informer.start();
   }
 
+  /** Writes the changes still waiting (withdrawals at shutdown), then stops watching. */
   async stop(): Promise<void> {
+    await this.#flushing;
     await this.#informer.stop();
   }
 
@@ -81,12 +83,49 @@ export class ConfigMapChallengeStore implements ChallengeStore {
 
   async publish(token: string, keyAuthorization: string): Promise<void> {
     await this.#local.publish(token, keyAuthorization);
-    await this.#patch({ [token]: keyAuthorization });
+    await this.#change(token, keyAuthorization);
   }
 
   async withdraw(token: string): Promise<void> {
     await this.#local.withdraw(token);
-    await this.#patch({ [token]: null });
+    await this.#change(token, null);
+  }
+
+  /** Changes waiting for the next patch, by token (null: withdraw). */
+  readonly #pending = new Map<string, string | null>();
+  /** The callers whose changes are in `#pending`. */
+  #waiting: { resolve: () => void; reject: (err: unknown) => void }[] = [];
+  #flushing: Promise<void> | undefined;
+
+  /**
+   * Resolves once the ConfigMap holds the change (rejects with the patch's error). Changes made
+   * while a patch is in flight go out together in the next one (a group commit): during a bulk
+   * onboarding with many orders in flight, one write carries many key authorizations instead of one
+   * write each.
+   */
+  #change(token: string, value: string | null): Promise<void> {
+    this.#pending.set(token, value);
+    const done = new Promise<void>((resolve, reject) => {
+      this.#waiting.push({ resolve, reject });
+    });
+    this.#flushing ??= this.#flush();
+    return done;
+  }
+
+  async #flush(): Promise<void> {
+    while (this.#pending.size > 0) {
+      const data = Object.fromEntries(this.#pending);
+      this.#pending.clear();
+      const batch = this.#waiting;
+      this.#waiting = [];
+      try {
+        await this.#patch(data);
+        for (const w of batch) w.resolve();
+      } catch (err) {
+        for (const w of batch) w.reject(err);
+      }
+    }
+    this.#flushing = undefined;
   }
 
   /** Merge-patches `data` (RFC 7386: null removes a key), creating the ConfigMap the first time. */
