@@ -23,9 +23,11 @@ import {
   MANAGED_BY_VALUE,
   VERSION,
   objectKey,
+  splitKey,
   type CustomDomain,
 } from '../../api/customdomain.js';
 import { HOSTNAME_CLAIM_PLURAL, type HostnameClaim } from '../../api/hostnameclaim.js';
+import { findCondition } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import { ResilientInformer } from '../../kube/informer.js';
 import { WorkQueue } from '../../kube/work-queue.js';
@@ -118,7 +120,7 @@ export class CustomDomainController {
       list: this.#lister('discovery.k8s.io/v1', 'EndpointSlice'),
       onChange: (slice) => {
         const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
-        if (service) this.#enqueue(this.#index.ofService(slice.metadata?.namespace ?? '', service));
+        if (service) this.#enqueueAwaitingDeploy(slice.metadata?.namespace ?? '', service);
       },
     });
     // A claim taken, released or deleted by hand changes the verdict of every domain of its hostname.
@@ -244,6 +246,18 @@ export class CustomDomainController {
     const informer = this.#owned.get(type);
     if (!informer?.synced) return { cached: false };
     return { cached: true, object: informer.get(header.metadata.name, header.metadata.namespace) };
+  }
+
+  /**
+   * An EndpointSlice changed: only the Service's domains not yet accepted can change verdict (an
+   * accepted domain is not gated by its endpoints again, acceptance.ts), so only those are queued.
+   */
+  #enqueueAwaitingDeploy(namespace: string, service: string): void {
+    for (const key of this.#index.ofService(namespace, service)) {
+      const { name } = splitKey(key);
+      const accepted = findCondition(this.#domains.get(name, namespace)?.status?.conditions, 'Accepted');
+      if (accepted?.status !== 'True') this.#d.queue.add(key);
+    }
   }
 
   #enqueue(keys: Iterable<string>): void {
