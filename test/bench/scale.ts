@@ -9,12 +9,20 @@
  *   npm run bench:scale -- --domains 100 --keep        # leave .sandbox-bench up afterwards
  *
  * Steps: namespaces labelled `portico.dev/plan=pro`, each with a Service `web` and an EndpointSlice
- * with one ready endpoint (nothing else writes EndpointSlices in the sandbox); every hostname's
+ * with one ready endpoint (nothing else writes EndpointSlices in the sandbox); hostnames
+ * `d<i>.r<j>-<run>.example`, --per-registered-domain (1) of them per registered domain, each one's
  * CNAME set to the platform target; a --baseline-seconds window with no CustomDomain of the run;
  * N CustomDomains created with --concurrency creates in flight; a watch on them until every one is
  * Ready; --settle-seconds idle; a --steady-seconds window; then SIGTERM to the operator, a start
  * with the sandbox's own `startController` (which truncates the operator's log: the first
  * process's log is kept as `portico-controller.before-restart.log`), and its resync.
+ *
+ * The operator's ACME order budget defaults to Let's Encrypt's 300 new orders per 3 hours, which
+ * would hold a run of more than 300 domains for hours against Pebble (which has no such limit): the
+ * benchmark sets PORTICO_ACME_ORDERS_PER_WINDOW (the operator's --acme-orders-per-window) to
+ * --acme-orders-per-window, default N, in the environment the sandbox hands its processes. The
+ * in-flight cap (--acme-max-orders-in-flight, 50) and the per-registered-domain budget stay as they
+ * are. A reused sandbox keeps the operator it has; the report prints its PORTICO_* environment.
  *
  * Sources of each figure: condition times are the operator's `lastTransitionTime`s minus the moment
  * the benchmark sent the create; the order split comes from the operator's log lines; RSS and CPU
@@ -97,6 +105,10 @@ interface Options {
   settleSeconds: number;
   steadySeconds: number;
   baselineSeconds: number;
+  /** Hostnames per registered domain (eTLD+1): the CA's certificate budget is per registered domain. */
+  perRegisteredDomain: number;
+  /** The operator's --acme-orders-per-window, passed through PORTICO_ACME_ORDERS_PER_WINDOW. */
+  ordersPerWindow: number;
   keep: boolean;
   json: string | undefined;
   dir: string;
@@ -118,6 +130,8 @@ function parseOptions(): Options {
       'settle-seconds': { type: 'string', default: '30' },
       'steady-seconds': { type: 'string', default: '60' },
       'baseline-seconds': { type: 'string', default: '20' },
+      'per-registered-domain': { type: 'string', default: '1' },
+      'acme-orders-per-window': { type: 'string' },
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
       dir: { type: 'string', default: '.sandbox-bench' },
@@ -131,6 +145,8 @@ function parseOptions(): Options {
     settleSeconds: positive('settle-seconds', values['settle-seconds']),
     steadySeconds: positive('steady-seconds', values['steady-seconds']),
     baselineSeconds: positive('baseline-seconds', values['baseline-seconds']),
+    perRegisteredDomain: positive('per-registered-domain', values['per-registered-domain']),
+    ordersPerWindow: positive('acme-orders-per-window', values['acme-orders-per-window'] ?? values.domains),
     keep: values.keep,
     json: values.json === undefined ? undefined : resolve(values.json),
     dir: resolve(values.dir),
@@ -144,7 +160,7 @@ interface Machine {
   loadAverage1m: number;
   node: string;
   commit: string;
-  /** Tracked files changed since the commit (dist/ is built from the working tree). */
+  /** Files under src/ changed or added since the commit (dist/ is built from the working tree). */
   uncommittedFiles: number;
 }
 
@@ -159,7 +175,7 @@ async function gitOutput(args: string[]): Promise<string> {
 async function machine(): Promise<Machine> {
   const cpuinfo = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
   const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? cpus()[0]?.model ?? 'unknown';
-  const status = await gitOutput(['status', '--porcelain', '--untracked-files=no']);
+  const status = await gitOutput(['status', '--porcelain', '--', 'src']);
   return {
     cpus: cpus().length,
     model: model.trim(),
@@ -603,7 +619,8 @@ function planDomains(runId: string, options: Options): { namespaces: string[]; d
   const namespaces = Array.from({ length: options.namespaces }, (_, j) => `scale-${runId}-${j}`);
   const domains = Array.from({ length: options.domains }, (_, i) => {
     const namespace = namespaces[i % namespaces.length] ?? '';
-    return { namespace, name: `d${i}`, hostname: `d${i}.${namespace}.example` };
+    const registered = `r${Math.floor(i / options.perRegisteredDomain)}-${runId}.example`;
+    return { namespace, name: `d${i}`, hostname: `d${i}.${registered}` };
   });
   return { namespaces, domains };
 }
@@ -625,8 +642,10 @@ async function createDomain(cluster: Cluster, d: DomainPlan, runId: string): Pro
 }
 
 /**
- * Keeps the conditions of the CustomDomains of this run, from a list and then a watch (a new list
- * when the watch ends). Every request it makes is counted in `own`.
+ * Keeps the conditions of the CustomDomains of this run, from a list and then a watch. A watch that
+ * ends (client-node closes one after 30 s without data) is opened again from the last
+ * resourceVersion; a new list only follows an expired resourceVersion or a failure. Every request
+ * it makes is counted in `own`.
  */
 class DomainTracker {
   readonly conditions = new Map<string, Condition[]>();
@@ -635,6 +654,8 @@ class DomainTracker {
   readonly #own: RequestCounts;
   #abort: AbortController | undefined;
   #stopped = false;
+  #resourceVersion = '';
+  #expired = false;
 
   constructor(cluster: Cluster, runId: string, own: RequestCounts) {
     this.#cluster = cluster;
@@ -643,7 +664,8 @@ class DomainTracker {
   }
 
   async start(): Promise<void> {
-    await this.#watch(await this.#list());
+    await this.#list();
+    await this.#watch();
   }
 
   stop(): void {
@@ -662,7 +684,7 @@ class DomainTracker {
     this.conditions.set(`${cd.metadata.namespace}/${cd.metadata.name}`, cd.status?.conditions ?? []);
   }
 
-  async #list(): Promise<string> {
+  async #list(): Promise<void> {
     countOwn(this.#own, 'LIST', CUSTOM_DOMAIN_PLURAL);
     const list = (await this.#cluster.custom.listClusterCustomObject({
       group: GROUP,
@@ -671,18 +693,32 @@ class DomainTracker {
       labelSelector: this.#selector,
     })) as { items: CustomDomain[]; metadata: { resourceVersion: string } };
     for (const cd of list.items) this.#record(cd);
-    return list.metadata.resourceVersion;
+    this.#resourceVersion = list.metadata.resourceVersion;
+    this.#expired = false;
   }
 
-  async #watch(resourceVersion: string): Promise<void> {
+  #event(phase: string, obj: unknown): void {
+    if (phase === 'ERROR') {
+      this.#expired = true; // 410 Gone: the resourceVersion is too old
+      return;
+    }
+    const rv = (obj as CustomDomain).metadata.resourceVersion;
+    if (rv !== undefined) this.#resourceVersion = rv;
+    if (phase === 'ADDED' || phase === 'MODIFIED') this.#record(obj as CustomDomain);
+  }
+
+  async #watch(): Promise<void> {
     countOwn(this.#own, 'WATCH', CUSTOM_DOMAIN_PLURAL);
     this.#abort = await new Watch(this.#cluster.kc).watch(
       `/apis/${GROUP}/${VERSION}/${CUSTOM_DOMAIN_PLURAL}`,
-      { labelSelector: this.#selector, resourceVersion, allowWatchBookmarks: true },
+      { labelSelector: this.#selector, resourceVersion: this.#resourceVersion, allowWatchBookmarks: true },
       (phase: string, obj: unknown) => {
-        if (phase === 'ADDED' || phase === 'MODIFIED') this.#record(obj as CustomDomain);
+        this.#event(phase, obj);
       },
-      () => {
+      (err: unknown) => {
+        // client-node's inactivity timeout ends a quiet watch: open it again; anything else lists again.
+        if (err !== null && err !== undefined && (err as { name?: string }).name !== 'TimeoutError')
+          this.#expired = true;
         void this.#restart();
       },
     );
@@ -690,11 +726,13 @@ class DomainTracker {
 
   async #restart(): Promise<void> {
     if (this.#stopped) return;
-    await sleep(500);
+    await sleep(this.#expired ? 500 : 0);
     try {
-      await this.#watch(await this.#list());
+      if (this.#expired) await this.#list();
+      await this.#watch();
     } catch (err: unknown) {
-      progress(`watch of CustomDomains failed (${errorText(err)}); retrying`);
+      progress(`watch of CustomDomains failed (${errorText(err)}); listing again`);
+      this.#expired = true;
       void this.#restart();
     }
   }
@@ -861,6 +899,8 @@ interface Context {
   ticks: number;
   own: RequestCounts;
   logFile: string;
+  /** The first operator's PORTICO_* variables. */
+  operatorEnvironment: string[];
 }
 
 /** What the counters said at the start of a measured stretch. */
@@ -1057,6 +1097,15 @@ async function terminate(pid: number): Promise<{ seconds: number; killed: boolea
   return { seconds: (performance.now() - t0) / 1000, killed: false };
 }
 
+/** The PORTICO_* variables in the environment of `pid`, sorted ("NAME=value"). */
+async function porticoEnvironment(pid: number): Promise<string[]> {
+  const environ = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+  return environ
+    .split('\0')
+    .filter((kv) => kv.startsWith('PORTICO_') && !kv.startsWith('PORTICO_SANDBOX_OWNER='))
+    .sort();
+}
+
 async function commandLine(pid: number): Promise<string> {
   return (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0').join(' ').trim();
 }
@@ -1109,7 +1158,7 @@ async function restart(ctx: Context, tracker: DomainTracker): Promise<RestartRes
   const { sampler } = ctx;
   const oldPid = sampler.pid ?? 0;
   const target = await domainsInCluster(ctx);
-  const oldCommand = await commandLine(oldPid);
+  const oldCommand = `${await commandLine(oldPid)} ${(await porticoEnvironment(oldPid)).join(' ')}`;
   // startController truncates the log; keep what the first process wrote.
   await copyFile(ctx.logFile, ctx.logFile.replace(/\.log$/, '.before-restart.log'));
   const start = await meterStart(ctx);
@@ -1132,7 +1181,7 @@ async function restart(ctx: Context, tracker: DomainTracker): Promise<RestartRes
     ...measured,
     exitSeconds: exit.seconds,
     killed: exit.killed,
-    sameCommandLine: oldCommand === (await commandLine(pid)),
+    sameCommandLine: oldCommand === `${await commandLine(pid)} ${(await porticoEnvironment(pid)).join(' ')}`,
     readySeconds,
     resyncSeconds,
     domainsInCluster: target,
@@ -1150,7 +1199,7 @@ async function restart(ctx: Context, tracker: DomainTracker): Promise<RestartRes
 interface Report {
   machine: Machine;
   options: Options;
-  sandbox: { dir: string; reused: boolean; operatorPid: number };
+  sandbox: { dir: string; reused: boolean; operatorPid: number; operatorEnvironment: string[] };
   /** Before any CustomDomain of the run exists. */
   baseline: WindowResult;
   ramp: Omit<RampResult, 'timings'>;
@@ -1217,13 +1266,14 @@ function machineLines(r: Report): string[] {
   const m = r.machine;
   const dirty =
     m.uncommittedFiles > 0
-      ? ` (+${m.uncommittedFiles} uncommitted tracked files; dist/ is built from the working tree)`
+      ? ` (+${m.uncommittedFiles} changed files under src/ at the end of the run; dist/ is built from the working tree)`
       : '';
   return [
     `machine: ${m.cpus} CPUs (${m.model}), ${mib(m.memoryBytes)} memory, load average ${m.loadAverage1m.toFixed(2)} at the end; node ${m.node}`,
     `commit:  ${m.commit}${dirty}`,
     `sandbox: ${r.sandbox.dir} (${r.sandbox.reused ? 'reused' : 'started by this run'}), operator pid ${r.sandbox.operatorPid}`,
-    `run:     ${r.options.domains} domains over ${r.options.namespaces} namespaces, ${r.options.concurrency} creates in flight`,
+    `operator environment: ${r.sandbox.operatorEnvironment.join(' ') || '(no PORTICO_* variables)'}`,
+    `run:     ${r.options.domains} domains over ${r.options.namespaces} namespaces, ${r.options.perRegisteredDomain} per registered domain, ${r.options.concurrency} creates in flight`,
   ];
 }
 
@@ -1311,7 +1361,9 @@ function steadyLines(r: Report): string[] {
 function restartLines(x: RestartResult | undefined): string[] {
   if (x === undefined) return [];
   const killed = x.killed ? ' (did not exit in 30 s: SIGKILL)' : '';
-  const differs = x.sameCommandLine ? '' : ' (command line differs from the first process!)';
+  const differs = x.sameCommandLine
+    ? ''
+    : ' (command line or PORTICO_* environment differs from the first process!)';
   return [
     '',
     'restart:',
@@ -1388,7 +1440,12 @@ async function measure(ctx: Context, reused: boolean, operatorPid: number): Prom
     return {
       machine: await machine(),
       options: ctx.options,
-      sandbox: { dir: ctx.env.sandboxDir, reused, operatorPid },
+      sandbox: {
+        dir: ctx.env.sandboxDir,
+        reused,
+        operatorPid,
+        operatorEnvironment: ctx.operatorEnvironment,
+      },
       baseline,
       ramp: ramped,
       rampLogProblems,
@@ -1403,10 +1460,24 @@ async function measure(ctx: Context, reused: boolean, operatorPid: number): Prom
   }
 }
 
+/** Ctrl-C or SIGTERM: the sandbox goes down as at the end of a run (unless --keep). */
+function stopOnSignals(dir: string, keep: boolean): void {
+  const stop = (signal: NodeJS.Signals): void => {
+    progress(`${signal}: ${keep ? `leaving the sandbox up in ${dir} (--keep)` : 'stopping the sandbox'}`);
+    const down = keep ? Promise.resolve() : sandboxDown(dir).then(() => undefined);
+    void down.finally(() => process.exit(130));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
 async function main(): Promise<void> {
   const options = parseOptions();
   const t0 = Date.now();
+  // The operator takes its flags from the environment too; the sandbox passes its own to it.
+  process.env['PORTICO_ACME_ORDERS_PER_WINDOW'] = String(options.ordersPerWindow);
   const { env, reused } = await startSandbox(options.dir);
+  stopOnSignals(env.sandboxDir, options.keep);
   const paths = sandboxPaths(env.sandboxDir);
   const operatorPid = await readPid(paths, CONTROLLER);
   if (operatorPid === undefined) throw new Error(`no pid file for ${CONTROLLER} in ${paths.pidsDir}`);
@@ -1422,6 +1493,7 @@ async function main(): Promise<void> {
     ticks,
     own: new Map(),
     logFile: paths.log(CONTROLLER),
+    operatorEnvironment: await porticoEnvironment(operatorPid),
   };
   try {
     const report = await measure(ctx, reused, operatorPid);
