@@ -110,6 +110,34 @@ describe('OrderBudget: the account window', () => {
   });
 });
 
+describe('OrderBudget: nextRoomAt', () => {
+  it('names the moment the oldest order of a full window leaves it, and nothing when nobody waits', () => {
+    const budget = new OrderBudget({
+      limits: { accountOrders: { limit: 2, windowMs: HOUR }, maxInFlight: 10 },
+    });
+    expect(budget.nextRoomAt(at(0))).toBeUndefined();
+    expect(budget.request(req('a/0'), at(0)).admitted).toBe(true);
+    expect(budget.request(req('a/1'), at(5 * MINUTE)).admitted).toBe(true);
+    budget.settled('a/0', 'valid', at(6 * MINUTE));
+    budget.settled('a/1', 'valid', at(6 * MINUTE));
+    expect(budget.nextRoomAt(at(7 * MINUTE))).toBeUndefined(); // nobody waits
+    expect(budget.request(req('a/2'), at(10 * MINUTE)).admitted).toBe(false);
+    // Settling made no room (the window is full): the room comes when a/0's order leaves it.
+    expect(budget.nextRoomAt(at(10 * MINUTE))).toEqual(at(HOUR));
+    expect(budget.admissible(at(HOUR - 1))).toEqual([]);
+    expect(budget.admissible(at(HOUR + 1))).toEqual(['a/2']);
+  });
+
+  it('says nothing while only the in-flight cap holds the line (a settle frees that room)', () => {
+    const budget = new OrderBudget({
+      limits: { accountOrders: { limit: 100, windowMs: HOUR }, maxInFlight: 1 },
+    });
+    expect(budget.request(req('a/0'), at(0)).admitted).toBe(true);
+    expect(budget.request(req('a/1'), at(0)).admitted).toBe(false);
+    expect(budget.nextRoomAt(at(0))).toBeUndefined();
+  });
+});
+
 describe('OrderBudget: orders in flight', () => {
   it('caps the orders in flight and frees a slot when one settles', () => {
     const budget = new OrderBudget({ limits: { maxInFlight: 2 } });

@@ -481,6 +481,28 @@ export class OrderBudget {
   }
 
   /**
+   * When waiting keys may next be admitted without any order settling: the moment the oldest order
+   * of a full account window leaves it, or the oldest event of a parked registered domain or
+   * hostname leaves its window. Undefined when nothing waits, or when only a settling order can make
+   * room (the in-flight cap). Re-queue the keys of `admissible` then: a domain told a later
+   * `expectedAt` (an estimate) would otherwise leave the room unused until that time.
+   *
+   * @throws RangeError when `now` is not a valid Date.
+   */
+  nextRoomAt(now: Date): Date | undefined {
+    const nowMs = this.#advance(now);
+    if (this.#line.length === 0 && this.#parkedDomains.size === 0 && this.#parkedHosts.size === 0) {
+      return undefined;
+    }
+    let atMs = this.#wakeAtMs;
+    const { limit, windowMs } = this.#limits.accountOrders;
+    const count = this.#orders.count(nowMs);
+    const oldestBlocking = count >= limit ? this.#orders.at(count - limit) : undefined;
+    if (oldestBlocking !== undefined) atMs = Math.min(atMs, oldestBlocking + windowMs);
+    return Number.isFinite(atMs) ? new Date(Math.max(atMs, nowMs)) : undefined;
+  }
+
+  /**
    * Seeds the account window with an order placed at `at` (e.g. after a restart, from the order
    * times recorded in status), so a restarted operator does not assume an empty budget. An order
    * older than the window is forgotten at the next call. Orders the budget admitted are counted

@@ -13,7 +13,8 @@ import { AcmeAccount } from '../acme/account.js';
 import { ConfigMapChallengeStore } from '../acme/challenge-store.js';
 import { createHttp01Server } from '../acme/http01-server.js';
 import { IssuanceTracker, type IssuanceOutcome } from '../acme/issuance-tracker.js';
-import { OrderBudget, type OrderOutcome } from '../acme/order-budget.js';
+import type { OrderBudget, OrderOutcome } from '../acme/order-budget.js';
+import { OrderQueue } from '../acme/order-queue.js';
 import { AcmeDirectory } from '../acme/directory.js';
 import { AcmeIssuer } from '../acme/issuer.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
@@ -65,6 +66,7 @@ function build(
   objects: KubernetesObjectApi;
   rateLimitPolicies: RateLimitPolicyController;
   tracker: IssuanceTracker;
+  orders: OrderQueue;
   kubeConfig: PooledKubeConfig;
 } {
   const kubeConfig = loadKubeConfig(config.kubeconfig);
@@ -96,20 +98,23 @@ function build(
     selfCheck: { attempts: 5, intervalMs: 1_000, timeoutMs: 5_000 },
   });
   const queue = new WorkQueue();
-  const budget = new OrderBudget({
-    limits: {
-      accountOrders: { limit: config.acmeOrderBudget.orders, windowMs: config.acmeOrderBudget.windowMs },
-      maxInFlight: config.acmeOrderBudget.maxInFlight,
+  const orders = new OrderQueue(
+    {
+      limits: {
+        accountOrders: { limit: config.acmeOrderBudget.orders, windowMs: config.acmeOrderBudget.windowMs },
+        maxInFlight: config.acmeOrderBudget.maxInFlight,
+      },
     },
-  });
+    (key) => {
+      queue.add(key);
+    },
+  );
   const tracker: IssuanceTracker = new IssuanceTracker((key) => {
-    // The order ended: its slot is free; the domain reads its outcome, and those whose turn came
-    // now are re-queued at once rather than at their expected time.
-    const now = new Date();
-    budget.settled(key, orderOutcome(tracker.lastOutcome(key)), now);
-    // High priority: a stored certificate makes the domain Live without waiting behind a backlog.
+    // The order ended: its slot is free (the domains whose turn came are re-queued), and the domain
+    // reads its outcome at high priority: a stored certificate makes it Live without waiting
+    // behind a backlog.
+    orders.settled(key, orderOutcome(tracker.lastOutcome(key)), new Date());
     queue.addHighPriority(key);
-    for (const next of budget.admissible(now)) queue.add(next);
   });
   const createReconciler = (view: ClusterView): CustomDomainReconciler =>
     new CustomDomainReconciler({
@@ -130,7 +135,7 @@ function build(
       resolver,
       issuer,
       tracker,
-      budget,
+      budget: orders,
       renewal: new RenewalPlanner(directory),
       events: new EventRecorder(core, 'portico-controller', log),
       metrics,
@@ -147,7 +152,7 @@ function build(
     workers: config.workers,
     resyncMs: config.resyncMs,
     onSynced: (domains) => {
-      seedOrderBudget(budget, domains, new Date());
+      seedOrderBudget(orders.budget, domains, new Date());
     },
   });
   // RateLimitPolicy resources compile into the rate-limit service's ConfigMap in this namespace.
@@ -160,7 +165,7 @@ function build(
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
   });
-  return { controller, store, metrics, objects, rateLimitPolicies, tracker, kubeConfig };
+  return { controller, store, metrics, objects, rateLimitPolicies, tracker, orders, kubeConfig };
 }
 
 /** An hour: Let's Encrypt backdates a certificate's notBefore by about this much. */
@@ -205,7 +210,10 @@ export async function runController(args: string[]): Promise<number> {
   }
   const config = parsed;
   const log = createLogger(config.logLevel);
-  const { controller, store, metrics, objects, rateLimitPolicies, tracker, kubeConfig } = build(config, log);
+  const { controller, store, metrics, objects, rateLimitPolicies, tracker, orders, kubeConfig } = build(
+    config,
+    log,
+  );
   const elector = config.leaderElection
     ? new LeaderElector(
         objects,
@@ -246,6 +254,7 @@ export async function runController(args: string[]): Promise<number> {
   log.info({ reason }, 'shutting down');
   // Orders in flight are abandoned, not waited for: their challenges are withdrawn and the CA is
   // asked nothing more; the next leader places new ones.
+  orders.stop();
   await Promise.all([controller.stop(), rateLimitPolicies.stop(), tracker.stop()]);
   await elector?.stop();
   await store.stop();

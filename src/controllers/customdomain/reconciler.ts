@@ -15,7 +15,8 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { SHUTTING_DOWN, type IssuanceTracker } from '../../acme/issuance-tracker.js';
 import { IssuanceCancelledError, type AcmeIssuer } from '../../acme/issuer.js';
-import type { OrderBudget, OrderKind } from '../../acme/order-budget.js';
+import type { OrderKind } from '../../acme/order-budget.js';
+import type { OrderQueue } from '../../acme/order-queue.js';
 import {
   CUSTOM_DOMAIN_PLURAL,
   FIELD_MANAGER,
@@ -83,7 +84,7 @@ export interface CustomDomainReconcilerDeps {
   issuer: AcmeIssuer;
   tracker: IssuanceTracker;
   /** The ACME account's order budget: every order, first or renewal, waits for its turn here. */
-  budget: OrderBudget;
+  budget: Pick<OrderQueue, 'request' | 'withdraw'>;
   renewal: RenewalPlanner;
   events: EventRecorder;
   metrics: ControllerMetrics;
@@ -496,10 +497,11 @@ export class CustomDomainReconciler {
     // After a failed attempt, first issuance and renewal alike wait for the published backoff, and
     // never ask before the CA's own Retry-After (RFC 8555 §6.6).
     const failed = this.#pendingRetry(key, now);
-    // Live read before placing an order: an order costs the CA budget, and the Secret cache may not
-    // yet show a certificate stored a moment ago (the order that stored it re-queues the domain at
-    // once, often before the Secret's watch event arrives).
-    const orderNext = verified && !inFlight && !failed;
+    // Live read before placing an order right after one succeeded: an order costs the CA budget,
+    // and the Secret cache may not yet show the certificate stored a moment ago (the order that
+    // stored it re-queues the domain at once, often before the Secret's watch event arrives).
+    const orderNext =
+      verified && !inFlight && !failed && this.#d.tracker.lastOutcome(key)?.state === 'succeeded';
     const found =
       (await this.#servingCertificate(domain, now, false)) ??
       (orderNext ? await this.#servingCertificate(domain, now, true) : undefined);

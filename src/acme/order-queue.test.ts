@@ -1,0 +1,60 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { OrderRequest } from './order-budget.js';
+import { OrderQueue } from './order-queue.js';
+
+const MINUTE = 60_000;
+
+function req(key: string): OrderRequest {
+  const [tenant = 'ns', name = key] = key.split('/');
+  return {
+    key,
+    tenant,
+    hostname: `www.${name}.${tenant}.test`,
+    registeredDomain: `${name}.${tenant}.test`,
+    kind: 'first-issuance',
+    queuedAt: new Date(),
+  };
+}
+
+describe('OrderQueue', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('re-queues a waiting domain when the account window frees room, not at its estimated time', () => {
+    vi.useFakeTimers({ now: new Date('2026-11-25T10:00:00Z') });
+    const requeued: string[] = [];
+    const orders = new OrderQueue(
+      { limits: { accountOrders: { limit: 1, windowMs: MINUTE }, maxInFlight: 5 } },
+      (key) => requeued.push(key),
+    );
+    expect(orders.request(req('a/0'), new Date()).admitted).toBe(true);
+    orders.settled('a/0', 'valid', new Date()); // the window is still full: nobody's turn yet
+    expect(requeued).toEqual([]);
+    const waiting = orders.request(req('b/0'), new Date());
+    expect(waiting.admitted).toBe(false);
+    vi.advanceTimersByTime(MINUTE - 1_000);
+    expect(requeued).toEqual([]);
+    vi.advanceTimersByTime(1_010);
+    expect(requeued).toEqual(['b/0']);
+    expect(orders.request(req('b/0'), new Date()).admitted).toBe(true);
+    orders.stop();
+  });
+
+  it('re-queues the next in line when an order settles under the in-flight cap, and nothing after stop', () => {
+    const requeued: string[] = [];
+    const orders = new OrderQueue(
+      { limits: { accountOrders: { limit: 100, windowMs: MINUTE }, maxInFlight: 1 } },
+      (key) => requeued.push(key),
+    );
+    expect(orders.request(req('a/0'), new Date()).admitted).toBe(true);
+    expect(orders.request(req('a/1'), new Date()).admitted).toBe(false);
+    orders.settled('a/0', 'valid', new Date());
+    expect(requeued).toEqual(['a/1']);
+    expect(orders.request(req('a/1'), new Date()).admitted).toBe(true);
+    expect(orders.request(req('a/2'), new Date()).admitted).toBe(false);
+    orders.stop();
+    orders.settled('a/1', 'valid', new Date());
+    expect(requeued).toEqual(['a/1']);
+  });
+});
