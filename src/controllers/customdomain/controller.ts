@@ -24,6 +24,7 @@ import {
   VERSION,
   objectKey,
   splitKey,
+  VERIFY_REQUESTED_AT_ANNOTATION,
   type CustomDomain,
 } from '../../api/customdomain.js';
 import { HOSTNAME_CLAIM_PLURAL, type HostnameClaim } from '../../api/hostnameclaim.js';
@@ -66,6 +67,23 @@ export interface CustomDomainControllerDeps {
   onSynced?: (domains: readonly CustomDomain[]) => void;
 }
 
+/**
+ * What a reconcile reads of a CustomDomain besides its own status, as one string: the generation
+ * (spec), the verify annotation, deletion and finalizers. An update that leaves it unchanged only
+ * wrote status (most often the reconcile's own write) and queues nothing; without this, every
+ * status write queued its domain again (controller-runtime's GenerationChangedPredicate, widened
+ * to the annotation and metadata the reconcile acts on).
+ */
+function inputsOf(domain: CustomDomain): string {
+  const { generation, annotations, deletionTimestamp, finalizers } = domain.metadata;
+  return JSON.stringify([
+    generation,
+    annotations?.[VERIFY_REQUESTED_AT_ANNOTATION],
+    deletionTimestamp,
+    finalizers,
+  ]);
+}
+
 function readyEndpointCount(slice: V1EndpointSlice): number {
   // EndpointConditions.ready: nil means ready (discovery.k8s.io/v1 API reference).
   return (slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false).length;
@@ -81,6 +99,8 @@ export class CustomDomainController {
   readonly #owned = new Map<string, ResilientInformer<KubernetesObject>>();
   readonly #informers: ResilientInformer<KubernetesObject>[];
   readonly #index = new CustomDomainIndex();
+  /** The reconcile's inputs of each CustomDomain as last seen (`inputsOf`), by key. */
+  readonly #seen = new Map<string, string>();
   readonly #reconciler: CustomDomainReconciler;
   #optionalKindsProbed = false;
   #running: Promise<void>[] = [];
@@ -93,9 +113,16 @@ export class CustomDomainController {
       path: `/apis/${GROUP}/${VERSION}/${CUSTOM_DOMAIN_PLURAL}`,
       list: this.#lister(`${GROUP}/${VERSION}`, 'CustomDomain'),
       onChange: (obj, verb) => {
-        if (verb === 'delete') this.#index.delete(obj);
-        else this.#index.upsert(obj);
-        deps.queue.add(objectKey(obj));
+        const key = objectKey(obj);
+        if (verb === 'update' && this.#seen.get(key) === inputsOf(obj)) return; // status only
+        if (verb === 'delete') {
+          this.#index.delete(obj);
+          this.#seen.delete(key);
+        } else {
+          this.#index.upsert(obj);
+          this.#seen.set(key, inputsOf(obj));
+        }
+        deps.queue.add(key);
         this.#enqueue(this.#index.ofHostname(obj.spec.hostname));
       },
       // The periodic resync waits behind new and changed work (a created domain is not queued
