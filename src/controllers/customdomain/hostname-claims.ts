@@ -77,7 +77,11 @@ export class HostnameClaims {
     const hostname = normalizeDnsName(domain.spec.hostname);
     // A claim is only ever created for its holder's uid, so the cache saying "mine" is safe to trust;
     // if it was deleted meanwhile, its delete event re-queues this domain, which takes it again.
-    if (this.#cached(hostname)?.spec.customDomainRef.uid === mine.uid) return 'held';
+    const cached = this.#cached(hostname);
+    if (cached?.spec.customDomainRef.uid === mine.uid) return 'held';
+    // No claim in the cache: try to take it at once (the create is the atomic step; a 409 says
+    // someone holds it, and the loop below reads who).
+    if (!cached && (await this.#create(hostname, mine))) return 'held';
     for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
       const claim = await this.#get(hostname);
       if (!claim) {
