@@ -1,0 +1,278 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { CompiledPolicy } from './config-schema.js';
+import type { CounterOutcome } from './decision.js';
+import { StoreUnavailableError } from './errors.js';
+import { indexPolicy } from './limits.js';
+import { createRateLimitMetrics } from './metrics.js';
+import type { PolicySnapshot } from './policy-set.js';
+import type { RateLimitRequest } from './protocol.js';
+import type { CounterKeys } from './redis-keys.js';
+import type { CheckArgs, CounterStore } from './redis-store.js';
+import { RateLimitService, type FailureMode } from './service.js';
+
+/** 2026-11-22T12:34:10Z: 50 s to the end of the minute. */
+const NOW = Date.parse('2026-11-22T12:34:10.000Z');
+const MINUTE_END_S = String(Date.parse('2026-11-22T12:35:00.000Z') / 1000);
+const DAY_END_S = String(Date.parse('2026-11-23T00:00:00.000Z') / 1000);
+const DOMAIN = 'platform-api/public-api';
+
+const policy: CompiledPolicy = {
+  domain: DOMAIN,
+  uid: 'u1',
+  generation: 1,
+  plans: [
+    { name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 },
+    { name: 'pro', requestsPerMinute: 300, requestsPerDay: 10000 },
+  ],
+  defaultPlan: 'free',
+  overrides: [],
+  ban: { afterRejectedRequests: 2, durationSeconds: 900 },
+};
+const snapshot: PolicySnapshot = { byDomain: new Map([[DOMAIN, indexPolicy(policy)]]) };
+
+/** A CounterStore in memory with the script's rules (windows, no counting of refusals, the ban). */
+class MemoryStore implements CounterStore {
+  readonly counts = new Map<string, number>();
+  readonly calls: { keys: CounterKeys; args: CheckArgs }[] = [];
+  failing = false;
+  readonly connected = true;
+
+  checkAndCount(keys: CounterKeys, args: CheckArgs): Promise<CounterOutcome> {
+    this.calls.push({ keys, args });
+    if (this.failing) return Promise.reject(new StoreUnavailableError('Connection is closed.'));
+    const get = (k: string): number => this.counts.get(k) ?? 0;
+    const minute = get(keys.minute);
+    const day = get(keys.day);
+    const ban = get(keys.ban);
+    if (ban > 0) return Promise.resolve({ kind: 'banned', minuteUsed: minute, dayUsed: day, banTtlMs: ban });
+    if (minute + args.hits <= args.minuteLimit && day + args.hits <= args.dayLimit) {
+      this.counts.set(keys.minute, minute + args.hits);
+      this.counts.set(keys.day, day + args.hits);
+      return Promise.resolve({ kind: 'admitted', minuteUsed: minute + args.hits, dayUsed: day + args.hits });
+    }
+    if (args.banThreshold > 0) {
+      const rejected = get(keys.rejected) + 1;
+      this.counts.set(keys.rejected, rejected);
+      if (rejected > args.banThreshold) {
+        this.counts.set(keys.ban, args.banDurationMs);
+        this.counts.delete(keys.rejected);
+        return Promise.resolve({
+          kind: 'bannedNow',
+          minuteUsed: minute,
+          dayUsed: day,
+          banTtlMs: args.banDurationMs,
+        });
+      }
+    }
+    return Promise.resolve({ kind: 'limited', minuteUsed: minute, dayUsed: day });
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+function setup(failureMode: FailureMode = 'allow') {
+  const store = new MemoryStore();
+  const metrics = createRateLimitMetrics();
+  const service = new RateLimitService({
+    policies: () => snapshot,
+    store,
+    failureMode,
+    now: () => NOW,
+    metrics,
+    log: pino({ level: 'silent' }),
+  });
+  return { store, metrics, service };
+}
+
+const check = (keyId: string | undefined, extra: Partial<RateLimitRequest> = {}): RateLimitRequest => ({
+  domain: DOMAIN,
+  descriptors: [
+    {
+      entries: [
+        ...(keyId === undefined ? [] : [{ key: 'key_id', value: keyId }]),
+        { key: 'plan', value: 'free' },
+      ],
+    },
+  ],
+  ...extra,
+});
+
+const headers = (h: { key: string; value: string }[]): Record<string, string> =>
+  Object.fromEntries(h.map((x) => [x.key, x.value]));
+
+async function metricLines(
+  metrics: ReturnType<typeof createRateLimitMetrics>,
+  name: string,
+): Promise<string[]> {
+  const text = await metrics.registry.metrics();
+  return text.split('\n').filter((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+}
+
+describe('RateLimitService', () => {
+  it('admits and answers with the window closest to its limit', async () => {
+    const { service, store } = setup();
+    const r = await service.shouldRateLimit(check('k1'));
+    expect(r).toEqual({
+      overall_code: 'OK',
+      statuses: [
+        {
+          code: 'OK',
+          current_limit: { requests_per_unit: 60, unit: 'MINUTE' },
+          limit_remaining: 59,
+          duration_until_reset: { seconds: 50 },
+        },
+      ],
+      response_headers_to_add: [
+        { key: 'X-RateLimit-Limit', value: '60' },
+        { key: 'X-RateLimit-Remaining', value: '59' },
+        { key: 'X-RateLimit-Reset', value: MINUTE_END_S },
+      ],
+    });
+    expect(store.calls).toHaveLength(1);
+    expect(store.calls[0]?.keys).toEqual({
+      minute: `prl:{platform-api%2Fpublic-api|k1}:m:${Math.floor(NOW / 60_000)}`,
+      day: `prl:{platform-api%2Fpublic-api|k1}:d:${Math.floor(NOW / 86_400_000)}`,
+      rejected: 'prl:{platform-api%2Fpublic-api|k1}:rej',
+      ban: 'prl:{platform-api%2Fpublic-api|k1}:ban',
+    });
+    expect(store.calls[0]?.args).toEqual({
+      hits: 1,
+      minuteLimit: 60,
+      dayLimit: 1000,
+      minuteTtlMs: 50_000 + 60_000,
+      dayTtlMs: Date.parse('2026-11-23T00:00:00.000Z') - NOW + 60_000,
+      banThreshold: 2,
+      banDurationMs: 900_000,
+    });
+  });
+
+  it('counts hits_addend, refuses what does not fit, then bans', async () => {
+    const { service, metrics } = setup();
+    const admitted = await service.shouldRateLimit(check('k2', { hits_addend: 58 }));
+    expect(headers(admitted.response_headers_to_add)['X-RateLimit-Remaining']).toBe('2');
+    const refused = await service.shouldRateLimit(check('k2', { hits_addend: 3 }));
+    expect(refused.overall_code).toBe('OVER_LIMIT');
+    expect(refused.statuses[0]).toEqual({
+      code: 'OVER_LIMIT',
+      current_limit: { requests_per_unit: 60, unit: 'MINUTE' },
+      limit_remaining: 0,
+      duration_until_reset: { seconds: 50 },
+    });
+    expect(headers(refused.response_headers_to_add)).toEqual({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': MINUTE_END_S,
+      'Retry-After': '50',
+    });
+    await service.shouldRateLimit(check('k2', { hits_addend: 3 }));
+    const banned = await service.shouldRateLimit(check('k2', { hits_addend: 3 }));
+    expect(headers(banned.response_headers_to_add)).toEqual({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(Math.ceil((NOW + 900_000) / 1000)),
+      'Retry-After': '900',
+    });
+    const still = await service.shouldRateLimit(check('k2'));
+    expect(still.overall_code).toBe('OVER_LIMIT');
+    expect(await metricLines(metrics, 'portico_ratelimit_checks_total')).toEqual(
+      expect.arrayContaining([
+        `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OK",reason="admitted"} 1`,
+        `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OVER_LIMIT",reason="minute"} 2`,
+        `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OVER_LIMIT",reason="banned"} 2`,
+      ]),
+    );
+    expect(await metricLines(metrics, 'portico_ratelimit_bans_total')).toEqual([
+      `portico_ratelimit_bans_total{domain="${DOMAIN}"} 1`,
+    ]);
+  });
+
+  it('answers OK without limits for an unknown domain and a descriptor without key_id', async () => {
+    const { service, store, metrics } = setup();
+    const unknown = await service.shouldRateLimit({ ...check('k3'), domain: 'nobody/here' });
+    expect(unknown).toEqual({ overall_code: 'OK', statuses: [{ code: 'OK' }], response_headers_to_add: [] });
+    const noKey = await service.shouldRateLimit(check(undefined));
+    expect(noKey).toEqual({ overall_code: 'OK', statuses: [{ code: 'OK' }], response_headers_to_add: [] });
+    const none = await service.shouldRateLimit({ domain: DOMAIN });
+    expect(none).toEqual({ overall_code: 'OK', statuses: [], response_headers_to_add: [] });
+    expect(store.calls).toHaveLength(0);
+    expect(await metricLines(metrics, 'portico_ratelimit_checks_total')).toEqual(
+      expect.arrayContaining([
+        'portico_ratelimit_checks_total{domain="",code="OK",reason="unknown_domain"} 1',
+        `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OK",reason="no_key_id"} 1`,
+      ]),
+    );
+  });
+
+  it('answers several descriptors in order; the headers describe the refusal', async () => {
+    const { service } = setup();
+    await service.shouldRateLimit(check('full', { hits_addend: 60 }));
+    const r = await service.shouldRateLimit({
+      domain: DOMAIN,
+      descriptors: [
+        { entries: [{ key: 'key_id', value: 'fresh' }] },
+        { entries: [{ key: 'other', value: 'x' }] },
+        { entries: [{ key: 'key_id', value: 'full' }] },
+      ],
+    });
+    expect(r.overall_code).toBe('OVER_LIMIT');
+    expect(r.statuses.map((s) => s.code)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
+    expect(r.statuses[1]).toEqual({ code: 'OK' });
+    expect(headers(r.response_headers_to_add)['Retry-After']).toBe('50');
+  });
+
+  it('reports the day window when it is closer to its limit', async () => {
+    const { service, store } = setup();
+    store.counts.set(`prl:{platform-api%2Fpublic-api|d}:d:${Math.floor(NOW / 86_400_000)}`, 995);
+    const r = await service.shouldRateLimit(check('d'));
+    expect(r.statuses[0]?.current_limit).toEqual({ requests_per_unit: 1000, unit: 'DAY' });
+    expect(headers(r.response_headers_to_add)).toEqual({
+      'X-RateLimit-Limit': '1000',
+      'X-RateLimit-Remaining': '4',
+      'X-RateLimit-Reset': DAY_END_S,
+    });
+  });
+
+  it('answers by the failure mode when the store fails', async () => {
+    const allow = setup('allow');
+    allow.store.failing = true;
+    expect(await allow.service.shouldRateLimit(check('k'))).toEqual({
+      overall_code: 'OK',
+      statuses: [{ code: 'OK' }],
+      response_headers_to_add: [],
+    });
+    const deny = setup('deny');
+    deny.store.failing = true;
+    const r = await deny.service.shouldRateLimit(check('k'));
+    expect(r.overall_code).toBe('OVER_LIMIT');
+    expect(r.statuses[0]).toEqual({
+      code: 'OVER_LIMIT',
+      current_limit: { requests_per_unit: 60, unit: 'MINUTE' },
+      limit_remaining: 0,
+      duration_until_reset: { seconds: 1 },
+    });
+    expect(headers(r.response_headers_to_add)).toEqual({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(Math.ceil((NOW + 1000) / 1000)),
+      'Retry-After': '1',
+    });
+    expect(await metricLines(deny.metrics, 'portico_ratelimit_store_failures_total')).toEqual([
+      'portico_ratelimit_store_failures_total{failure_mode="deny"} 1',
+    ]);
+    expect(await metricLines(deny.metrics, 'portico_ratelimit_checks_total')).toEqual([
+      `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OVER_LIMIT",reason="store_unavailable"} 1`,
+    ]);
+  });
+
+  it('records the duration of each call', async () => {
+    const { service, metrics } = setup();
+    await service.shouldRateLimit(check('t'));
+    await service.shouldRateLimit({ domain: 'nobody/here' });
+    expect(await metricLines(metrics, 'portico_ratelimit_check_duration_seconds_count')).toEqual([
+      'portico_ratelimit_check_duration_seconds_count 2',
+    ]);
+  });
+});
