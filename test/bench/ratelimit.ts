@@ -9,6 +9,7 @@
  *   npm run bench:ratelimit -- --node-options=--max-semi-space-size=64   # V8 flags for Portico's node (note the =)
  *   npm run bench:ratelimit -- --pin      # ghz on CPU 0; each server and Redis on CPU 1 (taskset)
  *   npm run bench:ratelimit -- --rps 3000 # a fixed offered load (ghz --rps) instead of as fast as it goes
+ *   npm run bench:ratelimit -- --portico-cli /tmp/build/cli.js  # Portico from another build than dist/
  *
  * Without --rps, ghz keeps --concurrency calls in flight (closed loop): the figures are each server's
  * saturation throughput and the latency at saturation. With --rps, both servers get the same offered
@@ -31,7 +32,7 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -62,6 +63,8 @@ interface Options {
   pin: boolean;
   /** Offered load in requests per second (ghz --rps); 0: closed loop, as fast as the server answers. */
   rps: number;
+  /** Portico's CLI entry point (default dist/cli.js), e.g. a build of another revision. */
+  porticoCli: string;
 }
 
 function options(): Options {
@@ -76,6 +79,7 @@ function options(): Options {
       'node-options': { type: 'string', default: '' },
       pin: { type: 'boolean', default: false },
       rps: { type: 'string', default: '0' },
+      'portico-cli': { type: 'string', default: path.join(REPO, 'dist', 'cli.js') },
     },
   });
   return {
@@ -88,6 +92,7 @@ function options(): Options {
     nodeOptions: values['node-options'].split(' ').filter(Boolean),
     pin: values.pin,
     rps: Number(values.rps),
+    porticoCli: path.resolve(values['portico-cli']),
   };
 }
 
@@ -281,8 +286,14 @@ function envoyConfigDir(): string {
   return root;
 }
 
+const load = (): string =>
+  loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
+
 async function main(): Promise<void> {
   const o = options();
+  const loadAtStart = load();
   const bin = await tools();
   const status = await sandboxStatus(o.dir).catch(() => undefined);
   const env = status?.up
@@ -309,7 +320,7 @@ async function main(): Promise<void> {
       process.execPath,
       [
         ...o.nodeOptions,
-        path.join(REPO, 'dist', 'cli.js'),
+        o.porticoCli,
         'ratelimit-server',
         '--kubeconfig',
         env.kubeconfig,
@@ -374,10 +385,11 @@ async function main(): Promise<void> {
   if (p === undefined || e === undefined) return;
   process.stdout.write(
     `\nmachine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
+      `load average (1, 5, 15 min) ${loadAtStart} at the start, ${load()} at the end; ` +
       `${o.rounds} rounds of ${o.requests} requests, concurrency ${o.concurrency}, ${o.connections} connections, ${o.keys} keys; ` +
       `portico node flags: ${o.nodeOptions.join(' ') || 'none'}; ` +
       `${o.pin ? 'ghz on CPU 0, servers and Redis on CPU 1' : 'not pinned'}; ` +
-      `${o.rps > 0 ? `offered load ${o.rps} req/s (open loop)` : 'closed loop'}; medians\n` +
+      `${o.rps > 0 ? `offered load ${o.rps} req/s (open loop)` : 'closed loop'}; portico: ${path.relative(REPO, o.porticoCli)}; medians\n` +
       `| server | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|\n` +
       `| portico | ${p.rps.toFixed(0)} | ${p.p50Ms.toFixed(2)} | ${p.p99Ms.toFixed(2)} | ${p.errors} |\n` +
       `| envoyproxy/ratelimit | ${e.rps.toFixed(0)} | ${e.p50Ms.toFixed(2)} | ${e.p99Ms.toFixed(2)} | ${e.errors} |\n` +
