@@ -86,10 +86,7 @@ export class EventRecorder {
     }
     const last = normal.at(-1);
     if (!last) return;
-    const message =
-      normal.length === 1
-        ? `${last.type}: ${last.message}`
-        : normal.map((c) => `${c.type} ${c.reason}: ${c.message}`).join(' ');
+    const message = normal.map((c) => `${c.type} ${c.reason}: ${c.message}`).join(' ');
     await this.record(obj, 'Normal', last.reason, message);
   }
 }

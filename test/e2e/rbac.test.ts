@@ -430,8 +430,6 @@ describe('kubectl auth can-i: no more than needed', () => {
     // The caches the reconcile reads instead of the API server.
     [['watch', 'hostnameclaims.portico.dev'], true],
     [['watch', 'services', '--all-namespaces'], true],
-    [['watch', 'middlewares.traefik.io', '--all-namespaces'], true],
-    [['watch', 'httproutes.gateway.networking.k8s.io', '--all-namespaces'], true],
     // Secrets: the TLS Secrets may be in any namespace and RBAC cannot select by label, so list is
     // cluster-wide (docs/adr/2026-11-22-rbac-secret-access.md); but never update or delete them in bulk.
     [['update', 'secrets', '-n', TENANT], false],

@@ -267,7 +267,8 @@ export class RateLimitPolicyController {
       if (isNotFound(err)) return undefined;
       throw err;
     }
-    // One Event per condition whose status or reason changed; Warning when a person must act.
+    // The conditions whose status or reason changed: a Warning Event each where a person must act,
+    // one Normal Event for the rest.
     await this.#o.events?.recordTransitions(
       { apiVersion: API_VERSION, kind: RATE_LIMIT_POLICY_KIND, metadata: policy.metadata },
       policy.status?.conditions,
