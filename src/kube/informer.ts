@@ -7,6 +7,8 @@
  * `stop` leaves no watch open: client-node 2.0's ListWatch opens the watch when a list that was in
  * flight at `stop` returns, and its `stop` misses a watch request still being opened; such a
  * request is aborted as soon as it is open (`StopAwareWatch`), so a stopped process can exit.
+ *
+ * Cached objects carry no `metadata.managedFields` (dropped as they arrive, see `dropManagedFields`).
  */
 import {
   ListWatch,
@@ -33,6 +35,15 @@ export interface ResilientInformerOptions<T extends KubernetesObject> {
   resyncMs: number;
   restartBackoff?: BackoffPolicy;
   log: Logger;
+}
+
+/**
+ * Removes `metadata.managedFields` from a cached object (client-go's informers do the same with a
+ * transform): the server-side apply bookkeeping is often the largest part of an object, nothing
+ * here reads it, and at 10,000 domains each cache holds 10,000 copies.
+ */
+function dropManagedFields(obj: KubernetesObject): void {
+  if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
 }
 
 /** A Watch that aborts a request opened after its informer was stopped, as soon as it is open. */
@@ -66,6 +77,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     // macrotask, once the cache holds the listed objects.
     const list = async (): Promise<KubernetesListObject<T>> => {
       const result = await options.list();
+      for (const item of result.items) dropManagedFields(item);
       setImmediate(() => {
         this.#synced = true;
         this.#failures = 0;
@@ -74,10 +86,13 @@ export class ResilientInformer<T extends KubernetesObject> {
     };
     const watch = new StopAwareWatch(kubeConfig, () => this.#stopped);
     this.#informer = new ListWatch(options.path, watch, list, false, options.labelSelector);
+    // The first handlers: the cached object is the one handed to them, so the cache keeps it lean.
     this.#informer.on('add', (o) => {
+      dropManagedFields(o);
       options.onChange(o, 'add');
     });
     this.#informer.on('update', (o) => {
+      dropManagedFields(o);
       options.onChange(o, 'update');
     });
     this.#informer.on('delete', (o) => {
