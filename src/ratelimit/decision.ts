@@ -13,7 +13,7 @@
  * Pure: the clock is a parameter.
  */
 import type { WindowLimits } from './limits.js';
-import { currentWindows, secondsUntil, type WindowName } from './windows.js';
+import { secondsUntil, windowEndMs, type WindowName } from './windows.js';
 
 /** What the Lua script found and did, for one descriptor. */
 export type CounterOutcome =
@@ -73,11 +73,15 @@ interface WindowState {
   readonly resetMs: number;
 }
 
-function states(limits: WindowLimits, minuteUsed: number, dayUsed: number, nowMs: number): WindowState[] {
-  const w = currentWindows(nowMs);
+function states(
+  limits: WindowLimits,
+  minuteUsed: number,
+  dayUsed: number,
+  nowMs: number,
+): [WindowState, WindowState] {
   return [
-    { window: 'minute', limit: limits.perMinute, used: minuteUsed, resetMs: w.minute.endMs },
-    { window: 'day', limit: limits.perDay, used: dayUsed, resetMs: w.day.endMs },
+    { window: 'minute', limit: limits.perMinute, used: minuteUsed, resetMs: windowEndMs('minute', nowMs) },
+    { window: 'day', limit: limits.perDay, used: dayUsed, resetMs: windowEndMs('day', nowMs) },
   ];
 }
 
@@ -86,7 +90,8 @@ const remainingOf = (s: WindowState): number => Math.max(0, s.limit - s.used);
 /** The window with the fewest requests left; on a tie the one that resets later. */
 export function closestToLimit<T extends WindowState>(windows: readonly [T, ...T[]]): T {
   let best = windows[0];
-  for (const s of windows.slice(1)) {
+  for (let i = 1; i < windows.length; i++) {
+    const s = windows[i] as T;
     const r = remainingOf(s);
     const b = remainingOf(best);
     if (r < b || (r === b && s.resetMs > best.resetMs)) best = s;
@@ -113,10 +118,7 @@ export function decide(
   hits: number,
   nowMs: number,
 ): DescriptorDecision {
-  const [minute, day] = states(limits, outcome.minuteUsed, outcome.dayUsed, nowMs) as [
-    WindowState,
-    WindowState,
-  ];
+  const [minute, day] = states(limits, outcome.minuteUsed, outcome.dayUsed, nowMs);
   switch (outcome.kind) {
     case 'admitted':
       return { code: 'OK', reason: 'admitted', report: report(closestToLimit([minute, day])) };

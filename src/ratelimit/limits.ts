@@ -55,10 +55,13 @@ export type LimitLookup =
       readonly ban: BanRule | undefined;
     };
 
-/** A descriptor entry as Envoy sends it (envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry). */
+/**
+ * A descriptor entry as Envoy sends it (envoy.extensions.common.ratelimit.v3.RateLimitDescriptor.Entry);
+ * an unset field (proto-loader leaves it out) counts as empty.
+ */
 export interface DescriptorEntry {
-  readonly key: string;
-  readonly value: string;
+  readonly key?: string;
+  readonly value?: string;
 }
 
 /** Indexes one compiled policy. */
@@ -84,9 +87,9 @@ export function indexPolicy(policy: CompiledPolicy): IndexedPolicy {
   };
 }
 
-/** The value of the first entry with `key`, or undefined. */
+/** The value of the first entry with `key` ('' when that entry has no value), or undefined. */
 function entryValue(entries: readonly DescriptorEntry[], key: string): string | undefined {
-  for (const e of entries) if (e.key === key) return e.value;
+  for (const e of entries) if (e.key === key) return e.value ?? '';
   return undefined;
 }
 

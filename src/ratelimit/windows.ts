@@ -37,6 +37,12 @@ export function windowAt(name: WindowName, nowMs: number): TimeWindow {
   return { name, index, startMs: index * size, endMs: (index + 1) * size };
 }
 
+/** Unix ms of the end of the window of kind `name` that contains `nowMs`: `windowAt(name, nowMs).endMs`. */
+export function windowEndMs(name: WindowName, nowMs: number): number {
+  const size = WINDOW_MS[name];
+  return (Math.floor(nowMs / size) + 1) * size;
+}
+
 /** The minute and the UTC day that contain `nowMs` (Unix ms). */
 export function currentWindows(nowMs: number): { minute: TimeWindow; day: TimeWindow } {
   return { minute: windowAt('minute', nowMs), day: windowAt('day', nowMs) };
