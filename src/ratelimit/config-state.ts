@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { parseCompiledConfig } from './config-schema.js';
 import { ConfigRejectedError } from './errors.js';
 import type { LoadReport } from './load-report.js';
-import type { RateLimitMetrics } from './metrics.js';
+import type { ConfigMetrics } from './metrics.js';
 import { EMPTY_SNAPSHOT, loadPolicies, reportPolicies, type PolicySnapshot } from './policy-set.js';
 
 export type ReportBody = Omit<LoadReport, 'heartbeatTime' | 'instance'>;
@@ -15,10 +15,10 @@ export type ReportBody = Omit<LoadReport, 'heartbeatTime' | 'instance'>;
 export class ConfigState {
   #snapshot: PolicySnapshot = EMPTY_SNAPSHOT;
   #report: ReportBody = { policies: {} };
-  readonly #metrics: RateLimitMetrics;
+  readonly #metrics: ConfigMetrics;
   readonly #log: Logger;
 
-  constructor(metrics: RateLimitMetrics, log: Logger) {
+  constructor(metrics: ConfigMetrics, log: Logger) {
     this.#metrics = metrics;
     this.#log = log;
   }

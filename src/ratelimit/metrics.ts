@@ -1,10 +1,15 @@
 /**
  * Prometheus metrics of `portico ratelimit-server` (prom-client), served at `/metrics`.
  * Names follow Prometheus conventions: `_total` counters, `_seconds` durations, base units.
+ *
+ * Two groups, each in a registry of its own: the checks' metrics live in the thread that answers
+ * checks (`server/check-worker.ts`), the config's and Node's process metrics in the main thread; the
+ * `/metrics` page joins both (`server/check-thread.ts`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-export interface RateLimitMetrics {
+/** What the checks record. */
+export interface CheckMetrics {
   readonly registry: Registry;
   /** Descriptors checked, by domain, answer code and reason. */
   readonly checksTotal: Counter<'domain' | 'code' | 'reason'>;
@@ -14,19 +19,25 @@ export interface RateLimitMetrics {
   readonly storeFailuresTotal: Counter<'failure_mode'>;
   /** Bans started. */
   readonly bansTotal: Counter<'domain'>;
+  /** 1 while connected to Redis. */
+  readonly redisConnected: Gauge;
+}
+
+/** What loading the config records. */
+export interface ConfigMetrics {
+  readonly registry: Registry;
   /** Config documents read from the ConfigMap, by result (loaded, rejected). */
   readonly configLoadsTotal: Counter<'result'>;
   /** Policy entries refused by the server's checks. */
   readonly policiesRejectedTotal: Counter;
   /** Policies loaded now. */
   readonly policiesLoaded: Gauge;
-  /** 1 while connected to Redis. */
-  readonly redisConnected: Gauge;
 }
 
-export function createRateLimitMetrics(): RateLimitMetrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'portico_ratelimit_' });
+export type RateLimitMetrics = CheckMetrics & ConfigMetrics;
+
+/** The checks' metrics, in `registry`. */
+export function createCheckMetrics(registry: Registry = new Registry()): CheckMetrics {
   const registers = [registry];
   return {
     registry,
@@ -54,6 +65,20 @@ export function createRateLimitMetrics(): RateLimitMetrics {
       labelNames: ['domain'],
       registers,
     }),
+    redisConnected: new Gauge({
+      name: 'portico_ratelimit_redis_connected',
+      help: '1 while the server is connected to Redis, else 0.',
+      registers,
+    }),
+  };
+}
+
+/** The config's metrics and Node's process metrics (`portico_ratelimit_` prefix), in `registry`. */
+export function createConfigMetrics(registry: Registry = new Registry()): ConfigMetrics {
+  collectDefaultMetrics({ register: registry, prefix: 'portico_ratelimit_' });
+  const registers = [registry];
+  return {
+    registry,
     configLoadsTotal: new Counter({
       name: 'portico_ratelimit_config_loads_total',
       help: 'Config documents read from the ConfigMap, by result (loaded, rejected).',
@@ -70,10 +95,11 @@ export function createRateLimitMetrics(): RateLimitMetrics {
       help: 'Policies the server enforces now.',
       registers,
     }),
-    redisConnected: new Gauge({
-      name: 'portico_ratelimit_redis_connected',
-      help: '1 while the server is connected to Redis, else 0.',
-      registers,
-    }),
   };
+}
+
+/** Every metric in one registry (one thread: tests and tools). */
+export function createRateLimitMetrics(): RateLimitMetrics {
+  const registry = new Registry();
+  return { ...createConfigMetrics(registry), ...createCheckMetrics(registry) };
 }

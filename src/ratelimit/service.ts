@@ -21,7 +21,7 @@ import {
 } from './decision.js';
 import { isRateLimitError } from './errors.js';
 import { lookupLimits, type LimitLookup } from './limits.js';
-import type { RateLimitMetrics } from './metrics.js';
+import type { CheckMetrics } from './metrics.js';
 import type { PolicySnapshot } from './policy-set.js';
 import type { DescriptorStatus, RateLimitRequest, RateLimitResponse } from './protocol.js';
 import { counterKeys } from './redis-keys.js';
@@ -37,7 +37,7 @@ export interface RateLimitServiceDeps {
   readonly failureMode: FailureMode;
   /** Unix time, milliseconds. */
   readonly now: () => number;
-  readonly metrics: RateLimitMetrics;
+  readonly metrics: CheckMetrics;
   readonly log: Logger;
 }
 

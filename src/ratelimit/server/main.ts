@@ -1,8 +1,11 @@
 /**
  * `portico ratelimit-server`: the rate-limit service the gateway calls (DESIGN.md, "Components").
- * Wires the config watch, the load reports, Redis, the gRPC listener and the observability server,
- * and shuts down cleanly on SIGTERM/SIGINT: stop taking calls and finish those in flight, remove this
- * instance's report, close Redis.
+ * Wires the config watch, the load reports and the observability server in the main thread, and the
+ * thread that answers checks (gRPC listener, Redis; `check-thread.ts`), and shuts down cleanly on
+ * SIGTERM/SIGINT: stop taking calls and finish those in flight, remove this instance's report, close
+ * Redis. If the check thread ends on its own the process exits with 1 (the pod restarts).
+ *
+ * A policy snapshot is reported as loaded only once the check thread enforces it.
  *
  * `/readyz` turns 200 once the gRPC listener is bound and the config watch has listed; it does not
  * follow Redis, since the failure mode (not the load balancer) decides what happens when Redis is down.
@@ -11,25 +14,16 @@ import { once } from 'node:events';
 import type { Server } from 'node:http';
 import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../kube/kubeconfig.js';
-import { pino, type Logger, type LevelWithSilent } from 'pino';
+import type { Logger } from 'pino';
 import { createObservabilityServer } from '../../observability/http-server.js';
 import { ConfigState } from '../config-state.js';
 import { ConfigWatcher } from '../config-watcher.js';
 import { isRateLimitError } from '../errors.js';
-import { bindServer, createRateLimitGrpcServer, shutdownServer } from '../grpc.js';
-import { createRateLimitMetrics, type RateLimitMetrics } from '../metrics.js';
-import { RedisCounterStore } from '../redis-store.js';
-import { RateLimitService } from '../service.js';
+import { createConfigMetrics } from '../metrics.js';
 import { StatusReporter } from '../status-reporter.js';
+import { CheckThread, JoinedRegistry } from './check-thread.js';
 import { parseRateLimitServerConfig, rateLimitServerUsage, type RateLimitServerConfig } from './config.js';
-
-function createServerLogger(level: LevelWithSilent): Logger {
-  return pino({
-    level,
-    base: { component: 'portico-ratelimit-server' },
-    timestamp: pino.stdTimeFunctions.isoTime,
-  });
-}
+import { createServerLogger } from './logger.js';
 
 async function listen(server: Server, address: string): Promise<void> {
   const at = address.lastIndexOf(':');
@@ -37,26 +31,11 @@ async function listen(server: Server, address: string): Promise<void> {
   await once(server, 'listening');
 }
 
-function createStore(
-  config: RateLimitServerConfig,
-  metrics: RateLimitMetrics,
-  log: Logger,
-): RedisCounterStore {
-  return new RedisCounterStore({
-    url: config.redisUrl,
-    cluster: config.redisCluster,
-    commandTimeoutMs: config.redisTimeoutMs,
-    onStateChange: (state, err) => {
-      metrics.redisConnected.set(state === 'ready' ? 1 : 0);
-      if (state === 'ready') log.info({ cluster: config.redisCluster }, 'connected to Redis');
-      else log.error({ err: err?.message, failureMode: config.failureMode }, 'lost the connection to Redis');
-    },
-  });
-}
-
 /** A running server; `stop` shuts it down. */
 export interface RunningRateLimitServer {
   readonly grpcPort: number;
+  /** Rejects if the check thread ends on its own; resolves after `stop`. */
+  readonly checkThreadExited: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -65,7 +44,16 @@ export async function startRateLimitServer(
   config: RateLimitServerConfig,
   log: Logger,
 ): Promise<RunningRateLimitServer> {
-  const metrics = createRateLimitMetrics();
+  const checks = await CheckThread.start({
+    grpcListenAddress: config.grpcListenAddress,
+    redisUrl: config.redisUrl,
+    redisCluster: config.redisCluster,
+    redisTimeoutMs: config.redisTimeoutMs,
+    failureMode: config.failureMode,
+    logLevel: config.logLevel,
+  });
+  log.info({ address: config.grpcListenAddress, port: checks.grpcPort }, 'gRPC listening');
+  const metrics = createConfigMetrics(new JoinedRegistry(() => checks.metrics()));
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const state = new ConfigState(metrics, log);
   const reporter = new StatusReporter({
@@ -81,22 +69,18 @@ export async function startRateLimitServer(
     namespace: config.configNamespace,
     name: config.configName,
     onConfig: (text, resourceVersion) => {
-      reporter.publish(state.load(text, resourceVersion));
+      const report = state.load(text, resourceVersion);
+      checks.setPolicies(state.snapshot).then(
+        () => {
+          reporter.publish(report);
+        },
+        (err: unknown) => {
+          log.error({ err }, 'the check thread did not take the new policies');
+        },
+      );
     },
     log,
   });
-  const store = createStore(config, metrics, log);
-  const service = new RateLimitService({
-    policies: () => state.snapshot,
-    store,
-    failureMode: config.failureMode,
-    now: () => Date.now(),
-    metrics,
-    log,
-  });
-  const grpc = createRateLimitGrpcServer((request) => service.shouldRateLimit(request), log);
-  const grpcPort = await bindServer(grpc, config.grpcListenAddress);
-  log.info({ address: config.grpcListenAddress, port: grpcPort }, 'gRPC listening');
   const observability = createObservabilityServer(metrics.registry, () => watcher.synced);
   await listen(observability, config.metricsListenAddress);
   log.info({ address: config.metricsListenAddress }, 'metrics and health server listening');
@@ -104,12 +88,12 @@ export async function startRateLimitServer(
   reporter.publish(state.report);
   reporter.start();
   return {
-    grpcPort,
+    grpcPort: checks.grpcPort,
+    checkThreadExited: checks.exited,
     stop: async () => {
-      await shutdownServer(grpc, 5_000);
+      await checks.stop(5_000);
       await watcher.stop();
       await reporter.stop();
-      await store.close();
       await kubeConfig.close();
       observability.close();
       observability.closeAllConnections();
@@ -117,7 +101,10 @@ export async function startRateLimitServer(
   };
 }
 
-/** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */
+/**
+ * Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 1 if the check thread
+ * ended on its own, 2 for bad configuration.
+ */
 export async function runRateLimitServer(args: string[]): Promise<number> {
   let parsed: ReturnType<typeof parseRateLimitServerConfig>;
   try {
@@ -152,7 +139,15 @@ export async function runRateLimitServer(args: string[]): Promise<number> {
     process.once('SIGINT', () => {
       resolve('SIGINT');
     });
+    server.checkThreadExited.catch((err: unknown) => {
+      log.fatal({ err }, 'the thread that answers checks ended');
+      resolve('');
+    });
   });
+  if (signal === '') {
+    await server.stop().catch(() => undefined);
+    return 1;
+  }
   log.info({ signal }, 'shutting down');
   await server.stop();
   log.info('stopped');

@@ -1,0 +1,116 @@
+/**
+ * The thread that answers checks: the gRPC listener, RateLimitService and the Redis connection of
+ * `portico ratelimit-server`, in a worker thread (node:worker_threads) started by `check-thread.ts`.
+ * Everything else (the config watch, the load reports, /metrics) stays in the main thread, which
+ * sends each newly loaded policy snapshot here and asks for this thread's metrics when /metrics is
+ * read.
+ *
+ * Why a thread of its own: its V8 heap gets a young generation of a bounded size
+ * (`resourceLimits.maxYoungGenerationSizeMb`). Under load a part of every call's objects outlives a
+ * young-generation collection (the HTTP/2 streams of @grpc/grpc-js and what hangs on them, kept until
+ * a full GC on Node 24), so each scavenge pauses the loop in proportion to the young generation's
+ * size; Node 24 lets it grow to 64 MB on its own, which made pauses of 15-40 ms. See
+ * docs/benchmarks.md.
+ *
+ * Messages: in `ToCheckWorker`, out `FromCheckWorker`; each request carries an id its reply repeats.
+ */
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import type { LevelWithSilent, Logger } from 'pino';
+import { bindServer, createRateLimitGrpcServer, shutdownServer } from '../grpc.js';
+import { createCheckMetrics, type CheckMetrics } from '../metrics.js';
+import { EMPTY_SNAPSHOT, type PolicySnapshot } from '../policy-set.js';
+import { RedisCounterStore } from '../redis-store.js';
+import { RateLimitService, type FailureMode } from '../service.js';
+import { createServerLogger } from './logger.js';
+
+/** What the check thread needs to start (`workerData`). */
+export interface CheckWorkerOptions {
+  readonly grpcListenAddress: string;
+  readonly redisUrl: string;
+  readonly redisCluster: boolean;
+  readonly redisTimeoutMs: number;
+  readonly failureMode: FailureMode;
+  readonly logLevel: LevelWithSilent;
+}
+
+export type ToCheckWorker =
+  /** Enforce `snapshot` from the next check on; reply `done`. */
+  | { readonly type: 'policies'; readonly id: number; readonly snapshot: PolicySnapshot }
+  /** Reply `done` with this thread's metrics in Prometheus text format. */
+  | { readonly type: 'metrics'; readonly id: number }
+  /** Stop taking calls, finish those in flight (up to the grace), close Redis; reply `done`. */
+  | { readonly type: 'stop'; readonly id: number; readonly graceMs: number };
+
+export type FromCheckWorker =
+  /** The gRPC listener is bound (sent once, first). */
+  | { readonly type: 'listening'; readonly port: number }
+  | { readonly type: 'done'; readonly id: number; readonly text?: string };
+
+function createStore(options: CheckWorkerOptions, metrics: CheckMetrics, log: Logger): RedisCounterStore {
+  return new RedisCounterStore({
+    url: options.redisUrl,
+    cluster: options.redisCluster,
+    commandTimeoutMs: options.redisTimeoutMs,
+    onStateChange: (state, err) => {
+      metrics.redisConnected.set(state === 'ready' ? 1 : 0);
+      if (state === 'ready') log.info({ cluster: options.redisCluster }, 'connected to Redis');
+      else log.error({ err: err?.message, failureMode: options.failureMode }, 'lost the connection to Redis');
+    },
+  });
+}
+
+async function run(port: MessagePort, options: CheckWorkerOptions): Promise<void> {
+  const log = createServerLogger(options.logLevel);
+  const metrics = createCheckMetrics();
+  let snapshot: PolicySnapshot = EMPTY_SNAPSHOT;
+  const store = createStore(options, metrics, log);
+  const service = new RateLimitService({
+    policies: () => snapshot,
+    store,
+    failureMode: options.failureMode,
+    now: () => Date.now(),
+    metrics,
+    log,
+  });
+  const grpc = createRateLimitGrpcServer((request) => service.shouldRateLimit(request), log);
+  let grpcPort: number;
+  try {
+    grpcPort = await bindServer(grpc, options.grpcListenAddress);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const reply = (message: FromCheckWorker): void => {
+    port.postMessage(message);
+  };
+  port.on('message', (message: ToCheckWorker) => {
+    switch (message.type) {
+      case 'policies':
+        snapshot = message.snapshot;
+        reply({ type: 'done', id: message.id });
+        return;
+      case 'metrics':
+        metrics.registry.metrics().then(
+          (text) => {
+            reply({ type: 'done', id: message.id, text });
+          },
+          (err: unknown) => {
+            log.error({ err }, 'reading the check metrics failed');
+            reply({ type: 'done', id: message.id, text: '' });
+          },
+        );
+        return;
+      case 'stop':
+        // The main thread terminates this thread after the reply.
+        void shutdownServer(grpc, message.graceMs)
+          .then(() => store.close())
+          .finally(() => {
+            reply({ type: 'done', id: message.id });
+          });
+        return;
+    }
+  });
+  reply({ type: 'listening', port: grpcPort });
+}
+
+if (parentPort !== null) await run(parentPort, workerData as CheckWorkerOptions);
