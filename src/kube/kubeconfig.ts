@@ -29,11 +29,9 @@ export class PooledKubeConfig extends KubeConfig {
       this.#dispatcher = fresh;
       return;
     }
-    if (fresh !== this.#dispatcher) {
-      // Never used, so it holds no socket; closing it only settles its bookkeeping.
-      void fresh.close();
-      context.setDispatcher(this.#dispatcher);
-    }
+    // The fresh one was never used: it holds no socket, and the garbage collector takes it
+    // (closing it would cost an error object with a stack trace per request).
+    if (fresh !== this.#dispatcher) context.setDispatcher(this.#dispatcher);
   }
 
   /**
