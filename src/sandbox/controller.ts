@@ -34,6 +34,9 @@ export interface ControllerOptions {
 /** The sandbox operator's ACME order budget per window (docs/customdomains.md, "The CA's budget"). */
 const SANDBOX_ORDERS_PER_WINDOW = '100000';
 
+/** The chart's default controller.heapMiB. */
+const SANDBOX_HEAP_MIB = '256';
+
 export function controllerArgs(options: ControllerOptions): string[] {
   return [
     '--kubeconfig',
@@ -86,7 +89,15 @@ export async function startController(
   const proc = await startDetached(paths, {
     name: CONTROLLER,
     command: process.execPath,
-    args: [cli, 'controller', ...controllerArgs(options)],
+    // The V8 heap bounds the chart sets (controller.heapMiB), so the sandbox and its benchmarks
+    // run the operator as a cluster does; PORTICO_SANDBOX_HEAP_MIB overrides the limit.
+    args: [
+      `--max-old-space-size=${process.env.PORTICO_SANDBOX_HEAP_MIB ?? SANDBOX_HEAP_MIB}`,
+      '--max-semi-space-size=4',
+      cli,
+      'controller',
+      ...controllerArgs(options),
+    ],
     env: {
       NODE_EXTRA_CA_CERTS: options.acmeCaBundle,
       // Pebble has no order limit, and a benchmark or a long test run places more orders than
