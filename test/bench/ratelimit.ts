@@ -10,6 +10,7 @@
  *   npm run bench:ratelimit -- --pin      # ghz on CPU 0; each server and Redis on CPU 1 (taskset)
  *   npm run bench:ratelimit -- --rps 3000 # a fixed offered load (ghz --rps) instead of as fast as it goes
  *   npm run bench:ratelimit -- --portico-cli /tmp/build/cli.js  # Portico from another build than dist/
+ *   npm run bench:ratelimit -- --portico-cli /tmp/a/cli.js --portico-cli /tmp/b/cli.js  # two builds, one run
  *
  * Without --rps, ghz keeps --concurrency calls in flight (closed loop): the figures are each server's
  * saturation throughput and the latency at saturation. With --rps, both servers get the same offered
@@ -18,6 +19,8 @@
  * All load goes to 127.0.0.1, bounded by --requests per run (and ghz's --timeout per call). Both
  * servers run side by side on one Redis but are loaded one at a time, in alternating rounds after a
  * warm-up of each, so a change in the machine's other load hits both; the figures are the medians.
+ * With --portico-cli given more than once, each build runs as a server of its own in the same
+ * rounds (before/after comparisons inside one run).
  * Each request carries one descriptor `key_id=<one of --keys keys>, plan=free` in domain
  * `bench/api`; limits are high, so every check is admitted and counted (the path a gateway takes for
  * almost every request).
@@ -63,8 +66,8 @@ interface Options {
   pin: boolean;
   /** Offered load in requests per second (ghz --rps); 0: closed loop, as fast as the server answers. */
   rps: number;
-  /** Portico's CLI entry point (default dist/cli.js), e.g. a build of another revision. */
-  porticoCli: string;
+  /** Portico's CLI entry points (default dist/cli.js), e.g. builds of other revisions; one server each. */
+  porticoClis: string[];
 }
 
 function options(): Options {
@@ -79,7 +82,7 @@ function options(): Options {
       'node-options': { type: 'string', default: '' },
       pin: { type: 'boolean', default: false },
       rps: { type: 'string', default: '0' },
-      'portico-cli': { type: 'string', default: path.join(REPO, 'dist', 'cli.js') },
+      'portico-cli': { type: 'string', multiple: true, default: [path.join(REPO, 'dist', 'cli.js')] },
     },
   });
   return {
@@ -92,7 +95,7 @@ function options(): Options {
     nodeOptions: values['node-options'].split(' ').filter(Boolean),
     pin: values.pin,
     rps: Number(values.rps),
-    porticoCli: path.resolve(values['portico-cli']),
+    porticoClis: values['portico-cli'].map((p) => path.resolve(p)),
   };
 }
 
@@ -300,60 +303,74 @@ async function main(): Promise<void> {
     ? await readSandboxEnv(o.dir)
     : await sandboxUp({ dir: o.dir, applyExamples: false });
   await porticoConfig(env.kubeconfig);
-  const ports = await pickFreePorts({
+  const ports = await pickFreePorts<string>({
     redis: 'tcp',
-    porticoGrpc: 'tcp',
-    porticoMetrics: 'tcp',
     envoyGrpc: 'tcp',
     envoyHttp: 'tcp',
     envoyDebug: 'tcp',
+    ...Object.fromEntries(
+      o.porticoClis.flatMap((_, i) => [`grpc${i}`, `metrics${i}`].map((k) => [k, 'tcp'])),
+    ),
   });
+  const port = (name: string): number => {
+    const n = ports[name];
+    if (n === undefined) throw new Error(`no port picked for ${name}`);
+    return n;
+  };
+  const porticos = o.porticoClis.map((cli, i) => ({
+    cli,
+    name: o.porticoClis.length === 1 ? 'portico' : `portico ${i + 1}`,
+    grpcPort: port(`grpc${i}`),
+    metricsPort: port(`metrics${i}`),
+  }));
   const serverCpu = o.pin ? 1 : undefined;
   const redisDir = mkdtempSync(path.join(tmpdir(), 'bench-redis-'));
-  const redis = start(path.join(bin, 'redis-server'), redisArgs(ports.redis, redisDir), {}, serverCpu);
+  const redis = start(path.join(bin, 'redis-server'), redisArgs(port('redis'), redisDir), {}, serverCpu);
   const results: Record<string, Figures> = {};
   try {
-    const ping = redisPingProbe(`127.0.0.1:${ports.redis}`);
+    const ping = redisPingProbe(`127.0.0.1:${port('redis')}`);
     await waitUntil('redis', async () => (await ping()) === true);
 
-    const portico = start(
-      process.execPath,
-      [
-        ...o.nodeOptions,
-        o.porticoCli,
-        'ratelimit-server',
-        '--kubeconfig',
-        env.kubeconfig,
-        '--redis-url',
-        `redis://127.0.0.1:${ports.redis}`,
-        '--grpc-listen-address',
-        `127.0.0.1:${ports.porticoGrpc}`,
-        '--metrics-listen-address',
-        `127.0.0.1:${ports.porticoMetrics}`,
-        '--config-namespace',
-        NAMESPACE,
-        '--instance',
-        'bench',
-        '--log-level',
-        'warn',
-      ],
-      {},
-      serverCpu,
+    const porticoProcesses = porticos.map((p, i) =>
+      start(
+        process.execPath,
+        [
+          ...o.nodeOptions,
+          p.cli,
+          'ratelimit-server',
+          '--kubeconfig',
+          env.kubeconfig,
+          '--redis-url',
+          `redis://127.0.0.1:${port('redis')}`,
+          '--grpc-listen-address',
+          `127.0.0.1:${p.grpcPort}`,
+          '--metrics-listen-address',
+          `127.0.0.1:${p.metricsPort}`,
+          '--config-namespace',
+          NAMESPACE,
+          '--instance',
+          i === 0 ? 'bench' : `bench-${i + 1}`,
+          '--log-level',
+          'warn',
+        ],
+        {},
+        serverCpu,
+      ),
     );
     const envoy = start(
       path.join(bin, 'envoy-ratelimit-server'),
       [],
       {
         HOST: '127.0.0.1',
-        PORT: String(ports.envoyHttp),
+        PORT: String(port('envoyHttp')),
         GRPC_HOST: '127.0.0.1',
-        GRPC_PORT: String(ports.envoyGrpc),
+        GRPC_PORT: String(port('envoyGrpc')),
         DEBUG_HOST: '127.0.0.1',
-        DEBUG_PORT: String(ports.envoyDebug),
+        DEBUG_PORT: String(port('envoyDebug')),
         USE_STATSD: 'false',
         LOG_LEVEL: 'warn',
         REDIS_SOCKET_TYPE: 'tcp',
-        REDIS_URL: `127.0.0.1:${ports.redis}`,
+        REDIS_URL: `127.0.0.1:${port('redis')}`,
         RUNTIME_ROOT: envoyConfigDir(),
         RUNTIME_SUBDIRECTORY: 'ratelimit',
         RUNTIME_WATCH_ROOT: 'false',
@@ -361,39 +378,48 @@ async function main(): Promise<void> {
       serverCpu,
     );
     try {
-      await waitUntil('portico ratelimit-server', httpOk(`http://127.0.0.1:${ports.porticoMetrics}/readyz`));
-      await waitUntil('envoyproxy/ratelimit', httpOk(`http://127.0.0.1:${ports.envoyHttp}/healthcheck`));
+      for (const p of porticos) {
+        await waitUntil(`${p.name} ratelimit-server`, httpOk(`http://127.0.0.1:${p.metricsPort}/readyz`));
+      }
+      await waitUntil('envoyproxy/ratelimit', httpOk(`http://127.0.0.1:${port('envoyHttp')}/healthcheck`));
       await sleep(500);
       const rounds = await benchBoth(
         bin,
         [
-          { name: 'portico', address: `127.0.0.1:${ports.porticoGrpc}` },
-          { name: 'envoyproxy/ratelimit', address: `127.0.0.1:${ports.envoyGrpc}` },
+          ...porticos.map((p) => ({ name: p.name, address: `127.0.0.1:${p.grpcPort}` })),
+          { name: 'envoyproxy/ratelimit', address: `127.0.0.1:${port('envoyGrpc')}` },
         ],
         o,
       );
       for (const [name, figures] of rounds) results[name] = summary(figures);
     } finally {
-      await stop(portico);
+      for (const child of porticoProcesses) await stop(child);
       await stop(envoy);
     }
   } finally {
     await stop(redis);
   }
-  const p = results['portico'];
   const e = results['envoyproxy/ratelimit'];
-  if (p === undefined || e === undefined) return;
+  if (e === undefined || porticos.some((p) => results[p.name] === undefined)) return;
+  const row = (name: string, f: Figures): string =>
+    `| ${name} | ${f.rps.toFixed(0)} | ${f.p50Ms.toFixed(2)} | ${f.p99Ms.toFixed(2)} | ${f.errors} |\n`;
   process.stdout.write(
     `\nmachine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
       `load average (1, 5, 15 min) ${loadAtStart} at the start, ${load()} at the end; ` +
       `${o.rounds} rounds of ${o.requests} requests, concurrency ${o.concurrency}, ${o.connections} connections, ${o.keys} keys; ` +
       `portico node flags: ${o.nodeOptions.join(' ') || 'none'}; ` +
       `${o.pin ? 'ghz on CPU 0, servers and Redis on CPU 1' : 'not pinned'}; ` +
-      `${o.rps > 0 ? `offered load ${o.rps} req/s (open loop)` : 'closed loop'}; portico: ${path.relative(REPO, o.porticoCli)}; medians\n` +
+      `${o.rps > 0 ? `offered load ${o.rps} req/s (open loop)` : 'closed loop'}; medians\n` +
+      porticos.map((p) => `${p.name}: ${path.relative(REPO, p.cli)}\n`).join('') +
       `| server | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|\n` +
-      `| portico | ${p.rps.toFixed(0)} | ${p.p50Ms.toFixed(2)} | ${p.p99Ms.toFixed(2)} | ${p.errors} |\n` +
-      `| envoyproxy/ratelimit | ${e.rps.toFixed(0)} | ${e.p50Ms.toFixed(2)} | ${e.p99Ms.toFixed(2)} | ${e.errors} |\n` +
-      `ratio portico/envoy: throughput ${(p.rps / e.rps).toFixed(2)}, p99 ${(p.p99Ms / e.p99Ms).toFixed(2)}\n`,
+      porticos.map((p) => row(p.name, results[p.name] as Figures)).join('') +
+      row('envoyproxy/ratelimit', e) +
+      porticos
+        .map((p) => {
+          const f = results[p.name] as Figures;
+          return `ratio ${p.name}/envoy: throughput ${(f.rps / e.rps).toFixed(2)}, p99 ${(f.p99Ms / e.p99Ms).toFixed(2)}\n`;
+        })
+        .join(''),
   );
 }
 
