@@ -9,6 +9,7 @@
  *   npm run bench:ratelimit -- --node-options=--max-semi-space-size=64   # V8 flags for Portico's node (note the =)
  *   npm run bench:ratelimit -- --pin      # ghz on CPU 0; each server and Redis on CPU 1 (taskset)
  *   npm run bench:ratelimit -- --rps 3000 # a fixed offered load (ghz --rps) instead of as fast as it goes
+ *   npm run bench:ratelimit -- --verbose  # each round's whole latency distribution (p10 ... p99.9)
  *   npm run bench:ratelimit -- --portico-cli /tmp/build/cli.js  # Portico from another build than dist/
  *   npm run bench:ratelimit -- --portico-cli /tmp/a/cli.js --portico-cli /tmp/b/cli.js  # two builds, one run
  *
@@ -66,6 +67,8 @@ interface Options {
   pin: boolean;
   /** Offered load in requests per second (ghz --rps); 0: closed loop, as fast as the server answers. */
   rps: number;
+  /** Print ghz's whole latency distribution of each round. */
+  verbose: boolean;
   /** Portico's CLI entry points (default dist/cli.js), e.g. builds of other revisions; one server each. */
   porticoClis: string[];
 }
@@ -81,6 +84,7 @@ function options(): Options {
       dir: { type: 'string', default: '.sandbox' },
       'node-options': { type: 'string', default: '' },
       pin: { type: 'boolean', default: false },
+      verbose: { type: 'boolean', default: false },
       rps: { type: 'string', default: '0' },
       'portico-cli': { type: 'string', multiple: true, default: [path.join(REPO, 'dist', 'cli.js')] },
     },
@@ -94,6 +98,7 @@ function options(): Options {
     dir: path.resolve(values.dir),
     nodeOptions: values['node-options'].split(' ').filter(Boolean),
     pin: values.pin,
+    verbose: values.verbose,
     rps: Number(values.rps),
     porticoClis: values['portico-cli'].map((p) => path.resolve(p)),
   };
@@ -158,6 +163,8 @@ interface Figures {
   p50Ms: number;
   p99Ms: number;
   errors: number;
+  /** ghz's percentiles (10 ... 99.9) of this run, ms; printed per round. */
+  distribution?: string;
 }
 
 /** One ghz run against `address`. Latencies in ghz's JSON are nanoseconds. */
@@ -205,7 +212,10 @@ async function ghz(bin: string, address: string, o: Options, requests: number): 
   const errors = Object.entries(report.statusCodeDistribution)
     .filter(([code]) => code !== 'OK')
     .reduce((s, [, n]) => s + n, 0);
-  return { rps: report.rps, p50Ms: at(50), p99Ms: at(99), errors };
+  const distribution = (report.latencyDistribution ?? [])
+    .map((d) => `p${d.percentage} ${(d.latency / 1e6).toFixed(2)}`)
+    .join(', ');
+  return { rps: report.rps, p50Ms: at(50), p99Ms: at(99), errors, distribution };
 }
 
 /** Warm-up, then `rounds` alternating runs (A, B, A, B, ...), so a change of load on the machine hits both. */
@@ -220,7 +230,8 @@ async function benchBoth(
     for (const t of targets) {
       const f = await ghz(bin, t.address, o, o.requests);
       process.stdout.write(
-        `${t.name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, errors ${f.errors}\n`,
+        `${t.name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, errors ${f.errors}\n` +
+          (o.verbose ? `${''.padEnd(22)}   ${f.distribution ?? ''} ms\n` : ''),
       );
       rounds.get(t.name)?.push(f);
     }
