@@ -7,6 +7,7 @@
  * no request. Events find the domains they affect through an index, never a scan of every domain.
  * A failure on one key is retried with backoff and never blocks another.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   KubeConfig,
   KubernetesListObject,
@@ -28,6 +29,7 @@ import {
   type CustomDomain,
 } from '../../api/customdomain.js';
 import { HOSTNAME_CLAIM_PLURAL, type HostnameClaim } from '../../api/hostnameclaim.js';
+import { backoffDelayMs } from '../../kube/backoff.js';
 import { findCondition } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import { ResilientInformer } from '../../kube/informer.js';
@@ -44,6 +46,8 @@ const CONTROLLER = 'customdomain';
 const OWNED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${CUSTOM_DOMAIN_LABEL}`;
 /** Services Portico applies are shared by a namespace's domains (the HTTP-01 Service): no owner label. */
 const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
+/** The wait between failed probes of the optional kinds, milliseconds. */
+const PROBE_BACKOFF = { baseMs: 1_000, maxMs: 30_000 };
 /** Owned kinds from CRDs the cluster may not have; each is watched only where the API serves it. */
 const OPTIONAL_OWNED_KINDS = [
   { apiVersion: TRAEFIK_API_VERSION, kind: TRAEFIK_MIDDLEWARE_KIND, plural: 'middlewares' },
@@ -102,7 +106,13 @@ export class CustomDomainController {
   /** The reconcile's inputs of each CustomDomain as last seen (`inputsOf`), by key. */
   readonly #seen = new Map<string, string>();
   readonly #reconciler: CustomDomainReconciler;
+  /** Optional owned kinds the API server does not serve (`apiVersion/kind`): no object can exist. */
+  readonly #absentKinds = new Set<string>();
   #optionalKindsProbed = false;
+  /** `onSynced` has been called. */
+  #seeded = false;
+  /** Aborted by `stop`: ends the probe's wait between attempts at once. */
+  readonly #stopped = new AbortController();
   #running: Promise<void>[] = [];
   #stopping = false;
 
@@ -181,17 +191,27 @@ export class CustomDomainController {
     kind: string,
     labelSelector?: string,
   ): () => Promise<KubernetesListObject<T>> {
-    return () =>
-      this.#d.objects.list(
-        apiVersion,
-        kind,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-        labelSelector,
-      );
+    return () => this.#list<T>(apiVersion, kind, labelSelector);
+  }
+
+  /** Lists `kind` in every namespace; `limit` caps the number of objects returned. */
+  #list<T extends KubernetesObject>(
+    apiVersion: string,
+    kind: string,
+    labelSelector?: string,
+    limit?: number,
+  ): Promise<KubernetesListObject<T>> {
+    return this.#d.objects.list(
+      apiVersion,
+      kind,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      labelSelector,
+      limit,
+    );
   }
 
   /** Caches the objects of one owned kind; a change re-queues the domain named by its owner label. */
@@ -223,20 +243,13 @@ export class CustomDomainController {
    */
   async #probeOptionalKinds(): Promise<void> {
     for (const { apiVersion, kind, plural } of OPTIONAL_OWNED_KINDS) {
+      const type = `${apiVersion}/${kind}`;
+      // Known from an earlier attempt that failed on a later kind: never watched twice.
+      if (this.#owned.has(type) || this.#absentKinds.has(type)) continue;
       let served: boolean;
       try {
         // A list of at most one object: the API server answers 404 when it serves no such kind.
-        await this.#d.objects.list(
-          apiVersion,
-          kind,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          OWNED_SELECTOR,
-          1,
-        );
+        await this.#list(apiVersion, kind, OWNED_SELECTOR, 1);
         served = true;
       } catch (err) {
         if (!isNotFound(err)) throw err;
@@ -245,12 +258,10 @@ export class CustomDomainController {
       this.#d.log.debug({ apiVersion, kind, served }, 'owned kind probed');
       if (served && !this.#stopping)
         this.#watchOwned(apiVersion, kind, `/apis/${apiVersion}/${plural}`, OWNED_SELECTOR).start();
-      else if (!served) this.#absentKinds.add(`${apiVersion}/${kind}`);
+      else if (!served) this.#absentKinds.add(type);
     }
     this.#optionalKindsProbed = true;
   }
-
-  readonly #absentKinds = new Set<string>();
 
   /** The cluster as the caches see it, for the reconcile's reads. */
   view(): ClusterView {
@@ -313,9 +324,9 @@ export class CustomDomainController {
         await this.#probeOptionalKinds();
         return;
       } catch (err) {
-        const retryInMs = Math.min(30_000, 1_000 * 2 ** attempt);
+        const retryInMs = backoffDelayMs(PROBE_BACKOFF, attempt);
         this.#d.log.warn({ err, retryInMs }, 'API discovery failed; retrying');
-        await new Promise((r) => setTimeout(r, retryInMs));
+        await sleep(retryInMs, undefined, { signal: this.#stopped.signal }).catch(() => undefined);
       }
     }
   }
@@ -327,12 +338,11 @@ export class CustomDomainController {
   /** Stops the watches, lets each worker finish its current key, and returns. */
   async stop(): Promise<void> {
     this.#stopping = true;
+    this.#stopped.abort();
     await Promise.all([...this.#informers, ...this.#owned.values()].map((i) => i.stop()));
     this.#d.queue.shutDown();
     await Promise.all(this.#running);
   }
-
-  #seeded = false;
 
   async #work(): Promise<void> {
     await this.#waitForSync();
