@@ -12,9 +12,7 @@ import {
   type OrderOutcome,
   type OrderRequest,
 } from './order-budget.js';
-
-/** The longest delay setTimeout honours, in milliseconds. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+import { MAX_TIMER_MS } from '../kube/work-queue.js';
 
 export class OrderQueue {
   readonly budget: OrderBudget;

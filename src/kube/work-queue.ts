@@ -182,8 +182,8 @@ class FairLevel {
   }
 }
 
-/** The longest delay setTimeout honours, in milliseconds. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The longest delay setTimeout honours, in milliseconds (a longer one fires after 1 ms). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export class WorkQueue {
   readonly #levels = {
