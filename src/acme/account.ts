@@ -9,7 +9,8 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
 import { isConflict, isNotFound } from '../kube/errors.js';
 import { outsideIssuance } from './issuance-tracker.js';
 import { failFastOnRateLimit } from './rate-limit.js';
-import { limitAcmeRequests } from './request-timeout.js';
+import { ReplayNoncePool, reuseReplayNonces } from './replay-nonces.js';
+import { acmeClientAxios, limitAcmeRequests } from './request-timeout.js';
 
 export const ACCOUNT_KEY_FIELD = 'private-key.pem';
 
@@ -63,8 +64,15 @@ export class AcmeAccount {
     // A 429 from the CA ends the order at once (AcmeRateLimitedError) instead of acme-client
     // sleeping Retry-After inside it and replaying the request.
     failFastOnRateLimit(acme.axios);
-    // Every request to the CA gets a deadline, and one of a cancelled order stops at once.
-    limitAcmeRequests(acme.axios, this.#options.requestTimeoutMs);
+    // Every request to the CA gets a deadline, and one of a cancelled order stops at once. Beneath
+    // the deadline, acme-client's nonce requests are answered with the nonces of the CA's earlier
+    // answers (acme-client would ask for a fresh one before each signed request).
+    const { httpAdapter, settle } = acmeClientAxios();
+    limitAcmeRequests(
+      acme.axios,
+      this.#options.requestTimeoutMs,
+      reuseReplayNonces(httpAdapter, settle, new ReplayNoncePool()),
+    );
     const accountKey = await this.#loadOrCreateKey();
     const client = new acme.Client({
       directoryUrl: this.#options.directoryUrl,

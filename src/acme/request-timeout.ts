@@ -97,6 +97,7 @@ export interface AdapterRequestConfig {
   url?: string;
   method?: string;
   signal?: unknown;
+  validateStatus?: ((status: number) => boolean) | null;
 }
 
 /** An axios adapter: sends one request and settles with its response. */
@@ -107,15 +108,50 @@ export interface AdapterHost {
   defaults: { adapter?: unknown };
 }
 
-/**
- * axios's Node http adapter, from the copy of axios that acme-client itself loads (its CommonJS
- * build), so requests go through exactly the code they went through before.
- */
-function acmeClientHttpAdapter(): RequestAdapter {
+/** The parts of acme-client's own copy of axios that Portico's adapters use. */
+export interface AcmeClientAxios {
+  /** axios's Node http adapter: the code acme-client's requests went through before. */
+  readonly httpAdapter: RequestAdapter;
+  /**
+   * Settles a response made without a request the way the http adapter settles a real one (axios's
+   * `settle`): returns it when the config's `validateStatus` accepts its status, else throws an
+   * AxiosError carrying it (acme-client's validateStatus refuses every status, and its response
+   * interceptor then checks the status itself).
+   */
+  readonly settle: (config: AdapterRequestConfig, response: { status: number }) => unknown;
+}
+
+interface AxiosModule {
+  getAdapter(name: string): RequestAdapter;
+  AxiosError: new (
+    message: string,
+    code: string,
+    config: unknown,
+    request: unknown,
+    response: unknown,
+  ) => Error;
+}
+
+/** acme-client's copy of axios (its CommonJS build), resolved from acme-client's own location. */
+export function acmeClientAxios(): AcmeClientAxios {
   const fromHere = createRequire(import.meta.url);
   const fromAcmeClient = createRequire(fromHere.resolve('acme-client'));
-  const axios = fromAcmeClient('axios') as { getAdapter(name: string): RequestAdapter };
-  return axios.getAdapter('http');
+  const axios = fromAcmeClient('axios') as AxiosModule;
+  return {
+    httpAdapter: axios.getAdapter('http'),
+    settle: (config, response) => {
+      const validate = config.validateStatus;
+      if (typeof validate !== 'function' || validate(response.status)) return response;
+      const code = Math.floor(response.status / 100) === 4 ? 'ERR_BAD_REQUEST' : 'ERR_BAD_RESPONSE';
+      throw new axios.AxiosError(
+        `Request failed with status code ${response.status}`,
+        code,
+        config,
+        undefined,
+        response,
+      );
+    },
+  };
 }
 
 const LIMITS = Symbol.for('portico.acme.limitAcmeRequests');
@@ -152,7 +188,7 @@ export function limitAcmeRequests(instance: AdapterHost, timeoutMs: number, send
   const limits = { timeoutMs };
   host[LIMITS] = limits;
   // Resolved once, when first installed (not on every call that only changes the deadline).
-  const sendRequest = send ?? acmeClientHttpAdapter();
+  const sendRequest = send ?? acmeClientAxios().httpAdapter;
   instance.defaults.adapter = async (config: AdapterRequestConfig): Promise<unknown> => {
     const callerSignal = config.signal;
     const signals: RequestSignals = {
