@@ -39,17 +39,21 @@ export function answerFromErrorCode(code: string | undefined): RRsetAnswer {
 }
 
 export class DnsResolver {
-  readonly #options: DnsResolverOptions;
+  /**
+   * One c-ares channel for every lookup. Node turns c-ares's query cache off (qcache_max_ttl 0), so
+   * every query is asked of the servers and no answer is reused between checks (resolver.test.ts
+   * shows it with a record whose TTL is 300 s). A channel per lookup cost ~5 s of CPU per 1,000
+   * domains issued (docs/performance.md).
+   */
+  readonly #channel: Resolver;
 
   constructor(options: DnsResolverOptions) {
-    this.#options = options;
+    this.#channel = new Resolver({ timeout: options.timeoutMs, tries: options.tries });
+    if (options.servers.length > 0) this.#channel.setServers([...options.servers]);
   }
 
-  /** A fresh c-ares channel per lookup, so no answer is cached between checks. */
   #resolver(): Resolver {
-    const resolver = new Resolver({ timeout: this.#options.timeoutMs, tries: this.#options.tries });
-    if (this.#options.servers.length > 0) resolver.setServers([...this.#options.servers]);
-    return resolver;
+    return this.#channel;
   }
 
   async #query(name: string, query: Query): Promise<RRsetAnswer> {
