@@ -92,7 +92,8 @@ describe('reuseReplayNonces on acme-client’s HTTP client (real axios http adap
       const response = await acme.axios.request({
         url: `${base}${path}`,
         method,
-        adapter,
+        // The adapter settles as axios's own does; its declared type is looser than AxiosAdapter.
+        adapter: adapter as never,
         data: method === 'post' ? '{}' : undefined,
       });
       return { status: response.status, nonce: response.headers['replay-nonce'] };
