@@ -8,7 +8,8 @@
  * flight at `stop` returns, and its `stop` misses a watch request still being opened; such a
  * request is aborted as soon as it is open (`StopAwareWatch`), so a stopped process can exit.
  *
- * Cached objects carry no `metadata.managedFields` (dropped as they arrive, see `dropManagedFields`).
+ * Cached objects carry no `metadata.managedFields` (dropped as they arrive, see `dropManagedFields`),
+ * and whatever else the informer's `keep` trims.
  */
 import {
   ListWatch,
@@ -27,6 +28,11 @@ export interface ResilientInformerOptions<T extends KubernetesObject> {
   path: string;
   list: () => Promise<KubernetesListObject<T>>;
   labelSelector?: string;
+  /**
+   * Trims what the cache keeps of each object as it arrives (after managedFields are dropped), e.g.
+   * a Secret's data once parsed. Mutates the object; must not throw.
+   */
+  keep?: (obj: T) => void;
   /** Called for add, update and delete. */
   onChange: (obj: T, verb: 'add' | 'update' | 'delete') => void;
   /** Called every `resyncMs` (±10 %) with every cached object. */
@@ -75,9 +81,13 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.#options = options;
     // The informer fills its cache right after the list resolves; `synced` turns true on the next
     // macrotask, once the cache holds the listed objects.
+    const trim = (obj: T): void => {
+      dropManagedFields(obj);
+      options.keep?.(obj);
+    };
     const list = async (): Promise<KubernetesListObject<T>> => {
       const result = await options.list();
-      for (const item of result.items) dropManagedFields(item);
+      for (const item of result.items) trim(item);
       setImmediate(() => {
         this.#synced = true;
         this.#failures = 0;
@@ -88,11 +98,11 @@ export class ResilientInformer<T extends KubernetesObject> {
     this.#informer = new ListWatch(options.path, watch, list, false, options.labelSelector);
     // The first handlers: the cached object is the one handed to them, so the cache keeps it lean.
     this.#informer.on('add', (o) => {
-      dropManagedFields(o);
+      trim(o);
       options.onChange(o, 'add');
     });
     this.#informer.on('update', (o) => {
-      dropManagedFields(o);
+      trim(o);
       options.onChange(o, 'update');
     });
     this.#informer.on('delete', (o) => {

@@ -33,6 +33,7 @@ import { backoffDelayMs } from '../../kube/backoff.js';
 import { findCondition } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import { ResilientInformer } from '../../kube/informer.js';
+import { slimTlsSecret } from '../../certificates/parsed-secret.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
 import type { ObjectHeader } from '../../routing/plan.js';
@@ -175,7 +176,8 @@ export class CustomDomainController {
       '/apis/networking.k8s.io/v1/ingresses',
       OWNED_SELECTOR,
     );
-    this.#watchOwned('v1', 'Secret', '/api/v1/secrets', OWNED_SELECTOR);
+    // A cached Secret keeps its parsed certificate, not its PEM and key (parsed-secret.ts).
+    this.#watchOwned('v1', 'Secret', '/api/v1/secrets', OWNED_SELECTOR, slimTlsSecret);
     this.#watchOwned('v1', 'Service', '/api/v1/services', MANAGED_SELECTOR);
     this.#informers = [
       this.#domains,
@@ -220,6 +222,7 @@ export class CustomDomainController {
     kind: string,
     path: string,
     labelSelector: string,
+    keep?: (obj: KubernetesObject) => void,
   ): ResilientInformer<KubernetesObject> {
     const informer = new ResilientInformer<KubernetesObject>(this.#d.kubeConfig, {
       resyncMs: 0,
@@ -227,6 +230,7 @@ export class CustomDomainController {
       path,
       list: this.#lister(apiVersion, kind, labelSelector),
       labelSelector,
+      ...(keep ? { keep } : {}),
       onChange: (obj) => {
         const owner = obj.metadata?.labels?.[CUSTOM_DOMAIN_LABEL];
         if (owner) this.#d.queue.add(`${obj.metadata?.namespace ?? ''}/${owner}`);

@@ -498,7 +498,7 @@ export class CustomDomainReconciler {
       renewalTime: defaultRenewalTime(facts).toISOString(),
       ...(replaces ? { replaces } : {}),
     };
-    return { status, pem: parsed.chainPem };
+    return { status, pem: parsed.leafPem };
   }
 
   async #readSecretLive(at: { namespace: string; name: string }): Promise<V1Secret | undefined> {
