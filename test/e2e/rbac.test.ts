@@ -347,7 +347,8 @@ describe('the rate-limit service as its ServiceAccount', () => {
     const container = podSpec(deployment).containers[0] ?? { name: '' };
     const env = containerEnv(container, NAMESPACE);
     expect(env['PORTICO_RATELIMIT_REDIS_URL']).toBe(sandbox.redisUrl);
-    // Written by the operator in a cluster; here by the test, as the admin.
+    // Written by the operator in a cluster; here by the test, as the admin. The operator run by the
+    // test above may have written it already (as portico-controller): the test takes the field over.
     const config = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
@@ -358,9 +359,10 @@ describe('the rate-limit service as its ServiceAccount', () => {
       },
       data: { 'config.json': renderCompiledConfig([]) },
     };
-    const applied = await kubectl(['apply', '--server-side', '--field-manager=e2e', '-f', '-'], {
-      input: JSON.stringify(config),
-    });
+    const applied = await kubectl(
+      ['apply', '--server-side', '--force-conflicts', '--field-manager=e2e', '-f', '-'],
+      { input: JSON.stringify(config) },
+    );
     expect(applied.code, applied.stderr).toBe(0);
 
     const [grpcPort, metricsPort] = [await freePort(), await freePort()];
