@@ -68,6 +68,7 @@ function build(
   tracker: IssuanceTracker;
   orders: OrderQueue;
   kubeConfig: PooledKubeConfig;
+  account: AcmeAccount;
 } {
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -165,7 +166,7 @@ function build(
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
   });
-  return { controller, store, metrics, objects, rateLimitPolicies, tracker, orders, kubeConfig };
+  return { controller, store, metrics, objects, rateLimitPolicies, tracker, orders, kubeConfig, account };
 }
 
 /** An hour: Let's Encrypt backdates a certificate's notBefore by about this much. */
@@ -210,10 +211,8 @@ export async function runController(args: string[]): Promise<number> {
   }
   const config = parsed;
   const log = createLogger(config.logLevel);
-  const { controller, store, metrics, objects, rateLimitPolicies, tracker, orders, kubeConfig } = build(
-    config,
-    log,
-  );
+  const { controller, store, metrics, objects, rateLimitPolicies, tracker, orders, kubeConfig, account } =
+    build(config, log);
   const elector = config.leaderElection
     ? new LeaderElector(
         objects,
@@ -256,6 +255,7 @@ export async function runController(args: string[]): Promise<number> {
   // asked nothing more; the next leader places new ones.
   orders.stop();
   await Promise.all([controller.stop(), rateLimitPolicies.stop(), tracker.stop()]);
+  account.close();
   await elector?.stop();
   await store.stop();
   await kubeConfig.close();
