@@ -100,6 +100,8 @@ export class AcmeIssuer {
   readonly #options: IssuerOptions;
   readonly #directory: AcmeDirectory;
   readonly #gate = new RateLimitGate();
+  /** acme-client calls of cancelled orders still running in the background (see `abandonedCalls`). */
+  #abandoned = 0;
 
   constructor(
     account: AcmeAccount,
@@ -194,16 +196,37 @@ export class AcmeIssuer {
   ): Promise<T> {
     if (signal?.aborted) throw new IssuanceCancelledError(hostname);
     let result: T;
+    const work = call();
     try {
-      result = await untilAborted(call(), signal, () => new IssuanceCancelledError(hostname));
+      result = await untilAborted(work, signal, () => new IssuanceCancelledError(hostname));
     } catch (err) {
-      if (signal?.aborted) throw new IssuanceCancelledError(hostname);
+      if (signal?.aborted) {
+        this.#abandon(work);
+        throw new IssuanceCancelledError(hostname);
+      }
       if (err instanceof AcmeRateLimitedError || err instanceof AcmeRequestTimeoutError)
         throw err.during(step, hostname);
       throw err;
     }
     if (signal?.aborted) throw new IssuanceCancelledError(hostname);
     return result;
+  }
+
+  /**
+   * How many acme-client calls of cancelled orders are still running: a polling loop asleep between
+   * attempts (up to its backoff maximum, for up to its attempt count) cannot be stopped from outside,
+   * though every request it makes is refused at once. At shutdown there is nothing to wait for.
+   */
+  abandonedCalls(): number {
+    return this.#abandoned;
+  }
+
+  #abandon(work: Promise<unknown>): void {
+    this.#abandoned += 1;
+    const settled = (): void => {
+      this.#abandoned -= 1;
+    };
+    work.then(settled, settled);
   }
 
   async #checkCaa(hostname: string): Promise<void> {

@@ -69,6 +69,7 @@ function build(
   orders: OrderQueue;
   kubeConfig: PooledKubeConfig;
   account: AcmeAccount;
+  issuer: AcmeIssuer;
 } {
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -166,7 +167,18 @@ function build(
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
   });
-  return { controller, store, metrics, objects, rateLimitPolicies, tracker, orders, kubeConfig, account };
+  return {
+    controller,
+    store,
+    metrics,
+    objects,
+    rateLimitPolicies,
+    tracker,
+    orders,
+    kubeConfig,
+    account,
+    issuer,
+  };
 }
 
 /** An hour: Let's Encrypt backdates a certificate's notBefore by about this much. */
@@ -211,8 +223,18 @@ export async function runController(args: string[]): Promise<number> {
   }
   const config = parsed;
   const log = createLogger(config.logLevel);
-  const { controller, store, metrics, objects, rateLimitPolicies, tracker, orders, kubeConfig, account } =
-    build(config, log);
+  const {
+    controller,
+    store,
+    metrics,
+    objects,
+    rateLimitPolicies,
+    tracker,
+    orders,
+    kubeConfig,
+    account,
+    issuer,
+  } = build(config, log);
   const elector = config.leaderElection
     ? new LeaderElector(
         objects,
@@ -263,9 +285,17 @@ export async function runController(args: string[]): Promise<number> {
   observability.close();
   http01.closeAllConnections();
   observability.closeAllConnections();
-  log.info('stopped');
   // Losing the lease ends the process (as controller-runtime does); its supervisor starts a fresh one.
-  return reason === 'lost leadership' ? 1 : 0;
+  const code = reason === 'lost leadership' ? 1 : 0;
+  const abandonedCalls = issuer.abandonedCalls();
+  if (abandonedCalls > 0) {
+    // The polling loops of abandoned orders sleep in acme-client between attempts they are refused;
+    // waiting for them would only delay the exit (up to the CLI's 5 s guard, or their last attempt).
+    log.info({ abandonedCalls }, 'stopped; exiting without waiting for abandoned ACME polling loops');
+    process.exit(code);
+  }
+  log.info('stopped');
+  return code;
 }
 
 function stopSignal(): Promise<string> {
