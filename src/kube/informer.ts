@@ -8,8 +8,8 @@
  * flight at `stop` returns, and its `stop` misses a watch request still being opened; such a
  * request is aborted as soon as it is open (`StopAwareWatch`), so a stopped process can exit.
  *
- * Cached objects carry no `metadata.managedFields` (dropped as they arrive, see `dropManagedFields`),
- * and whatever else the informer's `keep` trims.
+ * Cached objects carry no apply bookkeeping (dropped as they arrive, see `dropApplyBookkeeping`),
+ * and none of whatever else the informer's `keep` trims.
  */
 import {
   ListWatch,
@@ -43,13 +43,21 @@ export interface ResilientInformerOptions<T extends KubernetesObject> {
   log: Logger;
 }
 
+/** kubectl's client-side apply bookkeeping: a copy of the whole object as last applied, as JSON. */
+export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
+
 /**
- * Removes `metadata.managedFields` from a cached object (client-go's informers do the same with a
- * transform): the server-side apply bookkeeping is often the largest part of an object, nothing
- * here reads it, and at 10,000 domains each cache holds 10,000 copies.
+ * Removes the apply bookkeeping from a cached object: `metadata.managedFields` (client-go's
+ * informers drop it with a transform too) and kubectl's last-applied-configuration annotation (a
+ * CustomDomain applied with `kubectl apply` carries its whole manifest again in it). Nothing here
+ * reads either, they are often the largest part of an object, and at 10,000 domains each cache holds
+ * 10,000 copies. Mutates `obj`.
  */
-function dropManagedFields(obj: KubernetesObject): void {
-  if (obj.metadata?.managedFields) delete obj.metadata.managedFields;
+export function dropApplyBookkeeping(obj: KubernetesObject): void {
+  const metadata = obj.metadata;
+  if (!metadata) return;
+  if (metadata.managedFields) delete metadata.managedFields;
+  if (metadata.annotations) Reflect.deleteProperty(metadata.annotations, LAST_APPLIED_ANNOTATION);
 }
 
 /** A Watch that aborts a request opened after its informer was stopped, as soon as it is open. */
@@ -82,7 +90,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     // The informer fills its cache right after the list resolves; `synced` turns true on the next
     // macrotask, once the cache holds the listed objects.
     const trim = (obj: T): void => {
-      dropManagedFields(obj);
+      dropApplyBookkeeping(obj);
       options.keep?.(obj);
     };
     const list = async (): Promise<KubernetesListObject<T>> => {
