@@ -8,10 +8,12 @@ import {
   createCustomDomain,
   createProject,
   dns,
+  failedAcmeOrders,
   getCustomDomain,
   kube,
   sandbox,
   unique,
+  waitFor,
   waitForCondition,
   requestVerify,
 } from './support/cluster.js';
@@ -40,6 +42,27 @@ describe('CAA that excludes the CA', () => {
     expect(cd.status?.conditions?.find((c) => c.type === 'DNSVerified')?.status).toBe('True');
     const events = await kube().core.listNamespacedEvent({ namespace: ns });
     expect(events.items.some((e) => e.reason === 'CAAForbidsIssuance' && e.type === 'Warning')).toBe(true);
+  });
+
+  it('records a re-verify while CAA still excludes the CA, and tries it once, not over and over', async () => {
+    const failedBefore = await failedAcmeOrders();
+    const requestedAt = new Date().toISOString();
+    await requestVerify(ns, 'www', requestedAt);
+    const recorded = await waitFor(
+      'the verify request recorded in status',
+      async () => {
+        const cd = await getCustomDomain(ns, 'www');
+        return cd.status?.lastVerifyRequest === requestedAt ? cd : undefined;
+      },
+      30_000,
+    );
+    expect(recorded.status?.conditions?.find((c) => c.type === 'CertificateReady')?.reason).toBe(
+      'CAAForbidsIssuance',
+    );
+    // Longer than the status hold of a reconcile that places an order (5 s): a request answered
+    // only by a held-back write would be met again and tried again and again.
+    await new Promise((resolve) => setTimeout(resolve, 7_000));
+    expect((await failedAcmeOrders()) - failedBefore).toBe(1);
   });
 
   it('goes Live on re-verify once the CAA record admits the CA, without waiting for the backoff', async () => {

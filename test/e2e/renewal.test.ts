@@ -11,6 +11,7 @@ import {
   createCustomDomain,
   createProject,
   dns,
+  failedAcmeOrders,
   getCustomDomain,
   kube,
   sandbox,
@@ -128,21 +129,23 @@ describe('ARI-driven renewal', () => {
         suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
       }),
     });
-    const failedBefore = await failedOrders();
+    const failedBefore = await failedAcmeOrders();
     await requestVerify(ns, 'www', 'renew-again');
     let lastSeen = '';
     await waitFor('the renewal attempt to fail', async () => {
       const now = await getCustomDomain(ns, 'www');
       const ready = now.status?.conditions?.find((c) => c.type === 'CertificateReady');
-      lastSeen = `CertificateReady ${ready?.status} ${ready?.reason}: ${ready?.message}; failed orders ${await failedOrders()} (before: ${failedBefore})`;
-      return ready?.reason === 'RenewalFailed' && (await failedOrders()) > failedBefore ? true : undefined;
+      lastSeen = `CertificateReady ${ready?.status} ${ready?.reason}: ${ready?.message}; failed orders ${await failedAcmeOrders()} (before: ${failedBefore})`;
+      return ready?.reason === 'RenewalFailed' && (await failedAcmeOrders()) > failedBefore
+        ? true
+        : undefined;
     }).catch((err: unknown) => {
       throw new Error(`${(err as Error).message}; last seen: ${lastSeen}`);
     });
     // The next attempt is a minute away (the published backoff): none in the next 8 s.
-    const failedAfterFirst = await failedOrders();
+    const failedAfterFirst = await failedAcmeOrders();
     await new Promise((r) => setTimeout(r, 8_000));
-    expect((await failedOrders()) - failedAfterFirst).toBe(0);
+    expect((await failedAcmeOrders()) - failedAfterFirst).toBe(0);
     const cd = await getCustomDomain(ns, 'www');
     const servingSerial = new X509Certificate(servingPem).serialNumber;
     expect(cd.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
@@ -175,10 +178,3 @@ describe('ARI-driven renewal', () => {
     expect(renewed.status?.phase).toBe('Live');
   });
 });
-
-/** The stack operator's count of failed ACME orders (`portico_acme_orders_total{result="failed"}`). */
-async function failedOrders(): Promise<number> {
-  const text = await (await fetch(sandbox.controllerMetricsUrl)).text();
-  const line = text.split('\n').find((l) => l.startsWith('portico_acme_orders_total{result="failed"}'));
-  return Number(line?.split(' ')[1] ?? 0);
-}

@@ -168,7 +168,10 @@ export class CustomDomainReconciler {
       requeueAfterMs: certificateRequeue,
       orderStarted,
     } = await this.#certificate(domain, key, verified, verifyRequested, now, log);
-    if (orderStarted) {
+    // A verify request is answered by the status write that records it (lastVerifyRequest): held
+    // back, an order failing within the delay would meet the same request again, have its backoff
+    // cleared and be placed again, over and over.
+    if (orderStarted && !verifyRequested) {
       // The next reconcile (when the order settles, or after the delay) writes the status.
       return { requeueAfterMs: ORDER_PROGRESS_STATUS_DELAY_MS };
     }

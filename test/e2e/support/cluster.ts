@@ -174,6 +174,13 @@ export async function getPebble(url: string): Promise<string> {
   });
 }
 
+/** The stack operator's count of failed ACME orders (`portico_acme_orders_total{result="failed"}`). */
+export async function failedAcmeOrders(): Promise<number> {
+  const text = await (await fetch(sandbox.controllerMetricsUrl)).text();
+  const line = text.split('\n').find((l) => l.startsWith('portico_acme_orders_total{result="failed"}'));
+  return Number(line?.split(' ')[1] ?? 0);
+}
+
 /**
  * Presses the spec's Verify / Re-verify button: sets the annotation `portico.dev/verify-requested-at`
  * (default value: now, RFC 3339), which makes the operator check DNS at once.
