@@ -39,8 +39,11 @@ export class AcmeAccount {
   readonly #options: AcmeAccountOptions;
   readonly #log: Logger;
   #client: Promise<acme.Client> | undefined;
-  /** acme-client's connections to the CA: kept alive between requests, destroyed by `close`. */
-  readonly #agent = new HttpsAgent({ keepAlive: true });
+  /**
+   * acme-client's connections to the CA: kept alive between requests (an idle one for 5 s, as Node's
+   * global agent does), destroyed by `close`.
+   */
+  readonly #agent = new HttpsAgent({ keepAlive: true, timeout: 5_000 });
 
   constructor(core: CoreV1Api, options: AcmeAccountOptions, log: Logger) {
     this.#core = core;
@@ -64,8 +67,8 @@ export class AcmeAccount {
   }
 
   /**
-   * Closes the connections to the CA, idle or not (at shutdown, once the orders in flight were
-   * abandoned: an idle kept-alive connection would hold the process open).
+   * Closes the connections to the CA, idle or busy (at shutdown, once the orders in flight were
+   * abandoned: a connection still tied to an abandoned request would hold the process open).
    */
   close(): void {
     this.#agent.destroy();

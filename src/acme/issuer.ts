@@ -100,7 +100,7 @@ export class AcmeIssuer {
   readonly #options: IssuerOptions;
   readonly #directory: AcmeDirectory;
   readonly #gate = new RateLimitGate();
-  /** acme-client calls of cancelled orders still running in the background (see `abandonedCalls`). */
+  /** Calls of cancelled orders still running in the background (see `abandonedCalls`). */
   #abandoned = 0;
 
   constructor(
@@ -213,9 +213,10 @@ export class AcmeIssuer {
   }
 
   /**
-   * How many acme-client calls of cancelled orders are still running: a polling loop asleep between
-   * attempts (up to its backoff maximum, for up to its attempt count) cannot be stopped from outside,
-   * though every request it makes is refused at once. At shutdown there is nothing to wait for.
+   * How many calls of cancelled orders are still running in the background: an acme-client polling
+   * loop asleep between attempts (up to its backoff maximum, for up to its attempt count), whose
+   * every request is refused at once, or an HTTP-01 self-check between its attempts. Neither can be
+   * stopped from outside, and at shutdown neither is worth waiting for.
    */
   abandonedCalls(): number {
     return this.#abandoned;
@@ -271,7 +272,8 @@ export class AcmeIssuer {
     signal?.addEventListener('abort', withdrawNow, { once: true });
     try {
       if (signal?.aborted) throw new IssuanceCancelledError(hostname);
-      await selfCheckHttp01({
+      // Up to its attempts × (timeout + interval): not waited for once the order is cancelled.
+      const selfCheck = selfCheckHttp01({
         hostname,
         port: this.#options.http01Port,
         token: challenge.token,
@@ -279,6 +281,12 @@ export class AcmeIssuer {
         resolver: this.#resolver,
         ...this.#options.selfCheck,
       });
+      try {
+        await untilAborted(selfCheck, signal, () => new IssuanceCancelledError(hostname));
+      } catch (err) {
+        if (signal?.aborted) this.#abandon(selfCheck);
+        throw err;
+      }
       await this.#ca('challenge response', hostname, signal, () => client.completeChallenge(challenge));
       await this.#ca('challenge validation', hostname, signal, () =>
         client.waitForValidStatus(challenge).catch((err: unknown) => {

@@ -19,7 +19,7 @@
  * - otherwise it is sent as `GET newNonce`, which RFC 8555 §7.2 allows as well (the CA answers
  *   `204 No Content`), so the connection is kept.
  * A pooled nonce the CA no longer accepts costs one `badNonce` answer, which carries a fresh nonce
- * that acme-client retries with (RFC 8555 §6.5, up to 5 times); nonces from error answers are never
+ * that acme-client retries with (RFC 8555 §6.5; acme-client retries up to 5 times); nonces from error answers are never
  * pooled, since acme-client itself uses the one of a `badNonce` answer.
  */
 import type { AdapterRequestConfig, RequestAdapter } from './request-timeout.js';

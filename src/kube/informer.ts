@@ -95,7 +95,20 @@ export class ResilientInformer<T extends KubernetesObject> {
     };
     const list = async (): Promise<KubernetesListObject<T>> => {
       const result = await options.list();
-      for (const item of result.items) trim(item);
+      for (const item of result.items) {
+        // An object the cache holds at the same resourceVersion is not replaced by a relist: its
+        // cached copy was trimmed already (a relist after a 410 would otherwise parse every Secret).
+        const { name, namespace } = item.metadata ?? {};
+        const cached = name === undefined ? undefined : this.#informer.get(name, namespace);
+        if (
+          cached?.metadata?.resourceVersion !== undefined &&
+          cached.metadata.resourceVersion === item.metadata?.resourceVersion
+        ) {
+          dropApplyBookkeeping(item);
+          continue;
+        }
+        trim(item);
+      }
       setImmediate(() => {
         this.#synced = true;
         this.#failures = 0;
