@@ -35,6 +35,8 @@ const SPEC_MESSAGES = {
   portNumber: 'service.port must be a port number from 1 to 65535, or a port name, e.g. http',
   portName:
     "service.port must be a port number, e.g. 80, or the name of a port of the Service (at most 15 characters of a-z, 0-9 and '-', with a letter), e.g. http",
+  nameLength:
+    "metadata.name must be at most 63 characters: Portico labels the objects it owns with the CustomDomain's name, and a label value is at most 63 characters (the hostname itself may be longer)",
 } as const;
 
 interface KubectlResult {
@@ -288,6 +290,14 @@ describe('spec.service', () => {
   it.each(['Shop-Web', 'shop_web', '1shop', 'shop-', 'shop.web'])('rejects name %j', async (name) => {
     const spec = { hostname: 'www.example.com', service: { name, port: 80 } };
     expectRejected(await dryRunCreate('bad-service-name', spec), [SPEC_MESSAGES.serviceName]);
+  });
+});
+
+describe('metadata.name', () => {
+  it('accepts 63 characters and rejects 64, saying why', async () => {
+    const spec = { hostname: 'www.example.com', service: { name: 'shop-web' } };
+    expectAccepted(await dryRunCreate('n'.repeat(63), spec));
+    expectRejected(await dryRunCreate('n'.repeat(64), spec), [SPEC_MESSAGES.nameLength]);
   });
 });
 
