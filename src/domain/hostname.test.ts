@@ -6,6 +6,7 @@ import {
   HOSTNAME_RULES,
   MAX_HOSTNAME_LENGTH,
   hostnameProblems,
+  invalidALabels,
   normalizeDnsName,
   validateHostname,
 } from './hostname.js';
@@ -139,5 +140,19 @@ describe('normalizeDnsName', () => {
 
   it('lowercases ASCII letters only (RFC 4343)', () => {
     expect(normalizeDnsName('BÜCHER.Example')).toBe('bÜcher.example');
+  });
+});
+
+describe('invalidALabels', () => {
+  it('finds xn-- labels that are not punycode of a valid label (RFC 5891, UTS #46)', () => {
+    expect(invalidALabels('xn--a.example.com')).toEqual(['xn--a']);
+    expect(invalidALabels('www.xn--.xn--zz-.example')).toEqual(['xn--', 'xn--zz-']);
+    expect(invalidALabels('XN--A.example.com')).toEqual(['xn--a']);
+  });
+
+  it('accepts valid A-labels and names without any', () => {
+    expect(invalidALabels('xn--bcher-kva.example')).toEqual([]);
+    expect(invalidALabels('shop.xn--bcher-kva.example.')).toEqual([]);
+    expect(invalidALabels('www.example.com')).toEqual([]);
   });
 });

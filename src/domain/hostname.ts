@@ -22,6 +22,7 @@
  *   label, no IP address), lowercase, no trailing dot, so that the value is stored in one canonical
  *   form and two CustomDomains for the same name are recognisably equal.
  */
+import { domainToASCII, domainToUnicode } from 'node:url';
 
 /** Why a hostname was rejected, in the UpperCamelCase form Kubernetes uses for condition reasons. */
 export type HostnameReason =
@@ -207,4 +208,23 @@ export function validateHostname(hostname: string): HostnameProblem | undefined 
 export function normalizeDnsName(name: string): string {
   const lower = name.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
   return lower.endsWith('.') ? lower.slice(0, -1) : lower;
+}
+
+/**
+ * The labels of `hostname` written as A-labels (`xn--…`, RFC 5890 §2.3.2.1) that are not valid
+ * ones: not decodable as punycode (RFC 3492), or decoding to a Unicode label that UTS #46 processing
+ * (Node's `url.domainToASCII`, the WHATWG URL host parser) does not turn back into the same A-label
+ * (RFC 5891 §5.4: an A-label must round-trip). The CRD's CEL rules cannot decode punycode, so the
+ * operator checks this when it accepts a domain; a CA refuses such a name anyway.
+ *
+ * @returns the offending labels, lowercase, in order; `[]` when there is none. Pure; never throws.
+ */
+export function invalidALabels(hostname: string): string[] {
+  return normalizeDnsName(hostname)
+    .split('.')
+    .filter((label) => {
+      if (!label.startsWith('xn--')) return false;
+      const unicode = domainToUnicode(label);
+      return unicode === '' || unicode.startsWith('xn--') || domainToASCII(unicode) !== label;
+    });
 }

@@ -266,3 +266,24 @@ describe('reserved hostnames', () => {
     expect(cd.status?.conditions?.find((c) => c.type === 'Accepted')?.message).toContain(target);
   });
 });
+
+describe('internationalized hostnames', () => {
+  it('refuses an xn-- label that is not a valid A-label, claims nothing, and accepts a valid one', async () => {
+    const ns = unique('idna');
+    const bad = `xn--a.${ns}.example`;
+    const good = `xn--bcher-kva.${ns}.example`;
+    await Promise.all([createProject(ns), dns.setCname(bad, target), dns.setCname(good, target)]);
+    await createCustomDomain(ns, 'bad', { hostname: bad, service: { name: 'web' } });
+    await createCustomDomain(ns, 'good', { hostname: good, service: { name: 'web' } });
+    const refused = await waitForCondition(ns, 'bad', 'Accepted', 'False', 'InvalidHostname');
+    expect(refused.status?.conditions?.find((c) => c.type === 'Accepted')?.message).toContain('(xn--a)');
+    expect(await getHostnameClaim(bad)).toBeUndefined();
+    const events = await kube().core.listNamespacedEvent({ namespace: ns });
+    expect(
+      events.items.some(
+        (e) => e.involvedObject.name === 'bad' && e.reason === 'InvalidHostname' && e.type === 'Warning',
+      ),
+    ).toBe(true);
+    await waitForCondition(ns, 'good', 'Ready', 'True', undefined, 60_000);
+  });
+});

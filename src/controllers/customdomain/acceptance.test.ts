@@ -14,6 +14,7 @@ const ok: AcceptanceFacts = {
   readyEndpoints: 1,
   previouslyAccepted: false,
   reservedDomain: undefined,
+  invalidALabels: [],
   claim: 'held',
 };
 
@@ -42,6 +43,13 @@ describe('acceptance', () => {
     expect(taken.message).toBe(
       'www.example.com is already attached to another project on this platform. If you own it, remove it from the other project first, or contact support.',
     );
+  });
+
+  it('refuses a hostname with an invalid A-label before any other gate, naming the label', () => {
+    const c = acceptance({ ...ok, plan: 'free', invalidALabels: ['xn--a'], claim: undefined });
+    expect(c).toMatchObject({ status: 'False', reason: 'InvalidHostname' });
+    expect(c.message).toContain('(xn--a)');
+    expect(c.message).toContain('is not a valid A-label (RFC 5891)');
   });
 
   it('puts the plan and reserved-name gates before the claim, and the claim before the deploy gate', () => {

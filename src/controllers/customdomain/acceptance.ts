@@ -5,6 +5,8 @@
  *   `portico.dev/plan`; a missing label means free (DESIGN.md).
  * - Deploy [spec §3]: the project must have had a successful deploy: its Service has had at least
  *   one ready endpoint. Once accepted, a later scale-to-zero does not revoke it.
+ * - Internationalized names: every `xn--` label must be a valid A-label (RFC 5891, UTS #46); the CRD's
+ *   CEL rules cannot decode punycode, so this gate does (`invalidALabels`).
  * - Reserved hostnames: the platform's own domains (configuration) cannot be claimed.
  * - Takeover safety: a hostname belongs to at most one CustomDomain in the cluster. The claim is a
  *   HostnameClaim taken atomically (hostname-claims.ts) once plan and reserved-name gates pass; the
@@ -35,6 +37,8 @@ export interface AcceptanceFacts {
   /** The Accepted condition was True before: the project has had a deploy. */
   previouslyAccepted: boolean;
   reservedDomain: string | undefined;
+  /** The labels of the hostname that are `xn--` labels but not valid A-labels (`invalidALabels`). */
+  invalidALabels: readonly string[];
   /**
    * The hostname claim (hostname-claims.ts): `held` by this CustomDomain or `taken` by another;
    * undefined when it was not asked because the plan or reserved-name gate failed first.
@@ -52,6 +56,13 @@ export function acceptance(f: AcceptanceFacts): ConditionInput & { status: 'True
     reason,
     message,
   });
+  if (f.invalidALabels.length > 0) {
+    const labels = f.invalidALabels.join(', ');
+    return no(
+      'InvalidHostname',
+      `${hostname} has ${f.invalidALabels.length === 1 ? 'a label' : 'labels'} (${labels}) written as punycode that ${f.invalidALabels.length === 1 ? 'is not a valid A-label' : 'are not valid A-labels'} (RFC 5891): no CA issues a certificate for it. Write the name's A-labels as your registrar shows them, in a new CustomDomain (spec.hostname cannot be changed).`,
+    );
+  }
   if (!ELIGIBLE_PLANS.has(f.plan)) {
     return no(
       'PlanNotEligible',

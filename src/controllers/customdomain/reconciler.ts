@@ -35,6 +35,7 @@ import { defaultRenewalTime } from '../../certificates/inspect.js';
 import { parsedSecret } from '../../certificates/parsed-secret.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { normalizeDnsName, type RRsetAnswer } from '../../dns/answers.js';
+import { invalidALabels } from '../../domain/hostname.js';
 import { isApex, registeredDomain, requiredDnsRecords } from '../../dns/records.js';
 import type { DnsResolver } from '../../dns/resolver.js';
 import { verifyApex, verifySubdomain, type Verdict } from '../../dns/verdict.js';
@@ -98,6 +99,7 @@ const WARNING_REASONS = new Set([
   'NotDeployed',
   'ReservedHostname',
   'HostnameAlreadyClaimed',
+  'InvalidHostname',
   'RecordNotFound',
   'ConflictingRecord',
   'CNAMEMismatch',
@@ -207,7 +209,11 @@ export class CustomDomainReconciler {
     this.#cancelOrder(key);
     // A holder whose plan no longer allows custom domains lets the hostname go, now that its
     // routing is gone (a NotDeployed holder keeps it; HostnameAlreadyClaimed holds nothing).
-    if (accepted.reason === 'PlanNotEligible' || accepted.reason === 'ReservedHostname') {
+    if (
+      accepted.reason === 'PlanNotEligible' ||
+      accepted.reason === 'ReservedHostname' ||
+      accepted.reason === 'InvalidHostname'
+    ) {
       await this.#d.claims.release(domain, { trustCache: true });
     }
     const status = buildStatus(
@@ -247,7 +253,8 @@ export class CustomDomainReconciler {
     const hostname = normalizeDnsName(domain.spec.hostname);
     const plan = planOf(view.namespaceLabels(domain.metadata.namespace));
     const reservedDomain = reservedDomainOf(hostname, this.#d.reservedDomains);
-    const claimable = ELIGIBLE_PLANS.has(plan) && reservedDomain === undefined;
+    const badLabels = invalidALabels(hostname);
+    const claimable = badLabels.length === 0 && ELIGIBLE_PLANS.has(plan) && reservedDomain === undefined;
     const service = domain.spec.service?.name;
     return acceptance({
       domain,
@@ -255,6 +262,7 @@ export class CustomDomainReconciler {
       readyEndpoints: service ? view.readyEndpoints(domain.metadata.namespace, service) : undefined,
       previouslyAccepted: findCondition(domain.status?.conditions, 'Accepted')?.status === 'True',
       reservedDomain,
+      invalidALabels: badLabels,
       claim: claimable ? await this.#d.claims.acquire(domain) : undefined,
     });
   }
