@@ -1,5 +1,5 @@
 /**
- * Exponential backoff with full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter"),
+ * Exponential backoff with "equal jitter" (AWS Architecture Blog, "Exponential Backoff And Jitter"),
  * the delay rule shared by the work queue and the informer restarts. Pure: randomness is a parameter.
  */
 export interface BackoffPolicy {
