@@ -48,16 +48,18 @@ describe('CAA that excludes the CA', () => {
     const failedBefore = await failedAcmeOrders();
     const requestedAt = new Date().toISOString();
     await requestVerify(ns, 'www', requestedAt);
-    const recorded = await waitFor(
-      'the verify request recorded in status',
+    // The reconcile that answers the request records it together with the new attempt (Issuing);
+    // the attempt fails on CAA at once and the next status says so.
+    await waitFor(
+      'the verify request recorded and its attempt failed on CAA again',
       async () => {
         const cd = await getCustomDomain(ns, 'www');
-        return cd.status?.lastVerifyRequest === requestedAt ? cd : undefined;
+        const reason = cd.status?.conditions?.find((c) => c.type === 'CertificateReady')?.reason;
+        return cd.status?.lastVerifyRequest === requestedAt && reason === 'CAAForbidsIssuance'
+          ? cd
+          : undefined;
       },
       30_000,
-    );
-    expect(recorded.status?.conditions?.find((c) => c.type === 'CertificateReady')?.reason).toBe(
-      'CAAForbidsIssuance',
     );
     // Longer than the status hold of a reconcile that places an order (5 s): a request answered
     // only by a held-back write would be met again and tried again and again.
