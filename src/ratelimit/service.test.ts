@@ -76,15 +76,23 @@ class MemoryStore implements CounterStore {
 function setup(failureMode: FailureMode = 'allow') {
   const store = new MemoryStore();
   const metrics = createRateLimitMetrics();
+  const logLines: string[] = [];
   const service = new RateLimitService({
     policies: () => snapshot,
     store,
     failureMode,
     now: () => NOW,
     metrics,
-    log: pino({ level: 'silent' }),
+    log: pino(
+      { level: 'info' },
+      {
+        write: (line: string) => {
+          logLines.push(line);
+        },
+      },
+    ),
   });
-  return { store, metrics, service };
+  return { store, metrics, service, logLines };
 }
 
 const check = (keyId: string | undefined, extra: Partial<RateLimitRequest> = {}): RateLimitRequest => ({
@@ -187,6 +195,17 @@ describe('RateLimitService', () => {
     expect(await metricLines(metrics, 'portico_ratelimit_bans_total')).toEqual([
       `portico_ratelimit_bans_total{domain="${DOMAIN}"} 1`,
     ]);
+  });
+
+  it('logs a ban with at most 128 characters of the key id and its length, whatever the client sent', async () => {
+    const { service, logLines } = setup();
+    const longId = 'k'.repeat(100_000);
+    for (let i = 0; i < 4; i++) await service.shouldRateLimit(check(longId, { hits_addend: 61 }));
+    const ban = logLines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l['msg'] === 'key banned: it kept sending while limited');
+    expect(ban).toMatchObject({ keyId: `${'k'.repeat(128)}…`, keyIdLength: 100_000, banSeconds: 900 });
+    expect(Math.max(...logLines.map((l) => l.length))).toBeLessThan(1_000);
   });
 
   it('answers OK without limits for an unknown domain and a descriptor without key_id', async () => {

@@ -128,7 +128,12 @@ export class RateLimitService {
     if (outcome.kind === 'bannedNow') {
       this.#d.metrics.bansTotal.inc({ domain });
       this.#d.log.info(
-        { domain, keyId: lookup.keyId, banSeconds: Math.round(outcome.banTtlMs / 1000) },
+        {
+          domain,
+          keyId: keyIdForLog(lookup.keyId),
+          keyIdLength: lookup.keyId.length,
+          banSeconds: Math.round(outcome.banTtlMs / 1000),
+        },
         'key banned: it kept sending while limited',
       );
     }
@@ -177,4 +182,12 @@ export class RateLimitService {
     this.#failuresSinceLog = 0;
     this.#lastFailureLogMs = nowMs;
   }
+}
+
+/** Characters of a key id a log line carries: a key id is whatever the client sent (#10 item 13). */
+export const LOG_KEY_ID_CHARS = 128;
+
+/** `keyId` as a log line carries it: at most `LOG_KEY_ID_CHARS` characters, then `…`. */
+export function keyIdForLog(keyId: string): string {
+  return keyId.length <= LOG_KEY_ID_CHARS ? keyId : `${keyId.slice(0, LOG_KEY_ID_CHARS)}…`;
 }
