@@ -88,27 +88,12 @@ export class ResilientInformer<T extends KubernetesObject> {
   constructor(kubeConfig: KubeConfig, options: ResilientInformerOptions<T>) {
     this.#options = options;
     // The informer fills its cache right after the list resolves; `synced` turns true on the next
-    // macrotask, once the cache holds the listed objects.
-    const trim = (obj: T): void => {
-      dropApplyBookkeeping(obj);
-      options.keep?.(obj);
-    };
+    // macrotask, once the cache holds the listed objects. Listed objects are trimmed by the add and
+    // update handlers below, like watched ones: ListWatch hands every object it stores to them, and
+    // drops a relisted object whose resourceVersion it already holds (so a relist after a 410 does
+    // not parse every Secret again).
     const list = async (): Promise<KubernetesListObject<T>> => {
       const result = await options.list();
-      for (const item of result.items) {
-        // An object the cache holds at the same resourceVersion is not replaced by a relist: its
-        // cached copy was trimmed already (a relist after a 410 would otherwise parse every Secret).
-        const { name, namespace } = item.metadata ?? {};
-        const cached = name === undefined ? undefined : this.#informer.get(name, namespace);
-        if (
-          cached?.metadata?.resourceVersion !== undefined &&
-          cached.metadata.resourceVersion === item.metadata?.resourceVersion
-        ) {
-          dropApplyBookkeeping(item);
-          continue;
-        }
-        trim(item);
-      }
       setImmediate(() => {
         this.#synced = true;
         this.#failures = 0;
@@ -118,6 +103,10 @@ export class ResilientInformer<T extends KubernetesObject> {
     const watch = new StopAwareWatch(kubeConfig, () => this.#stopped);
     this.#informer = new ListWatch(options.path, watch, list, false, options.labelSelector);
     // The first handlers: the cached object is the one handed to them, so the cache keeps it lean.
+    const trim = (obj: T): void => {
+      dropApplyBookkeeping(obj);
+      options.keep?.(obj);
+    };
     this.#informer.on('add', (o) => {
       trim(o);
       options.onChange(o, 'add');
