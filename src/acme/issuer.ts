@@ -196,14 +196,10 @@ export class AcmeIssuer {
   ): Promise<T> {
     if (signal?.aborted) throw new IssuanceCancelledError(hostname);
     let result: T;
-    const work = call();
     try {
-      result = await untilAborted(work, signal, () => new IssuanceCancelledError(hostname));
+      result = await this.#unlessCancelled(call(), signal, hostname);
     } catch (err) {
-      if (signal?.aborted) {
-        this.#abandon(work);
-        throw new IssuanceCancelledError(hostname);
-      }
+      if (signal?.aborted) throw new IssuanceCancelledError(hostname);
       if (err instanceof AcmeRateLimitedError || err instanceof AcmeRequestTimeoutError)
         throw err.during(step, hostname);
       throw err;
@@ -222,12 +218,23 @@ export class AcmeIssuer {
     return this.#abandoned;
   }
 
-  #abandon(work: Promise<unknown>): void {
-    this.#abandoned += 1;
-    const settled = (): void => {
-      this.#abandoned -= 1;
-    };
-    work.then(settled, settled);
+  /**
+   * `work`, not waited for once `signal` fires (`untilAborted`): it then rejects with
+   * IssuanceCancelledError, and `work` counts in `abandonedCalls` until it settles.
+   */
+  async #unlessCancelled<T>(work: Promise<T>, signal: AbortSignal | undefined, hostname: string): Promise<T> {
+    try {
+      return await untilAborted(work, signal, () => new IssuanceCancelledError(hostname));
+    } catch (err) {
+      if (signal?.aborted) {
+        this.#abandoned += 1;
+        const settled = (): void => {
+          this.#abandoned -= 1;
+        };
+        work.then(settled, settled);
+      }
+      throw err;
+    }
   }
 
   async #checkCaa(hostname: string): Promise<void> {
@@ -273,20 +280,18 @@ export class AcmeIssuer {
     try {
       if (signal?.aborted) throw new IssuanceCancelledError(hostname);
       // Up to its attempts × (timeout + interval): not waited for once the order is cancelled.
-      const selfCheck = selfCheckHttp01({
+      await this.#unlessCancelled(
+        selfCheckHttp01({
+          hostname,
+          port: this.#options.http01Port,
+          token: challenge.token,
+          keyAuthorization,
+          resolver: this.#resolver,
+          ...this.#options.selfCheck,
+        }),
+        signal,
         hostname,
-        port: this.#options.http01Port,
-        token: challenge.token,
-        keyAuthorization,
-        resolver: this.#resolver,
-        ...this.#options.selfCheck,
-      });
-      try {
-        await untilAborted(selfCheck, signal, () => new IssuanceCancelledError(hostname));
-      } catch (err) {
-        if (signal?.aborted) this.#abandon(selfCheck);
-        throw err;
-      }
+      );
       await this.#ca('challenge response', hostname, signal, () => client.completeChallenge(challenge));
       await this.#ca('challenge validation', hostname, signal, () =>
         client.waitForValidStatus(challenge).catch((err: unknown) => {
