@@ -69,6 +69,12 @@ export interface ObservedDns {
   result: string;
   message: string;
   records: ObservedRecord[];
+  /**
+   * RFC 3339: the first of the checks, in a row, whose definite answer no longer matched on a
+   * verified domain; it stays verified until this time plus the grace period
+   * (`--dns-mismatch-grace-seconds`). Absent while DNS matches.
+   */
+  failingSince?: string;
 }
 
 export interface CertificateStatus {

@@ -28,6 +28,11 @@ export interface ControllerConfig {
   /** `host:port` DNS servers for verification; [] means the system's. */
   dnsServers: string[];
   dnsTimeoutMs: number;
+  /**
+   * Milliseconds a verified domain stays verified while DNS answers definitely that its record no
+   * longer matches (dns-outcome.ts); resolver failures never unverify it.
+   */
+  dnsMismatchGraceMs: number;
   acmeDirectoryUrl: string;
   acmeEmail: string | undefined;
   acmeEab: { kid: string; hmacKey: string } | undefined;
@@ -117,6 +122,12 @@ const options = {
     env: 'PORTICO_DNS_TIMEOUT_MS',
     default: '2000',
     help: 'per-try DNS timeout, ms',
+  },
+  'dns-mismatch-grace-seconds': {
+    type: 'string',
+    env: 'PORTICO_DNS_MISMATCH_GRACE_SECONDS',
+    default: '900',
+    help: 'seconds a verified domain stays verified while DNS answers that its record no longer matches (resolver failures never unverify it)',
   },
   'acme-directory-url': {
     type: 'string',
@@ -292,6 +303,13 @@ function positiveInt(name: OptionName, value: string): number {
   return n;
 }
 
+function nonNegativeInt(name: OptionName, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0)
+    throw new ConfigError(`--${name} must be a whole number, 0 or more, got "${value}"`);
+  return n;
+}
+
 function hostPort(name: OptionName, value: string): { fqdn: string; port: number } {
   const at = value.lastIndexOf(':');
   if (at <= 0) throw new ConfigError(`--${name} must be host:port, got "${value}"`);
@@ -409,6 +427,8 @@ export function parseControllerConfig(
     reservedDomains: reservedDomains(get('reserved-domains'), required('platform-cname-target')),
     dnsServers: list(get('dns-server')),
     dnsTimeoutMs: positiveInt('dns-timeout-ms', required('dns-timeout-ms')),
+    dnsMismatchGraceMs:
+      nonNegativeInt('dns-mismatch-grace-seconds', required('dns-mismatch-grace-seconds')) * 1000,
     acmeDirectoryUrl: directory,
     acmeEmail: get('acme-email'),
     acmeEab: kid && hmacKey ? { kid, hmacKey } : undefined,

@@ -124,6 +124,7 @@ function build(
       reservedDomains: config.reservedDomains,
       apexAddresses: config.apexAddresses,
       certificateOverdueMs: config.certificateOverdueMs,
+      dnsMismatchGraceMs: config.dnsMismatchGraceMs,
       view,
       claims: new HostnameClaims(customObjects, log, (hostname) => view.hostnameClaim(hostname)),
       routing: {

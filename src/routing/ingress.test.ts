@@ -61,7 +61,7 @@ describe('redirect Ingresses', () => {
   it('puts only the challenge path, without TLS, in the challenge Ingress', () => {
     const options = { http01Service: { fqdn: 'portico.portico-system.svc.cluster.local', port: 8089 } };
     const acme = desiredChallengeIngress(redirect, options);
-    expect(acme?.metadata?.name).toBe('portico-www-acme');
+    expect(acme?.metadata?.name).toBe('portico--acme-www');
     expect(acme?.spec?.tls).toBeUndefined();
     expect(acme?.spec?.rules?.[0]?.http?.paths.map((p) => p.path)).toEqual([HTTP01_PATH_PREFIX]);
     expect(desiredChallengeIngress(redirect, {})).toBeUndefined();

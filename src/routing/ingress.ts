@@ -41,8 +41,22 @@ export const HTTP01_SERVICE_NAME = 'portico-acme-http01';
  */
 export const REDIRECT_PLACEHOLDER_SERVICE_NAME = 'portico-redirect-only';
 
-/** The name of the challenge-only Ingress of a redirect domain. */
+/**
+ * The name of the challenge-only Ingress of a redirect domain: `portico--acme-<name>`. It cannot be
+ * the serving Ingress name of any CustomDomain (`portico-<name>`, ownedNames): that would need a
+ * CustomDomain named `-acme-…`, and a Kubernetes object name starts with a letter or digit (issue 10,
+ * item 6: `portico-<name>-acme` was also the serving Ingress of a domain named `<name>-acme`).
+ */
 export function challengeIngressName(domain: Pick<CustomDomain, 'metadata'>): string {
+  return `portico--acme-${domain.metadata.name}`;
+}
+
+/**
+ * The name the challenge-only Ingress had before `challengeIngressName`, `portico-<name>-acme`:
+ * removed when found, but only when its owner label names this domain (it may be the serving
+ * Ingress of a domain named `<name>-acme`).
+ */
+export function legacyChallengeIngressName(domain: Pick<CustomDomain, 'metadata'>): string {
   return `${ownedNames(domain).ingress}-acme`;
 }
 

@@ -7,7 +7,7 @@ import type { RoutingOptions } from './options.js';
 import {
   desiredRouting,
   ownedRoutingObjects,
-  servicePortNumber,
+  resolveServicePort,
   staleRoutingObjects,
   type RoutingPlan,
 } from './plan.js';
@@ -56,7 +56,7 @@ describe('desiredRouting, ingress mode', () => {
     const objs = applied(plan);
     expect(objs.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`)).toEqual([
       'Service/portico-acme-http01',
-      'Ingress/portico-old-acme',
+      'Ingress/portico--acme-old',
       'Ingress/portico-old',
     ]);
     const main = find(objs, 'Ingress', 'portico-old') as V1Ingress | undefined;
@@ -66,7 +66,7 @@ describe('desiredRouting, ingress mode', () => {
     });
     expect(main?.spec?.tls).toEqual([{ hosts: ['old.example.com'], secretName: 'old-tls' }]);
     expect(paths(main).map((p) => p.path)).toEqual(['/']);
-    const acme = find(objs, 'Ingress', 'portico-old-acme') as V1Ingress | undefined;
+    const acme = find(objs, 'Ingress', 'portico--acme-old') as V1Ingress | undefined;
     expect(acme?.metadata?.annotations).toBeUndefined();
     expect(acme?.metadata?.ownerReferences?.[0]?.uid).toBe('u-1');
     expect(paths(acme)).toEqual([
@@ -78,7 +78,7 @@ describe('desiredRouting, ingress mode', () => {
     ]);
     expect(plan.routed && plan.message).toBe(
       'Ingress portico-old (ingress-nginx) answers old.example.com with 308 Permanent Redirect to https://example.com, ' +
-        'keeping path and query. /.well-known/acme-challenge/ goes to the operator through Ingress portico-old-acme.',
+        'keeping path and query. /.well-known/acme-challenge/ goes to the operator through Ingress portico--acme-old.',
     );
   });
 
@@ -105,7 +105,7 @@ describe('desiredRouting, ingress mode', () => {
     const objs = applied(plan);
     expect(objs.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`)).toEqual([
       'Service/portico-acme-http01',
-      'Ingress/portico-old-acme',
+      'Ingress/portico--acme-old',
       'Middleware/portico-old-redirect',
       'Ingress/portico-old',
     ]);
@@ -173,13 +173,63 @@ describe('desiredRouting, gateway mode', () => {
 
   it('needs the number of a named port', () => {
     const named = domain({ service: { name: 'web', port: 'http' } });
-    const missing = desiredRouting(named, gateway);
-    expect(missing).toMatchObject({ routed: false, reason: 'ServicePortNotFound', apply: [] });
-    const objs = applied(desiredRouting(named, gateway, { servicePortNumber: 80 }));
+    const unknown = desiredRouting(named, gateway);
+    expect(unknown).toMatchObject({ routed: false, reason: 'ServicePortNotFound', apply: [] });
+    expect(!unknown.routed && unknown.message).toContain('Service web was not found');
+    const lacking = desiredRouting(named, gateway, { servicePorts: [{ name: 'grpc', port: 9000 }] });
+    expect(!lacking.routed && lacking.message).toContain('its ports are grpc (9000)');
+    const objs = applied(desiredRouting(named, gateway, { servicePorts: [{ name: 'http', port: 80 }] }));
     const route = find(objs, 'HTTPRoute', 'portico-old') as HTTPRoute | undefined;
     expect(route?.spec.rules[0]?.backendRefs).toEqual([{ name: 'web', port: 80 }]);
-    expect(servicePortNumber({ spec: { ports: [{ name: 'http', port: 80 }] } }, 'http')).toBe(80);
-    expect(servicePortNumber({ spec: { ports: [{ name: 'http', port: 80 }] } }, 'grpc')).toBeUndefined();
+  });
+});
+
+describe('the Service port (issue 10, item 8)', () => {
+  const ports = [{ name: 'http', port: 8080 }, { port: 9090 }];
+
+  it('finds a port by name or by number', () => {
+    expect(resolveServicePort({ name: 'web', port: 'http' }, ports)).toEqual({ number: 8080 });
+    expect(resolveServicePort({ name: 'web', port: 9090 }, ports)).toEqual({ number: 9090 });
+    expect(resolveServicePort({ name: 'web', port: 8080 }, ports)).toEqual({ number: 8080 });
+    expect(resolveServicePort({ name: 'web' }, [{ port: 80 }])).toEqual({ number: 80 });
+    // Not known: a number is taken as written, a name cannot be resolved.
+    expect(resolveServicePort({ name: 'web', port: 81 }, undefined)).toEqual({ number: 81 });
+  });
+
+  it('names what the Service has when the port is missing', () => {
+    const problem = (service: { name: string; port?: number | string }, of: typeof ports) => {
+      const resolved = resolveServicePort(service, of);
+      return 'problem' in resolved ? resolved.problem : undefined;
+    };
+    expect(problem({ name: 'web', port: 'https' }, ports)).toContain(
+      'Service web has no port named "https" (its ports are http (8080), 9090)',
+    );
+    expect(problem({ name: 'web', port: 81 }, ports)).toContain(
+      'has no port 81 (its ports are http (8080), 9090)',
+    );
+    expect(problem({ name: 'web' }, [])).toContain('has no port 80 (it has no ports)');
+  });
+
+  it('does not route an Ingress to a port the Service lacks, and routes it when the Service is unknown', () => {
+    const missing = desiredRouting(
+      domain({ service: { name: 'web', port: 'https' } }),
+      {},
+      { servicePorts: ports },
+    );
+    expect(missing).toMatchObject({ routed: false, reason: 'ServicePortNotFound', apply: [] });
+    const present = desiredRouting(
+      domain({ service: { name: 'web', port: 'http' } }),
+      {},
+      { servicePorts: ports },
+    );
+    expect(present.routed).toBe(true);
+    const unknown = desiredRouting(domain({ service: { name: 'web', port: 'https' } }), {});
+    expect(unknown.routed).toBe(true);
+  });
+
+  it('does not check the port of a redirect, whose Ingress backend is only formal', () => {
+    const redirect = domain({ service: { name: 'web', port: 'gone' }, redirect: { to: 'example.com' } });
+    expect(desiredRouting(redirect, {}, { servicePorts: ports }).routed).toBe(true);
   });
 });
 
@@ -187,6 +237,7 @@ describe('owned and stale objects', () => {
   it('lists every kind and name Portico could create for the domain, whatever the mode', () => {
     expect(ownedRoutingObjects(serving).map((h) => `${h.apiVersion} ${h.kind}/${h.metadata.name}`)).toEqual([
       'networking.k8s.io/v1 Ingress/portico-old',
+      'networking.k8s.io/v1 Ingress/portico--acme-old',
       'networking.k8s.io/v1 Ingress/portico-old-acme',
       'traefik.io/v1alpha1 Middleware/portico-old-redirect',
       'gateway.networking.k8s.io/v1 HTTPRoute/portico-old',
@@ -196,20 +247,23 @@ describe('owned and stale objects', () => {
   it('marks as stale what the current plan does not apply, never the shared challenge Service', () => {
     const stale = (plan: RoutingPlan) => staleRoutingObjects(plan).map((h) => `${h.kind}/${h.metadata.name}`);
     expect(stale(desiredRouting(serving, { http01Service }))).toEqual([
+      'Ingress/portico--acme-old',
       'Ingress/portico-old-acme',
       'Middleware/portico-old-redirect',
       'HTTPRoute/portico-old',
     ]);
     expect(stale(desiredRouting(redirecting, { ingressFlavor: 'traefik', http01Service }))).toEqual([
+      'Ingress/portico-old-acme',
       'HTTPRoute/portico-old',
     ]);
     expect(stale(desiredRouting(redirecting, { ...gateway, http01Service }))).toEqual([
       'Ingress/portico-old',
+      'Ingress/portico--acme-old',
       'Ingress/portico-old-acme',
       'Middleware/portico-old-redirect',
     ]);
     const none = desiredRouting(domain({}), {});
     expect(none).toMatchObject({ routed: false, reason: 'NoBackend' });
-    expect(stale(none)).toHaveLength(4);
+    expect(stale(none)).toHaveLength(5);
   });
 });

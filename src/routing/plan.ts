@@ -13,7 +13,7 @@
  * The challenge path `/.well-known/acme-challenge/` reaches the operator in every row when the
  * challenge Service is configured: a redirect domain still needs its own certificate.
  */
-import type { KubernetesObject, V1Service } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { ownedNames, type CustomDomain } from '../api/customdomain.js';
 import {
   forwardRule,
@@ -26,6 +26,7 @@ import {
 } from './gateway.js';
 import {
   challengeIngressName,
+  legacyChallengeIngressName,
   desiredChallengeIngress,
   desiredHttp01Service,
   desiredIngress,
@@ -54,13 +55,20 @@ export interface ObjectHeader {
   metadata: { name: string; namespace: string };
 }
 
+/** A port of a Service as the plan needs it: `spec.ports[].name` and `.port`. */
+export interface ServicePortEntry {
+  name?: string;
+  port: number;
+}
+
 /** Values the plan cannot know without reading the cluster; the controller looks them up. */
 export interface RoutingLookups {
   /**
-   * Gateway mode, serving domain whose `spec.service.port` is a name: the number of that port on the
-   * Service (see {@link servicePortNumber}); undefined when the Service has no such port.
+   * The ports of the Service that `spec.service` names (from the controller's Service cache), or
+   * undefined when no such Service is known: an Ingress then names the port as written (the Service
+   * may come with the next deploy), and an HTTPRoute cannot name a port given by name.
    */
-  servicePortNumber?: number;
+  servicePorts?: readonly ServicePortEntry[];
 }
 
 export type NotRoutedReason = 'NoBackend' | 'ServicePortNotFound';
@@ -84,8 +92,10 @@ export function middlewareName(domain: Pick<CustomDomain, 'metadata'>): string {
 }
 
 /**
- * Every routing object Portico could have created for this domain, in any mode and flavor. The shared
- * challenge Service is not among them: other domains of the namespace use it.
+ * Every routing object Portico could have created for this domain, in any mode and flavor, under
+ * current and earlier names. The shared challenge Service is not among them: other domains of the
+ * namespace use it. Names may be another domain's (an earlier name): the controller deletes only
+ * objects whose owner label names this domain.
  */
 export function ownedRoutingObjects(domain: Pick<CustomDomain, 'metadata'>): ObjectHeader[] {
   const namespace = domain.metadata.namespace;
@@ -98,6 +108,7 @@ export function ownedRoutingObjects(domain: Pick<CustomDomain, 'metadata'>): Obj
   return [
     header('networking.k8s.io/v1', 'Ingress', name),
     header('networking.k8s.io/v1', 'Ingress', challengeIngressName(domain)),
+    header('networking.k8s.io/v1', 'Ingress', legacyChallengeIngressName(domain)),
     header(TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND, middlewareName(domain)),
     header(GATEWAY_API_VERSION, HTTPROUTE_KIND, name),
   ];
@@ -117,9 +128,33 @@ export function staleRoutingObjects(plan: RoutingPlan): ObjectHeader[] {
   return plan.owned.filter((h) => !plan.apply.some((obj) => sameObject(h, obj)));
 }
 
-/** The number of the Service port called `name`, or undefined. */
-export function servicePortNumber(service: V1Service, name: string): number | undefined {
-  return service.spec?.ports?.find((p) => p.name === name)?.port;
+/**
+ * The Service port `spec.service.port` names (a number or a port name; default 80), from `ports`:
+ * `{ number }` when the Service has it, else `{ problem }`, a sentence for the Routed condition that
+ * lists the ports the Service has. Undefined `ports` (the Service is not known) gives the number when
+ * the port is one, else a problem.
+ */
+export function resolveServicePort(
+  service: { name: string; port?: number | string },
+  ports: readonly ServicePortEntry[] | undefined,
+): { number: number } | { problem: string } {
+  const wanted = service.port ?? 80;
+  if (ports === undefined) {
+    if (typeof wanted === 'number') return { number: wanted };
+    return {
+      problem: `Service ${service.name} was not found, so the number of its port "${wanted}" is unknown; an HTTPRoute needs the number: create the Service or write the number in spec.service.port.`,
+    };
+  }
+  const found = ports.find((p) => (typeof wanted === 'number' ? p.port === wanted : p.name === wanted));
+  if (found) return { number: found.port };
+  const has =
+    ports.length === 0
+      ? 'it has no ports'
+      : `its ports are ${ports.map((p) => (p.name ? `${p.name} (${p.port})` : String(p.port))).join(', ')}`;
+  const what = typeof wanted === 'number' ? `port ${wanted}` : `port named "${wanted}"`;
+  return {
+    problem: `Service ${service.name} has no ${what} (${has}); fix spec.service.port or the Service. Nothing is routed to a port that does not exist.`,
+  };
 }
 
 function withCaveats(sentence: string, caveats: string[]): string {
@@ -218,14 +253,9 @@ function gatewayPlan(domain: CustomDomain, options: RoutingOptions, lookups: Rou
     sentence = redirectSentence(what, domain, intent);
     caveats = gatewayRedirectSummary(intent).caveats;
   } else if (service) {
-    const port = typeof service.port === 'string' ? lookups.servicePortNumber : (service.port ?? 80);
-    if (port === undefined)
-      return notRouted(
-        domain,
-        'ServicePortNotFound',
-        `spec.service.port "${String(service.port)}" is a port name and Service ${service.name} has no port by that name; ` +
-          'an HTTPRoute needs the port number: fix the name or write the number.',
-      );
+    const resolved = resolveServicePort(service, lookups.servicePorts);
+    if ('problem' in resolved) return notRouted(domain, 'ServicePortNotFound', resolved.problem);
+    const port = resolved.number;
     rules.push(forwardRule('/', { name: service.name, port }));
     sentence = `${what} routes ${domain.spec.hostname} to Service ${service.name}:${port}.`;
   } else {
@@ -251,8 +281,9 @@ function noBackend(domain: CustomDomain): RoutingPlan {
 }
 
 /**
- * The routing plan of `domain` under `options`. `lookups` carries what only the cluster knows (a
- * named Service port's number, for gateway mode). Never throws for a well-formed domain; options are
+ * The routing plan of `domain` under `options`. `lookups` carries what only the cluster knows (the
+ * ports of the Service a serving domain names: a port it lacks is not routed, and gateway mode needs
+ * a named port's number). Never throws for a well-formed domain; options are
  * checked once at start by `checkRoutingOptions`.
  */
 export function desiredRouting(
@@ -265,6 +296,11 @@ export function desiredRouting(
   if (intent) return ingressRedirectPlan(domain, options, intent);
   const ingress = desiredIngress(domain, options);
   if (!ingress) return noBackend(domain);
+  // An Ingress may name the port by name or number; the Service must have it (issue 10, item 8).
+  if (domain.spec.service && lookups.servicePorts !== undefined) {
+    const resolved = resolveServicePort(domain.spec.service, lookups.servicePorts);
+    if ('problem' in resolved) return notRouted(domain, 'ServicePortNotFound', resolved.problem);
+  }
   const service = desiredHttp01Service(domain, options);
   const target = domain.spec.service;
   const sentence = `Ingress ${ownedNames(domain).ingress} routes ${domain.spec.hostname} to Service ${target?.name ?? ''}:${String(target?.port ?? 80)}.`;

@@ -1,8 +1,11 @@
 /**
  * Certificates on the real stack: CAA diagnosed before any order (RFC 8659), and re-verify (the
  * spec's Verify / Re-verify button, the `portico.dev/verify-requested-at` annotation) starting a
- * fresh attempt once the cause is fixed.
+ * fresh attempt once the cause is fixed; a Secret edited by hand into an unusable state reported
+ * and replaced at once.
  */
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { createPrivateKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   createCustomDomain,
@@ -96,5 +99,58 @@ describe('verify on demand', () => {
     const verified = await waitForCondition(ns, 'www', 'DNSVerified', 'True', undefined, 10_000);
     expect(Date.parse(verified.status?.observed?.checkedAt ?? '')).toBeGreaterThan(Date.parse(checkedAt));
     await waitForCondition(ns, 'www', 'Ready', 'True');
+  });
+});
+
+describe('a certificate Secret edited by hand (issue 10, item 5)', () => {
+  it('is reported and replaced at once when its key is not the certificate key', async () => {
+    const ns = unique('tampered');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await dns.setCname(hostname, target);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const live = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 120_000);
+    const serial = live.status?.certificate?.serialNumber;
+
+    // Someone replaces tls.key with an unrelated key: the Ingress could no longer serve TLS.
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const unrelated = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const editedAt = Date.now();
+    await kube().core.patchNamespacedSecret(
+      {
+        namespace: ns,
+        name: 'www-tls',
+        body: { data: { 'tls.key': Buffer.from(unrelated).toString('base64') } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+
+    // Pebble re-issues in well under a second, faster than a poll of the status can see the
+    // Reissuing state; the Warning Event it recorded stays.
+    const warning = await waitFor(
+      'a Warning Event with reason Reissuing',
+      async () => {
+        const events = await kube().core.listNamespacedEvent({ namespace: ns });
+        return events.items.find(
+          (e) => e.involvedObject.name === 'www' && e.reason === 'Reissuing' && e.type === 'Warning',
+        );
+      },
+      30_000,
+    );
+    expect(warning.message).toContain(
+      "CertificateReady: Secret www-tls holds a tls.key that is not the certificate's private key, so it cannot serve",
+    );
+    // Reported within seconds of the edit, not at the next resync.
+    const reportedAt = new Date(warning.firstTimestamp ?? 0).getTime();
+    expect(reportedAt).toBeLessThan(editedAt + 10_000);
+
+    // A new certificate whose key matches is stored, and the domain is Live again.
+    const again = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 120_000);
+    expect(again.status?.certificate?.serialNumber).not.toBe(serial);
+    const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
+    const certificate = new X509Certificate(Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64'));
+    const key = createPrivateKey(Buffer.from(secret.data?.['tls.key'] ?? '', 'base64'));
+    expect(certificate.checkPrivateKey(key)).toBe(true);
+    expect(certificate.checkHost(hostname)).toBe(hostname);
   });
 });

@@ -93,3 +93,47 @@ describe('a redirect domain (ingress-nginx flavor)', () => {
     expect(ingresses.items.map((i) => i.metadata?.name)).toEqual([]);
   });
 });
+
+describe('a serving domain naming a port its Service lacks (issue 10, item 8)', () => {
+  it('is not routed, says which ports the Service has, and is routed once the Service has the port', async () => {
+    const ns = unique('port');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns); // Service web: port http (80) only
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 'https' } });
+    const cd = await waitForCondition(ns, 'www', 'Routed', 'False', 'ServicePortNotFound', 120_000);
+    const routed = cd.status?.conditions?.find((c) => c.type === 'Routed');
+    expect(routed?.message).toContain('Service web has no port named "https" (its ports are http (80))');
+    expect(cd.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('False');
+    expect(cd.status?.phase).not.toBe('Live');
+    const ingresses = await kube().networking.listNamespacedIngress({ namespace: ns });
+    expect(ingresses.items.map((i) => i.metadata?.name)).toEqual([]);
+    const events = await kube().core.listNamespacedEvent({ namespace: ns });
+    expect(
+      events.items.filter((e) => e.involvedObject.name === 'www' && e.reason === 'ServicePortNotFound'),
+    ).toEqual([expect.objectContaining({ type: 'Warning' })]);
+
+    // The Service gets the port: the Service watch queues the domain, which is routed.
+    await kube().core.patchNamespacedService(
+      {
+        namespace: ns,
+        name: 'web',
+        body: {
+          spec: {
+            ports: [
+              { name: 'http', port: 80 },
+              { name: 'https', port: 443 },
+            ],
+          },
+        },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 30_000);
+    const ingress = await kube().networking.readNamespacedIngress({ namespace: ns, name: 'portico-www' });
+    expect(ingress.spec?.rules?.[0]?.http?.paths.at(-1)?.backend.service).toEqual({
+      name: 'web',
+      port: { name: 'https' },
+    });
+  });
+});

@@ -192,7 +192,7 @@ describe('ingress mode, ingress-nginx', () => {
         'nginx.ingress.kubernetes.io/permanent-redirect-code': String(status),
       });
       expect(main.spec?.tls).toEqual([{ hosts: [d.spec.hostname], secretName: `${name}-tls` }]);
-      const acme = stored(objs, 'Ingress', `portico-${name}-acme`) as V1Ingress;
+      const acme = stored(objs, 'Ingress', `portico--acme-${name}`) as V1Ingress;
       expect(acme.metadata?.annotations ?? {}).not.toHaveProperty([
         'nginx.ingress.kubernetes.io/permanent-redirect',
       ]);
@@ -322,7 +322,7 @@ describe('owned objects', () => {
     await applyPlan(desiredRouting(d, { ingressFlavor: 'traefik', http01Service }));
     expect(await present()).toEqual([
       'Ingress/portico-switch',
-      'Ingress/portico-switch-acme',
+      'Ingress/portico--acme-switch',
       'Middleware/portico-switch-redirect',
     ]);
 

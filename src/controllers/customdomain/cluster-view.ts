@@ -8,7 +8,7 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { CustomDomain } from '../../api/customdomain.js';
 import type { HostnameClaim } from '../../api/hostnameclaim.js';
-import type { ObjectHeader } from '../../routing/plan.js';
+import type { ObjectHeader, ServicePortEntry } from '../../routing/plan.js';
 
 /**
  * An owned object as the caches know it. `cached: true`: the cache of that kind has listed, and
@@ -22,6 +22,11 @@ export interface ClusterView {
   namespaceLabels(name: string): Readonly<Record<string, string>> | undefined;
   /** Ready endpoints across the EndpointSlices of Service `service` in `namespace`. */
   readyEndpoints(namespace: string, service: string): number;
+  /**
+   * The ports of Service `name` in `namespace` (`spec.ports[].name` and `.port`), or undefined when
+   * no such Service is cached.
+   */
+  servicePorts(namespace: string, name: string): readonly ServicePortEntry[] | undefined;
   /** The cached CustomDomain, or undefined when the cache does not hold it. */
   customDomain(namespace: string, name: string): CustomDomain | undefined;
   /** The cached HostnameClaim of `hostname` (normalized), or undefined. */

@@ -1,8 +1,9 @@
 /**
  * Wires the CustomDomain reconcile to the cluster: watches CustomDomains, the objects Portico owns
  * (Ingresses, Secrets and Services label-selected, so no other Secret is cached; Traefik Middlewares
- * and HTTPRoutes where the API server serves them), HostnameClaims, Namespaces (the plan label) and
- * EndpointSlices (the first ready endpoint), feeds a de-duplicating work queue, and runs N workers.
+ * and HTTPRoutes where the API server serves them), HostnameClaims, Namespaces (the plan label),
+ * EndpointSlices (the first ready endpoint) and every Service, trimmed to its ports (the port a
+ * domain names must exist), feeds a de-duplicating work queue, and runs N workers.
  * The reconcile reads all of these from the caches (`view()`), so a pass that changes nothing sends
  * no request. Events find the domains they affect through an index, never a scan of every domain.
  * A failure on one key is retried with backoff and never blocks another.
@@ -14,6 +15,7 @@ import type {
   KubernetesObject,
   KubernetesObjectApi,
   V1EndpointSlice,
+  V1Service,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import {
@@ -89,6 +91,21 @@ function inputsOf(domain: CustomDomain): string {
   ]);
 }
 
+/**
+ * What the Service cache keeps of a Service: its name, namespace, resourceVersion and the name and
+ * number of each port (all a reconcile reads: routing/plan.ts checks the port a domain names).
+ * Mutates `service`.
+ */
+export function keepServicePorts(service: V1Service): void {
+  const { name = '', namespace = '', resourceVersion = '' } = service.metadata ?? {};
+  service.metadata = { name, namespace, resourceVersion };
+  const ports = (service.spec?.ports ?? []).map((p) =>
+    p.name ? { name: p.name, port: p.port } : { port: p.port },
+  );
+  service.spec = { ports };
+  delete service.status;
+}
+
 function readyEndpointCount(slice: V1EndpointSlice): number {
   // EndpointConditions.ready: nil means ready (discovery.k8s.io/v1 API reference).
   return (slice.endpoints ?? []).filter((e) => e.conditions?.ready !== false).length;
@@ -100,6 +117,8 @@ export class CustomDomainController {
   readonly #namespaces: ResilientInformer<KubernetesObject>;
   readonly #slices: ResilientInformer<V1EndpointSlice>;
   readonly #claims: ResilientInformer<HostnameClaim>;
+  /** Every Service, trimmed to its ports (`keepServicePorts`). */
+  readonly #services: ResilientInformer<V1Service>;
   /** Owned objects by `apiVersion/kind`; optional kinds join once the API is known to serve them. */
   readonly #owned = new Map<string, ResilientInformer<KubernetesObject>>();
   readonly #informers: ResilientInformer<KubernetesObject>[];
@@ -161,6 +180,16 @@ export class CustomDomainController {
         if (service) this.#enqueueAwaitingDeploy(slice.metadata?.namespace ?? '', service);
       },
     });
+    // A Service whose ports change changes whether its domains can be routed (the port they name).
+    this.#services = new ResilientInformer<V1Service>(deps.kubeConfig, {
+      ...common,
+      path: '/api/v1/services',
+      list: this.#lister('v1', 'Service'),
+      keep: keepServicePorts,
+      onChange: (service) => {
+        this.#enqueue(this.#index.ofService(service.metadata?.namespace ?? '', service.metadata?.name ?? ''));
+      },
+    });
     // A claim taken, released or deleted by hand changes the verdict of every domain of its hostname.
     this.#claims = new ResilientInformer<HostnameClaim>(deps.kubeConfig, {
       ...common,
@@ -183,6 +212,7 @@ export class CustomDomainController {
       this.#domains,
       this.#namespaces,
       this.#slices,
+      this.#services,
       this.#claims,
     ] as ResilientInformer<KubernetesObject>[];
     this.#reconciler = deps.createReconciler(this.view());
@@ -276,6 +306,10 @@ export class CustomDomainController {
           .list(namespace)
           .filter((s) => s.metadata?.labels?.[SERVICE_NAME_LABEL] === service)
           .reduce((sum, s) => sum + readyEndpointCount(s), 0),
+      servicePorts: (namespace, name) => {
+        const service = this.#services.get(name, namespace);
+        return service ? service.spec?.ports : undefined;
+      },
       customDomain: (namespace, name) => this.#domains.get(name, namespace),
       hostnameClaim: (hostname) => this.#claims.get(hostname),
       owned: (header) => this.#ownedLookup(header),

@@ -2,10 +2,10 @@
  * The DNSVerified condition and the DNS part of the status, from a fresh verdict or carried over
  * from the last check while no new check is due. Pure.
  */
-import type { CustomDomainStatus, RequiredDnsRecord } from '../../api/customdomain.js';
+import type { CustomDomainStatus, ObservedDns, RequiredDnsRecord } from '../../api/customdomain.js';
 import { findCondition } from '../../kube/conditions.js';
 import type { Verdict } from '../../dns/verdict.js';
-import { nextDnsCheckDelayMs } from './schedule.js';
+import { MISMATCH_RECHECK_MS, nextDnsCheckDelayMs, TRANSIENT_RETRY_MS } from './schedule.js';
 import type { ObservedState } from './status.js';
 
 export interface DnsOutcome {
@@ -58,26 +58,33 @@ export function carriedDnsOutcome(
  * The outcome of a check that just ran. The next check is scheduled from how long the domain has
  * been unverified (the DNSVerified condition's lastTransitionTime); `verifiedAt` is kept while the
  * domain stays verified and set when it turns verified.
+ *
+ * A verified domain is not taken out of service by one answer (issue 10, item 9): a transient
+ * failure (SERVFAIL, timeout, another resolver error) never unverifies it, and a definite answer
+ * that no longer matches (the record missing, changed or conflicting) does only once DNS has
+ * disagreed for `graceMs` (milliseconds), counted from `observed.failingSince`, the first
+ * disagreeing answer. Meanwhile DNSVerified stays True with the same reason (so no Event is recorded
+ * and Ready holds) and its message says what the latest check found and until when the verified
+ * answer stands.
  */
 export function freshDnsOutcome(
   verdict: Verdict,
   previous: CustomDomainStatus | undefined,
   base: DnsStatusBase,
   now: Date,
+  graceMs = 0,
 ): DnsOutcome {
   const old = findCondition(previous?.conditions, 'DNSVerified');
   const wasVerified = old?.status === 'True';
+  if (wasVerified && !verdict.verified) {
+    const standing = verifiedAnswerStands(verdict, old, previous, base, now, graceMs);
+    if (standing) return standing;
+  }
   const unverifiedSince = old && !wasVerified ? Date.parse(old.lastTransitionTime) : now.getTime();
   const nextCheckMs = nextDnsCheckDelayMs(verdict, now.getTime() - unverifiedSince);
   const keep = wasVerified || !verdict.verified ? previous?.verifiedAt : undefined;
   const verifiedAt = keep ?? (verdict.verified ? now.toISOString() : undefined);
-  const observed = {
-    checkedAt: now.toISOString(),
-    nextCheckAt: new Date(now.getTime() + nextCheckMs).toISOString(),
-    result: verdict.reason,
-    message: verdict.message,
-    records: verdict.records,
-  };
+  const observed = observedOf(verdict, now, nextCheckMs);
   return {
     condition: {
       type: 'DNSVerified',
@@ -86,6 +93,56 @@ export function freshDnsOutcome(
       message: verdict.message,
     },
     carried: withOptional(base, { observed }, verifiedAt),
+    nextCheckMs,
+  };
+}
+
+function observedOf(verdict: Verdict, now: Date, nextCheckMs: number, failingSince?: string): ObservedDns {
+  return {
+    checkedAt: now.toISOString(),
+    nextCheckAt: new Date(now.getTime() + nextCheckMs).toISOString(),
+    result: verdict.reason,
+    message: verdict.message,
+    records: verdict.records,
+    ...(failingSince !== undefined ? { failingSince } : {}),
+  };
+}
+
+/**
+ * The outcome while a verified domain's verified answer still stands despite a check that did not
+ * confirm it, or undefined when the grace period is over (a definite answer only).
+ */
+function verifiedAnswerStands(
+  verdict: Verdict,
+  old: { reason: string },
+  previous: CustomDomainStatus | undefined,
+  base: DnsStatusBase,
+  now: Date,
+  graceMs: number,
+): DnsOutcome | undefined {
+  const since = verdict.transient
+    ? previous?.observed?.failingSince
+    : (previous?.observed?.failingSince ?? now.toISOString());
+  const verifiedSince = previous?.verifiedAt ? ` since ${previous.verifiedAt}` : '';
+  let nextCheckMs: number;
+  let message: string;
+  if (verdict.transient) {
+    nextCheckMs = TRANSIENT_RETRY_MS;
+    message = `Verified${verifiedSince}; the latest check failed (${verdict.reason}: ${verdict.message}). A resolver failure does not take a verified domain out of service; DNS is checked again every ${TRANSIENT_RETRY_MS / 1000} seconds.`;
+  } else {
+    const until = Date.parse(since ?? '') + graceMs;
+    const leftMs = until - now.getTime();
+    if (!(leftMs > 0)) return undefined;
+    nextCheckMs = Math.max(1_000, Math.min(MISMATCH_RECHECK_MS, leftMs));
+    message = `Verified${verifiedSince}, but the latest check found: ${verdict.message} (${verdict.reason}). The verified answer stands until ${new Date(until).toISOString()}; if DNS still disagrees then, the domain is no longer verified.`;
+  }
+  return {
+    condition: { type: 'DNSVerified', status: 'True', reason: old.reason, message },
+    carried: withOptional(
+      base,
+      { observed: observedOf(verdict, now, nextCheckMs, since) },
+      previous?.verifiedAt,
+    ),
     nextCheckMs,
   };
 }

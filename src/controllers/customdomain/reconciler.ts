@@ -18,6 +18,7 @@ import { IssuanceCancelledError, type AcmeIssuer } from '../../acme/issuer.js';
 import type { OrderKind } from '../../acme/order-budget.js';
 import type { OrderQueue } from '../../acme/order-queue.js';
 import {
+  CUSTOM_DOMAIN_LABEL,
   CUSTOM_DOMAIN_PLURAL,
   FIELD_MANAGER,
   FINALIZER,
@@ -49,9 +50,9 @@ import type { RoutingOptions } from '../../routing/options.js';
 import {
   desiredRouting,
   ownedRoutingObjects,
-  servicePortNumber,
   staleRoutingObjects,
   type ObjectHeader,
+  type RoutingLookups,
 } from '../../routing/plan.js';
 import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome } from './dns-outcome.js';
 import { acceptance, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
@@ -70,6 +71,11 @@ export interface CustomDomainReconcilerDeps {
   platformCnameTarget: string;
   /** Milliseconds verified without a certificate before CertificateReady says it is overdue (spec §7.3: 30 min). */
   certificateOverdueMs: number;
+  /**
+   * Milliseconds a verified domain stays verified while DNS answers that its record no longer
+   * matches (dns-outcome.ts); resolver failures never unverify it.
+   */
+  dnsMismatchGraceMs: number;
   /** Addresses an apex's A/AAAA records must equal; [] means the target's own addresses. */
   apexAddresses: readonly string[];
   /** The platform's own domains, which no CustomDomain may claim. */
@@ -115,6 +121,9 @@ const WARNING_REASONS = new Set([
   'CertificateOverdue',
   'RenewalFailed',
   'NoBackend',
+  'ServicePortNotFound',
+  'Reissuing',
+  'NameInUse',
 ]);
 
 /**
@@ -130,6 +139,14 @@ const CLAIM_RECHECK_MS = 10 * 60_000;
 
 const TLS_CERT = 'tls.crt';
 const TLS_KEY = 'tls.key';
+
+/**
+ * The certificate in a domain's Secret: `usable` (its facts for status, and the leaf PEM for ARI),
+ * or `unusable` with what is wrong, a sentence that starts with "Secret <name>".
+ */
+type StoredCertificate =
+  | { usable: { status: CertificateStatus; pem: string }; unusable?: undefined }
+  | { usable?: undefined; unusable: string };
 
 /** What the certificate part of a reconcile found or did. */
 interface CertificateOutcome {
@@ -269,14 +286,22 @@ export class CustomDomainReconciler {
 
   /** Deletes every routing object Portico may have made for the domain, in any mode or flavor. */
   async #removeRouting(domain: CustomDomain): Promise<void> {
-    for (const header of ownedRoutingObjects(domain)) await this.#deleteIfCached(header);
+    for (const header of ownedRoutingObjects(domain)) await this.#deleteIfCached(header, domain);
   }
 
-  /** Deletes `header` unless its cache knows it is absent (then no request is sent). */
-  async #deleteIfCached(header: ObjectHeader): Promise<void> {
+  /**
+   * Deletes `header` unless its cache knows it is absent, or that another CustomDomain owns it (then
+   * no request is sent); the delete is conditional on the uid of the object judged, so an object
+   * created again meanwhile is not deleted unseen.
+   */
+  async #deleteIfCached(header: ObjectHeader, domain: CustomDomain): Promise<void> {
     const seen = this.#d.view.owned(header);
-    if (seen.cached && seen.object === undefined) return;
-    await this.#deleteIfPresent(header);
+    if (!seen.cached) {
+      await this.#deleteIfPresent(header, domain);
+      return;
+    }
+    if (seen.object === undefined || otherOwner(seen.object, domain) !== undefined) return;
+    await this.#deleteObject(header, seen.object.metadata?.uid);
   }
 
   /** Reads the CustomDomain from the API server, not the cache. */
@@ -324,17 +349,16 @@ export class CustomDomainReconciler {
     const { namespace } = domain.metadata;
     const names = ownedNames(domain);
     await this.#removeRouting(domain);
-    const left = await Promise.all(ownedRoutingObjects(domain).map((h) => this.#exists(h)));
+    const left = await Promise.all(ownedRoutingObjects(domain).map((h) => this.#exists(h, domain)));
     if (left.some(Boolean)) {
       log.info('waiting for the routing objects to disappear before removing anything else');
       return { requeueAfterMs: 1_000 };
     }
     this.#cancelOrder(key);
-    await this.#deleteIfPresent({
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: names.secret, namespace },
-    });
+    await this.#deleteIfCached(
+      { apiVersion: 'v1', kind: 'Secret', metadata: { name: names.secret, namespace } },
+      domain,
+    );
     this.#d.metrics.certificateNotAfter.remove({
       namespace,
       name: domain.metadata.name,
@@ -369,30 +393,40 @@ export class CustomDomainReconciler {
     return {};
   }
 
-  async #deleteIfPresent(header: {
-    apiVersion: string;
-    kind: string;
-    metadata: { name: string; namespace: string };
-  }): Promise<void> {
+  /** Reads `header` from the API server and deletes it unless another CustomDomain owns it. */
+  async #deleteIfPresent(header: ObjectHeader, domain: CustomDomain): Promise<void> {
+    const live = await this.#readObject(header);
+    if (live === undefined || otherOwner(live, domain) !== undefined) return;
+    await this.#deleteObject(header, live.metadata?.uid);
+  }
+
+  /**
+   * Deletes `header`, only if its uid is still `uid` (a delete precondition: a 409 when it changed,
+   * which the work queue retries). Absent already is fine.
+   */
+  async #deleteObject(header: ObjectHeader, uid: string | undefined): Promise<void> {
     try {
-      await this.#d.objects.delete(header);
+      const body = uid ? { preconditions: { uid } } : undefined;
+      await this.#d.objects.delete(header, undefined, undefined, undefined, undefined, undefined, body);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
   }
 
-  async #exists(header: {
-    apiVersion: string;
-    kind: string;
-    metadata: { name: string; namespace: string };
-  }): Promise<boolean> {
+  /** `header` as the API server has it now, or undefined. */
+  async #readObject(header: ObjectHeader): Promise<KubernetesObject | undefined> {
     try {
-      await this.#d.objects.read(header);
-      return true;
+      return await this.#d.objects.read(header);
     } catch (err) {
-      if (isNotFound(err)) return false;
+      if (isNotFound(err)) return undefined;
       throw err;
     }
+  }
+
+  /** Whether `header` exists as this domain's object (one another CustomDomain owns does not count). */
+  async #exists(header: ObjectHeader, domain: CustomDomain): Promise<boolean> {
+    const live = await this.#readObject(header);
+    return live !== undefined && otherOwner(live, domain) === undefined;
   }
 
   async #verifyDns(domain: CustomDomain, key: string, now: Date, log: Logger): Promise<DnsOutcome> {
@@ -410,7 +444,7 @@ export class CustomDomainReconciler {
     const verdict = await this.#lookupVerdict(hostname, this.#d.platformCnameTarget);
     this.#d.metrics.dnsChecksTotal.inc({ reason: verdict.reason });
     log.debug({ due, verdict: verdict.reason }, 'DNS checked');
-    return freshDnsOutcome(verdict, domain.status, base, now);
+    return freshDnsOutcome(verdict, domain.status, base, now, this.#d.dnsMismatchGraceMs);
   }
 
   async #lookupVerdict(hostname: string, target: string): Promise<Verdict> {
@@ -429,33 +463,40 @@ export class CustomDomainReconciler {
 
   /** Applies the routing plan (in its order), then deletes what an earlier plan made and this one does not. */
   async #applyRouting(domain: CustomDomain): Promise<RoutingState> {
-    const lookups = await this.#routingLookups(domain);
+    const lookups = this.#routingLookups(domain);
     const plan = desiredRouting(domain, this.#d.routing, lookups);
-    for (const obj of plan.apply) await this.#applyIfChanged(obj);
-    for (const header of staleRoutingObjects(plan)) await this.#deleteIfCached(header);
+    const taken: string[] = [];
+    for (const obj of plan.apply) {
+      const owner = await this.#applyIfChanged(obj, domain);
+      if (owner !== undefined)
+        taken.push(`${obj.kind ?? ''} ${obj.metadata?.name ?? ''} (CustomDomain ${owner})`);
+    }
+    for (const header of staleRoutingObjects(plan)) await this.#deleteIfCached(header, domain);
+    if (taken.length > 0) {
+      return {
+        kind: 'not-routed',
+        reason: 'NameInUse',
+        message: `${taken.join(', ')} belongs to another CustomDomain by its ${CUSTOM_DOMAIN_LABEL} label; Portico never overwrites another domain's object. Remove that object or correct its label.`,
+      };
+    }
     if (!plan.routed) return { kind: 'not-routed', reason: plan.reason, message: plan.message };
     return { kind: 'routed', message: plan.message };
   }
 
-  /** Gateway mode with a named port needs the Service's port number (an HTTPRoute backendRef has no names). */
-  async #routingLookups(domain: CustomDomain): Promise<{ servicePortNumber?: number }> {
-    const port = domain.spec.service?.port;
-    if (this.#d.routing.mode !== 'gateway' || typeof port !== 'string' || !domain.spec.service) return {};
-    try {
-      const service = await this.#d.core.readNamespacedService({
-        namespace: domain.metadata.namespace,
-        name: domain.spec.service.name,
-      });
-      const number = servicePortNumber(service, port);
-      return number === undefined ? {} : { servicePortNumber: number };
-    } catch (err) {
-      if (isNotFound(err)) return {};
-      throw err;
-    }
+  /** The ports of the Service a serving domain names, from the Service cache (routing/plan.ts checks the port). */
+  #routingLookups(domain: CustomDomain): RoutingLookups {
+    const service = domain.spec.service;
+    if (!service) return {};
+    const ports = this.#d.view.servicePorts(domain.metadata.namespace, service.name);
+    return ports === undefined ? {} : { servicePorts: ports };
   }
 
-  /** Applies `obj` unless its cached copy already holds what it would write (applied-state.ts). */
-  async #applyIfChanged(obj: KubernetesObject): Promise<void> {
+  /**
+   * Applies `obj` unless its cached copy already holds what it would write (applied-state.ts), or
+   * belongs to another CustomDomain (its owner label): then nothing is written and the owner's name
+   * is returned.
+   */
+  async #applyIfChanged(obj: KubernetesObject, domain: CustomDomain): Promise<string | undefined> {
     const desired = withAppliedDigest(obj);
     const header = {
       apiVersion: obj.apiVersion ?? '',
@@ -463,8 +504,12 @@ export class CustomDomainReconciler {
       metadata: { name: obj.metadata?.name ?? '', namespace: obj.metadata?.namespace ?? '' },
     };
     const seen = this.#d.view.owned(header);
-    if (seen.cached && isUpToDate(seen.object, desired)) return;
+    const current = seen.cached ? seen.object : await this.#readObject(header);
+    const owner = otherOwner(current, domain);
+    if (owner !== undefined) return owner;
+    if (seen.cached && isUpToDate(seen.object, desired)) return undefined;
     await this.#apply(desired);
+    return undefined;
   }
 
   async #apply(obj: KubernetesObject): Promise<void> {
@@ -479,37 +524,48 @@ export class CustomDomainReconciler {
   }
 
   /**
-   * The certificate in the domain's Secret when it serves the hostname now, or undefined. Reads the
-   * Secret cache; `live` reads the API server instead (see `#certificate`).
+   * The certificate in the domain's Secret when it can serve the hostname now (`usable`); else
+   * `unusable` with what is wrong, in words (issue 10, item 5: the key is not the certificate's, the
+   * certificate names other hostnames, is not yet or no longer valid, or does not parse); undefined
+   * when there is no Secret. Reads the Secret cache; `live` reads the API server instead (see
+   * `#certificate`).
    */
   async #servingCertificate(
     domain: CustomDomain,
     now: Date,
     live: boolean,
-  ): Promise<{ status: CertificateStatus; pem: string } | undefined> {
+  ): Promise<StoredCertificate | undefined> {
+    const secretName = ownedNames(domain).secret;
     const header = {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: { namespace: domain.metadata.namespace, name: ownedNames(domain).secret },
+      metadata: { namespace: domain.metadata.namespace, name: secretName },
     };
     const seen = live ? ({ cached: false } as const) : this.#d.view.owned(header);
     const secret = seen.cached
       ? (seen.object as V1Secret | undefined)
       : await this.#readSecretLive(header.metadata);
     if (!secret) return undefined;
+    const problem = (what: string) => ({ unusable: `Secret ${secretName} ${what}` });
     const parsed = parsedSecret(secret);
-    if (!parsed?.keyMatches || !parsed.hostnames.has(normalizeDnsName(domain.spec.hostname)))
-      return undefined;
+    if (!parsed) return problem('has no tls.crt and tls.key that parse as a certificate and its key');
+    if (!parsed.keyMatches) return problem("holds a tls.key that is not the certificate's private key");
+    const hostname = normalizeDnsName(domain.spec.hostname);
     const { facts } = parsed;
-    if (now < new Date(facts.notBefore) || now >= new Date(facts.notAfter)) return undefined;
+    if (!parsed.hostnames.has(hostname))
+      return problem(`holds a certificate for ${facts.dnsNames.join(', ')}, not ${hostname}`);
+    if (now < new Date(facts.notBefore))
+      return problem(`holds a certificate not valid before ${facts.notBefore}`);
+    if (now >= new Date(facts.notAfter))
+      return problem(`holds a certificate that expired at ${facts.notAfter}`);
     const replaces = secret.metadata?.annotations?.[REPLACES_ANNOTATION];
     const status: CertificateStatus = {
       ...facts,
-      secretName: ownedNames(domain).secret,
+      secretName,
       renewalTime: defaultRenewalTime(facts).toISOString(),
       ...(replaces ? { replaces } : {}),
     };
-    return { status, pem: parsed.leafPem };
+    return { usable: { status, pem: parsed.leafPem } };
   }
 
   async #readSecretLive(at: { namespace: string; name: string }): Promise<V1Secret | undefined> {
@@ -519,6 +575,25 @@ export class CustomDomainReconciler {
       if (isNotFound(err)) return undefined;
       throw err;
     }
+  }
+
+  /**
+   * The Secret's certificate as `#servingCertificate` judges it, from the cache; read live when it
+   * is not usable and an order would be placed next (`orderNext`) right after one succeeded: an
+   * order costs the CA budget, and the Secret cache may not yet show the certificate stored a moment
+   * ago (the order that stored it re-queues the domain at once, often before the Secret's watch
+   * event arrives).
+   */
+  async #storedCertificate(
+    domain: CustomDomain,
+    key: string,
+    now: Date,
+    orderNext: boolean,
+  ): Promise<StoredCertificate | undefined> {
+    const cached = await this.#servingCertificate(domain, now, false);
+    if (cached?.usable || !orderNext || this.#d.tracker.lastOutcome(key)?.state !== 'succeeded')
+      return cached;
+    return this.#servingCertificate(domain, now, true);
   }
 
   /** @param verifyRequested a verify request is pending: ask the CA for renewal information again */
@@ -534,14 +609,12 @@ export class CustomDomainReconciler {
     // After a failed attempt, first issuance and renewal alike wait for the published backoff, and
     // never ask before the CA's own Retry-After (RFC 8555 §6.6).
     const failed = this.#pendingRetry(key, now);
-    // Live read before placing an order right after one succeeded: an order costs the CA budget,
-    // and the Secret cache may not yet show the certificate stored a moment ago (the order that
-    // stored it re-queues the domain at once, often before the Secret's watch event arrives).
-    const orderNext =
-      verified && !inFlight && !failed && this.#d.tracker.lastOutcome(key)?.state === 'succeeded';
-    const found =
-      (await this.#servingCertificate(domain, now, false)) ??
-      (orderNext ? await this.#servingCertificate(domain, now, true) : undefined);
+    const orderNext = verified && !inFlight && !failed;
+    const seen = await this.#storedCertificate(domain, key, now, orderNext);
+    const found = seen?.usable;
+    // What Portico owns is checked on every pass: a Secret that cannot serve (edited by hand, or a
+    // certificate past its validity) is replaced at once, and the status says why (not held back).
+    const unusable = seen?.unusable;
     if (found) {
       return this.#servingState(
         domain,
@@ -553,7 +626,8 @@ export class CustomDomainReconciler {
       );
     }
     if (!verified) return { state: { kind: 'not-requested' } };
-    if (inFlight) return { state: { kind: 'issuing', since: inFlight.startedAt } };
+    const replacing = unusable !== undefined ? { replacing: unusable } : {};
+    if (inFlight) return { state: { kind: 'issuing', since: inFlight.startedAt, ...replacing } };
     if (failed) {
       return {
         state: { kind: 'failed', ...failed },
@@ -562,8 +636,10 @@ export class CustomDomainReconciler {
     }
     const queued = this.#admit(domain, key, 'first-issuance', now);
     if (queued) return { state: queued, requeueAfterMs: queued.expectedAt.getTime() - now.getTime() };
+    if (unusable !== undefined)
+      log.warn({ problem: unusable }, 'certificate Secret unusable; issuing a new certificate');
     this.#startIssuance(domain, key, log);
-    return { state: { kind: 'issuing', since: now }, orderStarted: true };
+    return { state: { kind: 'issuing', since: now, ...replacing }, orderStarted: unusable === undefined };
   }
 
   /**
@@ -749,6 +825,16 @@ export class CustomDomainReconciler {
     );
     log.info({ phase: next.phase }, 'status updated');
   }
+}
+
+/**
+ * The CustomDomain that `obj`'s owner label (`portico.dev/customdomain`) names when it is another
+ * than `domain`; undefined when it names `domain` or there is no such label (an object made by
+ * hand at a name Portico uses is Portico's to replace).
+ */
+function otherOwner(obj: KubernetesObject | undefined, domain: CustomDomain): string | undefined {
+  const owner = obj?.metadata?.labels?.[CUSTOM_DOMAIN_LABEL];
+  return owner !== undefined && owner !== domain.metadata.name ? owner : undefined;
 }
 
 function recordsOrNodata(values: string[]): RRsetAnswer {

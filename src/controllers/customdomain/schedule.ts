@@ -7,6 +7,8 @@
  *   seen within seconds to a minute, and checks go on through the 48-hour propagation window (§3).
  * - Verified: re-checked every hour, so a record that is later removed or changed is noticed.
  * - Transient resolver failures (SERVFAIL, timeout): retried after 15 s.
+ * - A verified domain whose DNS stopped matching: re-checked every minute (and at the end of the
+ *   grace period) while its verified answer still stands (dns-outcome.ts).
  * - A failed certificate order: retried after 1, 2, 4 … minutes, at most 1 hour apart.
  */
 import type { CustomDomain } from '../../api/customdomain.js';
@@ -16,6 +18,7 @@ export const MIN_UNVERIFIED_CHECK_MS = 5_000;
 export const MAX_UNVERIFIED_CHECK_MS = 10 * 60_000;
 export const VERIFIED_RECHECK_MS = 60 * 60_000;
 export const TRANSIENT_RETRY_MS = 15_000;
+export const MISMATCH_RECHECK_MS = 60_000;
 
 /**
  * Milliseconds until the next DNS check.

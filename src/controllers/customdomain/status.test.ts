@@ -45,6 +45,32 @@ describe('buildStatus', () => {
     expect(status.conditions?.every((c) => c.observedGeneration === 2)).toBe(true);
   });
 
+  it('says why an unusable Secret is being replaced, and never calls it overdue (issue 10, item 5)', () => {
+    const observed: ObservedState = {
+      accepted,
+      dnsVerified: verified,
+      certificate: {
+        kind: 'issuing',
+        since: t0,
+        replacing: "Secret www-tls holds a tls.key that is not the certificate's private key",
+      },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
+    };
+    // Verified two months ago: far past the 30-minute threshold for a first certificate.
+    const status = buildStatus(domain, observed, { verifiedAt: '2025-11-01T00:00:00Z' }, t0);
+    expect(status.conditions?.find((c) => c.type === 'CertificateReady')).toMatchObject({
+      status: 'False',
+      reason: 'Reissuing',
+      message:
+        "Secret www-tls holds a tls.key that is not the certificate's private key, so it cannot serve; a new certificate is being issued (an ACME order in progress since 2026-01-01T00:00:00.000Z).",
+    });
+    expect(status.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'Reissuing',
+    });
+    expect(status.phase).toBe('Issuing');
+  });
+
   it('stays Live while a renewal is under way or has failed, and says which', () => {
     const routing = { kind: 'routed', message: 'Ingress portico-www routes the hostname.' } as const;
     const condition = (observed: ObservedState): unknown =>

@@ -16,7 +16,12 @@ import { setCondition, type ConditionInput } from '../../kube/conditions.js';
 export type CertificateState =
   | { kind: 'valid'; certificate: CertificateStatus; renewal?: RenewalState }
   | { kind: 'not-requested' }
-  | { kind: 'issuing'; since: Date }
+  | {
+      kind: 'issuing';
+      since: Date;
+      /** The Secret held a certificate that cannot serve; this says why (it is being replaced). */
+      replacing?: string;
+    }
   | { kind: 'failed'; reason: string; message: string; retryAt: Date }
   | QueuedOrder;
 
@@ -61,6 +66,18 @@ export interface ObservedState {
 }
 
 /**
+ * Whether a missing certificate in `state` is reported as overdue once late: not while one serves,
+ * not while waiting for the CA budget (no fault: the message says when its turn comes), not for a
+ * CAA refusal (its own reason says more), and not while an unusable Secret is being replaced (the
+ * domain had its certificate; the time since verification says nothing).
+ */
+function overdueApplies(state: CertificateState): boolean {
+  if (state.kind === 'valid' || state.kind === 'queued') return false;
+  if (state.kind === 'failed') return !state.reason.startsWith('CAA');
+  return !(state.kind === 'issuing' && state.replacing !== undefined);
+}
+
+/**
  * @param lateSinceMs how long the domain has been verified without a certificate, milliseconds;
  *   past `overdueMs` a missing certificate gets its own reason (spec §3, §7.3)
  */
@@ -70,9 +87,7 @@ function certificateCondition(
   lateSinceMs: number,
   overdueMs: number,
 ): ConditionInput {
-  // Waiting for the CA budget is no fault: the message says when its turn comes instead.
-  const late = lateSinceMs >= overdueMs && state.kind !== 'valid' && state.kind !== 'queued';
-  if (late && !(state.kind === 'failed' && state.reason.startsWith('CAA'))) {
+  if (lateSinceMs >= overdueMs && overdueApplies(state)) {
     const last = state.kind === 'failed' ? ` The last attempt failed: ${state.message}.` : '';
     return {
       type: 'CertificateReady',
@@ -85,12 +100,7 @@ function certificateCondition(
     case 'valid':
       return validCertificateCondition(state.certificate, state.renewal);
     case 'issuing':
-      return {
-        type: 'CertificateReady',
-        status: 'False',
-        reason: 'Issuing',
-        message: `An ACME order is in progress since ${state.since.toISOString()}; it usually completes within a couple of minutes.`,
-      };
+      return issuingCondition(state);
     case 'failed':
       return {
         type: 'CertificateReady',
@@ -115,6 +125,23 @@ function certificateCondition(
           : 'A certificate is requested once DNS verification succeeds.',
       };
   }
+}
+
+function issuingCondition(state: Extract<CertificateState, { kind: 'issuing' }>): ConditionInput {
+  const order = `an ACME order in progress since ${state.since.toISOString()}`;
+  if (state.replacing !== undefined)
+    return {
+      type: 'CertificateReady',
+      status: 'False',
+      reason: 'Reissuing',
+      message: `${state.replacing}, so it cannot serve; a new certificate is being issued (${order}).`,
+    };
+  return {
+    type: 'CertificateReady',
+    status: 'False',
+    reason: 'Issuing',
+    message: `An ACME order is in progress since ${state.since.toISOString()}; it usually completes within a couple of minutes.`,
+  };
 }
 
 /** CertificateReady while a certificate serves: `Issued`, `Renewing` or `RenewalFailed` (all True). */
