@@ -20,7 +20,7 @@ import { AcmeIssuer } from '../acme/issuer.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
 import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
 import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.js';
-import { HostnameClaims } from '../controllers/customdomain/hostname-claims.js';
+import { HostnameClaims, type ClaimsCache } from '../controllers/customdomain/hostname-claims.js';
 import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
@@ -118,7 +118,7 @@ function build(
     orders.settled(key, orderOutcome(tracker.lastOutcome(key)), new Date());
     queue.addHighPriority(key);
   });
-  const createReconciler = (view: ClusterView): CustomDomainReconciler =>
+  const createReconciler = (view: ClusterView & ClaimsCache): CustomDomainReconciler =>
     new CustomDomainReconciler({
       platformCnameTarget: config.platformCnameTarget,
       reservedDomains: config.reservedDomains,
@@ -126,7 +126,10 @@ function build(
       certificateOverdueMs: config.certificateOverdueMs,
       dnsMismatchGraceMs: config.dnsMismatchGraceMs,
       view,
-      claims: new HostnameClaims(customObjects, log, (hostname) => view.hostnameClaim(hostname)),
+      claims: new HostnameClaims(customObjects, log, {
+        cache: view,
+        events: new EventRecorder(core, 'portico-controller', log),
+      }),
       routing: {
         ...config.routing,
         ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),

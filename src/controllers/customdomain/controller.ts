@@ -34,6 +34,7 @@ import { HOSTNAME_CLAIM_PLURAL, type HostnameClaim } from '../../api/hostnamecla
 import { backoffDelayMs } from '../../kube/backoff.js';
 import { findCondition } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
+import { normalizeDnsName } from '../../domain/hostname.js';
 import { ResilientInformer } from '../../kube/informer.js';
 import { slimTlsSecret } from '../../certificates/parsed-secret.js';
 import { WorkQueue } from '../../kube/work-queue.js';
@@ -42,7 +43,9 @@ import type { ObjectHeader } from '../../routing/plan.js';
 import { GATEWAY_API_VERSION, HTTPROUTE_KIND } from '../../routing/gateway.js';
 import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from '../../routing/traefik.js';
 import type { ClusterView, OwnedLookup } from './cluster-view.js';
+import { servesHostname } from './claim-precedence.js';
 import { CustomDomainIndex } from './domain-index.js';
+import type { ClaimsCache } from './hostname-claims.js';
 import type { CustomDomainReconciler } from './reconciler.js';
 
 const CONTROLLER = 'customdomain';
@@ -61,7 +64,8 @@ const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 export interface CustomDomainControllerDeps {
   kubeConfig: KubeConfig;
   objects: KubernetesObjectApi;
-  createReconciler: (view: ClusterView) => CustomDomainReconciler;
+  /** `view` also answers HostnameClaims' cache reads (`ClaimsCache`). */
+  createReconciler: (view: ClusterView & ClaimsCache) => CustomDomainReconciler;
   queue: WorkQueue;
   metrics: ControllerMetrics;
   log: Logger;
@@ -125,6 +129,8 @@ export class CustomDomainController {
   readonly #index = new CustomDomainIndex();
   /** The reconcile's inputs of each CustomDomain as last seen (`inputsOf`), by key. */
   readonly #seen = new Map<string, string>();
+  /** Keys of the CustomDomains whose status shows them serving their hostname (claim-precedence.ts). */
+  readonly #serving = new Set<string>();
   readonly #reconciler: CustomDomainReconciler;
   /** Optional owned kinds the API server does not serve (`apiVersion/kind`): no object can exist. */
   readonly #absentKinds = new Set<string>();
@@ -144,7 +150,13 @@ export class CustomDomainController {
       list: this.#lister(`${GROUP}/${VERSION}`, 'CustomDomain'),
       onChange: (obj, verb) => {
         const key = objectKey(obj);
-        if (verb === 'update' && this.#seen.get(key) === inputsOf(obj)) return; // status only
+        const servingChanged = this.#noteServing(key, obj, verb);
+        if (verb === 'update' && this.#seen.get(key) === inputsOf(obj)) {
+          // Status only; but a domain that stops serving (e.g. its plan went) may let a rival take
+          // the hostname, which that rival's claim check waits for (claim-precedence.ts).
+          if (servingChanged) this.#enqueue(this.#index.ofHostname(obj.spec.hostname));
+          return;
+        }
         if (verb === 'delete') {
           this.#index.delete(obj);
           this.#seen.delete(key);
@@ -216,6 +228,26 @@ export class CustomDomainController {
       this.#claims,
     ] as ResilientInformer<KubernetesObject>[];
     this.#reconciler = deps.createReconciler(this.view());
+  }
+
+  /** Records whether `obj` serves its hostname now; true when that changed. */
+  #noteServing(key: string, obj: CustomDomain, verb: 'add' | 'update' | 'delete'): boolean {
+    const was = this.#serving.has(key);
+    const is = verb !== 'delete' && servesHostname(obj, normalizeDnsName(obj.spec.hostname), new Date());
+    if (is) this.#serving.add(key);
+    else this.#serving.delete(key);
+    return was !== is;
+  }
+
+  /** The cached CustomDomains of `hostname` (by the index, no scan). */
+  #domainsOfHostname(hostname: string): CustomDomain[] {
+    const found: CustomDomain[] = [];
+    for (const key of this.#index.ofHostname(hostname)) {
+      const { namespace, name } = splitKey(key);
+      const domain = this.#domains.get(name, namespace);
+      if (domain) found.push(domain);
+    }
+    return found;
   }
 
   #lister<T extends KubernetesObject>(
@@ -297,9 +329,10 @@ export class CustomDomainController {
     this.#optionalKindsProbed = true;
   }
 
-  /** The cluster as the caches see it, for the reconcile's reads. */
-  view(): ClusterView {
+  /** The cluster as the caches see it, for the reconcile's and HostnameClaims' reads. */
+  view(): ClusterView & ClaimsCache {
     return {
+      customDomainsOfHostname: (hostname) => this.#domainsOfHostname(hostname),
       namespaceLabels: (name) => this.#namespaces.get(name)?.metadata?.labels,
       readyEndpoints: (namespace, service) =>
         this.#slices

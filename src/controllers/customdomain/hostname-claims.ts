@@ -7,8 +7,10 @@
  * 409 AlreadyExists, so there is never an instant with two holders, whatever the informer caches
  * have seen. The holder keeps the claim until its routing is gone: the reconcile releases it on
  * removal (after the Ingress / HTTPRoute is confirmed deleted) and when the holder's plan no longer
- * allows custom domains. A claim whose CustomDomain no longer exists (deleted while the operator was
- * down, or created again with a new uid) is replaced by the next claimant.
+ * allows custom domains. A claim that does not count (claim-precedence.ts: its CustomDomain no
+ * longer exists, was created again with a new uid, or has another hostname, e.g. a claim made by
+ * hand) is replaced by the next claimant, and a CustomDomain that serves the hostname comes before
+ * any other, so a Live domain whose claim disappears or is replaced by hand gets it back first.
  */
 import type { CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -29,6 +31,8 @@ import {
 } from '../../api/hostnameclaim.js';
 import { normalizeDnsName } from '../../domain/hostname.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
+import type { EventRecorder } from '../../kube/events.js';
+import { claimVerdict, unhonouredReason } from './claim-precedence.js';
 
 /** `held`: this CustomDomain holds the hostname now. `taken`: another existing CustomDomain does. */
 export type ClaimState = 'held' | 'taken';
@@ -43,58 +47,89 @@ export class ClaimContendedError extends Error {
 
 const ATTEMPTS = 3;
 
-/** The claim of a hostname as a HostnameClaim informer's cache holds it, or undefined. */
-export type CachedClaimLookup = (hostname: string) => HostnameClaim | undefined;
+/** What HostnameClaims reads from the informer caches. */
+export interface ClaimsCache {
+  /** The cached claim of `hostname` (normalized), or undefined. */
+  hostnameClaim(hostname: string): HostnameClaim | undefined;
+  /** The cached CustomDomains whose spec.hostname is `hostname` (normalized), in any namespace. */
+  customDomainsOfHostname(hostname: string): readonly CustomDomain[];
+}
+
+const NO_CACHE: ClaimsCache = { hostnameClaim: () => undefined, customDomainsOfHostname: () => [] };
+
+/** Reason of the Warning Event recorded on a domain that replaced a claim which did not count. */
+export const CLAIM_REPLACED_REASON = 'HostnameClaimReplaced';
+
+export interface HostnameClaimsOptions {
+  /**
+   * The caches. The claim cache answers only "this domain holds it already", the common case of
+   * every reconcile of an accepted domain; the domain cache finds a rival that serves the hostname
+   * (claim-precedence.ts). Taking, replacing and giving up a claim read the claim and its holder
+   * from the API server, so two operators can never both see a hostname as free. Default: empty.
+   */
+  cache?: ClaimsCache;
+  /** Records the Warning Event `HostnameClaimReplaced` on a domain that replaced a claim. */
+  events?: Pick<EventRecorder, 'record'>;
+  now?: () => Date;
+}
 
 export class HostnameClaims {
   readonly #api: CustomObjectsApi;
   readonly #log: Logger;
-  readonly #cached: CachedClaimLookup;
+  readonly #cache: ClaimsCache;
+  readonly #events: Pick<EventRecorder, 'record'> | undefined;
+  readonly #now: () => Date;
 
-  /**
-   * @param cached the claims cache; it answers only "this domain holds it already", the common case
-   *   of every reconcile of an accepted domain. Taking, replacing and giving up a claim read the API
-   *   server, so two operators can never both see a hostname as free.
-   */
-  constructor(customObjects: CustomObjectsApi, log: Logger, cached: CachedClaimLookup = () => undefined) {
+  constructor(customObjects: CustomObjectsApi, log: Logger, options: HostnameClaimsOptions = {}) {
     this.#api = customObjects;
     this.#log = log;
-    this.#cached = cached;
+    this.#cache = options.cache ?? NO_CACHE;
+    this.#events = options.events;
+    this.#now = options.now ?? (() => new Date());
   }
 
   /**
-   * Takes the claim on `domain`'s hostname, or confirms that this CustomDomain (same uid) holds it.
-   * A claim held by a CustomDomain that no longer exists is deleted (guarded by the claim's uid) and
-   * taken. Reads the API server, never a cache.
+   * Takes the claim on `domain`'s hostname, or confirms that this CustomDomain (same uid) holds it,
+   * by the rules of claim-precedence.ts: a claim counts only if its holder exists with the same uid
+   * and has the claim's hostname, and a domain that serves the hostname comes before any other. A
+   * claim that does not count, or that names a domain not serving the hostname while this one does,
+   * is deleted (guarded by the claim's uid) and taken; a Warning Event `HostnameClaimReplaced` on
+   * `domain` says so. Reads the claim and its holder from the API server, the rivals from the cache.
    *
-   * @returns `held` or `taken` (another CustomDomain that still exists holds it; it keeps the claim
-   *   while being deleted, until its routing is gone).
+   * @returns `held` or `taken` (another CustomDomain that still exists holds it or comes first; a
+   *   holder keeps the claim while being deleted, until its routing is gone).
    * @throws ClaimContendedError when the claim changed hands on each of 3 attempts; ApiException for
    *   any API error other than the 404 / 409 answers handled here.
    */
   async acquire(domain: CustomDomain): Promise<ClaimState> {
     const mine = refOf(domain);
     const hostname = normalizeDnsName(domain.spec.hostname);
-    // A claim is only ever created for its holder's uid, so the cache saying "mine" is safe to trust;
-    // if it was deleted meanwhile, its delete event re-queues this domain, which takes it again.
-    const cached = this.#cached(hostname);
-    if (cached?.spec.customDomainRef.uid === mine.uid) return 'held';
-    // No claim in the cache: try to take it at once (the create is the atomic step; a 409 says
-    // someone holds it, and the loop below reads who).
-    if (!cached && (await this.#create(hostname, mine))) return 'held';
+    const rivals = this.#cache.customDomainsOfHostname(hostname);
+    // A claim in the cache naming this uid, at this hostname, counts (claim-precedence.ts), so the
+    // cache saying "mine" is safe to trust unless a serving rival comes first; if the claim was
+    // deleted meanwhile, its delete event re-queues this domain, which takes it again.
+    const cached = this.#cache.hostnameClaim(hostname);
+    const facts = { me: domain, hostname, rivals, now: this.#now() };
+    if (cached?.spec.customDomainRef.uid === mine.uid) {
+      if (claimVerdict({ ...facts, claim: cached, holder: domain }) === 'held') return 'held';
+    } else if (!cached) {
+      // No claim in the cache: unless a serving rival comes first, try to take it at once (the
+      // create is the atomic step; a 409 says someone holds it, and the loop below reads who).
+      const verdict = claimVerdict({ ...facts, claim: undefined, holder: undefined });
+      if (verdict === 'taken') return 'taken';
+      if (await this.#create(hostname, mine)) return 'held';
+    }
     for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
       const claim = await this.#get(hostname);
-      if (!claim) {
+      const holder = claim ? await this.#holder(claim.spec.customDomainRef) : undefined;
+      const verdict = claimVerdict({ ...facts, claim, holder, now: this.#now() });
+      if (verdict === 'held' || verdict === 'taken') return verdict;
+      if (verdict === 'create') {
         if (await this.#create(hostname, mine)) return 'held';
         continue;
       }
-      if (claim.spec.customDomainRef.uid === mine.uid) return 'held';
-      if (await this.#holderExists(claim.spec.customDomainRef)) return 'taken';
-      this.#log.info(
-        { hostname, staleHolder: claim.spec.customDomainRef },
-        'replacing a hostname claim whose CustomDomain no longer exists',
-      );
-      await this.#delete(claim);
+      await this.#replace(domain, claim as HostnameClaim, holder);
+      if (await this.#create(hostname, mine)) return 'held';
     }
     throw new ClaimContendedError(hostname);
   }
@@ -111,7 +146,10 @@ export class HostnameClaims {
     const hostname = normalizeDnsName(domain.spec.hostname);
     // A domain that is refused on every pass (e.g. its plan) asks the cache first: no claim of its
     // own there means nothing to give up; a claim it took a moment ago re-queues it when it shows.
-    if (options.trustCache && this.#cached(hostname)?.spec.customDomainRef.uid !== domain.metadata.uid)
+    if (
+      options.trustCache &&
+      this.#cache.hostnameClaim(hostname)?.spec.customDomainRef.uid !== domain.metadata.uid
+    )
       return;
     const claim = await this.#get(hostname);
     if (claim && claim.spec.customDomainRef.uid === domain.metadata.uid) await this.#delete(claim);
@@ -168,19 +206,46 @@ export class HostnameClaims {
     }
   }
 
-  /** The CustomDomain `ref` names still exists with the same uid (a deleting one counts). */
-  async #holderExists(ref: CustomDomainRef): Promise<boolean> {
+  /**
+   * Deletes `claim` (uid precondition) for `domain`, which takes it next: logs who it named and why
+   * it gave way, and records a Warning Event on `domain` that does not name the other domain (it may
+   * be another tenant's).
+   */
+  async #replace(
+    domain: CustomDomain,
+    claim: HostnameClaim,
+    holder: CustomDomain | undefined,
+  ): Promise<void> {
+    const hostname = claim.metadata.name;
+    const why = unhonouredReason(claim, holder) ?? 'holder-not-serving';
+    this.#log.info(
+      { hostname, replacedHolder: claim.spec.customDomainRef, why, claimant: refOf(domain) },
+      'replacing a hostname claim that does not count',
+    );
+    await this.#delete(claim);
+    if (why === 'holder-gone' || why === 'holder-recreated') return; // the ordinary hand-over
+    await this.#events?.record(
+      domain,
+      'Warning',
+      CLAIM_REPLACED_REASON,
+      why === 'hostname-mismatch'
+        ? `The HostnameClaim of ${hostname} named a CustomDomain whose hostname is another name; such a claim does not count, and this CustomDomain took the claim. HostnameClaims are the operator's: do not create them by hand.`
+        : `The HostnameClaim of ${hostname} named a CustomDomain that does not serve it, while this one does (it is accepted, with a certificate for ${hostname}); this CustomDomain took the claim back. HostnameClaims are the operator's: do not create them by hand.`,
+    );
+  }
+
+  /** The CustomDomain `ref` names (by namespace and name; a deleting one counts), or undefined. */
+  async #holder(ref: CustomDomainRef): Promise<CustomDomain | undefined> {
     try {
-      const holder = (await this.#api.getNamespacedCustomObject({
+      return (await this.#api.getNamespacedCustomObject({
         group: GROUP,
         version: VERSION,
         namespace: ref.namespace,
         plural: CUSTOM_DOMAIN_PLURAL,
         name: ref.name,
       })) as CustomDomain;
-      return holder.metadata.uid === ref.uid;
     } catch (err) {
-      if (isNotFound(err)) return false;
+      if (isNotFound(err)) return undefined;
       throw err;
     }
   }

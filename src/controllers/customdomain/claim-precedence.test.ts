@@ -1,0 +1,206 @@
+import { describe, expect, it } from 'vitest';
+import { FINALIZER, type CustomDomain } from '../../api/customdomain.js';
+import type { HostnameClaim } from '../../api/hostnameclaim.js';
+import {
+  claimVerdict,
+  firstServing,
+  servesHostname,
+  unhonouredReason,
+  type ClaimFacts,
+} from './claim-precedence.js';
+
+const NOW = new Date('2026-06-01T12:00:00Z');
+const HOST = 'www.shop.example';
+
+interface Options {
+  hostname?: string;
+  serving?: boolean;
+  created?: string;
+  deleting?: boolean;
+  finalizers?: string[];
+}
+
+/** CustomDomain `namespace/name` (uid `uid-<namespace>`); `serving`: accepted, with a valid certificate. */
+function domain(namespace: string, o: Options = {}): CustomDomain {
+  const hostname = o.hostname ?? HOST;
+  return {
+    apiVersion: 'portico.dev/v1alpha1',
+    kind: 'CustomDomain',
+    metadata: {
+      namespace,
+      name: 'www',
+      uid: `uid-${namespace}`,
+      creationTimestamp: new Date(o.created ?? '2026-01-01T00:00:00Z'),
+      finalizers: o.finalizers ?? [FINALIZER],
+      ...(o.deleting ? { deletionTimestamp: new Date('2026-06-01T11:59:00Z') } : {}),
+    },
+    spec: { hostname, service: { name: 'web', port: 80 } },
+    ...(o.serving
+      ? {
+          status: {
+            phase: 'Live' as const,
+            conditions: [
+              {
+                type: 'Accepted' as const,
+                status: 'True' as const,
+                reason: 'Accepted',
+                message: '',
+                lastTransitionTime: '2026-01-01T00:00:00Z',
+              },
+            ],
+            certificate: {
+              secretName: 'www-tls',
+              notBefore: '2026-05-01T00:00:00Z',
+              notAfter: '2026-07-30T00:00:00Z',
+              renewalTime: '2026-06-30T00:00:00Z',
+              serialNumber: '01',
+              issuer: 'CN=Pebble',
+              dnsNames: [hostname],
+            },
+          },
+        }
+      : {}),
+  };
+}
+
+function claimOf(d: CustomDomain, hostname = HOST): HostnameClaim {
+  return {
+    apiVersion: 'portico.dev/v1alpha1',
+    kind: 'HostnameClaim',
+    metadata: { name: hostname, uid: 'claim-uid' },
+    spec: {
+      customDomainRef: { namespace: d.metadata.namespace, name: d.metadata.name, uid: d.metadata.uid ?? '' },
+    },
+  };
+}
+
+function facts(me: CustomDomain, f: Partial<ClaimFacts> = {}): ClaimFacts {
+  return { me, hostname: HOST, claim: undefined, holder: undefined, rivals: [], now: NOW, ...f };
+}
+
+describe('servesHostname', () => {
+  it('is true for an accepted domain with an unexpired certificate for the hostname', () => {
+    expect(servesHostname(domain('a', { serving: true }), HOST, NOW)).toBe(true);
+  });
+
+  it('is false without a certificate, when not accepted, expired, or for another name', () => {
+    expect(servesHostname(domain('a'), HOST, NOW)).toBe(false);
+    const downgraded = domain('a', { serving: true });
+    const accepted = downgraded.status?.conditions?.[0];
+    if (accepted) accepted.status = 'False';
+    expect(servesHostname(downgraded, HOST, NOW)).toBe(false);
+    expect(servesHostname(domain('a', { serving: true }), HOST, new Date('2026-08-01T00:00:00Z'))).toBe(
+      false,
+    );
+    expect(servesHostname(domain('a', { serving: true, hostname: 'api.shop.example' }), HOST, NOW)).toBe(
+      false,
+    );
+    const otherName = domain('a', { serving: true });
+    if (otherName.status?.certificate) otherName.status.certificate.dnsNames = ['other.example'];
+    expect(servesHostname(otherName, HOST, NOW)).toBe(false);
+  });
+
+  it("counts a deleting domain while Portico's finalizer is on it, not after", () => {
+    expect(servesHostname(domain('a', { serving: true, deleting: true }), HOST, NOW)).toBe(true);
+    expect(
+      servesHostname(domain('a', { serving: true, deleting: true, finalizers: ['e2e/hold'] }), HOST, NOW),
+    ).toBe(false);
+  });
+
+  it('compares names case-insensitively and without a trailing dot', () => {
+    expect(servesHostname(domain('a', { serving: true, hostname: 'WWW.Shop.Example.' }), HOST, NOW)).toBe(
+      true,
+    );
+  });
+});
+
+describe('unhonouredReason', () => {
+  it('honours a claim whose holder exists with the same uid and hostname', () => {
+    const d = domain('a');
+    expect(unhonouredReason(claimOf(d), d)).toBeUndefined();
+  });
+
+  it('names why a claim does not count', () => {
+    const d = domain('a');
+    expect(unhonouredReason(claimOf(d), undefined)).toBe('holder-gone');
+    expect(unhonouredReason(claimOf(d), { ...d, metadata: { ...d.metadata, uid: 'new' } })).toBe(
+      'holder-recreated',
+    );
+    // The issue's first attack: a claim made by hand for a CustomDomain of another name.
+    const other = domain('b', { hostname: 'blog.other.example' });
+    expect(unhonouredReason(claimOf(other), other)).toBe('hostname-mismatch');
+  });
+});
+
+describe('firstServing', () => {
+  it('picks the oldest serving domain, then the smallest namespace/name', () => {
+    const old = domain('z', { serving: true, created: '2025-01-01T00:00:00Z' });
+    const young = domain('a', { serving: true, created: '2026-01-01T00:00:00Z' });
+    const twin = domain('b', { serving: true, created: '2026-01-01T00:00:00Z' });
+    expect(firstServing([young, old, domain('c')], HOST, NOW)).toBe(old);
+    expect(firstServing([twin, young], HOST, NOW)).toBe(young);
+    expect(firstServing([domain('c')], HOST, NOW)).toBeUndefined();
+  });
+});
+
+describe('claimVerdict', () => {
+  const live = domain('live', { serving: true });
+  const newcomer = domain('new');
+
+  it('creates a missing claim when nobody serves the hostname', () => {
+    expect(claimVerdict(facts(newcomer))).toBe('create');
+    expect(claimVerdict(facts(newcomer, { rivals: [domain('other')] }))).toBe('create');
+  });
+
+  it('does not take a free hostname that a serving rival comes first for', () => {
+    expect(claimVerdict(facts(newcomer, { rivals: [live] }))).toBe('taken');
+    // The serving domain itself takes it back.
+    expect(claimVerdict(facts(live, { rivals: [newcomer] }))).toBe('create');
+  });
+
+  it('keeps a counted claim and leaves a counted claim of another non-serving holder alone', () => {
+    const holder = domain('holder');
+    expect(claimVerdict(facts(holder, { claim: claimOf(holder), holder }))).toBe('held');
+    expect(claimVerdict(facts(newcomer, { claim: claimOf(holder), holder, rivals: [holder] }))).toBe('taken');
+  });
+
+  it('replaces a claim naming a domain of another hostname (first attack)', () => {
+    const elsewhere = domain('elsewhere', { hostname: 'blog.other.example' });
+    const f = { claim: claimOf(elsewhere), holder: elsewhere };
+    expect(claimVerdict(facts(newcomer, f))).toBe('replace');
+    // ... but leaves it to a serving rival when there is one.
+    expect(claimVerdict(facts(newcomer, { ...f, rivals: [live] }))).toBe('taken');
+    expect(claimVerdict(facts(live, { ...f, rivals: [newcomer] }))).toBe('replace');
+  });
+
+  it("gives a hand-made claim naming another tenant's non-serving domain back to the Live one (second attack)", () => {
+    const f = { claim: claimOf(newcomer), holder: newcomer };
+    expect(claimVerdict(facts(live, { ...f, rivals: [newcomer] }))).toBe('replace');
+    // The named domain does not treat the claim as its own while the Live one comes first.
+    expect(claimVerdict(facts(newcomer, { ...f, rivals: [live] }))).toBe('taken');
+  });
+
+  it('replaces the claim of a vanished holder unless a serving rival comes first', () => {
+    const gone = domain('gone');
+    expect(claimVerdict(facts(newcomer, { claim: claimOf(gone) }))).toBe('replace');
+    expect(claimVerdict(facts(newcomer, { claim: claimOf(gone), rivals: [live] }))).toBe('taken');
+  });
+
+  it('with two serving domains, the serving holder keeps the claim and the other defers', () => {
+    const older = domain('older', { serving: true, created: '2025-01-01T00:00:00Z' });
+    const f = { claim: claimOf(live), holder: live };
+    // The holder is younger than its rival and still keeps it: no swapping back and forth.
+    expect(claimVerdict(facts(live, { ...f, rivals: [older] }))).toBe('held');
+    expect(claimVerdict(facts(older, { ...f, rivals: [live] }))).toBe('taken');
+    // With no claim, or one naming a non-serving domain, only the older takes it.
+    expect(claimVerdict(facts(live, { rivals: [older] }))).toBe('taken');
+    expect(claimVerdict(facts(older, { rivals: [live] }))).toBe('create');
+    const g = { claim: claimOf(newcomer), holder: newcomer };
+    expect(claimVerdict(facts(live, { ...g, rivals: [older, newcomer] }))).toBe('taken');
+    expect(claimVerdict(facts(older, { ...g, rivals: [live, newcomer] }))).toBe('replace');
+  });
+
+  it('ignores the reconciled domain among its rivals', () => {
+    expect(claimVerdict(facts(newcomer, { rivals: [newcomer] }))).toBe('create');
+  });
+});
