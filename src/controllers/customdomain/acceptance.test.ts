@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../api/customdomain.js';
+import { validateHostname } from '../../domain/hostname.js';
 import { acceptance, planOf, reservedDomainOf, type AcceptanceFacts } from './acceptance.js';
 
 const domain: CustomDomain = {
@@ -43,6 +44,17 @@ describe('acceptance', () => {
     expect(taken.message).toBe(
       'www.example.com is already attached to another project on this platform. If you own it, remove it from the other project first, or contact support.',
     );
+  });
+
+  it('refuses a hostname stored before a CRD rule it breaks, with the rule’s own message', () => {
+    const stored = { ...domain, spec: { ...domain.spec, hostname: '*.example.com' } };
+    const problem = validateHostname(stored.spec.hostname);
+    expect(problem).toBeDefined();
+    const c = acceptance({ ...ok, domain: stored, hostnameProblem: problem, claim: undefined });
+    expect(c).toMatchObject({ status: 'False', reason: 'InvalidHostname' });
+    expect(c.message).toContain(problem?.message ?? 'no message');
+    expect(c.message).toContain(`(${problem?.reason ?? ''})`);
+    expect(acceptance({ ...ok, hostnameProblem: validateHostname('www.example.com') }).status).toBe('True');
   });
 
   it('refuses a hostname with an invalid A-label before any other gate, naming the label', () => {

@@ -5,6 +5,8 @@
  *   `portico.dev/plan`; a missing label means free (DESIGN.md).
  * - Deploy [spec §3]: the project must have had a successful deploy: its Service has had at least
  *   one ready endpoint. Once accepted, a later scale-to-zero does not revoke it.
+ * - The hostname rules of the CRD (domain/hostname.ts), checked again for an object stored before
+ *   a rule existed (the API server does not re-check stored objects).
  * - Internationalized names: every `xn--` label must be a valid A-label (RFC 5891, UTS #46); the CRD's
  *   CEL rules cannot decode punycode, so this gate does (`invalidALabels`).
  * - Reserved hostnames: the platform's own domains (configuration) cannot be claimed.
@@ -40,6 +42,11 @@ export interface AcceptanceFacts {
   /** The labels of the hostname that are `xn--` labels but not valid A-labels (`invalidALabels`). */
   invalidALabels: readonly string[];
   /**
+   * The CRD's hostname rule the hostname breaks (`validateHostname`, domain/hostname.ts), for a value
+   * stored before the rule existed; undefined when it passes them all.
+   */
+  hostnameProblem?: { reason: string; message: string } | undefined;
+  /**
    * The hostname claim (hostname-claims.ts): `held` by this CustomDomain or `taken` by another;
    * undefined when it was not asked because the plan or reserved-name gate failed first.
    */
@@ -56,6 +63,12 @@ export function acceptance(f: AcceptanceFacts): ConditionInput & { status: 'True
     reason,
     message,
   });
+  if (f.hostnameProblem) {
+    return no(
+      'InvalidHostname',
+      `${hostname}: ${f.hostnameProblem.message} (${f.hostnameProblem.reason}). It was stored before the API server checked this rule; create a CustomDomain with a valid name (spec.hostname cannot be changed).`,
+    );
+  }
   if (f.invalidALabels.length > 0) {
     const labels = f.invalidALabels.join(', ');
     return no(

@@ -14,6 +14,7 @@
  */
 import type { CustomObjectsApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { eventTypeOf, type CustomDomainReason } from '../../api/reasons.js';
 import {
   API_VERSION,
   CUSTOM_DOMAIN_PLURAL,
@@ -58,7 +59,7 @@ export interface ClaimsCache {
 const NO_CACHE: ClaimsCache = { hostnameClaim: () => undefined, customDomainsOfHostname: () => [] };
 
 /** Reason of the Warning Event recorded on a domain that replaced a claim which did not count. */
-export const CLAIM_REPLACED_REASON = 'HostnameClaimReplaced';
+export const CLAIM_REPLACED_REASON: CustomDomainReason = 'HostnameClaimReplaced';
 
 export interface HostnameClaimsOptions {
   /**
@@ -226,7 +227,7 @@ export class HostnameClaims {
     if (why === 'holder-gone' || why === 'holder-recreated') return; // the ordinary hand-over
     await this.#events?.record(
       domain,
-      'Warning',
+      eventTypeOf(CLAIM_REPLACED_REASON),
       CLAIM_REPLACED_REASON,
       why === 'hostname-mismatch'
         ? `The HostnameClaim of ${hostname} named a CustomDomain whose hostname is another name; such a claim does not count, and this CustomDomain took the claim. HostnameClaims are the operator's: do not create them by hand.`

@@ -32,11 +32,12 @@ import {
   type CertificateStatus,
   type CustomDomainStatus,
 } from '../../api/customdomain.js';
+import { eventTypeOf, WARNING_REASONS } from '../../api/reasons.js';
 import { defaultRenewalTime } from '../../certificates/inspect.js';
 import { parsedSecret } from '../../certificates/parsed-secret.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { normalizeDnsName, type RRsetAnswer } from '../../dns/answers.js';
-import { invalidALabels } from '../../domain/hostname.js';
+import { invalidALabels, validateHostname } from '../../domain/hostname.js';
 import { isApex, registeredDomain, requiredDnsRecords } from '../../dns/records.js';
 import type { DnsResolver } from '../../dns/resolver.js';
 import { verifyApex, verifySubdomain, type Verdict } from '../../dns/verdict.js';
@@ -98,33 +99,6 @@ export interface CustomDomainReconcilerDeps {
   log: Logger;
   now: () => Date;
 }
-
-/** Condition reasons that ask a person to act, recorded as Warning Events; the rest are Normal. */
-const WARNING_REASONS = new Set([
-  'PlanNotEligible',
-  'NotDeployed',
-  'ReservedHostname',
-  'HostnameAlreadyClaimed',
-  'InvalidHostname',
-  'RecordNotFound',
-  'ConflictingRecord',
-  'CNAMEMismatch',
-  'AddressMismatch',
-  'DNSServerFailure',
-  'DNSTimeout',
-  'DNSError',
-  'TargetUnresolvable',
-  'IssuanceFailed',
-  'CAAForbidsIssuance',
-  'CAALookupFailed',
-  'CARateLimited',
-  'CertificateOverdue',
-  'RenewalFailed',
-  'NoBackend',
-  'ServicePortNotFound',
-  'Reissuing',
-  'NameInUse',
-]);
 
 /**
  * How long the status write of a reconcile that placed an order is held back: 5 s. An order usually
@@ -271,7 +245,13 @@ export class CustomDomainReconciler {
     const plan = planOf(view.namespaceLabels(domain.metadata.namespace));
     const reservedDomain = reservedDomainOf(hostname, this.#d.reservedDomains);
     const badLabels = invalidALabels(hostname);
-    const claimable = badLabels.length === 0 && ELIGIBLE_PLANS.has(plan) && reservedDomain === undefined;
+    // The CRD's rules again, for an object stored before one of them existed (validateHostname).
+    const hostnameProblem = validateHostname(domain.spec.hostname);
+    const claimable =
+      hostnameProblem === undefined &&
+      badLabels.length === 0 &&
+      ELIGIBLE_PLANS.has(plan) &&
+      reservedDomain === undefined;
     const service = domain.spec.service?.name;
     return acceptance({
       domain,
@@ -280,6 +260,7 @@ export class CustomDomainReconciler {
       previouslyAccepted: findCondition(domain.status?.conditions, 'Accepted')?.status === 'True',
       reservedDomain,
       invalidALabels: badLabels,
+      hostnameProblem,
       claim: claimable ? await this.#d.claims.acquire(domain) : undefined,
     });
   }
@@ -368,7 +349,7 @@ export class CustomDomainReconciler {
     await this.#d.claims.release(domain);
     await this.#d.events.record(
       domain,
-      'Normal',
+      eventTypeOf('Removed'),
       'Removed',
       `Routing for ${domain.spec.hostname} removed; traffic is no longer served. Certificate Secret ${names.secret} deleted.`,
     );
@@ -734,10 +715,10 @@ export class CustomDomainReconciler {
       };
     }
     // Past its renewal time but not verified: the DNS schedule re-queues the domain; a timed re-check
-    // here would fire every second, the time having passed.
+    // here would fire every second, the time having passed. The status says why it waits.
     return renewalMs > 0
       ? { state: { kind: 'valid', certificate: serving }, requeueAfterMs: renewalMs }
-      : { state: { kind: 'valid', certificate: serving } };
+      : { state: { kind: 'valid', certificate: serving, renewal: { kind: 'awaiting-verification' } } };
   }
 
   /**

@@ -71,6 +71,20 @@ describe('buildStatus', () => {
     expect(status.phase).toBe('Issuing');
   });
 
+  it('says why a due renewal waits when DNS no longer verifies (issue 10, item 10)', () => {
+    const observed: ObservedState = {
+      accepted,
+      dnsVerified: { type: 'DNSVerified', status: 'False', reason: 'CNAMEMismatch', message: 'elsewhere' },
+      certificate: { kind: 'valid', certificate, renewal: { kind: 'awaiting-verification' } },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
+    };
+    const c = buildStatus(domain, observed, {}, t0).conditions?.find((x) => x.type === 'CertificateReady');
+    expect(c).toMatchObject({ status: 'True', reason: 'RenewalAwaitsVerification' });
+    expect(c?.message).toContain(
+      'its renewal was due at 2026-03-01T00:00:00.000Z and is ordered once DNS verifies again',
+    );
+  });
+
   it('stays Live while a renewal is under way or has failed, and says which', () => {
     const routing = { kind: 'routed', message: 'Ingress portico-www routes the hostname.' } as const;
     const condition = (observed: ObservedState): unknown =>

@@ -45,6 +45,8 @@ export interface QueuedOrder {
  */
 export type RenewalState =
   | { kind: 'in-progress'; since: Date }
+  /** Due, but a renewal is ordered only for a verified domain: it waits until DNS verifies again. */
+  | { kind: 'awaiting-verification' }
   | { kind: 'failed'; reason: string; message: string; retryAt: Date }
   | QueuedOrder;
 
@@ -153,6 +155,14 @@ function validCertificateCondition(certificate: CertificateStatus, renewal?: Ren
       status: 'True',
       reason: 'Renewing',
       message: `${serving} and serves while its renewal, an ACME order in progress since ${renewal.since.toISOString()}, completes.`,
+    };
+  }
+  if (renewal?.kind === 'awaiting-verification') {
+    return {
+      type: 'CertificateReady',
+      status: 'True',
+      reason: 'RenewalAwaitsVerification',
+      message: `${serving} and serves; its renewal was due at ${certificate.renewalTime} and is ordered once DNS verifies again (see DNSVerified).`,
     };
   }
   if (renewal?.kind === 'queued') {

@@ -1,0 +1,87 @@
+/**
+ * The catalogue of every reason a CustomDomain's conditions and Events carry: its severity (the
+ * Event type recorded when a condition turns to it) and one line on what it means. One place, so a
+ * new reason cannot be written without saying whether a person must act (issue 10, item 13: a reason
+ * missing from a hand-kept list of Warning reasons was recorded as Normal). docs/customdomains.md has
+ * a row for each (checked by reasons.test.ts).
+ */
+
+/** `Warning`: a person must act (or should know something went wrong); `Normal`: progress. */
+export type ReasonSeverity = 'Normal' | 'Warning';
+
+export interface ReasonEntry {
+  readonly severity: ReasonSeverity;
+  /** One line: what the reason means. */
+  readonly doc: string;
+}
+
+/** Every CustomDomain condition and Event reason, by condition (Kubernetes API conventions: UpperCamelCase). */
+export const CUSTOM_DOMAIN_REASONS = {
+  // Accepted (acceptance.ts)
+  Accepted: { severity: 'Normal', doc: 'the plan, deploy, hostname and claim gates pass' },
+  InvalidHostname: { severity: 'Warning', doc: 'a label is punycode but not a valid A-label (RFC 5891)' },
+  PlanNotEligible: { severity: 'Warning', doc: 'custom domains need Pro or above (spec §1.2)' },
+  NotDeployed: { severity: 'Warning', doc: 'the project has no successful deploy yet (spec §3)' },
+  ReservedHostname: { severity: 'Warning', doc: "the hostname is one of the platform's own domains" },
+  HostnameAlreadyClaimed: { severity: 'Warning', doc: 'another project holds the hostname (spec §3)' },
+  // DNSVerified (dns/verdict.ts)
+  RecordMatches: { severity: 'Normal', doc: 'the CNAME (or apex ALIAS/ANAME addresses) match' },
+  RecordNotFound: { severity: 'Warning', doc: 'no record at the name' },
+  ConflictingRecord: { severity: 'Warning', doc: 'another record sits where the CNAME should be' },
+  CNAMEMismatch: { severity: 'Warning', doc: 'the CNAME points elsewhere' },
+  AddressMismatch: { severity: 'Warning', doc: "an apex resolves to addresses that are not the platform's" },
+  DNSServerFailure: { severity: 'Warning', doc: 'the resolver answered SERVFAIL' },
+  DNSTimeout: { severity: 'Warning', doc: 'the resolver did not answer in time' },
+  DNSError: { severity: 'Warning', doc: 'another resolver error' },
+  TargetUnresolvable: { severity: 'Warning', doc: "the platform's target has no addresses" },
+  NotAccepted: { severity: 'Normal', doc: 'not checked or routed before the domain is accepted' },
+  // CertificateReady (status.ts, acme/)
+  Issued: { severity: 'Normal', doc: 'a certificate serves' },
+  Renewing: { severity: 'Normal', doc: 'a renewal order is in progress; the certificate serves' },
+  RenewalFailed: { severity: 'Warning', doc: 'the last renewal failed; the certificate still serves' },
+  RenewalQueued: { severity: 'Normal', doc: "the renewal waits for the CA budget's turn" },
+  RenewalAwaitsVerification: {
+    severity: 'Warning',
+    doc: 'the renewal is due but waits until DNS verifies again',
+  },
+  AwaitingDNSVerification: { severity: 'Normal', doc: 'waits for DNS verification' },
+  Pending: { severity: 'Normal', doc: 'the order starts now' },
+  Issuing: { severity: 'Normal', doc: 'an ACME order is in progress' },
+  Reissuing: { severity: 'Warning', doc: 'the Secret cannot serve; a new certificate is being issued' },
+  CAAForbidsIssuance: { severity: 'Warning', doc: "CAA records exclude the platform's CA (RFC 8659)" },
+  CAALookupFailed: { severity: 'Warning', doc: 'the CAA lookup failed (RFC 8659 §5.4)' },
+  IssuanceFailed: { severity: 'Warning', doc: 'the order failed' },
+  CARateLimited: { severity: 'Warning', doc: 'the CA answered 429 rateLimited' },
+  OrderQueued: { severity: 'Normal', doc: "the order waits for the CA budget's turn" },
+  CertificateOverdue: {
+    severity: 'Warning',
+    doc: 'no certificate 30 minutes after verification (spec §7.3)',
+  },
+  // Routed (routing/plan.ts, reconciler.ts)
+  RoutesReady: { severity: 'Normal', doc: 'the routing objects are applied' },
+  NoBackend: { severity: 'Warning', doc: 'neither spec.service nor spec.redirect is set' },
+  ServicePortNotFound: { severity: 'Warning', doc: 'the Service has no such port' },
+  NameInUse: { severity: 'Warning', doc: "an object at Portico's name is another domain's" },
+  // Ready
+  Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
+  // Events only
+  Removed: { severity: 'Normal', doc: 'routing and the certificate Secret were removed' },
+  HostnameClaimReplaced: {
+    severity: 'Warning',
+    doc: 'a HostnameClaim that did not count was replaced by this domain',
+  },
+} as const satisfies Record<string, ReasonEntry>;
+
+export type CustomDomainReason = keyof typeof CUSTOM_DOMAIN_REASONS;
+
+/** The reasons recorded as Warning Events when a condition turns to them. */
+export const WARNING_REASONS: ReadonlySet<string> = new Set(
+  Object.entries(CUSTOM_DOMAIN_REASONS)
+    .filter(([, entry]) => entry.severity === 'Warning')
+    .map(([reason]) => reason),
+);
+
+/** The Event type for `reason`: its catalogue severity (Normal for a reason not in it). */
+export function eventTypeOf(reason: string): ReasonSeverity {
+  return WARNING_REASONS.has(reason) ? 'Warning' : 'Normal';
+}
