@@ -7,7 +7,9 @@
  * | RATELIMIT_CONFIG_REJECTED     | config.json cannot be loaded at all (not JSON, unknown version) |
  * | RATELIMIT_STORE_UNAVAILABLE   | Redis did not answer (down, timeout, cluster not ready)        |
  * | RATELIMIT_SERVER_CONFIG       | a flag or variable of `portico ratelimit-server` is wrong      |
+ * | RATELIMIT_INVALID_REQUEST     | a check is over a bound of `request-limits.ts` (INVALID_ARGUMENT) |
  */
+import type { RequestBound } from './request-limits.js';
 
 /** Base class, so callers can tell the service's failures from programming errors. */
 export class RateLimitError extends Error {
@@ -46,6 +48,32 @@ export class StoreUnavailableError extends RateLimitError {
 export class ServerConfigError extends RateLimitError {
   override readonly name = 'ServerConfigError';
   override readonly code = 'RATELIMIT_SERVER_CONFIG';
+}
+
+/**
+ * A `ShouldRateLimit` request is over one of the bounds of `request-limits.ts`; the gRPC layer answers
+ * `INVALID_ARGUMENT` with the message, which names the bound, where the request broke it, and the
+ * allowed maximum.
+ */
+export class InvalidRequestError extends RateLimitError {
+  override readonly name = 'InvalidRequestError';
+  override readonly code = 'RATELIMIT_INVALID_REQUEST';
+
+  /**
+   * @param bound which bound was broken
+   * @param message what is wrong and what to send instead, for a person
+   */
+  constructor(
+    readonly bound: RequestBound,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** True for an InvalidRequestError, across realms. */
+export function isInvalidRequestError(err: unknown): err is InvalidRequestError {
+  return isRateLimitError(err) && err.code === 'RATELIMIT_INVALID_REQUEST';
 }
 
 /** True for any error of this module, across realms (checks the name and code, not the prototype). */

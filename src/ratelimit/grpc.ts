@@ -3,6 +3,12 @@
  * `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`, and a small promise-based client
  * for tests and tools. Plaintext HTTP/2, as Envoy's `rate_limit_service` grpc_service expects inside a
  * cluster; terminate TLS in a mesh sidecar if you need it.
+ *
+ * What a call may carry (`request-limits.ts`): a message over MAX_REQUEST_MESSAGE_BYTES is refused by
+ * @grpc/grpc-js with RESOURCE_EXHAUSTED from its length prefix, before it is read or decoded; a
+ * decoded request over a bound of its shape is answered INVALID_ARGUMENT with a message that names
+ * the bound. Neither is logged (a misconfigured gateway would fill the log; the metric
+ * `portico_ratelimit_invalid_requests_total` counts the second).
  */
 import {
   Server,
@@ -15,13 +21,23 @@ import {
   type ServerUnaryCall,
 } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import { isInvalidRequestError } from './errors.js';
 import { rateLimitServiceDefinition, type RateLimitRequest, type RateLimitResponse } from './protocol.js';
+import { MAX_REQUEST_MESSAGE_BYTES } from './request-limits.js';
 
 export type CheckHandler = (request: RateLimitRequest) => Promise<RateLimitResponse>;
 
-/** A gRPC server with the RateLimitService registered; not yet bound. */
+/**
+ * A gRPC server with the RateLimitService registered; not yet bound.
+ *
+ * @param handler answers a check; an InvalidRequestError it throws becomes INVALID_ARGUMENT, any other
+ *   error INTERNAL (logged)
+ */
 export function createRateLimitGrpcServer(handler: CheckHandler, log: Logger): Server {
-  const server = new Server({ 'grpc.max_receive_message_length': 1024 * 1024, 'grpc.enable_channelz': 0 });
+  const server = new Server({
+    'grpc.max_receive_message_length': MAX_REQUEST_MESSAGE_BYTES,
+    'grpc.enable_channelz': 0,
+  });
   server.addService(rateLimitServiceDefinition(), {
     ShouldRateLimit: (
       call: ServerUnaryCall<RateLimitRequest, RateLimitResponse>,
@@ -32,6 +48,10 @@ export function createRateLimitGrpcServer(handler: CheckHandler, log: Logger): S
           callback(null, response);
         },
         (err: unknown) => {
+          if (isInvalidRequestError(err)) {
+            callback({ code: status.INVALID_ARGUMENT, details: err.message });
+            return;
+          }
           log.error({ err }, 'ShouldRateLimit failed');
           callback({ code: status.INTERNAL, details: err instanceof Error ? err.message : String(err) });
         },

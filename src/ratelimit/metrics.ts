@@ -21,6 +21,8 @@ export interface CheckMetrics {
   readonly bansTotal: Counter<'domain'>;
   /** 1 while connected to Redis. */
   readonly redisConnected: Gauge;
+  /** Requests refused with INVALID_ARGUMENT, by the bound they broke (`request-limits.ts`). */
+  readonly invalidRequestsTotal: Counter<'bound'>;
 }
 
 /** What loading the config records. */
@@ -68,6 +70,12 @@ export function createCheckMetrics(registry: Registry = new Registry()): CheckMe
     redisConnected: new Gauge({
       name: 'portico_ratelimit_redis_connected',
       help: '1 while the server is connected to Redis, else 0.',
+      registers,
+    }),
+    invalidRequestsTotal: new Counter({
+      name: 'portico_ratelimit_invalid_requests_total',
+      help: 'ShouldRateLimit requests refused with INVALID_ARGUMENT, by the bound they broke (descriptors, entries, entry_length, domain_length).',
+      labelNames: ['bound'],
       registers,
     }),
   };

@@ -16,10 +16,20 @@
  * Commands are never queued while Redis is unreachable (`enableOfflineQueue: false`) and time out
  * after `commandTimeoutMs`, so a check fails fast with StoreUnavailableError and the server answers by
  * its failure mode instead of piling up requests.
+ *
+ * A check answered by the failure mode is never charged later (issue #10 item 4). A paused Redis
+ * (SIGSTOP, `CLIENT PAUSE`, `DEBUG SLEEP`) keeps the connection: the command is already written, and
+ * Redis runs it when it resumes, after the check timed out. So each script carries a deadline in
+ * Redis's own clock (`redis-clock.ts`): the moment the command was sent plus `scriptBudgetMs` of the
+ * timeout, translated by the measured offset of Redis's clock; Redis refuses to count past it. The
+ * offset is measured with `TIME` on every node when the connection is ready, every
+ * CLOCK_MEASURE_INTERVAL_MS, and at once when Redis says a check came too late; a check before the
+ * first measurement waits for it.
  */
 import { Cluster, Redis } from 'ioredis';
 import type { CounterOutcome } from './decision.js';
 import { StoreUnavailableError } from './errors.js';
+import { parseRedisTime, RedisClockOffset, scriptBudgetMs, type ClockSample } from './redis-clock.js';
 import type { CounterKeys } from './redis-keys.js';
 import { CHECK_AND_COUNT_KEYS, CHECK_AND_COUNT_LUA, parseScriptReply } from './script.js';
 
@@ -30,6 +40,9 @@ const COMMAND = 'porticoCheckAndCount';
  * two wait at a time; closed-loop with 50 calls in flight, tens.
  */
 export const AUTO_PIPELINE_ABOVE_IN_FLIGHT = 8;
+
+/** How often the offset of Redis's clock is measured again (`TIME` on every node), ms. */
+export const CLOCK_MEASURE_INTERVAL_MS = 10_000;
 
 /** The arguments of one check, besides its keys. */
 export interface CheckArgs {
@@ -63,6 +76,8 @@ export interface RedisStoreOptions {
   readonly commandTimeoutMs: number;
   /** Called on connection state changes, for logs and metrics. */
   readonly onStateChange?: (state: 'ready' | 'error', err?: Error) => void;
+  /** Local monotonic clock, ms; `performance.now()` when unset. */
+  readonly monotonicNow?: () => number;
 }
 
 type ScriptCommand = (...args: (string | number)[]) => Promise<unknown>;
@@ -100,8 +115,18 @@ export class RedisCounterStore implements CounterStore {
   #connected = false;
   /** Checks sent to Redis and not answered yet. */
   #inFlight = 0;
+  readonly #clock = new RedisClockOffset();
+  readonly #now: () => number;
+  readonly #budgetMs: number;
+  readonly #commandTimeoutMs: number;
+  /** The measurement in flight, if any (one at a time). */
+  #measuring: Promise<void> | undefined;
+  readonly #measureTimer: NodeJS.Timeout;
 
   constructor(options: RedisStoreOptions) {
+    this.#now = options.monotonicNow ?? (() => performance.now());
+    this.#commandTimeoutMs = options.commandTimeoutMs;
+    this.#budgetMs = scriptBudgetMs(options.commandTimeoutMs);
     const perConnection = { maxRetriesPerRequest: 0, commandTimeout: options.commandTimeoutMs };
     const common = { ...perConnection, enableOfflineQueue: false, enableAutoPipelining: false };
     if (options.cluster) {
@@ -117,6 +142,7 @@ export class RedisCounterStore implements CounterStore {
     this.#client.on('ready', () => {
       this.#connected = true;
       options.onStateChange?.('ready');
+      void this.#measureClock();
     });
     // A lost connection shows as 'error' (refused, reset) or only as 'close' (the server closed it).
     const lost = (err?: Error): void => {
@@ -131,6 +157,60 @@ export class RedisCounterStore implements CounterStore {
       lost();
     });
     this.#check = withScript(this.#client);
+    this.#measureTimer = setInterval(() => void this.#measureClock(), CLOCK_MEASURE_INTERVAL_MS);
+    this.#measureTimer.unref();
+  }
+
+  /** The nodes whose clocks matter: the server, or every master of a cluster. */
+  #nodes(): Redis[] {
+    return this.#client instanceof Cluster ? this.#client.nodes('master') : [this.#client];
+  }
+
+  /** One `TIME` round trip; undefined when the node did not answer in the command timeout. */
+  async #sample(node: Redis): Promise<ClockSample | undefined> {
+    const sentMs = this.#now();
+    try {
+      const reply = await node.time();
+      return { sentMs, receivedMs: this.#now(), redisMs: parseRedisTime(reply) };
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Measures the offset of Redis's clock (never throws; one measurement at a time). */
+  #measureClock(): Promise<void> {
+    if (this.#measuring === undefined) {
+      const measure = async (): Promise<void> => {
+        const nodes = this.#nodes();
+        if (nodes.length > 0) this.#clock.update(await Promise.all(nodes.map((n) => this.#sample(n))));
+      };
+      this.#measuring = measure().finally(() => {
+        this.#measuring = undefined;
+      });
+    }
+    return this.#measuring;
+  }
+
+  /** The deadline of a command sent now, Unix ms in Redis's clock; undefined before a measurement. */
+  #deadlineNow(): number | undefined {
+    return this.#clock.toRedisMs(this.#now() + this.#budgetMs);
+  }
+
+  /**
+   * Measures Redis's clock, then gives the deadline of a command sent now.
+   *
+   * @throws StoreUnavailableError when `TIME` does not answer
+   */
+  async #firstDeadline(): Promise<number> {
+    await this.#measureClock();
+    const deadline = this.#deadlineNow();
+    if (deadline === undefined) {
+      throw new StoreUnavailableError(
+        `Redis did not answer TIME within ${this.#commandTimeoutMs} ms; its clock must be known before ` +
+          'a check is counted',
+      );
+    }
+    return deadline;
   }
 
   get connected(): boolean {
@@ -138,6 +218,8 @@ export class RedisCounterStore implements CounterStore {
   }
 
   async checkAndCount(keys: CounterKeys, args: CheckArgs): Promise<CounterOutcome> {
+    // Awaits only before the first measurement of Redis's clock.
+    const deadline = this.#deadlineNow() ?? (await this.#firstDeadline());
     this.#inFlight += 1;
     this.#client.options.enableAutoPipelining = this.#inFlight > AUTO_PIPELINE_ABOVE_IN_FLIGHT;
     let reply: unknown;
@@ -154,17 +236,27 @@ export class RedisCounterStore implements CounterStore {
         args.dayTtlMs,
         args.banThreshold,
         args.banDurationMs,
+        deadline,
       );
     } catch (err: unknown) {
       throw new StoreUnavailableError(err instanceof Error ? err.message : String(err), { cause: err });
     } finally {
       this.#inFlight -= 1;
     }
-    return parseScriptReply(reply);
+    const outcome = parseScriptReply(reply);
+    if (outcome.kind === 'tooLate') {
+      // Redis's clock runs ahead of the last measurement (a step), or the reply to TIME was slow.
+      void this.#measureClock();
+      throw new StoreUnavailableError(
+        `Redis ran the check ${outcome.lateMs} ms after its deadline and did not count it`,
+      );
+    }
+    return outcome;
   }
 
   /** Closes the connection(s); pending commands fail. */
   async close(): Promise<void> {
+    clearInterval(this.#measureTimer);
     try {
       await this.#client.quit();
     } catch {

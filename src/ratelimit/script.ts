@@ -11,15 +11,29 @@
  *   the refusing window resets; when it passes `afterRejectedRequests`, the key is banned for the
  *   ban's duration and the counter is cleared.
  *
+ * - A check Redis runs after its deadline (ARGV 8, Unix ms in Redis's own clock, `TIME`) reads and
+ *   writes nothing: its caller has given up on the answer and answered by the failure mode, so it
+ *   must not be charged (issue #10 item 4; `redis-clock.ts` for how the deadline is set).
+ *
  * KEYS: 1 minute counter, 2 day counter, 3 ban flag, 4 rejected counter (all one hash tag).
  * ARGV: 1 hits, 2 minute limit, 3 day limit, 4 minute counter TTL (ms), 5 day counter TTL (ms),
- *       6 ban threshold (0: no ban), 7 ban duration (ms).
+ *       6 ban threshold (0: no ban), 7 ban duration (ms), 8 deadline (Unix ms, Redis's clock).
  * Reply: {outcome, minuteUsed, dayUsed, ttlMs} with outcome 0 admitted, 1 limited, 2 limited and now
- *        banned (ttlMs = ban duration), 3 banned (ttlMs = ban time left).
+ *        banned (ttlMs = ban duration), 3 banned (ttlMs = ban time left), 4 too late, nothing done
+ *        (ttlMs = milliseconds past the deadline).
+ *
+ * `TIME` before a write needs script effects replication, the default since Redis 5 (and the only
+ * mode since 7).
  */
 import type { CounterOutcome } from './decision.js';
 
 export const CHECK_AND_COUNT_LUA = `
+local time = redis.call('TIME')
+local nowMs = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local deadline = tonumber(ARGV[8])
+if nowMs > deadline then
+  return {4, 0, 0, nowMs - deadline}
+end
 local banTtl = redis.call('PTTL', KEYS[3])
 local minute = tonumber(redis.call('GET', KEYS[1]) or '0')
 local day = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -56,12 +70,19 @@ return {1, minute, day, 0}
 /** The number of KEYS the script takes. */
 export const CHECK_AND_COUNT_KEYS = 4;
 
+/** Redis ran the script after its deadline and did nothing. */
+export interface TooLate {
+  readonly kind: 'tooLate';
+  /** Milliseconds past the deadline, by Redis's clock. */
+  readonly lateMs: number;
+}
+
 /**
  * Reads the script's reply.
  *
  * @throws TypeError when the reply is not four integers (a script of another version answered)
  */
-export function parseScriptReply(reply: unknown): CounterOutcome {
+export function parseScriptReply(reply: unknown): CounterOutcome | TooLate {
   if (!Array.isArray(reply) || reply.length !== 4 || !reply.every((n) => typeof n === 'number')) {
     throw new TypeError(`unexpected reply from the rate-limit script: ${JSON.stringify(reply)}`);
   }
@@ -75,6 +96,8 @@ export function parseScriptReply(reply: unknown): CounterOutcome {
       return { kind: 'bannedNow', minuteUsed, dayUsed, banTtlMs: ttlMs };
     case 3:
       return { kind: 'banned', minuteUsed, dayUsed, banTtlMs: ttlMs };
+    case 4:
+      return { kind: 'tooLate', lateMs: ttlMs };
     default:
       throw new TypeError(`unexpected outcome ${outcome} from the rate-limit script`);
   }

@@ -2,12 +2,13 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { CompiledPolicy } from './config-schema.js';
 import type { CounterOutcome } from './decision.js';
-import { StoreUnavailableError } from './errors.js';
+import { InvalidRequestError, StoreUnavailableError } from './errors.js';
 import { indexPolicy } from './limits.js';
 import { createRateLimitMetrics } from './metrics.js';
 import type { PolicySnapshot } from './policy-set.js';
 import type { RateLimitRequest } from './protocol.js';
 import type { CounterKeys } from './redis-keys.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
 import type { CheckArgs, CounterStore } from './redis-store.js';
 import { RateLimitService, type FailureMode } from './service.js';
 
@@ -73,7 +74,7 @@ class MemoryStore implements CounterStore {
   }
 }
 
-function setup(failureMode: FailureMode = 'allow') {
+function setup(failureMode: FailureMode = 'allow', requestLimits?: RequestLimits) {
   const store = new MemoryStore();
   const metrics = createRateLimitMetrics();
   const logLines: string[] = [];
@@ -83,6 +84,7 @@ function setup(failureMode: FailureMode = 'allow') {
     failureMode,
     now: () => NOW,
     metrics,
+    ...(requestLimits === undefined ? {} : { requestLimits }),
     log: pino(
       { level: 'info' },
       {
@@ -198,7 +200,9 @@ describe('RateLimitService', () => {
   });
 
   it('logs a ban with at most 128 characters of the key id and its length, whatever the client sent', async () => {
-    const { service, logLines } = setup();
+    // The default bound refuses such a key id (request-limits.ts); the log line stays short even if
+    // the bound is raised.
+    const { service, logLines } = setup('allow', { ...DEFAULT_REQUEST_LIMITS, maxEntryLength: 200_000 });
     const longId = 'k'.repeat(100_000);
     for (let i = 0; i < 4; i++) await service.shouldRateLimit(check(longId, { hits_addend: 61 }));
     const ban = logLines
@@ -284,6 +288,34 @@ describe('RateLimitService', () => {
     expect(await metricLines(deny.metrics, 'portico_ratelimit_checks_total')).toEqual([
       `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OVER_LIMIT",reason="store_unavailable"} 1`,
     ]);
+  });
+
+  it('refuses a request over a bound before looking anything up or counting, and counts the refusal', async () => {
+    const { service, store, metrics } = setup();
+    const tooMany = {
+      domain: DOMAIN,
+      descriptors: Array.from({ length: 17 }, (_, i) => ({ entries: [{ key: 'key_id', value: `k${i}` }] })),
+    };
+    const err = await service.shouldRateLimit(tooMany).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidRequestError);
+    expect((err as Error).message).toContain('the request has 17 descriptors; at most 16 are allowed');
+    await expect(service.shouldRateLimit(check('k'.repeat(1025)))).rejects.toThrow(
+      'descriptors[0].entries[0].value is 1025 characters long; at most 1024 are allowed',
+    );
+    expect(store.calls).toHaveLength(0);
+    expect(await metricLines(metrics, 'portico_ratelimit_invalid_requests_total')).toEqual([
+      'portico_ratelimit_invalid_requests_total{bound="descriptors"} 1',
+      'portico_ratelimit_invalid_requests_total{bound="entry_length"} 1',
+    ]);
+    // At the bounds it is answered (16 descriptors, a key id of 1024 characters).
+    const atBounds = await service.shouldRateLimit({
+      domain: DOMAIN,
+      descriptors: Array.from({ length: 16 }, (_, i) => ({
+        entries: [{ key: 'key_id', value: `${i}`.padEnd(1024, 'x') }],
+      })),
+    });
+    expect(atBounds.statuses).toHaveLength(16);
+    expect(store.calls).toHaveLength(16);
   });
 
   it('records the duration of each call', async () => {

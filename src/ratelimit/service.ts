@@ -9,7 +9,11 @@
  * - `deny` (fail closed): OVER_LIMIT with `Retry-After: 1`, `X-RateLimit-Remaining: 0` and the
  *   minute limit.
  * Either way the failure is counted (`portico_ratelimit_store_failures_total`) and logged at most once
- * every 10 s with the number of failures since the last line.
+ * every 10 s with the number of failures since the last line. A check answered by the failure mode is
+ * never counted later (the store's script refuses to count past its deadline: `redis-store.ts`).
+ *
+ * A request over the bounds of `request-limits.ts` is refused before anything is looked up or
+ * counted: `shouldRateLimit` throws InvalidRequestError (the gRPC layer answers INVALID_ARGUMENT).
  */
 import type { Logger } from 'pino';
 import {
@@ -19,13 +23,14 @@ import {
   type CounterOutcome,
   type DescriptorDecision,
 } from './decision.js';
-import { isRateLimitError } from './errors.js';
+import { isInvalidRequestError, isRateLimitError } from './errors.js';
 import { lookupLimits, type LimitLookup } from './limits.js';
 import type { CheckMetrics } from './metrics.js';
 import type { PolicySnapshot } from './policy-set.js';
 import type { DescriptorStatus, RateLimitRequest, RateLimitResponse } from './protocol.js';
 import { counterKeys } from './redis-keys.js';
 import type { CounterStore } from './redis-store.js';
+import { checkRequestLimits, DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
 import { counterTtlMs, currentWindows, secondsUntil } from './windows.js';
 
 export type FailureMode = 'allow' | 'deny';
@@ -39,6 +44,8 @@ export interface RateLimitServiceDeps {
   readonly now: () => number;
   readonly metrics: CheckMetrics;
   readonly log: Logger;
+  /** What one request may carry; `DEFAULT_REQUEST_LIMITS` when unset. */
+  readonly requestLimits?: RequestLimits;
 }
 
 const FAILURE_LOG_INTERVAL_MS = 10_000;
@@ -71,9 +78,20 @@ export class RateLimitService {
     this.#d = deps;
   }
 
-  /** Answers one check. Never throws for Redis failures (the failure mode answers). */
+  /**
+   * Answers one check. Never throws for Redis failures (the failure mode answers).
+   *
+   * @throws InvalidRequestError when the request is over a bound of `request-limits.ts` (nothing was
+   *   looked up or counted)
+   */
   async shouldRateLimit(request: RateLimitRequest): Promise<RateLimitResponse> {
     const startedMs = performance.now();
+    try {
+      checkRequestLimits(request, this.#d.requestLimits ?? DEFAULT_REQUEST_LIMITS);
+    } catch (err: unknown) {
+      if (isInvalidRequestError(err)) this.#d.metrics.invalidRequestsTotal.inc({ bound: err.bound });
+      throw err;
+    }
     const domain = request.domain ?? '';
     const policy = this.#d.policies().byDomain.get(domain);
     const hits = request.hits_addend !== undefined && request.hits_addend > 0 ? request.hits_addend : 1;

@@ -31,7 +31,9 @@ const options = {
   logLevel: 'silent',
 } as const;
 
-describe('CheckThread', () => {
+// Each test starts worker threads that load their TypeScript through tsx: 2-5 s on a loaded 2-core
+// machine, so vitest's 5 s default timed the second test out about one run in three.
+describe('CheckThread', { timeout: 20_000 }, () => {
   const threads: CheckThread[] = [];
   afterEach(async () => {
     await Promise.all(threads.splice(0).map((t) => t.stop(1_000)));
