@@ -33,6 +33,12 @@ export const MAX_BAN_SECONDS = 7 * 24 * 3600;
  */
 export const MAX_POLICY_CONFIG_BYTES = 512 * 1024;
 /**
+ * The most bytes of UTF-8 the override key ids of one policy may take together (384 KiB; the CRD's
+ * rule on spec.overrides). With it, only key ids full of characters JSON escapes (quotes,
+ * backslashes, control characters) can make a policy exceed MAX_POLICY_CONFIG_BYTES.
+ */
+export const MAX_OVERRIDE_KEY_ID_BYTES = 384 * 1024;
+/**
  * The operator fills one config ConfigMap up to this many bytes of `config.json` (768 KiB), under the
  * API server's 1 MiB limit on a ConfigMap's data, and above MAX_POLICY_CONFIG_BYTES.
  */

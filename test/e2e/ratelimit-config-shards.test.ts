@@ -5,8 +5,9 @@
  *
  * - Policies whose compiled config is over 1 MiB in total (the API server's limit for one ConfigMap)
  *   are all Enforced, and another tenant's small policy created after them too.
- * - A policy over the per-policy bound is refused (Accepted=False naming the bound) and another
- *   tenant's new policy is Enforced meanwhile.
+ * - Override key ids over 384 KiB together are refused by the CRD; a policy that passes the CRD but
+ *   compiles to more than the per-policy bound is refused by the operator (Accepted=False naming
+ *   the bound), and another tenant's new policy is Enforced meanwhile.
  * - A shard deleted by hand is re-created by the operator, and the service keeps enforcing the last
  *   config it loaded meanwhile.
  */
@@ -109,9 +110,8 @@ describe('the compiled config over several ConfigMaps', () => {
     expect((await check(`${tenantB}/small`, { key_id: 'k' })).headers['X-RateLimit-Limit']).toBe('77');
   });
 
-  it('refuses a policy over the per-policy bound, naming it, and enforces another tenant’s new policy meanwhile', async () => {
-    // 600 key ids of 250 four-byte characters: within the CRD's 256 characters each, but the
-    // compiled policy is about 600 KB.
+  it('refuses, in the CRD, override keyIds of more than 384 KiB together, saying why', async () => {
+    // 600 key ids of 250 four-byte characters: within the CRD's 256 characters each, about 600 KB.
     const huge: RateLimitPolicySpec = {
       plans: [{ name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 }],
       defaultPlan: 'free',
@@ -121,11 +121,32 @@ describe('the compiled config over several ConfigMaps', () => {
         requestsPerDay: 100,
       })),
     };
+    const err = await createPolicy(tenantA, 'emoji', huge).then(
+      () => 'created',
+      (e: unknown) => (e as { body?: unknown }).body ?? e,
+    );
+    expect(String(err)).toContain(
+      'the override keyIds take more than 393216 bytes (384 KiB) of UTF-8 together',
+    );
+  });
+
+  it('refuses a policy over the per-policy bound, naming it, and enforces another tenant’s new policy meanwhile', async () => {
+    // 1,000 key ids of 250 quotes: 254 KB of key ids (the CRD lets them pass), but JSON writes each
+    // quote in two bytes: about 555 KB compiled.
+    const huge: RateLimitPolicySpec = {
+      plans: [{ name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 }],
+      defaultPlan: 'free',
+      overrides: Array.from({ length: 1000 }, (_, i) => ({
+        keyId: `${i}-${'"'.repeat(250)}`,
+        requestsPerMinute: 10,
+        requestsPerDay: 100,
+      })),
+    };
     await createPolicy(tenantA, 'huge', huge);
     await createPolicy(tenantB, 'second', SMALL);
     const refused = await waitForPolicyCondition(tenantA, 'huge', 'Accepted', 'False', 'InvalidSpec');
     const message = refused.status?.conditions?.find((c) => c.type === 'Accepted')?.message ?? '';
-    expect(message).toContain('524288 bytes');
+    expect(message).toMatch(/^the compiled policy is \d+ bytes; one policy may take at most 524288 bytes/);
     await waitForPolicyCondition(tenantA, 'huge', 'Enforced', 'False', 'NotAccepted');
     await waitForPolicyCondition(tenantB, 'second', 'Enforced', 'True', 'Loaded');
     expect((await check(`${tenantB}/second`, { key_id: 'k' })).headers['X-RateLimit-Limit']).toBe('77');

@@ -13,6 +13,7 @@ import { policyDomain, type RateLimitPolicy } from '../../api/ratelimitpolicy.js
 import {
   compiledPolicySchema,
   MAX_BAN_SECONDS,
+  MAX_OVERRIDE_KEY_ID_BYTES,
   MAX_POLICY_CONFIG_BYTES,
   parseCompiledConfig,
   renderCompiledEntry,
@@ -37,8 +38,8 @@ function sizeProblem(text: string): string | undefined {
   if (bytes <= MAX_POLICY_CONFIG_BYTES) return undefined;
   return (
     `the compiled policy is ${bytes} bytes; one policy may take at most ${MAX_POLICY_CONFIG_BYTES} bytes ` +
-    `(512 KiB) of the rate-limit config: use fewer or shorter override keyIds (a character outside ` +
-    `ASCII takes 2 to 4 bytes)`
+    `(512 KiB) of the rate-limit config: use fewer or shorter override keyIds (JSON writes a quote, a ` +
+    `backslash or a control character in 2 to 6 bytes)`
   );
 }
 
@@ -59,6 +60,17 @@ function banOf(policy: RateLimitPolicy, problems: string[]): CompiledPolicy['ban
   return { afterRejectedRequests: ban.afterRejectedRequests, durationSeconds: seconds };
 }
 
+/** The CRD's rule on the bytes of the override key ids, with its message. */
+function keyIdBytesProblem(policy: RateLimitPolicy, problems: string[]): void {
+  const bytes = (policy.spec.overrides ?? []).reduce((sum, o) => sum + Buffer.byteLength(o.keyId, 'utf8'), 0);
+  if (bytes <= MAX_OVERRIDE_KEY_ID_BYTES) return;
+  problems.push(
+    `overrides: the override keyIds take more than ${MAX_OVERRIDE_KEY_ID_BYTES} bytes (384 KiB) of UTF-8 ` +
+      'together, and one policy may take at most 512 KiB of the rate-limit config: use fewer or shorter ' +
+      'keyIds (a character outside ASCII takes 2 to 4 bytes)',
+  );
+}
+
 /** Compiles one policy; on failure, the message lists every broken rule. */
 export function compilePolicy(policy: RateLimitPolicy): CompileResult {
   const problems: string[] = [];
@@ -68,6 +80,7 @@ export function compilePolicy(policy: RateLimitPolicy): CompileResult {
       problems.push(`plans: name "${plan.name}" must be lowercase letters, digits, '.', '_' or '-'`);
     }
   }
+  keyIdBytesProblem(policy, problems);
   const ban = banOf(policy, problems);
   const candidate = {
     domain: policyDomain(policy),
