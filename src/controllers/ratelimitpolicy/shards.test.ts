@@ -30,6 +30,20 @@ function apply(current: readonly CurrentShard[], plan: ShardPlan): CurrentShard[
 
 const KB = 1024;
 
+/** Every policy a write removes and that goes to another shard being written is written there first. */
+function expectDestinationsFirst(plan: ShardPlan): void {
+  plan.writes.forEach((w, i) => {
+    for (const d of w.removes) {
+      const to = plan.placement.get(d);
+      if (to === undefined || to === w.name) continue;
+      expect(
+        plan.writes.findIndex((x) => x.name === to),
+        `${d} moves ${w.name} -> ${to}`,
+      ).toBeLessThan(i);
+    }
+  });
+}
+
 describe('planShards', () => {
   it('writes shard 0 even with no policy', () => {
     const plan = planShards({
@@ -225,5 +239,59 @@ describe('planShards', () => {
       [`${NAME}-2`, []],
       [`${NAME}-1`, ['t/a']],
     ]);
+  });
+
+  it('never moves a policy into a shard that moves one out, so every destination is written first', () => {
+    const d = entry('t/d', 300);
+    const current = [shard(NAME, { 't/d': d, 't/e': entry('t/e', 300) }), shard(`${NAME}-1`, { 't/d': d })];
+    const plan = planShards({
+      configName: NAME,
+      desired: new Map([
+        ['t/d', d],
+        ['t/e', entry('t/e', 700, 2)],
+      ]),
+      current,
+      required: [],
+      budgetBytes: 1000,
+    });
+    // Shard 1 loses its copy of t/d to shard 0, so t/e (too big for shard 0 now) does not go there.
+    expect(plan.placement).toEqual(
+      new Map([
+        ['t/d', NAME],
+        ['t/e', `${NAME}-2`],
+      ]),
+    );
+    expect(plan.writes.map((w) => w.name)).toEqual([`${NAME}-2`, NAME, `${NAME}-1`]);
+    expectDestinationsFirst(plan);
+  });
+
+  it('writes destinations first when many policies change at once', () => {
+    const sizes = [100, 250, 400, 120, 330, 90, 260, 410, 150, 300];
+    const first = planShards({
+      configName: NAME,
+      desired: new Map(sizes.map((b, i) => [`t/p${i}`, entry(`t/p${i}`, b)])),
+      current: [],
+      required: [],
+      budgetBytes: 1000,
+    });
+    const current = first.writes.map((w) => {
+      const domains = [...first.placement].filter(([, n]) => n === w.name).map(([dd]) => dd);
+      return shard(
+        w.name,
+        Object.fromEntries(domains.map((dd) => [dd, entry(dd, sizes[Number(dd.slice(3))] ?? 0)])),
+      );
+    });
+    const grown = planShards({
+      configName: NAME,
+      desired: new Map(
+        sizes.map((b, i) => [`t/p${i}`, entry(`t/p${i}`, i % 2 === 0 ? Math.min(b * 2, 900) : b, 2)]),
+      ),
+      current,
+      required: [],
+      budgetBytes: 1000,
+    });
+    expectDestinationsFirst(grown);
+    for (const w of grown.writes) expect(Buffer.byteLength(w.text)).toBeLessThanOrEqual(1000);
+    expect(grown.placement.size).toBe(sizes.length);
   });
 });

@@ -7,7 +7,8 @@
  * - a policy stays in the shard that holds it while the shard has room; a shard that grew past its
  *   budget keeps its unchanged entries first and moves the changed ones out;
  * - a policy without a shard (new, moved out, or in a shard deleted by hand) goes into the first shard
- *   with room, by index, else into a new shard at the lowest free index;
+ *   with room, by index, that moves none of its own policies out, else into a new shard at the lowest
+ *   free index (so moves never form a cycle, and each can be written before the shard it leaves);
  * - shard 0 always exists, shards are never deleted (an empty one is a few bytes), and every shard a
  *   rate-limit server still holds policies from (`required`) is written again, so a shard deleted by
  *   hand is re-created;
@@ -65,6 +66,8 @@ interface Member {
 
 class Bin {
   readonly members: Member[] = [];
+  /** It sends a policy it holds to another shard; nothing moves into it (so moves never form a cycle). */
+  evicting = false;
   #sum = 0;
 
   constructor(
@@ -86,19 +89,25 @@ function byDomain(a: Member, b: Member): number {
   return a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0;
 }
 
-/** Where each domain is now: the lowest-index shard that has it. */
-function locate(input: ShardPlanInput): Map<string, number> {
+/**
+ * Where each domain is now: the lowest-index shard that has it; and the shards that have a copy of a
+ * domain located in another one.
+ */
+function locate(input: ShardPlanInput): { located: Map<string, number>; duplicates: Set<number> } {
   const located = new Map<string, number>();
+  const duplicates = new Set<number>();
   const shards = input.current
     .map((s) => ({ s, index: configShardIndex(input.configName, s.name) ?? -1 }))
     .filter((x) => x.index >= 0)
     .sort((a, b) => a.index - b.index);
   for (const { s, index } of shards) {
     for (const domain of s.entries.keys()) {
-      if (input.desired.has(domain) && !located.has(domain)) located.set(domain, index);
+      if (!input.desired.has(domain)) continue;
+      if (!located.has(domain)) located.set(domain, index);
+      else if (located.get(domain) !== index) duplicates.add(index);
     }
   }
-  return located;
+  return { located, duplicates };
 }
 
 function makeBins(input: ShardPlanInput): Map<number, Bin> {
@@ -116,24 +125,40 @@ function keepInPlace(
   bins: Map<number, Bin>,
   currentByName: Map<string, CurrentShard>,
 ): Member[] {
-  const located = locate(input);
+  const { located, duplicates } = locate(input);
+  for (const index of duplicates) {
+    const bin = bins.get(index);
+    if (bin !== undefined) bin.evicting = true;
+  }
   const members = new Map<number, Member[]>();
   const unplaced: Member[] = [];
   for (const [domain, text] of input.desired) {
     const member = { domain, text, bytes: Buffer.byteLength(text, 'utf8') };
     const index = located.get(domain);
-    if (index === undefined) unplaced.push(member);
-    else members.set(index, [...(members.get(index) ?? []), member]);
+    const list = index === undefined ? undefined : (members.get(index) ?? []);
+    if (index === undefined || list === undefined) {
+      unplaced.push(member);
+      continue;
+    }
+    list.push(member);
+    members.set(index, list);
   }
   for (const [index, list] of members) {
     const bin = bins.get(index);
-    if (bin === undefined) continue;
+    if (bin === undefined) {
+      unplaced.push(...list);
+      continue;
+    }
     const before = currentByName.get(bin.name)?.entries;
     const unchanged = (m: Member): boolean => before?.get(m.domain) === m.text;
     list.sort((a, b) => Number(unchanged(b)) - Number(unchanged(a)) || byDomain(a, b));
     for (const m of list) {
-      if (bin.fits(m, input.budgetBytes)) bin.add(m);
-      else unplaced.push(m);
+      if (bin.fits(m, input.budgetBytes)) {
+        bin.add(m);
+      } else {
+        unplaced.push(m);
+        bin.evicting = true;
+      }
     }
   }
   return unplaced.sort(byDomain);
@@ -142,7 +167,7 @@ function keepInPlace(
 function place(input: ShardPlanInput, bins: Map<number, Bin>, unplaced: readonly Member[]): void {
   for (const m of unplaced) {
     const ordered = [...bins.values()].sort((a, b) => a.index - b.index);
-    let bin = ordered.find((b) => b.fits(m, input.budgetBytes));
+    let bin = ordered.find((b) => !b.evicting && b.fits(m, input.budgetBytes));
     if (bin === undefined) {
       let index = 0;
       while (bins.has(index)) index++;
@@ -158,7 +183,7 @@ export function planShards(input: ShardPlanInput): ShardPlan {
   const currentByName = new Map(input.current.map((s) => [s.name, s]));
   const bins = makeBins(input);
   place(input, bins, keepInPlace(input, bins, currentByName));
-  const gaining: ShardWrite[] = [];
+  const gaining: (ShardWrite & { evicting: boolean })[] = [];
   const losing: ShardWrite[] = [];
   const placement = new Map<string, string>();
   for (const bin of [...bins.values()].sort((a, b) => a.index - b.index)) {
@@ -169,7 +194,13 @@ export function planShards(input: ShardPlanInput): ShardPlan {
     const gains = current === undefined || bin.members.some((m) => current.entries.get(m.domain) !== m.text);
     const kept = new Set(bin.members.map((m) => m.domain));
     const removes = [...(current?.entries.keys() ?? [])].filter((d) => !kept.has(d));
-    (gains ? gaining : losing).push({ name: bin.name, text, removes });
+    if (gains) gaining.push({ name: bin.name, text, removes, evicting: bin.evicting });
+    else losing.push({ name: bin.name, text, removes });
   }
-  return { writes: [...gaining, ...losing], placement };
+  // Shards that send a policy elsewhere after those that receive it.
+  const first = gaining.filter((w) => !w.evicting).concat(gaining.filter((w) => w.evicting));
+  return {
+    writes: [...first.map(({ name, text, removes }) => ({ name, text, removes })), ...losing],
+    placement,
+  };
 }
