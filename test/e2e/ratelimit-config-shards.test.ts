@@ -10,8 +10,11 @@
  *   the bound), and another tenant's new policy is Enforced meanwhile.
  * - A shard deleted by hand is re-created by the operator, and the service keeps enforcing the last
  *   config it loaded meanwhile.
+ * - A shard in the layout of the previous version (one indented document) is read, and a policy
+ *   change rewrites only the shard that holds the policy.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
 import { unique, waitFor } from './support/cluster.js';
@@ -21,6 +24,7 @@ import {
   createNamespace,
   createPolicy,
   rateLimitClient,
+  updatePolicy,
   waitForPolicyCondition,
 } from './ratelimit-helpers.js';
 
@@ -46,20 +50,21 @@ const SMALL: RateLimitPolicySpec = {
   defaultPlan: 'free',
 };
 
-/** The config ConfigMaps the operator wrote: name → text of config.json. */
-async function configShards(): Promise<Map<string, string>> {
+/** The config ConfigMaps the operator wrote. */
+async function configMaps(): Promise<V1ConfigMap[]> {
   const list = await clients().core.listNamespacedConfigMap({
     namespace: OPERATOR_NS,
     labelSelector: 'app.kubernetes.io/component=ratelimit',
   });
-  const shards = new Map<string, string>();
-  for (const cm of list.items) {
+  return list.items.filter((cm) => {
     const name = cm.metadata?.name ?? '';
-    if (name === CONFIG_NAME || /^portico-ratelimit-config-[0-9]+$/.test(name)) {
-      shards.set(name, cm.data?.['config.json'] ?? '');
-    }
-  }
-  return shards;
+    return name === CONFIG_NAME || /^portico-ratelimit-config-[0-9]+$/.test(name);
+  });
+}
+
+/** The config ConfigMaps the operator wrote: name → text of config.json. */
+async function configShards(): Promise<Map<string, string>> {
+  return new Map((await configMaps()).map((cm) => [cm.metadata?.name ?? '', cm.data?.['config.json'] ?? '']));
 }
 
 /** The ConfigMap (namespace/name) the policy's Accepted message says it was compiled into. */
@@ -183,5 +188,46 @@ describe('the compiled config over several ConfigMaps', () => {
     await waitForPolicyCondition(tenantA, 'big-4', 'Enforced', 'True', 'Loaded');
     expect((await check(domain, { key_id: keyId })).headers['X-RateLimit-Limit']).toBe('4321');
     expect((await check(`${tenantB}/small`, { key_id: 'k2' })).headers['X-RateLimit-Limit']).toBe('77');
+  });
+
+  it('reads a shard in the layout of the previous version, and a policy change rewrites only its shard', async () => {
+    const where = await compiledInto(tenantB, 'small');
+    const name = where.slice(where.indexOf('/') + 1);
+    const before = await configMaps();
+    const target = before.find((cm) => cm.metadata?.name === name);
+    if (target === undefined) throw new Error(`${name} not found`);
+    // What the previous version wrote: one document indented by one space.
+    const old = JSON.stringify(JSON.parse(target.data?.['config.json'] ?? '{}'), null, 1);
+    await clients().core.replaceNamespacedConfigMap({
+      namespace: OPERATOR_NS,
+      name,
+      body: { ...target, data: { 'config.json': old } },
+    });
+    const versions = new Map(
+      (await configMaps()).map((cm) => [cm.metadata?.name, cm.metadata?.resourceVersion]),
+    );
+    await updatePolicy(tenantB, 'small', {
+      ...SMALL,
+      plans: [{ name: 'free', requestsPerMinute: 88, requestsPerDay: 1000 }],
+    });
+    await waitForPolicyCondition(tenantB, 'small', 'Enforced', 'True', 'Loaded');
+    expect(await compiledInto(tenantB, 'small')).toBe(where);
+    const after = await configMaps();
+    for (const cm of after) {
+      const n = cm.metadata?.name;
+      if (n === name) {
+        expect(cm.metadata?.resourceVersion).not.toBe(versions.get(n));
+        expect(cm.data?.['config.json']).toContain(`"domain":"${tenantB}/small"`);
+        expect(cm.data?.['config.json']).toContain('"requestsPerMinute":88');
+      } else {
+        expect(cm.metadata?.resourceVersion, `${n} was not to be written`).toBe(versions.get(n));
+      }
+    }
+    expect((await check(`${tenantB}/small`, { key_id: 'k3' })).headers['X-RateLimit-Limit']).toBe('88');
+    for (const n of [1, 2, 3, 4]) {
+      await waitForPolicyCondition(tenantA, `big-${n}`, 'Enforced', 'True', 'Loaded');
+      const a = await check(`${tenantA}/big-${n}`, { key_id: `k${n}-0-`.padEnd(256, 'x') });
+      expect(a.headers['X-RateLimit-Limit']).toBe('4321');
+    }
   });
 });
