@@ -2,8 +2,9 @@
  * The RateLimitPolicy API, group `portico.dev`, version `v1alpha1` (DESIGN.md, "RateLimitPolicy").
  * These types mirror `crds/portico.dev_ratelimitpolicies.yaml`; the CRD schema is the authority.
  *
- * Also the names both sides of the rate-limit config agree on: the ConfigMap the operator writes
- * (`portico-ratelimit-config`, key `config.json`) and the one the rate-limit service reports in
+ * Also the names both sides of the rate-limit config agree on: the config ConfigMaps the operator
+ * writes (`portico-ratelimit-config` and `portico-ratelimit-config-<n>`, key `config.json`; see
+ * docs/adr/2026-11-25-ratelimit-config-shards.md) and the one the rate-limit service reports in
  * (`portico-ratelimit-status`); see docs/adr/2026-11-22-ratelimit-enforced-reporting.md.
  */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
@@ -12,13 +13,13 @@ import type { API_VERSION, Condition } from './customdomain.js';
 export const RATE_LIMIT_POLICY_KIND = 'RateLimitPolicy';
 export const RATE_LIMIT_POLICY_PLURAL = 'ratelimitpolicies';
 
-/** Default name of the ConfigMap the operator compiles every policy into. */
+/** Default name of the first config ConfigMap (shard 0); the others are `<name>-<n>`. */
 export const DEFAULT_RATELIMIT_CONFIG_NAME = 'portico-ratelimit-config';
 /** Default name of the ConfigMap each rate-limit server writes its load reports into. */
 export const DEFAULT_RATELIMIT_STATUS_NAME = 'portico-ratelimit-status';
 /** The key of the compiled config (JSON) in the config ConfigMap. */
 export const RATELIMIT_CONFIG_KEY = 'config.json';
-/** Label on both ConfigMaps, so a watch can select them. */
+/** Label on the config and status ConfigMaps, so a watch can select them. */
 export const RATELIMIT_COMPONENT_LABEL = 'app.kubernetes.io/component';
 export const RATELIMIT_COMPONENT_VALUE = 'ratelimit';
 

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { parseCompiledConfig, renderCompiledConfig, type CompiledPolicy } from './config-schema.js';
+import {
+  configShardIndex,
+  configShardName,
+  parseCompiledConfig,
+  renderCompiledConfig,
+  renderCompiledEntry,
+  renderedConfigBytes,
+  type CompiledPolicy,
+} from './config-schema.js';
 import { isRateLimitError } from './errors.js';
 
 const good: CompiledPolicy = {
@@ -58,6 +66,33 @@ describe('parseCompiledConfig', () => {
         expect(isRateLimitError(err)).toBe(true);
         expect(err).toMatchObject({ code: 'RATELIMIT_CONFIG_REJECTED', reason });
       }
+    }
+  });
+});
+
+describe('rendering and shard names', () => {
+  it('counts the bytes of a rendered document exactly', () => {
+    for (const policies of [[], [good], [good, { ...good, domain: 'b/\u00e9' }]]) {
+      const text = renderCompiledConfig(policies);
+      expect(renderedConfigBytes(policies.map((p) => Buffer.byteLength(renderCompiledEntry(p))))).toBe(
+        Buffer.byteLength(text),
+      );
+      expect(parseCompiledConfig(text).policies).toHaveLength(policies.length);
+    }
+  });
+
+  it('names shard 0 after the config name and the others with a suffix, and reads them back', () => {
+    expect(configShardName('portico-ratelimit-config', 0)).toBe('portico-ratelimit-config');
+    expect(configShardName('portico-ratelimit-config', 12)).toBe('portico-ratelimit-config-12');
+    expect(configShardIndex('portico-ratelimit-config', 'portico-ratelimit-config')).toBe(0);
+    expect(configShardIndex('portico-ratelimit-config', 'portico-ratelimit-config-12')).toBe(12);
+    for (const other of [
+      'portico-ratelimit-status',
+      'portico-ratelimit-config-0',
+      'portico-ratelimit-config-x',
+      'portico-ratelimit-config-01',
+    ]) {
+      expect(configShardIndex('portico-ratelimit-config', other)).toBeUndefined();
     }
   });
 });

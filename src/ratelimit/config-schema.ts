@@ -1,8 +1,15 @@
 /**
- * The compiled rate-limit config: what the operator writes into the ConfigMap
- * `portico-ratelimit-config` (key `config.json`) and the rate-limit server loads. This schema is the
- * one thing, besides the load report, that the operator and the server share (DESIGN.md,
- * "Dependencies point one way").
+ * The compiled rate-limit config: what the operator writes into the config ConfigMaps (key
+ * `config.json`) and the rate-limit server loads. This schema is the one thing, besides the load
+ * report, that the operator and the server share (DESIGN.md, "Dependencies point one way").
+ *
+ * The config is split over several ConfigMaps (shards), so the sum of all policies has no ceiling:
+ * the API server refuses a ConfigMap whose data is over 1 MiB (Kubernetes `MaxSecretSize`, also used
+ * for ConfigMaps). Shard 0 is named `--config-name` (`portico-ratelimit-config`, the name of the
+ * single ConfigMap of earlier versions), shard n ≥ 1 is `<config-name>-<n>`. Each shard is a whole
+ * document of the schema below holding some of the policies; a policy is in one shard. One policy's
+ * entry is at most MAX_POLICY_CONFIG_BYTES, and the operator fills a shard up to
+ * CONFIG_SHARD_BUDGET_BYTES, so every policy that is accepted fits in a shard of its own.
  *
  * The server checks every policy entry on its own: an entry that breaks a rule is rejected and
  * reported (the policy's Enforced condition turns False with the reason), while the other entries load.
@@ -19,6 +26,23 @@ export const CONFIG_SCHEMA_VERSION = 1;
 export const MAX_LIMIT = 4_294_967_295;
 /** Ban durations from 1 s to 7 days (the CRD's rule). */
 export const MAX_BAN_SECONDS = 7 * 24 * 3600;
+/**
+ * The largest compiled entry of one policy, in bytes of UTF-8 JSON (512 KiB). A policy at the CRD's
+ * bounds with ASCII key ids (1,000 overrides of 256 characters) compiles to about 330 KB; key ids of
+ * characters that take 2 to 4 bytes in UTF-8 can pass the CRD's character counts and exceed this.
+ */
+export const MAX_POLICY_CONFIG_BYTES = 512 * 1024;
+/**
+ * The most bytes of UTF-8 the override key ids of one policy may take together (384 KiB; the CRD's
+ * rule on spec.overrides). With it, only key ids full of characters JSON escapes (quotes,
+ * backslashes, control characters) can make a policy exceed MAX_POLICY_CONFIG_BYTES.
+ */
+export const MAX_OVERRIDE_KEY_ID_BYTES = 384 * 1024;
+/**
+ * The operator fills one config ConfigMap up to this many bytes of `config.json` (768 KiB), under the
+ * API server's 1 MiB limit on a ConfigMap's data, and above MAX_POLICY_CONFIG_BYTES.
+ */
+export const CONFIG_SHARD_BUDGET_BYTES = 768 * 1024;
 
 const limit = z.number().int().min(1).max(MAX_LIMIT);
 const windowLimits = { requestsPerMinute: limit, requestsPerDay: limit };
@@ -162,9 +186,52 @@ export function parseCompiledConfig(text: string): ParsedConfig {
   return { policies, rejected };
 }
 
+/** The JSON text of one entry in a rendered document (compact; the operator measures its size). */
+export function renderCompiledEntry(policy: CompiledPolicy): string {
+  return JSON.stringify(policy);
+}
+
+const HEAD = `{"schemaVersion":${CONFIG_SCHEMA_VERSION},"policies":[`;
+const TAIL = '\n]}\n';
+
+/**
+ * Bytes of UTF-8 of a document holding entries of `entryBytes` bytes each (as rendered by
+ * `renderCompiledEntry`): the envelope, and a line break and a comma per entry. Pure.
+ */
+export function renderedConfigBytes(entryBytes: readonly number[]): number {
+  if (entryBytes.length === 0) return HEAD.length + 3;
+  return HEAD.length + TAIL.length + entryBytes.reduce((sum, b) => sum + b + 2, 0) - 1;
+}
+
+/**
+ * Renders a document from entries already rendered by `renderCompiledEntry`, sorted by domain, one
+ * entry per line (so `kubectl get cm -o yaml` stays readable and the size is easy to count). Pure.
+ */
+export function renderConfigEntries(entries: readonly { domain: string; text: string }[]): string {
+  const sorted = [...entries].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
+  if (sorted.length === 0) return `${HEAD}]}\n`;
+  return `${HEAD}\n${sorted.map((e) => e.text).join(',\n')}${TAIL}`;
+}
+
 /** Renders the document the operator writes: stable key order, policies sorted by domain. Pure. */
 export function renderCompiledConfig(policies: readonly CompiledPolicy[]): string {
-  const sorted = [...policies].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
-  const config: CompiledConfig = { schemaVersion: CONFIG_SCHEMA_VERSION, policies: sorted };
-  return `${JSON.stringify(config, null, 1)}\n`;
+  return renderConfigEntries(policies.map((p) => ({ domain: p.domain, text: renderCompiledEntry(p) })));
+}
+
+/**
+ * The name of config shard `index`: `configName` for 0, `<configName>-<index>` after it. Pure.
+ */
+export function configShardName(configName: string, index: number): string {
+  return index === 0 ? configName : `${configName}-${index}`;
+}
+
+/**
+ * The index of the config shard named `name`, or undefined when `name` is not a shard of
+ * `configName` (for example the status ConfigMap). Pure.
+ */
+export function configShardIndex(configName: string, name: string): number | undefined {
+  if (name === configName) return 0;
+  if (!name.startsWith(`${configName}-`)) return undefined;
+  const rest = name.slice(configName.length + 1);
+  return /^[1-9][0-9]{0,5}$/.test(rest) ? Number(rest) : undefined;
 }

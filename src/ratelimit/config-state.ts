@@ -1,19 +1,32 @@
 /**
- * The config a server enforces, and what it reports about it: turns each new `config.json` into the
- * next policy snapshot (`policy-set.ts`) and the load report (`load-report.ts`). A document refused
- * whole leaves the snapshot as it was and reports the error. No I/O besides the callbacks.
+ * The config a server enforces, and what it reports about it: turns each new `config.json` of a
+ * config shard (`config-schema.ts`) into the next policy snapshot (`policy-set.ts`, the merge of every
+ * shard) and the load report (`load-report.ts`). A document refused whole leaves that shard's policies
+ * as they were and reports the error; a deleted shard's policies stay in force until it exists again.
+ * No I/O besides the callbacks.
  */
 import type { Logger } from 'pino';
 import { parseCompiledConfig } from './config-schema.js';
 import { ConfigRejectedError } from './errors.js';
 import type { LoadReport } from './load-report.js';
 import type { ConfigMetrics } from './metrics.js';
-import { EMPTY_SNAPSHOT, loadPolicies, reportPolicies, type PolicySnapshot } from './policy-set.js';
+import {
+  EMPTY_SNAPSHOT,
+  loadPolicies,
+  mergeShards,
+  reportPolicies,
+  type PolicySnapshot,
+  type ShardState,
+} from './policy-set.js';
 
 export type ReportBody = Omit<LoadReport, 'heartbeatTime' | 'instance'>;
 
+const EMPTY_DOCUMENT = '{"schemaVersion":1,"policies":[]}';
+
 export class ConfigState {
   #snapshot: PolicySnapshot = EMPTY_SNAPSHOT;
+  readonly #shards = new Map<string, ShardState>();
+  #lastResourceVersion: string | undefined;
   #report: ReportBody = { policies: {} };
   readonly #metrics: ConfigMetrics;
   readonly #log: Logger;
@@ -34,38 +47,96 @@ export class ConfigState {
   }
 
   /**
-   * Loads `text` (the content of config.json; undefined when the key is missing) from the ConfigMap at
-   * `resourceVersion`. Returns the report body to publish.
+   * Loads `text` (the content of config.json; undefined when the key is missing) of the config shard
+   * `name` (index `index`) at `resourceVersion`. Returns the report body to publish.
    */
-  load(text: string | undefined, resourceVersion: string): ReportBody {
+  load(name: string, index: number, text: string | undefined, resourceVersion: string): ReportBody {
+    const before = this.#shards.get(name);
     try {
-      const parsed = parseCompiledConfig(text ?? '{"schemaVersion":1,"policies":[]}');
+      const parsed = parseCompiledConfig(text ?? EMPTY_DOCUMENT);
       const result = loadPolicies(this.#snapshot, parsed);
-      this.#snapshot = result.snapshot;
-      this.#report = {
-        configResourceVersion: resourceVersion,
-        policies: reportPolicies(result.snapshot, result.rejected),
-      };
+      this.#shards.set(name, {
+        name,
+        index,
+        resourceVersion,
+        snapshot: result.snapshot,
+        rejected: result.rejected,
+        deleted: false,
+      });
       this.#metrics.configLoadsTotal.inc({ result: 'loaded' });
-      this.#metrics.policiesLoaded.set(result.snapshot.byDomain.size);
       this.#metrics.policiesRejectedTotal.inc(result.rejected.length);
       for (const r of result.rejected) {
-        this.#log.warn({ domain: r.domain, generation: r.generation, reason: r.reason }, r.message);
+        this.#log.warn(
+          { configMap: name, domain: r.domain, generation: r.generation, reason: r.reason },
+          r.message,
+        );
       }
       this.#log.info(
-        { resourceVersion, policies: result.snapshot.byDomain.size, rejected: result.rejected.length },
+        {
+          configMap: name,
+          resourceVersion,
+          policies: result.snapshot.byDomain.size,
+          rejected: result.rejected.length,
+        },
         'config loaded',
       );
     } catch (err: unknown) {
       if (!(err instanceof ConfigRejectedError)) throw err;
       this.#metrics.configLoadsTotal.inc({ result: 'rejected' });
-      this.#log.error({ resourceVersion, reason: err.reason }, `config rejected: ${err.message}`);
-      this.#report = {
-        configResourceVersion: resourceVersion,
-        configError: { reason: err.reason, message: err.message },
-        policies: reportPolicies(this.#snapshot, []),
-      };
+      this.#log.error(
+        { configMap: name, resourceVersion, reason: err.reason },
+        `config rejected: ${err.message}`,
+      );
+      this.#shards.set(name, {
+        name,
+        index,
+        resourceVersion,
+        snapshot: before?.snapshot ?? EMPTY_SNAPSHOT,
+        rejected: [],
+        deleted: false,
+        error: { reason: err.reason, message: `ConfigMap ${name}: ${err.message}` },
+      });
     }
+    this.#lastResourceVersion = resourceVersion;
+    return this.#update();
+  }
+
+  /**
+   * The config shard `name` was deleted: its policies stay in force (removing limits because an
+   * object vanished would fail open without anyone deciding to) until it is loaded again. Returns the
+   * report body to publish.
+   */
+  remove(name: string): ReportBody {
+    const shard = this.#shards.get(name);
+    if (shard === undefined) return this.#report;
+    if (shard.snapshot.byDomain.size === 0) this.#shards.delete(name);
+    else this.#shards.set(name, { ...shard, deleted: true, rejected: [] });
+    this.#log.warn(
+      { configMap: name, policies: shard.snapshot.byDomain.size },
+      'config ConfigMap deleted; keeping its policies in force until it exists again',
+    );
+    return this.#update();
+  }
+
+  #update(): ReportBody {
+    const shards = [...this.#shards.values()].sort((a, b) => a.index - b.index);
+    this.#snapshot = mergeShards(shards);
+    this.#metrics.policiesLoaded.set(this.#snapshot.byDomain.size);
+    const live = shards.filter((s) => !s.deleted);
+    const failed = live.find((s) => s.error !== undefined);
+    const retained = shards.filter((s) => s.deleted).map((s) => s.name);
+    this.#report = {
+      ...(this.#lastResourceVersion === undefined
+        ? {}
+        : { configResourceVersion: this.#lastResourceVersion }),
+      configShards: Object.fromEntries(live.map((s) => [s.name, s.resourceVersion])),
+      ...(retained.length === 0 ? {} : { retainedShards: retained }),
+      ...(failed?.error === undefined ? {} : { configError: { ...failed.error, shard: failed.name } }),
+      policies: reportPolicies(
+        this.#snapshot,
+        live.flatMap((s) => s.rejected),
+      ),
+    };
     return this.#report;
   }
 }

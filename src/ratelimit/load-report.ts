@@ -25,10 +25,20 @@ export const loadReportSchema = z.object({
   instance: z.string().min(1),
   /** RFC 3339: when the report was written. */
   heartbeatTime: z.string(),
-  /** metadata.resourceVersion of the config ConfigMap this report is about. */
+  /** metadata.resourceVersion of the config ConfigMap loaded last. */
   configResourceVersion: z.string().optional(),
-  /** Set when the last config document was refused whole; the server serves the one before. */
-  configError: z.object({ reason: z.string(), message: z.string() }).optional(),
+  /** The config ConfigMaps (shards) loaded, by name: the resourceVersion of each. */
+  configShards: z.record(z.string(), z.string()).optional(),
+  /**
+   * Config shards that were deleted while this server holds policies from them: it keeps enforcing
+   * those until a ConfigMap of that name exists again (the operator re-creates it).
+   */
+  retainedShards: z.array(z.string()).optional(),
+  /**
+   * Set when a config document was refused whole; the server keeps that shard's previous policies.
+   * `shard`: the ConfigMap whose document was refused (absent from servers of earlier versions).
+   */
+  configError: z.object({ reason: z.string(), message: z.string(), shard: z.string().optional() }).optional(),
   /** By domain (`<namespace>/<name>`). */
   policies: z.record(z.string(), policyStateSchema),
 });

@@ -9,6 +9,11 @@
  * - an entry the server refuses keeps the version of that policy already enforced, if any (same
  *   uid), and is reported as refused, so a bad edit never lifts a limit;
  * - a policy no longer in the document is dropped (the policy was deleted).
+ *
+ * The config comes in several ConfigMaps (shards, `config-schema.ts`); each is loaded on its own and
+ * the snapshot enforced is their merge (`mergeShards`): a domain found in two shards (a policy the
+ * operator is moving) takes the higher generation, and a deleted shard's policies stay in force,
+ * unless a shard that exists has them, until a ConfigMap of its name exists again.
  * Pure.
  */
 import type { ParsedConfig, RejectedEntry } from './config-schema.js';
@@ -65,4 +70,45 @@ export function reportPolicies(
     };
   }
   return policies;
+}
+
+/** One config shard as a server holds it. */
+export interface ShardState {
+  readonly name: string;
+  /** The shard's index (0 for `--config-name`); merge order. */
+  readonly index: number;
+  /** metadata.resourceVersion of the ConfigMap loaded. */
+  readonly resourceVersion: string;
+  /** The shard's policies in force. */
+  readonly snapshot: PolicySnapshot;
+  /** The entries of its last document the server refused. */
+  readonly rejected: readonly RejectedEntry[];
+  /** The ConfigMap was deleted; its policies stay in force until it exists again. */
+  readonly deleted: boolean;
+  /** Its last document was refused whole (the policies before it stay in force). */
+  readonly error?: { readonly reason: string; readonly message: string };
+}
+
+/**
+ * The snapshot enforced: the policies of every shard. Of two entries of one domain in shards that
+ * exist, the higher generation (on a tie, the lower index); a deleted shard's entry only for a
+ * domain no existing shard has.
+ */
+export function mergeShards(shards: Iterable<ShardState>): PolicySnapshot {
+  const ordered = [...shards].sort((a, b) => a.index - b.index);
+  const byDomain = new Map<string, IndexedPolicy>();
+  for (const shard of ordered) {
+    if (shard.deleted) continue;
+    for (const policy of shard.snapshot.byDomain.values()) {
+      const other = byDomain.get(policy.domain);
+      if (other === undefined || other.generation < policy.generation) byDomain.set(policy.domain, policy);
+    }
+  }
+  for (const shard of ordered) {
+    if (!shard.deleted) continue;
+    for (const policy of shard.snapshot.byDomain.values()) {
+      if (!byDomain.has(policy.domain)) byDomain.set(policy.domain, policy);
+    }
+  }
+  return { byDomain };
 }

@@ -454,8 +454,12 @@ describe('kubectl auth can-i: no more than needed', () => {
     // Its own Lease only, and only in its namespace.
     [['update', 'leases.coordination.k8s.io/kube-scheduler', '-n', NAMESPACE], false],
     [['get', 'leases.coordination.k8s.io', '-n', 'kube-system'], false],
-    // The rate-limit service's report is not the operator's to write.
-    [['patch', 'configmaps/portico-ratelimit-status', '-n', NAMESPACE], false],
+    // The rate-limit config shards (as many as the policies need) in its namespace, no ConfigMap
+    // elsewhere, and no deletion (the service's report is not its to write, but RBAC cannot name a
+    // set of shards that grows: patch covers its namespace's ConfigMaps).
+    [['patch', 'configmaps/portico-ratelimit-config-7', '-n', NAMESPACE], true],
+    [['patch', 'configmaps', '-n', TENANT], false],
+    [['delete', 'configmaps', '-n', NAMESPACE], false],
     // Nothing that widens its own rights.
     [['create', 'clusterrolebindings'], false],
     [['bind', 'clusterroles'], false],

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RateLimitPolicy, RateLimitPolicySpec } from '../../api/ratelimitpolicy.js';
-import { parseCompiledConfig } from '../../ratelimit/config-schema.js';
-import { compileConfig, compilePolicy, currentEntries } from './compile.js';
+import { MAX_POLICY_CONFIG_BYTES, renderCompiledConfig } from '../../ratelimit/config-schema.js';
+import { compilePolicy, desiredEntries, readShard } from './compile.js';
 import { parseDurationSeconds } from './duration.js';
 
 const SPEC: RateLimitPolicySpec = {
@@ -37,7 +37,7 @@ describe('parseDurationSeconds', () => {
 describe('compilePolicy', () => {
   it('compiles the spec table of DESIGN.md', () => {
     const result = compilePolicy(policy(SPEC, 3));
-    expect(result).toEqual({
+    expect(result).toMatchObject({
       ok: true,
       entry: {
         domain: 'platform-api/public-api',
@@ -49,53 +49,98 @@ describe('compilePolicy', () => {
         ban: { afterRejectedRequests: 20, durationSeconds: 900 },
       },
     });
+    if (result.ok) expect(JSON.parse(result.text)).toEqual(result.entry);
   });
 
-  it('refuses what the CRD refuses, naming every rule broken', () => {
-    const result = compilePolicy(
-      policy({
-        plans: [
-          { name: 'free', requestsPerMinute: 60, requestsPerDay: 10 },
-          { name: 'free', requestsPerMinute: 1, requestsPerDay: 1 },
-        ],
-        defaultPlan: 'gold',
-        ban: { afterRejectedRequests: 5, duration: '30d' },
-      }),
-    );
+  it('accepts the largest policy the CRD allows with ASCII key ids', () => {
+    const overrides = Array.from({ length: 1000 }, (_, i) => ({
+      keyId: `k${i}-`.padEnd(256, 'x'),
+      requestsPerMinute: 4294967295,
+      requestsPerDay: 4294967295,
+    }));
+    const plans = Array.from({ length: 32 }, (_, i) => ({
+      name: `plan-${i}`.padEnd(63, 'p'),
+      requestsPerMinute: 4294967295,
+      requestsPerDay: 4294967295,
+    }));
+    const result = compilePolicy(policy({ plans, defaultPlan: plans[0]?.name ?? '', overrides }));
+    expect(result.ok).toBe(true);
+  });
+
+  it('refuses override keyIds of more than 384 KiB together, as the CRD does', () => {
+    // 600 key ids of 250 characters of 4 bytes each: within the CRD's 256 characters, about 600 KB.
+    const overrides = Array.from({ length: 600 }, (_, i) => ({
+      keyId: `${i}-${'\u{1F600}'.repeat(250)}`,
+      requestsPerMinute: 10,
+      requestsPerDay: 100,
+    }));
+    const result = compilePolicy(policy({ ...SPEC, overrides }));
     expect(result.ok).toBe(false);
     if (result.ok) return;
-    expect(result.message).toContain('requestsPerDay must be at least requestsPerMinute');
-    expect(result.message).toContain('plan names must be unique');
-    expect(result.message).toContain('defaultPlan must name one of plans');
-    expect(result.message).toContain('ban.duration');
+    expect(result.message).toBe(
+      'overrides: the override keyIds take more than 393216 bytes (384 KiB) of UTF-8 together, and one ' +
+        'policy may take at most 512 KiB of the rate-limit config: use fewer or shorter keyIds (a ' +
+        'character outside ASCII takes 2 to 4 bytes)',
+    );
   });
 
-  it('refuses a ban longer than 7 days and a bad plan name', () => {
-    expect(compilePolicy(policy({ ...SPEC, ban: { afterRejectedRequests: 1, duration: '169h' } })).ok).toBe(
-      false,
+  it('refuses a policy whose compiled entry is over the per-policy bound, naming it', () => {
+    // 1,000 key ids of 250 quotes: 254 KB of key ids (the CRD lets them pass), but JSON writes each
+    // quote as two bytes: about 555 KB compiled.
+    const overrides = Array.from({ length: 1000 }, (_, i) => ({
+      keyId: `${i}-${'"'.repeat(250)}`,
+      requestsPerMinute: 10,
+      requestsPerDay: 100,
+    }));
+    const result = compilePolicy(policy({ ...SPEC, overrides }));
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.message).toMatch(
+      /^the compiled policy is \d+ bytes; one policy may take at most 524288 bytes/,
     );
-    const upper = compilePolicy(
-      policy({ plans: [{ name: 'Free', requestsPerMinute: 1, requestsPerDay: 1 }], defaultPlan: 'Free' }),
-    );
-    expect(upper.ok).toBe(false);
+    expect(MAX_POLICY_CONFIG_BYTES).toBe(524288);
   });
 });
 
-describe('compileConfig', () => {
-  it('writes every accepted policy, and keeps the enforced entry of one that is not accepted', () => {
-    const before = compileConfig([policy(SPEC, 1, 'a'), policy(SPEC, 1, 'b', 'u2')], new Map());
-    const broken = policy({ ...SPEC, defaultPlan: 'gold' }, 2, 'b', 'u2');
-    const after = compileConfig([policy(SPEC, 1, 'a'), broken], currentEntries(before));
-    const parsed = parseCompiledConfig(after);
-    expect(parsed.policies.map((p) => [p.domain, p.generation])).toEqual([
-      ['platform-api/a', 1],
-      ['platform-api/b', 1],
+describe('desiredEntries', () => {
+  it('has every accepted policy, and keeps the enforced entry of one that is not accepted', () => {
+    const a = compilePolicy(policy(SPEC, 1, 'a'));
+    const b = compilePolicy(policy(SPEC, 1, 'b', 'u2'));
+    if (!a.ok || !b.ok) throw new Error('does not compile');
+    const enforced = new Map([
+      [a.entry.domain, a.entry],
+      [b.entry.domain, b.entry],
     ]);
+    const broken = policy({ ...SPEC, defaultPlan: 'gold' }, 2, 'b', 'u2');
+    const desired = desiredEntries([policy(SPEC, 1, 'a'), broken], enforced);
+    expect([...desired.keys()].sort()).toEqual(['platform-api/a', 'platform-api/b']);
+    expect(desired.get('platform-api/b')).toBe(b.text);
+    // Re-created under another uid: the old entry is not kept for it.
+    const other = policy({ ...SPEC, defaultPlan: 'gold' }, 1, 'b', 'u3');
+    expect(desiredEntries([other], enforced).has('platform-api/b')).toBe(false);
   });
 
-  it('drops deleted policies and is stable byte for byte', () => {
-    const one = compileConfig([policy(SPEC, 1, 'a')], new Map());
-    expect(compileConfig([policy(SPEC, 1, 'a')], currentEntries(one))).toBe(one);
-    expect(parseCompiledConfig(compileConfig([], currentEntries(one))).policies).toEqual([]);
+  it('drops deleted policies', () => {
+    expect(desiredEntries([], new Map()).size).toBe(0);
+  });
+});
+
+describe('readShard', () => {
+  it('reads each entry as the operator renders it, an invalid entry as empty text, and a broken document as empty', () => {
+    const a = compilePolicy(policy(SPEC, 1, 'a'));
+    if (!a.ok) throw new Error('does not compile');
+    const bad = { ...a.entry, domain: 'platform-api/b', defaultPlan: 'gold' };
+    const text = JSON.stringify({ schemaVersion: 1, policies: [a.entry, bad] }, null, 1);
+    const read = readShard('portico-ratelimit-config', text);
+    expect(read.shard.entries).toEqual(
+      new Map([
+        ['platform-api/b', ''],
+        ['platform-api/a', a.text],
+      ]),
+    );
+    expect(read.valid.map((p) => p.domain)).toEqual(['platform-api/a']);
+    expect(readShard('x', renderCompiledConfig([a.entry])).shard.entries.get('platform-api/a')).toBe(a.text);
+    expect(readShard('x', 'not json').shard.entries.size).toBe(0);
+    expect(readShard('x', undefined).shard.text).toBeUndefined();
   });
 });

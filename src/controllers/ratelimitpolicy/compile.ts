@@ -4,24 +4,44 @@
  *
  * A policy compiles into one entry of `config.json` (`CompiledPolicy`, the schema shared with the
  * server). The checks are the CRD's, run again here with the same messages, because a CRD rule does not
- * re-check objects stored before it existed (and Helm does not upgrade CRDs). A policy that fails them
- * is not Accepted; the service keeps enforcing the entry already in the ConfigMap for it, if any, so a
- * bad edit never lifts a limit.
+ * re-check objects stored before it existed (and Helm does not upgrade CRDs); and one the CRD cannot
+ * make: the compiled entry is at most MAX_POLICY_CONFIG_BYTES, so one policy always fits in a config
+ * ConfigMap (`shards.ts`). A policy that fails them is not Accepted; the service keeps enforcing the
+ * entry already in the config for it, if any, so a bad edit never lifts a limit.
  */
 import { policyDomain, type RateLimitPolicy } from '../../api/ratelimitpolicy.js';
 import {
   compiledPolicySchema,
   MAX_BAN_SECONDS,
+  MAX_OVERRIDE_KEY_ID_BYTES,
+  MAX_POLICY_CONFIG_BYTES,
   parseCompiledConfig,
-  renderCompiledConfig,
+  renderCompiledEntry,
   type CompiledPolicy,
 } from '../../ratelimit/config-schema.js';
+import type { CurrentShard } from './shards.js';
 import { parseDurationSeconds } from './duration.js';
 
 const PLAN_NAME = /^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$/;
 
 export type CompileResult =
-  { readonly ok: true; readonly entry: CompiledPolicy } | { readonly ok: false; readonly message: string };
+  | {
+      readonly ok: true;
+      readonly entry: CompiledPolicy;
+      /** The entry as written into the config (`renderCompiledEntry`). */
+      readonly text: string;
+    }
+  | { readonly ok: false; readonly message: string };
+
+function sizeProblem(text: string): string | undefined {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes <= MAX_POLICY_CONFIG_BYTES) return undefined;
+  return (
+    `the compiled policy is ${bytes} bytes; one policy may take at most ${MAX_POLICY_CONFIG_BYTES} bytes ` +
+    `(512 KiB) of the rate-limit config: use fewer or shorter override keyIds (JSON writes a quote, a ` +
+    `backslash or a control character in 2 to 6 bytes)`
+  );
+}
 
 function banOf(policy: RateLimitPolicy, problems: string[]): CompiledPolicy['ban'] {
   const ban = policy.spec.ban;
@@ -40,6 +60,17 @@ function banOf(policy: RateLimitPolicy, problems: string[]): CompiledPolicy['ban
   return { afterRejectedRequests: ban.afterRejectedRequests, durationSeconds: seconds };
 }
 
+/** The CRD's rule on the bytes of the override key ids, with its message. */
+function keyIdBytesProblem(policy: RateLimitPolicy, problems: string[]): void {
+  const bytes = (policy.spec.overrides ?? []).reduce((sum, o) => sum + Buffer.byteLength(o.keyId, 'utf8'), 0);
+  if (bytes <= MAX_OVERRIDE_KEY_ID_BYTES) return;
+  problems.push(
+    `overrides: the override keyIds take more than ${MAX_OVERRIDE_KEY_ID_BYTES} bytes (384 KiB) of UTF-8 ` +
+      'together, and one policy may take at most 512 KiB of the rate-limit config: use fewer or shorter ' +
+      'keyIds (a character outside ASCII takes 2 to 4 bytes)',
+  );
+}
+
 /** Compiles one policy; on failure, the message lists every broken rule. */
 export function compilePolicy(policy: RateLimitPolicy): CompileResult {
   const problems: string[] = [];
@@ -49,6 +80,7 @@ export function compilePolicy(policy: RateLimitPolicy): CompileResult {
       problems.push(`plans: name "${plan.name}" must be lowercase letters, digits, '.', '_' or '-'`);
     }
   }
+  keyIdBytesProblem(policy, problems);
   const ban = banOf(policy, problems);
   const candidate = {
     domain: policyDomain(policy),
@@ -72,36 +104,53 @@ export function compilePolicy(policy: RateLimitPolicy): CompileResult {
     for (const issue of checked.error.issues) problems.push(`${issue.path.join('.')}: ${issue.message}`);
   }
   if (problems.length > 0 || !checked.success) return { ok: false, message: problems.join('; ') };
-  return { ok: true, entry: checked.data };
-}
-
-/** The entries of the config now in the ConfigMap, by domain (empty when it is missing or unreadable). */
-export function currentEntries(text: string | undefined): Map<string, CompiledPolicy> {
-  if (text === undefined) return new Map();
-  try {
-    return new Map(parseCompiledConfig(text).policies.map((p) => [p.domain, p]));
-  } catch {
-    return new Map();
-  }
+  const text = renderCompiledEntry(checked.data);
+  const tooBig = sizeProblem(text);
+  if (tooBig !== undefined) return { ok: false, message: tooBig };
+  return { ok: true, entry: checked.data, text };
 }
 
 /**
- * The config document for `policies`: each accepted policy's new entry, and for each policy that is
- * not accepted the entry already enforced for it (same uid), if any. Deleted policies drop out.
+ * Reads one config shard's `config.json` as the operator wrote it: each entry's text by domain
+ * (`renderCompiledEntry` of the valid ones, '' for an entry the schema refuses), and the valid entries.
+ * A document that does not parse has no entries.
  */
-export function compileConfig(
+export function readShard(
+  name: string,
+  text: string | undefined,
+): { shard: CurrentShard; valid: CompiledPolicy[] } {
+  const entries = new Map<string, string>();
+  let parsed: ReturnType<typeof parseCompiledConfig> = { policies: [], rejected: [] };
+  try {
+    if (text !== undefined) parsed = parseCompiledConfig(text);
+  } catch {
+    // refused whole: nothing in it counts; its policies are placed again
+  }
+  for (const r of parsed.rejected) if (r.domain !== '') entries.set(r.domain, '');
+  for (const p of parsed.policies) entries.set(p.domain, renderCompiledEntry(p));
+  return { shard: { name, text, entries }, valid: parsed.policies };
+}
+
+/**
+ * The entry text of every policy that should be enforced, by domain: each accepted policy's new
+ * entry, and for each policy that is not accepted the entry already enforced for it (same uid) in
+ * `current`, if any. Deleted policies drop out.
+ */
+export function desiredEntries(
   policies: readonly RateLimitPolicy[],
   current: ReadonlyMap<string, CompiledPolicy>,
-): string {
-  const entries: CompiledPolicy[] = [];
+): Map<string, string> {
+  const desired = new Map<string, string>();
   for (const policy of policies) {
+    const domain = policyDomain(policy);
     const result = compilePolicy(policy);
     if (result.ok) {
-      entries.push(result.entry);
+      desired.set(domain, result.text);
       continue;
     }
-    const kept = current.get(policyDomain(policy));
-    if (kept !== undefined && kept.uid === (policy.metadata.uid ?? '')) entries.push(kept);
+    const kept = current.get(domain);
+    if (kept !== undefined && kept.uid === (policy.metadata.uid ?? ''))
+      desired.set(domain, renderCompiledEntry(kept));
   }
-  return renderCompiledConfig(entries);
+  return desired;
 }

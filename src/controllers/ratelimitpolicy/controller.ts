@@ -1,17 +1,20 @@
 /**
  * The RateLimitPolicy controller (issue 4, "Compilation in the operator"). It watches every
- * RateLimitPolicy and the two rate-limit ConfigMaps in the operator's namespace, and runs two kinds
- * of reconcile on one de-duplicating work queue:
+ * RateLimitPolicy and the rate-limit ConfigMaps in the operator's namespace, and runs two kinds of
+ * reconcile on one de-duplicating work queue:
  *
- * - the config key: compile every policy (`compile.ts`) and server-side apply the result into the
- *   ConfigMap `portico-ratelimit-config` (key `config.json`) when it differs;
- * - a policy key (`namespace/name`): write its status, `Accepted` from the compilation and `Enforced`
- *   from the servers' load reports in `portico-ratelimit-status` (`enforced.ts`).
+ * - the config key: compile every policy (`compile.ts`), spread the entries over the config shards
+ *   (`portico-ratelimit-config`, `portico-ratelimit-config-1`, ...; `shards.ts`) and server-side apply
+ *   each shard whose text changes (key `config.json`), so one policy change writes one shard or two;
+ * - a policy key (`namespace/name`): write its status, `Accepted` from the compilation and the shard
+ *   that holds it, `Enforced` from the servers' load reports in `portico-ratelimit-status`
+ *   (`enforced.ts`).
  *
- * A policy change queues its key and the config key; a new load report queues every policy. Workers
- * start only once every cache has listed, so the config is never compiled from an empty cache.
- * Hand edits of the config ConfigMap are repaired at the next policy change or resync (every
- * `resyncMs`), not at once.
+ * A policy change queues its key and the config key; a new load report queues every policy; a shard
+ * change queues the policies whose entries it changed. Workers start only once every cache has
+ * listed, so the config is never compiled from an empty cache. A shard deleted by hand is re-created
+ * at once (the servers keep enforcing what they loaded from it meanwhile); hand edits of a shard are
+ * repaired at the next policy change or resync (every `resyncMs`), not at once.
  *
  * The operator's main starts it: `new RateLimitPolicyController({...}).start()`, `synced`, `stop()`.
  */
@@ -48,9 +51,15 @@ import type { EventRecorder } from '../../kube/events.js';
 import { ResilientInformer } from '../../kube/informer.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
-import { parseReports } from '../../ratelimit/load-report.js';
-import { compileConfig, compilePolicy, currentEntries } from './compile.js';
-import { desiredStatus } from './status.js';
+import {
+  CONFIG_SHARD_BUDGET_BYTES,
+  configShardIndex,
+  type CompiledPolicy,
+} from '../../ratelimit/config-schema.js';
+import { parseReports, REPORT_STALE_AFTER_MS, type LoadReport } from '../../ratelimit/load-report.js';
+import { compilePolicy, desiredEntries, readShard } from './compile.js';
+import { planShards, type CurrentShard, type ShardPlan, type ShardWrite } from './shards.js';
+import { desiredStatus, type StatusInput } from './status.js';
 
 const CONTROLLER = 'ratelimitpolicy';
 /** The queue key of the config reconcile; never a `namespace/name`, which always has a slash. */
@@ -62,9 +71,9 @@ export interface RateLimitPolicyControllerOptions {
   readonly objects: KubernetesObjectApi;
   readonly log: Logger;
   readonly metrics: ControllerMetrics;
-  /** The operator's namespace: both rate-limit ConfigMaps live here. */
+  /** The operator's namespace: the rate-limit ConfigMaps live here. */
   readonly namespace: string;
-  /** Default `portico-ratelimit-config` (the server's `--config-name`). */
+  /** Default `portico-ratelimit-config` (the server's `--config-name`): shard 0 and the others' prefix. */
   readonly configName?: string;
   /** Default `portico-ratelimit-status`. */
   readonly statusName?: string;
@@ -81,6 +90,28 @@ export interface RateLimitPolicyControllerOptions {
 /** Reasons that ask a person to act, recorded as Warning Events; the rest are Normal. */
 const WARNING_REASONS = new Set(['InvalidSpec', 'ConfigRejected', 'NoRateLimitServer']);
 
+/** A config shard read from the cache, kept while its resourceVersion is the same. */
+interface ReadShard {
+  readonly resourceVersion: string;
+  readonly index: number;
+  readonly shard: CurrentShard;
+  /** Its valid entries, by domain. */
+  readonly valid: ReadonlyMap<string, CompiledPolicy>;
+}
+
+function errorText(err: unknown): string {
+  const body = (err as { body?: unknown }).body;
+  if (typeof body === 'string' && body.length > 0) {
+    try {
+      const message = (JSON.parse(body) as { message?: unknown }).message;
+      if (typeof message === 'string') return message.slice(0, 512);
+    } catch {
+      // not a Status: the error's own message below
+    }
+  }
+  return (err instanceof Error ? err.message : String(err)).slice(0, 512);
+}
+
 export class RateLimitPolicyController {
   readonly #o: RateLimitPolicyControllerOptions;
   readonly #log: Logger;
@@ -92,6 +123,12 @@ export class RateLimitPolicyController {
   readonly #statusName: string;
   /** The generation of each policy the config was last queued for, by `namespace/name`. */
   readonly #seenGenerations = new Map<string, number | undefined>();
+  /** The config shards in the cache, parsed, by name. */
+  readonly #shards = new Map<string, ReadShard>();
+  /** The shard the last config reconcile placed each domain in. */
+  #placement: ReadonlyMap<string, string> = new Map();
+  /** The error of the last failed write of a shard, by name. */
+  readonly #writeErrors = new Map<string, string>();
   #running: Promise<void>[] = [];
   #stopping = false;
 
@@ -136,8 +173,8 @@ export class RateLimitPolicyController {
           SELECTOR,
         ),
       labelSelector: SELECTOR,
-      onChange: (cm) => {
-        if (cm.metadata?.name === this.#statusName) this.#enqueuePolicies();
+      onChange: (cm, verb) => {
+        this.#onConfigMap(cm, verb);
       },
       resyncMs: 0,
       log: this.#log,
@@ -167,6 +204,60 @@ export class RateLimitPolicyController {
 
   #enqueuePolicies(): void {
     for (const p of this.#policies.list()) this.#queue.add(objectKey(p));
+  }
+
+  #onConfigMap(cm: V1ConfigMap, verb: 'add' | 'update' | 'delete'): void {
+    const name = cm.metadata?.name ?? '';
+    if (name === this.#statusName) {
+      this.#enqueuePolicies();
+      // A server holds policies of a shard that is gone: write it again.
+      if (this.#retainedShards(cm).some((s) => !this.#shards.has(s))) this.#queue.add(CONFIG_KEY);
+      return;
+    }
+    const index = configShardIndex(this.#configName, name);
+    if (index !== undefined) this.#onShard(name, index, cm, verb);
+  }
+
+  /** Keeps the parsed shard; queues the policies whose entry in it changed, and a deleted shard's repair. */
+  #onShard(name: string, index: number, cm: V1ConfigMap, verb: 'add' | 'update' | 'delete'): void {
+    const before = this.#shards.get(name);
+    let after: ReadShard | undefined;
+    if (verb === 'delete') {
+      this.#shards.delete(name);
+      this.#queue.add(CONFIG_KEY);
+    } else {
+      const resourceVersion = cm.metadata?.resourceVersion ?? '';
+      if (before?.resourceVersion === resourceVersion) return;
+      const read = readShard(name, cm.data?.[RATELIMIT_CONFIG_KEY]);
+      after = {
+        resourceVersion,
+        index,
+        shard: read.shard,
+        valid: new Map(read.valid.map((p) => [p.domain, p])),
+      };
+      this.#shards.set(name, after);
+    }
+    // Their Accepted message names the shard that holds them.
+    const old = before?.shard.entries ?? new Map<string, string>();
+    const now = after?.shard.entries ?? new Map<string, string>();
+    for (const domain of new Set([...old.keys(), ...now.keys()])) {
+      if (old.get(domain) !== now.get(domain)) this.#queue.add(domain);
+    }
+  }
+
+  /** Names of shards a live rate-limit server still enforces policies of after their deletion. */
+  #retainedShards(status: V1ConfigMap | undefined): string[] {
+    const nowMs = this.#o.now?.().getTime() ?? Date.now();
+    const live = (r: LoadReport): boolean => Date.parse(r.heartbeatTime) + REPORT_STALE_AFTER_MS > nowMs;
+    return parseReports(status?.data)
+      .filter(live)
+      .flatMap((r) => r.retainedShards ?? [])
+      .filter((name) => configShardIndex(this.#configName, name) !== undefined);
+  }
+
+  /** The shards in the cache, by index. */
+  #shardList(): ReadShard[] {
+    return [...this.#shards.values()].sort((a, b) => a.index - b.index);
   }
 
   async #work(): Promise<void> {
@@ -207,24 +298,80 @@ export class RateLimitPolicyController {
     return this.#configMaps.get(name, this.#o.namespace);
   }
 
-  /** Compiles every policy and applies the ConfigMap when its text changes. */
+  /**
+   * Compiles every policy and applies each config shard whose text changes: first those that gain a
+   * policy, then those that only lose some. A shard is not written while a policy it would lose has
+   * not reached its new shard (that write failed or comes later), so no server sees a policy vanish
+   * from every shard; one shard's failure does not stop the others. Throws the first failure (retry
+   * with backoff); returns 100 ms when writes were deferred.
+   */
   async #reconcileConfig(): Promise<number | undefined> {
-    const existing = this.#configMap(this.#configName)?.data?.[RATELIMIT_CONFIG_KEY];
-    const text = compileConfig(this.#policies.list(), currentEntries(existing));
-    if (text === existing) return undefined;
+    const shards = this.#shardList();
+    const enforced = new Map<string, CompiledPolicy>();
+    for (const p of shards.flatMap((s) => [...s.valid.values()]))
+      if (!enforced.has(p.domain)) enforced.set(p.domain, p);
+    const plan = planShards({
+      configName: this.#configName,
+      desired: desiredEntries(this.#policies.list(), enforced),
+      current: shards.map((s) => s.shard),
+      required: this.#retainedShards(this.#configMap(this.#statusName)),
+      budgetBytes: CONFIG_SHARD_BUDGET_BYTES,
+    });
+    this.#placement = plan.placement;
+    return this.#write(plan);
+  }
+
+  /** Applies the writes of `plan` in order (see #reconcileConfig). */
+  async #write(plan: ShardPlan): Promise<number | undefined> {
+    const pending = new Set(plan.writes.map((w) => w.name));
+    const movesTo = (write: ShardWrite, domain: string): boolean => {
+      const to = plan.placement.get(domain);
+      return to !== undefined && to !== write.name && pending.has(to);
+    };
+    let failure: Error | undefined;
+    let deferred = false;
+    for (const write of plan.writes) {
+      if (write.removes.some((d) => movesTo(write, d))) {
+        deferred = true;
+        continue;
+      }
+      try {
+        await this.#applyShard(write);
+        pending.delete(write.name);
+        this.#writeErrors.delete(write.name);
+      } catch (err: unknown) {
+        failure ??= err instanceof Error ? err : new Error(errorText(err));
+        this.#writeErrors.set(write.name, errorText(err));
+        this.#enqueuePlacedIn(plan, write.name);
+        this.#log.error(
+          { err, configMap: `${this.#o.namespace}/${write.name}` },
+          'rate-limit config not applied',
+        );
+      }
+    }
+    if (failure !== undefined) throw failure;
+    return deferred ? 100 : undefined;
+  }
+
+  /** Queues the policies `plan` places in shard `name` (their status tells a failed write). */
+  #enqueuePlacedIn(plan: ShardPlan, name: string): void {
+    for (const [domain, shard] of plan.placement) if (shard === name) this.#queue.add(domain);
+  }
+
+  async #applyShard(write: ShardWrite): Promise<void> {
     await this.#o.objects.patch(
       {
         apiVersion: 'v1',
         kind: 'ConfigMap',
         metadata: {
-          name: this.#configName,
+          name: write.name,
           namespace: this.#o.namespace,
           labels: {
             [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
             [RATELIMIT_COMPONENT_LABEL]: RATELIMIT_COMPONENT_VALUE,
           },
         },
-        data: { [RATELIMIT_CONFIG_KEY]: text },
+        data: { [RATELIMIT_CONFIG_KEY]: write.text },
       },
       undefined,
       undefined,
@@ -232,8 +379,34 @@ export class RateLimitPolicyController {
       true,
       PatchStrategy.ServerSideApply,
     );
-    this.#log.info({ configMap: `${this.#o.namespace}/${this.#configName}` }, 'rate-limit config applied');
-    return undefined;
+    this.#log.info(
+      { configMap: `${this.#o.namespace}/${write.name}`, bytes: Buffer.byteLength(write.text, 'utf8') },
+      'rate-limit config applied',
+    );
+  }
+
+  /** The shard that holds this generation of the policy (same uid), if any. */
+  #holder(policy: RateLimitPolicy): string | undefined {
+    const domain = objectKey(policy);
+    const generation = policy.metadata.generation ?? 1;
+    const uid = policy.metadata.uid ?? '';
+    return this.#shardList().find((s) => {
+      const entry = s.valid.get(domain);
+      return entry?.uid === uid && entry.generation === generation;
+    })?.shard.name;
+  }
+
+  /** What the status says about where the policy is: the shard that holds it, or why none does yet. */
+  #whereabouts(policy: RateLimitPolicy): Pick<StatusInput, 'configConfigMap' | 'shard' | 'configWriteError'> {
+    const ns = this.#o.namespace;
+    const holder = this.#holder(policy);
+    if (holder !== undefined) return { configConfigMap: `${ns}/${holder}`, shard: holder };
+    const planned = this.#placement.get(objectKey(policy));
+    if (planned === undefined) return {};
+    const error = this.#writeErrors.get(planned);
+    return error === undefined
+      ? { shard: planned }
+      : { shard: planned, configWriteError: `ConfigMap ${ns}/${planned}: ${error}` };
   }
 
   /** Writes one policy's status. Returns when to look again, in milliseconds. */
@@ -249,7 +422,7 @@ export class RateLimitPolicyController {
       compiled: compilePolicy(policy),
       reports: parseReports(this.#configMap(this.#statusName)?.data),
       now: this.#o.now?.() ?? new Date(),
-      configConfigMap: `${this.#o.namespace}/${this.#configName}`,
+      ...this.#whereabouts(policy),
       statusConfigMap: `${this.#o.namespace}/${this.#statusName}`,
     });
     if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), policy.status ?? {})) return recheckAfterMs;

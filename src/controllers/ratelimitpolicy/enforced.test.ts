@@ -77,6 +77,15 @@ describe('enforcedVerdict', () => {
     expect(v).toMatchObject({ status: 'False', reason: 'ConfigRejected' });
   });
 
+  it('is not ConfigRejected for a config shard refused whole that does not hold the policy', () => {
+    const refused = { reason: 'InvalidJSON', message: 'ConfigMap c-1: not JSON', shard: 'c-1' };
+    const reports = [report('a', {}, { configError: refused })];
+    expect(enforcedVerdict({ ...base, shard: 'c', reports })).toMatchObject({ reason: 'Pending' });
+    expect(enforcedVerdict({ ...base, shard: 'c-1', reports })).toMatchObject({ reason: 'ConfigRejected' });
+    // Not yet in any shard: the refusal may be about it.
+    expect(enforcedVerdict({ ...base, reports })).toMatchObject({ reason: 'ConfigRejected' });
+  });
+
   it('ignores stale reports and reports of another object of the same name', () => {
     const old = { ...report('gone', { 'ns/p': { uid: 'u', loadedGeneration: 2 } }), heartbeatTime: stale };
     expect(enforcedVerdict({ ...base, reports: [old] })).toMatchObject({ reason: 'NoRateLimitServer' });

@@ -24,6 +24,8 @@ export interface EnforcedInput {
   readonly generation: number;
   readonly accepted: boolean;
   readonly reports: readonly LoadReport[];
+  /** Name of the config shard that holds the policy, if known: a shard refused whole elsewhere is not its concern. */
+  readonly shard?: string;
   /** Unix ms. */
   readonly nowMs: number;
   /** `namespace/name` of the status ConfigMap, for messages. */
@@ -50,8 +52,10 @@ function rejection(live: readonly LoadReport[], input: EnforcedInput): string | 
     if (state?.rejectedGeneration === input.generation) {
       return `rate-limit server ${report.instance} rejected generation ${input.generation}: ${state.reason ?? 'Rejected'}: ${state.message ?? ''}`;
     }
-    if (report.configError !== undefined && state?.loadedGeneration !== input.generation) {
-      return `rate-limit server ${report.instance} rejected the config document: ${report.configError.reason}: ${report.configError.message}`;
+    const error = report.configError;
+    const elsewhere = error?.shard !== undefined && input.shard !== undefined && error.shard !== input.shard;
+    if (error !== undefined && !elsewhere && state?.loadedGeneration !== input.generation) {
+      return `rate-limit server ${report.instance} rejected the config document: ${error.reason}: ${error.message}`;
     }
   }
   return undefined;

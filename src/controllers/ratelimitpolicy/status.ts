@@ -14,10 +14,27 @@ export interface StatusInput {
   readonly compiled: CompileResult;
   readonly reports: readonly LoadReport[];
   readonly now: Date;
-  /** `namespace/name` of the config ConfigMap, for messages. */
-  readonly configConfigMap: string;
+  /**
+   * `namespace/name` of the config ConfigMap that holds this generation of the policy; absent while
+   * no shard has it yet.
+   */
+  readonly configConfigMap?: string;
+  /** Name of the config shard that holds or will hold the policy, if known. */
+  readonly shard?: string;
+  /** Why the shard meant for this policy could not be written (the API server's answer), if it failed. */
+  readonly configWriteError?: string;
   /** `namespace/name` of the status ConfigMap, for messages. */
   readonly statusConfigMap: string;
+}
+
+/** Where the compiled policy is: only a ConfigMap that holds this generation is named. */
+function acceptedMessage(input: StatusInput, domain: string): string {
+  if (input.configConfigMap !== undefined) {
+    return `compiled into ConfigMap ${input.configConfigMap} as rate-limit domain ${domain}`;
+  }
+  const failed =
+    input.configWriteError === undefined ? '' : `; writing failed, retrying: ${input.configWriteError}`;
+  return `compiled as rate-limit domain ${domain}; not yet written into a rate-limit config ConfigMap${failed}`;
 }
 
 /** The desired status, and when to look again (milliseconds) if the verdict can change on its own. */
@@ -32,12 +49,7 @@ export function desiredStatus(input: StatusInput): {
   conditions = setCondition(
     conditions,
     compiled.ok
-      ? {
-          type: 'Accepted',
-          status: 'True',
-          reason: 'Compiled',
-          message: `compiled into ConfigMap ${input.configConfigMap} as rate-limit domain ${domain}`,
-        }
+      ? { type: 'Accepted', status: 'True', reason: 'Compiled', message: acceptedMessage(input, domain) }
       : { type: 'Accepted', status: 'False', reason: 'InvalidSpec', message: compiled.message },
     generation,
     now,
@@ -48,6 +60,7 @@ export function desiredStatus(input: StatusInput): {
     generation,
     accepted: compiled.ok,
     reports: input.reports,
+    ...(input.shard === undefined ? {} : { shard: input.shard }),
     nowMs: now.getTime(),
     statusConfigMap: input.statusConfigMap,
   });

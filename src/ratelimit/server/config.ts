@@ -21,6 +21,7 @@ export interface RateLimitServerConfig {
   /** What to answer when Redis cannot: `allow` (OK) or `deny` (OVER_LIMIT). */
   failureMode: FailureMode;
   configNamespace: string;
+  /** The first config ConfigMap (shard 0); the others are `<configName>-<n>`. */
   configName: string;
   statusName: string;
   /** This replica's name in the status ConfigMap (the pod name in a cluster). */
@@ -70,7 +71,7 @@ const options = {
     type: 'string',
     env: ['PORTICO_RATELIMIT_CONFIG_NAME'],
     default: DEFAULT_RATELIMIT_CONFIG_NAME,
-    help: 'ConfigMap the operator writes (key config.json)',
+    help: 'the config ConfigMaps the operator writes (key config.json): this name and <name>-<n>',
   },
   'status-name': {
     type: 'string',

@@ -63,21 +63,26 @@ export async function startRateLimitServer(
     instance: config.instance,
     log,
   });
+  const enforce = (report: ReturnType<ConfigState['load']>): void => {
+    checks.setPolicies(state.snapshot).then(
+      () => {
+        reporter.publish(report);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'the check thread did not take the new policies');
+      },
+    );
+  };
   const watcher = new ConfigWatcher({
     kubeConfig,
     core: kubeConfig.makeApiClient(CoreV1Api),
     namespace: config.configNamespace,
-    name: config.configName,
-    onConfig: (text, resourceVersion) => {
-      const report = state.load(text, resourceVersion);
-      checks.setPolicies(state.snapshot).then(
-        () => {
-          reporter.publish(report);
-        },
-        (err: unknown) => {
-          log.error({ err }, 'the check thread did not take the new policies');
-        },
-      );
+    configName: config.configName,
+    onConfig: (name, index, text, resourceVersion) => {
+      enforce(state.load(name, index, text, resourceVersion));
+    },
+    onDelete: (name) => {
+      enforce(state.remove(name));
     },
     log,
   });
