@@ -235,9 +235,10 @@ export class LeaderElector {
       };
       return this.#write(() => this.#objects.create(lease));
     }
-    const observed = observe(this.#observed, current.spec, this.#clock(), leaseDurationSeconds);
+    const now = this.#clock();
+    const observed = observe(this.#observed, current.spec, now, leaseDurationSeconds);
     this.#observed = observed;
-    if (!canAcquire(observed, identity, this.#clock())) {
+    if (!canAcquire(observed, identity, now)) {
       this.#log.debug({ holder: observed.holderIdentity }, 'lease held by another candidate');
       return false;
     }
