@@ -1,25 +1,68 @@
 import type { KubernetesObjectApi } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { canAcquire, LeaderElector, microTime } from './leader-election.js';
+import { canAcquire, LeaderElector, microTime, observe } from './leader-election.js';
+
+describe('observe', () => {
+  const held = {
+    holderIdentity: 'other',
+    leaseDurationSeconds: 15,
+    acquireTime: '2026-01-01T00:00:00.000000Z',
+    renewTime: '2026-01-01T00:00:10.000000Z',
+    leaseTransitions: 2,
+  };
+
+  it('keeps the time a record was first seen while it stays the same', () => {
+    const first = observe(undefined, held, 1_000, 30);
+    expect(first.observedAt).toBe(1_000);
+    expect(observe(first, { ...held }, 9_000, 30)).toBe(first);
+  });
+
+  it('starts again when the holder renews, changes, or the transitions move', () => {
+    const first = observe(undefined, held, 1_000, 30);
+    const changes = [
+      { renewTime: '2026-01-01T00:00:12.000000Z' },
+      { renewTime: new Date('2026-01-01T00:00:12Z') },
+      { holderIdentity: 'third' },
+      { leaseTransitions: 3 },
+      { acquireTime: '2026-01-01T00:00:11.000000Z' },
+      { leaseDurationSeconds: 20 },
+    ];
+    for (const change of changes) {
+      expect(observe(first, { ...held, ...change }, 9_000, 30).observedAt).toBe(9_000);
+    }
+  });
+
+  it("takes the holder's lease duration, or the candidate's own when the Lease has none", () => {
+    expect(observe(undefined, held, 0, 30).leaseDurationSeconds).toBe(15);
+    expect(observe(undefined, { ...held, leaseDurationSeconds: 0 }, 0, 30).leaseDurationSeconds).toBe(30);
+    const withoutDuration = { holderIdentity: 'other', renewTime: held.renewTime };
+    expect(observe(undefined, withoutDuration, 0, 30).leaseDurationSeconds).toBe(30);
+    expect(observe(undefined, undefined, 0, 30).holderIdentity).toBe('');
+  });
+});
 
 describe('canAcquire', () => {
-  const now = new Date('2026-01-01T00:01:00Z');
-  it('takes a free lease or keeps our own', () => {
-    expect(canAcquire(undefined, 'me', now)).toBe(true);
-    expect(canAcquire({ holderIdentity: '' }, 'me', now)).toBe(true);
-    expect(
-      canAcquire(
-        { holderIdentity: 'me', renewTime: '2026-01-01T00:00:59Z', leaseDurationSeconds: 15 },
-        'me',
-        now,
-      ),
-    ).toBe(true);
+  it('takes a free lease or keeps our own at once', () => {
+    expect(canAcquire(observe(undefined, undefined, 0, 15), 'me', 0)).toBe(true);
+    expect(canAcquire(observe(undefined, { holderIdentity: '' }, 0, 15), 'me', 0)).toBe(true);
+    const ours = observe(undefined, { holderIdentity: 'me', leaseDurationSeconds: 15 }, 0, 15);
+    expect(canAcquire(ours, 'me', 0)).toBe(true);
   });
-  it("waits for another holder's lease to expire", () => {
-    const held = { holderIdentity: 'other', leaseDurationSeconds: 15 };
-    expect(canAcquire({ ...held, renewTime: '2026-01-01T00:00:50Z' }, 'me', now)).toBe(false);
-    expect(canAcquire({ ...held, renewTime: '2026-01-01T00:00:44Z' }, 'me', now)).toBe(true);
+
+  it("waits the holder's lease duration from when the record was observed, whatever its renewTime says", () => {
+    // renewTime an hour behind (a skewed holder), then an hour ahead: the verdicts are the same.
+    for (const renewTime of ['2026-01-01T00:00:00.000000Z', '2026-01-01T02:00:00.000000Z']) {
+      const seen = observe(
+        undefined,
+        { holderIdentity: 'other', leaseDurationSeconds: 15, renewTime },
+        5_000,
+        30,
+      );
+      expect(canAcquire(seen, 'me', 5_000)).toBe(false);
+      expect(canAcquire(seen, 'me', 19_999)).toBe(false);
+      expect(canAcquire(seen, 'me', 20_000)).toBe(true);
+    }
   });
 });
 
@@ -36,6 +79,7 @@ describe('microTime', () => {
 class LeaseStore {
   lease: { metadata: { resourceVersion: string }; spec: Record<string, unknown> } | undefined;
   #version = 0;
+  #reads = 0;
   #gate: Promise<void> | undefined;
   #readArrived: () => void = () => undefined;
 
@@ -47,7 +91,19 @@ class LeaseStore {
     return { arrived, release };
   }
 
+  /** Another holder writes the Lease, as the API server would store it (a new resourceVersion). */
+  put(spec: Record<string, unknown>): void {
+    this.lease = { metadata: { resourceVersion: String(++this.#version) }, spec };
+  }
+
+  /** Settles once `count` more reads have been answered. */
+  async afterReads(count: number): Promise<void> {
+    const until = this.#reads + count;
+    while (this.#reads < until) await new Promise((r) => setTimeout(r, 1));
+  }
+
   async read(): Promise<unknown> {
+    this.#reads += 1;
     const gate = this.#gate;
     if (gate) {
       this.#gate = undefined;
@@ -129,5 +185,63 @@ describe('LeaderElector.stop', () => {
     // The try created the Lease for "me" after stop was called; stop released it.
     expect(started).toBe(0);
     expect(store.lease?.spec.holderIdentity).toBe('');
+  });
+});
+
+describe('LeaderElector with a holder whose clock is skewed', () => {
+  const options = {
+    namespace: 'portico-system',
+    name: 'portico-controller',
+    identity: 'me',
+    leaseDurationSeconds: 15,
+    renewDeadlineSeconds: 10,
+    retryPeriodSeconds: 0.005,
+  };
+
+  it('keeps off a Lease that is being renewed, and takes it a lease duration after the renewals stop', async () => {
+    const store = new LeaseStore();
+    // The holder's clock is a day behind: by renewTime the Lease expired long ago.
+    const renewal = (n: number): Record<string, unknown> => ({
+      holderIdentity: 'other',
+      leaseDurationSeconds: 15,
+      acquireTime: '2025-12-31T00:00:00.000000Z',
+      renewTime: microTime(new Date(Date.UTC(2025, 11, 31, 0, 0, n))),
+      leaseTransitions: 0,
+    });
+    store.put(renewal(0));
+    let now = 0;
+    const e = new LeaderElector(
+      store as unknown as KubernetesObjectApi,
+      options,
+      pino({ level: 'silent' }),
+      () => now,
+    );
+    let started = 0;
+    e.run(
+      () => (started += 1),
+      () => undefined,
+    );
+    try {
+      await store.afterReads(2);
+      // Ten renewals, 10 s apart on the candidate's clock: each one restarts its count.
+      for (let n = 1; n <= 10; n += 1) {
+        now += 10_000;
+        store.put(renewal(n));
+        await store.afterReads(2);
+        expect(started).toBe(0);
+      }
+      // The renewals stop: still held one tick before a lease duration since the last was seen.
+      now += 14_999;
+      await store.afterReads(2);
+      expect(started).toBe(0);
+      expect(store.lease?.spec.holderIdentity).toBe('other');
+      now += 1;
+      await store.afterReads(2);
+      expect(started).toBe(1);
+      expect(store.lease?.spec.holderIdentity).toBe('me');
+      expect(store.lease?.spec.leaseTransitions).toBe(1);
+    } finally {
+      await e.stop();
+    }
   });
 });

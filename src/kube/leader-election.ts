@@ -1,7 +1,12 @@
 /**
  * Leader election on a `coordination.k8s.io/v1` Lease, with client-go's semantics
- * (k8s.io/client-go/tools/leaderelection): a candidate takes the Lease when it is free or its
- * `renewTime + leaseDurationSeconds` has passed, the leader renews every retry period, gives up
+ * (k8s.io/client-go/tools/leaderelection, `tryAcquireOrRenew` and `isLeaseValid`): a candidate
+ * takes the Lease when it is free, or when the record it observed has not changed for the holder's
+ * `leaseDurationSeconds`, measured on the candidate's own monotonic clock from the moment it saw
+ * that record (client-go's `observedRecord` and `observedTime`). The holder's `renewTime` is never
+ * compared with the local clock, so a holder whose clock is skewed keeps the Lease while it
+ * renews. Writes carry the read's resourceVersion (optimistic concurrency): of two candidates
+ * taking the same Lease, one gets a conflict. The leader renews every retry period, gives up
  * leadership as soon as it cannot renew within the renew deadline, and on shutdown releases the
  * Lease (empty holder, 1 s duration) so another replica takes over at once.
  */
@@ -15,13 +20,22 @@ export interface LeaderElectionOptions {
   name: string;
   /** Unique per process, e.g. `<pod name>_<random>`. */
   identity: string;
-  /** Seconds a Lease stays valid after its last renewal. */
+  /** Seconds a Lease stays valid after its last renewal was observed. */
   leaseDurationSeconds: number;
   /** Seconds the leader keeps trying to renew before it steps down; less than the lease duration. */
   renewDeadlineSeconds: number;
   /** Seconds between tries. */
   retryPeriodSeconds: number;
 }
+
+/**
+ * A monotonic clock in milliseconds, such as `performance.now`: only the difference between two
+ * readings means anything, and it never jumps with the wall clock.
+ */
+export type MonotonicClock = () => number;
+
+/** The Lease's spec as the API server returns it (times as strings, or Dates once deserialized). */
+export type LeaseSpec = NonNullable<LeaseObject['spec']>;
 
 interface LeaseObject extends KubernetesObject {
   spec?: {
@@ -33,25 +47,82 @@ interface LeaseObject extends KubernetesObject {
   };
 }
 
+/**
+ * What a candidate last saw of the Lease and when, on its own monotonic clock (client-go's
+ * `observedRecord` and `observedTime`).
+ */
+export interface LeaseObservation {
+  /**
+   * The record's fields (holder, lease duration, acquire and renew times, transitions) as one
+   * string: any change to them, such as a renewal, is a new record.
+   */
+  record: string;
+  /** The holder the record names; `''` when the Lease is free. */
+  holderIdentity: string;
+  /** The holder's lease duration in seconds; the candidate's own when the Lease gives none. */
+  leaseDurationSeconds: number;
+  /** Monotonic clock reading (ms) when this record was first seen. */
+  observedAt: number;
+}
+
 /** metav1.MicroTime wants six fractional digits: 2006-01-02T15:04:05.000000Z. */
 export function microTime(date: Date): string {
   return date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }
 
+function timeText(time: string | Date | undefined): string {
+  if (time instanceof Date) return Number.isNaN(time.getTime()) ? 'invalid' : time.toISOString();
+  return time ?? '';
+}
+
 /**
- * May `identity` take `lease` at `now`? Pure. True when the Lease is free, already ours, or expired.
+ * Records that `spec` was read at `now` (monotonic ms). Pure. Keeps `previous.observedAt` when the
+ * record is the one observed before, so the count towards expiry runs on; any change starts it
+ * again. `ownLeaseDurationSeconds` stands in when the Lease has no positive duration of its own.
  */
-export function canAcquire(lease: LeaseObject['spec'] | undefined, identity: string, now: Date): boolean {
-  const holder = lease?.holderIdentity ?? '';
+export function observe(
+  previous: LeaseObservation | undefined,
+  spec: LeaseSpec | undefined,
+  now: number,
+  ownLeaseDurationSeconds: number,
+): LeaseObservation {
+  const holderIdentity = spec?.holderIdentity ?? '';
+  const record = JSON.stringify([
+    holderIdentity,
+    spec?.leaseDurationSeconds ?? null,
+    timeText(spec?.acquireTime),
+    timeText(spec?.renewTime),
+    spec?.leaseTransitions ?? 0,
+  ]);
+  if (previous?.record === record) return previous;
+  const duration = spec?.leaseDurationSeconds;
+  return {
+    record,
+    holderIdentity,
+    leaseDurationSeconds: duration !== undefined && duration > 0 ? duration : ownLeaseDurationSeconds,
+    observedAt: now,
+  };
+}
+
+/**
+ * May `identity` take the Lease it observed as `observation`, at `now` (monotonic ms, the clock of
+ * `observedAt`)? Pure. True when the Lease is free, already ours, or its record has stayed the same
+ * for the holder's lease duration (client-go's `isLeaseValid`: valid while
+ * `observedTime + leaseDuration > now`).
+ */
+export function canAcquire(observation: LeaseObservation, identity: string, now: number): boolean {
+  const holder = observation.holderIdentity;
   if (holder === '' || holder === identity) return true;
-  const renewed = lease?.renewTime ? new Date(lease.renewTime).getTime() : 0;
-  return renewed + (lease?.leaseDurationSeconds ?? 0) * 1000 < now.getTime();
+  return observation.observedAt + observation.leaseDurationSeconds * 1000 <= now;
 }
 
 export class LeaderElector {
   readonly #objects: KubernetesObjectApi;
   readonly #options: LeaderElectionOptions;
   readonly #log: Logger;
+  readonly #clock: MonotonicClock;
+  /** The Lease as last read or written, and when; undefined before the first read. */
+  #observed: LeaseObservation | undefined;
   #leading = false;
   #lastRenew = 0;
   #stopped = false;
@@ -61,12 +132,22 @@ export class LeaderElector {
   #onStarted: () => void = () => undefined;
   #onStopped: () => void = () => undefined;
 
-  constructor(objects: KubernetesObjectApi, options: LeaderElectionOptions, log: Logger) {
+  /**
+   * @param clock measures the lease duration and the renew deadline; tests inject their own.
+   * @throws RangeError when the renew deadline is not shorter than the lease duration.
+   */
+  constructor(
+    objects: KubernetesObjectApi,
+    options: LeaderElectionOptions,
+    log: Logger,
+    clock: MonotonicClock = () => performance.now(),
+  ) {
     if (options.renewDeadlineSeconds >= options.leaseDurationSeconds) {
       throw new RangeError('the renew deadline must be shorter than the lease duration');
     }
     this.#objects = objects;
     this.#options = options;
+    this.#clock = clock;
     this.#log = log.child({ lease: `${options.namespace}/${options.name}`, identity: options.identity });
   }
 
@@ -101,7 +182,7 @@ export class LeaderElector {
     this.#inFlight = undefined;
     // A try that settles after `stop` starts nothing: the process is shutting down.
     if (this.#stopped) return;
-    const now = Date.now();
+    const now = this.#clock();
     if (held) {
       this.#lastRenew = now;
       if (!this.#leading) {
@@ -132,7 +213,9 @@ export class LeaderElector {
   }
 
   async #tryAcquireOrRenew(): Promise<boolean> {
-    const now = new Date();
+    // The wall clock only stamps what this process writes (for people and tools reading the
+    // Lease); expiry is judged on the monotonic clock.
+    const wallNow = new Date();
     const { identity, leaseDurationSeconds } = this.#options;
     let current: LeaseObject;
     try {
@@ -145,15 +228,18 @@ export class LeaderElector {
         spec: {
           holderIdentity: identity,
           leaseDurationSeconds,
-          acquireTime: microTime(now),
-          renewTime: microTime(now),
+          acquireTime: microTime(wallNow),
+          renewTime: microTime(wallNow),
           leaseTransitions: 0,
         },
       };
       return this.#write(() => this.#objects.create(lease));
     }
-    if (!canAcquire(current.spec, identity, now)) {
-      this.#log.debug({ holder: current.spec?.holderIdentity }, 'lease held by another candidate');
+    const now = this.#clock();
+    const observed = observe(this.#observed, current.spec, now, leaseDurationSeconds);
+    this.#observed = observed;
+    if (!canAcquire(observed, identity, now)) {
+      this.#log.debug({ holder: observed.holderIdentity }, 'lease held by another candidate');
       return false;
     }
     const ours = current.spec?.holderIdentity === identity;
@@ -165,18 +251,24 @@ export class LeaderElector {
         holderIdentity: identity,
         leaseDurationSeconds,
         acquireTime:
-          ours && current.spec?.acquireTime ? microTime(new Date(current.spec.acquireTime)) : microTime(now),
-        renewTime: microTime(now),
+          ours && current.spec?.acquireTime
+            ? microTime(new Date(current.spec.acquireTime))
+            : microTime(wallNow),
+        renewTime: microTime(wallNow),
         leaseTransitions: ours ? transitions : transitions + 1,
       },
     };
     return this.#write(() => this.#objects.replace(next));
   }
 
-  /** Runs a create or replace; a conflict means another candidate won this round. */
-  async #write(write: () => Promise<unknown>): Promise<boolean> {
+  /**
+   * Runs a create or replace and observes what the API server stored; a conflict means another
+   * candidate won this round (the next read observes its record).
+   */
+  async #write(write: () => Promise<LeaseObject>): Promise<boolean> {
     try {
-      await write();
+      const stored = await write();
+      this.#observed = observe(undefined, stored.spec, this.#clock(), this.#options.leaseDurationSeconds);
       return true;
     } catch (err) {
       if (isConflict(err)) return false;

@@ -1,0 +1,129 @@
+/**
+ * Properties of reading a rate-limit descriptor (`lookupLimits`, src/ratelimit/limits.ts): which
+ * limits apply to the entries Envoy sends (`key_id`, `plan`; DESIGN.md "RateLimitPolicy"), over
+ * generated policies and descriptors. Read-only use of the module.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DESCRIPTOR_KEY_ID, DESCRIPTOR_PLAN } from '../api/ratelimitpolicy.js';
+import { lookupLimits, type DescriptorEntry, type IndexedPolicy, type WindowLimits } from './limits.js';
+
+const limits: fc.Arbitrary<WindowLimits> = fc.record({
+  perMinute: fc.integer({ min: 1, max: 100_000 }),
+  perDay: fc.integer({ min: 1, max: 10_000_000 }),
+});
+const planName = fc.constantFrom('free', 'pro', 'business', 'enterprise', 'Pro', 'team');
+const keyId = fc.oneof(
+  fc.constantFrom('acme-corp-prod', 'k1', 'k2'),
+  fc.string({ minLength: 1, maxLength: 20 }),
+);
+
+/** A policy with 1 to 4 plans, `defaultPlan` one of them, and 0 to 3 overrides. */
+const policy: fc.Arbitrary<IndexedPolicy> = fc
+  .uniqueArray(fc.tuple(planName, limits), { minLength: 1, maxLength: 4, selector: ([name]) => name })
+  .chain((plans) =>
+    fc.record({
+      domain: fc.constant('platform-api/public-api'),
+      uid: fc.constant('uid-1'),
+      generation: fc.nat(),
+      plans: fc.constant(new Map(plans)),
+      defaultPlan: fc.constantFrom(...plans.map(([name]) => name)),
+      overrides: fc
+        .uniqueArray(fc.tuple(keyId, limits), { maxLength: 3, selector: ([id]) => id })
+        .map((o) => new Map(o)),
+      ban: fc.option(
+        fc.record({
+          afterRejectedRequests: fc.nat({ max: 50 }),
+          durationMs: fc.integer({ min: 1, max: 3_600_000 }),
+        }),
+        { nil: undefined },
+      ),
+    }),
+  );
+
+/** Entries that are neither key_id nor plan (Envoy may send others, e.g. generic_key). */
+const otherEntry: fc.Arbitrary<DescriptorEntry> = fc.record(
+  {
+    key: fc.constantFrom('generic_key', 'remote_address', 'path', 'key', 'plan_id', 'KEY_ID', ''),
+    value: fc.string({ maxLength: 10 }),
+  },
+  { requiredKeys: [] },
+);
+
+/** A descriptor: key_id and plan entries (each maybe absent), shuffled among other entries. */
+const descriptor = fc
+  .tuple(
+    fc.option(keyId, { nil: undefined }),
+    fc.option(planName, { nil: undefined }),
+    fc.array(otherEntry, { maxLength: 4 }),
+    fc.nat(),
+  )
+  .map(([id, plan, others, at]) => {
+    const entries: DescriptorEntry[] = [...others];
+    const insert = (e: DescriptorEntry): void => {
+      entries.splice(at % (entries.length + 1), 0, e);
+    };
+    if (plan !== undefined) insert({ key: DESCRIPTOR_PLAN, value: plan });
+    if (id !== undefined) insert({ key: DESCRIPTOR_KEY_ID, value: id });
+    return { id, plan, entries };
+  });
+
+describe('lookupLimits properties', () => {
+  it('applies an override, else the plan sent when the policy has it, else the default plan', () => {
+    fc.assert(
+      fc.property(policy, descriptor, (p, { id, plan, entries }) => {
+        const lookup = lookupLimits(p, entries);
+        if (id === undefined) {
+          expect(lookup).toEqual({ kind: 'noKeyId' });
+          return;
+        }
+        const known = plan !== undefined && p.plans.has(plan);
+        const override = p.overrides.get(id);
+        const expected = override ?? (known ? p.plans.get(plan) : p.plans.get(p.defaultPlan));
+        expect(lookup).toEqual({
+          kind: 'limited',
+          keyId: id,
+          plan: known ? plan : p.defaultPlan,
+          source: override ? 'override' : known ? 'plan' : 'defaultPlan',
+          limits: expected,
+          ban: p.ban,
+        });
+      }),
+    );
+  });
+
+  it('reads the first key_id and plan entries, whatever comes after them', () => {
+    fc.assert(
+      fc.property(
+        policy,
+        descriptor,
+        fc.array(otherEntry, { maxLength: 3 }),
+        keyId,
+        planName,
+        (p, { plan, entries }, tail, laterId, laterPlan) => {
+          // A later plan entry counts only when the descriptor has none before it.
+          const later: DescriptorEntry[] = [...tail, { key: DESCRIPTOR_KEY_ID, value: laterId }];
+          if (plan !== undefined) later.push({ key: DESCRIPTOR_PLAN, value: laterPlan });
+          const first = lookupLimits(p, entries);
+          const withLater = lookupLimits(p, [...entries, ...later]);
+          if (first.kind === 'limited') expect(withLater).toEqual(first);
+          else expect(withLater).toMatchObject({ kind: 'limited', keyId: laterId });
+        },
+      ),
+    );
+  });
+
+  it('leaves a descriptor with an empty or valueless key_id, or a domain without policy, unlimited', () => {
+    fc.assert(
+      fc.property(policy, fc.array(otherEntry, { maxLength: 4 }), fc.boolean(), (p, others, valueless) => {
+        const empty: DescriptorEntry = valueless
+          ? { key: DESCRIPTOR_KEY_ID }
+          : { key: DESCRIPTOR_KEY_ID, value: '' };
+        expect(lookupLimits(p, [...others, empty]).kind).toBe('noKeyId');
+        expect(lookupLimits(undefined, [...others, { key: DESCRIPTOR_KEY_ID, value: 'k1' }]).kind).toBe(
+          'unknownDomain',
+        );
+      }),
+    );
+  });
+});
