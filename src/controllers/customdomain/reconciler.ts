@@ -45,7 +45,6 @@ import { verifyApex, verifySubdomain, type Verdict } from '../../dns/verdict.js'
 import {
   ownershipRecord,
   ownershipRecordName,
-  ownershipRequirement,
   ownershipToken,
   verifyOwnership,
   withOwnership,
@@ -72,6 +71,7 @@ import {
   type DnsOutcome,
   type DnsStatusBase,
 } from './dns-outcome.js';
+import { decideOwnership, standingOwnership } from './ownership-decision.js';
 import type { OwnershipStore } from './ownership-store.js';
 import { acceptance, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
 import type { HostnameClaims } from './hostname-claims.js';
@@ -492,22 +492,11 @@ export class CustomDomainReconciler {
    * @throws ApiException when the release record cannot be read (the work queue retries)
    */
   async #ownershipDecision(domain: CustomDomain, hostname: string, now: Date): Promise<OwnershipStatus> {
-    const previous = domain.status?.ownership;
-    if (previous?.hostname === hostname) return previous;
-    if (!previous && domain.status?.verifiedAt !== undefined) {
-      return {
-        hostname,
-        required: false,
-        reason: 'VerifiedBefore',
-        message: 'Verified before ownership verification was in place; nothing to show.',
-      };
-    }
+    const standing = standingOwnership(domain.status, hostname);
+    if (standing) return standing;
     const { policy, recentMs, store } = this.#d.ownership;
     const release = policy === 'recently-claimed' ? await store.lastRelease(hostname) : undefined;
-    return {
-      hostname,
-      ...ownershipRequirement(policy, domain.metadata.namespace, release, recentMs, now),
-    };
+    return decideOwnership(hostname, domain.metadata.namespace, policy, release, recentMs, now);
   }
 
   /** Sets or clears `portico_customdomain_dangling` for `domain`. */
