@@ -228,6 +228,7 @@ export class CustomDomainReconciler {
   ): Promise<ReconcileResult> {
     await this.#removeRouting(domain);
     this.#cancelOrder(key);
+    this.#reportDangling(domain, false);
     // A holder whose plan no longer allows custom domains lets the hostname go, now that its
     // routing is gone (a NotDeployed holder keeps it; HostnameAlreadyClaimed holds nothing).
     if (
