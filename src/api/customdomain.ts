@@ -46,7 +46,8 @@ export interface CustomDomainSpec {
 
 /** A record the customer must create at their DNS provider (spec §2, "DNS record"). */
 export interface RequiredDnsRecord {
-  type: 'CNAME' | 'ALIAS';
+  /** TXT: the ownership record (src/dns/ownership.ts), when the platform asks for it. */
+  type: 'CNAME' | 'ALIAS' | 'TXT';
   name: string;
   value: string;
   /** Seconds. */
@@ -101,6 +102,27 @@ export interface CertificateStatus {
   };
 }
 
+/**
+ * Ownership verification by a TXT record (src/dns/ownership.ts): decided once per CustomDomain and
+ * hostname, at its first DNS check.
+ */
+export interface OwnershipStatus {
+  /** The hostname the decision is for; a domain whose hostname changes is decided again. */
+  hostname: string;
+  /** Whether the TXT record must be shown before DNS verification counts. */
+  required: boolean;
+  /**
+   * Why: `PolicyAlways`, `PolicyNever`, `RecentlyClaimed` (another project released the hostname
+   * within `--ownership-recent-days`), `NotRecentlyClaimed`, or `VerifiedBefore` (verified before
+   * ownership verification existed).
+   */
+  reason: string;
+  /** A sentence for a person. */
+  message: string;
+  /** RFC 3339: when the TXT record was found. Once set, the record may be removed. */
+  verifiedAt?: string;
+}
+
 export interface CustomDomainStatus {
   observedGeneration?: number;
   phase?: Phase;
@@ -112,6 +134,7 @@ export interface CustomDomainStatus {
   verifiedAt?: string;
   /** The last value of the verify-requested-at annotation the operator acted on. */
   lastVerifyRequest?: string;
+  ownership?: OwnershipStatus;
 }
 
 export interface CustomDomain {

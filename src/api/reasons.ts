@@ -34,6 +34,14 @@ export const CUSTOM_DOMAIN_REASONS = {
   DNSTimeout: { severity: 'Warning', doc: 'the resolver did not answer in time' },
   DNSError: { severity: 'Warning', doc: 'another resolver error' },
   TargetUnresolvable: { severity: 'Warning', doc: "the platform's target has no addresses" },
+  OwnershipNotVerified: {
+    severity: 'Warning',
+    doc: 'the record matches, but the ownership TXT record the platform asks for is not shown',
+  },
+  DanglingRecord: {
+    severity: 'Warning',
+    doc: 'the domain is still attached, but its DNS has pointed elsewhere longer than --dangling-after-seconds',
+  },
   NotAccepted: { severity: 'Normal', doc: 'not checked or routed before the domain is accepted' },
   // CertificateReady (status.ts, acme/)
   Issued: { severity: 'Normal', doc: 'a certificate serves' },

@@ -56,4 +56,28 @@ describe('parseControllerConfig', () => {
     expect(() => parseControllerConfig([...required, '--acme-eab-kid', 'k'], {})).toThrow(/go together/);
     expect(() => parseControllerConfig([...required, '--no-such-flag'], {})).toThrow();
   });
+
+  it('reads the ownership verification and dangling settings, and refuses an unknown policy', () => {
+    const c = parseControllerConfig(required, {});
+    if ('help' in c) throw new Error('unexpected help');
+    expect(c.ownershipVerification).toEqual({
+      policy: 'recently-claimed',
+      recentMs: 30 * 86_400_000,
+      keySecretName: 'portico-ownership-key',
+    });
+    expect(c.danglingAfterMs).toBe(7 * 86_400_000);
+    const set = parseControllerConfig(
+      [...required, '--ownership-verification', 'always', '--dangling-after-seconds', '5'],
+      {},
+    );
+    if ('help' in set) throw new Error('unexpected help');
+    expect(set.ownershipVerification.policy).toBe('always');
+    expect(set.danglingAfterMs).toBe(5000);
+    expect(() => parseControllerConfig([...required, '--ownership-verification', 'sometimes'], {})).toThrow(
+      /--ownership-verification must be one of always, recently-claimed, never, got "sometimes"/,
+    );
+    expect(() => parseControllerConfig([...required, '--ownership-verification', 'sometimes'], {})).toThrow(
+      ConfigError,
+    );
+  });
 });

@@ -7,6 +7,7 @@
 import { isIP } from 'node:net';
 import type { LevelWithSilent } from 'pino';
 import { flagUsage, readFlags, type FlagSpec } from '../command-flags.js';
+import { OWNERSHIP_POLICIES, type OwnershipPolicy } from '../dns/ownership.js';
 import {
   checkRoutingOptions,
   parseGatewayParentRefs,
@@ -33,6 +34,19 @@ export interface ControllerConfig {
    * longer matches (dns-outcome.ts); resolver failures never unverify it.
    */
   dnsMismatchGraceMs: number;
+  /**
+   * Milliseconds a domain that was verified may have DNS pointing elsewhere before it is reported
+   * as a dangling record (DNSVerified reason DanglingRecord).
+   */
+  danglingAfterMs: number;
+  /** Ownership verification by TXT record (src/dns/ownership.ts, docs/customdomains.md). */
+  ownershipVerification: {
+    policy: OwnershipPolicy;
+    /** `recently-claimed`: how recent a release by another project requires it, milliseconds. */
+    recentMs: number;
+    /** The Secret, in the operator's namespace, that holds the token key. */
+    keySecretName: string;
+  };
   acmeDirectoryUrl: string;
   acmeEmail: string | undefined;
   acmeEab: { kid: string; hmacKey: string } | undefined;
@@ -128,6 +142,30 @@ const options = {
     env: 'PORTICO_DNS_MISMATCH_GRACE_SECONDS',
     default: '900',
     help: 'seconds a verified domain stays verified while DNS answers that its record no longer matches (resolver failures never unverify it)',
+  },
+  'dangling-after-seconds': {
+    type: 'string',
+    env: 'PORTICO_DANGLING_AFTER_SECONDS',
+    default: '604800',
+    help: 'seconds a verified domain may have DNS pointing elsewhere before it is reported as a dangling record (DanglingRecord)',
+  },
+  'ownership-verification': {
+    type: 'string',
+    env: 'PORTICO_OWNERSHIP_VERIFICATION',
+    default: 'recently-claimed',
+    help: 'always | recently-claimed | never: when a new domain must show the TXT record _portico-challenge.<hostname>',
+  },
+  'ownership-recent-days': {
+    type: 'string',
+    env: 'PORTICO_OWNERSHIP_RECENT_DAYS',
+    default: '30',
+    help: 'recently-claimed: a hostname another project released within this many days needs the TXT record',
+  },
+  'ownership-key-secret': {
+    type: 'string',
+    env: 'PORTICO_OWNERSHIP_KEY_SECRET',
+    default: 'portico-ownership-key',
+    help: "Secret in the operator's namespace holding the key of the ownership tokens (created if missing)",
   },
   'acme-directory-url': {
     type: 'string',
@@ -373,6 +411,21 @@ function leaderElection(
   return le;
 }
 
+function ownershipSettings(
+  required: (name: OptionName) => string,
+): ControllerConfig['ownershipVerification'] {
+  const policy = required('ownership-verification');
+  if (!(OWNERSHIP_POLICIES as readonly string[]).includes(policy))
+    throw new ConfigError(
+      `--ownership-verification must be one of ${OWNERSHIP_POLICIES.join(', ')}, got "${policy}"`,
+    );
+  return {
+    policy: policy as OwnershipPolicy,
+    recentMs: positiveInt('ownership-recent-days', required('ownership-recent-days')) * 86_400_000,
+    keySecretName: required('ownership-key-secret'),
+  };
+}
+
 /** A comma-separated list, trimmed, without empty entries. */
 function list(value: string | undefined): string[] {
   return (value ?? '')
@@ -429,6 +482,8 @@ export function parseControllerConfig(
     dnsTimeoutMs: positiveInt('dns-timeout-ms', required('dns-timeout-ms')),
     dnsMismatchGraceMs:
       nonNegativeInt('dns-mismatch-grace-seconds', required('dns-mismatch-grace-seconds')) * 1000,
+    danglingAfterMs: positiveInt('dangling-after-seconds', required('dangling-after-seconds')) * 1000,
+    ownershipVerification: ownershipSettings(required),
     acmeDirectoryUrl: directory,
     acmeEmail: get('acme-email'),
     acmeEab: kid && hmacKey ? { kid, hmacKey } : undefined,

@@ -21,6 +21,7 @@ import { CustomDomainController } from '../controllers/customdomain/controller.j
 import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
 import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.js';
 import { HostnameClaims, type ClaimsCache } from '../controllers/customdomain/hostname-claims.js';
+import { OwnershipStore } from '../controllers/customdomain/ownership-store.js';
 import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
@@ -118,6 +119,12 @@ function build(
     orders.settled(key, orderOutcome(tracker.lastOutcome(key)), new Date());
     queue.addHighPriority(key);
   });
+  const ownership = new OwnershipStore(
+    core,
+    objects,
+    { namespace: config.namespace, keySecret: config.ownershipVerification.keySecretName },
+    log,
+  );
   const createReconciler = (view: ClusterView & ClaimsCache): CustomDomainReconciler =>
     new CustomDomainReconciler({
       platformCnameTarget: config.platformCnameTarget,
@@ -125,10 +132,17 @@ function build(
       apexAddresses: config.apexAddresses,
       certificateOverdueMs: config.certificateOverdueMs,
       dnsMismatchGraceMs: config.dnsMismatchGraceMs,
+      danglingAfterMs: config.danglingAfterMs,
+      ownership: {
+        policy: config.ownershipVerification.policy,
+        recentMs: config.ownershipVerification.recentMs,
+        store: ownership,
+      },
       view,
       claims: new HostnameClaims(customObjects, log, {
         cache: view,
         events: new EventRecorder(core, 'portico-controller', log),
+        releases: ownership,
       }),
       routing: {
         ...config.routing,

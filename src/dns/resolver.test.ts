@@ -11,6 +11,8 @@ import { DnsResolver } from './resolver.js';
  */
 class TinyDnsServer {
   readonly addresses = new Map<string, string>();
+  /** TXT records by name, each a list of character-strings. */
+  readonly txt = new Map<string, string[][]>();
   readonly asked: string[] = [];
   readonly #socket = createUdpSocket('udp4');
 
@@ -21,12 +23,18 @@ class TinyDnsServer {
       if (question === undefined) return;
       this.asked.push(`${question.type} ${question.name}`);
       const address = question.type === 'A' ? this.addresses.get(question.name) : undefined;
+      const txt = question.type === 'TXT' ? (this.txt.get(question.name) ?? []) : [];
       const response = dnsPacket.encode({
         type: 'response',
         id: query.id,
         flags: dnsPacket.AUTHORITATIVE_ANSWER | dnsPacket.RECURSION_DESIRED,
         questions: [question],
-        answers: address === undefined ? [] : [{ type: 'A', name: question.name, ttl: 300, data: address }],
+        answers: [
+          ...(address === undefined
+            ? []
+            : [{ type: 'A' as const, name: question.name, ttl: 300, data: address }]),
+          ...txt.map((strings) => ({ type: 'TXT' as const, name: question.name, ttl: 300, data: strings })),
+        ],
       });
       this.#socket.send(response, peer.port, peer.address);
     });
@@ -64,6 +72,15 @@ describe('DnsResolver against a DNS server over UDP', () => {
       values: ['192.0.2.20'],
     });
     expect(server.asked.filter((q) => q === 'A shop.example')).toHaveLength(2);
+  });
+
+  it('reads a TXT RRset, one value per record with its character-strings joined', async () => {
+    server.txt.set('_portico-challenge.shop.example', [['portico-verification=', 'abc'], ['v=spf1 -all']]);
+    expect(await resolver.lookupTxt('_portico-challenge.shop.example')).toEqual({
+      kind: 'records',
+      values: ['portico-verification=abc', 'v=spf1 -all'],
+    });
+    expect(await resolver.lookupTxt('_portico-challenge.other.example')).toEqual({ kind: 'nodata' });
   });
 
   it('answers 50 lookups (150 queries) in flight at once on its one channel', async () => {

@@ -1,5 +1,5 @@
 /**
- * The DNS adapter: asks the configured servers for a hostname's CNAME, A and AAAA RRsets and turns
+ * The DNS adapter: asks the configured servers for a hostname's CNAME, A, AAAA (and TXT, CAA) RRsets and turns
  * each outcome into an `RRsetAnswer`. Uses Node's c-ares resolver (`node:dns`), which tells NXDOMAIN
  * (ENOTFOUND), no data (ENODATA), SERVFAIL (ESERVFAIL) and timeouts (ETIMEOUT) apart.
  */
@@ -73,6 +73,14 @@ export class DnsResolver {
       this.#query(name, (r, n) => r.resolve6(n)),
     ]);
     return { cname, a, aaaa };
+  }
+
+  /**
+   * The TXT RRset at `name`, one value per record: its character-strings joined without a
+   * separator (RFC 7208 §3.3 reads a long TXT value the same way). Never throws.
+   */
+  async lookupTxt(name: string): Promise<RRsetAnswer> {
+    return this.#query(name, async (r, n) => (await r.resolveTxt(n)).map((chunks) => chunks.join('')));
   }
 
   /** The A and AAAA answers for `name` (following CNAMEs). Never throws. */

@@ -20,7 +20,9 @@ export type VerdictReason =
   | 'DNSServerFailure'
   | 'DNSTimeout'
   | 'DNSError'
-  | 'TargetUnresolvable';
+  | 'TargetUnresolvable'
+  /** The record matches, but the ownership TXT record the platform asks for is not shown (ownership.ts). */
+  | 'OwnershipNotVerified';
 
 export interface Verdict {
   verified: boolean;

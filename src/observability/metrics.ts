@@ -12,6 +12,8 @@ export interface ControllerMetrics {
   dnsChecksTotal: Counter<'reason'>;
   acmeOrdersTotal: Counter<'result'>;
   certificateNotAfter: Gauge<'namespace' | 'name' | 'hostname'>;
+  /** 1 for each CustomDomain reported as a dangling record (DNSVerified reason DanglingRecord). */
+  danglingDomains: Gauge<'namespace' | 'name' | 'hostname'>;
 }
 
 export function createControllerMetrics(): ControllerMetrics {
@@ -54,6 +56,12 @@ export function createControllerMetrics(): ControllerMetrics {
     certificateNotAfter: new Gauge({
       name: 'portico_certificate_expiration_timestamp_seconds',
       help: 'notAfter of the certificate serving each CustomDomain, Unix time in seconds.',
+      labelNames: ['namespace', 'name', 'hostname'],
+      registers,
+    }),
+    danglingDomains: new Gauge({
+      name: 'portico_customdomain_dangling',
+      help: 'CustomDomains still attached whose DNS has pointed elsewhere longer than --dangling-after-seconds (1 each; absent otherwise).',
       labelNames: ['namespace', 'name', 'hostname'],
       registers,
     }),

@@ -10,6 +10,7 @@ import {
   getCustomDomain,
   kube,
   markDeployed,
+  requestVerify,
   sandbox,
   unique,
   waitFor,
@@ -41,6 +42,19 @@ async function holderAndContender(
   await createCustomDomain(second, 'www', { hostname, service: { name: 'web' } });
   await waitForCondition(second, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');
   return { first, second, hostname };
+}
+
+/**
+ * A hostname handed on from another project needs the ownership TXT record (the operator's default
+ * --ownership-verification=recently-claimed; test/e2e/takeover.test.ts): waits until `name` asks
+ * for it, publishes the record status.dnsRecords names, and requests a check.
+ */
+async function showOwnership(namespace: string, name: string): Promise<void> {
+  const cd = await waitForCondition(namespace, name, 'DNSVerified', 'False', 'OwnershipNotVerified', 60_000);
+  const txt = cd.status?.dnsRecords?.find((r) => r.type === 'TXT');
+  if (!txt) throw new Error(`${namespace}/${name} shows no TXT record in status.dnsRecords`);
+  await dns.post('/set-txt', { host: `${txt.name}.`, value: txt.value });
+  await requestVerify(namespace, name);
 }
 
 describe('plan gating', () => {
@@ -116,6 +130,7 @@ describe('takeover safety', () => {
         return (err as { code?: number }).code === 404 ? true : undefined;
       }
     });
+    await showOwnership(second, 'shared');
     await waitForCondition(second, 'shared', 'Ready', 'True', undefined, 30_000);
   });
 
@@ -148,6 +163,7 @@ describe('takeover safety', () => {
       name: 'www',
       body: [{ op: 'remove', path: '/metadata/finalizers' }],
     });
+    await showOwnership(second, 'www');
     await waitForCondition(second, 'www', 'Ready', 'True', undefined, 60_000);
   });
 
@@ -218,6 +234,7 @@ describe('takeover safety', () => {
     await expect(
       kube().networking.readNamespacedIngress({ namespace: first, name: 'portico-www' }),
     ).rejects.toMatchObject({ code: 404 });
+    await showOwnership(second, 'www');
     await waitForCondition(second, 'www', 'Ready', 'True', undefined, 60_000);
     const claim = await getHostnameClaim(hostname);
     expect(claim?.spec.customDomainRef).toMatchObject({ namespace: second, name: 'www' });

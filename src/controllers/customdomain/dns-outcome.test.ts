@@ -115,3 +115,46 @@ describe('a verified domain and DNS answers that do not confirm it (issue 10, it
     expect(condition(outage)?.reason).toBe('DNSTimeout');
   });
 });
+
+describe('a dangling record (issue 10, Takeover)', () => {
+  const DANGLING_MS = 3_600_000;
+  const step = (previous: CustomDomainStatus | undefined, verdict: Verdict, now: Date) => {
+    const outcome = freshDnsOutcome(verdict, previous, base, now, GRACE_MS, DANGLING_MS);
+    const old = previous?.conditions?.find((c) => c.type === 'DNSVerified');
+    const flipped = !old || old.status !== outcome.condition.status;
+    return {
+      ...outcome.carried,
+      conditions: [
+        {
+          ...outcome.condition,
+          lastTransitionTime: flipped ? now.toISOString() : (old?.lastTransitionTime ?? ''),
+        },
+      ],
+    } as CustomDomainStatus;
+  };
+  const verified = step(undefined, matches, t0);
+
+  it('keeps failingSince past the grace period and reports DanglingRecord once it is old enough', () => {
+    const first = step(verified, missing, at(100));
+    const unverified = step(first, missing, at(100 + GRACE_MS / 1000));
+    expect(condition(unverified)).toMatchObject({ status: 'False', reason: 'RecordNotFound' });
+    expect(unverified.observed?.failingSince).toBe(at(100).toISOString());
+    const dangling = step(unverified, missing, at(100 + DANGLING_MS / 1000));
+    expect(condition(dangling)).toMatchObject({ status: 'False', reason: 'DanglingRecord' });
+    expect(condition(dangling)?.message).toContain(`since ${at(100).toISOString()}`);
+    expect(condition(dangling)?.message).toContain('delete this CustomDomain');
+    // A resolver failure keeps the report; a matching answer ends it.
+    const outage = step(dangling, timeout, at(100 + DANGLING_MS / 1000 + 60));
+    expect(condition(outage)?.reason).toBe('DanglingRecord');
+    const restored = step(outage, matches, at(100 + DANGLING_MS / 1000 + 120));
+    expect(condition(restored)).toMatchObject({ status: 'True', reason: 'RecordMatches' });
+    expect(restored.observed?.failingSince).toBeUndefined();
+  });
+
+  it('never reports a domain that was never verified', () => {
+    let status = step(undefined, missing, t0);
+    status = step(status, missing, at(DANGLING_MS / 1000 + 10));
+    expect(condition(status)?.reason).toBe('RecordNotFound');
+    expect(status.observed?.failingSince).toBeUndefined();
+  });
+});

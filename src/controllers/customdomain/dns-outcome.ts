@@ -2,7 +2,12 @@
  * The DNSVerified condition and the DNS part of the status, from a fresh verdict or carried over
  * from the last check while no new check is due. Pure.
  */
-import type { CustomDomainStatus, ObservedDns, RequiredDnsRecord } from '../../api/customdomain.js';
+import type {
+  CustomDomainStatus,
+  ObservedDns,
+  OwnershipStatus,
+  RequiredDnsRecord,
+} from '../../api/customdomain.js';
 import { findCondition } from '../../kube/conditions.js';
 import type { Verdict } from '../../dns/verdict.js';
 import { MISMATCH_RECHECK_MS, nextDnsCheckDelayMs, TRANSIENT_RETRY_MS } from './schedule.js';
@@ -10,7 +15,10 @@ import type { ObservedState } from './status.js';
 
 export interface DnsOutcome {
   condition: ObservedState['dnsVerified'];
-  carried: Pick<CustomDomainStatus, 'dnsRecords' | 'observed' | 'verifiedAt' | 'lastVerifyRequest'>;
+  carried: Pick<
+    CustomDomainStatus,
+    'dnsRecords' | 'observed' | 'verifiedAt' | 'lastVerifyRequest' | 'ownership'
+  >;
   /** Milliseconds until the next scheduled check. */
   nextCheckMs: number;
 }
@@ -18,7 +26,12 @@ export interface DnsOutcome {
 export interface DnsStatusBase {
   dnsRecords: RequiredDnsRecord[];
   lastVerifyRequest: string | undefined;
+  /** The ownership decision and its progress (src/dns/ownership.ts), carried as it is. */
+  ownership?: OwnershipStatus | undefined;
 }
+
+/** The reason of DNSVerified for a dangling record (see `freshDnsOutcome`). */
+export const DANGLING_REASON = 'DanglingRecord';
 
 function withOptional(
   base: DnsStatusBase,
@@ -29,6 +42,7 @@ function withOptional(
     dnsRecords: base.dnsRecords,
     ...extra,
     ...(base.lastVerifyRequest !== undefined ? { lastVerifyRequest: base.lastVerifyRequest } : {}),
+    ...(base.ownership !== undefined ? { ownership: base.ownership } : {}),
     ...(verifiedAt !== undefined ? { verifiedAt } : {}),
   };
 }
@@ -66,6 +80,13 @@ export function carriedDnsOutcome(
  * disagreeing answer. Meanwhile DNSVerified stays True with the same reason (so no Event is recorded
  * and Ready holds) and its message says what the latest check found and until when the verified
  * answer stands.
+ *
+ * A dangling record (issue #10, "Takeover"): once the grace period is over, a domain that was
+ * verified (`verifiedAt`: its routing and certificate stay, and its claim on the hostname) keeps
+ * `observed.failingSince` while DNS still definitely disagrees; from `danglingAfterMs`
+ * (milliseconds) after it, DNSVerified's reason is `DanglingRecord` and its message says that the
+ * domain is still attached while DNS points elsewhere, and what to do. A resolver failure neither
+ * starts nor ends it.
  */
 export function freshDnsOutcome(
   verdict: Verdict,
@@ -73,6 +94,7 @@ export function freshDnsOutcome(
   base: DnsStatusBase,
   now: Date,
   graceMs = 0,
+  danglingAfterMs = Number.POSITIVE_INFINITY,
 ): DnsOutcome {
   const old = findCondition(previous?.conditions, 'DNSVerified');
   const wasVerified = old?.status === 'True';
@@ -82,11 +104,11 @@ export function freshDnsOutcome(
   }
   const unverifiedSince = old && !wasVerified ? Date.parse(old.lastTransitionTime) : now.getTime();
   const nextCheckMs = nextDnsCheckDelayMs(verdict, now.getTime() - unverifiedSince);
-  const keep = wasVerified || !verdict.verified ? previous?.verifiedAt : undefined;
-  const verifiedAt = keep ?? (verdict.verified ? now.toISOString() : undefined);
-  const observed = observedOf(verdict, now, nextCheckMs);
+  const verifiedAt = verifiedAtAfter(verdict, wasVerified, previous, now);
+  const failingSince = failingSinceOf(verdict, previous, verifiedAt, now);
+  const observed = observedOf(verdict, now, nextCheckMs, failingSince);
   return {
-    condition: {
+    condition: unverifiedCondition(verdict, old, failingSince, now, danglingAfterMs) ?? {
       type: 'DNSVerified',
       status: verdict.verified ? 'True' : 'False',
       reason: verdict.reason,
@@ -94,6 +116,55 @@ export function freshDnsOutcome(
     },
     carried: withOptional(base, { observed }, verifiedAt),
     nextCheckMs,
+  };
+}
+
+/** `verifiedAt` after a check: kept while verified or not verified again, set when it turns verified. */
+function verifiedAtAfter(
+  verdict: Verdict,
+  wasVerified: boolean,
+  previous: CustomDomainStatus | undefined,
+  now: Date,
+): string | undefined {
+  const keep = wasVerified || !verdict.verified ? previous?.verifiedAt : undefined;
+  return keep ?? (verdict.verified ? now.toISOString() : undefined);
+}
+
+/**
+ * `observed.failingSince` after a check once the verified answer no longer stands: kept (or, for a
+ * definite answer, started) while a domain that was verified is attached and DNS disagrees.
+ */
+function failingSinceOf(
+  verdict: Verdict,
+  previous: CustomDomainStatus | undefined,
+  verifiedAt: string | undefined,
+  now: Date,
+): string | undefined {
+  if (verdict.verified || verifiedAt === undefined) return undefined;
+  const since = previous?.observed?.failingSince;
+  return verdict.transient ? since : (since ?? now.toISOString());
+}
+
+/** DNSVerified for a dangling record, or undefined when the verdict's own condition applies. */
+function unverifiedCondition(
+  verdict: Verdict,
+  old: { reason: string; message: string } | undefined,
+  failingSince: string | undefined,
+  now: Date,
+  danglingAfterMs: number,
+): ObservedState['dnsVerified'] | undefined {
+  if (verdict.verified || failingSince === undefined) return undefined;
+  // A resolver failure says nothing new about where the record points: the report stands.
+  if (verdict.transient)
+    return old?.reason === DANGLING_REASON
+      ? { type: 'DNSVerified', status: 'False', reason: DANGLING_REASON, message: old.message }
+      : undefined;
+  if (now.getTime() - Date.parse(failingSince) < danglingAfterMs) return undefined;
+  return {
+    type: 'DNSVerified',
+    status: 'False',
+    reason: DANGLING_REASON,
+    message: `DNS has not pointed at the platform since ${failingSince}; the latest check found: ${verdict.message} (${verdict.reason}). The domain is still attached (its routing, certificate and claim on the hostname remain) while its DNS points elsewhere: if the customer has moved the domain away, delete this CustomDomain to release the hostname; otherwise restore the record.`,
   };
 }
 

@@ -71,6 +71,12 @@ export interface HostnameClaimsOptions {
   cache?: ClaimsCache;
   /** Records the Warning Event `HostnameClaimReplaced` on a domain that replaced a claim. */
   events?: Pick<EventRecorder, 'record'>;
+  /**
+   * Keeps a record of each release (who held the hostname, until when), written before the claim is
+   * deleted, for ownership verification's `recently-claimed` policy (ownership-store.ts). A record
+   * is a separate object: a HostnameClaim's existence still means "held".
+   */
+  releases?: { recordRelease(hostname: string, namespace: string, at: Date): Promise<void> };
   now?: () => Date;
 }
 
@@ -79,6 +85,7 @@ export class HostnameClaims {
   readonly #log: Logger;
   readonly #cache: ClaimsCache;
   readonly #events: Pick<EventRecorder, 'record'> | undefined;
+  readonly #releases: HostnameClaimsOptions['releases'];
   readonly #now: () => Date;
 
   constructor(customObjects: CustomObjectsApi, log: Logger, options: HostnameClaimsOptions = {}) {
@@ -86,6 +93,7 @@ export class HostnameClaims {
     this.#log = log;
     this.#cache = options.cache ?? NO_CACHE;
     this.#events = options.events;
+    this.#releases = options.releases;
     this.#now = options.now ?? (() => new Date());
   }
 
@@ -140,6 +148,9 @@ export class HostnameClaims {
    * CustomDomain is left alone. Call it only once the domain's routing is gone (spec §3: a hostname
    * moves to another project only after its routing is removed).
    *
+   * The release is recorded first (`releases`), so a failure leaves the claim in place and the
+   * work queue's retry records it again.
+   *
    * @param options.trustCache skip the API server when the cache shows no claim of this domain
    * @throws ApiException for any API error other than 404 / 409 (already gone or replaced).
    */
@@ -153,7 +164,10 @@ export class HostnameClaims {
     )
       return;
     const claim = await this.#get(hostname);
-    if (claim && claim.spec.customDomainRef.uid === domain.metadata.uid) await this.#delete(claim);
+    if (claim && claim.spec.customDomainRef.uid === domain.metadata.uid) {
+      await this.#releases?.recordRelease(hostname, domain.metadata.namespace, this.#now());
+      await this.#delete(claim);
+    }
   }
 
   async #get(hostname: string): Promise<HostnameClaim | undefined> {

@@ -31,6 +31,7 @@ import {
   type CustomDomain,
   type CertificateStatus,
   type CustomDomainStatus,
+  type OwnershipStatus,
 } from '../../api/customdomain.js';
 import { eventTypeOf, WARNING_REASONS } from '../../api/reasons.js';
 import { defaultRenewalTime } from '../../certificates/inspect.js';
@@ -41,6 +42,14 @@ import { invalidALabels, validateHostname } from '../../domain/hostname.js';
 import { isApex, registeredDomain, requiredDnsRecords } from '../../dns/records.js';
 import type { DnsResolver } from '../../dns/resolver.js';
 import { verifyApex, verifySubdomain, type Verdict } from '../../dns/verdict.js';
+import {
+  ownershipRecord,
+  ownershipRecordName,
+  ownershipToken,
+  verifyOwnership,
+  withOwnership,
+  type OwnershipPolicy,
+} from '../../dns/ownership.js';
 import { findCondition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { isNotFound } from '../../kube/errors.js';
@@ -55,7 +64,15 @@ import {
   type ObjectHeader,
   type RoutingLookups,
 } from '../../routing/plan.js';
-import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome } from './dns-outcome.js';
+import {
+  carriedDnsOutcome,
+  DANGLING_REASON,
+  freshDnsOutcome,
+  type DnsOutcome,
+  type DnsStatusBase,
+} from './dns-outcome.js';
+import { decideOwnership, standingOwnership } from './ownership-decision.js';
+import type { OwnershipStore } from './ownership-store.js';
 import { acceptance, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
 import type { HostnameClaims } from './hostname-claims.js';
 import type { ClusterView } from './cluster-view.js';
@@ -77,6 +94,18 @@ export interface CustomDomainReconcilerDeps {
    * matches (dns-outcome.ts); resolver failures never unverify it.
    */
   dnsMismatchGraceMs: number;
+  /**
+   * Milliseconds a domain that was verified may have DNS pointing elsewhere before it is reported
+   * as a dangling record (DNSVerified reason DanglingRecord, dns-outcome.ts).
+   */
+  danglingAfterMs: number;
+  /** Ownership verification by TXT record (src/dns/ownership.ts). */
+  ownership: {
+    policy: OwnershipPolicy;
+    /** `recently-claimed`: a release by another project this recent (milliseconds) requires it. */
+    recentMs: number;
+    store: Pick<OwnershipStore, 'key' | 'lastRelease'>;
+  };
   /** Addresses an apex's A/AAAA records must equal; [] means the target's own addresses. */
   apexAddresses: readonly string[];
   /** The platform's own domains, which no CustomDomain may claim. */
@@ -154,6 +183,7 @@ export class CustomDomainReconciler {
     if (accepted.status !== 'True') return this.#notAccepted(domain, key, accepted, now, log);
     const verifyRequested = dnsCheckDue(domain, now) === 'requested';
     const dns = await this.#verifyDns(domain, key, now, log);
+    this.#reportDangling(domain, dns.condition.reason === DANGLING_REASON);
     const verified = dns.condition.status === 'True';
     const routing = verified || dns.carried.verifiedAt ? await this.#applyRouting(domain) : notRouted();
     const {
@@ -198,6 +228,7 @@ export class CustomDomainReconciler {
   ): Promise<ReconcileResult> {
     await this.#removeRouting(domain);
     this.#cancelOrder(key);
+    this.#reportDangling(domain, false);
     // A holder whose plan no longer allows custom domains lets the hostname go, now that its
     // routing is gone (a NotDeployed holder keeps it; HostnameAlreadyClaimed holds nothing).
     if (
@@ -226,6 +257,7 @@ export class CustomDomainReconciler {
       },
       {
         dnsRecords: requiredDnsRecords(normalizeDnsName(domain.spec.hostname), this.#d.platformCnameTarget),
+        ...(domain.status?.ownership ? { ownership: domain.status.ownership } : {}),
       },
       now,
     );
@@ -345,6 +377,7 @@ export class CustomDomainReconciler {
       name: domain.metadata.name,
       hostname: domain.spec.hostname,
     });
+    this.#reportDangling(domain, false);
     // Routing is confirmed gone: only now may another project claim the hostname.
     await this.#d.claims.release(domain);
     await this.#d.events.record(
@@ -413,19 +446,69 @@ export class CustomDomainReconciler {
   async #verifyDns(domain: CustomDomain, key: string, now: Date, log: Logger): Promise<DnsOutcome> {
     const hostname = normalizeDnsName(domain.spec.hostname);
     const requested = domain.metadata.annotations?.[VERIFY_REQUESTED_AT_ANNOTATION];
-    const base = {
-      dnsRecords: requiredDnsRecords(hostname, this.#d.platformCnameTarget),
+    const ownership = await this.#ownershipDecision(domain, hostname, now);
+    const pending = ownership.required && ownership.verifiedAt === undefined;
+    const token = pending
+      ? ownershipToken(await this.#d.ownership.store.key(), domain.metadata.uid ?? '', hostname)
+      : undefined;
+    const records = requiredDnsRecords(hostname, this.#d.platformCnameTarget);
+    const base: DnsStatusBase = {
+      dnsRecords: token === undefined ? records : [...records, ownershipRecord(hostname, token)],
       lastVerifyRequest: requested ?? domain.status?.lastVerifyRequest,
+      ownership,
     };
     const due = dnsCheckDue(domain, now);
     const carried = due ? undefined : carriedDnsOutcome(domain.status, base, now);
     if (carried) return carried;
     // Re-verify (spec §3): a verified domain whose order failed gets a fresh attempt.
     if (due === 'requested') this.#d.tracker.clearFailure(key);
-    const verdict = await this.#lookupVerdict(hostname, this.#d.platformCnameTarget);
+    let verdict = await this.#lookupVerdict(hostname, this.#d.platformCnameTarget);
+    if (token !== undefined) {
+      const txt = await this.#d.resolver.lookupTxt(ownershipRecordName(hostname));
+      const shown = verifyOwnership(hostname, token, txt);
+      verdict = withOwnership(verdict, shown);
+      if (shown.shown) {
+        log.info('ownership TXT record found');
+        base.ownership = { ...ownership, verifiedAt: now.toISOString() };
+        base.dnsRecords = records;
+      }
+    }
     this.#d.metrics.dnsChecksTotal.inc({ reason: verdict.reason });
     log.debug({ due, verdict: verdict.reason }, 'DNS checked');
-    return freshDnsOutcome(verdict, domain.status, base, now, this.#d.dnsMismatchGraceMs);
+    return freshDnsOutcome(
+      verdict,
+      domain.status,
+      base,
+      now,
+      this.#d.dnsMismatchGraceMs,
+      this.#d.danglingAfterMs,
+    );
+  }
+
+  /**
+   * Whether `domain` must show the ownership TXT record: the decision in its status when made for
+   * this hostname; else made now (docs/customdomains.md, "Ownership verification"). A domain
+   * verified before ownership verification existed (no decision in its status) is not asked.
+   *
+   * @throws ApiException when the release record cannot be read (the work queue retries)
+   */
+  async #ownershipDecision(domain: CustomDomain, hostname: string, now: Date): Promise<OwnershipStatus> {
+    const standing = standingOwnership(domain.status, hostname);
+    if (standing) return standing;
+    const { policy, recentMs, store } = this.#d.ownership;
+    const release = policy === 'recently-claimed' ? await store.lastRelease(hostname) : undefined;
+    return decideOwnership(hostname, domain.metadata.namespace, policy, release, recentMs, now);
+  }
+
+  /** Sets or clears `portico_customdomain_dangling` for `domain`. */
+  #reportDangling(domain: CustomDomain, dangling: boolean): void {
+    const labels = {
+      namespace: domain.metadata.namespace,
+      name: domain.metadata.name,
+      hostname: domain.spec.hostname,
+    };
+    if (dangling) this.#d.metrics.danglingDomains.set(labels, 1);
+    else this.#d.metrics.danglingDomains.remove(labels);
   }
 
   async #lookupVerdict(hostname: string, target: string): Promise<Verdict> {

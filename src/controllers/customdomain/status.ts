@@ -218,7 +218,10 @@ function phaseOf(observed: ObservedState, ready: boolean): Phase {
 export function buildStatus(
   domain: CustomDomain,
   observed: ObservedState,
-  carried: Pick<CustomDomainStatus, 'dnsRecords' | 'observed' | 'verifiedAt' | 'lastVerifyRequest'>,
+  carried: Pick<
+    CustomDomainStatus,
+    'dnsRecords' | 'observed' | 'verifiedAt' | 'lastVerifyRequest' | 'ownership'
+  >,
   now: Date,
   overdueMs: number = CERTIFICATE_THRESHOLD_MS,
 ): CustomDomainStatus {

@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ownershipRecord,
+  ownershipRequirement,
+  ownershipToken,
+  verifyOwnership,
+  withOwnership,
+} from './ownership.js';
+import type { Verdict } from './verdict.js';
+
+const key = Buffer.alloc(32, 7);
+const otherKey = Buffer.alloc(32, 8);
+const host = 'www.example.com';
+const DAY = 86_400_000;
+const now = new Date('2026-03-01T00:00:00Z');
+
+describe('ownershipToken', () => {
+  it('is stable for one uid and hostname, and differs with the uid, the hostname or the key', () => {
+    const token = ownershipToken(key, 'uid-1', host);
+    expect(token).toBe(ownershipToken(key, 'uid-1', host));
+    expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(ownershipToken(key, 'uid-2', host)).not.toBe(token);
+    expect(ownershipToken(key, 'uid-1', 'shop.example.com')).not.toBe(token);
+    expect(ownershipToken(otherKey, 'uid-1', host)).not.toBe(token);
+  });
+
+  it('refuses a short key and an empty uid', () => {
+    expect(() => ownershipToken(Buffer.alloc(16), 'uid-1', host)).toThrow(RangeError);
+    expect(() => ownershipToken(key, '', host)).toThrow(/uid/);
+  });
+});
+
+describe('verifyOwnership', () => {
+  const token = ownershipToken(key, 'uid-1', host);
+  const value = `portico-verification=${token}`;
+
+  it('names the record under _portico-challenge', () => {
+    expect(ownershipRecord(host, token)).toMatchObject({
+      type: 'TXT',
+      name: `_portico-challenge.${host}`,
+      value,
+      ttl: 3600,
+    });
+  });
+
+  it('is shown by the exact value, beside other TXT records', () => {
+    expect(verifyOwnership(host, token, { kind: 'records', values: ['v=spf1 -all', value] })).toEqual({
+      shown: true,
+    });
+  });
+
+  it("is not shown by another token (a former holder's record), and says which record to create", () => {
+    const former = `portico-verification=${ownershipToken(key, 'uid-0', host)}`;
+    const v = verifyOwnership(host, token, { kind: 'records', values: [former] });
+    expect(v).toMatchObject({ shown: false, transient: false });
+    if (!v.shown) expect(v.message).toContain(`TXT _portico-challenge.${host} with the value "${value}"`);
+    expect(verifyOwnership(host, token, { kind: 'nxdomain' })).toMatchObject({
+      shown: false,
+      transient: false,
+    });
+  });
+
+  it('is transient when the lookup fails', () => {
+    expect(verifyOwnership(host, token, { kind: 'servfail' })).toMatchObject({
+      shown: false,
+      transient: true,
+    });
+  });
+});
+
+describe('withOwnership', () => {
+  const matching: Verdict = {
+    verified: true,
+    reason: 'RecordMatches',
+    message: 'Found CNAME.',
+    records: [],
+    transient: false,
+  };
+  const missing = { shown: false, transient: false, message: 'Ownership not shown: create TXT x.' } as const;
+
+  it('turns a matching record into OwnershipNotVerified while the TXT record is missing', () => {
+    const v = withOwnership(matching, missing);
+    expect(v).toMatchObject({ verified: false, reason: 'OwnershipNotVerified', transient: false });
+    expect(v.message).toContain('create TXT x');
+  });
+
+  it('keeps an unverified verdict and adds the TXT record to its message', () => {
+    const v = withOwnership({ ...matching, verified: false, reason: 'RecordNotFound' }, missing);
+    expect(v.reason).toBe('RecordNotFound');
+    expect(v.message).toContain('create TXT x');
+  });
+
+  it('leaves the verdict alone once shown', () => {
+    expect(withOwnership(matching, { shown: true })).toBe(matching);
+  });
+});
+
+describe('ownershipRequirement', () => {
+  const release = (namespace: string, daysAgo: number) => ({
+    namespace,
+    releasedAt: new Date(now.getTime() - daysAgo * DAY),
+  });
+
+  it('always and never ignore history', () => {
+    expect(ownershipRequirement('always', 'b', undefined, 30 * DAY, now).required).toBe(true);
+    expect(ownershipRequirement('never', 'b', release('a', 1), 30 * DAY, now).required).toBe(false);
+  });
+
+  it('recently-claimed: only a release by another project within the window', () => {
+    expect(ownershipRequirement('recently-claimed', 'b', undefined, 30 * DAY, now)).toMatchObject({
+      required: false,
+      reason: 'NotRecentlyClaimed',
+    });
+    expect(ownershipRequirement('recently-claimed', 'b', release('a', 29), 30 * DAY, now)).toMatchObject({
+      required: true,
+      reason: 'RecentlyClaimed',
+    });
+    expect(ownershipRequirement('recently-claimed', 'b', release('a', 31), 30 * DAY, now).required).toBe(
+      false,
+    );
+    expect(ownershipRequirement('recently-claimed', 'a', release('a', 1), 30 * DAY, now).required).toBe(
+      false,
+    );
+  });
+});
