@@ -294,6 +294,8 @@ export async function startAcmeFaultProxy(
       port: upstream.port,
       method: 'GET',
       path: '/nonce-plz',
+      // Pebble refuses a request without one (RFC 8555 §6.1).
+      headers: { 'user-agent': 'acme-fault-proxy' },
       agent,
     });
     req.end();
