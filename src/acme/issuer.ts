@@ -305,7 +305,11 @@ export class AcmeIssuer {
       log.info({ authorization: authz.url }, 'http-01 challenge valid');
     } finally {
       signal?.removeEventListener('abort', withdrawNow);
-      await this.#store.withdraw(challenge.token);
+      // Never fails the order: the CA is done with the key authorization, and a valid challenge
+      // failed over its clean-up (the API server restarting, say) would cost a new order.
+      await this.#store.withdraw(challenge.token).catch((err: unknown) => {
+        log.warn({ err, authorization: authz.url }, 'could not withdraw the http-01 key authorization');
+      });
     }
   }
 }

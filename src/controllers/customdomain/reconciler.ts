@@ -12,9 +12,10 @@ import {
   type V1Secret,
 } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { SHUTTING_DOWN, type IssuanceTracker } from '../../acme/issuance-tracker.js';
-import { IssuanceCancelledError, type AcmeIssuer } from '../../acme/issuer.js';
+import { IssuanceCancelledError, type AcmeIssuer, type IssuedCertificate } from '../../acme/issuer.js';
 import type { OrderKind } from '../../acme/order-budget.js';
 import type { OrderQueue } from '../../acme/order-queue.js';
 import {
@@ -52,7 +53,8 @@ import {
 } from '../../dns/ownership.js';
 import { findCondition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
-import { isNotFound } from '../../kube/errors.js';
+import { apiStatusCode, isNotFound } from '../../kube/errors.js';
+import { backoffDelayMs, type BackoffPolicy } from '../../kube/backoff.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
 import { ownedMetadata } from '../../routing/ingress.js';
 import { isUpToDate, withAppliedDigest } from '../../kube/applied-state.js';
@@ -830,25 +832,9 @@ export class CustomDomainReconciler {
           signal,
         });
         if (signal.aborted) return;
-        // Live read: the order took seconds to minutes, and a certificate must not be stored for a
-        // domain deleted or re-created meanwhile, which the cache may not have seen yet.
-        const current = await this.#readLive(domain.metadata.namespace, domain.metadata.name);
-        if (!current || current.metadata.uid !== domain.metadata.uid || current.metadata.deletionTimestamp)
-          return;
-        const secret: V1Secret = {
-          apiVersion: 'v1',
-          kind: 'Secret',
-          metadata: {
-            ...ownedMetadata(current, ownedNames(current).secret),
-            annotations: { [REPLACES_ANNOTATION]: replaces ?? '' },
-          },
-          type: 'kubernetes.io/tls',
-          data: {
-            [TLS_CERT]: Buffer.from(issued.certificatePem).toString('base64'),
-            [TLS_KEY]: Buffer.from(issued.privateKeyPem).toString('base64'),
-          },
-        };
-        await this.#apply(secret);
+        // The certificate exists only in memory now: an API server that is briefly unreachable
+        // must not cost it (and a new order), so the write is retried until it lands.
+        await untilApiAnswers(() => this.#storeCertificate(domain, issued, replaces), hostname, signal, log);
         this.#d.metrics.acmeOrdersTotal.inc({ result: 'valid' });
         log.info({ orderUrl: issued.orderUrl }, 'certificate stored');
       } catch (err) {
@@ -867,6 +853,31 @@ export class CustomDomainReconciler {
       }
     });
     if (started) log.info('certificate order started');
+  }
+
+  /**
+   * Writes the issued certificate into the domain's Secret, unless the domain was deleted or
+   * re-created meanwhile. Live read: the order took seconds to minutes, and the cache may not have
+   * seen that yet.
+   */
+  async #storeCertificate(domain: CustomDomain, issued: IssuedCertificate, replaces?: string): Promise<void> {
+    const current = await this.#readLive(domain.metadata.namespace, domain.metadata.name);
+    if (!current || current.metadata.uid !== domain.metadata.uid || current.metadata.deletionTimestamp)
+      return;
+    const secret: V1Secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        ...ownedMetadata(current, ownedNames(current).secret),
+        annotations: { [REPLACES_ANNOTATION]: replaces ?? '' },
+      },
+      type: 'kubernetes.io/tls',
+      data: {
+        [TLS_CERT]: Buffer.from(issued.certificatePem).toString('base64'),
+        [TLS_KEY]: Buffer.from(issued.privateKeyPem).toString('base64'),
+      },
+    };
+    await this.#apply(secret);
   }
 
   async #writeStatus(domain: CustomDomain, status: CustomDomainStatus, log: Logger): Promise<void> {
@@ -899,6 +910,35 @@ export class CustomDomainReconciler {
 function otherOwner(obj: KubernetesObject | undefined, domain: CustomDomain): string | undefined {
   const owner = obj?.metadata?.labels?.[CUSTOM_DOMAIN_LABEL];
   return owner !== undefined && owner !== domain.metadata.name ? owner : undefined;
+}
+
+/** Retry delays of a certificate write while the API server does not answer: 1 s doubling to 30 s. */
+const STORE_RETRY: BackoffPolicy = { baseMs: 1_000, maxMs: 30_000 };
+
+/**
+ * Runs `write` until it succeeds, retrying (with STORE_RETRY backoff) while the API server cannot
+ * be reached or answers 429 or 5xx; any other error is thrown at once. Throws
+ * IssuanceCancelledError when `signal` fires first (the domain was removed, or the operator stops).
+ */
+async function untilApiAnswers(
+  write: () => Promise<void>,
+  hostname: string,
+  signal: AbortSignal,
+  log: Logger,
+): Promise<void> {
+  for (let failures = 1; ; failures++) {
+    try {
+      await write();
+      return;
+    } catch (err) {
+      const code = apiStatusCode(err);
+      if (code !== undefined && code !== 429 && code < 500) throw err;
+      const retryInMs = backoffDelayMs(STORE_RETRY, failures);
+      log.warn({ err, retryInMs }, 'could not store the certificate; retrying');
+      await sleep(retryInMs, undefined, { signal }).catch(() => undefined);
+      if (signal.aborted) throw new IssuanceCancelledError(hostname);
+    }
+  }
 }
 
 function recordsOrNodata(values: string[]): RRsetAnswer {

@@ -2,7 +2,9 @@
  * A fault-injecting HTTPS proxy in front of the sandbox's real Pebble: every request is forwarded
  * to Pebble unchanged (Host header included, so the URLs Pebble builds from it point back at the
  * proxy and the JWS `url` checks pass), except those a test chooses to hold until it releases them
- * or to refuse with `429 Too Many Requests` and an RFC 8555 problem document. The proxy serves
+ * (on their way to Pebble, or with Pebble's answer on its way back) or to refuse with an RFC 8555
+ * problem document of its own (`429 rateLimited` by default; `400 badNonce` with a fresh nonce of
+ * Pebble's, `500 serverInternal`, ...). The proxy serves
  * Pebble's own listener certificate, which the operator already trusts (NODE_EXTRA_CA_CERTS).
  *
  * It also keeps a log of every exchange, with the DNS names each one concerns as far as it has seen
@@ -58,7 +60,10 @@ export interface AcmeExchange {
   held: boolean;
 }
 
-/** A request held by `hold`: `arrived` resolves when it comes in; `release` lets it go on to Pebble. */
+/**
+ * A request held by `hold`: `arrived` resolves when it comes in (with `phase: 'answer'`, once Pebble
+ * has answered it); `release` lets it go on to Pebble (or lets Pebble's answer go back).
+ */
 export interface HeldRequest {
   readonly arrived: Promise<AcmeExchange>;
   release(): void;
@@ -72,20 +77,41 @@ export interface Refusal {
 }
 
 export interface RefusalOptions {
-  /** The Retry-After header, in seconds (RFC 9110 §10.2.3 delay-seconds). */
-  readonly retryAfterSeconds: number;
+  /** The Retry-After header, in seconds (RFC 9110 §10.2.3 delay-seconds); none when undefined. */
+  readonly retryAfterSeconds?: number;
   /** The problem document's `detail`. */
   readonly detail: string;
+  /** The HTTP status; default 429. */
+  readonly status?: number;
+  /** The problem document's `type` (RFC 8555 §6.7); default `urn:ietf:params:acme:error:rateLimited`. */
+  readonly type?: string;
+  /**
+   * Put a fresh nonce from Pebble in `Replay-Nonce`, as RFC 8555 §6.5 requires of a `badNonce`
+   * answer (the client retries with it). Default false.
+   */
+  readonly replayNonce?: boolean;
+  /** Refuse at most this many requests, then let matching ones through; default: until `stop()`. */
+  readonly times?: number;
 }
+
+/** When a held request stops: before it goes to Pebble (default), or once Pebble has answered it. */
+export type HoldPhase = 'request' | 'answer';
 
 export interface AcmeFaultProxy {
   /** The directory URL to give the operator: `https://127.0.0.1:<port>/dir`. */
   readonly directoryUrl: string;
   /** Every exchange so far, in arrival order. */
   readonly exchanges: readonly AcmeExchange[];
-  /** Holds the first request that `match` accepts (from now on) until `release()`. */
-  hold(match: (x: AcmeExchange) => boolean): HeldRequest;
-  /** Answers every request that `match` accepts with 429 + `rateLimited` until `stop()`. */
+  /**
+   * Holds the first request that `match` accepts (from now on) until `release()`: before Pebble sees
+   * it (`phase` 'request', the default), or after Pebble has acted on it and before its answer goes
+   * back (`phase` 'answer').
+   */
+  hold(match: (x: AcmeExchange) => boolean, phase?: HoldPhase): HeldRequest;
+  /**
+   * Answers every request that `match` accepts with the proxy's own problem document (429 +
+   * `rateLimited` unless `options` say otherwise) until `stop()`; Pebble never sees them.
+   */
   refuse(match: (x: AcmeExchange) => boolean, options: RefusalOptions): Refusal;
   /** Releases what is held, closes the listener and every connection. */
   stop(): Promise<void>;
@@ -93,6 +119,7 @@ export interface AcmeFaultProxy {
 
 interface HoldRule {
   match: (x: AcmeExchange) => boolean;
+  phase: HoldPhase;
   taken: boolean;
   arrived: (x: AcmeExchange) => void;
   released: Promise<void>;
@@ -260,14 +287,38 @@ export async function startAcmeFaultProxy(
     }
   };
 
-  const refuse = (res: ServerResponse, options: RefusalOptions): void => {
-    const problem = JSON.stringify({ type: RATE_LIMITED, detail: options.detail, status: 429 });
-    res.writeHead(429, {
+  /** A fresh nonce from Pebble's newNonce resource (RFC 8555 §7.2). */
+  const freshNonce = async (): Promise<string> => {
+    const req = request({
+      host: upstream.hostname,
+      port: upstream.port,
+      method: 'GET',
+      path: '/nonce-plz',
+      // Pebble refuses a request without one (RFC 8555 §6.1).
+      headers: { 'user-agent': 'acme-fault-proxy' },
+      agent,
+    });
+    req.end();
+    const [res] = (await once(req, 'response')) as [IncomingMessage];
+    res.resume();
+    const nonce = res.headers['replay-nonce'];
+    if (typeof nonce !== 'string') throw new Error('Pebble answered newNonce without a Replay-Nonce');
+    return nonce;
+  };
+
+  const refuse = async (res: ServerResponse, options: RefusalOptions): Promise<number> => {
+    const status = options.status ?? 429;
+    const problem = JSON.stringify({ type: options.type ?? RATE_LIMITED, detail: options.detail, status });
+    res.writeHead(status, {
       'content-type': 'application/problem+json',
-      'retry-after': String(options.retryAfterSeconds),
+      ...(options.retryAfterSeconds === undefined
+        ? {}
+        : { 'retry-after': String(options.retryAfterSeconds) }),
+      ...(options.replayNonce === true ? { 'replay-nonce': await freshNonce() } : {}),
       'content-length': Buffer.byteLength(problem),
     });
     res.end(problem);
+    return status;
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -288,12 +339,13 @@ export async function startAcmeFaultProxy(
       held: false,
     };
     exchanges.push(exchange);
-    const refusal = refusals.find((r) => r.active && r.match(exchange));
+    const refusal = refusals.find(
+      (r) => r.active && r.count < (r.options.times ?? Infinity) && r.match(exchange),
+    );
     if (refusal) {
       refusal.count += 1;
       exchange.refused = true;
-      refuse(res, refusal.options);
-      exchange.status = 429;
+      exchange.status = await refuse(res, refusal.options);
       exchange.answeredAt = Date.now();
       return;
     }
@@ -301,12 +353,18 @@ export async function startAcmeFaultProxy(
     if (hold) {
       hold.taken = true;
       exchange.held = true;
+    }
+    if (hold?.phase === 'request') {
       hold.arrived(exchange);
       await hold.released;
     }
     const answer = await forward(req, body);
     const location = typeof answer.headers.location === 'string' ? answer.headers.location : undefined;
     learnFrom(path, location, answer.body);
+    if (hold?.phase === 'answer') {
+      hold.arrived(exchange);
+      await hold.released;
+    }
     res.writeHead(answer.status, { ...answer.headers, 'content-length': answer.body.length });
     res.end(answer.body);
     if (location) exchange.location = location;
@@ -328,12 +386,12 @@ export async function startAcmeFaultProxy(
   return {
     directoryUrl: `https://127.0.0.1:${port}${upstream.pathname}`,
     exchanges,
-    hold(match) {
+    hold(match, phase = 'request') {
       let arrived!: (x: AcmeExchange) => void;
       let release!: () => void;
       const arrivedPromise = new Promise<AcmeExchange>((resolve) => (arrived = resolve));
       const released = new Promise<void>((resolve) => (release = resolve));
-      holds.push({ match, taken: false, arrived, released, release });
+      holds.push({ match, phase, taken: false, arrived, released, release });
       return { arrived: arrivedPromise, release };
     },
     refuse(match, options) {

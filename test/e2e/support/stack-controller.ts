@@ -172,3 +172,33 @@ export async function runAll(...steps: (() => Promise<unknown>)[]): Promise<void
   }
   if (failures.length > 0) throw failures[0];
 }
+
+/** SIGKILL, and wait for the exit: a crash, with no chance to clean up. */
+export async function killOperator(operator: OperatorProcess): Promise<void> {
+  const { child } = operator;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
+
+/**
+ * The value of `portico_reconcile_total{controller, result}` at `metricsUrl` (an operator's
+ * `/metrics`); 0 when the series does not exist yet.
+ */
+export async function reconcileCount(
+  metricsUrl: string,
+  controller: string,
+  result: string,
+): Promise<number> {
+  const text = await (await fetch(metricsUrl)).text();
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        l.startsWith('portico_reconcile_total{') &&
+        l.includes(`controller="${controller}"`) &&
+        l.includes(`result="${result}"`),
+    );
+  return Number(line?.split(' ').at(-1) ?? 0);
+}

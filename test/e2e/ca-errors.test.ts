@@ -1,0 +1,174 @@
+/**
+ * The CA rejects nonces and answers 5xx (issue #10, "Faults still untested"): retries are bounded,
+ * the status says when the next attempt is, and other domains are unaffected.
+ *
+ * The faults come from the fault proxy in front of the real Pebble, per hostname, so that one
+ * domain's fault can be told from another's: `400 urn:ietf:params:acme:error:badNonce` with a
+ * fresh nonce of Pebble's in `Replay-Nonce` (RFC 8555 §6.5; what Pebble's PEBBLE_WFE_NONCEREJECT
+ * answers, but for every request of one name rather than a random share of all), and
+ * `500 serverInternal` / `503` (RFC 8555 §6.7). The sandbox's Pebble runs with
+ * PEBBLE_WFE_NONCEREJECT=0, and restarting it would lose its accounts and orders.
+ *
+ * With PORTICO_E2E_SLOW=1 each test also waits for the next attempt (the published schedule's first
+ * retry is 1 minute after a failure) and checks that it comes no sooner than the status said and
+ * gets the certificate.
+ */
+import { describe, expect, it } from 'vitest';
+import type { CustomDomain } from '../../src/api/customdomain.js';
+import {
+  createCustomDomain,
+  createProject,
+  dns,
+  sandbox,
+  unique,
+  waitForCondition,
+} from './support/cluster.js';
+import type { AcmeExchange, AcmeRequestKind } from './support/acme-fault-proxy.js';
+import { sleep, useProxiedOperator } from './support/proxied-operator.js';
+
+const target = sandbox.platformCnameTarget;
+const SLOW = process.env.PORTICO_E2E_SLOW === '1';
+/** The published retry schedule of a failed order starts at 1 minute (docs/customdomains.md). */
+const FIRST_RETRY_MS = 60_000;
+/** Timers may fire a little early against another process's clock; never more than this, ms. */
+const CLOCK_SLACK_MS = 1_000;
+/** acme-client retries a badNonce answer this many times (acme-client 5, src/http.js). */
+const BAD_NONCE_RETRIES = 5;
+/**
+ * acme-client retries a 5xx (and a network error) this many times (acme-client 5, src/axios.js),
+ * waiting Retry-After, else 5 s × the attempt: the 5xx answers here carry `Retry-After: 1`, so
+ * that an attempt's retries take seconds, not 75 s.
+ */
+const SERVER_ERROR_RETRIES = 5;
+const BAD_NONCE = 'urn:ietf:params:acme:error:badNonce';
+const SERVER_INTERNAL = 'urn:ietf:params:acme:error:serverInternal';
+
+const faults = useProxiedOperator('ca-errors');
+
+/** A project with one CustomDomain per label, each CNAMEd to the target; returns the hostnames. */
+async function domains(ns: string, labels: readonly string[]): Promise<Record<string, string>> {
+  await createProject(ns);
+  const hostnames: Record<string, string> = {};
+  for (const label of labels) {
+    const hostname = `${label}.${ns}.example`;
+    hostnames[label] = hostname;
+    await dns.setCname(hostname, target);
+  }
+  return hostnames;
+}
+
+function create(ns: string, label: string, hostname: string): Promise<void> {
+  return createCustomDomain(ns, label, { hostname, service: { name: 'web' } });
+}
+
+function matching(kind: AcmeRequestKind, hostname: string): (x: AcmeExchange) => boolean {
+  return (x) => x.kind === kind && x.hostnames.includes(hostname);
+}
+
+/** The CertificateReady message of a failed attempt, and the next attempt time it announces (epoch ms). */
+function failure(cd: CustomDomain): { message: string; nextAttempt: number } {
+  const message = cd.status?.conditions?.find((c) => c.type === 'CertificateReady')?.message ?? '';
+  return { message, nextAttempt: Date.parse(/Next attempt at (\S+?Z)/.exec(message)?.[1] ?? '') };
+}
+
+/**
+ * Waits `ms` and checks that no request of `kind` for `hostname` came meanwhile: the failed
+ * attempt is over and nothing is retried before its time.
+ */
+async function quietFor(ms: number, kind: AcmeRequestKind, hostname: string): Promise<void> {
+  const before = faults.exchangesFor(hostname, kind).length;
+  await sleep(ms);
+  expect(faults.exchangesFor(hostname, kind)).toHaveLength(before);
+}
+
+describe('the CA rejects nonces', () => {
+  it('retries a rejected nonce a bounded number of times, says when it tries again, and lets the others issue', async () => {
+    const ns = unique('badnonce');
+    const h = await domains(ns, ['a', 'b', 'c']);
+    const a = h.a ?? '';
+    const b = h.b ?? '';
+    const c = h.c ?? '';
+    const detail = 'JWS has an invalid anti-replay nonce (acme-fault-proxy)';
+    const badNonce = { status: 400, type: BAD_NONCE, detail, replayNonce: true } as const;
+    // A: every new-order is refused. B: the first two only (a CA that drops nonces now and then).
+    const always = faults.proxy().refuse(matching('new-order', a), badNonce);
+    faults.proxy().refuse(matching('new-order', b), { ...badNonce, times: 2 });
+    for (const [label, hostname] of Object.entries(h)) await create(ns, label, hostname);
+
+    // B: the rejected nonces are retried with the fresh ones, within the same attempt.
+    await waitForCondition(ns, 'b', 'Ready', 'True', undefined, 50_000);
+    expect(faults.exchangesFor(b, 'new-order').map((x) => x.status)).toEqual([400, 400, 201]);
+    await waitForCondition(ns, 'c', 'Ready', 'True', undefined, 60_000);
+    expect(faults.exchangesFor(c, 'new-order').map((x) => x.status)).toEqual([201]);
+
+    // A: the attempt gives up after a bounded number of retries, and the status says when it
+    // tries again.
+    const failed = await waitForCondition(ns, 'a', 'CertificateReady', 'False', 'IssuanceFailed', 60_000);
+    const { message, nextAttempt } = failure(failed);
+    expect(message).toContain(detail);
+    expect(nextAttempt).toBeGreaterThan(Date.now());
+    await quietFor(5_000, 'new-order', a);
+    const firstAttempt = faults.exchangesFor(a, 'new-order');
+    expect(firstAttempt.map((x) => x.status)).toEqual(Array<number>(1 + BAD_NONCE_RETRIES).fill(400));
+
+    if (!SLOW) return;
+    always.stop();
+    await waitForCondition(ns, 'a', 'Ready', 'True', undefined, FIRST_RETRY_MS + 60_000);
+    const retried = faults.exchangesFor(a, 'new-order').slice(firstAttempt.length);
+    expect(retried.map((x) => x.status)).toEqual([201]);
+    expect(retried[0]?.at ?? 0).toBeGreaterThanOrEqual(nextAttempt - CLOCK_SLACK_MS);
+  }, 300_000);
+});
+
+describe('the CA answers 5xx', () => {
+  it('retries a bounded number of times, says when it tries again, and lets the others issue', async () => {
+    const ns = unique('ca5xx');
+    const h = await domains(ns, ['a', 'b', 'c']);
+    const a = h.a ?? '';
+    const b = h.b ?? '';
+    const c = h.c ?? '';
+    // A: its finalize fails inside the CA. B: the CA is unavailable for its new orders.
+    const internal = faults.proxy().refuse(matching('finalize', a), {
+      status: 500,
+      retryAfterSeconds: 1,
+      type: SERVER_INTERNAL,
+      detail: 'the CA failed to finalize (acme-fault-proxy)',
+    });
+    const unavailable = faults.proxy().refuse(matching('new-order', b), {
+      status: 503,
+      retryAfterSeconds: 1,
+      type: SERVER_INTERNAL,
+      detail: 'the CA is unavailable (acme-fault-proxy)',
+    });
+    for (const [label, hostname] of Object.entries(h)) await create(ns, label, hostname);
+
+    await waitForCondition(ns, 'c', 'Ready', 'True', undefined, 60_000);
+    expect(faults.exchangesFor(c, 'new-order').map((x) => x.status)).toEqual([201]);
+    const failedA = await waitForCondition(ns, 'a', 'CertificateReady', 'False', 'IssuanceFailed', 60_000);
+    const failedB = await waitForCondition(ns, 'b', 'CertificateReady', 'False', 'IssuanceFailed', 60_000);
+    const nextA = failure(failedA);
+    const nextB = failure(failedB);
+    expect(nextA.message).toContain('the CA failed to finalize (acme-fault-proxy)');
+    expect(nextB.message).toContain('the CA is unavailable (acme-fault-proxy)');
+    expect(nextA.nextAttempt).toBeGreaterThan(Date.now());
+    expect(nextB.nextAttempt).toBeGreaterThan(Date.now());
+    await quietFor(5_000, 'new-order', a);
+    // acme-client's retries within the attempt, and no more.
+    const retried = (status: number): number[] => Array<number>(1 + SERVER_ERROR_RETRIES).fill(status);
+    expect(faults.exchangesFor(a, 'new-order').map((x) => x.status)).toEqual([201]);
+    expect(faults.exchangesFor(a, 'finalize').map((x) => x.status)).toEqual(retried(500));
+    expect(faults.exchangesFor(b, 'new-order').map((x) => x.status)).toEqual(retried(503));
+
+    if (!SLOW) return;
+    internal.stop();
+    unavailable.stop();
+    await waitForCondition(ns, 'a', 'Ready', 'True', undefined, FIRST_RETRY_MS + 60_000);
+    await waitForCondition(ns, 'b', 'Ready', 'True', undefined, 60_000);
+    const secondA = faults.exchangesFor(a, 'new-order')[1];
+    const secondB = faults.exchangesFor(b, 'new-order').find((x) => x.status === 201);
+    expect(secondA?.at ?? 0).toBeGreaterThanOrEqual(nextA.nextAttempt - CLOCK_SLACK_MS);
+    expect(secondB?.at ?? 0).toBeGreaterThanOrEqual(nextB.nextAttempt - CLOCK_SLACK_MS);
+    expect(faults.exchangesFor(a, 'finalize').map((x) => x.status)).toEqual([...retried(500), 200]);
+    expect(faults.exchangesFor(b, 'new-order').map((x) => x.status)).toEqual([...retried(503), 201]);
+  }, 300_000);
+});
