@@ -1,6 +1,7 @@
 /**
  * The rate-limit server when things go wrong, with real processes (issue 4): Redis down answered by
- * the configured failure mode (allow or deny), logged and counted; Redis back, counting again; a
+ * the configured failure mode (allow or deny), logged and counted; Redis back, counting again, also
+ * when it is killed and restarted under load (issue 10); a
  * Redis Cluster (hash tags keep one key's counters in one slot); a config the service rejects shows
  * Enforced=False with its reason; and the CRD's validation rules.
  *
@@ -147,6 +148,71 @@ describe('when Redis is down', () => {
       return a.code === 'OK' ? a : undefined;
     });
     expect(back.headers['X-RateLimit-Remaining']).toBe('59');
+    expect(s.output()).toContain('lost the connection to Redis');
+  });
+});
+
+describe('Redis restarted under load', () => {
+  it('answers every check in time by the failure mode while it is away, and counts exactly again once back', async () => {
+    const { port } = await pickFreePorts({ port: 'tcp' });
+    const redis = track(await startTestRedis(port));
+    const s = await server(`redis://127.0.0.1:${port}`, ['--failure-mode', 'allow', '--instance', 'restart']);
+    await loaded('restart');
+    type Sent = { keyId: string; startedAt: number; tookMs: number; counted: boolean };
+    const sent: Sent[] = [];
+    let stop = false;
+    let n = 0;
+    // 8 callers in a loop, each check with a key id of its own (one hit of a 60 per minute plan).
+    const worker = async (w: number): Promise<void> => {
+      while (!stop) {
+        const keyId = `load-${w}-${(n += 1)}`;
+        const startedAt = Date.now();
+        const answer = await check(DOMAIN, { key_id: keyId }, undefined, s.client);
+        // Counted: OK with the headers; by the failure mode (allow): OK without them.
+        expect(answer.code).toBe('OK');
+        sent.push({
+          keyId,
+          startedAt,
+          tookMs: Date.now() - startedAt,
+          counted: answer.headers['X-RateLimit-Limit'] !== undefined,
+        });
+      }
+    };
+    const load = Promise.all(Array.from({ length: 8 }, (_, w) => worker(w)));
+    await new Promise((r) => setTimeout(r, 1_500));
+    await redis.stop();
+    const stoppedAt = Date.now();
+    await new Promise((r) => setTimeout(r, 2_000));
+    track(await startTestRedis(port));
+    const restartedAt = Date.now();
+    await waitFor('counting to resume under load', () =>
+      Promise.resolve(sent.some((x) => x.startedAt > restartedAt && x.counted) ? true : undefined),
+    );
+    await new Promise((r) => setTimeout(r, 1_500));
+    stop = true;
+    await load;
+
+    const before = sent.filter((x) => x.startedAt < stoppedAt - 300);
+    const away = sent.filter((x) => x.startedAt > stoppedAt + 300 && x.startedAt < restartedAt);
+    const after = sent.filter((x) => x.startedAt > restartedAt);
+    expect(before.length).toBeGreaterThan(20);
+    expect(before.every((x) => x.counted)).toBe(true);
+    expect(away.length).toBeGreaterThan(20);
+    expect(away.some((x) => x.counted)).toBe(false);
+    expect(after.some((x) => x.counted)).toBe(true);
+    // Never a wait past the failure mode's deadline (200 ms Redis timeout here, plus scheduling).
+    expect(Math.max(...sent.map((x) => x.tookMs))).toBeLessThan(1_000);
+    // The new Redis (no persistence) holds exactly the checks it counted: one hit for each key id
+    // answered with headers, none for a check answered by the failure mode.
+    const client = new Redis({ port, lazyConnect: true });
+    try {
+      await client.connect();
+      const windows = currentWindows(Date.now());
+      const days = await client.mget(after.map((x) => counterKeys(DOMAIN, x.keyId, windows).day));
+      expect(days.map((v, i) => (after[i]?.counted ? v === '1' : v === null)).every(Boolean)).toBe(true);
+    } finally {
+      client.disconnect();
+    }
     expect(s.output()).toContain('lost the connection to Redis');
   });
 });
