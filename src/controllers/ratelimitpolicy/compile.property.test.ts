@@ -30,13 +30,11 @@ const validSpec: fc.Arbitrary<RateLimitPolicySpec> = fc
         plans: fc.constant(plans),
         defaultPlan: fc.constantFrom(...plans.map((p) => p.name)),
         overrides: fc.uniqueArray(
-          fc
-            .tuple(fc.string({ minLength: 1, maxLength: 40, unit: 'grapheme' }), plan)
-            .map(([keyId, p]) => ({
-              keyId,
-              requestsPerMinute: p.requestsPerMinute,
-              requestsPerDay: p.requestsPerDay,
-            })),
+          fc.tuple(fc.string({ minLength: 1, maxLength: 40, unit: 'grapheme' }), plan).map(([keyId, p]) => ({
+            keyId,
+            requestsPerMinute: p.requestsPerMinute,
+            requestsPerDay: p.requestsPerDay,
+          })),
           { maxLength: 5, selector: (o) => o.keyId },
         ),
         ban: fc.record({
