@@ -16,6 +16,7 @@ import { beforeAll, afterAll, describe, expect, inject, it } from 'vitest';
 import { HOSTNAME_RULES, hostnameProblems } from '../../src/domain/hostname.js';
 import type { SandboxEnv } from '../../src/sandbox/state.js';
 import { BAD_HOSTNAMES, GOOD_HOSTNAMES } from '../fixtures/hostnames.js';
+import { waitFor } from './support/cluster.js';
 
 const KUBECTL = process.env.KUBECTL ?? 'kubectl';
 const KUBECONFIG = (inject('sandbox') as SandboxEnv | undefined)?.kubeconfig ?? process.env.KUBECONFIG ?? '';
@@ -327,5 +328,38 @@ describe('kubectl get', () => {
       expect(header, resource).toEqual(['NAME', 'HOSTNAME', 'PHASE', 'READY', 'EXPIRES', 'AGE']);
       expect(out).toContain('columns.example.com');
     }
+  });
+
+  it('shows with -o wide the reason and message of what holds the domain back', async () => {
+    await kubectl(['delete', 'customdomain', name, '-n', NAMESPACE, '--ignore-not-found', '--wait=false']);
+    await kubectlOk(
+      ['create', '-f', '-'],
+      customDomain(name, { hostname: 'wide.example.com', service: SERVICE }),
+    );
+    const ready = await waitFor('the operator to write the Ready condition', async () => {
+      const out = await kubectlOk([
+        'get',
+        'customdomain',
+        name,
+        '-n',
+        NAMESPACE,
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Ready")].reason}',
+      ]);
+      return out.trim() === '' ? undefined : out.trim();
+    });
+    const out = await kubectlOk(['get', 'cd', name, '-n', NAMESPACE, '-o', 'wide']);
+    const [head, row] = out.split('\n');
+    expect(head?.trim().split(/\s+/)).toEqual([
+      'NAME',
+      'HOSTNAME',
+      'PHASE',
+      'READY',
+      'EXPIRES',
+      'REASON',
+      'MESSAGE',
+      'AGE',
+    ]);
+    expect(row).toContain(ready);
   });
 });
