@@ -18,13 +18,15 @@ export interface ControllerMetrics {
 
 export function createControllerMetrics(): ControllerMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'portico_' });
+  // Node's process metrics under their standard names (process_*, nodejs_*), which stock Node.js
+  // dashboards and alerts look for (#12).
+  collectDefaultMetrics({ register: registry });
   const registers = [registry];
   return {
     registry,
     reconcileTotal: new Counter({
       name: 'portico_reconcile_total',
-      help: 'Reconciles by controller and result (success, requeue, error, conflict).',
+      help: 'Reconciles by controller and result (success, error, conflict).',
       labelNames: ['controller', 'result'],
       registers,
     }),

@@ -81,9 +81,9 @@ export function createCheckMetrics(registry: Registry = new Registry()): CheckMe
   };
 }
 
-/** The config's metrics and Node's process metrics (`portico_ratelimit_` prefix), in `registry`. */
+/** The config's metrics and Node's process metrics (standard names, `process_*` and `nodejs_*`), in `registry`. */
 export function createConfigMetrics(registry: Registry = new Registry()): ConfigMetrics {
-  collectDefaultMetrics({ register: registry, prefix: 'portico_ratelimit_' });
+  collectDefaultMetrics({ register: registry });
   const registers = [registry];
   return {
     registry,
