@@ -48,6 +48,7 @@ import {
   type OperatorProcess,
   runAll,
 } from './support/stack-controller.js';
+import { sleep, within } from './support/proxied-operator.js';
 
 const target = sandbox.platformCnameTarget;
 /** The published retry schedule of a failed order starts at 1 minute (docs/customdomains.md). */
@@ -85,24 +86,6 @@ function theProxy(): AcmeFaultProxy {
 /** The exchanges of `kind` about `hostname`, in arrival order. */
 function exchangesFor(hostname: string, kind: AcmeRequestKind): AcmeExchange[] {
   return theProxy().exchanges.filter((x) => x.kind === kind && x.hostnames.includes(hostname));
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-async function within<T>(what: string, promise: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
-    }, timeoutMs);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** The key authorizations in the shared ConfigMap, by token ({} when it does not exist). */
