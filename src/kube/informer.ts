@@ -23,10 +23,29 @@ import {
 import type { Logger } from 'pino';
 import { backoffDelayMs, type BackoffPolicy } from './backoff.js';
 
+/**
+ * One page of a paginated LIST (Kubernetes API concepts, "Retrieving large results sets in
+ * chunks"): at most `limit` objects, from where `continue` (the previous page's
+ * `metadata.continue`) left off.
+ */
+export interface ListPage {
+  limit: number;
+  continue?: string;
+}
+
+/** Objects per page of an informer's LIST: client-go's pager default. */
+export const LIST_PAGE_SIZE = 500;
+
 export interface ResilientInformerOptions<T extends KubernetesObject> {
   /** Watch path, e.g. `/apis/portico.dev/v1alpha1/customdomains`. */
   path: string;
-  list: () => Promise<KubernetesListObject<T>>;
+  /**
+   * Lists the objects: one page per call. A lister that honours `page` (sends `limit` and
+   * `continue`) is read page by page until the API server returns no continue token, each page
+   * trimmed before the next is asked for, so a list of 10,000 Secrets never holds 10,000 full
+   * Secrets at once; a lister that ignores it returns everything in one page.
+   */
+  list: (page: ListPage) => Promise<KubernetesListObject<T>>;
   labelSelector?: string;
   /**
    * Trims what the cache keeps of each object as it arrives (after managedFields are dropped), e.g.
@@ -60,6 +79,40 @@ export function dropApplyBookkeeping(obj: KubernetesObject): void {
   if (metadata.annotations) Reflect.deleteProperty(metadata.annotations, LAST_APPLIED_ANNOTATION);
 }
 
+/**
+ * The whole list, read page by page (`ListPage`, `LIST_PAGE_SIZE` objects a page) until an answer
+ * carries no continue token. Each page is trimmed (`trim`) as it arrives, before the next is asked
+ * for; an object that `cached` already holds at the same resourceVersion is replaced by that copy
+ * (ListWatch keeps its copy anyway), so a relist does not trim, e.g. parse, every object again.
+ * The pages of one paginated list are one consistent snapshot: the result is the last answer with
+ * every page's items. Rejects with the lister's error, e.g. 410 Gone for a continue token that
+ * expired (the informer then starts over).
+ */
+export async function listInPages<T extends KubernetesObject>(
+  list: (page: ListPage) => Promise<KubernetesListObject<T>>,
+  trim: (obj: T) => void,
+  cached: (name: string, namespace: string | undefined) => T | undefined,
+): Promise<KubernetesListObject<T>> {
+  const items: T[] = [];
+  let page: ListPage = { limit: LIST_PAGE_SIZE };
+  for (;;) {
+    const answer = await list(page);
+    for (const obj of answer.items) {
+      const held = cached(obj.metadata?.name ?? '', obj.metadata?.namespace);
+      const version = obj.metadata?.resourceVersion;
+      if (held && version !== undefined && held.metadata?.resourceVersion === version) {
+        items.push(held);
+      } else {
+        trim(obj);
+        items.push(obj);
+      }
+    }
+    const next = answer.metadata?._continue;
+    if (!next) return { ...answer, items };
+    page = { limit: LIST_PAGE_SIZE, continue: next };
+  }
+}
+
 /** A Watch that aborts a request opened after its informer was stopped, as soon as it is open. */
 class StopAwareWatch extends Watch {
   readonly #stopped: () => boolean;
@@ -84,29 +137,32 @@ export class ResilientInformer<T extends KubernetesObject> {
   #synced = false;
   #restartTimer: NodeJS.Timeout | undefined;
   #resyncTimer: NodeJS.Timeout | undefined;
+  /** Drops the apply bookkeeping and what `keep` trims; idempotent. */
+  readonly #trim: (obj: T) => void;
 
   constructor(kubeConfig: KubeConfig, options: ResilientInformerOptions<T>) {
     this.#options = options;
     // The informer fills its cache right after the list resolves; `synced` turns true on the next
-    // macrotask, once the cache holds the listed objects. Listed objects are trimmed by the add and
-    // update handlers below, like watched ones: ListWatch hands every object it stores to them, and
-    // drops a relisted object whose resourceVersion it already holds (so a relist after a 410 does
-    // not parse every Secret again).
+    // macrotask, once the cache holds the listed objects. Listed objects are trimmed page by page
+    // (`listInPages`), watched ones by the add and update handlers below (trimming is idempotent:
+    // ListWatch hands the listed objects it stores to the same handlers).
     const list = async (): Promise<KubernetesListObject<T>> => {
-      const result = await options.list();
+      const result = await listInPages(options.list, this.#trim, (name, namespace) =>
+        this.#informer.get(name, namespace),
+      );
       setImmediate(() => {
         this.#synced = true;
         this.#failures = 0;
       });
       return result;
     };
+    const trim = (this.#trim = (obj: T): void => {
+      dropApplyBookkeeping(obj);
+      options.keep?.(obj);
+    });
     const watch = new StopAwareWatch(kubeConfig, () => this.#stopped);
     this.#informer = new ListWatch(options.path, watch, list, false, options.labelSelector);
     // The first handlers: the cached object is the one handed to them, so the cache keeps it lean.
-    const trim = (obj: T): void => {
-      dropApplyBookkeeping(obj);
-      options.keep?.(obj);
-    };
     this.#informer.on('add', (o) => {
       trim(o);
       options.onChange(o, 'add');

@@ -35,7 +35,7 @@ import { backoffDelayMs } from '../../kube/backoff.js';
 import { findCondition } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import { normalizeDnsName } from '../../domain/hostname.js';
-import { ResilientInformer } from '../../kube/informer.js';
+import { ResilientInformer, type ListPage } from '../../kube/informer.js';
 import { slimTlsSecret } from '../../certificates/parsed-secret.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
@@ -250,20 +250,25 @@ export class CustomDomainController {
     return found;
   }
 
+  /** A lister of `kind` in every namespace that reads the pages the informer asks for. */
   #lister<T extends KubernetesObject>(
     apiVersion: string,
     kind: string,
     labelSelector?: string,
-  ): () => Promise<KubernetesListObject<T>> {
-    return () => this.#list<T>(apiVersion, kind, labelSelector);
+  ): (page: ListPage) => Promise<KubernetesListObject<T>> {
+    return (page) => this.#list<T>(apiVersion, kind, labelSelector, page.limit, page.continue);
   }
 
-  /** Lists `kind` in every namespace; `limit` caps the number of objects returned. */
+  /**
+   * Lists `kind` in every namespace; `limit` caps the number of objects returned, `continueToken`
+   * (a previous answer's `metadata.continue`) reads on from where that answer stopped.
+   */
   #list<T extends KubernetesObject>(
     apiVersion: string,
     kind: string,
     labelSelector?: string,
     limit?: number,
+    continueToken?: string,
   ): Promise<KubernetesListObject<T>> {
     return this.#d.objects.list(
       apiVersion,
@@ -275,6 +280,7 @@ export class CustomDomainController {
       undefined,
       labelSelector,
       limit,
+      continueToken,
     );
   }
 
