@@ -8,12 +8,17 @@ import * as acme from 'acme-client';
 import type { Logger } from 'pino';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
 import { isConflict, isNotFound } from '../kube/errors.js';
+import { recordAcmeRequest } from '../observability/shared-metrics.js';
 import { outsideIssuance } from './issuance-tracker.js';
 import { failFastOnRateLimit } from './rate-limit.js';
 import { ReplayNoncePool, reuseReplayNonces } from './replay-nonces.js';
+import { AcmeEndpoints, observeAcmeRequests } from './request-metrics.js';
 import { acmeClientAxios, limitAcmeRequests } from './request-timeout.js';
 
 export const ACCOUNT_KEY_FIELD = 'private-key.pem';
+
+/** The URLs of the CAs this process talks to, by resource: one map, as acme-client has one HTTP client. */
+const ACME_ENDPOINTS = new AcmeEndpoints();
 
 export interface AcmeAccountOptions {
   directoryUrl: string;
@@ -80,13 +85,18 @@ export class AcmeAccount {
     failFastOnRateLimit(acme.axios);
     // Every request to the CA gets a deadline, and one of a cancelled order stops at once. Beneath
     // the deadline, acme-client's nonce requests are answered with the nonces of the CA's earlier
-    // answers (acme-client would ask for a fresh one before each signed request).
+    // answers (acme-client would ask for a fresh one before each signed request). Beneath the
+    // pool, each request that reaches the CA is counted by endpoint and status, and timed.
     acme.axios.defaults.httpsAgent = this.#agent;
     const { httpAdapter, settle } = acmeClientAxios();
     limitAcmeRequests(
       acme.axios,
       this.#options.requestTimeoutMs,
-      reuseReplayNonces(httpAdapter, settle, new ReplayNoncePool()),
+      reuseReplayNonces(
+        observeAcmeRequests(httpAdapter, ACME_ENDPOINTS, recordAcmeRequest),
+        settle,
+        new ReplayNoncePool(),
+      ),
     );
     const accountKey = await this.#loadOrCreateKey();
     const client = new acme.Client({

@@ -9,6 +9,8 @@
  */
 import 'reflect-metadata';
 import { AuthorityKeyIdentifierExtension, X509Certificate as PeculiarCertificate } from '@peculiar/x509';
+import { recordAcmeRequest } from '../observability/shared-metrics.js';
+import { observedFetch } from './request-metrics.js';
 
 /** Thrown when a certificate lacks what an ARI identifier needs, or the CA's answer is unusable. */
 export class AriError extends Error {
@@ -76,10 +78,12 @@ export async function fetchRenewalWindow(renewalInfoUrl: string, certId: string)
   const url = `${renewalInfoUrl.replace(/\/$/, '')}/${certId}`;
   let response: Response;
   try {
-    response = await fetch(url, {
-      headers: { 'user-agent': 'portico' },
-      signal: AbortSignal.timeout(10_000),
-    });
+    response = await observedFetch(
+      'renewalInfo',
+      url,
+      { headers: { 'user-agent': 'portico' }, signal: AbortSignal.timeout(10_000) },
+      recordAcmeRequest,
+    );
   } catch (err) {
     throw new AriError(`GET ${url} failed: ${(err as Error).message}`, { cause: err });
   }

@@ -3,6 +3,9 @@
  * `meta.caaIdentities` (for the CAA check), `renewalInfo` (ARI, RFC 9773 §3) and `meta.profiles`.
  * Fetched once and cached; a failed fetch is not cached.
  */
+import { recordAcmeRequest } from '../observability/shared-metrics.js';
+import { observedFetch } from './request-metrics.js';
+
 export interface DirectoryFacts {
   /** Issuer domain names the CA recognizes in CAA `issue` values; [] when the CA names none. */
   caaIdentities: string[];
@@ -62,10 +65,12 @@ export class AcmeDirectory {
   async #fetch(): Promise<DirectoryFacts> {
     let response: Response;
     try {
-      response = await fetch(this.#url, {
-        headers: { 'user-agent': 'portico' },
-        signal: AbortSignal.timeout(10_000),
-      });
+      response = await observedFetch(
+        'directory',
+        this.#url,
+        { headers: { 'user-agent': 'portico' }, signal: AbortSignal.timeout(10_000) },
+        recordAcmeRequest,
+      );
     } catch (err) {
       throw new AcmeDirectoryError(`cannot read the ACME directory ${this.#url}: ${(err as Error).message}`, {
         cause: err,

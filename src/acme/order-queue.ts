@@ -13,6 +13,7 @@ import {
   type OrderRequest,
 } from './order-budget.js';
 import { MAX_TIMER_MS } from '../kube/work-queue.js';
+import { orderBudgets } from '../observability/shared-metrics.js';
 
 export class OrderQueue {
   readonly budget: OrderBudget;
@@ -34,6 +35,9 @@ export class OrderQueue {
     this.budget = new OrderBudget(options);
     this.#requeue = requeue;
     this.#now = now;
+    // The operator's order-budget gauges (portico_acme_order_budget_*, portico_acme_orders_*) read
+    // this budget at each scrape, until `stop`.
+    orderBudgets.add(this.budget);
   }
 
   /** `OrderBudget.request`; a domain told to wait is woken when room comes. */
@@ -55,9 +59,10 @@ export class OrderQueue {
     this.#wake(this.#now());
   }
 
-  /** Clears the timer; nothing is re-queued afterwards. */
+  /** Clears the timer; nothing is re-queued afterwards, and the budget is no longer reported. */
   stop(): void {
     this.#stopped = true;
+    orderBudgets.delete(this.budget);
     clearTimeout(this.#timer);
     this.#timer = undefined;
   }

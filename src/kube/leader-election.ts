@@ -12,6 +12,7 @@
  */
 import type { KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { leaderElectors } from '../observability/shared-metrics.js';
 import { isConflict, isNotFound } from './errors.js';
 
 export interface LeaderElectionOptions {
@@ -155,11 +156,18 @@ export class LeaderElector {
     return this.#leading;
   }
 
+  /** The Lease's name (for the `portico_leader_election_leading` metric). */
+  get leaseName(): string {
+    return this.#options.name;
+  }
+
   /**
    * Campaigns until `stop`. `onStartedLeading` runs when this process takes the Lease,
-   * `onStoppedLeading` the moment it loses it (then it campaigns again).
+   * `onStoppedLeading` the moment it loses it (then it campaigns again). From now until `stop`,
+   * `portico_leader_election_leading` reports whether this process leads.
    */
   run(onStartedLeading: () => void, onStoppedLeading: () => void): void {
+    leaderElectors.add(this);
     this.#onStarted = onStartedLeading;
     this.#onStopped = onStoppedLeading;
     this.#tick();
@@ -283,6 +291,7 @@ export class LeaderElector {
    */
   async stop(): Promise<void> {
     this.#stopped = true;
+    leaderElectors.delete(this);
     clearTimeout(this.#timer);
     await this.#inFlight;
     // Checked even when not leading: a try that settled after `stop` may have taken the Lease.

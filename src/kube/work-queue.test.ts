@@ -283,3 +283,38 @@ describe('backoffDelayMs', () => {
     expect(backoffDelayMs(policy, 50, () => 1)).toBe(8_000);
   });
 });
+
+describe('WorkQueue waits', () => {
+  it('records how long each key waited, at the priority it was taken at; a promotion keeps its queued time', async () => {
+    let clock = 1_000;
+    const waits: [string, number][] = [];
+    const q = new WorkQueue(undefined, {
+      name: 'test',
+      now: () => clock,
+      observeWait: (priority, seconds) => waits.push([priority, seconds]),
+    });
+    q.addLowPriority('a/1');
+    clock += 2_000;
+    q.add('b/1');
+    clock += 500;
+    // Promoted from low to high: still queued since t=1000.
+    q.addHighPriority('a/1');
+    clock += 1_500;
+    expect(await q.get()).toBe('a/1');
+    expect(await q.get()).toBe('b/1');
+    q.done('a/1');
+    q.done('b/1');
+    // A worker already waiting takes a key at once: a wait of 0.
+    const next = q.get();
+    clock += 10_000;
+    q.add('c/1');
+    expect(await next).toBe('c/1');
+    expect(waits).toEqual([
+      ['high', 4],
+      ['normal', 2],
+      ['normal', 0],
+    ]);
+    expect(q.name).toBe('test');
+    q.shutDown();
+  });
+});

@@ -15,7 +15,12 @@
  * Every operation but `shutDown` (linear in the pending timers) is O(1) amortized: the queues are
  * intrusive doubly-linked lists, so removing or promoting a queued key unlinks it in place. Per-key state lives only while the key is queued,
  * in process, timed, or backing off, and a namespace with nothing queued leaves no entry behind.
+ *
+ * Metrics: until `shutDown`, `portico_workqueue_depth_by_priority` reads the queue's depth at each
+ * scrape, and every key handed out records how long it waited in
+ * `portico_workqueue_queue_duration_seconds`, both labelled with the queue's `name`.
  */
+import { sharedMetrics, workQueues } from '../observability/shared-metrics.js';
 import { backoffDelayMs, type BackoffPolicy } from './backoff.js';
 
 /** `high`: `addHighPriority`. `normal`: watch events, `addAfter`, `addRateLimited`. `low`: the periodic resync. */
@@ -97,6 +102,8 @@ interface KeyState extends Links<KeyState> {
   queue: NamespaceQueue | undefined;
   /** While in process: the highest priority it was added with meanwhile, if it was. */
   readded: WorkPriority | undefined;
+  /** While queued: when it was queued (the `now` clock, ms); a promotion keeps it. */
+  queuedAtMs: number;
 }
 
 interface Waiter extends Links<Waiter> {
@@ -185,6 +192,21 @@ class FairLevel {
 /** The longest delay setTimeout honours, in milliseconds (a longer one fires after 1 ms). */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** Records how long a key waited in the queue before a worker took it: seconds, and the priority it was taken at. */
+export type QueueWaitObserver = (priority: WorkPriority, seconds: number) => void;
+
+export interface WorkQueueOptions {
+  /**
+   * The controller the queue feeds (`customdomain`, `ratelimitpolicy`): the `controller` label of
+   * its metrics. Default `''`: the metrics carry no controller label.
+   */
+  readonly name?: string;
+  /** Where each key's wait is recorded; default `portico_workqueue_queue_duration_seconds`. */
+  readonly observeWait?: QueueWaitObserver;
+  /** A monotonic clock in milliseconds for the waits; default `performance.now`. */
+  readonly now?: () => number;
+}
+
 export class WorkQueue {
   readonly #levels = {
     high: new FairLevel('high'),
@@ -197,11 +219,38 @@ export class WorkQueue {
   readonly #timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   readonly #waiters = new LinkedList<Waiter>();
   readonly #policy: BackoffPolicy;
+  readonly #name: string;
+  readonly #observeWait: QueueWaitObserver;
+  readonly #now: () => number;
   #shuttingDown = false;
 
-  /** `policy`: the backoff of `addRateLimited`, in milliseconds. */
-  constructor(policy: BackoffPolicy = { baseMs: 500, maxMs: 300_000 }) {
+  /**
+   * @param policy the backoff of `addRateLimited`, in milliseconds
+   * @param options the queue's name for its metrics, and where its waits are recorded
+   */
+  constructor(policy: BackoffPolicy = { baseMs: 500, maxMs: 300_000 }, options: WorkQueueOptions = {}) {
     this.#policy = policy;
+    this.#name = options.name ?? '';
+    const controller = this.#name;
+    const histogram = sharedMetrics.workQueueDuration;
+    // Label sets resolved once: a wait is recorded on every `get`.
+    const byPriority = {
+      high: histogram.labels({ controller, priority: 'high' }),
+      normal: histogram.labels({ controller, priority: 'normal' }),
+      low: histogram.labels({ controller, priority: 'low' }),
+    };
+    this.#observeWait =
+      options.observeWait ??
+      ((priority, seconds) => {
+        byPriority[priority].observe(seconds);
+      });
+    this.#now = options.now ?? (() => performance.now());
+    workQueues.add(this);
+  }
+
+  /** The controller the queue feeds, as given to the constructor (`''` when none was). */
+  get name(): string {
+    return this.#name;
   }
 
   /** Keys waiting to be processed, at either priority (keys in process or on a timer not counted). */
@@ -308,8 +357,12 @@ export class WorkQueue {
    */
   async get(): Promise<string | undefined> {
     if (this.#shuttingDown) return undefined;
-    const next = this.#levels.high.shift() ?? this.#levels.normal.shift() ?? this.#levels.low.shift();
-    if (next) return next.key;
+    for (const level of [this.#levels.high, this.#levels.normal, this.#levels.low]) {
+      const next = level.shift();
+      if (next === undefined) continue;
+      this.#observeWait(level.priority, Math.max(0, this.#now() - next.queuedAtMs) / 1000);
+      return next.key;
+    }
     return new Promise((resolve) => {
       this.#waiters.push({ resolve, prev: undefined, next: undefined });
     });
@@ -334,6 +387,7 @@ export class WorkQueue {
    */
   shutDown(): void {
     this.#shuttingDown = true;
+    workQueues.delete(this);
     for (const { timer } of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
     this.#levels.high.clear();
@@ -348,7 +402,14 @@ export class WorkQueue {
     if (this.#shuttingDown) return;
     const state = this.#states.get(key);
     if (!state) {
-      const fresh: KeyState = { key, queue: undefined, readded: undefined, prev: undefined, next: undefined };
+      const fresh: KeyState = {
+        key,
+        queue: undefined,
+        readded: undefined,
+        queuedAtMs: 0,
+        prev: undefined,
+        next: undefined,
+      };
       this.#states.set(key, fresh);
       this.#enqueue(fresh, priority);
     } else if (!state.queue) {
@@ -362,7 +423,12 @@ export class WorkQueue {
   /** Hands `state`, which is not queued, to a waiting worker, or queues it at `priority`. */
   #enqueue(state: KeyState, priority: WorkPriority): void {
     const waiter = this.#waiters.shift();
-    if (waiter) waiter.resolve(state.key);
-    else this.#levels[priority].push(state);
+    if (waiter) {
+      this.#observeWait(priority, 0);
+      waiter.resolve(state.key);
+      return;
+    }
+    state.queuedAtMs = this.#now();
+    this.#levels[priority].push(state);
   }
 }

@@ -3,6 +3,7 @@
  * Names follow Prometheus conventions: `_total` counters, `_seconds` durations, base units.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { registerSharedMetrics } from './shared-metrics.js';
 
 export interface ControllerMetrics {
   registry: Registry;
@@ -16,11 +17,17 @@ export interface ControllerMetrics {
   danglingDomains: Gauge<'namespace' | 'name' | 'hostname'>;
 }
 
+/**
+ * The operator's registry and the metrics the reconciles record. The registry also holds the
+ * process-wide metrics of shared-metrics.ts (ACME requests, leader election, the order budget, the
+ * work queues) and Node's process metrics. Every metric is listed in docs/monitoring.md.
+ */
 export function createControllerMetrics(): ControllerMetrics {
   const registry = new Registry();
   // Node's process metrics under their standard names (process_*, nodejs_*), which stock Node.js
   // dashboards and alerts look for (#12).
   collectDefaultMetrics({ register: registry });
+  registerSharedMetrics(registry);
   const registers = [registry];
   return {
     registry,

@@ -1,0 +1,113 @@
+import { Registry } from 'prom-client';
+import { afterEach, describe, expect, it } from 'vitest';
+import { OrderQueue } from '../acme/order-queue.js';
+import { WorkQueue } from '../kube/work-queue.js';
+import { LiveSet, leaderElectors, registerSharedMetrics, type LeaderElectionView } from './shared-metrics.js';
+
+/** The value of each series of `name` in `registry`'s exposition, keyed by its label text. */
+async function series(registry: Registry, name: string): Promise<Map<string, number>> {
+  const found = new Map<string, number>();
+  for (const line of (await registry.metrics()).split('\n')) {
+    const match = new RegExp(`^${name}(\\{[^}]*\\})? (\\S+)$`).exec(line);
+    if (match) found.set(match[1] ?? '', Number(match[2]));
+  }
+  return found;
+}
+
+describe('LiveSet', () => {
+  it('lists members until they are deleted, once each', () => {
+    const set = new LiveSet<{ n: number }>();
+    const a = { n: 1 };
+    const b = { n: 2 };
+    set.add(a);
+    set.add(b);
+    set.add(a);
+    expect(set.values()).toEqual([a, b]);
+    set.delete(a);
+    expect(set.values()).toEqual([b]);
+  });
+});
+
+describe('shared metrics', () => {
+  const stops: (() => void)[] = [];
+  afterEach(() => {
+    for (const stop of stops.splice(0)) stop();
+  });
+
+  it('reports the newest order budget: orders in the window against the limit, in flight, waiting', async () => {
+    const registry = new Registry();
+    registerSharedMetrics(registry);
+    const t0 = new Date();
+    const orders = new OrderQueue(
+      { limits: { accountOrders: { limit: 2, windowMs: 3_600_000 }, maxInFlight: 1 } },
+      () => undefined,
+    );
+    stops.push(() => {
+      orders.stop();
+    });
+    const request = (key: string, kind: 'renewal' | 'first-issuance'): void => {
+      orders.request(
+        { key, tenant: 'shop', hostname: `${key}.test`, registeredDomain: `${key}.test`, kind, queuedAt: t0 },
+        t0,
+      );
+    };
+    request('a', 'first-issuance');
+    request('b', 'renewal');
+    request('c', 'first-issuance');
+    expect(await series(registry, 'portico_acme_order_budget_used')).toEqual(new Map([['', 1]]));
+    expect(await series(registry, 'portico_acme_order_budget_limit')).toEqual(new Map([['', 2]]));
+    expect(await series(registry, 'portico_acme_order_budget_window_seconds')).toEqual(new Map([['', 3600]]));
+    expect(await series(registry, 'portico_acme_orders_in_flight')).toEqual(new Map([['', 1]]));
+    expect(await series(registry, 'portico_acme_orders_in_flight_limit')).toEqual(new Map([['', 1]]));
+    expect(await series(registry, 'portico_acme_orders_waiting')).toEqual(
+      new Map([
+        ['{kind="renewal"}', 1],
+        ['{kind="first_issuance"}', 1],
+      ]),
+    );
+    // A gauge without labels is never absent: with no budget in use it reads 0.
+    orders.stop();
+    expect(await series(registry, 'portico_acme_order_budget_used')).toEqual(new Map([['', 0]]));
+    expect(await series(registry, 'portico_acme_orders_waiting')).toEqual(new Map());
+  });
+
+  it('reports each work queue by controller and priority until it shuts down', async () => {
+    const registry = new Registry();
+    registerSharedMetrics(registry);
+    const queue = new WorkQueue(undefined, { name: 'unit-test-queue' });
+    stops.push(() => {
+      queue.shutDown();
+    });
+    queue.add('a/1');
+    queue.add('a/2');
+    queue.addHighPriority('b/1');
+    queue.addLowPriority('c/1');
+    const depth = await series(registry, 'portico_workqueue_depth_by_priority');
+    expect(depth.get('{controller="unit-test-queue",priority="high"}')).toBe(1);
+    expect(depth.get('{controller="unit-test-queue",priority="normal"}')).toBe(2);
+    expect(depth.get('{controller="unit-test-queue",priority="low"}')).toBe(1);
+    await queue.get();
+    const waited = await series(registry, 'portico_workqueue_queue_duration_seconds_count');
+    expect(waited.get('{controller="unit-test-queue",priority="high"}')).toBe(1);
+    queue.shutDown();
+    const after = await series(registry, 'portico_workqueue_depth_by_priority');
+    expect([...after.keys()].some((labels) => labels.includes('unit-test-queue'))).toBe(false);
+  });
+
+  it('reports 1 for a lease any elector of this process holds, 0 for one none holds', async () => {
+    const registry = new Registry();
+    registerSharedMetrics(registry);
+    const held: LeaderElectionView = { leaseName: 'unit-a', leading: true };
+    const notHeld: LeaderElectionView = { leaseName: 'unit-a', leading: false };
+    const other: LeaderElectionView = { leaseName: 'unit-b', leading: false };
+    for (const e of [held, notHeld, other]) {
+      leaderElectors.add(e);
+      stops.push(() => {
+        leaderElectors.delete(e);
+      });
+    }
+    const leading = await series(registry, 'portico_leader_election_leading');
+    expect(leading.get('{lease="unit-a"}')).toBe(1);
+    expect(leading.get('{lease="unit-b"}')).toBe(0);
+  });
+});
