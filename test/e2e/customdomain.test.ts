@@ -17,6 +17,7 @@ import {
   waitForCondition,
   customDomainApi,
 } from './support/cluster.js';
+import { scrape } from './support/metrics.js';
 
 const target = sandbox.platformCnameTarget;
 
@@ -84,6 +85,41 @@ describe('a subdomain whose CNAME is right', () => {
     expect(story).toContain('CertificateReady Issued:');
     // Two status writes on the way to Live (verified and ordering, then issued and routed).
     expect(mine.filter((e) => e.type === 'Normal').length).toBeLessThanOrEqual(2);
+  });
+
+  it("shows the issuance's ACME requests on the operator's /metrics by endpoint and status, and the certificate's expiry", async () => {
+    const samples = await scrape(sandbox.controllerMetricsUrl);
+    const requests = samples.filter((s) => s.name === 'portico_acme_requests_total');
+    const count = (endpoint: string, status: string): number =>
+      requests.find((s) => s.labels['endpoint'] === endpoint && s.labels['status'] === status)?.value ?? 0;
+    // What an issuance against Pebble asks (RFC 8555 §7.4): newOrder answers 201, the order's
+    // authorization, challenge, finalize and certificate resources 200.
+    expect(count('newOrder', '201')).toBeGreaterThanOrEqual(1);
+    for (const endpoint of ['authz', 'challenge', 'finalize', 'certificate'])
+      expect(count(endpoint, '200'), endpoint).toBeGreaterThanOrEqual(1);
+    expect(count('directory', '200')).toBeGreaterThanOrEqual(1);
+    // Labels are the fixed endpoint names and status codes, never a URL.
+    const endpoints = new Set(requests.map((s) => s.labels['endpoint']));
+    expect([...endpoints].every((e) => /^[a-zA-Z]+$/.test(e ?? ''))).toBe(true);
+    expect(requests.every((s) => /^(\d{3}|timeout|cancelled|error)$/.test(s.labels['status'] ?? ''))).toBe(
+      true,
+    );
+    const latency = samples.find(
+      (s) => s.name === 'portico_acme_request_duration_seconds_count' && s.labels['endpoint'] === 'newOrder',
+    );
+    expect(latency?.value).toBeGreaterThanOrEqual(1);
+
+    const cd = await getCustomDomain(ns, 'www');
+    const expiry = samples.find(
+      (s) =>
+        s.name === 'portico_certificate_expiration_timestamp_seconds' && s.labels['hostname'] === hostname,
+    );
+    expect(expiry?.value).toBe(Date.parse(cd.status?.certificate?.notAfter ?? '') / 1000);
+    // The order budget counted the order; the stack's operator leads its Lease.
+    const one = (name: string): number | undefined => samples.find((s) => s.name === name)?.value;
+    expect(one('portico_acme_order_budget_used')).toBeGreaterThanOrEqual(1);
+    expect(one('portico_acme_order_budget_limit')).toBeGreaterThan(0);
+    expect(one('portico_leader_election_leading')).toBe(1);
   });
 });
 
