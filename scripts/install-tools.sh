@@ -26,6 +26,12 @@ HELM_VERSION=v3.22.0
 # pins the commit 3fb702589d36 (2026-01-22). Its go.mod has no replace directives, so go install works.
 ENVOY_RATELIMIT_VERSION=v1.4.1-0.20260122083618-3fb702589d36
 GHZ_VERSION=v0.93.0
+# promtool, for the alert rules' unit tests (`promtool test rules`, test/e2e/alert-rules.test.ts) and
+# the dashboard's expression check. Prometheus publishes its Go module as v0.3XX.Y for release 3.XX.Y;
+# v0.316.0 (Prometheus 3.16.0) is the newest the module proxy serves here (`go list -m -versions`:
+# v0.313.x to v0.316.0; newer releases are not served), and it builds with go install as it is (its
+# go.mod has no replace directives), so no older one had to be tried. About 5 minutes on 2 cores.
+PROMETHEUS_VERSION=v0.316.0
 
 bench=false
 for arg in "$@"; do
@@ -82,6 +88,9 @@ build_once etcd "$ETCD_VERSION" build_etcd
 build_once pebble "$PEBBLE_VERSION" go install -trimpath "github.com/letsencrypt/pebble/v2/cmd/pebble@$PEBBLE_VERSION"
 build_once pebble-challtestsrv "$PEBBLE_VERSION" go install -trimpath "github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv@$PEBBLE_VERSION"
 build_once helm "$HELM_VERSION" go install -trimpath "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+build_once promtool "$PROMETHEUS_VERSION" go install -trimpath \
+  -ldflags "-s -w -X github.com/prometheus/common/version.Version=3.${PROMETHEUS_VERSION#v0.3}" \
+  "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
 # An independent client of Envoy's rate-limit protocol, for the e2e tests.
 build_once envoy-ratelimit-client "$ENVOY_RATELIMIT_VERSION" \
   go_install_as envoy-ratelimit-client "github.com/envoyproxy/ratelimit/src/client_cmd@$ENVOY_RATELIMIT_VERSION"
