@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { sandbox } from './support/cluster.js';
 import {
   REPO,
   kubectl,
@@ -128,5 +129,22 @@ describe('the PrometheusRule', () => {
     }
     // Every case names an alert of the rules (a renamed alert leaves no case behind).
     for (const c of cases) expect(alerts).toContain(c.alertname);
+  });
+
+  it('reads only metrics the running operator and rate-limit service export', async () => {
+    const pages = await Promise.all(
+      [sandbox.controllerMetricsUrl, sandbox.ratelimitMetricsUrl].map(async (u) => (await fetch(u)).text()),
+    );
+    const declared = new Set(
+      pages.flatMap((p) => [...p.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1] ?? '')),
+    );
+    const groups = (rule.spec?.['groups'] ?? []) as RuleGroup[];
+    const read = new Set(
+      groups.flatMap((g) =>
+        g.rules.flatMap((r) => [...r.expr.matchAll(/\b(portico_[a-z0-9_]+)\b/g)].map((m) => m[1] ?? '')),
+      ),
+    );
+    expect(read.size).toBeGreaterThanOrEqual(6);
+    for (const name of read) expect(declared.has(name), `${name} is exported`).toBe(true);
   });
 });
