@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
+import { setFlagsFromString } from 'node:v8';
 import type { V1Secret } from '@kubernetes/client-node';
 import * as x509 from '@peculiar/x509';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -70,5 +71,14 @@ describe('parsedSecret and slimTlsSecret', () => {
     expect(secret.data).toBeUndefined();
     expect(JSON.stringify(secret)).not.toContain('LS0tLS1');
     expect(parsedSecret(secret)).toEqual(before);
+  });
+
+  it('leaves the slimmed Secret a fast-mode object (a `delete` would make a hash table of it)', () => {
+    setFlagsFromString('--allow-natives-syntax');
+    const hasFastProperties = new Function('o', 'return %HasFastProperties(o)') as (o: unknown) => boolean;
+    const secret = tlsSecret(leaf.certPem, leaf.keyPem);
+    expect(hasFastProperties(secret)).toBe(true);
+    slimTlsSecret(secret);
+    expect(hasFastProperties(secret)).toBe(true);
   });
 });

@@ -42,7 +42,9 @@ export function parsedSecret(secret: V1Secret): ParsedTlsSecret | undefined {
  */
 export function slimTlsSecret(secret: V1Secret): void {
   parsedSecret(secret);
-  delete secret.data;
+  // Set to undefined, not deleted: a deleted property turns the object into a hash table (V8's
+  // dictionary mode), several times its size.
+  Reflect.set(secret, 'data', undefined);
 }
 
 function parse(secret: V1Secret): ParsedTlsSecret | null {

@@ -107,7 +107,8 @@ export function keepServicePorts(service: V1Service): void {
     p.name ? { name: p.name, port: p.port } : { port: p.port },
   );
   service.spec = { ports };
-  delete service.status;
+  // Not `delete`: a deleted property turns the object into a hash table (V8's dictionary mode).
+  Reflect.set(service, 'status', undefined);
 }
 
 function readyEndpointCount(slice: V1EndpointSlice): number {
