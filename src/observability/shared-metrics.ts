@@ -126,7 +126,7 @@ export const sharedMetrics = {
   ),
   orderBudgetLimit: budgetGauge(
     'portico_acme_order_budget_limit',
-    'New orders the ACME account may place in one order window (--acme-order-budget).',
+    'New orders the ACME account may place in one order window (--acme-orders-per-window).',
     (s) => s.orderLimit,
   ),
   orderBudgetWindow: budgetGauge(
