@@ -1,9 +1,9 @@
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
-import { setFlagsFromString } from 'node:v8';
 import type { V1Secret } from '@kubernetes/client-node';
 import * as x509 from '@peculiar/x509';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { hasFastProperties } from '../../test/support/v8-representation.js';
 import { parsedSecret, slimTlsSecret } from './parsed-secret.js';
 
 x509.cryptoProvider.set(webcrypto);
@@ -74,8 +74,6 @@ describe('parsedSecret and slimTlsSecret', () => {
   });
 
   it('leaves the slimmed Secret a fast-mode object (a `delete` would make a hash table of it)', () => {
-    setFlagsFromString('--allow-natives-syntax');
-    const hasFastProperties = new Function('o', 'return %HasFastProperties(o)') as (o: unknown) => boolean;
     const secret = tlsSecret(leaf.certPem, leaf.keyPem);
     expect(hasFastProperties(secret)).toBe(true);
     slimTlsSecret(secret);

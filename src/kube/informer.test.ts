@@ -1,6 +1,6 @@
-import { setFlagsFromString } from 'node:v8';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
+import { hasFastProperties } from '../../test/support/v8-representation.js';
 import {
   dropApplyBookkeeping,
   LAST_APPLIED_ANNOTATION,
@@ -33,9 +33,6 @@ describe('dropApplyBookkeeping', () => {
   });
 
   it('leaves the trimmed metadata and annotations as fast-mode objects (a `delete` would make hash tables of them)', () => {
-    // V8's own test of an object's representation, enabled for this process.
-    setFlagsFromString('--allow-natives-syntax');
-    const hasFastProperties = new Function('o', 'return %HasFastProperties(o)') as (o: unknown) => boolean;
     const obj = JSON.parse(
       JSON.stringify({
         apiVersion: 'networking.k8s.io/v1',
