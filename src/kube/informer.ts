@@ -12,6 +12,8 @@
  * and none of whatever else the informer's `keep` trims.
  */
 import {
+  CustomObjectsApi,
+  KubernetesObjectApi,
   ListWatch,
   Watch,
   type Informer,
@@ -99,16 +101,17 @@ function without<T extends object>(obj: T, key: string): T {
  * for; an object that `cached` already holds at the same resourceVersion is replaced by that copy
  * (ListWatch keeps its copy anyway), so a relist does not trim, e.g. parse, every object again.
  * The pages of one paginated list are one consistent snapshot: the result is the last answer with
- * every page's items. Rejects with the lister's error, e.g. 410 Gone for a continue token that
+ * every page's items. `pageSize` is the `limit` of each page (tests use a small one). Rejects with the lister's error, e.g. 410 Gone for a continue token that
  * expired (the informer then starts over).
  */
 export async function listInPages<T extends KubernetesObject>(
   list: (page: ListPage) => Promise<KubernetesListObject<T>>,
   trim: (obj: T) => void,
   cached: (name: string, namespace: string | undefined) => T | undefined,
+  pageSize = LIST_PAGE_SIZE,
 ): Promise<KubernetesListObject<T>> {
   const items: T[] = [];
-  let page: ListPage = { limit: LIST_PAGE_SIZE };
+  let page: ListPage = { limit: pageSize };
   for (;;) {
     const answer = await list(page);
     for (const obj of answer.items) {
@@ -121,10 +124,71 @@ export async function listInPages<T extends KubernetesObject>(
         items.push(obj);
       }
     }
-    const next = answer.metadata?._continue;
+    const next = continueToken(answer);
     if (!next) return { ...answer, items };
-    page = { limit: LIST_PAGE_SIZE, continue: next };
+    page = { limit: pageSize, continue: next };
   }
+}
+
+/**
+ * The continue token of a list answer: `metadata._continue` in client-node's typed lists,
+ * `metadata.continue` in the raw JSON of a custom resource list.
+ */
+function continueToken(answer: KubernetesListObject<KubernetesObject>): string | undefined {
+  const metadata = answer.metadata as { _continue?: string; continue?: string } | undefined;
+  return metadata?._continue ?? metadata?.continue;
+}
+
+/**
+ * A kind to list in every namespace. `plural` marks a kind served from a CRD (its resource name):
+ * it is listed through the custom objects API, whose answer is the API server's JSON as it came.
+ * client-node's generic list (KubernetesObjectApi) reads a custom resource list's `metadata` as an
+ * ObjectMeta and so drops its `continue`: a paginated list would end after its first page.
+ */
+export interface ListedKind {
+  apiVersion: string;
+  kind: string;
+  plural?: string;
+  labelSelector?: string;
+}
+
+/**
+ * A lister for `ResilientInformer.list` that reads the pages asked for: built-in kinds through
+ * KubernetesObjectApi, kinds with a `plural` through CustomObjectsApi (see `ListedKind`). Rejects
+ * with client-node's ApiException on an error answer.
+ */
+export function clusterLister<T extends KubernetesObject>(
+  kubeConfig: KubeConfig,
+  listed: ListedKind,
+): (page: ListPage) => Promise<KubernetesListObject<T>> {
+  const { apiVersion, kind, plural, labelSelector } = listed;
+  if (plural !== undefined) {
+    const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+    const [group = '', version = ''] = apiVersion.split('/');
+    return async (page) =>
+      (await custom.listClusterCustomObject({
+        group,
+        version,
+        plural,
+        limit: page.limit,
+        ...(page.continue === undefined ? {} : { _continue: page.continue }),
+        ...(labelSelector === undefined ? {} : { labelSelector }),
+      })) as KubernetesListObject<T>;
+  }
+  const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
+  return (page) =>
+    objects.list<T>(
+      apiVersion,
+      kind,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      labelSelector,
+      page.limit,
+      page.continue,
+    );
 }
 
 /** A Watch that aborts a request opened after its informer was stopped, as soon as it is open. */

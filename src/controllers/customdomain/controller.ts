@@ -35,7 +35,7 @@ import { backoffDelayMs } from '../../kube/backoff.js';
 import { findCondition } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import { normalizeDnsName } from '../../domain/hostname.js';
-import { ResilientInformer, type ListPage } from '../../kube/informer.js';
+import { clusterLister, ResilientInformer, type ListPage } from '../../kube/informer.js';
 import { slimTlsSecret } from '../../certificates/parsed-secret.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
@@ -148,7 +148,7 @@ export class CustomDomainController {
     const common = { resyncMs: 0, log: deps.log };
     this.#domains = new ResilientInformer<CustomDomain>(deps.kubeConfig, {
       path: `/apis/${GROUP}/${VERSION}/${CUSTOM_DOMAIN_PLURAL}`,
-      list: this.#lister(`${GROUP}/${VERSION}`, 'CustomDomain'),
+      list: this.#lister(`${GROUP}/${VERSION}`, 'CustomDomain', { plural: CUSTOM_DOMAIN_PLURAL }),
       onChange: (obj, verb) => {
         const key = objectKey(obj);
         const servingChanged = this.#noteServing(key, obj, verb);
@@ -207,7 +207,7 @@ export class CustomDomainController {
     this.#claims = new ResilientInformer<HostnameClaim>(deps.kubeConfig, {
       ...common,
       path: `/apis/${GROUP}/${VERSION}/${HOSTNAME_CLAIM_PLURAL}`,
-      list: this.#lister(`${GROUP}/${VERSION}`, 'HostnameClaim'),
+      list: this.#lister(`${GROUP}/${VERSION}`, 'HostnameClaim', { plural: HOSTNAME_CLAIM_PLURAL }),
       onChange: (claim) => {
         this.#enqueue(this.#index.ofHostname(claim.metadata.name));
       },
@@ -219,7 +219,7 @@ export class CustomDomainController {
       OWNED_SELECTOR,
     );
     // A cached Secret keeps its parsed certificate, not its PEM and key (parsed-secret.ts).
-    this.#watchOwned('v1', 'Secret', '/api/v1/secrets', OWNED_SELECTOR, slimTlsSecret);
+    this.#watchOwned('v1', 'Secret', '/api/v1/secrets', OWNED_SELECTOR, { keep: slimTlsSecret });
     this.#watchOwned('v1', 'Service', '/api/v1/services', MANAGED_SELECTOR);
     this.#informers = [
       this.#domains,
@@ -251,25 +251,21 @@ export class CustomDomainController {
     return found;
   }
 
-  /** A lister of `kind` in every namespace that reads the pages the informer asks for. */
+  /** A lister of `kind` in every namespace; `plural` for a kind served from a CRD (`ListedKind`). */
   #lister<T extends KubernetesObject>(
     apiVersion: string,
     kind: string,
-    labelSelector?: string,
+    options: { labelSelector?: string; plural?: string } = {},
   ): (page: ListPage) => Promise<KubernetesListObject<T>> {
-    return (page) => this.#list<T>(apiVersion, kind, labelSelector, page.limit, page.continue);
+    return clusterLister<T>(this.#d.kubeConfig, { apiVersion, kind, ...options });
   }
 
-  /**
-   * Lists `kind` in every namespace; `limit` caps the number of objects returned, `continueToken`
-   * (a previous answer's `metadata.continue`) reads on from where that answer stopped.
-   */
+  /** Lists `kind` in every namespace; `limit` caps the number of objects returned. */
   #list<T extends KubernetesObject>(
     apiVersion: string,
     kind: string,
     labelSelector?: string,
     limit?: number,
-    continueToken?: string,
   ): Promise<KubernetesListObject<T>> {
     return this.#d.objects.list(
       apiVersion,
@@ -281,23 +277,26 @@ export class CustomDomainController {
       undefined,
       labelSelector,
       limit,
-      continueToken,
     );
   }
 
-  /** Caches the objects of one owned kind; a change re-queues the domain named by its owner label. */
+  /**
+   * Caches the objects of one owned kind (`plural` for a kind served from a CRD, `keep` trims each
+   * object); a change re-queues the domain named by its owner label.
+   */
   #watchOwned(
     apiVersion: string,
     kind: string,
     path: string,
     labelSelector: string,
-    keep?: (obj: KubernetesObject) => void,
+    options: { keep?: (obj: KubernetesObject) => void; plural?: string } = {},
   ): ResilientInformer<KubernetesObject> {
+    const { keep, plural } = options;
     const informer = new ResilientInformer<KubernetesObject>(this.#d.kubeConfig, {
       resyncMs: 0,
       log: this.#d.log,
       path,
-      list: this.#lister(apiVersion, kind, labelSelector),
+      list: this.#lister(apiVersion, kind, { labelSelector, ...(plural === undefined ? {} : { plural }) }),
       labelSelector,
       ...(keep ? { keep } : {}),
       onChange: (obj) => {
@@ -330,7 +329,9 @@ export class CustomDomainController {
       }
       this.#d.log.debug({ apiVersion, kind, served }, 'owned kind probed');
       if (served && !this.#stopping)
-        this.#watchOwned(apiVersion, kind, `/apis/${apiVersion}/${plural}`, OWNED_SELECTOR).start();
+        this.#watchOwned(apiVersion, kind, `/apis/${apiVersion}/${plural}`, OWNED_SELECTOR, {
+          plural,
+        }).start();
       else if (!served) this.#absentKinds.add(type);
     }
     this.#optionalKindsProbed = true;
