@@ -10,12 +10,43 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
 import { isConflict, isNotFound } from '../kube/errors.js';
 import { recordAcmeRequest } from '../observability/shared-metrics.js';
 import { outsideIssuance } from './issuance-tracker.js';
-import { failFastOnRateLimit } from './rate-limit.js';
+import { failFastOnRateLimit, type ResponseTransformHost } from './rate-limit.js';
 import { ReplayNoncePool, reuseReplayNonces } from './replay-nonces.js';
 import { AcmeEndpoints, observeAcmeRequests } from './request-metrics.js';
 import { acmeClientAxios, limitAcmeRequests } from './request-timeout.js';
 
 export const ACCOUNT_KEY_FIELD = 'private-key.pem';
+
+/** RFC 8555 §6.7: the request names an account (its `kid`) that the CA does not know. */
+export const ACCOUNT_DOES_NOT_EXIST_PROBLEM = 'urn:ietf:params:acme:error:accountDoesNotExist';
+
+const ON_ACCOUNT_GONE = Symbol.for('portico.acme.onAccountGone');
+
+/**
+ * Calls `onGone` whenever the CA answers a request of acme-client's HTTP client with the problem
+ * `accountDoesNotExist` (RFC 8555 §6.7): the CA lost or dropped the account, e.g. a CA whose state
+ * was reset. The answer itself is left to acme-client, which fails the request with its detail.
+ * Installs one response transform per process (acme-client has one HTTP client); a later call only
+ * replaces `onGone`.
+ *
+ * @param instance acme-client's axios instance, `acme.axios`
+ */
+export function onAccountGone(instance: ResponseTransformHost, onGone: () => void): void {
+  const host = instance as ResponseTransformHost & { [ON_ACCOUNT_GONE]?: () => void };
+  const installed = host[ON_ACCOUNT_GONE] !== undefined;
+  host[ON_ACCOUNT_GONE] = onGone;
+  if (installed) return;
+  const existing = instance.defaults.transformResponse;
+  const before = Array.isArray(existing) ? (existing as unknown[]) : existing ? [existing] : [];
+  instance.defaults.transformResponse = [
+    ...before,
+    (data: unknown): unknown => {
+      const type = data !== null && typeof data === 'object' ? (data as { type?: unknown }).type : undefined;
+      if (type === ACCOUNT_DOES_NOT_EXIST_PROBLEM) host[ON_ACCOUNT_GONE]?.();
+      return data;
+    },
+  ];
+}
 
 /** The URLs of the CAs this process talks to, by resource: one map, as acme-client has one HTTP client. */
 const ACME_ENDPOINTS = new AcmeEndpoints();
@@ -71,6 +102,16 @@ export class AcmeAccount {
     return this.#client;
   }
 
+  /** Drops the registration (the CA no longer knows the account): the next `client()` registers again. */
+  #forgetRegistration(): void {
+    if (this.#client === undefined) return;
+    this.#client = undefined;
+    this.#log.warn(
+      { directoryUrl: this.#options.directoryUrl },
+      'the ACME CA no longer knows the account (accountDoesNotExist); the next order registers it again',
+    );
+  }
+
   /**
    * Closes the connections to the CA, idle or busy (at shutdown, once the orders in flight were
    * abandoned: a connection still tied to an abandoned request would hold the process open).
@@ -83,6 +124,12 @@ export class AcmeAccount {
     // A 429 from the CA ends the order at once (AcmeRateLimitedError) instead of acme-client
     // sleeping Retry-After inside it and replaying the request.
     failFastOnRateLimit(acme.axios);
+    // A CA that no longer knows the account answers every order with accountDoesNotExist: the
+    // next order registers again (newAccount with the same key; RFC 8555 §7.3) instead of every
+    // order failing until the operator restarts.
+    onAccountGone(acme.axios, () => {
+      this.#forgetRegistration();
+    });
     // Every request to the CA gets a deadline, and one of a cancelled order stops at once. Beneath
     // the deadline, acme-client's nonce requests are answered with the nonces of the CA's earlier
     // answers (acme-client would ask for a fresh one before each signed request). Beneath the

@@ -1,11 +1,14 @@
 /**
- * Faults of the e2e stack's own processes (etcd, kube-apiserver): stop one and start it again with
- * the same command line, environment and data (etcd keeps its data directory: a restart, not a new
- * cluster), or freeze one with SIGSTOP and thaw it with SIGCONT.
+ * Faults of the e2e stack's own processes (etcd, kube-apiserver, Pebble): stop one and start it
+ * again with the same command line, environment and data (etcd keeps its data directory: a restart,
+ * not a new cluster; Pebble keeps its state in memory, so it comes back with no accounts, orders or
+ * roots of before: a CA that lost its state), or freeze one with SIGSTOP and thaw it with SIGCONT.
  */
 import { readFile } from 'node:fs/promises';
 import { apiServerReadyProbe, KUBE_APISERVER } from '../../../src/sandbox/kube-apiserver.js';
 import { ETCD } from '../../../src/sandbox/etcd.js';
+import { PEBBLE } from '../../../src/sandbox/pebble.js';
+import { httpProbe } from '../../../src/sandbox/readiness.js';
 import { sandboxPaths } from '../../../src/sandbox/paths.js';
 import { readPid, startDetached, stopProcess } from '../../../src/sandbox/processes.js';
 import { httpStatus } from './stack-controller.js';
@@ -14,7 +17,7 @@ import { sandbox, waitFor } from './cluster.js';
 const paths = sandboxPaths(sandbox.sandboxDir);
 
 /** The stack's components this file restarts. */
-export type RestartableComponent = typeof ETCD | typeof KUBE_APISERVER;
+export type RestartableComponent = typeof ETCD | typeof KUBE_APISERVER | typeof PEBBLE;
 
 /** A stopped component: what `startComponent` needs to start it again as it was. */
 export interface StoppedComponent {
@@ -51,8 +54,12 @@ export async function stopComponent(name: RestartableComponent): Promise<Stopped
   return { name, command, args, env };
 }
 
-/** True when the component answers: etcd `/health` 200, kube-apiserver `/readyz` 200. */
+/** True when the component answers: etcd `/health` 200, kube-apiserver `/readyz` 200, Pebble its directory. */
 async function answers(name: RestartableComponent): Promise<boolean> {
+  if (name === PEBBLE) {
+    const ca = await readFile(sandbox.acmeCaBundle, 'utf8');
+    return (await httpProbe(sandbox.acmeDirectoryUrl, { ca })()) === true;
+  }
   if (name === ETCD) {
     if (!sandbox.etcdUrl) throw new Error('the stack runs no etcd of its own (an external cluster)');
     return (await httpStatus(`${sandbox.etcdUrl}/health`)) === 200;
