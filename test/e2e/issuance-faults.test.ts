@@ -49,6 +49,7 @@ import {
   runAll,
 } from './support/stack-controller.js';
 import { sleep, within } from './support/proxied-operator.js';
+import { scrape } from './support/metrics.js';
 
 const target = sandbox.platformCnameTarget;
 /** The published retry schedule of a failed order starts at 1 minute (docs/customdomains.md). */
@@ -81,6 +82,18 @@ afterAll(async () => {
 function theProxy(): AcmeFaultProxy {
   if (!proxy) throw new Error('the fault proxy did not start');
   return proxy;
+}
+
+/** The running operator's `portico_acme_requests_total` for `endpoint` and `status` (0 when absent). */
+async function acmeRequests(endpoint: string, status: string): Promise<number> {
+  const samples = await scrape(`http://127.0.0.1:${operator?.metricsPort ?? 0}/metrics`);
+  const found = samples.find(
+    (x) =>
+      x.name === 'portico_acme_requests_total' &&
+      x.labels['endpoint'] === endpoint &&
+      x.labels['status'] === status,
+  );
+  return found?.value ?? 0;
 }
 
 /** The exchanges of `kind` about `hostname`, in arrival order. */
@@ -280,6 +293,12 @@ describe('HTTP 429 from the CA', () => {
     expect(nextAttempt).toBeGreaterThanOrEqual(notBefore);
     expect(refusal.count).toBeGreaterThan(0);
     expect(exchangesFor(a, 'new-order').every((x) => x.refused)).toBe(true);
+    // The operator's /metrics count the CA's refusals under the newOrder endpoint and status 429
+    // (only A's orders were refused; later retries may have added to both since).
+    const refusedBefore = refusal.count;
+    const counted429 = await acmeRequests('newOrder', '429');
+    expect(counted429).toBeGreaterThanOrEqual(refusedBefore);
+    expect(counted429).toBeLessThanOrEqual(refusal.count);
 
     // The CA accepts again: A gets its certificate on the schedule.
     refusal.stop();
@@ -342,6 +361,8 @@ describe('an ACME request the CA never answers', () => {
     expect(finalize.status).toBeUndefined();
     expect(exchangesFor(hostname, 'finalize')).toHaveLength(1);
     expect(exchangesFor(hostname, 'new-order')).toHaveLength(1);
+    // The operator's /metrics count it as a finalize that timed out.
+    expect(await acmeRequests('finalize', 'timeout')).toBe(1);
 
     // The proxy stops holding; the next attempt, on the schedule, gets the certificate.
     held.release();
