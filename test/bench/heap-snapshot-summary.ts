@@ -5,6 +5,10 @@
  * holds is live, not garbage. Prints MiB, counts, and the total.
  *
  *   npx tsx test/bench/heap-snapshot-summary.ts FILE.heapsnapshot [--top 30]
+ *   npx tsx test/bench/heap-snapshot-summary.ts FILE.heapsnapshot --base BEFORE.heapsnapshot [--per 1000]
+ *
+ * With `--base`, the groups are ordered by what FILE holds more than BEFORE (e.g. a snapshot taken
+ * before N domains were created), and `--per N` also prints that growth in bytes per N (per domain).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -17,13 +21,13 @@ interface Snapshot {
 
 const MiB = 1024 * 1024;
 
-function main(): void {
-  const { values, positionals } = parseArgs({
-    allowPositionals: true,
-    options: { top: { type: 'string', default: '30' } },
-  });
-  const file = positionals[0];
-  if (!file) throw new Error('usage: heap-snapshot-summary.ts FILE.heapsnapshot [--top N]');
+interface Summary {
+  groups: Map<string, { bytes: number; count: number }>;
+  total: number;
+  nodes: number;
+}
+
+function summarize(file: string): Summary {
   const snap = JSON.parse(readFileSync(file, 'utf8')) as Snapshot;
   const fields = snap.snapshot.meta.node_fields;
   const types = snap.snapshot.meta.node_types[0];
@@ -44,13 +48,54 @@ function main(): void {
     groups.set(key, group);
     total += size;
   }
-  process.stdout.write(
-    `live self size ${(total / MiB).toFixed(1)} MiB in ${String(snap.nodes.length / width)} nodes\n`,
-  );
+  return { groups, total, nodes: snap.nodes.length / width };
+}
+
+function main(): void {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { top: { type: 'string', default: '30' }, base: { type: 'string' }, per: { type: 'string' } },
+  });
+  const file = positionals[0];
+  if (!file)
+    throw new Error('usage: heap-snapshot-summary.ts FILE.heapsnapshot [--top N] [--base FILE] [--per N]');
+  const { groups, total, nodes } = summarize(file);
+  if (values.base !== undefined) {
+    printGrowth(groups, total, summarize(values.base), Number(values.top), Number(values.per ?? 0));
+    return;
+  }
+  process.stdout.write(`live self size ${(total / MiB).toFixed(1)} MiB in ${String(nodes)} nodes\n`);
   const rows = [...groups].sort((a, b) => b[1].bytes - a[1].bytes).slice(0, Number(values.top));
   for (const [key, { bytes, count }] of rows) {
     process.stdout.write(
       `${(bytes / MiB).toFixed(2).padStart(9)} MiB ${String(count).padStart(9)}  ${key}\n`,
+    );
+  }
+}
+
+/** The groups ordered by growth over `base`; with `per` > 0, the growth per `per` units too. */
+function printGrowth(
+  groups: Summary['groups'],
+  total: number,
+  base: Summary,
+  top: number,
+  per: number,
+): void {
+  const perUnit = (bytes: number): string =>
+    per > 0 ? `${(bytes / per).toFixed(0).padStart(8)} B/unit` : '';
+  process.stdout.write(
+    `live self size ${(base.total / MiB).toFixed(1)} -> ${(total / MiB).toFixed(1)} MiB ${perUnit(total - base.total)}\n`,
+  );
+  const rows = [...groups]
+    .map(([key, g]) => {
+      const b = base.groups.get(key) ?? { bytes: 0, count: 0 };
+      return { key, bytes: g.bytes - b.bytes, count: g.count - b.count };
+    })
+    .sort((a, b) => b.bytes - a.bytes)
+    .slice(0, top);
+  for (const { key, bytes, count } of rows) {
+    process.stdout.write(
+      `${(bytes / MiB).toFixed(2).padStart(9)} MiB ${String(count).padStart(9)} ${perUnit(bytes)}  ${key}\n`,
     );
   }
 }

@@ -7,6 +7,9 @@
  *   npm run bench:scale -- --domains 100
  *   npm run bench:scale -- --domains 1000 --namespaces 20 --json scale-1000.json
  *   npm run bench:scale -- --domains 100 --keep        # leave .sandbox-bench up afterwards
+ *   npm run bench:scale -- --domains 10000 --resync-seconds 300 --steady-seconds 330 \
+ *     --restart-stalled-ca-seconds 120                  # a periodic resync inside the steady window;
+ *                                                       # Pebble restarted if it stops answering
  *
  * Steps: namespaces labelled `portico.dev/plan=pro`, each with a Service `web` and an EndpointSlice
  * with one ready endpoint (nothing else writes EndpointSlices in the sandbox); hostnames
@@ -56,8 +59,9 @@ import { CONTROLLER, startController } from '../../src/sandbox/controller.js';
 import { DnsManagementClient } from '../../src/sandbox/dns-server.js';
 import { clusterAccess, type ClusterAccess } from '../../src/sandbox/kubeconfig.js';
 import { sandboxPaths } from '../../src/sandbox/paths.js';
-import { isAlive, readPid } from '../../src/sandbox/processes.js';
-import { httpGet } from '../../src/sandbox/readiness.js';
+import { PEBBLE, PEBBLE_ENV } from '../../src/sandbox/pebble.js';
+import { isAlive, readPid, startDetached, stopProcess } from '../../src/sandbox/processes.js';
+import { httpGet, httpProbe } from '../../src/sandbox/readiness.js';
 import {
   ACME_EMAIL,
   OPERATOR_NAMESPACE,
@@ -109,6 +113,17 @@ interface Options {
   perRegisteredDomain: number;
   /** The operator's --acme-orders-per-window, passed through PORTICO_ACME_ORDERS_PER_WINDOW. */
   ordersPerWindow: number;
+  /**
+   * The operator's --resync-seconds (PORTICO_RESYNC_SECONDS), when set: with --steady-seconds
+   * longer than it, the steady window holds a periodic resync, and its CPU is the resync's.
+   */
+  resyncSeconds: number | undefined;
+  /**
+   * When set: a ramp during which no domain became Ready for this many seconds restarts Pebble (same
+   * command line; a fresh CA with no account, which the operator registers again on its next order).
+   * Pebble stops answering new orders at some point past ~8,000 orders (docs/performance.md).
+   */
+  restartStalledCaSeconds: number | undefined;
   keep: boolean;
   json: string | undefined;
   dir: string;
@@ -132,6 +147,8 @@ function parseOptions(): Options {
       'baseline-seconds': { type: 'string', default: '20' },
       'per-registered-domain': { type: 'string', default: '1' },
       'acme-orders-per-window': { type: 'string' },
+      'resync-seconds': { type: 'string' },
+      'restart-stalled-ca-seconds': { type: 'string' },
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
       dir: { type: 'string', default: '.sandbox-bench' },
@@ -147,6 +164,14 @@ function parseOptions(): Options {
     baselineSeconds: positive('baseline-seconds', values['baseline-seconds']),
     perRegisteredDomain: positive('per-registered-domain', values['per-registered-domain']),
     ordersPerWindow: positive('acme-orders-per-window', values['acme-orders-per-window'] ?? values.domains),
+    resyncSeconds:
+      values['resync-seconds'] === undefined
+        ? undefined
+        : positive('resync-seconds', values['resync-seconds']),
+    restartStalledCaSeconds:
+      values['restart-stalled-ca-seconds'] === undefined
+        ? undefined
+        : positive('restart-stalled-ca-seconds', values['restart-stalled-ca-seconds']),
     keep: values.keep,
     json: values.json === undefined ? undefined : resolve(values.json),
     dir: resolve(values.dir),
@@ -901,6 +926,8 @@ interface Context {
   logFile: string;
   /** The first operator's PORTICO_* variables. */
   operatorEnvironment: string[];
+  /** Pebble restarts of --restart-stalled-ca-seconds: when, and how many domains were Ready. */
+  caRestarts: { at: string; ready: number }[];
 }
 
 /** What the counters said at the start of a measured stretch. */
@@ -972,11 +999,44 @@ interface RampResult extends Measured {
   timings: DomainTiming[];
 }
 
+/**
+ * Stops the sandbox's Pebble and starts it again with the same command line and environment (its
+ * state is in memory: a fresh CA), then waits until its directory answers.
+ */
+async function restartPebble(ctx: Context): Promise<void> {
+  const paths = sandboxPaths(ctx.env.sandboxDir);
+  const pid = await readPid(paths, PEBBLE);
+  if (pid === undefined) throw new Error(`no pid file for ${PEBBLE} in ${paths.pidsDir}`);
+  const [command, ...args] = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean);
+  if (!command) throw new Error(`cannot read the command line of ${PEBBLE} (pid ${pid})`);
+  await stopProcess(paths, PEBBLE, 3_000);
+  await startDetached(paths, { name: PEBBLE, command, args, env: PEBBLE_ENV, appendToLog: true });
+  const ca = await readFile(ctx.env.acmeCaBundle, 'utf8');
+  const deadline = Date.now() + 30_000;
+  while ((await httpProbe(ctx.env.acmeDirectoryUrl, { ca })()) !== true) {
+    if (Date.now() > deadline) throw new Error(`${PEBBLE} did not answer within 30 s of its restart`);
+    await sleep(200);
+  }
+}
+
 async function waitForReady(tracker: DomainTracker, ctx: Context): Promise<boolean> {
   const deadline = Date.now() + ctx.options.timeoutSeconds * 1000;
   let lastReport = 0;
+  let ready = -1;
+  let readyChangedAt = Date.now();
   while (tracker.count('Ready') < ctx.options.domains) {
     if (Date.now() > deadline) return false;
+    if (tracker.count('Ready') !== ready) {
+      ready = tracker.count('Ready');
+      readyChangedAt = Date.now();
+    }
+    const stall = ctx.options.restartStalledCaSeconds;
+    if (stall !== undefined && Date.now() - readyChangedAt > stall * 1000) {
+      progress(`no domain became Ready for ${stall} s (${ready} Ready): restarting Pebble`);
+      ctx.caRestarts.push({ at: new Date().toISOString(), ready });
+      await restartPebble(ctx);
+      readyChangedAt = Date.now();
+    }
     if (Date.now() - lastReport >= 10_000) {
       lastReport = Date.now();
       const counts = CONDITIONS.map((c) => `${c} ${tracker.count(c)}`).join(', ');
@@ -1209,6 +1269,8 @@ interface Report {
   logProblemsBeforeRun: LogProblem[];
   steady: SteadyResult | undefined;
   restart: RestartResult | undefined;
+  /** Pebble restarted by --restart-stalled-ca-seconds during the ramp. */
+  caRestarts: { at: string; ready: number }[];
   samples: ProcSample[];
   domains: DomainTiming[];
 }
@@ -1292,6 +1354,7 @@ function rampSummaryLines(r: Report): string[] {
     `  peak work queue depth (1 s samples)      ${ramp.peakQueueDepth ?? 'n/a'}`,
     `  operator CPU / machine CPU busy          ${secs(ramp.operatorCpuSeconds)} / ${percent(ramp.machineBusy)} of ${r.machine.cpus} CPUs`,
     `  peak RSS / peak JS heap used             ${mib(ramp.peakRssBytes)} / ${mib(ramp.peakHeapUsedBytes)}`,
+    `  Pebble restarted (stalled CA)            ${r.caRestarts.length === 0 ? 'never' : r.caRestarts.map((c) => `${c.at} with ${c.ready} Ready`).join('; ')}`,
   ];
 }
 
@@ -1452,6 +1515,7 @@ async function measure(ctx: Context, reused: boolean, operatorPid: number): Prom
       logProblemsBeforeRun,
       steady: steadyResult,
       restart: restartResult,
+      caRestarts: ctx.caRestarts,
       samples: ctx.sampler.samples,
       domains: timings,
     };
@@ -1476,6 +1540,8 @@ async function main(): Promise<void> {
   const t0 = Date.now();
   // The operator takes its flags from the environment too; the sandbox passes its own to it.
   process.env['PORTICO_ACME_ORDERS_PER_WINDOW'] = String(options.ordersPerWindow);
+  if (options.resyncSeconds !== undefined)
+    process.env['PORTICO_RESYNC_SECONDS'] = String(options.resyncSeconds);
   const { env, reused } = await startSandbox(options.dir);
   stopOnSignals(env.sandboxDir, options.keep);
   const paths = sandboxPaths(env.sandboxDir);
@@ -1494,6 +1560,7 @@ async function main(): Promise<void> {
     own: new Map(),
     logFile: paths.log(CONTROLLER),
     operatorEnvironment: await porticoEnvironment(operatorPid),
+    caRestarts: [],
   };
   try {
     const report = await measure(ctx, reused, operatorPid);
