@@ -1,6 +1,8 @@
 import type { KubernetesObjectApi } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { Registry } from 'prom-client';
+import { leaderElectors, registerSharedMetrics } from '../observability/shared-metrics.js';
 import { canAcquire, LeaderElector, microTime, observe } from './leader-election.js';
 
 describe('observe', () => {
@@ -167,6 +169,23 @@ describe('LeaderElector.stop', () => {
     expect(e.leading).toBe(false);
     expect(store.lease?.spec.holderIdentity).toBe('');
     expect(store.lease?.spec.leaseDurationSeconds).toBe(1);
+  });
+
+  it('is read by portico_leader_election_leading from run to stop: 1 while it leads', async () => {
+    const registry = new Registry();
+    registerSharedMetrics(registry);
+    const store = new LeaseStore();
+    const e = elector(store);
+    const gauge = async (): Promise<string | undefined> =>
+      (await registry.metrics()).split('\n').find((l) => l.startsWith('portico_leader_election_leading{'));
+    expect(await gauge()).toBeUndefined();
+    await new Promise<void>((resolve) => {
+      e.run(resolve, () => undefined);
+    });
+    expect(await gauge()).toBe('portico_leader_election_leading{lease="portico-controller"} 1');
+    await e.stop();
+    expect(leaderElectors.values()).not.toContain(e);
+    expect(await gauge()).toBeUndefined();
   });
 
   it('starts nothing when an acquisition under way settles after stop, and gives the Lease back', async () => {
