@@ -100,7 +100,7 @@ function build(
     http01Port: config.http01SelfCheckPort,
     selfCheck: { attempts: 5, intervalMs: 1_000, timeoutMs: 5_000 },
   });
-  const queue = new WorkQueue();
+  const queue = new WorkQueue(undefined, { name: 'customdomain' });
   const orders = new OrderQueue(
     {
       limits: {

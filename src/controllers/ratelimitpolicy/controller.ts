@@ -115,7 +115,7 @@ function errorText(err: unknown): string {
 export class RateLimitPolicyController {
   readonly #o: RateLimitPolicyControllerOptions;
   readonly #log: Logger;
-  readonly #queue = new WorkQueue();
+  readonly #queue = new WorkQueue(undefined, { name: 'ratelimitpolicy' });
   readonly #customObjects: CustomObjectsApi;
   readonly #policies: ResilientInformer<RateLimitPolicy>;
   readonly #configMaps: ResilientInformer<V1ConfigMap>;
