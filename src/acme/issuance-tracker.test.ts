@@ -95,6 +95,30 @@ describe('IssuanceTracker', () => {
     expect(second && 'retryAfter' in second).toBe(false);
   });
 
+  it('counts prior failures from status only when it has no outcome of its own (a restarted operator)', async () => {
+    const { tracker: t, next } = tracker();
+    let settledKey = next();
+    // A fresh process: status recorded 3 failures in a row, so this one is the 4th.
+    t.start('ns/a', 'a.example', () => Promise.reject(new Error('boom')), 3);
+    await settledKey;
+    expect(t.lastOutcome('ns/a')).toMatchObject({ state: 'failed', failures: 4 });
+
+    // Memory wins over what the caller read from a status that may lag by one write.
+    settledKey = next();
+    t.start('ns/a', 'a.example', () => Promise.reject(new Error('boom')), 1);
+    await settledKey;
+    expect(t.lastOutcome('ns/a')).toMatchObject({ state: 'failed', failures: 5 });
+
+    // After a success the count starts again, whatever status said.
+    settledKey = next();
+    t.start('ns/a', 'a.example', () => Promise.resolve());
+    await settledKey;
+    settledKey = next();
+    t.start('ns/a', 'a.example', () => Promise.reject(new Error('boom')), 7);
+    await settledKey;
+    expect(t.lastOutcome('ns/a')).toMatchObject({ state: 'failed', failures: 1 });
+  });
+
   it('stop fires every run with the shutdown reason, waits for them to end, and starts nothing more', async () => {
     const { tracker: t } = tracker();
     const ended: string[] = [];

@@ -81,12 +81,22 @@ export class IssuanceTracker {
    * Starts `run` for `key` unless one is in flight or the tracker is stopped (then returns false).
    * `run` gets an AbortSignal that `cancel` and `stop` fire (also readable inside the run as
    * `currentIssuanceSignal()`); its rejection is recorded as a failure, never thrown.
+   *
+   * @param priorFailures failed attempts in a row before this one, counted when the tracker has no
+   *   outcome for `key` (a fresh process resuming from the domain's status.issuance); an outcome in
+   *   memory always wins. A failure of this run is recorded as failure number `priorFailures + 1`.
    */
-  start(key: string, hostname: string, run: (signal: AbortSignal) => Promise<void>): boolean {
+  start(
+    key: string,
+    hostname: string,
+    run: (signal: AbortSignal) => Promise<void>,
+    priorFailures = 0,
+  ): boolean {
     if (this.#stopped || this.#inFlight.has(key)) return false;
     const abort = new AbortController();
     const previous = this.#outcomes.get(key);
-    const failures = previous?.state === 'failed' ? previous.failures : 0;
+    const failures =
+      previous === undefined ? priorFailures : previous.state === 'failed' ? previous.failures : 0;
     const done = runSignal
       .run(abort.signal, () => run(abort.signal))
       .then(

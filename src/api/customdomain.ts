@@ -123,6 +123,32 @@ export interface OwnershipStatus {
   verifiedAt?: string;
 }
 
+/**
+ * The certificate attempts that failed in a row, kept in status (as cert-manager keeps
+ * `status.failedIssuanceAttempts` and `status.lastFailureTime` on a Certificate) so that a restarted
+ * operator, or a new leader, resumes the backoff where it was instead of ordering at once
+ * (src/controllers/customdomain/issuance-state.ts; docs/customdomains.md, "Issuance state").
+ * Absent before the first failure, once a certificate is stored, and after a re-verify (spec §3:
+ * a fresh attempt now). Times RFC 3339.
+ */
+export interface IssuanceStatus {
+  /** Attempts (first issuance or renewal) that failed in a row since the last certificate; at least 1. */
+  failedAttempts: number;
+  /** RFC 3339: when the last attempt failed. */
+  lastFailureTime: string;
+  /** UpperCamelCase, as the CertificateReady reason: `IssuanceFailed`, `CARateLimited`, `CAAForbidsIssuance`, … */
+  lastFailureReason: string;
+  /** The failure in words (the CA's own, where it gave some). */
+  lastFailureMessage?: string;
+  /**
+   * RFC 3339: no order for this domain before this time: the published backoff after the last
+   * failure (1, 2, 4 … 60 minutes), or `retryAfter` when later.
+   */
+  nextAttemptTime: string;
+  /** RFC 3339: the CA asked for no new order before this time (its Retry-After, RFC 8555 §6.6). */
+  retryAfter?: string;
+}
+
 export interface CustomDomainStatus {
   observedGeneration?: number;
   phase?: Phase;
@@ -135,6 +161,8 @@ export interface CustomDomainStatus {
   /** The last value of the verify-requested-at annotation the operator acted on. */
   lastVerifyRequest?: string;
   ownership?: OwnershipStatus;
+  /** The failed certificate attempts the backoff counts from; absent when there are none. */
+  issuance?: IssuanceStatus;
 }
 
 export interface CustomDomain {

@@ -32,6 +32,7 @@ import {
   type CustomDomain,
   type CertificateStatus,
   type CustomDomainStatus,
+  type IssuanceStatus,
   type OwnershipStatus,
 } from '../../api/customdomain.js';
 import { eventTypeOf, WARNING_REASONS } from '../../api/reasons.js';
@@ -79,7 +80,8 @@ import { acceptance, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptan
 import type { HostnameClaims } from './hostname-claims.js';
 import type { ClusterView } from './cluster-view.js';
 import type { RenewalPlanner } from './renewal.js';
-import { dnsCheckDue, issuanceRetryDelayMs } from './schedule.js';
+import { dnsCheckDue } from './schedule.js';
+import { issuanceStatus, lastIssuanceFailure, pendingRetry, type IssuanceFailure } from './issuance-state.js';
 import { buildStatus, type CertificateState, type QueuedOrder, type RoutingState } from './status.js';
 
 export interface ReconcileResult {
@@ -160,6 +162,8 @@ interface CertificateOutcome {
   readonly requeueAfterMs?: number;
   /** This reconcile placed an order (first issuance or renewal). */
   readonly orderStarted?: boolean;
+  /** What status.issuance should say (issuance-state.ts); undefined removes it. */
+  readonly issuance?: IssuanceStatus;
 }
 
 export class CustomDomainReconciler {
@@ -192,6 +196,7 @@ export class CustomDomainReconciler {
       state: certificate,
       requeueAfterMs: certificateRequeue,
       orderStarted,
+      issuance,
     } = await this.#certificate(domain, key, verified, verifyRequested, now, log);
     // A verify request is answered by the status write that records it (lastVerifyRequest): held
     // back, an order failing within the delay would meet the same request again, have its backoff
@@ -204,7 +209,7 @@ export class CustomDomainReconciler {
     const status = buildStatus(
       domain,
       { accepted, dnsVerified: dns.condition, certificate, routing },
-      dns.carried,
+      { ...dns.carried, ...(issuance ? { issuance } : {}) },
       now,
       this.#d.certificateOverdueMs,
     );
@@ -260,6 +265,9 @@ export class CustomDomainReconciler {
       {
         dnsRecords: requiredDnsRecords(normalizeDnsName(domain.spec.hostname), this.#d.platformCnameTarget),
         ...(domain.status?.ownership ? { ownership: domain.status.ownership } : {}),
+        // The order was dropped with its outcome in memory: once accepted again, the backoff
+        // resumes from the recorded failure (issuance-state.ts).
+        ...(domain.status?.issuance ? { issuance: domain.status.issuance } : {}),
       },
       now,
     );
@@ -662,7 +670,15 @@ export class CustomDomainReconciler {
     return this.#servingCertificate(domain, now, true);
   }
 
-  /** @param verifyRequested a verify request is pending: ask the CA for renewal information again */
+  /**
+   * The certificate part of a reconcile, with what status.issuance should say. The failure the next
+   * attempt waits for comes from the tracker's memory while this process has an outcome for the
+   * domain, else from the domain's status.issuance (a restarted operator or a new leader resumes the
+   * backoff); a verify request (spec §3, re-verify) starts afresh (issuance-state.ts).
+   *
+   * @param verifyRequested a verify request is pending: ask the CA for renewal information again,
+   *   and attempt a failed order now
+   */
   async #certificate(
     domain: CustomDomain,
     key: string,
@@ -671,10 +687,35 @@ export class CustomDomainReconciler {
     now: Date,
     log: Logger,
   ): Promise<CertificateOutcome> {
+    const failure = lastIssuanceFailure(
+      this.#d.tracker.lastOutcome(key),
+      domain.status?.issuance,
+      verifyRequested,
+    );
+    const outcome = await this.#certificateState(
+      domain,
+      key,
+      { verified, verifyRequested, failure },
+      now,
+      log,
+    );
+    const issuance = issuanceStatus(failure, outcome.state);
+    return issuance ? { ...outcome, issuance } : outcome;
+  }
+
+  async #certificateState(
+    domain: CustomDomain,
+    key: string,
+    at: { verified: boolean; verifyRequested: boolean; failure: IssuanceFailure | undefined },
+    now: Date,
+    log: Logger,
+  ): Promise<CertificateOutcome> {
+    const { verified, verifyRequested, failure } = at;
     const inFlight = this.#d.tracker.inFlight(key);
     // After a failed attempt, first issuance and renewal alike wait for the published backoff, and
     // never ask before the CA's own Retry-After (RFC 8555 §6.6).
-    const failed = this.#pendingRetry(key, now);
+    const failed = pendingRetry(failure, now);
+    const priorFailures = failure?.failedAttempts ?? 0;
     const orderNext = verified && !inFlight && !failed;
     const seen = await this.#storedCertificate(domain, key, now, orderNext);
     const found = seen?.usable;
@@ -686,7 +727,7 @@ export class CustomDomainReconciler {
         domain,
         key,
         found,
-        { verified, verifyRequested, inFlight, failed },
+        { verified, verifyRequested, inFlight, failed, priorFailures },
         now,
         log,
       );
@@ -704,7 +745,7 @@ export class CustomDomainReconciler {
     if (queued) return { state: queued, requeueAfterMs: queued.expectedAt.getTime() - now.getTime() };
     if (unusable !== undefined)
       log.warn({ problem: unusable }, 'certificate Secret unusable; issuing a new certificate');
-    this.#startIssuance(domain, key, log);
+    this.#startIssuance(domain, key, log, { priorFailures });
     return { state: { kind: 'issuing', since: now, ...replacing }, orderStarted: unusable === undefined };
   }
 
@@ -753,11 +794,13 @@ export class CustomDomainReconciler {
       verifyRequested: boolean;
       inFlight: { startedAt: Date } | undefined;
       failed: { reason: string; message: string; retryAt: Date } | undefined;
+      /** Failed attempts in a row before the next one (issuance-state.ts). */
+      priorFailures: number;
     },
     now: Date,
     log: Logger,
   ): Promise<CertificateOutcome> {
-    const { verified, verifyRequested, inFlight, failed } = at;
+    const { verified, verifyRequested, inFlight, failed, priorFailures } = at;
     const serving = await this.#d.renewal.plan(
       found.status,
       found.pem,
@@ -793,7 +836,10 @@ export class CustomDomainReconciler {
       };
     }
     if (due) {
-      this.#startIssuance(domain, key, log, serving.ari?.certId);
+      this.#startIssuance(domain, key, log, {
+        priorFailures,
+        ...(serving.ari?.certId ? { replaces: serving.ari.certId } : {}),
+      });
       return {
         state: { kind: 'valid', certificate: serving, renewal: { kind: 'in-progress', since: now } },
         orderStarted: true,
@@ -807,52 +853,56 @@ export class CustomDomainReconciler {
   }
 
   /**
-   * The last attempt's failure while its retry is not yet due: `retryAt` is the published backoff
-   * after it, or the CA's Retry-After when later. Undefined when the next attempt may start now.
+   * @param order.replaces the ARI identifier of the certificate being renewed (RFC 9773 §5)
+   * @param order.priorFailures failed attempts in a row before this one, for a tracker that has no
+   *   outcome of its own for the domain (a fresh process resuming from status.issuance)
    */
-  #pendingRetry(key: string, now: Date): { reason: string; message: string; retryAt: Date } | undefined {
-    const outcome = this.#d.tracker.lastOutcome(key);
-    if (outcome?.state !== 'failed') return undefined;
-    const retryAt = new Date(
-      Math.max(
-        outcome.finishedAt.getTime() + issuanceRetryDelayMs(outcome.failures),
-        outcome.retryAfter?.getTime() ?? 0,
-      ),
-    );
-    return now < retryAt ? { reason: outcome.reason, message: outcome.message, retryAt } : undefined;
-  }
-
-  /** @param replaces the ARI identifier of the certificate being renewed (RFC 9773 §5) */
-  #startIssuance(domain: CustomDomain, key: string, log: Logger, replaces?: string): void {
+  #startIssuance(
+    domain: CustomDomain,
+    key: string,
+    log: Logger,
+    order: { replaces?: string; priorFailures: number },
+  ): void {
     const { hostname } = domain.spec;
-    const started = this.#d.tracker.start(key, hostname, async (signal) => {
-      try {
-        const issued = await this.#d.issuer.issue(hostname, log, {
-          ...(replaces ? { replaces } : {}),
-          signal,
-        });
-        if (signal.aborted) return;
-        // The certificate exists only in memory now: an API server that is briefly unreachable
-        // must not cost it (and a new order), so the write is retried until it lands.
-        await untilApiAnswers(() => this.#storeCertificate(domain, issued, replaces), hostname, signal, log);
-        this.#d.metrics.acmeOrdersTotal.inc({ result: 'valid' });
-        log.info({ orderUrl: issued.orderUrl }, 'certificate stored');
-      } catch (err) {
-        if (err instanceof IssuanceCancelledError) {
-          this.#d.metrics.acmeOrdersTotal.inc({ result: 'cancelled' });
-          log.info(
-            signal.reason === SHUTTING_DOWN
-              ? 'certificate order abandoned: the operator is shutting down (the next leader places a new one)'
-              : 'certificate order dropped: the domain was removed or is no longer accepted',
+    const { replaces } = order;
+    const started = this.#d.tracker.start(
+      key,
+      hostname,
+      async (signal) => {
+        try {
+          const issued = await this.#d.issuer.issue(hostname, log, {
+            ...(replaces ? { replaces } : {}),
+            signal,
+          });
+          if (signal.aborted) return;
+          // The certificate exists only in memory now: an API server that is briefly unreachable
+          // must not cost it (and a new order), so the write is retried until it lands.
+          await untilApiAnswers(
+            () => this.#storeCertificate(domain, issued, replaces),
+            hostname,
+            signal,
+            log,
           );
-        } else {
-          this.#d.metrics.acmeOrdersTotal.inc({ result: 'failed' });
-          log.warn({ err }, 'certificate order failed');
+          this.#d.metrics.acmeOrdersTotal.inc({ result: 'valid' });
+          log.info({ orderUrl: issued.orderUrl }, 'certificate stored');
+        } catch (err) {
+          if (err instanceof IssuanceCancelledError) {
+            this.#d.metrics.acmeOrdersTotal.inc({ result: 'cancelled' });
+            log.info(
+              signal.reason === SHUTTING_DOWN
+                ? 'certificate order abandoned: the operator is shutting down (the next leader places a new one)'
+                : 'certificate order dropped: the domain was removed or is no longer accepted',
+            );
+          } else {
+            this.#d.metrics.acmeOrdersTotal.inc({ result: 'failed' });
+            log.warn({ err }, 'certificate order failed');
+          }
+          throw err;
         }
-        throw err;
-      }
-    });
-    if (started) log.info('certificate order started');
+      },
+      order.priorFailures,
+    );
+    if (started) log.info({ priorFailures: order.priorFailures }, 'certificate order started');
   }
 
   /**

@@ -213,14 +213,15 @@ function phaseOf(observed: ObservedState, ready: boolean): Phase {
  * The new status: conditions set on the old ones (keeping transition times where nothing flipped),
  * phase, observedGeneration and the certificate facts. `overdueMs`: after this long verified without
  * a certificate, CertificateReady says so (spec: 30 minutes, the default). Fields not computed here (dnsRecords,
- * observed, verifiedAt, lastVerifyRequest) come from `carried`.
+ * observed, verifiedAt, lastVerifyRequest, ownership, issuance) come from `carried`; one absent
+ * there is absent from the result.
  */
 export function buildStatus(
   domain: CustomDomain,
   observed: ObservedState,
   carried: Pick<
     CustomDomainStatus,
-    'dnsRecords' | 'observed' | 'verifiedAt' | 'lastVerifyRequest' | 'ownership'
+    'dnsRecords' | 'observed' | 'verifiedAt' | 'lastVerifyRequest' | 'ownership' | 'issuance'
   >,
   now: Date,
   overdueMs: number = CERTIFICATE_THRESHOLD_MS,
