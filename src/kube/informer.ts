@@ -211,6 +211,8 @@ export class ResilientInformer<T extends KubernetesObject> {
   readonly #informer: Informer<T> & ObjectCache<T>;
   readonly #options: ResilientInformerOptions<T>;
   #failures = 0;
+  /** Errors seen since construction (a start that saw one does not make the cache synced). */
+  #errors = 0;
   #stopped = false;
   #synced = false;
   #restartTimer: NodeJS.Timeout | undefined;
@@ -220,20 +222,12 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   constructor(kubeConfig: KubeConfig, options: ResilientInformerOptions<T>) {
     this.#options = options;
-    // The informer fills its cache right after the list resolves; `synced` turns true on the next
-    // macrotask, once the cache holds the listed objects. Listed objects are trimmed page by page
-    // (`listInPages`), watched ones by the add and update handlers below (trimming is idempotent:
-    // ListWatch hands the listed objects it stores to the same handlers).
-    const list = async (): Promise<KubernetesListObject<T>> => {
-      const result = await listInPages(options.list, this.#trim, (name, namespace) =>
-        this.#informer.get(name, namespace),
-      );
-      setImmediate(() => {
-        this.#synced = true;
-        this.#failures = 0;
-      });
-      return result;
-    };
+    // Listed objects are trimmed page by page (`listInPages`), watched ones by the add and update
+    // handlers below (trimming is idempotent: ListWatch hands the listed objects it stores to the
+    // same handlers). `synced` turns true when a start has listed (or kept its list) and its watch
+    // is open (`#run`).
+    const list = (): Promise<KubernetesListObject<T>> =>
+      listInPages(options.list, this.#trim, (name, namespace) => this.#informer.get(name, namespace));
     const trim = (this.#trim = (obj: T): void => {
       dropApplyBookkeeping(obj);
       options.keep?.(obj);
@@ -285,13 +279,31 @@ export class ResilientInformer<T extends KubernetesObject> {
     await this.#informer.stop();
   }
 
+  /**
+   * Starts ListWatch. Its start resolves once the cache holds a list and the watch is open: a first
+   * start (or one after a 410) lists; a restart after a watch error keeps the cache and its
+   * resourceVersion and only watches again, so `synced` is set here, not by the list (set by the
+   * list, a watch that failed right after its list, e.g. 429 while the API server's storage
+   * initializes, left `synced` false for good, and the controller never started its workers).
+   */
   #run(): void {
-    this.#informer.start().catch((err: unknown) => {
-      this.#scheduleRestart(err);
-    });
+    // ListWatch reports a failed list through its error handlers and then resolves its start: only
+    // a start during which nothing failed makes the cache synced.
+    const errorsBefore = this.#errors;
+    this.#informer.start().then(
+      () => {
+        if (this.#stopped || this.#errors !== errorsBefore) return;
+        this.#synced = true;
+        this.#failures = 0;
+      },
+      (err: unknown) => {
+        this.#scheduleRestart(err);
+      },
+    );
   }
 
   #scheduleRestart(err: unknown): void {
+    this.#errors += 1;
     if (this.#stopped) return;
     this.#synced = false;
     this.#failures += 1;
