@@ -1,0 +1,104 @@
+/**
+ * What to do about each CustomDomain reason: the fix `kubectl portico explain` prints. Each text is
+ * also the "fix" cell of its row in docs/troubleshooting.md's reason index, word for word
+ * (fixes.test.ts checks both ways), so the plugin and the doc never disagree.
+ *
+ * Placeholders `<namespace>`, `<name>` and `<hostname>` are filled in by `fillPlaceholders` with the
+ * domain explained, so a command in a fix can be copied as it is printed.
+ */
+
+/** The fix for each reason of `src/api/reasons.ts` (a reason without one gets `UNKNOWN_REASON_FIX`). */
+export const REASON_FIXES: Readonly<Record<string, string>> = {
+  // Accepted
+  Accepted: 'Nothing to do.',
+  InvalidHostname:
+    'Write the hostname with valid A-labels (an IDN converted by a UTS #46 tool such as `idn2`). `spec.hostname` cannot be changed: delete this domain (`kubectl delete customdomain -n <namespace> <name>`) and create one with the right hostname.',
+  PlanNotEligible:
+    "Upgrade the project to Pro or above: the platform's tenant provisioning sets the namespace label `portico.dev/plan` (`kubectl get namespace <namespace> --show-labels`; missing means free). The domain is accepted as soon as the label changes.",
+  NotDeployed:
+    'Deploy the project: the Service in `spec.service` needs one ready endpoint (`kubectl get endpointslices -n <namespace>`). The domain is accepted as soon as one is ready.',
+  ReservedHostname:
+    "The hostname is one of the platform's own domains (`--reserved-domains`, or the CNAME target): use the customer's own hostname in a new CustomDomain and delete this one.",
+  HostnameAlreadyClaimed:
+    "Another project holds the hostname; a cluster admin sees which with `kubectl get hostnameclaim <hostname>`. It moves only after that project's CustomDomain is deleted; this domain then takes it at once and must show the ownership TXT record.",
+  // DNSVerified
+  RecordMatches: 'Nothing to do.',
+  RecordNotFound:
+    "Create the record `status.dnsRecords` lists (`kubectl portico status <name> -n <namespace>` shows it) at the customer's DNS provider, then press Re-verify: `kubectl portico verify <name> -n <namespace>`. Propagation can take up to 48 hours; Portico keeps checking on its own.",
+  ConflictingRecord:
+    'Delete the record the message names (an A/AAAA or other record where the CNAME should be, or a stray A/AAAA beside an apex ALIAS) and keep only the record in `status.dnsRecords`, then `kubectl portico verify <name> -n <namespace>`.',
+  CNAMEMismatch:
+    'Change the CNAME so that its value is exactly the one in `status.dnsRecords` (the platform target, no other host), then `kubectl portico verify <name> -n <namespace>`.',
+  AddressMismatch:
+    'Point the apex ALIAS/ANAME at the platform target in `status.dnsRecords` and remove A/AAAA records set by hand to other addresses, then `kubectl portico verify <name> -n <namespace>`.',
+  DNSServerFailure:
+    "The customer's name servers answer SERVFAIL (often a broken DNSSEC chain or a lame delegation): check with `dig <hostname>` and have the DNS provider fix it. Portico asks again every 15 s.",
+  DNSTimeout:
+    "The customer's name servers do not answer in time: check the delegation with `dig +trace <hostname>`, and the operator's way to its resolvers (`--dns-server`). Portico asks again every 15 s.",
+  DNSError:
+    "The message has the resolver's error: check the operator's resolvers (`--dns-server`) and its egress to them. Portico asks again every 15 s.",
+  TargetUnresolvable:
+    "A platform problem, not the customer's: the platform CNAME target (`--platform-cname-target`) has no A/AAAA records. Fix the platform's DNS; every domain waits for it.",
+  OwnershipNotVerified:
+    'Publish the TXT record `_portico-challenge.<hostname>` with the exact value `status.dnsRecords` lists, then `kubectl portico verify <name> -n <namespace>`. Once found it may be removed again.',
+  DanglingRecord:
+    'Ask the customer: restore the record in `status.dnsRecords` (the report clears at the next check), or release the hostname by deleting the domain: `kubectl delete customdomain -n <namespace> <name>`.',
+  NotAccepted: 'See the Accepted condition: DNS is not checked, and nothing is routed, before it is True.',
+  // CertificateReady
+  Issued: 'Nothing to do.',
+  Renewing: 'Nothing to do: the current certificate serves until the new one replaces it.',
+  RenewalFailed:
+    'The current certificate serves until its notAfter. Fix the cause in parentheses in the message (see that reason), then `kubectl portico verify <name> -n <namespace>` to try again at once; otherwise the next attempt is at the time the message gives.',
+  RenewalQueued:
+    'Nothing to do: the renewal waits its turn in the CA budget; the message says when it comes.',
+  RenewalAwaitsVerification:
+    'Get DNS verified again (see the DNSVerified reason and its fix); the renewal is ordered as soon as it is. The certificate expires at `status.certificate.notAfter`.',
+  AwaitingDNSVerification: 'See the DNSVerified condition: the order starts right after verification.',
+  Pending: 'Nothing to do: the order starts now.',
+  Issuing:
+    'Wait: an order usually completes within minutes. Still no certificate 30 minutes after verification turns into CertificateOverdue.',
+  Reissuing:
+    'Nothing to do: a new certificate is being ordered. Do not edit the Secret `<name>-tls` by hand: Portico writes it.',
+  CAAForbidsIssuance:
+    'Add the CAA record the message names (e.g. `0 issue "letsencrypt.org"`) at the name that holds the CAA records, or remove the records that exclude the platform\'s CA; for a subdomain that is a CNAME, that may be the platform target\'s CAA (a platform fix). Then `kubectl portico verify <name> -n <namespace>`.',
+  CAALookupFailed:
+    "The customer's name servers failed the CAA query (check with `dig CAA <hostname>`), and a CA must not issue then. Fix their DNS, then `kubectl portico verify <name> -n <namespace>`.",
+  IssuanceFailed:
+    "Read the CA's words in the message (e.g. the challenge at `/.well-known/acme-challenge/` not reaching the platform, an unknown ACME profile, the CA down). Fix the cause, then `kubectl portico verify <name> -n <namespace>` for an attempt now; otherwise the next attempt follows the backoff (1, 2, 4 … 60 minutes).",
+  CARateLimited:
+    'Wait: nothing is sent to the CA for this name before the Retry-After the message gives. If it repeats, the order budget (chart values `acme.orderBudget.*`) is above what the CA allows the account: lower it.',
+  OrderQueued:
+    "Nothing to do: the order waits for the ACME account's budget; the message gives its place in line and the expected time.",
+  CertificateOverdue:
+    'Find the cause in the message (CAA, the challenge not routed to the platform, the CA rate-limiting), fix it, then `kubectl portico verify <name> -n <namespace>` for a fresh attempt.',
+  // Routed
+  RoutesReady: 'Nothing to do.',
+  NoBackend: 'Set `spec.service` (or `spec.redirect`) on the CustomDomain.',
+  ServicePortNotFound:
+    'Give the Service in `spec.service` the port `spec.service.port` names, or set `spec.service.port` to one of the ports the message lists (`kubectl get service -n <namespace>`).',
+  NameInUse:
+    "An object at Portico's name for this domain (Ingress `portico-<name>`, Secret `<name>-tls`) carries another CustomDomain's `portico.dev/customdomain` label: remove that object or correct its label.",
+  // Ready
+  Live: 'Nothing to do.',
+  // Events
+  Removed: 'Nothing to do.',
+  HostnameClaimReplaced:
+    "Nothing to do for the domain. A HostnameClaim that did not count was replaced; the operator's log names the old holder. Claims are the operator's: find who wrote one by hand.",
+};
+
+/** What `explain` prints for a reason the catalogue does not know (an operator newer than the plugin). */
+export const UNKNOWN_REASON_FIX =
+  "This reason is not in this plugin's catalogue (is the operator newer?): read the condition's message, and docs/troubleshooting.md.";
+
+/**
+ * `fix` with `<namespace>`, `<name>` and `<hostname>` replaced by the domain's own values. Pure.
+ */
+export function fillPlaceholders(
+  fix: string,
+  domain: { namespace: string; name: string; hostname: string },
+): string {
+  return fix
+    .replaceAll('<namespace>', domain.namespace)
+    .replaceAll('<name>', domain.name)
+    .replaceAll('<hostname>', domain.hostname);
+}
