@@ -230,6 +230,30 @@ describe('buildStatus', () => {
     expect(cert?.reason).toBe('IssuanceFailed');
     expect(cert?.message).toContain(retryAt.toISOString());
   });
+
+  it('writes status.issuance as carried, and removes one the domain had when none is carried', () => {
+    const issuance = {
+      failedAttempts: 1,
+      lastFailureTime: '2026-01-01T00:00:00.000Z',
+      lastFailureReason: 'IssuanceFailed',
+      nextAttemptTime: '2026-01-01T00:01:00.000Z',
+    };
+    const observed: ObservedState = {
+      accepted,
+      dnsVerified: verified,
+      certificate: {
+        kind: 'failed',
+        reason: 'IssuanceFailed',
+        message: 'boom',
+        retryAt: new Date(issuance.nextAttemptTime),
+      },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
+    };
+    expect(buildStatus(domain, observed, { issuance }, t0).issuance).toEqual(issuance);
+    const failedBefore: CustomDomain = { ...domain, status: { issuance } };
+    const live: ObservedState = { ...observed, certificate: { kind: 'valid', certificate } };
+    expect(buildStatus(failedBefore, live, {}, t0).issuance).toBeUndefined();
+  });
 });
 
 describe('schedules', () => {
