@@ -89,6 +89,7 @@ function toDomainEvent(e: CoreV1Event): DomainEvent {
     message: e.message ?? '',
     count: e.count ?? 1,
     lastSeen: when === undefined ? undefined : new Date(when),
+    sequence: Number(e.metadata.resourceVersion ?? 0) || 0,
   };
 }
 

@@ -162,6 +162,17 @@ describe('statusReport and formatStatus', () => {
     expect(text).not.toContain('R3 ');
   });
 
+  it('orders Events of the same second by their sequence', () => {
+    const second = new Date('2026-03-01T11:59:00Z');
+    const events = [
+      { ...event(1, 'Later'), lastSeen: second, sequence: 12 },
+      { ...event(1, 'Earlier'), lastSeen: second, sequence: 11 },
+    ];
+    const report = statusReport(live, events, now);
+    expect(report.events.map((e) => e.reason)).toEqual(['Earlier', 'Later']);
+    expect(report.events[0]).not.toHaveProperty('sequence');
+  });
+
   it('says what is not there yet rather than printing nothing', () => {
     const waiting = domain([
       cond('Accepted', 'True', 'Accepted'),

@@ -28,6 +28,11 @@ export interface DomainEvent {
   count: number;
   /** When it last happened (lastTimestamp, else eventTime, else creationTimestamp). */
   lastSeen: Date | undefined;
+  /**
+   * Orders Events of the same second (core/v1 timestamps have whole seconds): the Event's
+   * resourceVersion as a number, which etcd makes increase with each write; 0 when unknown.
+   */
+  sequence?: number;
 }
 
 /**
@@ -156,7 +161,7 @@ export interface StatusReport {
   issuance: IssuanceView | undefined;
   nextCertificateAttemptAt: string | undefined;
   /** The last `EVENT_LIMIT`, oldest first. */
-  events: (Omit<DomainEvent, 'lastSeen'> & { lastSeen: string | undefined; age: string })[];
+  events: (Omit<DomainEvent, 'lastSeen' | 'sequence'> & { lastSeen: string | undefined; age: string })[];
 }
 
 /**
@@ -171,7 +176,10 @@ export function statusReport(domain: CustomDomain, events: readonly DomainEvent[
     ...(status.conditions ?? []).filter((c) => !(CONDITION_ORDER as readonly string[]).includes(c.type)),
   ];
   const recent = [...events]
-    .sort((a, b) => (a.lastSeen?.getTime() ?? 0) - (b.lastSeen?.getTime() ?? 0))
+    .sort(
+      (a, b) =>
+        (a.lastSeen?.getTime() ?? 0) - (b.lastSeen?.getTime() ?? 0) || (a.sequence ?? 0) - (b.sequence ?? 0),
+    )
     .slice(-EVENT_LIMIT);
   return {
     namespace: domain.metadata.namespace,
@@ -201,7 +209,10 @@ export function statusReport(domain: CustomDomain, events: readonly DomainEvent[
     issuance: issuanceOf(domain),
     nextCertificateAttemptAt: nextCertificateAttempt(domain)?.toISOString(),
     events: recent.map((e) => ({
-      ...e,
+      type: e.type,
+      reason: e.reason,
+      message: e.message,
+      count: e.count,
       lastSeen: e.lastSeen?.toISOString(),
       age: relativeAge(e.lastSeen, now),
     })),

@@ -41,8 +41,11 @@ async function portico(args: readonly string[]): Promise<RunResult> {
 
 const live = unique('plugin-live');
 const free = unique('plugin-free');
+const caa = unique('plugin-caa');
 const liveHost = `www.${live}.example`;
 const freeHost = `www.${free}.example`;
+const caaZone = `${caa}.example`;
+const caaHost = `www.${caaZone}`;
 
 beforeAll(async () => {
   pathDir = await mkdtemp(join(tmpdir(), 'portico-plugin-'));
@@ -54,12 +57,18 @@ beforeAll(async () => {
     createProject(free, { plan: 'free' }),
     dns.setCname(liveHost, sandbox.platformCnameTarget),
     dns.setCname(freeHost, sandbox.platformCnameTarget),
+    createProject(caa),
+    dns.setCname(caaHost, sandbox.platformCnameTarget),
+    // CAA at the zone, which the lookup climbs to: only another CA may issue.
+    dns.post('/add-caa', { host: caaZone, policies: [{ tag: 'issue', value: 'digicert.com' }] }),
   ]);
   await createCustomDomain(live, 'www', { hostname: liveHost, service: { name: 'web' } });
   await createCustomDomain(free, 'www', { hostname: freeHost, service: { name: 'web' } });
+  await createCustomDomain(caa, 'www', { hostname: caaHost, service: { name: 'web' } });
   await Promise.all([
     waitForCondition(live, 'www', 'Ready', 'True', undefined, 60_000),
     waitForCondition(free, 'www', 'Accepted', 'False', 'PlanNotEligible'),
+    waitForCondition(caa, 'www', 'CertificateReady', 'False', 'CAAForbidsIssuance'),
   ]);
 });
 
@@ -163,6 +172,25 @@ describe('kubectl portico explain', () => {
     expect(stdout).toContain('Meaning:      custom domains need Pro or above (spec §1.2)');
     expect(stdout).toContain(`Fix:          Upgrade the project to Pro or above`);
     expect(stdout).toContain(`kubectl get namespace ${free} --show-labels`);
+  });
+
+  it('names the CAA record that blocks a domain, the fix, and the next attempt (status)', async () => {
+    const explained = await portico(['explain', 'www', '-n', caa]);
+    expect(explained.code).toBe(0);
+    expect(explained.stdout).toContain(
+      'Held back by: CertificateReady=False, reason CAAForbidsIssuance (Warning)',
+    );
+    expect(explained.stdout).toContain(`CAA ${caaZone} 0 issue "digicert.com"`);
+    expect(explained.stdout).toContain("Meaning:      CAA records exclude the platform's CA (RFC 8659)");
+    expect(explained.stdout).toContain(`Fix:          Add the CAA record the message names`);
+    expect(explained.stdout).toContain(`kubectl portico verify www -n ${caa}`);
+
+    const status = await portico(['status', 'www', '-n', caa]);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toContain('Phase: Failed');
+    expect(status.stdout).toContain('none issued yet');
+    expect(status.stdout).toMatch(/next attempt: \d{4}-\d\d-\d\dT[\d:.]+Z \((in \S+|now|\S+ ago)\)/);
+    expect(status.stdout).toMatch(/ +\S+ +Warning +CAAForbidsIssuance /);
   });
 
   it('says a Live domain is Live', async () => {
