@@ -207,8 +207,7 @@ describe('statusReport and formatStatus', () => {
     ]);
     expect(nextCertificateAttempt(queued)?.toISOString()).toBe('2026-03-01T13:00:00.000Z');
 
-    const recorded = domain(failed.status?.conditions ?? [], {});
-    Object.assign(recorded.status ?? {}, {
+    const recorded = domain(failed.status?.conditions ?? [], {
       issuance: {
         failedAttempts: 3,
         lastFailureTime: '2026-03-01T11:58:00Z',

@@ -7,6 +7,7 @@ import type {
   CertificateStatus,
   Condition,
   CustomDomain,
+  IssuanceStatus,
   ObservedRecord,
   RequiredDnsRecord,
 } from '../api/customdomain.js';
@@ -96,31 +97,12 @@ export function holdingCondition(domain: CustomDomain): Condition | undefined {
 }
 
 /**
- * `status.issuance`, the failed certificate attempts the operator's backoff counts from (issue 12),
- * read structurally: an operator older than the field does not write it. Times RFC 3339.
- */
-export interface IssuanceView {
-  failedAttempts?: number;
-  lastFailureTime?: string;
-  lastFailureReason?: string;
-  lastFailureMessage?: string;
-  nextAttemptTime?: string;
-  retryAfter?: string;
-}
-
-function issuanceOf(domain: CustomDomain): IssuanceView | undefined {
-  const status: object | undefined = domain.status;
-  const issuance = status !== undefined && 'issuance' in status ? status.issuance : undefined;
-  return typeof issuance === 'object' && issuance !== null ? issuance : undefined;
-}
-
-/**
  * The time of the next certificate attempt: `status.issuance.nextAttemptTime` where the operator
  * writes it, else the time the CertificateReady message gives ("Next attempt at <RFC 3339>", or an
  * order queued "expected at <RFC 3339>"); undefined when neither names one.
  */
 export function nextCertificateAttempt(domain: CustomDomain): Date | undefined {
-  const recorded = toDate(issuanceOf(domain)?.nextAttemptTime);
+  const recorded = toDate(domain.status?.issuance?.nextAttemptTime);
   if (recorded !== undefined) return recorded;
   const message = domain.status?.conditions?.find((c) => c.type === 'CertificateReady')?.message ?? '';
   const m = /(?:Next attempt at|expected at) (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)/.exec(message);
@@ -157,8 +139,8 @@ export interface StatusReport {
     failingSince: string | undefined;
   };
   certificate: CertificateStatus | undefined;
-  /** The failed attempts in a row, as `status.issuance` records them; undefined when none. */
-  issuance: IssuanceView | undefined;
+  /** The failed attempts in a row (`status.issuance`); undefined when none. */
+  issuance: IssuanceStatus | undefined;
   nextCertificateAttemptAt: string | undefined;
   /** The last `EVENT_LIMIT`, oldest first. */
   events: (Omit<DomainEvent, 'lastSeen' | 'sequence'> & { lastSeen: string | undefined; age: string })[];
@@ -206,7 +188,7 @@ export function statusReport(domain: CustomDomain, events: readonly DomainEvent[
       failingSince: status.observed?.failingSince,
     },
     certificate: status.certificate,
-    issuance: issuanceOf(domain),
+    issuance: status.issuance,
     nextCertificateAttemptAt: nextCertificateAttempt(domain)?.toISOString(),
     events: recent.map((e) => ({
       type: e.type,
@@ -288,7 +270,7 @@ function certificateLines(report: StatusReport, now: Date): string[] {
   const failed = report.issuance;
   if (failed !== undefined) {
     lines.push(
-      `  failed attempts: ${failed.failedAttempts ?? '-'}, the last ${relativeTime(failed.lastFailureTime, now)} (${failed.lastFailureReason ?? '-'}): ${failed.lastFailureMessage ?? ''}`,
+      `  failed attempts: ${failed.failedAttempts}, the last ${relativeTime(failed.lastFailureTime, now)} (${failed.lastFailureReason}): ${failed.lastFailureMessage ?? ''}`,
     );
     if (failed.retryAfter) lines.push(`  CA's Retry-After: ${at(failed.retryAfter, now)}`);
   }
