@@ -164,7 +164,6 @@ function build(
     });
   const controller = new CustomDomainController({
     kubeConfig,
-    objects,
     createReconciler,
     queue,
     metrics,

@@ -13,7 +13,6 @@ import type {
   KubeConfig,
   KubernetesListObject,
   KubernetesObject,
-  KubernetesObjectApi,
   V1EndpointSlice,
   V1Service,
 } from '@kubernetes/client-node';
@@ -63,7 +62,6 @@ const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
 export interface CustomDomainControllerDeps {
   kubeConfig: KubeConfig;
-  objects: KubernetesObjectApi;
   /** `view` also answers HostnameClaims' cache reads (`ClaimsCache`). */
   createReconciler: (view: ClusterView & ClaimsCache) => CustomDomainReconciler;
   queue: WorkQueue;
@@ -260,26 +258,6 @@ export class CustomDomainController {
     return clusterLister<T>(this.#d.kubeConfig, { apiVersion, kind, ...options });
   }
 
-  /** Lists `kind` in every namespace; `limit` caps the number of objects returned. */
-  #list<T extends KubernetesObject>(
-    apiVersion: string,
-    kind: string,
-    labelSelector?: string,
-    limit?: number,
-  ): Promise<KubernetesListObject<T>> {
-    return this.#d.objects.list(
-      apiVersion,
-      kind,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      labelSelector,
-      limit,
-    );
-  }
-
   /**
    * Caches the objects of one owned kind (`plural` for a kind served from a CRD, `keep` trims each
    * object); a change re-queues the domain named by its owner label.
@@ -321,7 +299,7 @@ export class CustomDomainController {
       let served: boolean;
       try {
         // A list of at most one object: the API server answers 404 when it serves no such kind.
-        await this.#list(apiVersion, kind, OWNED_SELECTOR, 1);
+        await this.#lister(apiVersion, kind, { labelSelector: OWNED_SELECTOR, plural })({ limit: 1 });
         served = true;
       } catch (err) {
         if (!isNotFound(err)) throw err;
