@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../api/customdomain.js';
 import { changedConditions } from '../../kube/conditions.js';
-import { buildStatus, type ObservedState } from './status.js';
+import { asSentence, buildStatus, type ObservedState } from './status.js';
 import { dnsCheckDue, issuanceRetryDelayMs, nextDnsCheckDelayMs } from './schedule.js';
 
 const domain: CustomDomain = {
@@ -292,5 +292,13 @@ describe('schedules', () => {
     expect(
       dnsCheckDue({ ...requested, status: { ...checked.status, lastVerifyRequest: 'now' } }, t0),
     ).toBeUndefined();
+  });
+});
+
+describe('asSentence', () => {
+  it('ends a message with one full stop, never two', () => {
+    expect(asSentence('CAA forbids "pebble.letsencrypt.org".')).toBe('CAA forbids "pebble.letsencrypt.org".');
+    expect(asSentence('connection refused')).toBe('connection refused.');
+    expect(asSentence('why? ')).toBe('why?');
   });
 });

@@ -108,7 +108,7 @@ function certificateCondition(
         type: 'CertificateReady',
         status: 'False',
         reason: state.reason,
-        message: `The last attempt failed: ${state.message}. Next attempt at ${state.retryAt.toISOString()}.`,
+        message: `The last attempt failed: ${asSentence(state.message)} Next attempt at ${state.retryAt.toISOString()}.`,
       };
     case 'queued':
       return {
@@ -178,7 +178,7 @@ function validCertificateCondition(certificate: CertificateStatus, renewal?: Ren
       type: 'CertificateReady',
       status: 'True',
       reason: 'RenewalFailed',
-      message: `${serving} and still serves, but its renewal failed (${renewal.reason}): ${renewal.message}. Next attempt at ${renewal.retryAt.toISOString()}.`,
+      message: `${serving} and still serves, but its renewal failed (${renewal.reason}): ${asSentence(renewal.message)} Next attempt at ${renewal.retryAt.toISOString()}.`,
     };
   }
   return {
@@ -267,4 +267,10 @@ export function buildStatus(
     observed.certificate.kind === 'valid' ? observed.certificate.certificate : domain.status?.certificate;
   if (certificate) status.certificate = certificate;
   return status;
+}
+
+/** `text` ending with a full stop: one is added unless it already ends with `.`, `!` or `?`. */
+export function asSentence(text: string): string {
+  const trimmed = text.trimEnd();
+  return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }
