@@ -10,7 +10,7 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
 import { isConflict, isNotFound } from '../kube/errors.js';
 import { recordAcmeRequest } from '../observability/shared-metrics.js';
 import { outsideIssuance } from './issuance-tracker.js';
-import { failFastOnRateLimit, type ResponseTransformHost } from './rate-limit.js';
+import { appendResponseTransform, failFastOnRateLimit, type ResponseTransformHost } from './rate-limit.js';
 import { ReplayNoncePool, reuseReplayNonces } from './replay-nonces.js';
 import { AcmeEndpoints, observeAcmeRequests } from './request-metrics.js';
 import { acmeClientAxios, limitAcmeRequests } from './request-timeout.js';
@@ -36,16 +36,11 @@ export function onAccountGone(instance: ResponseTransformHost, onGone: () => voi
   const installed = host[ON_ACCOUNT_GONE] !== undefined;
   host[ON_ACCOUNT_GONE] = onGone;
   if (installed) return;
-  const existing = instance.defaults.transformResponse;
-  const before = Array.isArray(existing) ? (existing as unknown[]) : existing ? [existing] : [];
-  instance.defaults.transformResponse = [
-    ...before,
-    (data: unknown): unknown => {
-      const type = data !== null && typeof data === 'object' ? (data as { type?: unknown }).type : undefined;
-      if (type === ACCOUNT_DOES_NOT_EXIST_PROBLEM) host[ON_ACCOUNT_GONE]?.();
-      return data;
-    },
-  ];
+  appendResponseTransform(instance, (data) => {
+    const type = data !== null && typeof data === 'object' ? (data as { type?: unknown }).type : undefined;
+    if (type === ACCOUNT_DOES_NOT_EXIST_PROBLEM) host[ON_ACCOUNT_GONE]?.();
+    return data;
+  });
 }
 
 /** The URLs of the CAs this process talks to, by resource: one map, as acme-client has one HTTP client. */

@@ -130,6 +130,19 @@ export interface ResponseTransformHost {
   defaults: { transformResponse?: unknown };
 }
 
+/**
+ * Adds `transform` after the response transforms `instance` already has (axios's JSON parse among
+ * them, so `data` is parsed): it sees every answer, and what it returns or throws is the answer.
+ */
+export function appendResponseTransform(
+  instance: ResponseTransformHost,
+  transform: (data: unknown, headers: unknown, status?: number) => unknown,
+): void {
+  const existing = instance.defaults.transformResponse;
+  const before = Array.isArray(existing) ? (existing as unknown[]) : existing ? [existing] : [];
+  instance.defaults.transformResponse = [...before, transform];
+}
+
 const INSTALLED = Symbol.for('portico.acme.failFastOnRateLimit');
 
 function headerValue(headers: unknown, name: string): string | undefined {
@@ -152,16 +165,11 @@ function headerValue(headers: unknown, name: string): string | undefined {
 export function failFastOnRateLimit(instance: ResponseTransformHost): void {
   const host = instance as ResponseTransformHost & { [INSTALLED]?: true };
   if (host[INSTALLED]) return;
-  const existing = instance.defaults.transformResponse;
-  const before = Array.isArray(existing) ? (existing as unknown[]) : existing ? [existing] : [];
-  instance.defaults.transformResponse = [
-    ...before,
-    (data: unknown, headers: unknown, status?: number): unknown => {
-      const limited = rateLimitOf(status, data, headerValue(headers, 'retry-after'), new Date());
-      if (limited) throw limited;
-      return data;
-    },
-  ];
+  appendResponseTransform(instance, (data, headers, status) => {
+    const limited = rateLimitOf(status, data, headerValue(headers, 'retry-after'), new Date());
+    if (limited) throw limited;
+    return data;
+  });
   host[INSTALLED] = true;
 }
 
