@@ -15,13 +15,8 @@
  */
 import type { AdapterRequestConfig, RequestAdapter } from './request-timeout.js';
 
-/**
- * The resources a request can be for: the directory's own names (RFC 8555 §7.1.1, RFC 9773 §3 for
- * renewalInfo) and the resources the CA creates (account, order, authz, challenge, finalize,
- * certificate); `other` for a URL not (or no longer) known.
- */
-export const ACME_ENDPOINTS = [
-  'directory',
+/** The directory fields that name a resource URL (RFC 8555 §7.1.1; RFC 9773 §3). */
+const DIRECTORY_RESOURCES = [
   'newNonce',
   'newAccount',
   'newOrder',
@@ -29,6 +24,16 @@ export const ACME_ENDPOINTS = [
   'revokeCert',
   'keyChange',
   'renewalInfo',
+] as const;
+
+/**
+ * The resources a request can be for: the directory's own names (RFC 8555 §7.1.1, RFC 9773 §3 for
+ * renewalInfo) and the resources the CA creates (account, order, authz, challenge, finalize,
+ * certificate); `other` for a URL not (or no longer) known.
+ */
+export const ACME_ENDPOINTS = [
+  'directory',
+  ...DIRECTORY_RESOURCES,
   'account',
   'order',
   'authz',
@@ -39,17 +44,6 @@ export const ACME_ENDPOINTS = [
 ] as const;
 
 export type AcmeEndpoint = (typeof ACME_ENDPOINTS)[number];
-
-/** The directory fields that name a resource URL (RFC 8555 §7.1.1; RFC 9773 §3). */
-const DIRECTORY_RESOURCES = [
-  'newNonce',
-  'newAccount',
-  'newOrder',
-  'newAuthz',
-  'revokeCert',
-  'keyChange',
-  'renewalInfo',
-] as const satisfies readonly AcmeEndpoint[];
 
 /** The default number of URLs of CA-created resources remembered; about 1 MB at most. */
 export const DEFAULT_LEARNED_URLS = 10_000;

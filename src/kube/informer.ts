@@ -101,8 +101,9 @@ function without<T extends object>(obj: T, key: string): T {
  * for; an object that `cached` already holds at the same resourceVersion is replaced by that copy
  * (ListWatch keeps its copy anyway), so a relist does not trim, e.g. parse, every object again.
  * The pages of one paginated list are one consistent snapshot: the result is the last answer with
- * every page's items. `pageSize` is the `limit` of each page (tests use a small one). Rejects with the lister's error, e.g. 410 Gone for a continue token that
- * expired (the informer then starts over).
+ * every page's items. `pageSize` is the `limit` of each page (tests use a small one). Rejects with
+ * the lister's error, e.g. 410 Gone for a continue token that expired (the informer then starts
+ * over).
  */
 export async function listInPages<T extends KubernetesObject>(
   list: (page: ListPage) => Promise<KubernetesListObject<T>>,
