@@ -160,6 +160,57 @@ describe('OrderBudget: orders in flight', () => {
   });
 });
 
+describe('OrderBudget: a waiting key asked again', () => {
+  // 2 orders per hour, both used at t0: the line waits for the window to slide.
+  function line(keys: number): OrderBudget {
+    const budget = new OrderBudget({ limits: { accountOrders: { limit: 2, windowMs: HOUR } } });
+    budget.recordPastOrder(at(0));
+    budget.recordPastOrder(at(0));
+    for (let i = 0; i < keys; i++) budget.request(req(`a/${i}`, { queuedAt: at(i) }), at(MINUTE));
+    return budget;
+  }
+
+  it('gets the same answer while it holds, so a status showing it is not rewritten at every look', () => {
+    const budget = line(40);
+    const first = budget.request(req('a/30'), at(MINUTE));
+    expect(first).toMatchObject({ admitted: false, position: 31, expectedAt: at(16 * HOUR) });
+    // a/0 leaves the line: a/30 is 30th now, with the same expected time (the window arithmetic).
+    budget.withdraw('a/0');
+    expect(budget.request(req('a/1'), at(2 * MINUTE))).toMatchObject({ position: 1 });
+    expect(budget.request(req('a/30'), at(2 * MINUTE))).toBe(first);
+  });
+
+  it('gets a fresh answer once others come ahead of it, its place halves, or its time passes', () => {
+    const budget = line(40);
+    const first = budget.request(req('a/30'), at(MINUTE));
+    // A renewal goes ahead of every first issuance: a/30's place grows, and it is told.
+    budget.request(req('r/0', { kind: 'renewal' }), at(2 * MINUTE));
+    expect(budget.request(req('a/30'), at(2 * MINUTE))).toMatchObject({ position: 32 });
+
+    // Its place halves while its expected time moves by no more than a minute (10 order slots, a
+    // minute per order): told again, with its new place.
+    const slots = new OrderBudget({ limits: { maxInFlight: 10 }, typicalOrderMs: MINUTE });
+    for (let i = 0; i < 10; i++) expect(admitted(slots.request(req(`f/${i}`), at(0)))).toBe(true);
+    for (let i = 0; i < 12; i++) slots.request(req(`w/${i}`, { queuedAt: at(i) }), at(0));
+    const twelfth = slots.request(req('w/11'), at(0));
+    expect(twelfth).toMatchObject({ position: 12, expectedAt: at(2 * MINUTE) });
+    slots.withdraw('w/0');
+    expect(slots.request(req('w/11'), at(0))).toBe(twelfth);
+    for (let i = 1; i < 6; i++) slots.withdraw(`w/${i}`);
+    expect(slots.request(req('w/11'), at(0))).toMatchObject({ position: 6, expectedAt: at(MINUTE) });
+    expect(first.admitted).toBe(false);
+
+    // Asked past its expected time and still waiting (the order ahead takes longer than the minute
+    // an order is expected to take): a fresh estimate, never one already passed.
+    const slow = new OrderBudget({ limits: { maxInFlight: 1 }, typicalOrderMs: MINUTE });
+    expect(admitted(slow.request(req('b/0'), at(0)))).toBe(true);
+    expect(slow.request(req('b/1'), at(0))).toMatchObject({ position: 1, expectedAt: at(MINUTE) });
+    const again = slow.request(req('b/1'), at(MINUTE + 1_000));
+    expect(again).toMatchObject({ admitted: false, position: 1 });
+    expect(again.admitted === false && again.expectedAt.getTime()).toBeGreaterThan(at(MINUTE + 1_000).getTime());
+  });
+});
+
 describe('OrderBudget: the order of the line', () => {
   it('puts renewals ahead of first issuance, and nobody overtakes by asking first', () => {
     const budget = new OrderBudget({ limits: { accountOrders: { limit: 2, windowMs: HOUR } } });

@@ -106,7 +106,8 @@ export interface OrderQueued {
   /**
    * 1-based place in the line for that limit: among all waiting requests for the account budget and
    * the in-flight cap, among the requests of its registered domain for `RegisteredDomainBudget`, among
-   * those of its hostname for `FailedValidationLimit`.
+   * those of its hostname for `FailedValidationLimit`. A repeated answer (see `OrderBudget.request`)
+   * names the place it had when its estimate was made.
    */
   readonly position: number;
   /**
@@ -214,6 +215,8 @@ interface Entry {
   state: EntryState;
   /** When the caller was told to come back (or last came), ms: for `staleAfterMs`. */
   dueMs: number;
+  /** The last answer it was given while waiting: repeated while it still holds (`stillHolds`). */
+  told: OrderQueued | undefined;
 }
 
 /**
@@ -266,6 +269,11 @@ const KIND_RANK: Readonly<Record<OrderKind, number>> = { renewal: 0, 'first-issu
 
 /** Weight of the newest observed order duration in the moving average. */
 const DURATION_WEIGHT = 0.2;
+
+/** A repeated answer's expected time may be off by this share of the wait left (see `stillHolds`). */
+const ESTIMATE_TOLERANCE = 0.1;
+/** …or by this much, whichever is more (ms). */
+const ESTIMATE_TOLERANCE_MIN_MS = MINUTE_MS;
 
 /** Event times (ms) inside a sliding window, oldest first; older ones are dropped as the clock passes. */
 class SlidingWindow {
@@ -397,7 +405,9 @@ export class OrderBudget {
   /**
    * May `req.key` place its order now? Puts the key in line on its first call. Admitting counts the
    * order at once (see `OrderAdmitted`); asking again for a waiting key counts nothing and returns
-   * the answer for the current state; asking for a key admitted and not settled returns
+   * the answer for the current state, or the same answer as last time while that still holds (same
+   * limit, its expected time not passed and within 10 % of the wait left or a minute of the current
+   * estimate, its place neither grown nor halved): a waiting domain's status is not rewritten at every look; asking for a key admitted and not settled returns
    * `{ admitted: true, alreadyInFlight: true }` with the original `admittedAt`.
    *
    * @throws RangeError when `now` or (on a key's first call) `req.queuedAt` is not a valid Date, or
@@ -408,8 +418,11 @@ export class OrderBudget {
     const flight = this.#inFlight.get(req.key);
     if (flight) return { admitted: true, admittedAt: new Date(flight.admittedAtMs), alreadyInFlight: true };
     const entry = this.#waiting.get(req.key) ?? this.#enter(req, nowMs);
-    const decision = this.#decide(entry, nowMs);
-    if (!decision.admitted) entry.dueMs = Math.max(nowMs, decision.expectedAt.getTime());
+    const fresh = this.#decide(entry, nowMs);
+    if (fresh.admitted) return fresh;
+    const decision = entry.told !== undefined && stillHolds(entry.told, fresh, nowMs) ? entry.told : fresh;
+    entry.told = decision;
+    entry.dueMs = Math.max(nowMs, decision.expectedAt.getTime());
     return decision;
   }
 
@@ -588,6 +601,7 @@ export class OrderBudget {
       queuedAtMs: validMs(req.queuedAt, 'queuedAt'),
       state: 'gone',
       dueMs: nowMs,
+      told: undefined,
     };
     this.#waiting.set(entry.key, entry);
     this.#kindCounts[entry.kindRank] = (this.#kindCounts[entry.kindRank] ?? 0) + 1;
@@ -935,6 +949,23 @@ function slotTimeMs(
     baseMs = event < held ? (window.at(event) ?? nowMs) + windowMs : nowMs + windowMs;
   }
   return Math.max(nowMs, baseMs + cycle * windowMs);
+}
+
+/**
+ * Whether a waiting request's last answer `told` may be given again instead of `fresh`, so that a
+ * status showing it is not rewritten at every look (a periodic resync of a long line would otherwise
+ * rewrite every waiting domain's place). It holds while it waits for the same limit, its expected time
+ * has not passed, `fresh`'s expected time is within ESTIMATE_TOLERANCE of the wait left (at least
+ * ESTIMATE_TOLERANCE_MIN_MS) of it, and its place has neither grown (others came ahead of it) nor
+ * halved: the place it names is then the place it had when that estimate was made, never better
+ * than the place it has.
+ */
+function stillHolds(told: OrderQueued, fresh: OrderQueued, nowMs: number): boolean {
+  const toldAtMs = told.expectedAt.getTime();
+  if (told.reason !== fresh.reason || nowMs >= toldAtMs) return false;
+  if (fresh.position > told.position || fresh.position * 2 <= told.position) return false;
+  const toleranceMs = Math.max(ESTIMATE_TOLERANCE_MIN_MS, (toldAtMs - nowMs) * ESTIMATE_TOLERANCE);
+  return Math.abs(fresh.expectedAt.getTime() - toldAtMs) <= toleranceMs;
 }
 
 function queued(reason: OrderQueueReason, position: number, atMs: number, what: string): OrderQueued {
