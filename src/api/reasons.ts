@@ -70,6 +70,22 @@ export const CUSTOM_DOMAIN_REASONS = {
   NoBackend: { severity: 'Warning', doc: 'neither spec.service nor spec.redirect is set' },
   ServicePortNotFound: { severity: 'Warning', doc: 'the Service has no such port' },
   NameInUse: { severity: 'Warning', doc: "an object at Portico's name is another domain's" },
+  // Routed, redirect domains (routing/redirect.ts)
+  RedirectToSelf: { severity: 'Warning', doc: "spec.redirect.to is the domain's own hostname" },
+  RedirectTargetNotFound: {
+    severity: 'Warning',
+    doc: 'no CustomDomain of the project has the hostname spec.redirect.to names',
+  },
+  RedirectTargetOtherProject: {
+    severity: 'Warning',
+    doc: 'spec.redirect.to is a hostname of another project',
+  },
+  RedirectTargetNotServing: {
+    severity: 'Normal',
+    doc: 'the redirect waits until its target is Ready (or the target is being deleted)',
+  },
+  RedirectChain: { severity: 'Warning', doc: 'the redirect target redirects too (a → b → c)' },
+  RedirectLoop: { severity: 'Warning', doc: 'the redirect target redirects back to this domain (a → b → a)' },
   // Ready
   Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
   // Events only

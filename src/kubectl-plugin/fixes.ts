@@ -78,6 +78,18 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     'Give the Service in `spec.service` the port `spec.service.port` names, or set `spec.service.port` to one of the ports the message lists (`kubectl get service -n <namespace>`).',
   NameInUse:
     "An object at Portico's name for this domain (Ingress `portico-<name>`, Secret `<name>-tls`) carries another CustomDomain's `portico.dev/customdomain` label: remove that object or correct its label.",
+  RedirectToSelf:
+    "Set `spec.redirect.to` to the domain visitors should go to, normally the project's primary domain (the CRD refuses a redirect to itself; only an object stored before that rule can hold one): `kubectl edit customdomain -n <namespace> <name>`.",
+  RedirectTargetNotFound:
+    "Create the target as a CustomDomain of this project with `spec.service`, or set `spec.redirect.to` to a hostname of this project's domains (`kubectl get customdomain -n <namespace>`; the message lists those that serve).",
+  RedirectTargetOtherProject:
+    "A redirect goes only to a domain of the same project: set `spec.redirect.to` to one of this project's domains (`kubectl get customdomain -n <namespace>`). To send visitors to another project, that project must serve the hostname itself.",
+  RedirectTargetNotServing:
+    'Nothing to do if the target is on its way: the redirect is routed once the target is Ready (`kubectl portico status <target> -n <namespace>` shows what holds it back). If the target is being deleted, set `spec.redirect.to` to another domain of this project.',
+  RedirectChain:
+    'Set `spec.redirect.to` to the domain the target redirects to when it serves (the message names it), so that visitors get one redirect, not two.',
+  RedirectLoop:
+    "Make one of the two domains serve the project (`spec.service` instead of `spec.redirect`), or point both at the project's primary domain.",
   // Ready
   Live: 'Nothing to do.',
   // Events

@@ -60,3 +60,187 @@ export function describeStatus(status: RedirectStatus): string {
   };
   return `${status} ${names[status]}`;
 }
+
+/**
+ * Why a redirect domain is not routed (the Routed condition's reason), Kubernetes API conventions
+ * (UpperCamelCase). The spec's project configuration (§2, "domains.redirects") sends a redirect to
+ * a domain of the same project, "normally the primary domain": one that serves.
+ */
+export type RedirectNotRoutedReason =
+  /** `spec.redirect.to` is the domain's own hostname (the CRD refuses this; older objects may hold it). */
+  | 'RedirectToSelf'
+  /** No CustomDomain of the project (namespace) has the target hostname. */
+  | 'RedirectTargetNotFound'
+  /** The target hostname is held by a CustomDomain of another project (namespace). */
+  | 'RedirectTargetOtherProject'
+  /** The target exists in the project but does not serve yet: not Ready, or being deleted. */
+  | 'RedirectTargetNotServing'
+  /** The target redirects too, to a third hostname (a → b → c): one hop only. */
+  | 'RedirectChain'
+  /** The target redirects back to this domain (a → b → a). */
+  | 'RedirectLoop';
+
+/** The verdict on a redirect domain's target (`redirectRouting`). */
+export type RedirectRouting =
+  | {
+      route: true;
+      intent: RedirectIntent;
+      /** metadata.name of the target CustomDomain. */
+      target: string;
+      message: string;
+    }
+  | { route: false; reason: RedirectNotRoutedReason; message: string };
+
+/** What `redirectRouting` reads of the cluster (the controller's caches). */
+export interface RedirectTargetLookup {
+  /** The CustomDomains of the domain's namespace (the domain itself may be among them). */
+  domainsInNamespace: readonly CustomDomain[];
+  /**
+   * The CustomDomain that holds `hostname` (normalized) by its HostnameClaim, in any namespace, or
+   * undefined when no claim holds it.
+   */
+  holderOf(hostname: string): { namespace: string; name: string } | undefined;
+}
+
+/** How many serving hostnames of the project a not-found message suggests. */
+const SUGGESTED_TARGETS = 5;
+
+const normalize = (hostname: string): string => hostname.toLowerCase().replace(/\.$/, '');
+
+const readyOf = (domain: CustomDomain): { status: string; reason: string } | undefined =>
+  domain.status?.conditions?.find((c) => c.type === 'Ready');
+
+/** Whether `domain` serves the project now: a serving domain (no redirect), not being deleted, Ready. */
+function serves(domain: CustomDomain): boolean {
+  return (
+    domain.spec.redirect === undefined &&
+    domain.metadata.deletionTimestamp == null &&
+    readyOf(domain)?.status === 'True'
+  );
+}
+
+/**
+ * Whether a redirect domain may be routed, and if not, why (spec §2 "domains.redirects"; issue #11):
+ * its `spec.redirect.to` must be the hostname of a CustomDomain of the same project (namespace) that
+ * serves it (a serving domain whose Ready condition is True, so that visitors are never sent to a
+ * domain that does not answer). Checked in this order:
+ *
+ * 1. `to` equal to the domain's own hostname: `RedirectToSelf`.
+ * 2. `to` held by a CustomDomain of another namespace (its HostnameClaim): `RedirectTargetOtherProject`.
+ *    The other project is not named: a tenant must not learn another tenant's namespace.
+ * 3. No CustomDomain of this namespace has `to` (one being deleted does not count as missing; see 6):
+ *    `RedirectTargetNotFound`; the message lists up to 5 hostnames of the project that serve.
+ * 4. The target redirects back to this hostname (a → b → a): `RedirectLoop`.
+ * 5. The target redirects elsewhere (a → b → c): `RedirectChain`; the message suggests `c` when it
+ *    serves in this project.
+ * 6. The target is being deleted or is not Ready: `RedirectTargetNotServing`, with its Ready reason.
+ *
+ * Where several CustomDomains of the namespace have `to`, the one holding the hostname's claim is
+ * the target; else the first that serves, else the first by name. Pure.
+ *
+ * @param domain the domain to judge
+ * @returns undefined for a serving domain (no `spec.redirect`); else the verdict
+ */
+export function redirectRouting(
+  domain: Pick<CustomDomain, 'metadata' | 'spec'>,
+  lookup: RedirectTargetLookup,
+): RedirectRouting | undefined {
+  const intent = redirectIntent(domain);
+  if (!intent) return undefined;
+  const self = normalize(domain.spec.hostname);
+  const ns = domain.metadata.namespace;
+  if (intent.to === self) {
+    return {
+      route: false,
+      reason: 'RedirectToSelf',
+      message: `spec.redirect.to is ${self}, this domain's own hostname: a domain cannot redirect to itself. Set redirect.to to the domain visitors should go to, normally the project's primary domain.`,
+    };
+  }
+  const holder = lookup.holderOf(intent.to);
+  if (holder !== undefined && holder.namespace !== ns) {
+    return {
+      route: false,
+      reason: 'RedirectTargetOtherProject',
+      message: `${intent.to} is a domain of another project: a redirect goes only to a domain of the same project (namespace ${ns}). Set redirect.to to one of this project's domains.`,
+    };
+  }
+  const others = lookup.domainsInNamespace.filter((d) => d.metadata.name !== domain.metadata.name);
+  const target = pickTarget(
+    others.filter((d) => normalize(d.spec.hostname) === intent.to),
+    holder?.name,
+  );
+  if (!target) return notFound(intent.to, ns, others);
+  return judgeTarget(self, intent, target, others);
+}
+
+/** The CustomDomain that is the target among `candidates` (all with the target hostname). */
+function pickTarget(
+  candidates: readonly CustomDomain[],
+  holderName: string | undefined,
+): CustomDomain | undefined {
+  const byName = [...candidates].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  return byName.find((d) => d.metadata.name === holderName) ?? byName.find((d) => serves(d)) ?? byName[0];
+}
+
+function notFound(to: string, ns: string, others: readonly CustomDomain[]): RedirectRouting {
+  const serving = [...new Set(others.filter((d) => serves(d)).map((d) => normalize(d.spec.hostname)))]
+    .sort()
+    .slice(0, SUGGESTED_TARGETS);
+  const suggestion =
+    serving.length > 0
+      ? ` Domains of this project that serve: ${serving.join(', ')}.`
+      : ' This project has no domain that serves yet.';
+  return {
+    route: false,
+    reason: 'RedirectTargetNotFound',
+    message: `No CustomDomain in this project (namespace ${ns}) has the hostname ${to}: a redirect goes to a domain of the same project that serves. Add ${to} as a CustomDomain with spec.service, or set redirect.to to a domain of this project.${suggestion}`,
+  };
+}
+
+/** Steps 4 to 6 of `redirectRouting`, once the target is found in the namespace. */
+function judgeTarget(
+  self: string,
+  intent: RedirectIntent,
+  target: CustomDomain,
+  others: readonly CustomDomain[],
+): RedirectRouting {
+  const named = `${intent.to} (CustomDomain ${target.metadata.name})`;
+  const next = target.spec.redirect ? normalize(target.spec.redirect.to) : undefined;
+  if (next === self) {
+    return {
+      route: false,
+      reason: 'RedirectLoop',
+      message: `${named} redirects back to ${self}: the two redirect to each other (a loop), so neither is routed. Make one of them serve the project (spec.service instead of spec.redirect), or point both at the project's primary domain.`,
+    };
+  }
+  if (next !== undefined) {
+    const final = others.find((d) => normalize(d.spec.hostname) === next && serves(d));
+    return {
+      route: false,
+      reason: 'RedirectChain',
+      message: `${named} redirects too, to ${next}: a redirect must go straight to a domain that serves (one hop, no chain). ${final ? `Set redirect.to to ${next}, which serves this project.` : 'Set redirect.to to a domain of this project that serves, normally its primary domain.'}`,
+    };
+  }
+  if (target.metadata.deletionTimestamp != null) {
+    return {
+      route: false,
+      reason: 'RedirectTargetNotServing',
+      message: `${named} is being deleted: a redirect to it would send visitors to a domain that no longer answers. Set redirect.to to another domain of this project.`,
+    };
+  }
+  const ready = readyOf(target);
+  if (ready?.status !== 'True') {
+    const why = ready ? `its Ready condition is ${ready.status} (${ready.reason})` : 'it has no status yet';
+    return {
+      route: false,
+      reason: 'RedirectTargetNotServing',
+      message: `${named} does not serve yet: ${why}. The redirect is routed once it serves, so that visitors are not sent to a domain that does not answer.`,
+    };
+  }
+  return {
+    route: true,
+    intent,
+    target: target.metadata.name,
+    message: `${named} serves this project.`,
+  };
+}
