@@ -44,15 +44,56 @@ export interface CustomDomainSpec {
   redirect?: { to: string; statusCode?: 301 | 302 | 307 | 308 };
 }
 
-/** A record the customer must create at their DNS provider (spec §2, "DNS record"). */
-export interface RequiredDnsRecord {
-  /** TXT: the ownership record (src/dns/ownership.ts), when the platform asks for it. */
-  type: 'CNAME' | 'ALIAS' | 'TXT';
+/**
+ * A record that does the job of an apex's ALIAS/ANAME at a DNS provider without them: an A or AAAA
+ * record whose value is one of the platform's fixed addresses (`--apex-addresses`).
+ */
+export interface AlternativeDnsRecord {
+  type: 'A' | 'AAAA';
+  /** The full owner name, lowercase, no trailing dot. */
   name: string;
+  /** The owner name relative to the zone, as DNS providers ask for it: `@` for the apex. */
+  relativeName: string;
+  /** An IPv4 (A) or IPv6 (AAAA) address. */
+  value: string;
+  /** Seconds. */
+  ttl: number;
+}
+
+/**
+ * A record the customer must create at their DNS provider (spec §2, "DNS record"), written so that a
+ * dashboard can show it as it is (src/dns/records.ts; docs/customdomains.md, "DNS instructions").
+ */
+export interface RequiredDnsRecord {
+  /**
+   * CNAME for a subdomain, ALIAS for an apex (ALIAS or ANAME, whichever the provider calls it), TXT
+   * for the ownership record (src/dns/ownership.ts) when the platform asks for it.
+   */
+  type: 'CNAME' | 'ALIAS' | 'TXT';
+  /** The full owner name, lowercase, no trailing dot: `www.shop.example.co.uk`. */
+  name: string;
+  /**
+   * The owner name relative to `zone`, as DNS providers ask for it in their "Name" or "Host" field:
+   * `www.shop` for `www.shop.example.co.uk` in `example.co.uk`, `@` for the apex. Absent on objects an
+   * older operator wrote.
+   */
+  relativeName?: string;
+  /**
+   * The zone the record goes in: the registered domain of `name` by the Public Suffix List
+   * (`example.co.uk`), where a DNS provider keeps the customer's records. Absent on objects an older
+   * operator wrote.
+   */
+  zone?: string;
   value: string;
   /** Seconds. */
   ttl: number;
   note?: string;
+  /**
+   * For an ALIAS: the records that do the same job at a provider without ALIAS/ANAME (create these
+   * instead, all of them): the platform's addresses. Absent when the platform configures no fixed
+   * addresses (`note` then says so) and on every other type.
+   */
+  alternatives?: AlternativeDnsRecord[];
 }
 
 /** A resource record as DNS answered it. */

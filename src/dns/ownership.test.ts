@@ -6,7 +6,7 @@ import {
   verifyOwnership,
   withOwnership,
 } from './ownership.js';
-import type { Verdict } from './verdict.js';
+import { PROPAGATION_NOTE, type Verdict } from './verdict.js';
 
 const key = Buffer.alloc(32, 7);
 const otherKey = Buffer.alloc(32, 8);
@@ -38,8 +38,14 @@ describe('verifyOwnership', () => {
     expect(ownershipRecord(host, token)).toMatchObject({
       type: 'TXT',
       name: `_portico-challenge.${host}`,
+      relativeName: '_portico-challenge.www',
+      zone: 'example.com',
       value,
       ttl: 3600,
+    });
+    expect(ownershipRecord('example.co.uk', token)).toMatchObject({
+      relativeName: '_portico-challenge',
+      zone: 'example.co.uk',
     });
   });
 
@@ -84,10 +90,20 @@ describe('withOwnership', () => {
     expect(v.message).toContain('create TXT x');
   });
 
-  it('keeps an unverified verdict and adds the TXT record to its message', () => {
-    const v = withOwnership({ ...matching, verified: false, reason: 'RecordNotFound' }, missing);
+  it('keeps an unverified verdict and adds the TXT record to its message, the propagation note last', () => {
+    const notFound = `No CNAME: create it. ${PROPAGATION_NOTE}`;
+    const v = withOwnership(
+      { ...matching, verified: false, reason: 'RecordNotFound', message: notFound },
+      missing,
+    );
     expect(v.reason).toBe('RecordNotFound');
-    expect(v.message).toContain('create TXT x');
+    expect(v.message).toBe(`No CNAME: create it. Ownership not shown: create TXT x. ${PROPAGATION_NOTE}`);
+  });
+
+  it('says that DNS changes can take up to 48 hours, also when the TXT lookup failed', () => {
+    const failed = { shown: false, transient: true, message: 'The lookup failed.' } as const;
+    expect(withOwnership(matching, failed).message).toContain(PROPAGATION_NOTE);
+    expect(withOwnership(matching, missing).message).toContain(PROPAGATION_NOTE);
   });
 
   it('leaves the verdict alone once shown', () => {

@@ -18,7 +18,7 @@
 import { createHmac } from 'node:crypto';
 import type { RequiredDnsRecord } from '../api/customdomain.js';
 import type { RRsetAnswer } from './answers.js';
-import { INSTRUCTED_TTL_SECONDS } from './records.js';
+import { INSTRUCTED_TTL_SECONDS, registeredDomain, relativeName } from './records.js';
 import { PROPAGATION_NOTE, type Verdict } from './verdict.js';
 
 /** The label prepended to the hostname to name the ownership record. */
@@ -54,9 +54,14 @@ export function ownershipToken(key: Uint8Array, uid: string, hostname: string): 
 
 /** The TXT record to create, for status.dnsRecords. */
 export function ownershipRecord(hostname: string, token: string): RequiredDnsRecord {
+  const name = ownershipRecordName(hostname);
+  // The zone is the hostname's: the underscore label is not a hostname label the list can read.
+  const zone = registeredDomain(hostname);
   return {
     type: 'TXT',
-    name: ownershipRecordName(hostname),
+    name,
+    relativeName: relativeName(name, zone),
+    zone,
     value: `${OWNERSHIP_VALUE_PREFIX}${token}`,
     ttl: INSTRUCTED_TTL_SECONDS,
     note: 'Proves that you own the domain; it can be removed once the domain is verified.',
@@ -104,11 +109,17 @@ export function verifyOwnership(hostname: string, token: string, answer: RRsetAn
  */
 export function withOwnership(verdict: Verdict, ownership: OwnershipVerdict): Verdict {
   if (ownership.shown) return verdict;
-  if (!verdict.verified) return { ...verdict, message: `${verdict.message} ${ownership.message}` };
+  if (!verdict.verified) {
+    // The propagation note stays last, after the TXT record to create.
+    const message = verdict.message.endsWith(PROPAGATION_NOTE)
+      ? verdict.message.slice(0, -PROPAGATION_NOTE.length).trimEnd()
+      : verdict.message;
+    return { ...verdict, message: `${message} ${ownership.message} ${PROPAGATION_NOTE}` };
+  }
   return {
     verified: false,
     reason: 'OwnershipNotVerified',
-    message: `${verdict.message} ${ownership.message}${ownership.transient ? '' : ` ${PROPAGATION_NOTE}`}`,
+    message: `${verdict.message} ${ownership.message} ${PROPAGATION_NOTE}`,
     records: verdict.records,
     transient: ownership.transient,
   };

@@ -2,7 +2,8 @@
  * Properties of the DNS verdicts (src/dns/verdict.ts) over generated answers: a subdomain is
  * verified exactly when every CNAME equals the target (case and a root dot aside, RFC 4343); an apex
  * exactly when every address is one of the target's; a resolver failure is never a definite "no";
- * the verdict lists every record DNS returned and does not depend on their order.
+ * the verdict lists every record DNS returned and does not depend on their order; every verdict that is
+ * not verified says that DNS changes can take up to 48 hours.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import {
   withCase,
 } from '../../test/fixtures/arbitraries.js';
 import { recordValues, type HostnameAnswers, type RRsetAnswer } from './answers.js';
-import { verifyApex, verifySubdomain, type Verdict } from './verdict.js';
+import { PROPAGATION_NOTE, verifyApex, verifySubdomain, type Verdict } from './verdict.js';
 
 const TRANSIENT_REASONS = ['DNSServerFailure', 'DNSTimeout', 'DNSError', 'TargetUnresolvable'];
 
@@ -49,6 +50,8 @@ function expectWellFormed(v: Verdict, hostname: string, answers: HostnameAnswers
   expect(v.message.length).toBeGreaterThan(0);
   expect(v.transient).toBe(TRANSIENT_REASONS.includes(v.reason));
   if (v.verified) expect(v.reason).toBe('RecordMatches');
+  // Every message of a domain not (yet) verified tells the customer to allow for propagation (spec §3).
+  else expect(v.message).toContain(PROPAGATION_NOTE);
   // Every record DNS returned is listed, under the hostname, and nothing else.
   const returned = [answers.cname, answers.a, answers.aaaa].flatMap(recordValues);
   expect(v.records.map((r) => r.value).sort()).toEqual([...returned].sort());

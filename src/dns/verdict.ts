@@ -35,7 +35,10 @@ export interface Verdict {
   transient: boolean;
 }
 
-/** The note on DNS propagation that every "not yet" verdict carries (spec §3). */
+/**
+ * The note on DNS propagation that the message of every verdict that is not verified carries, so
+ * that a dashboard showing the message as it is tells the customer to wait (spec §3, §8.2).
+ */
 export const PROPAGATION_NOTE =
   'DNS changes can take up to 48 hours to propagate; most resolve within minutes.';
 
@@ -65,19 +68,19 @@ function resolverFailure(
       return {
         ...base,
         reason: 'DNSServerFailure',
-        message: `The DNS server answered SERVFAIL for ${hostname}: the domain's nameservers are failing or misconfigured (DNSSEC, lame delegation). Portico will check again.`,
+        message: `The DNS server answered SERVFAIL for ${hostname}: the domain's nameservers are failing or misconfigured (DNSSEC, lame delegation). Portico will check again. ${PROPAGATION_NOTE}`,
       };
     case 'timeout':
       return {
         ...base,
         reason: 'DNSTimeout',
-        message: `No DNS answer for ${hostname} within the timeout. Portico will check again.`,
+        message: `No DNS answer for ${hostname} within the timeout. Portico will check again. ${PROPAGATION_NOTE}`,
       };
     case 'error':
       return {
         ...base,
         reason: 'DNSError',
-        message: `DNS lookup of ${hostname} failed (${failed.code}). Portico will check again.`,
+        message: `DNS lookup of ${hostname} failed (${failed.code}). Portico will check again. ${PROPAGATION_NOTE}`,
       };
   }
 }
@@ -107,7 +110,7 @@ export function verifySubdomain(hostname: string, target: string, answers: Hostn
     return {
       verified: false,
       reason: 'CNAMEMismatch',
-      message: `Found ${describe(found)}, but ${wanted} is wanted: change the CNAME's value to ${target} exactly.`,
+      message: `Found ${describe(found)}, but ${wanted} is wanted: change the CNAME's value to ${target} exactly. ${PROPAGATION_NOTE}`,
       records,
       transient: false,
     };
@@ -120,7 +123,7 @@ export function verifySubdomain(hostname: string, target: string, answers: Hostn
     return {
       verified: false,
       reason: 'ConflictingRecord',
-      message: `Found ${describe(conflicting)} where ${wanted} is wanted: delete the conflicting record${conflicting.length > 1 ? 's' : ''} and create the CNAME (a name with a CNAME can have no other records).`,
+      message: `Found ${describe(conflicting)} where ${wanted} is wanted: delete the conflicting record${conflicting.length > 1 ? 's' : ''} and create the CNAME (a name with a CNAME can have no other records). ${PROPAGATION_NOTE}`,
       records,
       transient: false,
     };
@@ -159,7 +162,7 @@ export function verifyApex(
     return {
       verified: false,
       reason: 'TargetUnresolvable',
-      message: `The platform target ${target} has no A or AAAA records, so ${hostname} cannot be compared with it. This is the platform's problem, not the customer's; Portico will check again.`,
+      message: `The platform target ${target} has no A or AAAA records, so ${hostname} cannot be compared with it. This is the platform's problem, not the customer's; Portico will check again. ${PROPAGATION_NOTE}`,
       records,
       transient: true,
     };
@@ -179,7 +182,7 @@ export function verifyApex(
     return {
       verified: false,
       reason: stray.length === addresses.length ? 'AddressMismatch' : 'ConflictingRecord',
-      message: `Found ${describe(stray)}, which ${stray.length > 1 ? 'are' : 'is'} not an address of ${target} (${[...allowed].join(', ')}): remove ${stray.length > 1 ? 'them' : 'it'} and create ${wanted}.`,
+      message: `Found ${describe(stray)}, which ${stray.length > 1 ? 'are' : 'is'} not an address of ${target} (${[...allowed].join(', ')}): remove ${stray.length > 1 ? 'them' : 'it'} and create ${wanted}. ${PROPAGATION_NOTE}`,
       records,
       transient: false,
     };
