@@ -24,13 +24,13 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
   // DNSVerified
   RecordMatches: 'Nothing to do.',
   RecordNotFound:
-    "Create the record `status.dnsRecords` lists (`kubectl portico status <name> -n <namespace>` shows it) at the customer's DNS provider, then press Re-verify: `kubectl portico verify <name> -n <namespace>`. Propagation can take up to 48 hours; Portico keeps checking on its own.",
+    "Create the record `status.dnsRecords` lists (`kubectl portico status <name> -n <namespace>` shows it) at the customer's DNS provider, under the name its `relativeName` gives in the zone `zone` (`@` is the apex), then press Re-verify: `kubectl portico verify <name> -n <namespace>`. Propagation can take up to 48 hours; Portico keeps checking on its own.",
   ConflictingRecord:
     'Delete the record the message names (an A/AAAA or other record where the CNAME should be, or a stray A/AAAA beside an apex ALIAS) and keep only the record in `status.dnsRecords`, then `kubectl portico verify <name> -n <namespace>`.',
   CNAMEMismatch:
     'Change the CNAME so that its value is exactly the one in `status.dnsRecords` (the platform target, no other host), then `kubectl portico verify <name> -n <namespace>`.',
   AddressMismatch:
-    'Point the apex ALIAS/ANAME at the platform target in `status.dnsRecords` and remove A/AAAA records set by hand to other addresses, then `kubectl portico verify <name> -n <namespace>`.',
+    'Point the apex ALIAS/ANAME at the platform target in `status.dnsRecords` (or, at a provider without ALIAS/ANAME, create the A/AAAA records listed as its `alternatives`) and remove A/AAAA records set by hand to other addresses, then `kubectl portico verify <name> -n <namespace>`.',
   DNSServerFailure:
     "The customer's name servers answer SERVFAIL (often a broken DNSSEC chain or a lame delegation): check with `dig <hostname>` and have the DNS provider fix it. Portico asks again every 15 s.",
   DNSTimeout:

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Condition, CustomDomain } from '../api/customdomain.js';
+import { requiredDnsRecords } from '../dns/records.js';
 import {
   explain,
   formatExplanation,
@@ -139,6 +140,29 @@ describe('statusReport and formatStatus', () => {
     expect(text).toContain('renewalTime:  2026-04-30T11:00:00Z (in 59d)');
     expect(text).toContain('next attempt: -');
     expect(text).toContain('Events: none');
+  });
+
+  it('shows the zone and the name as the DNS provider asks for it, and an apex ALIAS with its A/AAAA alternatives', () => {
+    const dnsRecords = [
+      ...requiredDnsRecords('www.shop.example.co.uk', 'sites.example.net'),
+      ...requiredDnsRecords('example.co.uk', 'sites.example.net', ['192.0.2.10', '2001:db8::10']),
+    ];
+    const text = formatStatus(statusReport(domain(liveConditions, { dnsRecords }), [], now), now);
+    expect(text).toContain(
+      [
+        '  wanted:  CNAME www.shop.example.co.uk -> sites.example.net  (TTL 3600)',
+        '           at the DNS provider of example.co.uk: name www.shop',
+        '  wanted:  ALIAS example.co.uk -> sites.example.net  (TTL 3600; An apex cannot hold a CNAME',
+      ].join('\n'),
+    );
+    expect(text).toContain(
+      [
+        '           at the DNS provider of example.co.uk: name @',
+        '           or instead, without ALIAS/ANAME: A @ -> 192.0.2.10, AAAA @ -> 2001:db8::10  (TTL 3600)',
+      ].join('\n'),
+    );
+    // A record an older operator wrote (no zone, no relativeName) still shows on one line.
+    expect(formatStatus(statusReport(live, [], now), now)).not.toContain('at the DNS provider of');
   });
 
   it('keeps the last 10 Events by time, newest last', () => {

@@ -221,13 +221,31 @@ function recordLine(r: { type: string; name: string; value: string }): string {
   return `${r.type} ${r.name} -> ${r.value}`;
 }
 
+/**
+ * One record to create: the record in full; where the operator wrote them, the zone and the name as
+ * the DNS provider asks for it (`@` at the apex); for an apex, the A/AAAA records to create instead at
+ * a provider without ALIAS/ANAME.
+ */
+function wantedLines(r: RequiredDnsRecord): string[] {
+  const lines = [`  wanted:  ${recordLine(r)}  (TTL ${r.ttl}${r.note ? `; ${r.note}` : ''})`];
+  if (r.zone !== undefined && r.relativeName !== undefined) {
+    lines.push(`           at the DNS provider of ${r.zone}: name ${r.relativeName}`);
+  }
+  const alternatives = r.alternatives ?? [];
+  if (alternatives.length > 0) {
+    const records = alternatives.map((a) => `${a.type} ${a.relativeName} -> ${a.value}`).join(', ');
+    lines.push(
+      `           or instead, without ALIAS/ANAME: ${records}  (TTL ${alternatives[0]?.ttl ?? r.ttl})`,
+    );
+  }
+  return lines;
+}
+
 function dnsLines(report: StatusReport, now: Date): string[] {
   const { dns } = report;
   const lines = ['DNS:'];
   if (dns.wanted.length === 0) lines.push('  wanted:  (none listed yet)');
-  for (const r of dns.wanted) {
-    lines.push(`  wanted:  ${recordLine(r)}  (TTL ${r.ttl}${r.note ? `; ${r.note}` : ''})`);
-  }
+  for (const r of dns.wanted) lines.push(...wantedLines(r));
   if (dns.checkedAt === undefined) {
     lines.push('  found:   not checked yet');
   } else {
