@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_SERVING_SCHEDULE,
+  isNewCertificate,
+  nextServingCheckAt,
+  recordServingCheck,
+  servingReadiness,
+  type ServingCheckRecord,
+} from './schedule.js';
+import type { ServingVerdict } from './verdict.js';
+
+const T0 = new Date('2026-11-25T12:00:00Z');
+const at = (ms: number): Date => new Date(T0.getTime() + ms);
+const SERIAL = '0A1B2C';
+const RENEWED = 'FF0011';
+
+const unreachable: ServingVerdict = {
+  result: 'unreachable',
+  reason: 'DataPlaneUnreachable',
+  step: 'tls',
+  error: { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED' },
+  message: 'The serving check got no TLS connection: ECONNREFUSED (nothing listens there).',
+};
+const wrong = {
+  result: 'wrong-certificate',
+  reason: 'CertificateNotServed',
+  message: 'Another one.',
+} as const;
+const serving = { result: 'serving', reason: 'Live', message: 'Serves.' } as const;
+
+describe('nextServingCheckAt', () => {
+  it('checks at once the first time and after each renewal (the serial changed)', () => {
+    expect(nextServingCheckAt(undefined, SERIAL, T0)).toEqual(T0);
+    const record = recordServingCheck(undefined, SERIAL, serving, T0);
+    expect(isNewCertificate(record, RENEWED)).toBe(true);
+    expect(nextServingCheckAt(record, RENEWED, at(1_000))).toEqual(at(1_000));
+  });
+
+  it('compares serials in any hex form (colons, case, leading zeros)', () => {
+    const record = recordServingCheck(undefined, '0a:1b:2c', serving, T0);
+    expect(isNewCertificate(record, 'A1B2C')).toBe(false);
+    expect(nextServingCheckAt(record, SERIAL, T0)).toEqual(at(DEFAULT_SERVING_SCHEDULE.intervalMs));
+  });
+
+  it('re-checks a serving domain every interval', () => {
+    const record = recordServingCheck(undefined, SERIAL, serving, T0);
+    const policy = { ...DEFAULT_SERVING_SCHEDULE, intervalMs: 60_000 };
+    expect(nextServingCheckAt(record, SERIAL, at(10_000), policy)).toEqual(at(60_000));
+  });
+
+  it('retries a failing one after 5, 10, 20 … s, at most the interval apart', () => {
+    let record: ServingCheckRecord | undefined;
+    const delays: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      record = recordServingCheck(record, SERIAL, wrong, T0);
+      delays.push(nextServingCheckAt(record, SERIAL, T0).getTime() - T0.getTime());
+    }
+    expect(delays).toEqual([
+      5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 600_000, 600_000, 600_000,
+    ]);
+  });
+
+  it('never returns a time that has passed', () => {
+    const record = recordServingCheck(undefined, SERIAL, serving, T0);
+    const late = at(DEFAULT_SERVING_SCHEDULE.intervalMs * 3);
+    expect(nextServingCheckAt(record, SERIAL, late)).toEqual(late);
+  });
+});
+
+describe('recordServingCheck', () => {
+  it('counts failures in a row for one serial, and starts over for a renewed one', () => {
+    const first = recordServingCheck(undefined, SERIAL, wrong, T0);
+    const second = recordServingCheck(first, SERIAL, unreachable, at(5_000));
+    expect(second).toEqual({
+      serialNumber: 'A1B2C',
+      lastCheckTime: at(5_000).toISOString(),
+      lastResult: 'unreachable',
+      consecutiveFailures: 2,
+      failingSince: T0.toISOString(),
+    });
+    const renewed = recordServingCheck(second, RENEWED, wrong, at(6_000));
+    expect(renewed.consecutiveFailures).toBe(1);
+    expect(renewed.failingSince).toBe(at(6_000).toISOString());
+    expect(recordServingCheck(renewed, RENEWED, serving, at(7_000))).toEqual({
+      serialNumber: RENEWED,
+      lastCheckTime: at(7_000).toISOString(),
+      lastResult: 'serving',
+      consecutiveFailures: 0,
+      lastServingTime: at(7_000).toISOString(),
+    });
+  });
+});
+
+describe('servingReadiness', () => {
+  it('is True (Live) on serving, False with the verdict’s reason on a definite answer', () => {
+    const ok = recordServingCheck(undefined, SERIAL, serving, T0);
+    expect(servingReadiness(serving, ok, T0)).toEqual({
+      status: 'True',
+      reason: 'Live',
+      message: 'Serves.',
+    });
+    const bad = recordServingCheck(ok, SERIAL, wrong, at(1_000));
+    expect(servingReadiness(wrong, bad, at(1_000))).toEqual({
+      status: 'False',
+      reason: 'CertificateNotServed',
+      message: 'Another one.',
+    });
+  });
+
+  it('keeps a domain that served this serial Ready through the grace period while unreachable', () => {
+    const ok = recordServingCheck(undefined, SERIAL, serving, T0);
+    const down = recordServingCheck(ok, SERIAL, unreachable, at(60_000));
+    const during = servingReadiness(unreachable, down, at(60_000));
+    expect(during.status).toBe('True');
+    expect(during.reason).toBe('Live');
+    expect(during.message).toContain('ECONNREFUSED');
+    expect(during.message).toContain(at(60_000 + DEFAULT_SERVING_SCHEDULE.unreachableGraceMs).toISOString());
+
+    const still = recordServingCheck(
+      down,
+      SERIAL,
+      unreachable,
+      at(60_000 + DEFAULT_SERVING_SCHEDULE.unreachableGraceMs),
+    );
+    const after = servingReadiness(
+      unreachable,
+      still,
+      at(60_000 + DEFAULT_SERVING_SCHEDULE.unreachableGraceMs),
+    );
+    expect(after).toMatchObject({ status: 'False', reason: 'DataPlaneUnreachable' });
+  });
+
+  it('gives no grace to a domain never found serving, or to a renewed certificate not yet confirmed', () => {
+    const never = recordServingCheck(undefined, SERIAL, unreachable, T0);
+    expect(servingReadiness(unreachable, never, T0).status).toBe('False');
+    const ok = recordServingCheck(undefined, SERIAL, serving, T0);
+    const renewed = recordServingCheck(ok, RENEWED, unreachable, at(1_000));
+    expect(servingReadiness(unreachable, renewed, at(1_000)).status).toBe('False');
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * When the serving check runs, and what Ready says from its verdicts (issue 11, item 3). Pure: the
+ * clock is a parameter.
+ *
+ * - The first check, and the first after each renewal: at once. A renewal is seen as the Secret's
+ *   serial differing from the serial the last check was made for.
+ * - While not serving: retried after 5, 10, 20 … seconds, at most `intervalMs` apart (an ingress
+ *   controller loads a new Secret or Ingress within seconds; ingress-nginx's sync period is 1 s).
+ * - While serving: re-checked every `intervalMs` (default 10 minutes), so a data plane that later
+ *   stops serving the domain (its Ingress dropped, another certificate attached) is noticed.
+ * - Ready: True only on `serving` for the current serial. `unreachable` does not take Ready away
+ *   from a domain whose last conclusive check for the same serial found it serving, for
+ *   `unreachableGraceMs` (default 5 minutes) after the failures began: a restarting ingress
+ *   controller or a dropped connection is not the domain's fault (as a transient DNS error never
+ *   unverifies a domain, DESIGN.md). A definite answer (another certificate, the default backend)
+ *   takes it away at once.
+ */
+import type { ServingReason, ServingResult, ServingVerdict } from './verdict.js';
+import { normalizeSerial } from './verdict.js';
+
+export const DEFAULT_SERVING_INTERVAL_MS = 10 * 60_000;
+export const SERVING_RETRY_BASE_MS = 5_000;
+export const DEFAULT_UNREACHABLE_GRACE_MS = 5 * 60_000;
+
+/** What is kept of the checks of one domain (e.g. in `status.serving`; times RFC 3339). */
+export interface ServingCheckRecord {
+  /** The serial the checks were made for (normalized). */
+  serialNumber: string;
+  /** The last check. */
+  lastCheckTime: string;
+  lastResult: ServingResult;
+  /** Checks in a row, for this serial, whose result was not `serving`; 0 after a serving one. */
+  consecutiveFailures: number;
+  /** The first of those failures; absent while serving. */
+  failingSince?: string;
+  /** When a check for this serial last found the domain serving; absent if none did. */
+  lastServingTime?: string;
+}
+
+export interface ServingSchedulePolicy {
+  /** Milliseconds between checks of a serving domain, and the longest retry delay. */
+  intervalMs: number;
+  /** Milliseconds a serving domain stays Ready while the data plane cannot be reached. */
+  unreachableGraceMs: number;
+}
+
+export const DEFAULT_SERVING_SCHEDULE: ServingSchedulePolicy = {
+  intervalMs: DEFAULT_SERVING_INTERVAL_MS,
+  unreachableGraceMs: DEFAULT_UNREACHABLE_GRACE_MS,
+};
+
+/** True when `record` was made for another certificate than `serialNumber` (or there is none). */
+export function isNewCertificate(record: ServingCheckRecord | undefined, serialNumber: string): boolean {
+  return record === undefined || record.serialNumber !== normalizeSerial(serialNumber);
+}
+
+/**
+ * When the next check of a domain whose Secret holds `serialNumber` is due: `now` for a first check
+ * or a renewed certificate, else after the interval or the retry delay, never before `now`.
+ */
+export function nextServingCheckAt(
+  record: ServingCheckRecord | undefined,
+  serialNumber: string,
+  now: Date,
+  policy: ServingSchedulePolicy = DEFAULT_SERVING_SCHEDULE,
+): Date {
+  if (record === undefined || isNewCertificate(record, serialNumber)) return now;
+  const delay =
+    record.lastResult === 'serving'
+      ? policy.intervalMs
+      : Math.min(policy.intervalMs, SERVING_RETRY_BASE_MS * 2 ** Math.max(0, record.consecutiveFailures - 1));
+  return new Date(Math.max(now.getTime(), Date.parse(record.lastCheckTime) + delay));
+}
+
+/** The record after a check made at `now` for `serialNumber` ended in `verdict`. */
+export function recordServingCheck(
+  record: ServingCheckRecord | undefined,
+  serialNumber: string,
+  verdict: Pick<ServingVerdict, 'result'>,
+  now: Date,
+): ServingCheckRecord {
+  const serial = normalizeSerial(serialNumber);
+  const same = record !== undefined && record.serialNumber === serial ? record : undefined;
+  const at = now.toISOString();
+  if (verdict.result === 'serving') {
+    return {
+      serialNumber: serial,
+      lastCheckTime: at,
+      lastResult: 'serving',
+      consecutiveFailures: 0,
+      lastServingTime: at,
+    };
+  }
+  return {
+    serialNumber: serial,
+    lastCheckTime: at,
+    lastResult: verdict.result,
+    consecutiveFailures: (same?.consecutiveFailures ?? 0) + 1,
+    failingSince: same?.failingSince ?? at,
+    ...(same?.lastServingTime !== undefined ? { lastServingTime: same.lastServingTime } : {}),
+  };
+}
+
+/** Ready as the serving check has it. */
+export interface ServingReadiness {
+  status: 'True' | 'False';
+  reason: ServingReason;
+  message: string;
+}
+
+/**
+ * Ready from the latest `verdict` and the `record` that includes it (recordServingCheck's result).
+ * An unreachable data plane keeps a domain that served this serial Ready during the grace period,
+ * with Ready's reason `Live` and the failure in the message.
+ */
+export function servingReadiness(
+  verdict: Pick<ServingVerdict, 'result' | 'reason' | 'message'>,
+  record: ServingCheckRecord,
+  now: Date,
+  policy: ServingSchedulePolicy = DEFAULT_SERVING_SCHEDULE,
+): ServingReadiness {
+  if (verdict.result === 'serving') return { status: 'True', reason: 'Live', message: verdict.message };
+  if (verdict.result === 'unreachable' && record.lastServingTime !== undefined) {
+    const since = Date.parse(record.failingSince ?? record.lastCheckTime);
+    const until = since + policy.unreachableGraceMs;
+    if (now.getTime() < until) {
+      return {
+        status: 'True',
+        reason: 'Live',
+        message: `Served as checked at ${record.lastServingTime}; the latest check failed: ${verdict.message} Ready stays True until ${new Date(until).toISOString()} unless a check succeeds.`,
+      };
+    }
+  }
+  return { status: 'False', reason: verdict.reason, message: verdict.message };
+}

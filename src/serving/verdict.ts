@@ -1,0 +1,370 @@
+/**
+ * What the serving check saw, and what it means for the domain (issue 11, item 3: "Live" is "the
+ * domain serves the project over HTTPS", spec §3). Pure: the I/O is in serving-check.ts, which
+ * gathers the observations this module judges and words.
+ *
+ * The verdicts, in the order they are decided:
+ * - `unreachable`: no TLS connection, or no HTTP answer, from the data plane (an error code).
+ * - `wrong-certificate`: the certificate served for SNI = the hostname is not the one Portico issued
+ *   (its serial differs); the message names the one served, and says when it is the data plane's
+ *   default certificate or the previous one.
+ * - `not-reaching-project`: the HTTP answer for the hostname is the data plane's default backend.
+ * - `serving`: the issued certificate, and an answer that is not the default backend's.
+ *
+ * How "the project" is recognised: the data plane is asked twice over TLS with SNI = the hostname,
+ * `GET <path>` once with `Host: <hostname>` and once with `Host: portico-serving-check.invalid`
+ * (RFC 6761 §6.4: `.invalid` names never exist, so no route can match it and the data plane's
+ * default backend answers). When both answers have the same status and the same body, the hostname
+ * has no route of its own: ingress-nginx's default backend ("default backend - 404"), Traefik's
+ * "404 page not found", Envoy's empty 404 all answer every unrouted host alike. Any other answer is
+ * the route's (the project's page, an error page of the project, a redirect domain's redirect).
+ * Headers other than those named in `projectHeader` are not compared (Date, request ids vary).
+ * Where the data plane gives no default answer to compare with (the request fails, or it answers 421
+ * Misdirected Request), the answer counts as the route's and the message says it was not compared.
+ * Optionally (`projectHeader`), the platform's backends mark their answers with a header, and an
+ * answer without it (or with another value) is not the project's.
+ */
+import { X509Certificate } from 'node:crypto';
+
+/** The Ready reasons of the serving check (Kubernetes API conventions: UpperCamelCase). */
+export type ServingReason = 'Live' | 'CertificateNotServed' | 'ProjectNotReached' | 'DataPlaneUnreachable';
+
+/** The entries for src/api/reasons.ts's catalogue (severity, one line of meaning). */
+export const SERVING_REASONS = {
+  Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
+  CertificateNotServed: {
+    severity: 'Warning',
+    doc: 'the data plane serves another certificate for the hostname than the one Portico issued',
+  },
+  ProjectNotReached: {
+    severity: 'Warning',
+    doc: "a request for the hostname gets the data plane's default backend, not the project",
+  },
+  DataPlaneUnreachable: {
+    severity: 'Warning',
+    doc: 'the serving check could not connect to the data plane or got no answer',
+  },
+} as const satisfies Record<ServingReason, { severity: 'Normal' | 'Warning'; doc: string }>;
+
+/** The Host (and SNI, for the default certificate) no route can match: RFC 6761 §6.4. */
+export const UNROUTED_HOSTNAME = 'portico-serving-check.invalid';
+
+/** The facts of a served certificate, as the on-call engineer needs them. */
+export interface ServedCertificate {
+  /** Uppercase hex without leading zeros or colons (normalizeSerial). */
+  serialNumber: string;
+  /** Distinguished name, one line (`CN=…, O=…`). */
+  subject: string;
+  /** Distinguished name, one line. */
+  issuer: string;
+  /** RFC 3339. */
+  notAfter: string;
+  /** The dNSName entries of the subjectAltName extension. */
+  dnsNames: string[];
+  /** SHA-256 fingerprint (`AB:CD:…`), to tell two certificates apart. */
+  fingerprint256: string;
+  /** True when the certificate names the hostname checked (RFC 6125 matching, node:crypto checkHost). */
+  coversHostname: boolean;
+}
+
+/** An HTTP answer, reduced to what is compared and shown. */
+export interface ObservedResponse {
+  statusCode: number;
+  /** The `server`, `content-type` and `location` headers and the `projectHeader`, when present; lowercase names. */
+  headers: Record<string, string>;
+  /** SHA-256 of the body's first `maxBodyBytes` bytes, hex. */
+  bodyDigest: string;
+  /** The body's first 80 characters, control characters replaced by spaces, trimmed. */
+  bodyPreview: string;
+}
+
+/** A failure to connect or to get an answer. */
+export interface ObservedError {
+  /** Node's error code (`ECONNREFUSED`, `ETIMEDOUT`, `ERR_SSL_…`), or `ERROR` when it has none. */
+  code: string;
+  message: string;
+}
+
+/** A header the platform's backends add to every answer (optional: see the module comment). */
+export interface ProjectHeader {
+  /** Header name, any case. */
+  name: string;
+  /** The value required; undefined accepts any value. */
+  value?: string;
+}
+
+/** What the check is asked to confirm. */
+export interface ServingExpectation {
+  /** The data plane's address as configured (`host:port`), for messages. */
+  address: string;
+  hostname: string;
+  /** The serial of the certificate Portico issued (status.certificate.serialNumber); any hex form. */
+  serialNumber: string;
+  /** The serial of the certificate it replaced, when known: named as such when still served. */
+  previousSerialNumber?: string;
+  projectHeader?: ProjectHeader;
+  /** The path requested; default `/`. */
+  path?: string;
+}
+
+/** What serving-check.ts observed; each later step only when the earlier one got an answer. */
+export type ServingObservation =
+  | { step: 'tls'; error: ObservedError }
+  | {
+      step: 'certificate';
+      certificate: ServedCertificate;
+      /** The certificate served for SNI = UNROUTED_HOSTNAME, or the error that got instead. */
+      defaultCertificate: ServedCertificate | ObservedError;
+    }
+  | { step: 'http'; certificate: ServedCertificate; error: ObservedError }
+  | {
+      step: 'done';
+      certificate: ServedCertificate;
+      response: ObservedResponse;
+      /** The answer for Host = UNROUTED_HOSTNAME, or the error that got instead. */
+      defaultResponse: ObservedResponse | ObservedError;
+    };
+
+interface VerdictBase {
+  reason: ServingReason;
+  /** One or more sentences for the Ready condition: what was served, and what to do. */
+  message: string;
+}
+
+export type ServingVerdict =
+  | (VerdictBase & {
+      result: 'serving';
+      reason: 'Live';
+      certificate: ServedCertificate;
+      response: ObservedResponse;
+      /** False when there was no default answer to compare with (see the module comment). */
+      compared: boolean;
+    })
+  | (VerdictBase & {
+      result: 'wrong-certificate';
+      reason: 'CertificateNotServed';
+      certificate: ServedCertificate;
+      /** What the served certificate is: the data plane's default, the previous one, or another. */
+      kind: 'default' | 'previous' | 'other';
+    })
+  | (VerdictBase & {
+      result: 'not-reaching-project';
+      reason: 'ProjectNotReached';
+      certificate: ServedCertificate;
+      response: ObservedResponse;
+    })
+  | (VerdictBase & {
+      result: 'unreachable';
+      reason: 'DataPlaneUnreachable';
+      step: 'tls' | 'http';
+      error: ObservedError;
+    });
+
+export type ServingResult = ServingVerdict['result'];
+
+/**
+ * A serial number as Portico compares it: uppercase hex, without `:` separators, whitespace or
+ * leading zeros (node:crypto prints `0A…`, openssl `0a:…`, status fields uppercase). `''` for zero.
+ */
+export function normalizeSerial(serial: string): string {
+  return serial.replace(/[\s:]/g, '').toUpperCase().replace(/^0+/, '');
+}
+
+/** The facts of `cert` (node:crypto's parsed certificate) served when `hostname` was asked for. */
+export function servedCertificate(cert: X509Certificate, hostname: string): ServedCertificate {
+  const dnsNames = (cert.subjectAltName ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.startsWith('DNS:'))
+    .map((s) => s.slice(4));
+  return {
+    serialNumber: normalizeSerial(cert.serialNumber),
+    subject: oneLine(cert.subject),
+    issuer: oneLine(cert.issuer),
+    notAfter: new Date(cert.validToDate).toISOString(),
+    dnsNames,
+    fingerprint256: cert.fingerprint256,
+    coversHostname: cert.checkHost(hostname) !== undefined,
+  };
+}
+
+function oneLine(dn: string): string {
+  return dn.split('\n').filter(Boolean).join(', ');
+}
+
+function isError(value: object): value is ObservedError {
+  return 'code' in value && 'message' in value && !('statusCode' in value);
+}
+
+/** The verdict on `observation`, with its reason and message. Pure. */
+export function judgeServing(expected: ServingExpectation, observation: ServingObservation): ServingVerdict {
+  switch (observation.step) {
+    case 'tls':
+    case 'http':
+      return unreachable(expected, observation.step, observation.error);
+    case 'certificate':
+      return wrongCertificate(expected, observation.certificate, observation.defaultCertificate);
+    case 'done':
+      return judgeResponse(
+        expected,
+        observation.certificate,
+        observation.response,
+        observation.defaultResponse,
+      );
+  }
+}
+
+/** Whether `certificate` is the one expected (the serial decides; the caller checks it first). */
+export function isExpectedCertificate(expected: ServingExpectation, certificate: ServedCertificate): boolean {
+  const want = normalizeSerial(expected.serialNumber);
+  return want !== '' && certificate.serialNumber === want;
+}
+
+const ERROR_HINTS: Record<string, string> = {
+  ECONNREFUSED: 'nothing listens there',
+  ETIMEDOUT: 'no answer within the timeout',
+  ECONNRESET: 'the connection was reset',
+  ENOTFOUND: 'the name does not resolve',
+  EAI_AGAIN: 'the name did not resolve (temporary failure)',
+  EHOSTUNREACH: 'no route to the host',
+  ENETUNREACH: 'the network is unreachable',
+  ERR_SSL_TLSV1_UNRECOGNIZED_NAME:
+    'the data plane refused the TLS handshake for this SNI name (it serves no certificate for it)',
+  ERR_SSL_TLSV1_ALERT_UNRECOGNIZED_NAME:
+    'the data plane refused the TLS handshake for this SNI name (it serves no certificate for it)',
+  ERR_SSL_WRONG_VERSION_NUMBER: 'the port does not speak TLS (a plain HTTP port?)',
+  EPROTO: 'the TLS handshake failed',
+};
+
+function unreachable(
+  expected: ServingExpectation,
+  step: 'tls' | 'http',
+  error: ObservedError,
+): ServingVerdict {
+  const hint = ERROR_HINTS[error.code];
+  const what =
+    step === 'tls'
+      ? `no TLS connection to the data plane at ${expected.address} for ${expected.hostname}`
+      : `the data plane at ${expected.address} served the certificate but gave no HTTP answer for ${expected.hostname}`;
+  return {
+    result: 'unreachable',
+    reason: 'DataPlaneUnreachable',
+    step,
+    error,
+    message:
+      `The serving check got ${what}: ${error.code}${hint ? ` (${hint})` : ''}. ` +
+      'Check the serving-check address setting and that the ingress controller runs; the check is retried.',
+  };
+}
+
+/** `CN=…, issuer …, serial …, valid until …` of a served certificate, for messages. */
+export function describeCertificate(certificate: ServedCertificate, hostname: string): string {
+  const selfSigned = certificate.subject === certificate.issuer;
+  const issuer = selfSigned ? 'self-signed' : `issuer ${certificate.issuer || '(empty)'}`;
+  const names = certificate.coversHostname ? '' : `, not valid for ${hostname}`;
+  return `subject ${certificate.subject || '(empty)'}, ${issuer}, serial ${certificate.serialNumber}, valid until ${certificate.notAfter}${names}`;
+}
+
+function wrongCertificate(
+  expected: ServingExpectation,
+  certificate: ServedCertificate,
+  defaultCertificate: ServedCertificate | ObservedError,
+): ServingVerdict {
+  const previous =
+    expected.previousSerialNumber !== undefined &&
+    normalizeSerial(expected.previousSerialNumber) === certificate.serialNumber;
+  const isDefault =
+    !isError(defaultCertificate) && defaultCertificate.fingerprint256 === certificate.fingerprint256;
+  const kind = previous ? 'previous' : isDefault ? 'default' : 'other';
+  const described = describeCertificate(certificate, expected.hostname);
+  const served = {
+    previous: `the certificate the renewal replaced (${described})`,
+    default: `its default certificate, the one it serves for hostnames it has no certificate for (${described})`,
+    other: `another certificate (${described})`,
+  }[kind];
+  const fix = {
+    previous: 'The ingress controller has not loaded the renewed Secret yet; the check is repeated.',
+    default:
+      "The ingress controller does not use the domain's Secret for this hostname: it has not loaded it yet, or does not serve the domain's Ingress (class, controller logs).",
+    other:
+      'Another Ingress or listener claims this hostname with its own certificate, or the address is not the ingress controller that serves the domain.',
+  }[kind];
+  return {
+    result: 'wrong-certificate',
+    reason: 'CertificateNotServed',
+    certificate,
+    kind,
+    message:
+      `For ${expected.hostname}, the data plane at ${expected.address} serves ${served}, ` +
+      `not the certificate Portico issued (serial ${normalizeSerial(expected.serialNumber)}). ${fix}`,
+  };
+}
+
+function describeResponse(response: ObservedResponse): string {
+  const headers = Object.entries(response.headers).map(([name, value]) => `${name}: ${value}`);
+  const body = response.bodyPreview === '' ? 'an empty body' : `body "${response.bodyPreview}"`;
+  return `HTTP ${response.statusCode} (${[...headers, body].join(', ')})`;
+}
+
+function headerMismatch(header: ProjectHeader | undefined, response: ObservedResponse): string | undefined {
+  if (!header) return undefined;
+  const seen = response.headers[header.name.toLowerCase()];
+  if (seen === undefined) return `it lacks the header ${header.name} the project's answers carry`;
+  if (header.value !== undefined && seen !== header.value)
+    return `its header ${header.name} is "${seen}", not "${header.value}"`;
+  return undefined;
+}
+
+function isDefaultAnswer(
+  response: ObservedResponse,
+  defaultResponse: ObservedResponse | ObservedError,
+): boolean {
+  if (isError(defaultResponse) || defaultResponse.statusCode === 421) return false;
+  return (
+    defaultResponse.statusCode === response.statusCode && defaultResponse.bodyDigest === response.bodyDigest
+  );
+}
+
+function judgeResponse(
+  expected: ServingExpectation,
+  certificate: ServedCertificate,
+  response: ObservedResponse,
+  defaultResponse: ObservedResponse | ObservedError,
+): ServingVerdict {
+  if (!isExpectedCertificate(expected, certificate))
+    return wrongCertificate(expected, certificate, { code: 'ERROR', message: 'not probed' });
+  const answer = `https://${expected.hostname}${expected.path ?? '/'} answers ${describeResponse(response)}`;
+  if (isDefaultAnswer(response, defaultResponse)) {
+    return {
+      result: 'not-reaching-project',
+      reason: 'ProjectNotReached',
+      certificate,
+      response,
+      message:
+        `The certificate Portico issued is served, but ${answer}, the same as the data plane's default backend answers a hostname it has no route for: ` +
+        "the domain's route is not in effect. Check that the ingress controller took the domain's Ingress or HTTPRoute (its class, the controller's logs).",
+    };
+  }
+  const mismatch = headerMismatch(expected.projectHeader, response);
+  if (mismatch !== undefined) {
+    return {
+      result: 'not-reaching-project',
+      reason: 'ProjectNotReached',
+      certificate,
+      response,
+      message: `The certificate Portico issued is served, but ${answer}, and ${mismatch}: the request does not reach the project.`,
+    };
+  }
+  const compared = !isError(defaultResponse) && defaultResponse.statusCode !== 421;
+  const note = compared
+    ? ''
+    : ` (not compared with the default backend: ${isError(defaultResponse) ? defaultResponse.code : 'HTTP 421'} for a hostname without a route)`;
+  return {
+    result: 'serving',
+    reason: 'Live',
+    certificate,
+    response,
+    compared,
+    message: `${expected.hostname} serves over HTTPS: the data plane at ${expected.address} serves the certificate Portico issued (serial ${certificate.serialNumber}, valid until ${certificate.notAfter}) and the domain's route answers HTTP ${response.statusCode}${note}.`,
+  };
+}
