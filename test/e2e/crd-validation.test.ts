@@ -254,6 +254,50 @@ describe('spec.redirect', () => {
     const result = await dryRunCreate('redirect-self', spec);
     expectRejected(result, [`spec.redirect.to: Invalid value`, SPEC_MESSAGES.redirectToSelf]);
   });
+
+  it.each([
+    { to: 'WWW.example.com', message: 'hostname must be lowercase, e.g. www.example.com' },
+    {
+      to: 'www.example.com.',
+      message: 'hostname must not end with a dot; write www.example.com, not www.example.com.',
+    },
+  ])('rejects the hostname itself written as $to, by the hostname rules', async ({ to, message }) => {
+    const spec = { hostname: 'www.example.com', redirect: { to } };
+    const result = await dryRunCreate('redirect-self-spelled', spec);
+    expectRejected(result, [message]);
+  });
+
+  it('rejects an update that points redirect.to at the hostname itself (issue #11)', async () => {
+    const name = 'redirect-self-update';
+    await kubectl(['delete', 'customdomain', name, '-n', NAMESPACE, '--ignore-not-found', '--wait=false']);
+    await kubectlOk(
+      ['create', '-f', '-'],
+      customDomain(name, { hostname: 'old.example.com', redirect: { to: 'example.com' } }),
+    );
+    const patch = (to: string): Promise<KubectlResult> =>
+      kubectl([
+        'patch',
+        'customdomain',
+        name,
+        '-n',
+        NAMESPACE,
+        '--dry-run=server',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { redirect: { to } } }),
+      ]);
+    try {
+      expectRejected(await patch('old.example.com'), [
+        'spec.redirect.to: Invalid value',
+        SPEC_MESSAGES.redirectToSelf,
+      ]);
+      const other = await patch('www.example.com');
+      expect(other.stderr).toBe('');
+      expect(other.code).toBe(0);
+    } finally {
+      await kubectl(['delete', 'customdomain', name, '-n', NAMESPACE, '--wait=false']);
+    }
+  });
 });
 
 describe('spec.service', () => {
