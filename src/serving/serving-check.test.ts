@@ -2,6 +2,7 @@
 import 'reflect-metadata';
 
 import { webcrypto } from 'node:crypto';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import {
   createServer as createTcpServer,
@@ -88,6 +89,10 @@ class StandInIngress {
   readonly certificates = new Map<string, SecureContext>();
   readonly routes = new Map<string, { status: number; body: string; headers?: Record<string, string> }>();
   readonly server: HttpsServer;
+  /** TCP connections accepted. */
+  connections = 0;
+  /** Handshakes the client broke off (what ingress-nginx would log). */
+  readonly handshakeErrors: string[] = [];
 
   constructor(defaultCertificate: Pem) {
     this.server = createHttpsServer(
@@ -109,6 +114,12 @@ class StandInIngress {
         }
       },
     );
+    this.server.on('connection', () => {
+      this.connections++;
+    });
+    this.server.on('tlsClientError', (err) => {
+      this.handshakeErrors.push(err.message);
+    });
   }
 
   /** The ingress controller loads a Secret for `hostname` (replacing the one it had). */
@@ -184,6 +195,9 @@ describe('checkServing against a TLS server standing in for the ingress controll
     expect(verdict.response.statusCode).toBe(200);
     expect(verdict.compared).toBe(true);
     expect(verdict.message).toContain(`serial ${verdict.certificate.serialNumber}`);
+    // One connection for the certificate, one kept alive for both requests.
+    expect(ingress.connections).toBe(2);
+    expect(ingress.handshakeErrors).toEqual([]);
   });
 
   it("wrong-certificate: the ingress's default certificate, named by its subject", async () => {
@@ -332,7 +346,55 @@ describe('checkServing when the data plane cannot be reached', () => {
     if (verdict.result === 'unreachable') expect(verdict.error.code).toBe('ETIMEDOUT');
     expect(Date.now() - started).toBeLessThan(2_000);
   });
+  it('unreachable: a data plane that closes the handshake for an SNI name it has no certificate for', async () => {
+    // As Envoy does without a filter chain for the name (Node's TLS server closes without an alert).
+    const refusing = createHttpsServer({
+      SNICallback: (_name, callback) => {
+        callback(new Error('no certificate for this name'));
+      },
+    });
+    const port = await listenOn(refusing);
+
+    const verdict = await checkServing({
+      address: `127.0.0.1:${port}`,
+      hostname: HOSTNAME,
+      serialNumber: issued.serialNumber,
+    });
+    await closeServer(refusing);
+
+    expect(verdict.result).toBe('unreachable');
+    if (verdict.result !== 'unreachable') return;
+    expect(verdict.error.code).toBe('ECONNRESET');
+    expect(verdict.message).toContain('closed during the TLS handshake');
+  });
+
+  it('unreachable: the address is a plain HTTP port', async () => {
+    const plain = createHttpServer((_req, res) => res.end('plain'));
+    const port = await listenOn(plain);
+
+    const verdict = await checkServing({
+      address: `127.0.0.1:${port}`,
+      hostname: HOSTNAME,
+      serialNumber: issued.serialNumber,
+    });
+    await closeServer(plain);
+
+    expect(verdict.result).toBe('unreachable');
+    if (verdict.result !== 'unreachable') return;
+    expect(verdict.error.code).toBe('ERR_SSL_WRONG_VERSION_NUMBER');
+    expect(verdict.message).toContain('does not speak TLS');
+  });
 });
+
+async function listenOn(server: TcpServer): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+async function closeServer(server: HttpServer | HttpsServer): Promise<void> {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+}
 
 describe('parseDataPlaneAddress', () => {
   it('reads host:port, [ipv6]:port and a host alone (port 443)', () => {

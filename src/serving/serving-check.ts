@@ -177,17 +177,19 @@ function peerCertificate(
       ALPNProtocols: ['http/1.1'],
     });
     const timer = setTimeout(() => socket.destroy(timeoutError(timeoutMs)), timeoutMs);
-    const finish = (value: X509Certificate | ObservedError): void => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(value);
-    };
     socket.once('secureConnect', () => {
+      clearTimeout(timer);
       const cert = socket.getPeerX509Certificate();
-      finish(cert ?? { code: 'ERR_NO_PEER_CERTIFICATE', message: 'the server presented no certificate' });
+      // Closed with close_notify once the handshake is through, so the data plane logs no
+      // handshake failure; destroyed if it does not close its side within the timeout.
+      socket.end();
+      setTimeout(() => socket.destroy(), timeoutMs).unref();
+      resolve(cert ?? { code: 'ERR_NO_PEER_CERTIFICATE', message: 'the server presented no certificate' });
     });
     socket.once('error', (err) => {
-      finish(observedError(err));
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(observedError(err));
     });
   });
 }

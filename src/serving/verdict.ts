@@ -223,14 +223,12 @@ export function isExpectedCertificate(expected: ServingExpectation, certificate:
 const ERROR_HINTS: Record<string, string> = {
   ECONNREFUSED: 'nothing listens there',
   ETIMEDOUT: 'no answer within the timeout',
-  ECONNRESET: 'the connection was reset',
+  ECONNRESET: 'the connection was closed',
   ENOTFOUND: 'the name does not resolve',
   EAI_AGAIN: 'the name did not resolve (temporary failure)',
   EHOSTUNREACH: 'no route to the host',
   ENETUNREACH: 'the network is unreachable',
   ERR_SSL_TLSV1_UNRECOGNIZED_NAME:
-    'the data plane refused the TLS handshake for this SNI name (it serves no certificate for it)',
-  ERR_SSL_TLSV1_ALERT_UNRECOGNIZED_NAME:
     'the data plane refused the TLS handshake for this SNI name (it serves no certificate for it)',
   ERR_SSL_WRONG_VERSION_NUMBER: 'the port does not speak TLS (a plain HTTP port?)',
   EPROTO: 'the TLS handshake failed',
@@ -241,7 +239,10 @@ function unreachable(
   step: 'tls' | 'http',
   error: ObservedError,
 ): ServingVerdict {
-  const hint = ERROR_HINTS[error.code];
+  const hint =
+    step === 'tls' && error.code === 'ECONNRESET'
+      ? 'the connection was closed during the TLS handshake, as a data plane does that refuses SNI names it has no certificate or listener for'
+      : ERROR_HINTS[error.code];
   const what =
     step === 'tls'
       ? `no TLS connection to the data plane at ${expected.address} for ${expected.hostname}`

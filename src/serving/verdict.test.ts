@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import {
+  judgeServing,
+  normalizeSerial,
+  SERVING_REASONS,
+  type ObservedResponse,
+  type ServedCertificate,
+  type ServingExpectation,
+} from './verdict.js';
+
+const expected: ServingExpectation = {
+  address: 'ingress-nginx-controller.ingress-nginx.svc:443',
+  hostname: 'www.shop.example',
+  serialNumber: '00:ab:12',
+};
+
+const issued: ServedCertificate = {
+  serialNumber: 'AB12',
+  subject: 'CN=www.shop.example',
+  issuer: 'CN=Pebble Intermediate CA 1a2b3c',
+  notAfter: '2027-02-23T00:00:00.000Z',
+  dnsNames: ['www.shop.example'],
+  fingerprint256: 'AA:BB',
+  coversHostname: true,
+};
+
+const other: ServedCertificate = {
+  ...issued,
+  serialNumber: 'CD34',
+  fingerprint256: 'CC:DD',
+  issuer: 'CN=Other CA',
+};
+
+function response(statusCode: number, bodyDigest: string, bodyPreview = ''): ObservedResponse {
+  return { statusCode, headers: {}, bodyDigest, bodyPreview };
+}
+
+describe('normalizeSerial', () => {
+  it('reads the hex forms node:crypto, openssl and status fields write as one', () => {
+    expect(normalizeSerial('00:ab:12')).toBe('AB12');
+    expect(normalizeSerial('0AB12')).toBe('AB12');
+    expect(normalizeSerial(' ab12 ')).toBe('AB12');
+    expect(normalizeSerial('00')).toBe('');
+  });
+});
+
+describe('judgeServing on observations', () => {
+  it('counts the answer as the route’s when the default backend answers 421 or not at all, and says so', () => {
+    for (const defaultResponse of [response(421, 'x'), { code: 'ECONNRESET', message: 'socket hang up' }]) {
+      const verdict = judgeServing(expected, {
+        step: 'done',
+        certificate: issued,
+        response: response(404, 'x'),
+        defaultResponse,
+      });
+      expect(verdict.result).toBe('serving');
+      if (verdict.result === 'serving') expect(verdict.compared).toBe(false);
+      expect(verdict.message).toContain('not compared with the default backend');
+    }
+  });
+
+  it('tells the default backend by status and body together', () => {
+    const judge = (mine: ObservedResponse, theirs: ObservedResponse): string =>
+      judgeServing(expected, { step: 'done', certificate: issued, response: mine, defaultResponse: theirs })
+        .result;
+    expect(judge(response(404, 'd'), response(404, 'd'))).toBe('not-reaching-project');
+    expect(judge(response(404, 'p'), response(404, 'd'))).toBe('serving');
+    expect(judge(response(503, 'd'), response(404, 'd'))).toBe('serving');
+  });
+
+  it('names another certificate as such when the default certificate cannot be had', () => {
+    const verdict = judgeServing(expected, {
+      step: 'certificate',
+      certificate: other,
+      defaultCertificate: { code: 'ECONNRESET', message: 'closed' },
+    });
+    expect(verdict.result).toBe('wrong-certificate');
+    if (verdict.result !== 'wrong-certificate') return;
+    expect(verdict.kind).toBe('other');
+    expect(verdict.message).toContain(
+      'another certificate (subject CN=www.shop.example, issuer CN=Other CA, serial CD34',
+    );
+    expect(verdict.message).toContain('not the certificate Portico issued (serial AB12)');
+  });
+
+  it('refuses a certificate whose serial changed between the TLS and the HTTP connection', () => {
+    const verdict = judgeServing(expected, {
+      step: 'done',
+      certificate: other,
+      response: response(200, 'p'),
+      defaultResponse: response(404, 'd'),
+    });
+    expect(verdict.result).toBe('wrong-certificate');
+  });
+
+  it('has a catalogue entry (severity, one line) for every reason it gives', () => {
+    const reasons = new Set<string>([
+      'Live',
+      'CertificateNotServed',
+      'ProjectNotReached',
+      'DataPlaneUnreachable',
+    ]);
+    expect(new Set(Object.keys(SERVING_REASONS))).toEqual(reasons);
+    expect(SERVING_REASONS.Live.severity).toBe('Normal');
+    for (const entry of Object.values(SERVING_REASONS)) expect(entry.doc).not.toContain('\n');
+  });
+});
