@@ -57,8 +57,10 @@ header() {
 # 3. deploy/portico.yaml: the namespace and the controller with the chart's default values.
 #    The namespace enforces the restricted Pod Security Standard the chart's Pods meet.
 render() {
-  # --kube-version: helm template has no cluster to ask; nothing here depends on the version.
-  "$HELM" template "$release" "$chart" --namespace "$namespace" --kube-version 1.29.0 \
+  # --kube-version: helm template has no cluster to ask, and a Helm whose built-in default is older
+  # than the chart's kubeVersion (>=1.29) refuses to render; nothing here depends on the version.
+  # crds.install=false: deploy/crds.yaml carries the CRDs, applied on their own with --server-side.
+  "$HELM" template "$release" "$chart" --namespace "$namespace" --kube-version 1.29.0 --set crds.install=false \
     --set "platform.cnameTarget=$placeholder_target" "$@"
 }
 {

@@ -105,6 +105,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- if and (eq .Values.routing.mode "gateway") (not .Values.routing.gateway.parentRefs) -}}
 {{- fail "routing.mode=gateway needs routing.gateway.parentRefs: the Gateway(s) the HTTPRoutes attach to, e.g. --set routing.gateway.parentRefs={infra/public:https}" -}}
 {{- end -}}
+{{- if and .Values.metrics.serviceMonitor.enabled .Values.metrics.podMonitor.enabled -}}
+{{- fail "metrics.serviceMonitor.enabled and metrics.podMonitor.enabled are both true: each would scrape every replica, and every series would be stored twice; enable one" -}}
+{{- end -}}
 {{- if not .Values.platform.cnameTarget -}}
 {{- fail "platform.cnameTarget is required: the hostname every customer CNAME points to, e.g. --set platform.cnameTarget=sites.example.net" -}}
 {{- end -}}
