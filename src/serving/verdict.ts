@@ -24,7 +24,7 @@
  * Optionally (`projectHeader`), the platform's backends mark their answers with a header, and an
  * answer without it (or with another value) is not the project's.
  */
-import { X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 
 /** The Ready reasons of the serving check (Kubernetes API conventions: UpperCamelCase). */
 export type ServingReason = 'Live' | 'CertificateNotServed' | 'ProjectNotReached' | 'DataPlaneUnreachable';
@@ -98,7 +98,10 @@ export interface ServingExpectation {
   /** The data plane's address as configured (`host:port`), for messages. */
   address: string;
   hostname: string;
-  /** The serial of the certificate Portico issued (status.certificate.serialNumber); any hex form. */
+  /**
+   * The serial of the certificate Portico issued (status.certificate.serialNumber); any hex form.
+   * Run the check only for a domain with a certificate: an empty serial matches no certificate.
+   */
   serialNumber: string;
   /** The serial of the certificate it replaced, when known: named as such when still served. */
   previousSerialNumber?: string;
@@ -254,7 +257,7 @@ function unreachable(
     error,
     message:
       `The serving check got ${what}: ${error.code}${hint ? ` (${hint})` : ''}. ` +
-      'Check the serving-check address setting and that the ingress controller runs; the check is retried.',
+      'Check the address (--serving-check-address) and that the ingress controller runs; the check is retried.',
   };
 }
 
