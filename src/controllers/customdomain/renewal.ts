@@ -1,16 +1,27 @@
 /**
  * When to renew a certificate: at a time chosen in the CA's ARI window (RFC 9773) when the directory
  * offers `renewalInfo`, otherwise two thirds into its lifetime. The ARI answer is kept in the status
- * (`status.certificate.ari`) and asked again after the CA's Retry-After or on a verify request.
+ * (`status.certificate.ari`) and asked again after the CA's Retry-After or on a verify request. A
+ * request that fails (the CA does not know the certificate, is down, or answers something that is not
+ * a renewal window) is not sent again for that certificate before ARI_FAILURE_RETRY_MS, unless a
+ * verify request forces it: without this, every reconcile of such a domain (each periodic resync, for
+ * all of them) asked the CA again. RFC 9773 leaves the retry time after an error to the client.
  */
 import type { Logger } from 'pino';
 import { ariCertificateId, fetchRenewalWindow, selectRenewalTime } from '../../acme/ari.js';
 import type { AcmeDirectory } from '../../acme/directory.js';
 import type { CertificateStatus } from '../../api/customdomain.js';
 
+/** After a failed renewalInfo request, no other for the same certificate before this (ms): 1 hour. */
+export const ARI_FAILURE_RETRY_MS = 60 * 60 * 1000;
+
 export class RenewalPlanner {
   readonly #directory: AcmeDirectory;
   readonly #random: () => number;
+  /** Certificate serial → when its renewalInfo may be asked again after a failure (Unix ms). */
+  readonly #failedUntil = new Map<string, number>();
+  /** Unix ms of the last sweep of `#failedUntil`'s past entries. */
+  #sweptAtMs = 0;
 
   constructor(directory: AcmeDirectory, random: () => number = Math.random) {
     this.#directory = directory;
@@ -36,13 +47,37 @@ export class RenewalPlanner {
     const same = previous?.serialNumber === serving.serialNumber ? previous : undefined;
     const kept = same?.ari ? { ...serving, ari: same.ari, renewalTime: same.renewalTime } : serving;
     const due = !same?.ari?.nextCheckAt || Date.parse(same.ari.nextCheckAt) <= now.getTime();
-    if (!due && !force) return kept;
+    if (!force && (!due || this.#failedRecently(serving.serialNumber, now.getTime()))) return kept;
     try {
-      return (await this.#ask(serving, certificatePem, same, now)) ?? kept;
+      const planned = (await this.#ask(serving, certificatePem, same, now)) ?? kept;
+      this.#failedUntil.delete(serving.serialNumber);
+      return planned;
     } catch (err) {
-      log.warn({ err }, 'ACME renewal information unavailable; keeping the current renewal time');
+      const retryAt = now.getTime() + ARI_FAILURE_RETRY_MS;
+      this.#failedUntil.set(serving.serialNumber, retryAt);
+      this.#sweep(now.getTime());
+      log.warn(
+        { err, retryAt: new Date(retryAt).toISOString() },
+        'ACME renewal information unavailable; keeping the current renewal time',
+      );
       return kept;
     }
+  }
+
+  /** Whether a renewalInfo request for `serial` failed less than ARI_FAILURE_RETRY_MS ago. */
+  #failedRecently(serial: string, nowMs: number): boolean {
+    const until = this.#failedUntil.get(serial);
+    if (until === undefined) return false;
+    if (nowMs < until) return true;
+    this.#failedUntil.delete(serial);
+    return false;
+  }
+
+  /** Drops past entries (certificates replaced since, or domains removed), at most once per retry time. */
+  #sweep(nowMs: number): void {
+    if (nowMs - this.#sweptAtMs < ARI_FAILURE_RETRY_MS) return;
+    this.#sweptAtMs = nowMs;
+    for (const [serial, until] of this.#failedUntil) if (until <= nowMs) this.#failedUntil.delete(serial);
   }
 
   /** The status with the CA's current ARI answer, or undefined when the CA offers no ARI. */
