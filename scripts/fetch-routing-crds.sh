@@ -3,13 +3,14 @@
 # the Go module cache (no YAML copies in the repository), and prints the path of each CRD file, one a
 # line:
 #   - Gateway API, standard channel (sigs.k8s.io/gateway-api config/crd/standard/): GatewayClass,
-#     Gateway, HTTPRoute, ReferenceGrant;
+#     Gateway, HTTPRoute, ReferenceGrant, ListenerSet (standard channel from v1.5.0: each domain's
+#     certificate is attached to the Gateway with one);
 #   - Traefik's CRDs (github.com/traefik/traefik/v3
 #     docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml): Middleware and
 #     the others of traefik.io/v1alpha1.
 # The test/e2e/routing*.test.ts tests apply them to the sandbox's API server.
 #
-#   GATEWAY_API_VERSION   default below; 307/308 in RequestRedirect need v1.5.0 or later
+#   GATEWAY_API_VERSION   default below; 307/308 in RequestRedirect and ListenerSet need v1.5.0 or later
 #   TRAEFIK_VERSION       default below
 #
 # Requires: go. Downloads are cached by Go, so a second run is instant and works offline.
@@ -41,7 +42,7 @@ trap 'rm -rf "$PWD"' EXIT
 gateway=$(module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION")
 traefik=$(module_dir "github.com/traefik/traefik/v3@$TRAEFIK_VERSION")
 
-for kind in gatewayclasses gateways httproutes referencegrants; do
+for kind in gatewayclasses gateways httproutes referencegrants listenersets; do
   file="$gateway/config/crd/standard/gateway.networking.k8s.io_$kind.yaml"
   [[ -f "$file" ]] || { log "missing $file"; exit 1; }
   printf '%s\n' "$file"

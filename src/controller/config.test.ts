@@ -80,4 +80,22 @@ describe('parseControllerConfig', () => {
       ConfigError,
     );
   });
+
+  it('reads the data-plane acknowledgement (on by default) and the gateway HTTPS port (443 by default)', () => {
+    const byDefault = parseControllerConfig(required, {});
+    const off = parseControllerConfig([...required, '--gateway-https-port', '8443'], {
+      PORTICO_DATA_PLANE_ACKNOWLEDGEMENT: 'false',
+    });
+    if ('help' in byDefault || 'help' in off) throw new Error('unexpected help');
+    expect(byDefault.routing.dataPlaneAcknowledgement).toBe(true);
+    expect(byDefault.routing.gatewayHttpsPort).toBe(443);
+    expect(off.routing.dataPlaneAcknowledgement).toBe(false);
+    expect(off.routing.gatewayHttpsPort).toBe(8443);
+    expect(() => parseControllerConfig([...required, '--data-plane-acknowledgement', 'off'], {})).toThrow(
+      /--data-plane-acknowledgement must be true or false, got "off"/,
+    );
+    expect(() => parseControllerConfig([...required, '--gateway-https-port', '70000'], {})).toThrow(
+      /gateway HTTPS port 70000 is not a port number/,
+    );
+  });
 });

@@ -75,7 +75,13 @@ export interface ControllerConfig {
   /** How domains are routed (docs/routing.md). */
   routing: Pick<
     RoutingOptions,
-    'mode' | 'ingressFlavor' | 'gatewayParentRefs' | 'nginxRedirectKeepsPath' | 'traefikSafeNaming'
+    | 'mode'
+    | 'ingressFlavor'
+    | 'gatewayParentRefs'
+    | 'gatewayHttpsPort'
+    | 'nginxRedirectKeepsPath'
+    | 'traefikSafeNaming'
+    | 'dataPlaneAcknowledgement'
   >;
   metricsListenAddress: string;
   /** Workers reconciling in parallel. */
@@ -264,6 +270,18 @@ const options = {
     env: 'PORTICO_GATEWAY_PARENT_REFS',
     help: 'comma-separated [namespace/]name[:sectionName] Gateways the HTTPRoutes attach to (gateway mode)',
   },
+  'gateway-https-port': {
+    type: 'string',
+    env: 'PORTICO_GATEWAY_HTTPS_PORT',
+    default: '443',
+    help: "port of each domain's HTTPS listener, attached to the Gateway with a ListenerSet (gateway mode)",
+  },
+  'data-plane-acknowledgement': {
+    type: 'string',
+    env: 'PORTICO_DATA_PLANE_ACKNOWLEDGEMENT',
+    default: 'true',
+    help: 'true | false: Routed waits until the ingress controller publishes an address for the Ingress, or the Gateway accepts the HTTPRoute and ListenerSet; false for a data plane that reports nothing (Routed and Ready then say the route is unconfirmed)',
+  },
   'nginx-redirect-keeps-path': {
     type: 'string',
     env: 'PORTICO_NGINX_REDIRECT_KEEPS_PATH',
@@ -370,6 +388,8 @@ function routingSettings(
     ingressFlavor: required('ingress-flavor') as IngressFlavor,
     nginxRedirectKeepsPath: bool('nginx-redirect-keeps-path', required('nginx-redirect-keeps-path')),
     traefikSafeNaming: bool('traefik-safe-naming', required('traefik-safe-naming')),
+    gatewayHttpsPort: positiveInt('gateway-https-port', required('gateway-https-port')),
+    dataPlaneAcknowledgement: bool('data-plane-acknowledgement', required('data-plane-acknowledgement')),
   };
   try {
     if (refs) routing.gatewayParentRefs = parseGatewayParentRefs(refs);

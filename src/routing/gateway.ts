@@ -16,16 +16,36 @@
  * - Rule precedence ("HTTPRouteRule"): the longest matching path prefix wins, so the rule for
  *   `/.well-known/acme-challenge/` takes the CA's request before the `/` rule redirects it.
  *
- * TLS: an HTTPRoute carries none. The Gateway's HTTPS listener terminates TLS with the certificates it
- * references; for a per-domain Secret that is the platform's Gateway configuration (a listener per
- * domain, or a ListenerSet), which Portico does not write (docs/routing.md).
+ * TLS: an HTTPRoute carries none. Each domain's certificate is attached to the platform's Gateway
+ * with a ListenerSet (gateway.networking.k8s.io/v1, standard channel from Gateway API v1.5;
+ * apis/v1/listenerset_types.go, GEP-1713) in the domain's namespace, next to its Secret: one HTTPS
+ * listener for the hostname whose `tls.certificateRefs` name the Secret. A listener of a ListenerSet
+ * may reference a Secret of its own namespace without a ReferenceGrant. A route attached to the
+ * Gateway does not attach to the listeners of its ListenerSets (GEP-1713, "Gateway Parents and
+ * sectionName"), so the HTTPRoute names the ListenerSet as a parent too. The Gateway must allow the
+ * domain's namespace in `spec.allowedListeners` (docs/routing.md).
  */
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import type { GatewayParentRef } from './options.js';
 import { targetOrigin, type RedirectIntent } from './redirect.js';
 
+export const GATEWAY_API_GROUP = 'gateway.networking.k8s.io';
 export const GATEWAY_API_VERSION = 'gateway.networking.k8s.io/v1';
 export const HTTPROUTE_KIND = 'HTTPRoute';
+export const LISTENERSET_KIND = 'ListenerSet';
+/** The name of the one listener of every ListenerSet Portico writes (`sectionName` for a route). */
+export const HTTPS_LISTENER_NAME = 'https';
+/** The port of that listener unless configured (`RoutingOptions.gatewayHttpsPort`). */
+export const DEFAULT_GATEWAY_HTTPS_PORT = 443;
+
+/**
+ * A `parentRefs` entry of an HTTPRoute (Gateway API `ParentReference`): a Gateway (group and kind
+ * omitted, their defaults) or a ListenerSet (both set).
+ */
+export interface RouteParentRef extends GatewayParentRef {
+  group?: typeof GATEWAY_API_GROUP;
+  kind?: 'Gateway' | typeof LISTENERSET_KIND;
+}
 
 export interface HTTPRouteBackendRef {
   name: string;
@@ -45,7 +65,27 @@ export interface HTTPRoute extends KubernetesObject {
   apiVersion: typeof GATEWAY_API_VERSION;
   kind: typeof HTTPROUTE_KIND;
   metadata: V1ObjectMeta;
-  spec: { parentRefs: GatewayParentRef[]; hostnames: string[]; rules: HTTPRouteRule[] };
+  spec: { parentRefs: RouteParentRef[]; hostnames: string[]; rules: HTTPRouteRule[] };
+}
+
+/** A ListenerSet's listener as Portico writes it: HTTPS for one hostname, TLS from one Secret. */
+export interface HttpsListenerEntry {
+  name: typeof HTTPS_LISTENER_NAME;
+  hostname: string;
+  port: number;
+  protocol: 'HTTPS';
+  tls: { mode: 'Terminate'; certificateRefs: { group: ''; kind: 'Secret'; name: string }[] };
+}
+
+export interface ListenerSet extends KubernetesObject {
+  apiVersion: typeof GATEWAY_API_VERSION;
+  kind: typeof LISTENERSET_KIND;
+  metadata: V1ObjectMeta;
+  spec: {
+    /** The Gateway (`ParentGatewayReference`); namespace omitted: the ListenerSet's own. */
+    parentRef: { group: typeof GATEWAY_API_GROUP; kind: 'Gateway'; name: string; namespace?: string };
+    listeners: HttpsListenerEntry[];
+  };
 }
 
 function prefix(value: string): HTTPRouteRule['matches'] {
@@ -74,7 +114,7 @@ export function redirectRule(intent: RedirectIntent): HTTPRouteRule {
 export function httpRoute(
   metadata: V1ObjectMeta,
   hostname: string,
-  parentRefs: GatewayParentRef[],
+  parentRefs: RouteParentRef[],
   rules: HTTPRouteRule[],
 ): HTTPRoute {
   return {
@@ -83,6 +123,48 @@ export function httpRoute(
     metadata,
     spec: { parentRefs: parentRefs.map((ref) => ({ ...ref })), hostnames: [hostname], rules },
   };
+}
+
+/**
+ * The ListenerSet that attaches `secretName`'s certificate to `gateway` for `hostname`: one HTTPS
+ * listener on `port`, TLS terminated with that Secret (of the ListenerSet's namespace, so no
+ * ReferenceGrant is needed). The listener's `allowedRoutes` keeps its default, routes of the same
+ * namespace.
+ */
+export function listenerSet(
+  metadata: V1ObjectMeta,
+  hostname: string,
+  gateway: Pick<GatewayParentRef, 'name' | 'namespace'>,
+  port: number,
+  secretName: string,
+): ListenerSet {
+  return {
+    apiVersion: GATEWAY_API_VERSION,
+    kind: LISTENERSET_KIND,
+    metadata,
+    spec: {
+      parentRef: {
+        group: GATEWAY_API_GROUP,
+        kind: 'Gateway',
+        name: gateway.name,
+        ...(gateway.namespace === undefined ? {} : { namespace: gateway.namespace }),
+      },
+      listeners: [
+        {
+          name: HTTPS_LISTENER_NAME,
+          hostname,
+          port,
+          protocol: 'HTTPS',
+          tls: { mode: 'Terminate', certificateRefs: [{ group: '', kind: 'Secret', name: secretName }] },
+        },
+      ],
+    },
+  };
+}
+
+/** The HTTPRoute parentRef of the ListenerSet `name` of the route's own namespace (every listener). */
+export function listenerSetParentRef(name: string): RouteParentRef {
+  return { group: GATEWAY_API_GROUP, kind: LISTENERSET_KIND, name };
 }
 
 /** What the Routed condition says about a redirect in gateway mode. */

@@ -44,8 +44,21 @@ export interface RoutingOptions {
    * namespace). Redirect domains keep this path too: they need their own certificate.
    */
   http01Service?: { fqdn: string; port: number };
-  /** `parentRefs` of every HTTPRoute. Required, at least one, in `gateway` mode. */
+  /**
+   * `parentRefs` of every HTTPRoute. Required, at least one, in `gateway` mode. The Gateway of the
+   * first is the one each domain's ListenerSet attaches its certificate to (gateway.ts).
+   */
   gatewayParentRefs?: GatewayParentRef[];
+  /** The port of each domain's HTTPS listener on the Gateway (its ListenerSet). Default 443. */
+  gatewayHttpsPort?: number;
+  /**
+   * Routed waits for the data plane to take the route (default true): an Ingress's controller
+   * publishes an address in `status.loadBalancer.ingress`; a Gateway accepts the HTTPRoute in
+   * `status.parents` and the ListenerSet in its conditions (acknowledgement.ts). False for a data
+   * plane that reports nothing: the route then counts as written, and Routed and Ready say that it
+   * is unconfirmed.
+   */
+  dataPlaneAcknowledgement?: boolean;
   /**
    * ingress-nginx: append `$request_uri` to the redirect URL so path and query are kept (default
    * true). ingress-nginx 1.12 and later validate annotations by default and refuse `$` in
@@ -111,6 +124,9 @@ export function checkRoutingOptions(options: RoutingOptions): void {
       'gateway mode needs at least one parent Gateway (gatewayParentRefs): the HTTPRoutes attach to it',
     );
   refs.forEach(checkParentRef);
+  const port = options.gatewayHttpsPort;
+  if (port !== undefined && !(Number.isInteger(port) && port >= 1 && port <= 65535))
+    throw new RoutingOptionsError(`gateway HTTPS port ${port} is not a port number (1-65535)`);
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { KubernetesObject, V1Ingress } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain, CustomDomainSpec } from '../api/customdomain.js';
-import type { HTTPRoute } from './gateway.js';
+import type { HTTPRoute, ListenerSet } from './gateway.js';
 import { desiredIngress, HTTP01_PATH_PREFIX } from './ingress.js';
 import type { RoutingOptions } from './options.js';
 import {
@@ -139,7 +139,10 @@ describe('desiredRouting, gateway mode', () => {
     const route = find(objs, 'HTTPRoute', 'portico-old') as HTTPRoute | undefined;
     expect(route?.apiVersion).toBe('gateway.networking.k8s.io/v1');
     expect(route?.spec).toEqual({
-      parentRefs: [{ name: 'public', namespace: 'infra' }],
+      parentRefs: [
+        { name: 'public', namespace: 'infra' },
+        { group: 'gateway.networking.k8s.io', kind: 'ListenerSet', name: 'portico-old' },
+      ],
       hostnames: ['old.example.com'],
       rules: [
         {
@@ -168,6 +171,60 @@ describe('desiredRouting, gateway mode', () => {
     });
     expect(plan.routed && plan.message).toMatch(
       /^HTTPRoute portico-old on Gateway infra\/public answers old\.example\.com with 307/,
+    );
+  });
+
+  it('attaches the certificate with a ListenerSet next to the Secret, before the route that names it', () => {
+    const plan = desiredRouting(serving, { ...gateway, gatewayHttpsPort: 8443 });
+    expect(plan.apply.map((o) => `${o.kind}/${o.metadata?.name}`)).toEqual([
+      'ListenerSet/portico-old',
+      'HTTPRoute/portico-old',
+    ]);
+    const set = find(applied(plan), 'ListenerSet', 'portico-old') as ListenerSet | undefined;
+    expect(set?.apiVersion).toBe('gateway.networking.k8s.io/v1');
+    expect(set?.metadata.namespace).toBe(serving.metadata.namespace);
+    expect(set?.spec).toEqual({
+      parentRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'public', namespace: 'infra' },
+      listeners: [
+        {
+          name: 'https',
+          hostname: 'old.example.com',
+          port: 8443,
+          protocol: 'HTTPS',
+          tls: { mode: 'Terminate', certificateRefs: [{ group: '', kind: 'Secret', name: 'old-tls' }] },
+        },
+      ],
+    });
+    expect(plan.routed && plan.message).toContain(
+      'TLS: ListenerSet portico-old attaches Secret old-tls to Gateway infra/public (HTTPS, port 8443).',
+    );
+    expect(plan.routed && plan.unservable).toBeUndefined();
+  });
+
+  it('attaches to the first Gateway only and says so when the routes have several', () => {
+    const plan = desiredRouting(serving, {
+      mode: 'gateway',
+      gatewayParentRefs: [
+        { name: 'public', namespace: 'infra', sectionName: 'http' },
+        { name: 'public', namespace: 'infra', sectionName: 'https' },
+        { name: 'internal', namespace: 'infra' },
+      ],
+    });
+    const set = find(applied(plan), 'ListenerSet', 'portico-old') as ListenerSet | undefined;
+    expect(set?.spec.parentRef.name).toBe('public');
+    expect(plan.routed && plan.caveats).toEqual([
+      "a ListenerSet has one parent, so the certificate is attached to Gateway infra/public only; HTTPS on infra/internal serves that Gateway's own certificates",
+    ]);
+  });
+
+  it('writes the HTTPRoute without a ListenerSet where the API server serves none, and says it cannot serve HTTPS', () => {
+    const plan = desiredRouting(serving, gateway, { listenerSetsServed: false });
+    expect(plan.apply.map((o) => o.kind)).toEqual(['HTTPRoute']);
+    const route = plan.apply[0] as HTTPRoute;
+    expect(route.spec.parentRefs).toEqual([{ name: 'public', namespace: 'infra' }]);
+    expect(plan).toMatchObject({ routed: true, unservable: { reason: 'ListenerSetUnsupported' } });
+    expect(plan.routed && plan.unservable?.message).toContain(
+      "Secret old-tls cannot be attached to Gateway infra/public: HTTPS for old.example.com would serve the Gateway's own certificate",
     );
   });
 
@@ -241,6 +298,7 @@ describe('owned and stale objects', () => {
       'networking.k8s.io/v1 Ingress/portico-old-acme',
       'traefik.io/v1alpha1 Middleware/portico-old-redirect',
       'gateway.networking.k8s.io/v1 HTTPRoute/portico-old',
+      'gateway.networking.k8s.io/v1 ListenerSet/portico-old',
     ]);
   });
 
@@ -251,10 +309,12 @@ describe('owned and stale objects', () => {
       'Ingress/portico-old-acme',
       'Middleware/portico-old-redirect',
       'HTTPRoute/portico-old',
+      'ListenerSet/portico-old',
     ]);
     expect(stale(desiredRouting(redirecting, { ingressFlavor: 'traefik', http01Service }))).toEqual([
       'Ingress/portico-old-acme',
       'HTTPRoute/portico-old',
+      'ListenerSet/portico-old',
     ]);
     expect(stale(desiredRouting(redirecting, { ...gateway, http01Service }))).toEqual([
       'Ingress/portico-old',
@@ -264,6 +324,6 @@ describe('owned and stale objects', () => {
     ]);
     const none = desiredRouting(domain({}), {});
     expect(none).toMatchObject({ routed: false, reason: 'NoBackend' });
-    expect(stale(none)).toHaveLength(5);
+    expect(stale(none)).toHaveLength(6);
   });
 });

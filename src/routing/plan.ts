@@ -9,6 +9,8 @@
  * | serves   | Ingress `portico-<name>`          | same                                  | HTTPRoute `portico-<name>`|
  * | redirect | Ingress with permanent-redirect   | Middleware `portico-<name>-redirect`  | HTTPRoute with a         |
  * |          | annotations, + `portico-<name>-acme`| + Ingress referencing it, + `-acme` | RequestRedirect rule     |
+ * | both     |                                   |                                       | + ListenerSet            |
+ * |          |                                   |                                       | `portico-<name>` (TLS)   |
  *
  * The challenge path `/.well-known/acme-challenge/` reaches the operator in every row when the
  * challenge Service is configured: a redirect domain still needs its own certificate.
@@ -16,13 +18,18 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { ownedNames, type CustomDomain } from '../api/customdomain.js';
 import {
+  DEFAULT_GATEWAY_HTTPS_PORT,
   forwardRule,
   gatewayRedirectSummary,
   GATEWAY_API_VERSION,
   httpRoute,
   HTTPROUTE_KIND,
+  listenerSet,
+  listenerSetParentRef,
+  LISTENERSET_KIND,
   redirectRule,
   type HTTPRouteRule,
+  type RouteParentRef,
 } from './gateway.js';
 import {
   challengeIngressName,
@@ -69,7 +76,16 @@ export interface RoutingLookups {
    * may come with the next deploy), and an HTTPRoute cannot name a port given by name.
    */
   servicePorts?: readonly ServicePortEntry[];
+  /**
+   * The API server serves ListenerSet (gateway.networking.k8s.io/v1, Gateway API v1.5 or later).
+   * Default true. False: gateway mode writes the HTTPRoute (HTTP and the ACME challenge still work)
+   * but cannot attach the certificate, and says so (`unservable`).
+   */
+  listenerSetsServed?: boolean;
 }
+
+/** Why a plan that writes its objects still cannot serve the domain over HTTPS. */
+export type UnservableReason = 'ListenerSetUnsupported';
 
 export type NotRoutedReason = 'NoBackend' | 'ServicePortNotFound';
 
@@ -83,6 +99,11 @@ export type RoutingPlan =
       message: string;
       /** What this flavor cannot do exactly as asked (already part of `message`). */
       caveats: string[];
+      /**
+       * Set when the objects are written but cannot serve the domain over HTTPS: Routed is False
+       * with this reason and message.
+       */
+      unservable?: { reason: UnservableReason; message: string };
     }
   | { routed: false; apply: []; owned: ObjectHeader[]; reason: NotRoutedReason; message: string };
 
@@ -111,6 +132,7 @@ export function ownedRoutingObjects(domain: Pick<CustomDomain, 'metadata'>): Obj
     header('networking.k8s.io/v1', 'Ingress', legacyChallengeIngressName(domain)),
     header(TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND, middlewareName(domain)),
     header(GATEWAY_API_VERSION, HTTPROUTE_KIND, name),
+    header(GATEWAY_API_VERSION, LISTENERSET_KIND, name),
   ];
 }
 
@@ -233,6 +255,16 @@ function traefikBackendCaveats(domain: CustomDomain, options: RoutingOptions): s
   ];
 }
 
+/** `namespace/name` of each distinct Gateway among `refs`, in order (`namespace` defaulting to the route's). */
+function distinctGateways(refs: readonly RouteParentRef[], namespace: string): string[] {
+  return [...new Set(refs.map((p) => `${p.namespace ?? namespace}/${p.name}`))];
+}
+
+/**
+ * Gateway mode: the HTTPRoute, and the ListenerSet that attaches the domain's Secret to the first
+ * parent's Gateway (gateway.ts). The route names the ListenerSet as a parent too: a route attached
+ * to a Gateway does not attach to its ListenerSets' listeners (GEP-1713).
+ */
 function gatewayPlan(domain: CustomDomain, options: RoutingOptions, lookups: RoutingLookups): RoutingPlan {
   const intent = redirectIntent(domain);
   const service = domain.spec.service;
@@ -241,11 +273,10 @@ function gatewayPlan(domain: CustomDomain, options: RoutingOptions, lookups: Rou
     rules.push(
       forwardRule(HTTP01_PATH_PREFIX, { name: HTTP01_SERVICE_NAME, port: options.http01Service.port }),
     );
-  const name = ownedNames(domain).ingress;
-  const parents = (options.gatewayParentRefs ?? [])
-    .map((p) => `${p.namespace ?? domain.metadata.namespace}/${p.name}`)
-    .join(', ');
-  const what = `HTTPRoute ${name} on Gateway ${parents}`;
+  const { ingress: name, secret } = ownedNames(domain);
+  const gatewayRefs = options.gatewayParentRefs ?? [];
+  const gateways = distinctGateways(gatewayRefs, domain.metadata.namespace);
+  const what = `HTTPRoute ${name} on Gateway ${gateways.join(', ')}`;
   let sentence: string;
   let caveats: string[] = [];
   if (intent) {
@@ -261,15 +292,35 @@ function gatewayPlan(domain: CustomDomain, options: RoutingOptions, lookups: Rou
   } else {
     return noBackend(domain);
   }
+  const service01 = desiredHttp01Service(domain, options);
+  const [first] = gatewayRefs;
+  if (lookups.listenerSetsServed === false || first === undefined) {
+    const route = httpRoute(ownedMetadata(domain, name), domain.spec.hostname, gatewayRefs, rules);
+    const plan = routed(service01 ? [service01, route] : [route], domain, sentence, caveats);
+    return {
+      ...plan,
+      unservable: {
+        reason: 'ListenerSetUnsupported',
+        message: `The API server does not serve ListenerSet (gateway.networking.k8s.io/v1, Gateway API v1.5 or later, standard channel), so the certificate in Secret ${secret} cannot be attached to Gateway ${gateways.join(', ')}: HTTPS for ${domain.spec.hostname} would serve the Gateway's own certificate. Install the Gateway API CRDs v1.5 or later and restart the operator (docs/routing.md).`,
+      },
+    } as RoutingPlan;
+  }
+  const port = options.gatewayHttpsPort ?? DEFAULT_GATEWAY_HTTPS_PORT;
+  const set = listenerSet(ownedMetadata(domain, name), domain.spec.hostname, first, port, secret);
   const route = httpRoute(
     ownedMetadata(domain, name),
     domain.spec.hostname,
-    options.gatewayParentRefs ?? [],
+    [...gatewayRefs, listenerSetParentRef(name)],
     rules,
   );
-  const service01 = desiredHttp01Service(domain, options);
-  const apply: KubernetesObject[] = service01 ? [service01, route] : [route];
-  return routed(apply, domain, sentence + challengeSentence(options, ''), caveats);
+  if (gateways.length > 1)
+    caveats = [
+      ...caveats,
+      `a ListenerSet has one parent, so the certificate is attached to Gateway ${gateways[0] ?? ''} only; HTTPS on ${gateways.slice(1).join(', ')} serves that Gateway's own certificates`,
+    ];
+  const tls = ` TLS: ListenerSet ${name} attaches Secret ${secret} to Gateway ${gateways[0] ?? ''} (HTTPS, port ${port}).`;
+  const apply: KubernetesObject[] = service01 ? [service01, set, route] : [set, route];
+  return routed(apply, domain, sentence + tls + challengeSentence(options, ''), caveats);
 }
 
 function noBackend(domain: CustomDomain): RoutingPlan {

@@ -57,6 +57,11 @@ export function controllerArgs(options: ControllerOptions): string[] {
     `127.0.0.1:${options.metricsPort}`,
     '--namespace',
     options.namespace,
+    // The sandbox has no ingress controller or gateway to take the routes (docs/routing.md, "Data-plane
+    // acknowledgement"): Routed and Ready say the route is written but unconfirmed. A test that plays
+    // the data plane starts an operator with it on (test/e2e/data-plane-acknowledgement.test.ts).
+    '--data-plane-acknowledgement',
+    'false',
   ];
 }
 

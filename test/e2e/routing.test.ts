@@ -12,19 +12,14 @@ import {
   ApiextensionsV1Api,
   KubeConfig,
   KubernetesObjectApi,
-  loadAllYaml,
   PatchStrategy,
   type KubernetesObject,
   type V1Ingress,
 } from '@kubernetes/client-node';
-import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { FIELD_MANAGER, type CustomDomain, type CustomDomainSpec } from '../../src/api/customdomain.js';
 import { isNotFound } from '../../src/kube/errors.js';
-import type { HTTPRoute } from '../../src/routing/gateway.js';
+import type { HTTPRoute, ListenerSet } from '../../src/routing/gateway.js';
 import { HTTP01_PATH_PREFIX } from '../../src/routing/ingress.js';
 import type { RoutingOptions } from '../../src/routing/options.js';
 import {
@@ -36,8 +31,7 @@ import {
 } from '../../src/routing/plan.js';
 import type { TraefikMiddleware } from '../../src/routing/traefik.js';
 import { createProject, sandbox, unique, waitFor } from './support/cluster.js';
-
-const SCRIPT = fileURLToPath(new URL('../../scripts/fetch-routing-crds.sh', import.meta.url));
+import { installRoutingCrds } from './support/routing-crds.js';
 const STATUSES = [301, 302, 307, 308] as const;
 const http01Service = { fqdn: 'portico-controller.portico-system.svc.cluster.local', port: 8089 };
 const gatewayOptions: RoutingOptions = {
@@ -105,33 +99,6 @@ function stored(objs: KubernetesObject[], kind: string, name: string): Kubernete
   const found = objs.find((o) => o.kind === kind && o.metadata?.name === name);
   if (!found) throw new Error(`${kind}/${name} was not stored`);
   return found;
-}
-
-/** The CRD files the script fetched, applied with server-side apply; resolves once all are Established. */
-async function installRoutingCrds(): Promise<string[]> {
-  const { stdout } = await promisify(execFile)('bash', [SCRIPT], { timeout: 300_000 });
-  const files = stdout.split('\n').filter(Boolean);
-  const names: string[] = [];
-  for (const file of files) {
-    // loadAllYaml deserializes into the client's models: KubernetesObjectApi serializes a known kind
-    // through its model, which would drop JSON names it does not map (x-kubernetes-int-or-string).
-    for (const doc of loadAllYaml(await readFile(file, 'utf8'))) {
-      const crd = doc as KubernetesObject | null;
-      if (crd?.kind !== 'CustomResourceDefinition') continue;
-      await apply(crd);
-      names.push(crd.metadata?.name ?? '');
-    }
-  }
-  const ext = kubeConfig().makeApiClient(ApiextensionsV1Api);
-  for (const name of names) {
-    await waitFor(`CRD ${name} Established`, async () => {
-      const crd = await ext.readCustomResourceDefinition({ name });
-      return crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')
-        ? true
-        : undefined;
-    });
-  }
-  return names;
 }
 
 async function crdInstalled(name: string): Promise<boolean> {
@@ -273,6 +240,11 @@ describe('gateway mode', () => {
       ) as HTTPRoute;
       expect(route.spec.parentRefs).toEqual([
         expect.objectContaining({ name: 'public', namespace: 'infra', sectionName: 'https' }),
+        expect.objectContaining({
+          group: 'gateway.networking.k8s.io',
+          kind: 'ListenerSet',
+          name: `portico-${name}`,
+        }),
       ]);
       expect(route.spec.hostnames).toEqual([d.spec.hostname]);
       const [challenge, redirect] = route.spec.rules;
@@ -285,6 +257,31 @@ describe('gateway mode', () => {
       expect(redirect?.backendRefs ?? []).toEqual([]);
     },
   );
+
+  it("stores the ListenerSet that attaches the domain's Secret to the Gateway (standard-channel schema)", async () => {
+    const d = domain(ns, 'gw-tls', { hostname: `tls.${ns}.example`, service: { name: 'web', port: 80 } });
+    const set = stored(
+      await applyPlan(desiredRouting(d, gatewayOptions)),
+      'ListenerSet',
+      'portico-gw-tls',
+    ) as ListenerSet;
+    expect(set.metadata.namespace).toBe(ns);
+    expect(set.spec.parentRef).toEqual({
+      group: 'gateway.networking.k8s.io',
+      kind: 'Gateway',
+      name: 'public',
+      namespace: 'infra',
+    });
+    expect(set.spec.listeners).toEqual([
+      expect.objectContaining({
+        name: 'https',
+        hostname: d.spec.hostname,
+        port: 443,
+        protocol: 'HTTPS',
+        tls: { mode: 'Terminate', certificateRefs: [{ group: '', kind: 'Secret', name: 'gw-tls-tls' }] },
+      }),
+    ]);
+  });
 
   it('stores a serving HTTPRoute with the Service port', async () => {
     const d = domain(ns, 'gw-serve', { hostname: `serve.${ns}.example`, service: { name: 'web', port: 80 } });
@@ -329,9 +326,9 @@ describe('owned objects', () => {
     const gatewayPlan = desiredRouting(d, gatewayOptions);
     await applyPlan(gatewayPlan);
     for (const h of staleRoutingObjects(gatewayPlan)) await remove(h);
-    await waitFor('only the HTTPRoute left', async () => {
+    await waitFor('only the HTTPRoute and the ListenerSet left', async () => {
       const now = await present();
-      return now.length === 1 && now[0] === 'HTTPRoute/portico-switch' ? now : undefined;
+      return now.join() === 'HTTPRoute/portico-switch,ListenerSet/portico-switch' ? now : undefined;
     });
 
     for (const h of ownedRoutingObjects(d)) await remove(h);

@@ -31,6 +31,14 @@ export interface ClusterView {
   customDomain(namespace: string, name: string): CustomDomain | undefined;
   /** The cached HostnameClaim of `hostname` (normalized), or undefined. */
   hostnameClaim(hostname: string): HostnameClaim | undefined;
-  /** An object Portico owns (Ingress, Secret, Service, Middleware, HTTPRoute), from its cache. */
+  /**
+   * An object Portico owns (Ingress, Secret, Service, Middleware, HTTPRoute, ListenerSet), from its
+   * cache, status included (the data plane's acknowledgement is read from it).
+   */
   owned(header: ObjectHeader): OwnedLookup;
+  /**
+   * False when the API server is known not to serve `apiVersion` `kind` (an optional kind whose CRD
+   * is not installed, found at start); true otherwise.
+   */
+  serves(apiVersion: string, kind: string): boolean;
 }

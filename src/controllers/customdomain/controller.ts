@@ -39,7 +39,7 @@ import { slimTlsSecret } from '../../certificates/parsed-secret.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
 import type { ObjectHeader } from '../../routing/plan.js';
-import { GATEWAY_API_VERSION, HTTPROUTE_KIND } from '../../routing/gateway.js';
+import { GATEWAY_API_VERSION, HTTPROUTE_KIND, LISTENERSET_KIND } from '../../routing/gateway.js';
 import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from '../../routing/traefik.js';
 import type { ClusterView, OwnedLookup } from './cluster-view.js';
 import { servesHostname } from './claim-precedence.js';
@@ -57,6 +57,7 @@ const PROBE_BACKOFF = { baseMs: 1_000, maxMs: 30_000 };
 const OPTIONAL_OWNED_KINDS = [
   { apiVersion: TRAEFIK_API_VERSION, kind: TRAEFIK_MIDDLEWARE_KIND, plural: 'middlewares' },
   { apiVersion: GATEWAY_API_VERSION, kind: HTTPROUTE_KIND, plural: 'httproutes' },
+  { apiVersion: GATEWAY_API_VERSION, kind: LISTENERSET_KIND, plural: 'listenersets' },
 ] as const;
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
@@ -332,6 +333,7 @@ export class CustomDomainController {
       customDomain: (namespace, name) => this.#domains.get(name, namespace),
       hostnameClaim: (hostname) => this.#claims.get(hostname),
       owned: (header) => this.#ownedLookup(header),
+      serves: (apiVersion, kind) => !this.#absentKinds.has(`${apiVersion}/${kind}`),
     };
   }
 

@@ -61,6 +61,19 @@ import { ownedMetadata } from '../../routing/ingress.js';
 import { isUpToDate, withAppliedDigest } from '../../kube/applied-state.js';
 import type { RoutingOptions } from '../../routing/options.js';
 import {
+  combine,
+  httpRouteAcknowledgement,
+  ingressAcknowledgement,
+  listenerSetAcknowledgement,
+  type Acknowledgement,
+} from '../../routing/acknowledgement.js';
+import {
+  GATEWAY_API_VERSION,
+  HTTPROUTE_KIND,
+  LISTENERSET_KIND,
+  type HTTPRoute,
+} from '../../routing/gateway.js';
+import {
   desiredRouting,
   ownedRoutingObjects,
   staleRoutingObjects,
@@ -447,8 +460,12 @@ export class CustomDomainReconciler {
     }
   }
 
-  /** Whether `header` exists as this domain's object (one another CustomDomain owns does not count). */
+  /**
+   * Whether `header` exists as this domain's object (one another CustomDomain owns does not count).
+   * Live read, unless the API server does not serve its kind at all.
+   */
   async #exists(header: ObjectHeader, domain: CustomDomain): Promise<boolean> {
+    if (!this.#d.view.serves(header.apiVersion, header.kind)) return false;
     const live = await this.#readObject(header);
     return live !== undefined && otherOwner(live, domain) === undefined;
   }
@@ -535,15 +552,21 @@ export class CustomDomainReconciler {
     return verifyApex(hostname, target, answers, targetAddresses);
   }
 
-  /** Applies the routing plan (in its order), then deletes what an earlier plan made and this one does not. */
+  /**
+   * Applies the routing plan (in its order), then deletes what an earlier plan made and this one
+   * does not; then reads from the caches whether the data plane took what was applied
+   * (`#acknowledgement`), unless that check is off.
+   */
   async #applyRouting(domain: CustomDomain): Promise<RoutingState> {
     const lookups = this.#routingLookups(domain);
     const plan = desiredRouting(domain, this.#d.routing, lookups);
     const taken: string[] = [];
+    const written = new Set<KubernetesObject>();
     for (const obj of plan.apply) {
-      const owner = await this.#applyIfChanged(obj, domain);
-      if (owner !== undefined)
-        taken.push(`${obj.kind ?? ''} ${obj.metadata?.name ?? ''} (CustomDomain ${owner})`);
+      const applied = await this.#applyIfChanged(obj, domain);
+      if (applied.owner !== undefined)
+        taken.push(`${obj.kind ?? ''} ${obj.metadata?.name ?? ''} (CustomDomain ${applied.owner})`);
+      if (applied.wrote) written.add(obj);
     }
     for (const header of staleRoutingObjects(plan)) await this.#deleteIfCached(header, domain);
     if (taken.length > 0) {
@@ -554,23 +577,83 @@ export class CustomDomainReconciler {
       };
     }
     if (!plan.routed) return { kind: 'not-routed', reason: plan.reason, message: plan.message };
-    return { kind: 'routed', message: plan.message };
+    if (plan.unservable) return { kind: 'not-routed', ...plan.unservable };
+    if (this.#d.routing.dataPlaneAcknowledgement === false)
+      return { kind: 'routed', message: plan.message, confirmed: false };
+    const ack = this.#acknowledgement(plan.apply, written, domain);
+    if (ack.kind === 'confirmed')
+      return { kind: 'routed', message: `${plan.message} ${ack.message}`, confirmed: true };
+    return {
+      kind: 'not-routed',
+      reason: ack.kind === 'refused' ? ack.reason : 'AwaitingDataPlane',
+      message: ack.message,
+    };
+  }
+
+  /**
+   * Whether the data plane took the applied Ingresses, HTTPRoute and ListenerSet, from their cached
+   * status (routing/acknowledgement.ts); a change of that status re-queues the domain through the
+   * owned objects' watch. An HTTPRoute or ListenerSet written in this pass is awaited: its cached
+   * copy is of the previous generation, and so is the status on it.
+   */
+  #acknowledgement(
+    applied: readonly KubernetesObject[],
+    written: ReadonlySet<KubernetesObject>,
+    domain: CustomDomain,
+  ): Acknowledgement {
+    const { namespace } = domain.metadata;
+    const parts: Acknowledgement[] = [];
+    for (const obj of applied) {
+      const name = obj.metadata?.name ?? '';
+      const header = {
+        apiVersion: obj.apiVersion ?? '',
+        kind: obj.kind ?? '',
+        metadata: { name, namespace },
+      };
+      const seen = this.#d.view.owned(header);
+      const cached = seen.cached ? seen.object : undefined;
+      if (obj.kind === 'Ingress') {
+        parts.push(
+          ingressAcknowledgement(cached, name, this.#d.routing.ingressClassName),
+        );
+        continue;
+      }
+      if (obj.kind !== HTTPROUTE_KIND && obj.kind !== LISTENERSET_KIND) continue;
+      if (written.has(obj)) {
+        parts.push({
+          kind: 'awaiting',
+          message: `${obj.kind} ${name} was written just now; waiting for the gateway to report on it.`,
+        });
+      } else if (obj.kind === HTTPROUTE_KIND) {
+        const parents = (obj as HTTPRoute).spec.parentRefs;
+        parts.push(
+          httpRouteAcknowledgement(cached, name, namespace, parents),
+        );
+      } else {
+        parts.push(listenerSetAcknowledgement(cached, name));
+      }
+    }
+    return combine(parts);
   }
 
   /** The ports of the Service a serving domain names, from the Service cache (routing/plan.ts checks the port). */
   #routingLookups(domain: CustomDomain): RoutingLookups {
+    const listenerSetsServed = this.#d.view.serves(GATEWAY_API_VERSION, LISTENERSET_KIND);
     const service = domain.spec.service;
-    if (!service) return {};
+    if (!service) return { listenerSetsServed };
     const ports = this.#d.view.servicePorts(domain.metadata.namespace, service.name);
-    return ports === undefined ? {} : { servicePorts: ports };
+    return ports === undefined ? { listenerSetsServed } : { servicePorts: ports, listenerSetsServed };
   }
 
   /**
    * Applies `obj` unless its cached copy already holds what it would write (applied-state.ts), or
    * belongs to another CustomDomain (its owner label): then nothing is written and the owner's name
-   * is returned.
+   * is returned. `wrote`: the object was applied now.
    */
-  async #applyIfChanged(obj: KubernetesObject, domain: CustomDomain): Promise<string | undefined> {
+  async #applyIfChanged(
+    obj: KubernetesObject,
+    domain: CustomDomain,
+  ): Promise<{ owner?: string; wrote: boolean }> {
     const desired = withAppliedDigest(obj);
     const header = {
       apiVersion: obj.apiVersion ?? '',
@@ -580,10 +663,10 @@ export class CustomDomainReconciler {
     const seen = this.#d.view.owned(header);
     const current = seen.cached ? seen.object : await this.#readObject(header);
     const owner = otherOwner(current, domain);
-    if (owner !== undefined) return owner;
-    if (seen.cached && isUpToDate(seen.object, desired)) return undefined;
+    if (owner !== undefined) return { owner, wrote: false };
+    if (seen.cached && isUpToDate(seen.object, desired)) return { wrote: false };
     await this.#apply(desired);
-    return undefined;
+    return { wrote: true };
   }
 
   async #apply(obj: KubernetesObject): Promise<void> {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../api/customdomain.js';
 import { changedConditions } from '../../kube/conditions.js';
-import { asSentence, buildStatus, type ObservedState } from './status.js';
+import { asSentence, buildStatus, UNCONFIRMED_SENTENCE, type ObservedState } from './status.js';
 import { dnsCheckDue, issuanceRetryDelayMs, nextDnsCheckDelayMs } from './schedule.js';
 
 const domain: CustomDomain = {
@@ -29,7 +29,7 @@ describe('buildStatus', () => {
       accepted,
       dnsVerified: verified,
       certificate: { kind: 'valid', certificate },
-      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
     };
     const status = buildStatus(domain, observed, {}, t0);
     expect(status.phase).toBe('Live');
@@ -45,6 +45,50 @@ describe('buildStatus', () => {
     expect(status.conditions?.every((c) => c.observedGeneration === 2)).toBe(true);
   });
 
+  it('says serving is confirmed only when the data plane confirmed it; unconfirmed routing still counts as written', () => {
+    const base: ObservedState = {
+      accepted,
+      dnsVerified: verified,
+      certificate: { kind: 'valid', certificate },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
+    };
+    const condition = (observed: ObservedState, type: string) =>
+      buildStatus(domain, observed, {}, t0).conditions?.find((c) => c.type === type);
+    expect(condition(base, 'Ready')?.message).toBe('www.example.com serves over HTTPS.');
+    expect(condition(base, 'Routed')?.message).toBe('Ingress portico-www routes the hostname.');
+
+    const unconfirmed: ObservedState = {
+      ...base,
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: false },
+    };
+    expect(buildStatus(domain, unconfirmed, {}, t0).phase).toBe('Live');
+    expect(condition(unconfirmed, 'Routed')).toMatchObject({ status: 'True', reason: 'RoutesReady' });
+    expect(condition(unconfirmed, 'Routed')?.message).toBe(
+      `Ingress portico-www routes the hostname. ${UNCONFIRMED_SENTENCE}`,
+    );
+    expect(condition(unconfirmed, 'Ready')?.message).toMatch(
+      /^www\.example\.com has its certificate .* unconfirmed/,
+    );
+    expect(condition(unconfirmed, 'Ready')?.message).not.toContain('serves over HTTPS.');
+
+    const refused: ObservedState = {
+      ...base,
+      routing: {
+        kind: 'not-routed',
+        reason: 'NotAllowedByListeners',
+        message:
+          'Gateway infra/public on HTTPRoute portico-www: Accepted=False (NotAllowedByListeners): no listener admits the route',
+      },
+    };
+    expect(buildStatus(domain, refused, {}, t0).phase).toBe('Verified');
+    expect(condition(refused, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'NotAllowedByListeners',
+      message:
+        'Routed: Gateway infra/public on HTTPRoute portico-www: Accepted=False (NotAllowedByListeners): no listener admits the route',
+    });
+  });
+
   it('says why an unusable Secret is being replaced, and never calls it overdue (issue 10, item 5)', () => {
     const observed: ObservedState = {
       accepted,
@@ -54,7 +98,7 @@ describe('buildStatus', () => {
         since: t0,
         replacing: "Secret www-tls holds a tls.key that is not the certificate's private key",
       },
-      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
     };
     // Verified two months ago: far past the 30-minute threshold for a first certificate.
     const status = buildStatus(domain, observed, { verifiedAt: '2025-11-01T00:00:00Z' }, t0);
@@ -76,7 +120,7 @@ describe('buildStatus', () => {
       accepted,
       dnsVerified: { type: 'DNSVerified', status: 'False', reason: 'CNAMEMismatch', message: 'elsewhere' },
       certificate: { kind: 'valid', certificate, renewal: { kind: 'awaiting-verification' } },
-      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
     };
     const c = buildStatus(domain, observed, {}, t0).conditions?.find((x) => x.type === 'CertificateReady');
     expect(c).toMatchObject({ status: 'True', reason: 'RenewalAwaitsVerification' });
@@ -86,7 +130,11 @@ describe('buildStatus', () => {
   });
 
   it('stays Live while a renewal is under way or has failed, and says which', () => {
-    const routing = { kind: 'routed', message: 'Ingress portico-www routes the hostname.' } as const;
+    const routing = {
+      kind: 'routed',
+      message: 'Ingress portico-www routes the hostname.',
+      confirmed: true,
+    } as const;
     const condition = (observed: ObservedState): unknown =>
       buildStatus(domain, observed, {}, t0).conditions?.find((c) => c.type === 'CertificateReady');
     const since = new Date('2026-03-01T00:00:05Z');
@@ -184,7 +232,7 @@ describe('buildStatus', () => {
       accepted,
       dnsVerified: verified,
       certificate: { kind: 'issuing', since: t0 },
-      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
     };
     const late = buildStatus(domain, observed, { verifiedAt }, t0).conditions?.find(
       (c) => c.type === 'CertificateReady',
@@ -220,7 +268,7 @@ describe('buildStatus', () => {
         accepted,
         dnsVerified: verified,
         certificate: { kind: 'failed', reason: 'IssuanceFailed', message: 'connection refused', retryAt },
-        routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
+        routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
       },
       {},
       t0,
@@ -247,7 +295,7 @@ describe('buildStatus', () => {
         message: 'boom',
         retryAt: new Date(issuance.nextAttemptTime),
       },
-      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.' },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
     };
     expect(buildStatus(domain, observed, { issuance }, t0).issuance).toEqual(issuance);
     const failedBefore: CustomDomain = { ...domain, status: { issuance } };

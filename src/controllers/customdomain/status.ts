@@ -57,8 +57,19 @@ export const CERTIFICATE_THRESHOLD_MS = 30 * 60_000;
 const LATE_CERTIFICATE_HINTS =
   'Likely causes: CAA records that exclude the platform\'s certificate authority, /.well-known/acme-challenge/ not reaching the platform, or the CA rate-limiting. Fix the cause, then re-verify to start a fresh attempt: kubectl annotate customdomain <name> portico.dev/verify-requested-at="$(date -u +%FT%TZ)" --overwrite.';
 
+/**
+ * The routing objects as the data plane took them: `routed` with `confirmed` true when the ingress
+ * controller or gateway reported taking them, false when that is not asked (the data-plane
+ * acknowledgement is off: written, but unconfirmed); `not-routed` otherwise, with the data plane's
+ * own reason where it refused (routing/acknowledgement.ts).
+ */
 export type RoutingState =
-  { kind: 'routed'; message: string } | { kind: 'not-routed'; reason: string; message: string };
+  | { kind: 'routed'; message: string; confirmed: boolean }
+  | { kind: 'not-routed'; reason: string; message: string };
+
+/** What Routed and Ready add when the data plane is not asked whether it took the route. */
+export const UNCONFIRMED_SENTENCE =
+  'Written, but unconfirmed: the data-plane acknowledgement is off (--data-plane-acknowledgement=false), so whether the ingress controller or gateway took the route is not checked.';
 
 export interface ObservedState {
   accepted: ConditionInput & { status: 'True' | 'False' };
@@ -195,7 +206,7 @@ function routedCondition(state: RoutingState): ConditionInput {
         type: 'Routed',
         status: 'True',
         reason: 'RoutesReady',
-        message: state.message,
+        message: state.confirmed ? state.message : `${state.message} ${UNCONFIRMED_SENTENCE}`,
       }
     : { type: 'Routed', status: 'False', reason: state.reason, message: state.message };
 }
@@ -207,6 +218,33 @@ function phaseOf(observed: ObservedState, ready: boolean): Phase {
   if (observed.certificate.kind === 'failed') return 'Failed';
   if (observed.certificate.kind === 'issuing' || observed.certificate.kind === 'queued') return 'Issuing';
   return 'Verified';
+}
+
+/**
+ * Ready: True (`Live`) when no other condition blocks, its message saying whether serving is
+ * confirmed by the data plane; else False with the first blocking reason and every blocking message.
+ */
+function readyCondition(
+  domain: CustomDomain,
+  blocking: readonly ConditionInput[],
+  routing: RoutingState,
+): ConditionInput {
+  if (blocking.length > 0)
+    return {
+      type: 'Ready',
+      status: 'False',
+      reason: blocking[0]?.reason ?? 'NotReady',
+      message: blocking.map((c) => `${c.type}: ${c.message}`).join(' '),
+    };
+  const confirmed = routing.kind === 'routed' && routing.confirmed;
+  return {
+    type: 'Ready',
+    status: 'True',
+    reason: 'Live',
+    message: confirmed
+      ? `${domain.spec.hostname} serves over HTTPS.`
+      : `${domain.spec.hostname} has its certificate and its routing is written, but that it serves over HTTPS is unconfirmed: the data-plane acknowledgement is off, so the ingress controller or gateway is not asked.`,
+  };
 }
 
 /**
@@ -239,24 +277,7 @@ export function buildStatus(
   for (const input of inputs) conditions = setCondition(conditions, input, generation, now);
   const blocking = inputs.filter((c) => c.status !== 'True');
   const ready = blocking.length === 0;
-  conditions = setCondition(
-    conditions,
-    ready
-      ? {
-          type: 'Ready',
-          status: 'True',
-          reason: 'Live',
-          message: `${domain.spec.hostname} serves over HTTPS.`,
-        }
-      : {
-          type: 'Ready',
-          status: 'False',
-          reason: blocking[0]?.reason ?? 'NotReady',
-          message: blocking.map((c) => `${c.type}: ${c.message}`).join(' '),
-        },
-    generation,
-    now,
-  );
+  conditions = setCondition(conditions, readyCondition(domain, blocking, observed.routing), generation, now);
   const status: CustomDomainStatus = {
     observedGeneration: generation,
     phase: phaseOf(observed, ready),
