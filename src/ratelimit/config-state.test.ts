@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { renderCompiledConfig, type CompiledPolicy } from './config-schema.js';
-import { ConfigState } from './config-state.js';
+import { configHash, ConfigState } from './config-state.js';
 import { createConfigMetrics } from './metrics.js';
 
 const entry = (domain: string, generation: number, perMinute = 60): CompiledPolicy => ({
@@ -94,5 +94,52 @@ describe('ConfigState over several shards', () => {
     s.load(S0, 0, renderCompiledConfig([]), '3');
     expect(s.snapshot.byDomain.get('a/p')?.generation).toBe(1);
     expect(s.report.policies['a/p']).toMatchObject({ loadedGeneration: 1, rejectedGeneration: 2 });
+  });
+});
+
+describe('the config metrics', () => {
+  async function lines(metrics: ReturnType<typeof createConfigMetrics>, name: string): Promise<string[]> {
+    const text = await metrics.registry.metrics();
+    return text.split('\n').filter((l) => l.startsWith(`${name}{`));
+  }
+
+  it("show each shard's document in force by its hash, and a refused document by last_load_successful 0", async () => {
+    const metrics = createConfigMetrics();
+    const s = new ConfigState(metrics, pino({ level: 'silent' }));
+    const first = renderCompiledConfig([entry('a/p', 1)]);
+    s.load(S0, 0, first, '1');
+    s.load(S1, 1, renderCompiledConfig([entry('b/p', 1)]), '2');
+    const hash = configHash(first);
+    expect(hash).toBeGreaterThan(0);
+    expect(Number.isSafeInteger(hash)).toBe(true);
+    expect(await lines(metrics, 'portico_ratelimit_config_hash')).toContain(
+      `portico_ratelimit_config_hash{shard="${S0}"} ${hash}`,
+    );
+    expect(await lines(metrics, 'portico_ratelimit_config_last_load_successful')).toEqual([
+      `portico_ratelimit_config_last_load_successful{shard="${S0}"} 1`,
+      `portico_ratelimit_config_last_load_successful{shard="${S1}"} 1`,
+    ]);
+    const loadedAt = await lines(metrics, 'portico_ratelimit_config_last_load_success_timestamp_seconds');
+    expect(loadedAt).toHaveLength(2);
+
+    // Refused whole: the previous document stays in force, and so does its hash.
+    s.load(S0, 0, '{not json', '3');
+    expect(await lines(metrics, 'portico_ratelimit_config_hash')).toContain(
+      `portico_ratelimit_config_hash{shard="${S0}"} ${hash}`,
+    );
+    expect(await lines(metrics, 'portico_ratelimit_config_last_load_successful')).toContain(
+      `portico_ratelimit_config_last_load_successful{shard="${S0}"} 0`,
+    );
+    expect(await lines(metrics, 'portico_ratelimit_config_last_load_success_timestamp_seconds')).toEqual(
+      loadedAt,
+    );
+
+    // A deleted shard with nothing in force leaves no series; one whose policies stay keeps them.
+    s.load(S1, 1, renderCompiledConfig([]), '4');
+    s.remove(S1);
+    s.remove(S0);
+    expect(await lines(metrics, 'portico_ratelimit_config_hash')).toEqual([
+      `portico_ratelimit_config_hash{shard="${S0}"} ${hash}`,
+    ]);
   });
 });

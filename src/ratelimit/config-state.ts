@@ -5,6 +5,7 @@
  * as they were and reports the error; a deleted shard's policies stay in force until it exists again.
  * No I/O besides the callbacks.
  */
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { parseCompiledConfig } from './config-schema.js';
 import { ConfigRejectedError } from './errors.js';
@@ -22,6 +23,14 @@ import {
 export type ReportBody = Omit<LoadReport, 'heartbeatTime' | 'instance'>;
 
 const EMPTY_DOCUMENT = '{"schemaVersion":1,"policies":[]}';
+
+/**
+ * `portico_ratelimit_config_hash` of a config document: the first 48 bits of the SHA-256 of its
+ * text, as a number (exact in a float64, which holds integers up to 2^53).
+ */
+export function configHash(text: string): number {
+  return createHash('sha256').update(text).digest().readUIntBE(0, 6);
+}
 
 export class ConfigState {
   #snapshot: PolicySnapshot = EMPTY_SNAPSHOT;
@@ -53,7 +62,8 @@ export class ConfigState {
   load(name: string, index: number, text: string | undefined, resourceVersion: string): ReportBody {
     const before = this.#shards.get(name);
     try {
-      const parsed = parseCompiledConfig(text ?? EMPTY_DOCUMENT);
+      const document = text ?? EMPTY_DOCUMENT;
+      const parsed = parseCompiledConfig(document);
       const result = loadPolicies(this.#snapshot, parsed);
       this.#shards.set(name, {
         name,
@@ -65,6 +75,9 @@ export class ConfigState {
       });
       this.#metrics.configLoadsTotal.inc({ result: 'loaded' });
       this.#metrics.policiesRejectedTotal.inc(result.rejected.length);
+      this.#metrics.configHash.set({ shard: name }, configHash(document));
+      this.#metrics.configLastLoadSuccessful.set({ shard: name }, 1);
+      this.#metrics.configLastLoadSuccessTimestamp.set({ shard: name }, Date.now() / 1000);
       for (const r of result.rejected) {
         this.#log.warn(
           { configMap: name, domain: r.domain, generation: r.generation, reason: r.reason },
@@ -83,6 +96,7 @@ export class ConfigState {
     } catch (err: unknown) {
       if (!(err instanceof ConfigRejectedError)) throw err;
       this.#metrics.configLoadsTotal.inc({ result: 'rejected' });
+      this.#metrics.configLastLoadSuccessful.set({ shard: name }, 0);
       this.#log.error(
         { configMap: name, resourceVersion, reason: err.reason },
         `config rejected: ${err.message}`,
@@ -109,8 +123,16 @@ export class ConfigState {
   remove(name: string): ReportBody {
     const shard = this.#shards.get(name);
     if (shard === undefined) return this.#report;
-    if (shard.snapshot.byDomain.size === 0) this.#shards.delete(name);
-    else this.#shards.set(name, { ...shard, deleted: true, rejected: [] });
+    if (shard.snapshot.byDomain.size === 0) {
+      // Nothing of it stays in force: its config series go with it.
+      this.#shards.delete(name);
+      for (const gauge of [
+        this.#metrics.configHash,
+        this.#metrics.configLastLoadSuccessful,
+        this.#metrics.configLastLoadSuccessTimestamp,
+      ])
+        gauge.remove({ shard: name });
+    } else this.#shards.set(name, { ...shard, deleted: true, rejected: [] });
     this.#log.warn(
       { configMap: name, policies: shard.snapshot.byDomain.size },
       'config ConfigMap deleted; keeping its policies in force until it exists again',

@@ -7,6 +7,17 @@
  * `/metrics` page joins both (`server/check-thread.ts`).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { BanLedger } from './ban-ledger.js';
+
+/** The Redis commands the server sends: the check script (EVALSHA) and the clock measurement (TIME). */
+export type RedisCommand = 'check' | 'time';
+
+/**
+ * Why a Redis command failed: `timeout` (no answer within --redis-timeout-ms), `connection` (not
+ * connected, or the connection was lost while it waited), `reply` (Redis answered with an error),
+ * `too_late` (the check script ran after its deadline and counted nothing, `redis-store.ts`).
+ */
+export type RedisErrorKind = 'timeout' | 'connection' | 'reply' | 'too_late';
 
 /** What the checks record. */
 export interface CheckMetrics {
@@ -23,6 +34,12 @@ export interface CheckMetrics {
   readonly redisConnected: Gauge;
   /** Requests refused with INVALID_ARGUMENT, by the bound they broke (`request-limits.ts`). */
   readonly invalidRequestsTotal: Counter<'bound'>;
+  /** Bans this server started that still run; `portico_ratelimit_bans_active` reads it at each scrape. */
+  readonly bans: BanLedger;
+  /** Time from sending a Redis command to its answer or failure, by command. */
+  readonly redisCommandDuration: Histogram<'command'>;
+  /** Redis commands that failed, by command and kind of error. */
+  readonly redisErrorsTotal: Counter<'command' | 'error'>;
 }
 
 /** What loading the config records. */
@@ -34,15 +51,29 @@ export interface ConfigMetrics {
   readonly policiesRejectedTotal: Counter;
   /** Policies loaded now. */
   readonly policiesLoaded: Gauge;
+  /** By config shard: a hash of the document in force (`configHash`). */
+  readonly configHash: Gauge<'shard'>;
+  /** By config shard: 1 when its last document loaded, 0 when it was refused whole. */
+  readonly configLastLoadSuccessful: Gauge<'shard'>;
+  /** By config shard: when a document of it last loaded, Unix seconds. */
+  readonly configLastLoadSuccessTimestamp: Gauge<'shard'>;
 }
 
 export type RateLimitMetrics = CheckMetrics & ConfigMetrics;
 
-/** The checks' metrics, in `registry`. */
-export function createCheckMetrics(registry: Registry = new Registry()): CheckMetrics {
+/**
+ * The checks' metrics, in `registry`. `now` (Unix ms) is the clock the bans-active gauge compares
+ * ban ends with: the service's own.
+ */
+export function createCheckMetrics(
+  registry: Registry = new Registry(),
+  now: () => number = Date.now,
+): CheckMetrics {
   const registers = [registry];
-  return {
+  const bans = new BanLedger();
+  const metrics: CheckMetrics = {
     registry,
+    bans,
     checksTotal: new Counter({
       name: 'portico_ratelimit_checks_total',
       help: 'Descriptors checked, by rate-limit domain, code (OK, OVER_LIMIT) and reason (admitted, minute, day, banned, unknown_domain, no_key_id, store_unavailable).',
@@ -78,7 +109,31 @@ export function createCheckMetrics(registry: Registry = new Registry()): CheckMe
       labelNames: ['bound'],
       registers,
     }),
+    redisCommandDuration: new Histogram({
+      name: 'portico_ratelimit_redis_command_duration_seconds',
+      help: 'Time from sending a command to Redis to its answer or failure, seconds, by command (check: the check script; time: the clock measurement).',
+      labelNames: ['command'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    }),
+    redisErrorsTotal: new Counter({
+      name: 'portico_ratelimit_redis_errors_total',
+      help: 'Redis commands that failed, by command (check, time) and error (timeout, connection, reply, too_late).',
+      labelNames: ['command', 'error'],
+      registers,
+    }),
   };
+  new Gauge<'domain'>({
+    name: 'portico_ratelimit_bans_active',
+    help: 'Bans this server started that have not run out, by rate-limit domain; the bans active in Redis are the sum over the servers.',
+    labelNames: ['domain'],
+    registers,
+    collect(this: Gauge<'domain'>) {
+      this.reset();
+      for (const [domain, count] of bans.active(now())) this.set({ domain }, count);
+    },
+  });
+  return metrics;
 }
 
 /** The config's metrics and Node's process metrics (standard names, `process_*` and `nodejs_*`), in `registry`. */
@@ -103,11 +158,29 @@ export function createConfigMetrics(registry: Registry = new Registry()): Config
       help: 'Policies the server enforces now.',
       registers,
     }),
+    configHash: new Gauge({
+      name: 'portico_ratelimit_config_hash',
+      help: 'By config shard (ConfigMap): a hash of the config document in force (the first 48 bits of its SHA-256); servers that show different values for one shard enforce different configs.',
+      labelNames: ['shard'],
+      registers,
+    }),
+    configLastLoadSuccessful: new Gauge({
+      name: 'portico_ratelimit_config_last_load_successful',
+      help: "By config shard: 1 when its last config document loaded, 0 when it was refused whole (the shard's previous policies stay in force).",
+      labelNames: ['shard'],
+      registers,
+    }),
+    configLastLoadSuccessTimestamp: new Gauge({
+      name: 'portico_ratelimit_config_last_load_success_timestamp_seconds',
+      help: 'By config shard: when a config document of it last loaded, Unix time in seconds.',
+      labelNames: ['shard'],
+      registers,
+    }),
   };
 }
 
-/** Every metric in one registry (one thread: tests and tools). */
-export function createRateLimitMetrics(): RateLimitMetrics {
+/** Every metric in one registry (one thread: tests and tools); `now` as for `createCheckMetrics`. */
+export function createRateLimitMetrics(now: () => number = Date.now): RateLimitMetrics {
   const registry = new Registry();
-  return { ...createConfigMetrics(registry), ...createCheckMetrics(registry) };
+  return { ...createConfigMetrics(registry), ...createCheckMetrics(registry, now) };
 }

@@ -29,6 +29,7 @@
 import { Cluster, Redis } from 'ioredis';
 import type { CounterOutcome } from './decision.js';
 import { StoreUnavailableError } from './errors.js';
+import type { RedisCommand, RedisErrorKind } from './metrics.js';
 import { parseRedisTime, RedisClockOffset, scriptBudgetMs, type ClockSample } from './redis-clock.js';
 import type { CounterKeys } from './redis-keys.js';
 import { CHECK_AND_COUNT_KEYS, CHECK_AND_COUNT_LUA, parseScriptReply } from './script.js';
@@ -78,6 +79,22 @@ export interface RedisStoreOptions {
   readonly onStateChange?: (state: 'ready' | 'error', err?: Error) => void;
   /** Local monotonic clock, ms; `performance.now()` when unset. */
   readonly monotonicNow?: () => number;
+  /**
+   * Called when each command to Redis has answered or failed, for metrics: `seconds` from sending it;
+   * `error` unset when it succeeded.
+   */
+  readonly onCommand?: (command: RedisCommand, seconds: number, error?: RedisErrorKind) => void;
+}
+
+/**
+ * The kind of an error ioredis gave for a command: `reply` for an error Redis answered (ReplyError),
+ * `timeout` for `commandTimeout` ("Command timed out"), else `connection` (no connection and no
+ * offline queue, or the connection closed while the command waited).
+ */
+export function redisErrorKind(err: unknown): RedisErrorKind {
+  if (err instanceof Error && err.name === 'ReplyError') return 'reply';
+  if (err instanceof Error && /timed out/i.test(err.message)) return 'timeout';
+  return 'connection';
 }
 
 type ScriptCommand = (...args: (string | number)[]) => Promise<unknown>;
@@ -119,6 +136,7 @@ export class RedisCounterStore implements CounterStore {
   readonly #now: () => number;
   readonly #budgetMs: number;
   readonly #commandTimeoutMs: number;
+  readonly #onCommand: NonNullable<RedisStoreOptions['onCommand']>;
   /** The measurement in flight, if any (one at a time). */
   #measuring: Promise<void> | undefined;
   readonly #measureTimer: NodeJS.Timeout;
@@ -126,6 +144,7 @@ export class RedisCounterStore implements CounterStore {
   constructor(options: RedisStoreOptions) {
     this.#now = options.monotonicNow ?? (() => performance.now());
     this.#commandTimeoutMs = options.commandTimeoutMs;
+    this.#onCommand = options.onCommand ?? (() => undefined);
     this.#budgetMs = scriptBudgetMs(options.commandTimeoutMs);
     const perConnection = { maxRetriesPerRequest: 0, commandTimeout: options.commandTimeoutMs };
     const common = { ...perConnection, enableOfflineQueue: false, enableAutoPipelining: false };
@@ -171,8 +190,11 @@ export class RedisCounterStore implements CounterStore {
     const sentMs = this.#now();
     try {
       const reply = await node.time();
-      return { sentMs, receivedMs: this.#now(), redisMs: parseRedisTime(reply) };
-    } catch {
+      const receivedMs = this.#now();
+      this.#onCommand('time', (receivedMs - sentMs) / 1000);
+      return { sentMs, receivedMs, redisMs: parseRedisTime(reply) };
+    } catch (err: unknown) {
+      this.#onCommand('time', (this.#now() - sentMs) / 1000, redisErrorKind(err));
       return undefined;
     }
   }
@@ -223,6 +245,7 @@ export class RedisCounterStore implements CounterStore {
     this.#inFlight += 1;
     this.#client.options.enableAutoPipelining = this.#inFlight > AUTO_PIPELINE_ABOVE_IN_FLIGHT;
     let reply: unknown;
+    const sentMs = this.#now();
     try {
       reply = await this.#check(
         keys.minute,
@@ -239,18 +262,22 @@ export class RedisCounterStore implements CounterStore {
         deadline,
       );
     } catch (err: unknown) {
+      this.#onCommand('check', (this.#now() - sentMs) / 1000, redisErrorKind(err));
       throw new StoreUnavailableError(err instanceof Error ? err.message : String(err), { cause: err });
     } finally {
       this.#inFlight -= 1;
     }
     const outcome = parseScriptReply(reply);
+    const seconds = (this.#now() - sentMs) / 1000;
     if (outcome.kind === 'tooLate') {
+      this.#onCommand('check', seconds, 'too_late');
       // Redis's clock runs ahead of the last measurement (a step), or the reply to TIME was slow.
       void this.#measureClock();
       throw new StoreUnavailableError(
         `Redis ran the check ${outcome.lateMs} ms after its deadline and did not count it`,
       );
     }
+    this.#onCommand('check', seconds);
     return outcome;
   }
 

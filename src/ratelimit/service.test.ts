@@ -74,15 +74,15 @@ class MemoryStore implements CounterStore {
   }
 }
 
-function setup(failureMode: FailureMode = 'allow', requestLimits?: RequestLimits) {
+function setup(failureMode: FailureMode = 'allow', requestLimits?: RequestLimits, now = () => NOW) {
   const store = new MemoryStore();
-  const metrics = createRateLimitMetrics();
+  const metrics = createRateLimitMetrics(now);
   const logLines: string[] = [];
   const service = new RateLimitService({
     policies: () => snapshot,
     store,
     failureMode,
-    now: () => NOW,
+    now,
     metrics,
     ...(requestLimits === undefined ? {} : { requestLimits }),
     log: pino(
@@ -197,6 +197,21 @@ describe('RateLimitService', () => {
     expect(await metricLines(metrics, 'portico_ratelimit_bans_total')).toEqual([
       `portico_ratelimit_bans_total{domain="${DOMAIN}"} 1`,
     ]);
+    expect(await metricLines(metrics, 'portico_ratelimit_bans_active')).toEqual([
+      `portico_ratelimit_bans_active{domain="${DOMAIN}"} 1`,
+    ]);
+  });
+
+  it('reports a ban active until its duration has run out (the 900 s of the test policy)', async () => {
+    let nowMs = NOW;
+    const { service, metrics } = setup('allow', undefined, () => nowMs);
+    for (let i = 0; i < 4; i++) await service.shouldRateLimit(check('k-ends', { hits_addend: 61 }));
+    const active = (): Promise<string[]> => metricLines(metrics, 'portico_ratelimit_bans_active');
+    expect(await active()).toEqual([`portico_ratelimit_bans_active{domain="${DOMAIN}"} 1`]);
+    nowMs = NOW + 899_999;
+    expect(await active()).toEqual([`portico_ratelimit_bans_active{domain="${DOMAIN}"} 1`]);
+    nowMs = NOW + 900_000;
+    expect(await active()).toEqual([]);
   });
 
   it('logs a ban with at most 128 characters of the key id and its length, whatever the client sent', async () => {

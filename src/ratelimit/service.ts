@@ -145,6 +145,7 @@ export class RateLimitService {
     this.#d.metrics.checksTotal.inc({ domain, code: decision.code, reason: decision.reason });
     if (outcome.kind === 'bannedNow') {
       this.#d.metrics.bansTotal.inc({ domain });
+      this.#d.metrics.bans.started(domain, nowMs, outcome.banTtlMs);
       this.#d.log.info(
         {
           domain,

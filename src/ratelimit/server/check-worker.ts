@@ -51,6 +51,10 @@ function createStore(options: CheckWorkerOptions, metrics: CheckMetrics, log: Lo
     url: options.redisUrl,
     cluster: options.redisCluster,
     commandTimeoutMs: options.redisTimeoutMs,
+    onCommand: (command, seconds, error) => {
+      metrics.redisCommandDuration.observe({ command }, seconds);
+      if (error !== undefined) metrics.redisErrorsTotal.inc({ command, error });
+    },
     onStateChange: (state, err) => {
       metrics.redisConnected.set(state === 'ready' ? 1 : 0);
       if (state === 'ready') log.info({ cluster: options.redisCluster }, 'connected to Redis');
