@@ -207,7 +207,7 @@ describe('OrderBudget: a waiting key asked again', () => {
     expect(slow.request(req('b/1'), at(0))).toMatchObject({ position: 1, expectedAt: at(MINUTE) });
     const again = slow.request(req('b/1'), at(MINUTE + 1_000));
     expect(again).toMatchObject({ admitted: false, position: 1 });
-    expect(again.admitted === false && again.expectedAt.getTime()).toBeGreaterThan(at(MINUTE + 1_000).getTime());
+    expect(!again.admitted && again.expectedAt.getTime()).toBeGreaterThan(at(MINUTE + 1_000).getTime());
   });
 });
 
