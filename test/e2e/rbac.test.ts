@@ -195,6 +195,9 @@ beforeAll(async () => {
     `acme.caBundle.configMapName=${CA_CONFIGMAP}`,
     '--set',
     `acme.http01.selfCheckPort=${sandbox.http01Port}`,
+    // No ingress controller runs here to publish the Ingress's address (docs/routing.md).
+    '--set',
+    'routing.dataPlaneAcknowledgement=false',
     '--set',
     'rateLimit.enabled=true',
     '--set',
