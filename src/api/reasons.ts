@@ -86,6 +86,16 @@ export const CUSTOM_DOMAIN_REASONS = {
   },
   RedirectChain: { severity: 'Warning', doc: 'the redirect target redirects too (a → b → c)' },
   RedirectLoop: { severity: 'Warning', doc: 'the redirect target redirects back to this domain (a → b → a)' },
+  // Routed, the data plane's acknowledgement (routing/acknowledgement.ts); a refusal by the ingress
+  // controller or gateway carries the data plane's own reason, which is not catalogued here
+  AwaitingDataPlane: {
+    severity: 'Normal',
+    doc: 'the routing is written; the ingress controller or gateway has not yet reported taking it',
+  },
+  ListenerSetUnsupported: {
+    severity: 'Warning',
+    doc: 'gateway mode: the API server serves no ListenerSet, so the certificate cannot be attached to the Gateway',
+  },
   // Ready
   Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
   // Events only
