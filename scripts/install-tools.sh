@@ -5,6 +5,8 @@
 #
 #   PORTICO_TOOLS_DIR   where the binaries go (default: ${XDG_CACHE_HOME:-~/.cache}/portico/tools)
 #   --bench             also build the benchmark's tools: envoyproxy/ratelimit's service_cmd and ghz
+#   --prometheus        also build the Prometheus server (same release as promtool), for
+#                       `npm run dashboard:render` (test/bench/render-dashboard.ts); not needed by npm test
 #
 # Requires: go (1.26+), curl. Installs redis-server from Debian's packages when it is missing.
 set -euo pipefail
@@ -31,13 +33,18 @@ GHZ_VERSION=v0.93.0
 # v0.316.0 (Prometheus 3.16.0) is the newest the module proxy serves here (`go list -m -versions`:
 # v0.313.x to v0.316.0; newer releases are not served), and it builds with go install as it is (its
 # go.mod has no replace directives), so no older one had to be tried. About 5 minutes on 2 cores.
+# The `prometheus` server of the same module version builds the same way (about 2.5 more minutes
+# once promtool's modules are cached); without the builtinassets build tag it serves the HTTP API
+# and no web UI, which is all the dashboard renderer needs.
 PROMETHEUS_VERSION=v0.316.0
 
 bench=false
+prometheus=false
 for arg in "$@"; do
   case $arg in
     --bench) bench=true ;;
-    *) printf 'usage: %s [--bench]\n' "$0" >&2; exit 2 ;;
+    --prometheus) prometheus=true ;;
+    *) printf 'usage: %s [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
   esac
 done
 
@@ -98,6 +105,11 @@ if [[ $bench == true ]]; then
   build_once envoy-ratelimit-server "$ENVOY_RATELIMIT_VERSION" \
     go_install_as envoy-ratelimit-server "github.com/envoyproxy/ratelimit/src/service_cmd@$ENVOY_RATELIMIT_VERSION"
   build_once ghz "$GHZ_VERSION" go install -trimpath "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION"
+fi
+if [[ $prometheus == true ]]; then
+  build_once prometheus "$PROMETHEUS_VERSION" go install -trimpath \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=3.${PROMETHEUS_VERSION#v0.3}" \
+    "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION"
 fi
 
 if ! command -v redis-server >/dev/null 2>&1; then
