@@ -276,7 +276,11 @@ export class CustomDomainReconciler {
         },
       },
       {
-        dnsRecords: requiredDnsRecords(normalizeDnsName(domain.spec.hostname), this.#d.platformCnameTarget),
+        dnsRecords: requiredDnsRecords(
+          normalizeDnsName(domain.spec.hostname),
+          this.#d.platformCnameTarget,
+          this.#d.apexAddresses,
+        ),
         ...(domain.status?.ownership ? { ownership: domain.status.ownership } : {}),
         // The order was dropped with its outcome in memory: once accepted again, the backoff
         // resumes from the recorded failure (issuance-state.ts).
@@ -478,7 +482,7 @@ export class CustomDomainReconciler {
     const token = pending
       ? ownershipToken(await this.#d.ownership.store.key(), domain.metadata.uid ?? '', hostname)
       : undefined;
-    const records = requiredDnsRecords(hostname, this.#d.platformCnameTarget);
+    const records = requiredDnsRecords(hostname, this.#d.platformCnameTarget, this.#d.apexAddresses);
     const base: DnsStatusBase = {
       dnsRecords: token === undefined ? records : [...records, ownershipRecord(hostname, token)],
       lastVerifyRequest: requested ?? domain.status?.lastVerifyRequest,
