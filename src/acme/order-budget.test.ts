@@ -180,24 +180,26 @@ describe('OrderBudget: a waiting key asked again', () => {
     expect(budget.request(req('a/30'), at(2 * MINUTE))).toBe(first);
   });
 
-  it('gets a fresh answer once others come ahead of it, its place halves, or its time passes', () => {
+  it('gets a fresh answer once others come ahead of it, its place falls to a tenth, or its time passes', () => {
     const budget = line(40);
     const first = budget.request(req('a/30'), at(MINUTE));
     // A renewal goes ahead of every first issuance: a/30's place grows, and it is told.
     budget.request(req('r/0', { kind: 'renewal' }), at(2 * MINUTE));
     expect(budget.request(req('a/30'), at(2 * MINUTE))).toMatchObject({ position: 32 });
 
-    // Its place halves while its expected time moves by no more than a minute (10 order slots, a
-    // minute per order): told again, with its new place.
+    // Its place falls to a tenth while its expected time moves by no more than a minute (10 order
+    // slots, a minute per order): told again, with its new place.
     const slots = new OrderBudget({ limits: { maxInFlight: 10 }, typicalOrderMs: MINUTE });
     for (let i = 0; i < 10; i++) expect(admitted(slots.request(req(`f/${i}`), at(0)))).toBe(true);
-    for (let i = 0; i < 12; i++) slots.request(req(`w/${i}`, { queuedAt: at(i) }), at(0));
-    const twelfth = slots.request(req('w/11'), at(0));
-    expect(twelfth).toMatchObject({ position: 12, expectedAt: at(2 * MINUTE) });
+    for (let i = 0; i < 20; i++) slots.request(req(`w/${i}`, { queuedAt: at(i) }), at(0));
+    const twentieth = slots.request(req('w/19'), at(0));
+    expect(twentieth).toMatchObject({ position: 20, expectedAt: at(2 * MINUTE) });
     slots.withdraw('w/0');
-    expect(slots.request(req('w/11'), at(0))).toBe(twelfth);
-    for (let i = 1; i < 6; i++) slots.withdraw(`w/${i}`);
-    expect(slots.request(req('w/11'), at(0))).toMatchObject({ position: 6, expectedAt: at(MINUTE) });
+    expect(slots.request(req('w/19'), at(0))).toBe(twentieth);
+    for (let i = 1; i < 17; i++) slots.withdraw(`w/${i}`);
+    expect(slots.request(req('w/19'), at(0))).toBe(twentieth);
+    slots.withdraw('w/17');
+    expect(slots.request(req('w/19'), at(0))).toMatchObject({ position: 2, expectedAt: at(MINUTE) });
     expect(first.admitted).toBe(false);
 
     // Asked past its expected time and still waiting (the order ahead takes longer than the minute

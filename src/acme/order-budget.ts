@@ -274,6 +274,11 @@ const DURATION_WEIGHT = 0.2;
 const ESTIMATE_TOLERANCE = 0.1;
 /** …or by this much, whichever is more (ms). */
 const ESTIMATE_TOLERANCE_MIN_MS = MINUTE_MS;
+/**
+ * A repeated answer's place may be up to this many times the place it has: halving (2) still
+ * rewrote most of a draining line at each resync, as a place halves within one resync near the end.
+ */
+const PLACE_REFRESH_FACTOR = 10;
 
 /** Event times (ms) inside a sliding window, oldest first; older ones are dropped as the clock passes. */
 class SlidingWindow {
@@ -407,7 +412,7 @@ export class OrderBudget {
    * order at once (see `OrderAdmitted`); asking again for a waiting key counts nothing and returns
    * the answer for the current state, or the same answer as last time while that still holds (same
    * limit, its expected time not passed and within 10 % of the wait left or a minute of the current
-   * estimate, its place neither grown nor halved): a waiting domain's status is not rewritten at every look; asking for a key admitted and not settled returns
+   * estimate, its place neither grown nor fallen to a tenth or to the front): a waiting domain's status is not rewritten at every look; asking for a key admitted and not settled returns
    * `{ admitted: true, alreadyInFlight: true }` with the original `admittedAt`.
    *
    * @throws RangeError when `now` or (on a key's first call) `req.queuedAt` is not a valid Date, or
@@ -957,13 +962,14 @@ function slotTimeMs(
  * rewrite every waiting domain's place). It holds while it waits for the same limit, its expected time
  * has not passed, `fresh`'s expected time is within ESTIMATE_TOLERANCE of the wait left (at least
  * ESTIMATE_TOLERANCE_MIN_MS) of it, and its place has neither grown (others came ahead of it) nor
- * halved: the place it names is then the place it had when that estimate was made, never better
+ * fallen to a PLACE_REFRESH_FACTOR-th of it or to the front (1): the place it names is then the place it had when that estimate was made, never better
  * than the place it has.
  */
 function stillHolds(told: OrderQueued, fresh: OrderQueued, nowMs: number): boolean {
   const toldAtMs = told.expectedAt.getTime();
   if (told.reason !== fresh.reason || nowMs >= toldAtMs) return false;
-  if (fresh.position > told.position || fresh.position * 2 <= told.position) return false;
+  if (fresh.position > told.position || fresh.position * PLACE_REFRESH_FACTOR <= told.position) return false;
+  if (fresh.position === 1 && told.position !== 1) return false;
   const toleranceMs = Math.max(ESTIMATE_TOLERANCE_MIN_MS, (toldAtMs - nowMs) * ESTIMATE_TOLERANCE);
   return Math.abs(fresh.expectedAt.getTime() - toldAtMs) <= toleranceMs;
 }
