@@ -98,4 +98,64 @@ describe('parseControllerConfig', () => {
       /gateway HTTPS port 70000 is not a port number/,
     );
   });
+
+  it('leaves the serving check off without an address, and reads its settings from flags or the environment', () => {
+    const off = parseControllerConfig(required, { PORTICO_SERVING_CHECK_ADDRESS: '' });
+    if ('help' in off) throw new Error('unexpected help');
+    expect(off.servingCheck).toBeUndefined();
+    const byDefault = parseControllerConfig(required, {
+      PORTICO_SERVING_CHECK_ADDRESS: 'ingress-nginx-controller.ingress-nginx.svc:443',
+    });
+    if ('help' in byDefault) throw new Error('unexpected help');
+    expect(byDefault.servingCheck).toEqual({
+      address: 'ingress-nginx-controller.ingress-nginx.svc:443',
+      intervalMs: 600_000,
+      timeoutMs: 5_000,
+    });
+    const set = parseControllerConfig(
+      [
+        ...required,
+        '--serving-check-address',
+        '[fd00::1]:8443',
+        '--serving-check-interval-seconds',
+        '60',
+        '--serving-check-timeout-ms',
+        '1500',
+        '--serving-check-project-header',
+        'X-Served-By=platform',
+      ],
+      {},
+    );
+    if ('help' in set) throw new Error('unexpected help');
+    expect(set.servingCheck).toEqual({
+      address: '[fd00::1]:8443',
+      intervalMs: 60_000,
+      timeoutMs: 1_500,
+      projectHeader: { name: 'X-Served-By', value: 'platform' },
+    });
+    const anyValue = parseControllerConfig(
+      [...required, '--serving-check-address', 'ingress:443', '--serving-check-project-header', 'X-Project'],
+      {},
+    );
+    if ('help' in anyValue) throw new Error('unexpected help');
+    expect(anyValue.servingCheck?.projectHeader).toEqual({ name: 'X-Project' });
+  });
+
+  it('refuses a malformed serving-check address, interval, timeout or header, naming the flag', () => {
+    expect(() =>
+      parseControllerConfig([...required, '--serving-check-address', 'https://ingress/'], {}),
+    ).toThrow(/--serving-check-address: the serving-check address must be host:port/);
+    expect(() =>
+      parseControllerConfig([...required, '--serving-check-address', 'ingress:99999'], {}),
+    ).toThrow(ConfigError);
+    expect(() => parseControllerConfig([...required, '--serving-check-interval-seconds', '0'], {})).toThrow(
+      /--serving-check-interval-seconds must be a positive integer/,
+    );
+    expect(() => parseControllerConfig([...required, '--serving-check-timeout-ms', '1.5'], {})).toThrow(
+      /--serving-check-timeout-ms must be a positive integer/,
+    );
+    expect(() =>
+      parseControllerConfig([...required, '--serving-check-project-header', 'X Bad=1'], {}),
+    ).toThrow(/--serving-check-project-header must be name\[=value\]/);
+  });
 });

@@ -15,6 +15,8 @@ import {
   type RoutingMode,
   type RoutingOptions,
 } from '../routing/options.js';
+import { parseDataPlaneAddress } from '../serving/serving-check.js';
+import type { ProjectHeader } from '../serving/verdict.js';
 
 export interface ControllerConfig {
   kubeconfig: string | undefined;
@@ -83,6 +85,21 @@ export interface ControllerConfig {
     | 'traefikSafeNaming'
     | 'dataPlaneAcknowledgement'
   >;
+  /**
+   * The serving check (src/serving/, docs/routing.md "Serving check"): Ready only once the data
+   * plane at `address` (the ingress controller's in-cluster HTTPS `host:port`) serves the issued
+   * certificate and routes the hostname. Undefined when --serving-check-address is unset (off).
+   */
+  servingCheck:
+    | {
+        address: string;
+        /** Milliseconds between checks of a serving domain, and the longest retry delay. */
+        intervalMs: number;
+        /** Milliseconds for each connection and each request of a check. */
+        timeoutMs: number;
+        projectHeader?: ProjectHeader;
+      }
+    | undefined;
   metricsListenAddress: string;
   /** Workers reconciling in parallel. */
   workers: number;
@@ -294,6 +311,28 @@ const options = {
     default: 'false',
     help: "true | false: Traefik's providers.kubernetesCRD.safeNaming is on",
   },
+  'serving-check-address': {
+    type: 'string',
+    env: 'PORTICO_SERVING_CHECK_ADDRESS',
+    help: "the ingress controller's in-cluster HTTPS host:port (e.g. ingress-nginx-controller.ingress-nginx.svc:443): Ready waits until it serves the issued certificate and routes the hostname (default: unset, no serving check)",
+  },
+  'serving-check-interval-seconds': {
+    type: 'string',
+    env: 'PORTICO_SERVING_CHECK_INTERVAL_SECONDS',
+    default: '600',
+    help: 'seconds between serving checks of a serving domain (a new certificate is checked at once; a failing check is retried after 5 s, doubling up to this)',
+  },
+  'serving-check-timeout-ms': {
+    type: 'string',
+    env: 'PORTICO_SERVING_CHECK_TIMEOUT_MS',
+    default: '5000',
+    help: 'ms each connection and request of a serving check may take',
+  },
+  'serving-check-project-header': {
+    type: 'string',
+    env: 'PORTICO_SERVING_CHECK_PROJECT_HEADER',
+    help: "name[=value]: a header the platform's backends add to every answer; an answer without it is not the project's",
+  },
   'metrics-listen-address': {
     type: 'string',
     env: 'PORTICO_METRICS_LISTEN_ADDRESS',
@@ -446,6 +485,34 @@ function ownershipSettings(
   };
 }
 
+/** The serving-check settings; undefined when no address is set (the check is off). */
+function servingCheckSettings(
+  get: (name: OptionName) => string | undefined,
+  required: (name: OptionName) => string,
+): ControllerConfig['servingCheck'] {
+  const intervalMs =
+    positiveInt('serving-check-interval-seconds', required('serving-check-interval-seconds')) * 1000;
+  const timeoutMs = positiveInt('serving-check-timeout-ms', required('serving-check-timeout-ms'));
+  const header = get('serving-check-project-header');
+  let projectHeader: ProjectHeader | undefined;
+  if (header !== undefined && header !== '') {
+    const at = header.indexOf('=');
+    const name = (at < 0 ? header : header.slice(0, at)).trim();
+    // RFC 9110 §5.1: a field name is a token.
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name))
+      throw new ConfigError(`--serving-check-project-header must be name[=value], got "${header}"`);
+    projectHeader = at < 0 ? { name } : { name, value: header.slice(at + 1).trim() };
+  }
+  const address = get('serving-check-address');
+  if (address === undefined || address === '') return undefined;
+  try {
+    parseDataPlaneAddress(address);
+  } catch (err) {
+    throw new ConfigError(`--serving-check-address: ${(err as Error).message}`);
+  }
+  return { address, intervalMs, timeoutMs, ...(projectHeader ? { projectHeader } : {}) };
+}
+
 /** A comma-separated list, trimmed, without empty entries. */
 function list(value: string | undefined): string[] {
   return (value ?? '')
@@ -524,6 +591,7 @@ export function parseControllerConfig(
     http01Service: http01Service ? hostPort('http01-service', http01Service) : undefined,
     ingressClassName: ingressClass,
     routing: routingSettings(get, required),
+    servingCheck: servingCheckSettings(get, required),
     metricsListenAddress: required('metrics-listen-address'),
     workers: positiveInt('workers', required('workers')),
     resyncMs: positiveInt('resync-seconds', required('resync-seconds')) * 1000,

@@ -36,6 +36,8 @@ import { createObservabilityServer } from '../observability/http-server.js';
 import { createLogger } from '../observability/logger.js';
 import { createControllerMetrics } from '../observability/metrics.js';
 import { ConfigError, controllerUsage, parseControllerConfig, type ControllerConfig } from './config.js';
+import { ServingChecker } from '../serving/checker.js';
+import { DEFAULT_UNREACHABLE_GRACE_MS } from '../serving/schedule.js';
 
 /** The Lease the controller replicas elect a leader with (DESIGN.md: leader-elected). */
 export const LEASE_NAME = 'portico-controller';
@@ -125,6 +127,20 @@ function build(
     { namespace: config.namespace, keySecret: config.ownershipVerification.keySecretName },
     log,
   );
+  // At most half the workers (at least one) wait on the data plane at once: a blackholed address
+  // holds each check up to four times its timeout.
+  const serving = config.servingCheck
+    ? new ServingChecker({
+        address: config.servingCheck.address,
+        timeoutMs: config.servingCheck.timeoutMs,
+        ...(config.servingCheck.projectHeader ? { projectHeader: config.servingCheck.projectHeader } : {}),
+        policy: {
+          intervalMs: config.servingCheck.intervalMs,
+          unreachableGraceMs: DEFAULT_UNREACHABLE_GRACE_MS,
+        },
+        maxConcurrent: Math.max(1, Math.floor(config.workers / 2)),
+      })
+    : undefined;
   const createReconciler = (view: ClusterView & ClaimsCache): CustomDomainReconciler =>
     new CustomDomainReconciler({
       platformCnameTarget: config.platformCnameTarget,
@@ -157,6 +173,7 @@ function build(
       tracker,
       budget: orders,
       renewal: new RenewalPlanner(directory),
+      ...(serving ? { serving } : {}),
       events: new EventRecorder(core, 'portico-controller', log),
       metrics,
       log,

@@ -101,10 +101,16 @@ export function recordServingCheck(
   };
 }
 
+/**
+ * Ready's reason while a due check has not run: every check slot is taken (checker.ts caps them),
+ * and no earlier verdict for this certificate is at hand. Normal: it runs within seconds.
+ */
+export const SERVING_CHECK_PENDING = 'ServingCheckPending';
+
 /** Ready as the serving check has it. */
 export interface ServingReadiness {
   status: 'True' | 'False';
-  reason: ServingReason;
+  reason: ServingReason | typeof SERVING_CHECK_PENDING;
   message: string;
 }
 

@@ -96,6 +96,7 @@ import type { RenewalPlanner } from './renewal.js';
 import { dnsCheckDue } from './schedule.js';
 import { issuanceStatus, lastIssuanceFailure, pendingRetry, type IssuanceFailure } from './issuance-state.js';
 import { buildStatus, type CertificateState, type QueuedOrder, type RoutingState } from './status.js';
+import type { ServingChecker, ServingObservation } from '../../serving/checker.js';
 
 export interface ReconcileResult {
   /** Milliseconds after which the key should be reconciled again, if at all. */
@@ -140,6 +141,8 @@ export interface CustomDomainReconcilerDeps {
   /** The ACME account's order budget: every order, first or renewal, waits for its turn here. */
   budget: Pick<OrderQueue, 'request' | 'withdraw'>;
   renewal: RenewalPlanner;
+  /** The serving check (src/serving/checker.ts, --serving-check-address); undefined: off. */
+  serving?: ServingChecker;
   events: EventRecorder;
   metrics: ControllerMetrics;
   log: Logger;
@@ -219,9 +222,16 @@ export class CustomDomainReconciler {
       return { requeueAfterMs: ORDER_PROGRESS_STATUS_DELAY_MS };
     }
 
+    const serving = await this.#serving(domain, key, { verified, certificate, routing }, now, log);
     const status = buildStatus(
       domain,
-      { accepted, dnsVerified: dns.condition, certificate, routing },
+      {
+        accepted,
+        dnsVerified: dns.condition,
+        certificate,
+        routing,
+        ...(serving ? { serving: serving.readiness } : {}),
+      },
       { ...dns.carried, ...(issuance ? { issuance } : {}) },
       now,
       this.#d.certificateOverdueMs,
@@ -232,10 +242,40 @@ export class CustomDomainReconciler {
       verified && certificate.kind !== 'valid' && dns.carried.verifiedAt
         ? Date.parse(dns.carried.verifiedAt) + this.#d.certificateOverdueMs - now.getTime()
         : undefined;
-    const waits = [dns.nextCheckMs, certificateRequeue, overdueAt].filter(
+    const servingAt = serving ? serving.nextCheckAt.getTime() - now.getTime() : undefined;
+    const waits = [dns.nextCheckMs, certificateRequeue, overdueAt, servingAt].filter(
       (ms): ms is number => ms !== undefined && ms > 0,
     );
     return waits.length > 0 ? { requeueAfterMs: Math.max(1_000, Math.min(...waits)) } : {};
+  }
+
+  /**
+   * Ready as the serving check has it (src/serving/checker.ts: checked when due, else as the last
+   * check left it), and when it is next due. Undefined when the check is off, or while something
+   * else keeps the domain from Ready: DNS not verified, no valid certificate, or not routed.
+   */
+  async #serving(
+    domain: CustomDomain,
+    key: string,
+    at: { verified: boolean; certificate: CertificateState; routing: RoutingState },
+    now: Date,
+    log: Logger,
+  ): Promise<ServingObservation | undefined> {
+    const checker = this.#d.serving;
+    const { certificate } = at;
+    if (!checker || !at.verified || certificate.kind !== 'valid' || at.routing.kind !== 'routed')
+      return undefined;
+    return checker.observe(
+      {
+        key,
+        uid: domain.metadata.uid ?? '',
+        hostname: normalizeDnsName(domain.spec.hostname),
+        serialNumber: certificate.certificate.serialNumber,
+        ready: findCondition(domain.status?.conditions, 'Ready'),
+      },
+      now,
+      log,
+    );
   }
 
   /** Not accepted (plan, deploy, reserved or claimed elsewhere): nothing is routed or ordered. */
@@ -861,10 +901,14 @@ export class CustomDomainReconciler {
     };
   }
 
-  /** Drops the domain's order in flight and its place in the budget's line (removed, or not accepted). */
+  /**
+   * Drops the domain's order in flight, its place in the budget's line and its serving-check record
+   * (removed, or not accepted).
+   */
   #cancelOrder(key: string): void {
     this.#d.tracker.cancel(key);
     this.#d.budget.withdraw(key);
+    this.#d.serving?.forget(key);
   }
 
   /** The CertificateReady state while a certificate serves: renew it when due (ARI or 2/3 of its lifetime). */

@@ -11,6 +11,7 @@ import type {
   Phase,
 } from '../../api/customdomain.js';
 import { setCondition, type ConditionInput } from '../../kube/conditions.js';
+import type { ServingReadiness } from '../../serving/schedule.js';
 
 /** The state of the domain's certificate, as the reconcile found it. */
 export type CertificateState =
@@ -76,6 +77,11 @@ export interface ObservedState {
   dnsVerified: ConditionInput;
   certificate: CertificateState;
   routing: RoutingState;
+  /**
+   * Ready as the serving check has it (src/serving/checker.ts); absent when the check is off or
+   * does not apply (no valid certificate, or not routed).
+   */
+  serving?: ServingReadiness;
 }
 
 /**
@@ -223,11 +229,13 @@ function phaseOf(observed: ObservedState, ready: boolean): Phase {
 /**
  * Ready: True (`Live`) when no other condition blocks, its message saying whether serving is
  * confirmed by the data plane; else False with the first blocking reason and every blocking message.
+ * With the serving check on, nothing else blocking: the check's status, reason and message.
  */
 function readyCondition(
   domain: CustomDomain,
   blocking: readonly ConditionInput[],
   routing: RoutingState,
+  serving?: ServingReadiness,
 ): ConditionInput {
   if (blocking.length > 0)
     return {
@@ -236,6 +244,7 @@ function readyCondition(
       reason: blocking[0]?.reason ?? 'NotReady',
       message: blocking.map((c) => `${c.type}: ${c.message}`).join(' '),
     };
+  if (serving) return { type: 'Ready', ...serving };
   const confirmed = routing.kind === 'routed' && routing.confirmed;
   return {
     type: 'Ready',
@@ -276,8 +285,9 @@ export function buildStatus(
   ];
   for (const input of inputs) conditions = setCondition(conditions, input, generation, now);
   const blocking = inputs.filter((c) => c.status !== 'True');
-  const ready = blocking.length === 0;
-  conditions = setCondition(conditions, readyCondition(domain, blocking, observed.routing), generation, now);
+  const readyInput = readyCondition(domain, blocking, observed.routing, observed.serving);
+  const ready = readyInput.status === 'True';
+  conditions = setCondition(conditions, readyInput, generation, now);
   const status: CustomDomainStatus = {
     observedGeneration: generation,
     phase: phaseOf(observed, ready),
