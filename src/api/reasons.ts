@@ -98,6 +98,23 @@ export const CUSTOM_DOMAIN_REASONS = {
   },
   // Ready
   Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
+  // Ready, the serving check (serving/verdict.ts SERVING_REASONS, serving/schedule.ts)
+  CertificateNotServed: {
+    severity: 'Warning',
+    doc: 'the data plane serves another certificate for the hostname than the one Portico issued',
+  },
+  ProjectNotReached: {
+    severity: 'Warning',
+    doc: "a request for the hostname gets the data plane's default backend, not the project",
+  },
+  DataPlaneUnreachable: {
+    severity: 'Warning',
+    doc: 'the serving check could not connect to the data plane or got no answer',
+  },
+  ServingCheckPending: {
+    severity: 'Normal',
+    doc: 'the serving check of this certificate is due and waits for a free slot',
+  },
   // Events only
   Removed: { severity: 'Normal', doc: 'routing and the certificate Secret were removed' },
   HostnameClaimReplaced: {

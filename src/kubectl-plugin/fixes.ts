@@ -96,6 +96,14 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     "A platform fix: install the Gateway API CRDs v1.5 or later (standard channel) so that the API server serves ListenerSet, then restart the operator; the Gateway must allow ListenerSets from the projects' namespaces (`spec.allowedListeners`, docs/routing.md).",
   // Ready
   Live: 'Nothing to do.',
+  CertificateNotServed:
+    "The message names the certificate served. The ingress controller's default certificate: it has not loaded the Secret `<name>-tls` yet, or does not serve the Ingress `portico-<name>` (its class, the controller's logs); the certificate the renewal replaced: wait, the check repeats within seconds; another certificate: another Ingress or listener claims the hostname, or `--serving-check-address` is not the ingress controller that serves the domain.",
+  ProjectNotReached:
+    "The request for the hostname got the same answer as the data plane's default backend (or lacks `--serving-check-project-header`): the ingress controller does not route the hostname. Check that it took the Ingress `portico-<name>` or the HTTPRoute (`kubectl get ingress,httproute -n <namespace> portico-<name> -o yaml`, the controller's logs) and that the Service's pods answer.",
+  DataPlaneUnreachable:
+    "A platform fix: the operator cannot reach `--serving-check-address` (the message has the error). Check that the address is the ingress controller's in-cluster HTTPS Service and port, that the controller runs, and that the operator's NetworkPolicy allows egress to it (chart: `routing.servingCheck`). A domain that served keeps Ready for 5 minutes meanwhile; the check is retried.",
+  ServingCheckPending:
+    'Nothing to do: the check runs within seconds, once one of the checks running ends. If it stays, the data plane is slow to answer (each check waits up to four times `--serving-check-timeout-ms`).',
   // Events
   Removed: 'Nothing to do.',
   HostnameClaimReplaced:
