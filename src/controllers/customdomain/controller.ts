@@ -76,6 +76,11 @@ export interface CustomDomainControllerDeps {
    * reconcile: for state that is rebuilt from status after a restart (the ACME order budget).
    */
   onSynced?: (domains: readonly CustomDomain[]) => void;
+  /**
+   * Called with every event of the CustomDomain watch (the new object; the deleted one for
+   * `delete`), before the controller acts on it: for the metrics of Ready transitions.
+   */
+  onCustomDomainChange?: (domain: CustomDomain, verb: 'add' | 'update' | 'delete') => void;
 }
 
 /**
@@ -150,6 +155,7 @@ export class CustomDomainController {
       path: `/apis/${GROUP}/${VERSION}/${CUSTOM_DOMAIN_PLURAL}`,
       list: this.#lister(`${GROUP}/${VERSION}`, 'CustomDomain', { plural: CUSTOM_DOMAIN_PLURAL }),
       onChange: (obj, verb) => {
+        deps.onCustomDomainChange?.(obj, verb);
         const key = objectKey(obj);
         const servingChanged = this.#noteServing(key, obj, verb);
         if (verb === 'update' && this.#seen.get(key) === inputsOf(obj)) {
@@ -360,6 +366,11 @@ export class CustomDomainController {
 
   #enqueue(keys: Iterable<string>): void {
     for (const key of keys) this.#d.queue.add(key);
+  }
+
+  /** Every CustomDomain in the cache now (empty before `start`): for the metrics read at each scrape. */
+  customDomains(): readonly CustomDomain[] {
+    return this.#domains.list();
   }
 
   /** True once every watch has listed and the optional owned kinds are known. */
