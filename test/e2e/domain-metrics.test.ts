@@ -72,6 +72,11 @@ describe('per-domain metrics after a domain goes Live, and one whose DNS is wron
     expect([ready(www, 'True'), ready(www, 'False'), ready(www, 'Unknown')]).toEqual([1, 0, 0]);
     expect([ready(shop, 'True'), ready(shop, 'False'), ready(shop, 'Unknown')]).toEqual([0, 1, 0]);
 
+    // Verified: the DNSVerified condition's transition time, while it is True.
+    expect(find(samples, 'portico_customdomain_verified_timestamp_seconds', www)?.value).toBe(
+      transitionSeconds(cd, 'DNSVerified'),
+    );
+    expect(find(samples, 'portico_customdomain_verified_timestamp_seconds', shop)).toBeUndefined();
     const certificate = cd.status?.certificate;
     expect(find(samples, 'portico_certificate_expiration_timestamp_seconds', www)?.value).toBe(
       Date.parse(certificate?.notAfter ?? '') / 1000,
