@@ -41,7 +41,9 @@ describe('a subdomain whose CNAME is right', () => {
     const cd = await waitForCondition(ns, 'www', 'Ready', 'True');
     expect(cd.status?.phase).toBe('Live');
     expect(cd.status?.observedGeneration).toBe(cd.metadata.generation);
-    expect(cd.status?.dnsRecords).toEqual([{ type: 'CNAME', name: hostname, value: target, ttl: 3600 }]);
+    expect(cd.status?.dnsRecords).toEqual([
+      { type: 'CNAME', name: hostname, relativeName: 'www', zone: `${ns}.example`, value: target, ttl: 3600 },
+    ]);
     for (const type of ['DNSVerified', 'CertificateReady', 'Routed', 'Ready']) {
       const c = cd.status?.conditions?.find((x) => x.type === type);
       expect(c?.status, type).toBe('True');

@@ -4,9 +4,29 @@
  * charts/portico/ci/, the API server accepts every rendered object (`kubectl apply --dry-run=server`,
  * with Prometheus Operator's real ServiceMonitor CRD), the binary accepts the configuration the
  * chart gives each component, bad values fail with a message that names the value, and every Pod
- * template is admitted where the restricted Pod Security Standard is enforced.
+ * template is admitted where the restricted Pod Security Standard is enforced. Then releases
+ * installed for real (`helm install`, no kubelet, so no Pod runs): crds.install applies a changed
+ * CRD on `helm upgrade`, also after taking over CRDs installed from crds/; and the tenant
+ * ClusterRoles give the built-in view / edit / admin roles what docs/tenant-rbac.md says.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import {
+  ApiextensionsV1Api,
+  AuthorizationV1Api,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1ClusterRole,
+  type V1CustomResourceDefinition,
+  type V1LabelSelector,
+  type V1PolicyRule,
+  type V1ResourceAttributes,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { sandbox, unique, waitFor } from './support/cluster.js';
 import {
   CHART,
   CLI,
@@ -14,6 +34,7 @@ import {
   VARIATIONS,
   containerEnv,
   findDeployment,
+  helm,
   kubectl,
   knownVariables,
   parseManifests,
@@ -29,9 +50,11 @@ import {
 const NAMESPACE = 'helm-chart-checks';
 
 beforeAll(async () => {
-  // The optional ServiceMonitor is checked against Prometheus Operator's own CRD.
+  // The optional ServiceMonitor and PodMonitor are checked against Prometheus Operator's own CRDs
+  // (one bundle: the PodMonitor CRD sits beside the ServiceMonitor's).
   const crd = (await runOk(`${REPO}scripts/fetch-servicemonitor-crd.sh`, [])).trim();
-  const installed = await kubectl(['apply', '--server-side', '-f', crd]);
+  const podMonitorCrd = path.join(path.dirname(crd), 'monitoring.coreos.com_podmonitors.yaml');
+  const installed = await kubectl(['apply', '--server-side', '-f', crd, '-f', podMonitorCrd]);
   expect(installed.code, installed.stderr).toBe(0);
   const ns = {
     apiVersion: 'v1',
@@ -83,7 +106,11 @@ describe.each(VARIATIONS)('values %s', (file) => {
     expect(applied.code, applied.stderr).toBe(0);
     const objects = parseManifests(out.stdout);
     for (const m of objects) {
-      expect(applied.stdout).toContain(`${m.metadata.name} created (server dry run)`);
+      // With crds.install the CRDs are there already (the stack installed them): configured.
+      const verb = m.kind === 'CustomResourceDefinition' ? '(configured|unchanged)' : 'created';
+      expect(applied.stdout).toMatch(
+        new RegExp(`/${m.metadata.name.replaceAll('.', '\\.')} ${verb} \\(server dry run\\)`),
+      );
     }
     // The namespace warns on workloads whose Pods the restricted standard would refuse.
     expect(applied.stderr).not.toContain('PodSecurity');
@@ -91,14 +118,15 @@ describe.each(VARIATIONS)('values %s', (file) => {
 
   it('configures the controller only with variables `portico controller --help` lists, and the binary takes them', async () => {
     const controller = podSpec(findDeployment(await rendered(file), 'controller')).containers[0];
-    expect(controller?.args).toEqual(['controller']);
+    const [command, ...flags] = controller?.args ?? [];
+    expect(command).toBe('controller');
     const env = containerEnv(controller ?? { name: '' }, NAMESPACE);
     const known = await knownVariables('controller');
     const unknown = Object.keys(env).filter((n) => n.startsWith('PORTICO_') && !known.has(n));
     expect(unknown, 'variables the controller does not read').toEqual([]);
-    // With the chart's environment the configuration parses (a bad one exits 2 with a ConfigError);
-    // the process then stops at the kubeconfig this test withholds.
-    const started = await run(process.execPath, [CLI, 'controller'], {
+    // With the chart's environment and flags (controller.extraArgs) the configuration parses (a bad
+    // one exits 2 with a ConfigError); the process then stops at the kubeconfig this test withholds.
+    const started = await run(process.execPath, [CLI, 'controller', ...flags], {
       env: { PATH: process.env.PATH ?? '', ...env, KUBECONFIG: '/nonexistent/kubeconfig' },
       timeoutMs: 30_000,
     });
@@ -134,6 +162,8 @@ describe('the defaults', () => {
     const kinds = objects.map((m) => `${m.kind}/${m.metadata.name}`).sort();
     expect(kinds).toEqual([
       'ClusterRole/portico-controller',
+      'ClusterRole/portico-edit',
+      'ClusterRole/portico-view',
       'ClusterRoleBinding/portico-controller',
       'Deployment/portico-controller',
       'PodDisruptionBudget/portico-controller',
@@ -240,6 +270,34 @@ const BAD_VALUES: { name: string; sets: string[]; message: RegExp }[] = [
     message: /renewDeadlineSeconds \(15\) must be less than leaseDurationSeconds \(15\)/,
   },
   {
+    name: 'both a ServiceMonitor and a PodMonitor',
+    sets: [
+      'platform.cnameTarget=sites.example.net',
+      'metrics.serviceMonitor.enabled=true',
+      'metrics.podMonitor.enabled=true',
+    ],
+    message: /metrics.serviceMonitor.enabled and metrics.podMonitor.enabled are both true/,
+  },
+  {
+    name: 'an extra controller argument that is not a flag',
+    sets: ['platform.cnameTarget=sites.example.net', 'controller.extraArgs={verbose}'],
+    message: /at '\/controller\/extraArgs\/0': 'verbose' does not match pattern/,
+  },
+  {
+    name: 'an extra volume mount without a path',
+    sets: ['platform.cnameTarget=sites.example.net', 'rateLimitServer.extraVolumeMounts[0].name=data'],
+    message: /at '\/rateLimitServer\/extraVolumeMounts\/0': missing property 'mountPath'/,
+  },
+  {
+    name: 'an extra object without a kind',
+    sets: [
+      'platform.cnameTarget=sites.example.net',
+      'extraObjects[0].apiVersion=v1',
+      'extraObjects[0].metadata.name=x',
+    ],
+    message: /at '\/extraObjects\/0'/,
+  },
+  {
     name: 'two replicas without leader election',
     sets: ['platform.cnameTarget=sites.example.net', 'controller.leaderElection.enabled=false'],
     message: /controller.replicas is 2 but controller.leaderElection.enabled is false/,
@@ -285,5 +343,536 @@ describe('restricted Pod Security', () => {
     expect(created.stderr).toContain(
       'violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false',
     );
+  });
+});
+
+describe('extra arguments, volumes and objects, and the PodMonitor', () => {
+  it('extraArgs, extraVolumes and extraVolumeMounts reach each component', async () => {
+    const objects = await rendered('extras-values.yaml');
+    const controller = podSpec(findDeployment(objects, 'controller'));
+    expect(controller.containers[0]?.args).toEqual(['controller', '--certificate-overdue-seconds=3600']);
+    expect(controller['volumes']).toContainEqual({ name: 'proxy-ca', configMap: { name: 'proxy-ca' } });
+    expect(controller.containers[0]?.['volumeMounts']).toContainEqual({
+      name: 'proxy-ca',
+      mountPath: '/etc/proxy-ca',
+      readOnly: true,
+    });
+    const ratelimit = podSpec(findDeployment(await rendered('full-values.yaml'), 'ratelimit'));
+    expect(ratelimit.containers[0]?.args?.at(-1)).toBe('--redis-timeout-ms=1000');
+    expect(ratelimit['volumes']).toContainEqual({ name: 'scratch', emptyDir: { sizeLimit: '8Mi' } });
+    expect(ratelimit.containers[0]?.['volumeMounts']).toContainEqual({
+      name: 'scratch',
+      mountPath: '/var/run/scratch',
+    });
+  });
+
+  it('renders extraObjects, maps and strings, through tpl', async () => {
+    const objects = await rendered('extras-values.yaml');
+    const configMap = objects.find((m) => m.kind === 'ConfigMap' && m.metadata.name === 'portico-proxy-ca');
+    expect(configMap?.metadata.namespace).toBe(NAMESPACE);
+    expect(configMap?.['data']).toEqual({ release: 'portico' });
+    const policy = objects.find((m) => m.kind === 'RateLimitPolicy');
+    expect(policy?.metadata).toEqual({ name: 'public-api', namespace: NAMESPACE });
+    expect((policy?.spec as { defaultPlan: string }).defaultPlan).toBe('free');
+  });
+
+  it('renders a PodMonitor per component, with the ServiceMonitor job names, that the API server accepts', async () => {
+    const monitors = (
+      await rendered('extras-values.yaml', [
+        'rateLimit.enabled=true',
+        'rateLimit.redis.url=redis://redis:6379',
+      ])
+    ).filter((m) => m.kind === 'PodMonitor');
+    expect(monitors.map((m) => m.metadata.name).sort()).toEqual(['portico-controller', 'portico-ratelimit']);
+    for (const m of monitors) {
+      // The job a ServiceMonitor gives is the Service's name; the PrometheusRule selects it.
+      const [endpoint] = (m.spec as { podMetricsEndpoints: Record<string, unknown>[] }).podMetricsEndpoints;
+      expect(endpoint).toMatchObject({
+        port: 'metrics',
+        path: '/metrics',
+        interval: '15s',
+        relabelings: [{ action: 'replace', targetLabel: 'job', replacement: m.metadata.name }],
+      });
+      expect(m.metadata.labels?.['release']).toBe('kube-prometheus-stack');
+    }
+    const applied = await kubectl(['apply', '--dry-run=server', '-f', '-'], {
+      input: monitors.map((m) => JSON.stringify(m)).join('\n'),
+    });
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toContain(
+      'podmonitor.monitoring.coreos.com/portico-controller created (server dry run)',
+    );
+    // The API server validates against the CRD's schema: a misspelt field is refused.
+    const bad = structuredClone(monitors[0]) as Manifest;
+    (bad.spec as Record<string, unknown>)['podMetricEndpoints'] = [];
+    const refused = await kubectl(['apply', '--dry-run=server', '--validate=strict', '-f', '-'], {
+      input: JSON.stringify(bad),
+    });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('podMetricEndpoints');
+  });
+});
+
+function annotationsOf(m: Manifest | undefined): Record<string, string> | undefined {
+  return (m?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations;
+}
+
+/** The CRD files of the chart (crds/, copied there by scripts/render-deploy.sh), parsed. */
+async function chartCrds(chart = CHART): Promise<Manifest[]> {
+  const files = (await readdir(`${chart}/crds`)).filter((f) => f.endsWith('.yaml')).sort();
+  return Promise.all(files.map(async (f) => parse(await readFile(`${chart}/crds/${f}`, 'utf8')) as Manifest));
+}
+
+describe('crds.install', () => {
+  it('renders exactly the CRDs of crds/, with the release labels and helm.sh/resource-policy: keep', async () => {
+    const crds = (await rendered('default-values.yaml', ['crds.install=true'])).filter(
+      (m) => m.kind === 'CustomResourceDefinition',
+    );
+    const files = await chartCrds();
+    expect(crds.map((m) => m.metadata.name).sort()).toEqual(files.map((m) => m.metadata.name).sort());
+    for (const file of files) {
+      const crd = crds.find((m) => m.metadata.name === file.metadata.name);
+      expect(crd?.spec).toEqual(file.spec);
+      expect(crd?.metadata.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'Helm' });
+      expect(annotationsOf(crd)).toEqual({ 'helm.sh/resource-policy': 'keep' });
+    }
+    const unkept = (await rendered('default-values.yaml', ['crds.install=true', 'crds.keep=false'])).filter(
+      (m) => m.kind === 'CustomResourceDefinition',
+    );
+    expect(unkept.map((m) => annotationsOf(m))).toEqual([undefined, undefined, undefined]);
+    const none = await rendered('default-values.yaml');
+    expect(none.filter((m) => m.kind === 'CustomResourceDefinition')).toEqual([]);
+  });
+});
+
+/**
+ * Releases installed for real into the stack's API server, in NAMESPACE. The chart's own CRDs are
+ * the stack's (other tests use them), so the CRD tests install a copy of the chart whose CRDs are
+ * moved to a group of their own; the admission policy, which would restrict the stack's
+ * HostnameClaims to this release's controller, is off.
+ */
+const RELEASE_SETS = [
+  'platform.cnameTarget=sites.example.net',
+  'admissionPolicy.hostnameClaims.enabled=false',
+];
+const tempDirs: string[] = [];
+const crdGroups: string[] = [];
+
+afterAll(async () => {
+  for (const group of crdGroups) {
+    for (const plural of ['customdomains', 'hostnameclaims', 'ratelimitpolicies']) {
+      await kubectl(['delete', 'crd', `${plural}.${group}`, '--ignore-not-found', '--wait=false']);
+    }
+  }
+  for (const dir of tempDirs) await rm(dir, { recursive: true, force: true });
+}, 60_000);
+
+/**
+ * A copy of the chart whose CRDs are in API group `group` (names <plural>.<group>), with `change`
+ * applied to the CustomDomain CRD. Returns the copy's directory.
+ */
+async function chartCopy(
+  group: string,
+  change?: (customDomains: Manifest) => void,
+  into?: string,
+): Promise<string> {
+  const dir = into ?? path.join(await mkdtemp(path.join(tmpdir(), 'portico-chart-')), 'portico');
+  if (!into) {
+    tempDirs.push(path.dirname(dir));
+    await cp(CHART, dir, { recursive: true });
+  }
+  for (const file of (await readdir(`${CHART}/crds`)).filter((f) => f.endsWith('.yaml'))) {
+    const crd = parse(await readFile(`${CHART}/crds/${file}`, 'utf8')) as Manifest & {
+      spec: { group: string; names: { plural: string } };
+    };
+    crd.spec.group = group;
+    crd.metadata.name = `${crd.spec.names.plural}.${group}`;
+    if (crd.spec.names.plural === 'customdomains') change?.(crd);
+    await writeFile(`${dir}/crds/${file}`, stringify(crd));
+  }
+  if (!crdGroups.includes(group)) crdGroups.push(group);
+  return dir;
+}
+
+/** Adds the optional field spec.upgradeMarker to every version of the CustomDomain CRD. */
+function addUpgradeMarker(crd: Manifest): void {
+  const versions = (crd.spec as { versions: { schema: { openAPIV3Schema: SchemaNode } }[] }).versions;
+  for (const v of versions) {
+    const spec = v.schema.openAPIV3Schema.properties?.['spec'];
+    if (!spec?.properties) throw new Error('the CustomDomain CRD has no spec properties');
+    spec.properties['upgradeMarker'] = { type: 'string', maxLength: 63, description: 'Added by the test.' };
+  }
+}
+
+interface SchemaNode {
+  type?: string;
+  properties?: Record<string, SchemaNode>;
+  [key: string]: unknown;
+}
+
+/** The stack's admin kubeconfig, for API clients. */
+function kubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(sandbox.kubeconfig);
+  return kc;
+}
+
+async function liveCrd(name: string): Promise<V1CustomResourceDefinition> {
+  return kubeConfig().makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name });
+}
+
+/** The fields of `spec` in the first version's schema of a live CRD. */
+function specFields(crd: V1CustomResourceDefinition): string[] {
+  return Object.keys(crd.spec.versions[0]?.schema?.openAPIV3Schema?.properties?.['spec']?.properties ?? {});
+}
+
+describe('crds.install in the API server (helm install and upgrade)', () => {
+  it('a first install with --skip-crds creates the CRDs; helm upgrade applies a changed one; helm uninstall keeps them', async () => {
+    const group = `${unique('crds-a')}.portico.dev`;
+    const chart = await chartCopy(group);
+    const release = unique('crds-a');
+    const sets = [...RELEASE_SETS, 'crds.install=true'].flatMap((s) => ['--set', s]);
+    const install = await helm(['install', release, chart, '-n', NAMESPACE, '--skip-crds', ...sets]);
+    expect(install.code, install.stderr).toBe(0);
+    expect(install.stdout).toContain('the CRDs are part of this release (crds.install)');
+    const installed = await liveCrd(`customdomains.${group}`);
+    expect(installed.metadata?.annotations).toMatchObject({
+      'helm.sh/resource-policy': 'keep',
+      'meta.helm.sh/release-name': release,
+    });
+    expect(specFields(installed)).not.toContain('upgradeMarker');
+
+    await chartCopy(group, addUpgradeMarker, chart);
+    const upgrade = await helm(['upgrade', release, chart, '-n', NAMESPACE, '--reuse-values']);
+    expect(upgrade.code, upgrade.stderr).toBe(0);
+    expect(specFields(await liveCrd(`customdomains.${group}`))).toContain('upgradeMarker');
+
+    const uninstall = await helm(['uninstall', release, '-n', NAMESPACE]);
+    expect(uninstall.code, uninstall.stderr).toBe(0);
+    expect(uninstall.stdout + uninstall.stderr).toContain('kept due to the resource policy');
+    for (const plural of ['customdomains', 'hostnameclaims', 'ratelimitpolicies']) {
+      expect((await kubectl(['get', 'crd', `${plural}.${group}`])).code, plural).toBe(0);
+    }
+  });
+
+  it('a release that installed its CRDs from crds/ takes them over (docs/install.md) and then upgrades them', async () => {
+    const group = `${unique('crds-b')}.portico.dev`;
+    const chart = await chartCopy(group);
+    const release = unique('crds-b');
+    const sets = RELEASE_SETS.flatMap((s) => ['--set', s]);
+    const install = await helm(['install', release, chart, '-n', NAMESPACE, ...sets]);
+    expect(install.code, install.stderr).toBe(0);
+    expect(install.stdout).toContain('Helm does not update CRDs it installed from the chart');
+    const names = ['customdomains', 'hostnameclaims', 'ratelimitpolicies'].map((p) => `${p}.${group}`);
+    expect(
+      (await liveCrd(names[0] ?? '')).metadata?.labels?.['app.kubernetes.io/managed-by'],
+    ).toBeUndefined();
+
+    await chartCopy(group, addUpgradeMarker, chart);
+    // Without the take-over Helm refuses, and changes nothing.
+    const refused = await helm([
+      'upgrade',
+      release,
+      chart,
+      '-n',
+      NAMESPACE,
+      '--reuse-values',
+      '--set',
+      'crds.install=true',
+    ]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(
+      /exists and cannot be imported into the current release: invalid ownership metadata/,
+    );
+    expect(specFields(await liveCrd(names[0] ?? ''))).not.toContain('upgradeMarker');
+
+    // The take-over of docs/install.md: Helm's ownership label and annotations on each CRD.
+    const labelled = await kubectl([
+      'label',
+      'crd',
+      ...names,
+      'app.kubernetes.io/managed-by=Helm',
+      '--overwrite',
+    ]);
+    expect(labelled.code, labelled.stderr).toBe(0);
+    const annotated = await kubectl([
+      'annotate',
+      'crd',
+      ...names,
+      `meta.helm.sh/release-name=${release}`,
+      `meta.helm.sh/release-namespace=${NAMESPACE}`,
+      '--overwrite',
+    ]);
+    expect(annotated.code, annotated.stderr).toBe(0);
+    const upgrade = await helm([
+      'upgrade',
+      release,
+      chart,
+      '-n',
+      NAMESPACE,
+      '--reuse-values',
+      '--set',
+      'crds.install=true',
+    ]);
+    expect(upgrade.code, upgrade.stderr).toBe(0);
+    const upgraded = await liveCrd(names[0] ?? '');
+    expect(specFields(upgraded)).toContain('upgradeMarker');
+    expect(upgraded.metadata?.annotations).toMatchObject({ 'helm.sh/resource-policy': 'keep' });
+    const uninstall = await helm(['uninstall', release, '-n', NAMESPACE]);
+    expect(uninstall.code, uninstall.stderr).toBe(0);
+    expect((await kubectl(['get', 'crd', names[0] ?? ''])).code).toBe(0);
+  });
+});
+
+/** A LabelSelector as a `labelSelector` query parameter (`kubectl -l`) takes it. */
+function selectorString(selector: V1LabelSelector): string {
+  const terms = Object.entries(selector.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+  for (const e of selector.matchExpressions ?? []) {
+    const values = (e.values ?? []).join(',');
+    if (e.operator === 'In') terms.push(`${e.key} in (${values})`);
+    else if (e.operator === 'NotIn') terms.push(`${e.key} notin (${values})`);
+    else if (e.operator === 'Exists') terms.push(e.key);
+    else terms.push(`!${e.key}`);
+  }
+  return terms.join(',');
+}
+
+/**
+ * The rules kube-controller-manager's ClusterRole aggregation (pkg/controller/clusterroleaggregation)
+ * gives `role`: those of the ClusterRoles its selectors match (the API server selects), by name,
+ * itself left out, without duplicates.
+ */
+async function aggregatedRules(rbac: RbacAuthorizationV1Api, role: V1ClusterRole): Promise<V1PolicyRule[]> {
+  const rules: V1PolicyRule[] = [];
+  for (const selector of role.aggregationRule?.clusterRoleSelectors ?? []) {
+    const matched = await rbac.listClusterRole({ labelSelector: selectorString(selector) });
+    const roles = matched.items
+      .filter((r) => r.metadata?.name !== role.metadata?.name)
+      .sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
+    for (const rule of roles.flatMap((r) => r.rules ?? [])) {
+      if (!rules.some((r) => isDeepStrictEqual(r, rule))) rules.push(rule);
+    }
+  }
+  return rules;
+}
+
+/**
+ * The ClusterRole aggregation, played by the test because the e2e stack runs no
+ * kube-controller-manager: every ClusterRole with an aggregationRule gets its aggregatedRules,
+ * repeated until nothing changes, as view's rules reach edit and edit's reach admin through the
+ * built-in roles' own labels.
+ */
+async function aggregateClusterRoles(): Promise<void> {
+  const rbac = kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+  for (let round = 0; round < 5; round++) {
+    let changed = false;
+    for (const role of (await rbac.listClusterRole()).items.filter((r) => r.aggregationRule)) {
+      const rules = await aggregatedRules(rbac, role);
+      if (isDeepStrictEqual(rules, role.rules ?? [])) continue;
+      await rbac.replaceClusterRole({ name: role.metadata?.name ?? '', body: { ...role, rules } });
+      changed = true;
+    }
+    if (!changed) return;
+  }
+  throw new Error('ClusterRole aggregation did not settle in 5 rounds');
+}
+
+/**
+ * `verb resource[.group][/subresource] [namespace]`, e.g. "create customdomains.portico.dev ns",
+ * as the authorizer sees a request. A request on the Namespace object itself (`namespaces/<ns>`)
+ * carries that namespace, as the API server's request info gives it.
+ */
+function attributes(request: string): V1ResourceAttributes {
+  const [verb = '', target = '', namespace] = request.split(' ');
+  const [resourceAndGroup = '', nameOrSub] = target.split('/');
+  const dot = resourceAndGroup.indexOf('.');
+  const resource = dot < 0 ? resourceAndGroup : resourceAndGroup.slice(0, dot);
+  const group = dot < 0 ? '' : resourceAndGroup.slice(dot + 1);
+  const attrs: V1ResourceAttributes = { verb, resource, group };
+  if (resource === 'namespaces' && nameOrSub) return { ...attrs, name: nameOrSub, namespace: nameOrSub };
+  if (nameOrSub) attrs.subresource = nameOrSub;
+  if (namespace) attrs.namespace = namespace;
+  return attrs;
+}
+
+describe('tenant roles (rbac.aggregateClusterRoles) with the built-in view, edit and admin', () => {
+  const release = unique('tenants');
+  const [home, other] = [unique('tenant-home'), unique('tenant-other')];
+  const subject = (sa: string): string => `system:serviceaccount:${home}:${sa}`;
+
+  /**
+   * What `kubectl auth can-i` asks: a SubjectAccessReview for ServiceAccount `sa` of the tenant's
+   * namespace (its user name and groups), answered by the API server's authorizers.
+   */
+  async function can(sa: string, request: string): Promise<boolean> {
+    const review = await kubeConfig()
+      .makeApiClient(AuthorizationV1Api)
+      .createSubjectAccessReview({
+        body: {
+          spec: {
+            user: subject(sa),
+            groups: ['system:serviceaccounts', `system:serviceaccounts:${home}`, 'system:authenticated'],
+            resourceAttributes: attributes(request),
+          },
+        },
+      });
+    return review.status?.allowed === true;
+  }
+
+  beforeAll(async () => {
+    // The chart's own CRDs are the stack's: --skip-crds.
+    const install = await helm([
+      'install',
+      release,
+      CHART,
+      '-n',
+      NAMESPACE,
+      '--skip-crds',
+      ...RELEASE_SETS.flatMap((s) => ['--set', s]),
+    ]);
+    expect(install.code, install.stderr).toBe(0);
+    await aggregateClusterRoles();
+    // A tenant namespace with a viewer, an editor and an admin, each bound with a RoleBinding to
+    // the built-in role of that name, as docs/tenant-rbac.md shows.
+    const objects: object[] = [home, other].map((name) => ({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name },
+    }));
+    for (const role of ['view', 'edit', 'admin']) {
+      objects.push(
+        { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: `${role}er`, namespace: home } },
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'RoleBinding',
+          metadata: { name: `tenant-${role}`, namespace: home },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+          subjects: [{ kind: 'ServiceAccount', name: `${role}er`, namespace: home }],
+        },
+      );
+    }
+    const applied = await kubectl(['apply', '-f', '-'], {
+      input: objects.map((o) => JSON.stringify(o)).join('\n'),
+    });
+    expect(applied.code, applied.stderr).toBe(0);
+    // The RBAC authorizer reads roles from its cache: wait until the aggregated rules are in it.
+    await waitFor('the aggregated rules to authorize', async () =>
+      (await can('editer', `create customdomains.portico.dev ${home}`)) ? true : undefined,
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await helm(['uninstall', release, '-n', NAMESPACE]);
+    // The built-in roles lose Portico's rules again, as the aggregation controller would do.
+    await aggregateClusterRoles();
+    await kubectl(['delete', 'namespace', home, other, '--wait=false']);
+  }, 120_000);
+
+  it('the chart adds its rules to the built-in roles only through the aggregation labels', async () => {
+    const roles = await kubeConfig()
+      .makeApiClient(RbacAuthorizationV1Api)
+      .listClusterRole({
+        labelSelector: `app.kubernetes.io/instance=${release}`,
+      });
+    const byName = new Map(roles.items.map((r) => [r.metadata?.name, r]));
+    expect(byName.get(`${release}-portico-view`)?.metadata?.labels).toMatchObject({
+      'rbac.authorization.k8s.io/aggregate-to-view': 'true',
+      'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
+      'rbac.authorization.k8s.io/aggregate-to-admin': 'true',
+    });
+    expect(byName.get(`${release}-portico-edit`)?.metadata?.labels).toMatchObject({
+      'rbac.authorization.k8s.io/aggregate-to-edit': 'true',
+      'rbac.authorization.k8s.io/aggregate-to-admin': 'true',
+    });
+    expect(byName.get(`${release}-portico-edit`)?.metadata?.labels).not.toHaveProperty(
+      'rbac.authorization.k8s.io/aggregate-to-view',
+    );
+    // Bound to nobody: the built-in roles carry the rights.
+    const bindings = await kubectl(['get', 'clusterrolebindings,rolebindings', '-A', '-o', 'json']);
+    const refs = (JSON.parse(bindings.stdout) as { items: { roleRef: { name: string } }[] }).items.map(
+      (b) => b.roleRef.name,
+    );
+    expect(refs).not.toContain(`${release}-portico-view`);
+    expect(refs).not.toContain(`${release}-portico-edit`);
+  });
+
+  it('edit creates a CustomDomain in its namespace (a real create request, server dry run) and not in another', async () => {
+    const domain = (namespace: string): string =>
+      JSON.stringify({
+        apiVersion: 'portico.dev/v1alpha1',
+        kind: 'CustomDomain',
+        metadata: { name: 'www', namespace },
+        spec: { hostname: `www.${namespace}.example`, service: { name: 'web', port: 80 } },
+      });
+    const created = await kubectl(['create', '--dry-run=server', '-f', '-', '--as', subject('editer')], {
+      input: domain(home),
+    });
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toContain('customdomain.portico.dev/www created (server dry run)');
+    const refused = await kubectl(['create', '--dry-run=server', '-f', '-', '--as', subject('editer')], {
+      input: domain(other),
+    });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(
+      `cannot create resource "customdomains" in API group "portico.dev" in the namespace "${other}"`,
+    );
+  });
+
+  // `verb resource[/subresource] [namespace]`: "home" is the tenant's namespace, "other" another
+  // one; no namespace is a cluster-wide request (all namespaces, or a cluster-scoped kind).
+  it.each([
+    // edit: the namespace's CustomDomains, nothing of the controller's, RateLimitPolicies read-only.
+    ['editer', 'create customdomains.portico.dev home', true],
+    ['editer', 'patch customdomains.portico.dev home', true],
+    ['editer', 'delete customdomains.portico.dev home', true],
+    ['editer', 'list customdomains.portico.dev home', true],
+    ['editer', 'create customdomains.portico.dev other', false],
+    ['editer', 'list customdomains.portico.dev', false],
+    ['editer', 'update customdomains.portico.dev/status home', false],
+    ['editer', 'get ratelimitpolicies.portico.dev home', true],
+    ['editer', 'create ratelimitpolicies.portico.dev home', false],
+    ['editer', 'patch ratelimitpolicies.portico.dev home', false],
+    ['editer', 'update ratelimitpolicies.portico.dev/status home', false],
+    ['editer', 'create hostnameclaims.portico.dev', false],
+    ['editer', 'get hostnameclaims.portico.dev', false],
+    ['editer', 'patch namespaces/home', false],
+    // view: read only, Events included, Secrets not.
+    ['viewer', 'get customdomains.portico.dev home', true],
+    ['viewer', 'watch customdomains.portico.dev home', true],
+    ['viewer', 'get ratelimitpolicies.portico.dev home', true],
+    ['viewer', 'list events home', true],
+    ['viewer', 'create customdomains.portico.dev home', false],
+    ['viewer', 'patch customdomains.portico.dev home', false],
+    ['viewer', 'get customdomains.portico.dev other', false],
+    ['viewer', 'get secrets home', false],
+    // admin: what edit may, and no more of Portico's.
+    ['adminer', 'create customdomains.portico.dev home', true],
+    ['adminer', 'deletecollection customdomains.portico.dev home', true],
+    ['adminer', 'update customdomains.portico.dev/status home', false],
+    ['adminer', 'create ratelimitpolicies.portico.dev home', false],
+    ['adminer', 'delete hostnameclaims.portico.dev', false],
+    ['adminer', 'patch namespaces/home', false],
+  ] as [string, string, boolean][])('%s: %s → %s', async (sa, request, allowed) => {
+    const named = request.replace(/\bhome\b/g, home).replace(/\bother\b/g, other);
+    expect(await can(sa, named)).toBe(allowed);
+  });
+
+  it('without the aggregation labels edit grants nothing of Portico (the checks above have teeth)', async () => {
+    const upgrade = await helm([
+      'upgrade',
+      release,
+      CHART,
+      '-n',
+      NAMESPACE,
+      '--reuse-values',
+      '--set',
+      'rbac.aggregateClusterRoles=false',
+    ]);
+    expect(upgrade.code, upgrade.stderr).toBe(0);
+    await aggregateClusterRoles();
+    await waitFor('edit to lose the CustomDomain rules', async () =>
+      (await can('editer', `create customdomains.portico.dev ${home}`)) ? undefined : true,
+    );
+    expect(await can('viewer', `get customdomains.portico.dev ${home}`)).toBe(false);
   });
 });

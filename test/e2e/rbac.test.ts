@@ -255,6 +255,9 @@ describe('helm install', () => {
     ]);
     expect(cluster.stdout.trim().split('\n').sort()).toEqual([
       'clusterrole.rbac.authorization.k8s.io/portico-controller',
+      // The tenant roles, aggregated into view / edit / admin (rbac.aggregateClusterRoles).
+      'clusterrole.rbac.authorization.k8s.io/portico-edit',
+      'clusterrole.rbac.authorization.k8s.io/portico-view',
       'clusterrolebinding.rbac.authorization.k8s.io/portico-controller',
     ]);
   });

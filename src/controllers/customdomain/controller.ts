@@ -1,7 +1,8 @@
 /**
  * Wires the CustomDomain reconcile to the cluster: watches CustomDomains, the objects Portico owns
- * (Ingresses, Secrets and Services label-selected, so no other Secret is cached; Traefik Middlewares
- * and HTTPRoutes where the API server serves them), HostnameClaims, Namespaces (the plan label),
+ * (Ingresses, Secrets and Services label-selected, so no other Secret is cached; Traefik Middlewares,
+ * HTTPRoutes and ListenerSets where the API server serves them; status included, so the data plane's
+ * acknowledgement is seen at once), HostnameClaims, Namespaces (the plan label),
  * EndpointSlices (the first ready endpoint) and every Service, trimmed to its ports (the port a
  * domain names must exist), feeds a de-duplicating work queue, and runs N workers.
  * The reconcile reads all of these from the caches (`view()`), so a pass that changes nothing sends

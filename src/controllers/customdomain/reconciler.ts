@@ -613,9 +613,7 @@ export class CustomDomainReconciler {
       const seen = this.#d.view.owned(header);
       const cached = seen.cached ? seen.object : undefined;
       if (obj.kind === 'Ingress') {
-        parts.push(
-          ingressAcknowledgement(cached, name, this.#d.routing.ingressClassName),
-        );
+        parts.push(ingressAcknowledgement(cached, name, this.#d.routing.ingressClassName));
         continue;
       }
       if (obj.kind !== HTTPROUTE_KIND && obj.kind !== LISTENERSET_KIND) continue;
@@ -626,9 +624,7 @@ export class CustomDomainReconciler {
         });
       } else if (obj.kind === HTTPROUTE_KIND) {
         const parents = (obj as HTTPRoute).spec.parentRefs;
-        parts.push(
-          httpRouteAcknowledgement(cached, name, namespace, parents),
-        );
+        parts.push(httpRouteAcknowledgement(cached, name, namespace, parents));
       } else {
         parts.push(listenerSetAcknowledgement(cached, name));
       }
