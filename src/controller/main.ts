@@ -190,7 +190,12 @@ function build(
     onSynced: (domains) => {
       seedOrderBudget(orders.budget, domains, new Date());
     },
+    onCustomDomainChange: (domain, verb) => {
+      metrics.readyTransitions.onChange(domain, verb);
+    },
   });
+  // The per-domain metrics read the controller's cache at each scrape (none kept in between).
+  metrics.readCustomDomainsFrom(() => controller.customDomains());
   // RateLimitPolicy resources compile into the rate-limit service's ConfigMap in this namespace.
   const rateLimitPolicies = new RateLimitPolicyController({
     kubeConfig,

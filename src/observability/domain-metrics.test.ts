@@ -43,12 +43,18 @@ describe('per-domain metrics read at scrape time', () => {
     const domains = [
       domain('www', {
         phase: 'Live',
-        conditions: [cond('Ready', 'True', '2026-01-01T00:02:00Z', 'Live')],
+        conditions: [
+          cond('DNSVerified', 'True', '2026-01-01T00:01:00Z', 'RecordMatches'),
+          cond('Ready', 'True', '2026-01-01T00:02:00Z', 'Live'),
+        ],
         certificate,
       }),
       domain('api', {
         phase: 'AwaitingDNS',
-        conditions: [cond('Ready', 'False', '2026-01-01T00:00:00Z', 'RecordNotFound')],
+        conditions: [
+          cond('DNSVerified', 'False', '2026-01-01T00:00:00Z', 'RecordNotFound'),
+          cond('Ready', 'False', '2026-01-01T00:00:00Z', 'RecordNotFound'),
+        ],
       }),
       domain('new'),
     ];
@@ -71,6 +77,9 @@ describe('per-domain metrics read at scrape time', () => {
       ]),
     );
     const www = '{namespace="shop",name="www",hostname="www.shop.example"}';
+    expect(await series(registry, 'portico_customdomain_verified_timestamp_seconds')).toEqual(
+      new Map([[www, Date.parse('2026-01-01T00:01:00Z') / 1000]]),
+    );
     expect(await series(registry, 'portico_certificate_expiration_timestamp_seconds')).toEqual(
       new Map([[www, Date.parse(certificate.notAfter) / 1000]]),
     );
@@ -95,6 +104,7 @@ describe('per-domain metrics read at scrape time', () => {
     const page = await registry.metrics();
     for (const name of [
       'portico_customdomain_ready_status',
+      'portico_customdomain_verified_timestamp_seconds',
       'portico_certificate_expiration_timestamp_seconds',
       'portico_certificate_renewal_timestamp_seconds',
       'portico_customdomains',

@@ -69,6 +69,8 @@ const NO_STATUS = '';
  * - `portico_customdomain_ready_status{namespace,name,hostname,condition}`: 1 for the status of the
  *   Ready condition (`True`, `False`, `Unknown`; `Unknown` while there is no Ready condition), 0 for
  *   the other two, as cert-manager's `certmanager_certificate_ready_status`.
+ * - `portico_customdomain_verified_timestamp_seconds{namespace,name,hostname}`: while the DNSVerified
+ *   condition is True, its lastTransitionTime (when DNS verification last turned true); absent otherwise.
  * - `portico_certificate_expiration_timestamp_seconds{namespace,name,hostname}`: `status.certificate.notAfter`.
  * - `portico_certificate_renewal_timestamp_seconds{namespace,name,hostname}`: `status.certificate.renewalTime`.
  * - `portico_customdomains{phase,reason}`: domains by `status.phase` and the Ready condition's reason
@@ -98,6 +100,15 @@ export function registerDomainMetrics(registry: Registry, source: CustomDomainSo
         const status = condition(domain, 'Ready')?.status ?? 'Unknown';
         for (const c of READY_STATUSES)
           out.push({ labels: { ...labels, condition: c }, value: c === status ? 1 : 0 });
+      }),
+    ),
+    scrapeTimeGauge(
+      'portico_customdomain_verified_timestamp_seconds',
+      "When each CustomDomain's DNS verification last turned true (the DNSVerified condition's lastTransitionTime while it is True), Unix time in seconds; absent while not verified.",
+      perDomain((domain, labels, out) => {
+        const verified = condition(domain, 'DNSVerified');
+        const value = verified?.status === 'True' ? unixSeconds(verified.lastTransitionTime) : undefined;
+        if (value !== undefined) out.push({ labels, value });
       }),
     ),
     scrapeTimeGauge(

@@ -3,7 +3,10 @@
  * Names follow Prometheus conventions: `_total` counters, `_seconds` durations, base units.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ReadyTransitions, registerDomainMetrics, type CustomDomainSource } from './domain-metrics.js';
 import { registerSharedMetrics } from './shared-metrics.js';
+
+type DomainLabels = Partial<Record<'namespace' | 'name' | 'hostname', string>>;
 
 export interface ControllerMetrics {
   registry: Registry;
@@ -12,7 +15,19 @@ export interface ControllerMetrics {
   workqueueDepth: Gauge<'controller'>;
   dnsChecksTotal: Counter<'reason'>;
   acmeOrdersTotal: Counter<'result'>;
-  certificateNotAfter: Gauge<'namespace' | 'name' | 'hostname'>;
+  /**
+   * Obsolete; calls change nothing: `portico_certificate_expiration_timestamp_seconds` is built at
+   * each scrape from the CustomDomain cache (domain-metrics.ts), so no series per domain is kept.
+   * Kept only until the reconcile (reconciler.ts) stops calling it; then to be removed.
+   */
+  certificateNotAfter: { set(labels: DomainLabels, value: number): void; remove(labels: DomainLabels): void };
+  /** Observes `portico_customdomain_verified_to_live_seconds` from the CustomDomain watch's events. */
+  readyTransitions: ReadyTransitions;
+  /**
+   * Sets where the per-domain metrics (domain-metrics.ts) read the CustomDomains at each scrape:
+   * the controller's informer cache. Until set, they are declared with no series.
+   */
+  readCustomDomainsFrom(source: CustomDomainSource): void;
   /** 1 for each CustomDomain reported as a dangling record (DNSVerified reason DanglingRecord). */
   danglingDomains: Gauge<'namespace' | 'name' | 'hostname'>;
 }
@@ -20,7 +35,8 @@ export interface ControllerMetrics {
 /**
  * The operator's registry and the metrics the reconciles record. The registry also holds the
  * process-wide metrics of shared-metrics.ts (ACME requests, leader election, the order budget, the
- * work queues) and Node's process metrics. Every metric is listed in docs/monitoring.md.
+ * work queues), the per-domain metrics of domain-metrics.ts (read from the CustomDomain cache at
+ * each scrape, once `readCustomDomainsFrom` is called) and Node's process metrics. Every metric is listed in docs/monitoring.md.
  */
 export function createControllerMetrics(): ControllerMetrics {
   const registry = new Registry();
@@ -28,9 +44,16 @@ export function createControllerMetrics(): ControllerMetrics {
   // dashboards and alerts look for (#12).
   collectDefaultMetrics({ register: registry });
   registerSharedMetrics(registry);
+  let domains: CustomDomainSource = () => [];
+  registerDomainMetrics(registry, () => domains());
   const registers = [registry];
   return {
     registry,
+    certificateNotAfter: { set: () => undefined, remove: () => undefined },
+    readyTransitions: new ReadyTransitions(registry),
+    readCustomDomainsFrom: (source) => {
+      domains = source;
+    },
     reconcileTotal: new Counter({
       name: 'portico_reconcile_total',
       help: 'Reconciles by controller and result (success, error, conflict).',
@@ -60,12 +83,6 @@ export function createControllerMetrics(): ControllerMetrics {
       name: 'portico_acme_orders_total',
       help: 'ACME orders by result (valid, failed, cancelled: the domain was removed while its order ran).',
       labelNames: ['result'],
-      registers,
-    }),
-    certificateNotAfter: new Gauge({
-      name: 'portico_certificate_expiration_timestamp_seconds',
-      help: 'notAfter of the certificate serving each CustomDomain, Unix time in seconds.',
-      labelNames: ['namespace', 'name', 'hostname'],
       registers,
     }),
     danglingDomains: new Gauge({

@@ -109,6 +109,7 @@ describe('the PrometheusRule', () => {
       'PorticoOperatorAbsent',
       'PorticoNoLeader',
       'PorticoCertificateExpiringSoon',
+      'PorticoDomainNotReady',
       'PorticoAcmeRequestErrors',
       'PorticoAcmeRateLimited',
       'PorticoAcmeOrderBudgetNearlySpent',
