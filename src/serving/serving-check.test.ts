@@ -200,6 +200,34 @@ describe('checkServing against a TLS server standing in for the ingress controll
     expect(ingress.handshakeErrors).toEqual([]);
   });
 
+  it('names a served certificate with an empty subject, as Pebble issues them, without failing', async () => {
+    await startIngress();
+    const keys = await webcrypto.subtle.generateKey(ALGORITHM, true, ['sign', 'verify']);
+    const cert = await x509.X509CertificateGenerator.create({
+      subject: '',
+      issuer: ca.cert.subject,
+      publicKey: keys.publicKey,
+      signingKey: ca.keys.privateKey,
+      signingAlgorithm: ALGORITHM,
+      ...validity(),
+      extensions: [new x509.SubjectAlternativeNameExtension([{ type: 'dns', value: HOSTNAME }])],
+    });
+    ingress.load(HOSTNAME, {
+      certPem: cert.toString('pem'),
+      keyPem: await keyPem(keys.privateKey),
+      serialNumber: '',
+    });
+
+    const verdict = await checkServing({ address, hostname: HOSTNAME, serialNumber: issued.serialNumber });
+
+    expect(verdict.result).toBe('wrong-certificate');
+    if (verdict.result !== 'wrong-certificate') return;
+    expect(verdict.certificate.subject).toBe('');
+    expect(verdict.message).toContain(
+      'another certificate (subject (empty), issuer CN=Pebble Intermediate CA 1a2b3c',
+    );
+  });
+
   it("wrong-certificate: the ingress's default certificate, named by its subject", async () => {
     await startIngress();
     // The Ingress is routed but the controller has not loaded the Secret: it serves its own certificate.

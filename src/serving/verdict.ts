@@ -191,8 +191,9 @@ export function servedCertificate(cert: X509Certificate, hostname: string): Serv
   };
 }
 
-function oneLine(dn: string): string {
-  return dn.split('\n').filter(Boolean).join(', ');
+/** A distinguished name on one line; `''` for an empty one (node:crypto gives undefined: Pebble's leaves have none). */
+function oneLine(dn: string | undefined): string {
+  return (dn ?? '').split('\n').filter(Boolean).join(', ');
 }
 
 function isError(value: object): value is ObservedError {
