@@ -1,13 +1,20 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { VerdictReason } from '../dns/verdict.js';
-import type { NotRoutedReason } from '../routing/plan.js';
+import type { NotRoutedReason, UnservableReason } from '../routing/plan.js';
+import type { RedirectNotRoutedReason } from '../routing/redirect.js';
 import type { OrderQueueReason } from '../acme/order-budget.js';
+import type { ServingReadiness } from '../serving/schedule.js';
 import { CUSTOM_DOMAIN_REASONS, eventTypeOf, WARNING_REASONS, type CustomDomainReason } from './reasons.js';
 
 // Compile-time: every reason type the code writes is in the catalogue (a new one fails typecheck).
 type Includes<T extends CustomDomainReason> = T;
-export type Checked = Includes<VerdictReason> | Includes<NotRoutedReason>;
+export type Checked =
+  | Includes<VerdictReason>
+  | Includes<NotRoutedReason>
+  | Includes<RedirectNotRoutedReason>
+  | Includes<UnservableReason>
+  | Includes<ServingReadiness['reason']>;
 
 const docs = readFileSync(new URL('../../docs/customdomains.md', import.meta.url), 'utf8');
 /** Reasons named in the first two columns of docs/customdomains.md's condition table. */

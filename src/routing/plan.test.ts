@@ -327,3 +327,64 @@ describe('owned and stale objects', () => {
     expect(stale(none)).toHaveLength(6);
   });
 });
+
+describe('a redirect whose target is refused (redirect.ts redirectRouting)', () => {
+  const target = (hostname: string, ready: 'True' | 'False', name = 'primary'): CustomDomain => ({
+    ...domain({ hostname, service: { name: 'web' } }, name),
+    status: {
+      conditions: [
+        {
+          type: 'Ready',
+          status: ready,
+          reason: ready === 'True' ? 'Live' : 'CertificatePending',
+          message: '',
+          lastTransitionTime: '2026-01-01T00:00:00Z',
+        },
+      ],
+    },
+  });
+  const lookup = (domains: CustomDomain[], holder?: { namespace: string; name: string }) => ({
+    redirectTarget: { domainsInNamespace: domains, holderOf: () => holder },
+  });
+  const kinds = (plan: RoutingPlan) => plan.apply.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`);
+
+  it('is not routed with the verdict reason; ingress mode keeps only the challenge Ingress', () => {
+    const plan = desiredRouting(redirecting, { http01Service }, lookup([]));
+    expect(plan).toMatchObject({ routed: false, reason: 'RedirectTargetNotFound' });
+    expect(plan.routed ? '' : plan.message).toContain('No CustomDomain in this project (namespace shop)');
+    expect(kinds(plan)).toEqual(['Service/portico-acme-http01', 'Ingress/portico--acme-old']);
+    expect(staleRoutingObjects(plan).map((h) => `${h.kind}/${h.metadata.name}`)).toContain(
+      'Ingress/portico-old',
+    );
+  });
+
+  it('gateway mode keeps an HTTPRoute with the challenge rule alone and no ListenerSet', () => {
+    const plan = desiredRouting(
+      redirecting,
+      { ...gateway, http01Service },
+      lookup([target('example.com', 'False')]),
+    );
+    expect(plan).toMatchObject({ routed: false, reason: 'RedirectTargetNotServing' });
+    expect(kinds(plan)).toEqual(['Service/portico-acme-http01', 'HTTPRoute/portico-old']);
+    const route = plan.apply[1] as HTTPRoute;
+    expect(route.spec.rules).toHaveLength(1);
+    expect(route.spec.rules[0]?.matches?.[0]?.path?.value).toBe(HTTP01_PATH_PREFIX);
+    expect(route.spec.parentRefs.map((p) => p.name)).toEqual(['public']);
+  });
+
+  it('applies nothing without a challenge Service (the sandbox)', () => {
+    const plan = desiredRouting(redirecting, {}, lookup([], { namespace: 'other', name: 'x' }));
+    expect(plan).toMatchObject({ routed: false, reason: 'RedirectTargetOtherProject', apply: [] });
+  });
+
+  it('routes the redirect as before once its target serves in the project', () => {
+    const options: RoutingOptions = { http01Service };
+    const plan = desiredRouting(redirecting, options, lookup([target('example.com', 'True')]));
+    expect(plan).toEqual(desiredRouting(redirecting, options));
+    expect(plan.routed).toBe(true);
+  });
+
+  it('leaves a serving domain alone', () => {
+    expect(desiredRouting(serving, {}, lookup([])).routed).toBe(true);
+  });
+});

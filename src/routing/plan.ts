@@ -45,7 +45,15 @@ import {
 } from './ingress.js';
 import { nginxRedirectAnnotations, nginxRedirectSummary } from './nginx.js';
 import type { RoutingOptions } from './options.js';
-import { describeStatus, redirectIntent, targetOrigin, type RedirectIntent } from './redirect.js';
+import {
+  describeStatus,
+  redirectIntent,
+  redirectRouting,
+  targetOrigin,
+  type RedirectIntent,
+  type RedirectNotRoutedReason,
+  type RedirectTargetLookup,
+} from './redirect.js';
 import {
   TRAEFIK_API_VERSION,
   TRAEFIK_MIDDLEWARE_KIND,
@@ -82,12 +90,17 @@ export interface RoutingLookups {
    * but cannot attach the certificate, and says so (`unservable`).
    */
   listenerSetsServed?: boolean;
+  /**
+   * For a redirect domain: the project's CustomDomains and who holds a hostname (redirect.ts
+   * `redirectRouting`). Undefined: the redirect's target is not checked.
+   */
+  redirectTarget?: RedirectTargetLookup;
 }
 
 /** Why a plan that writes its objects still cannot serve the domain over HTTPS. */
 export type UnservableReason = 'ListenerSetUnsupported';
 
-export type NotRoutedReason = 'NoBackend' | 'ServicePortNotFound';
+export type NotRoutedReason = 'NoBackend' | 'ServicePortNotFound' | RedirectNotRoutedReason;
 
 export type RoutingPlan =
   | {
@@ -105,7 +118,17 @@ export type RoutingPlan =
        */
       unservable?: { reason: UnservableReason; message: string };
     }
-  | { routed: false; apply: []; owned: ObjectHeader[]; reason: NotRoutedReason; message: string };
+  | {
+      routed: false;
+      /**
+       * Empty, except for a redirect whose target is refused: the ACME HTTP-01 challenge objects, so
+       * that the redirect's own certificate does not wait for its target.
+       */
+      apply: KubernetesObject[];
+      owned: ObjectHeader[];
+      reason: NotRoutedReason;
+      message: string;
+    };
 
 /** The name of the Traefik redirect Middleware of a domain. */
 export function middlewareName(domain: Pick<CustomDomain, 'metadata'>): string {
@@ -212,8 +235,35 @@ function routed(
   };
 }
 
-function notRouted(domain: CustomDomain, reason: NotRoutedReason, message: string): RoutingPlan {
-  return { routed: false, apply: [], owned: ownedRoutingObjects(domain), reason, message };
+function notRouted(
+  domain: CustomDomain,
+  reason: NotRoutedReason,
+  message: string,
+  apply: KubernetesObject[] = [],
+): RoutingPlan {
+  return { routed: false, apply, owned: ownedRoutingObjects(domain), reason, message };
+}
+
+/**
+ * What still routes the ACME HTTP-01 challenge of a domain that is otherwise not routed: in
+ * ingress mode the shared challenge Service and the domain's challenge Ingress; in gateway mode the
+ * Service and an HTTPRoute with the challenge rule alone (plain HTTP, so no ListenerSet). Empty when
+ * no challenge Service is configured.
+ */
+function challengeOnly(domain: CustomDomain, options: RoutingOptions): KubernetesObject[] {
+  const service = desiredHttp01Service(domain, options);
+  if (!service || !options.http01Service) return [];
+  if ((options.mode ?? 'ingress') === 'gateway') {
+    const rule = forwardRule(HTTP01_PATH_PREFIX, {
+      name: HTTP01_SERVICE_NAME,
+      port: options.http01Service.port,
+    });
+    const metadata = ownedMetadata(domain, ownedNames(domain).ingress);
+    const route = httpRoute(metadata, domain.spec.hostname, options.gatewayParentRefs ?? [], [rule]);
+    return [service, route];
+  }
+  const challenge = desiredChallengeIngress(domain, options);
+  return challenge ? [service, challenge] : [service];
 }
 
 function ingressRedirectPlan(
@@ -334,14 +384,18 @@ function noBackend(domain: CustomDomain): RoutingPlan {
 /**
  * The routing plan of `domain` under `options`. `lookups` carries what only the cluster knows (the
  * ports of the Service a serving domain names: a port it lacks is not routed, and gateway mode needs
- * a named port's number). Never throws for a well-formed domain; options are
- * checked once at start by `checkRoutingOptions`.
+ * a named port's number; for a redirect, its target: one that is not a serving domain of the same
+ * project is not routed, with `redirectRouting`'s reason, and only the ACME challenge is routed).
+ * Never throws for a well-formed domain; options are checked once at start by `checkRoutingOptions`.
  */
 export function desiredRouting(
   domain: CustomDomain,
   options: RoutingOptions,
   lookups: RoutingLookups = {},
 ): RoutingPlan {
+  const verdict = lookups.redirectTarget && redirectRouting(domain, lookups.redirectTarget);
+  if (verdict && !verdict.route)
+    return notRouted(domain, verdict.reason, verdict.message, challengeOnly(domain, options));
   if ((options.mode ?? 'ingress') === 'gateway') return gatewayPlan(domain, options, lookups);
   const intent = redirectIntent(domain);
   if (intent) return ingressRedirectPlan(domain, options, intent);

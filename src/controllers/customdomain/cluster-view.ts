@@ -29,6 +29,8 @@ export interface ClusterView {
   servicePorts(namespace: string, name: string): readonly ServicePortEntry[] | undefined;
   /** The cached CustomDomain, or undefined when the cache does not hold it. */
   customDomain(namespace: string, name: string): CustomDomain | undefined;
+  /** The cached CustomDomains of `namespace` (a redirect's target is one of them, routing/redirect.ts). */
+  customDomainsInNamespace(namespace: string): CustomDomain[];
   /** The cached HostnameClaim of `hostname` (normalized), or undefined. */
   hostnameClaim(hostname: string): HostnameClaim | undefined;
   /**

@@ -162,8 +162,13 @@ export class CustomDomainController {
           // Status only; but a domain that stops serving (e.g. its plan went) may let a rival take
           // the hostname, which that rival's claim check waits for (claim-precedence.ts).
           if (servingChanged) this.#enqueue(this.#index.ofHostname(obj.spec.hostname));
+          // Its Ready condition decides whether the redirects to it are routed (routing/redirect.ts).
+          this.#enqueue(this.#index.redirectingTo(obj.spec.hostname));
           return;
         }
+        // The redirects to its hostname as last indexed lose their target when the hostname changed.
+        const former = this.#index.hostnameOf(key);
+        if (former !== undefined) this.#enqueue(this.#index.redirectingTo(former));
         if (verb === 'delete') {
           this.#index.delete(obj);
           this.#seen.delete(key);
@@ -173,6 +178,7 @@ export class CustomDomainController {
         }
         deps.queue.add(key);
         this.#enqueue(this.#index.ofHostname(obj.spec.hostname));
+        this.#enqueue(this.#index.redirectingTo(obj.spec.hostname));
       },
       // The periodic resync waits behind new and changed work (a created domain is not queued
       // behind 10,000 unchanged ones).
@@ -209,13 +215,15 @@ export class CustomDomainController {
         this.#enqueue(this.#index.ofService(service.metadata?.namespace ?? '', service.metadata?.name ?? ''));
       },
     });
-    // A claim taken, released or deleted by hand changes the verdict of every domain of its hostname.
+    // A claim taken, released or deleted by hand changes the verdict of every domain of its hostname,
+    // and whether the redirects to it point into another project (routing/redirect.ts).
     this.#claims = new ResilientInformer<HostnameClaim>(deps.kubeConfig, {
       ...common,
       path: `/apis/${GROUP}/${VERSION}/${HOSTNAME_CLAIM_PLURAL}`,
       list: this.#lister(`${GROUP}/${VERSION}`, 'HostnameClaim', { plural: HOSTNAME_CLAIM_PLURAL }),
       onChange: (claim) => {
         this.#enqueue(this.#index.ofHostname(claim.metadata.name));
+        this.#enqueue(this.#index.redirectingTo(claim.metadata.name));
       },
     });
     this.#watchOwned(
@@ -252,6 +260,16 @@ export class CustomDomainController {
     for (const key of this.#index.ofHostname(hostname)) {
       const { namespace, name } = splitKey(key);
       const domain = this.#domains.get(name, namespace);
+      if (domain) found.push(domain);
+    }
+    return found;
+  }
+
+  /** The cached CustomDomains of `namespace` (by the index, no scan of other namespaces). */
+  #domainsInNamespace(namespace: string): CustomDomain[] {
+    const found: CustomDomain[] = [];
+    for (const key of this.#index.inNamespace(namespace)) {
+      const domain = this.#domains.get(splitKey(key).name, namespace);
       if (domain) found.push(domain);
     }
     return found;
@@ -338,6 +356,7 @@ export class CustomDomainController {
         return service ? service.spec?.ports : undefined;
       },
       customDomain: (namespace, name) => this.#domains.get(name, namespace),
+      customDomainsInNamespace: (namespace) => this.#domainsInNamespace(namespace),
       hostnameClaim: (hostname) => this.#claims.get(hostname),
       owned: (header) => this.#ownedLookup(header),
       serves: (apiVersion, kind) => !this.#absentKinds.has(`${apiVersion}/${kind}`),

@@ -199,4 +199,42 @@ describe('CustomDomainIndex', () => {
     expect(keys(index.inNamespace('team-b'))).toEqual(['team-b/shop']);
     expect(keys(index.ofService('team-b', 'web'))).toEqual(['team-b/shop']);
   });
+
+  it('finds the redirects to a hostname, and moves or drops them when redirect.to changes or goes', () => {
+    const index = new CustomDomainIndex();
+    index.upsert(domain('team-a', 'shop', 'shop.example.com', 'web'));
+    index.upsert(
+      domain('team-a', 'www', 'www.shop.example.com', undefined, { redirect: { to: 'Shop.Example.com.' } }),
+    );
+    index.upsert(
+      domain('team-a', 'old', 'old.example.com', undefined, { redirect: { to: 'shop.example.com' } }),
+    );
+    index.upsert(
+      domain('team-b', 'copy', 'copy.example.org', undefined, { redirect: { to: 'shop.example.com' } }),
+    );
+
+    expect(keys(index.redirectingTo('shop.example.com'))).toEqual([
+      'team-a/old',
+      'team-a/www',
+      'team-b/copy',
+    ]);
+    expect(keys(index.redirectingTo('SHOP.example.com'))).toEqual([
+      'team-a/old',
+      'team-a/www',
+      'team-b/copy',
+    ]);
+    expect(keys(index.redirectingTo('www.shop.example.com'))).toEqual([]);
+
+    index.upsert(
+      domain('team-a', 'old', 'old.example.com', undefined, { redirect: { to: 'blog.example.com' } }),
+    );
+    expect(keys(index.redirectingTo('shop.example.com'))).toEqual(['team-a/www', 'team-b/copy']);
+    expect(keys(index.redirectingTo('blog.example.com'))).toEqual(['team-a/old']);
+
+    index.upsert(domain('team-a', 'www', 'www.shop.example.com', 'web'));
+    index.delete(domain('team-b', 'copy', 'copy.example.org'));
+    expect(keys(index.redirectingTo('shop.example.com'))).toEqual([]);
+    expect(index.hostnameOf('team-a/www')).toBe('www.shop.example.com');
+    expect(index.hostnameOf('team-b/copy')).toBeUndefined();
+  });
 });

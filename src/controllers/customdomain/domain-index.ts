@@ -1,7 +1,8 @@
 /**
  * Indexes of the cached CustomDomains by what watch events touch (client-go's `Indexers` /
  * `ByIndex`): a Namespace event finds the domains of that namespace, an EndpointSlice event the
- * domains of its Service, a HostnameClaim event the domains of its hostname, each without a scan of
+ * domains of its Service, a HostnameClaim event the domains of its hostname, and a CustomDomain or
+ * HostnameClaim event of a hostname the redirects to it (`spec.redirect.to`), each without a scan of
  * every domain. Kept in step with the CustomDomain informer's add, update and delete events.
  */
 import { objectKey, type CustomDomain } from '../../api/customdomain.js';
@@ -13,14 +14,20 @@ interface Entry {
   service: string | undefined;
   /** Normalized hostname. */
   hostname: string;
+  /** Normalized `spec.redirect.to`, or undefined for a serving domain. */
+  redirectTo: string | undefined;
 }
 
-/** Keys (`namespace/name`) of CustomDomains by namespace, by `namespace/service` and by hostname. */
+/**
+ * Keys (`namespace/name`) of CustomDomains by namespace, by `namespace/service`, by hostname and by
+ * redirect target hostname.
+ */
 export class CustomDomainIndex {
   readonly #entries = new Map<string, Entry>();
   readonly #byNamespace = new Map<string, Set<string>>();
   readonly #byService = new Map<string, Set<string>>();
   readonly #byHostname = new Map<string, Set<string>>();
+  readonly #byRedirectTo = new Map<string, Set<string>>();
 
   /** Records `domain` (an add or an update); an update moves its key between index values. */
   upsert(domain: CustomDomain): void {
@@ -30,14 +37,22 @@ export class CustomDomainIndex {
       namespace: domain.metadata.namespace,
       service: service === undefined ? undefined : `${domain.metadata.namespace}/${service}`,
       hostname: normalizeDnsName(domain.spec.hostname),
+      redirectTo: domain.spec.redirect ? normalizeDnsName(domain.spec.redirect.to) : undefined,
     };
     const old = this.#entries.get(key);
-    if (old && old.service === entry.service && old.hostname === entry.hostname) return;
+    if (
+      old &&
+      old.service === entry.service &&
+      old.hostname === entry.hostname &&
+      old.redirectTo === entry.redirectTo
+    )
+      return;
     if (old) this.#unindex(key, old);
     this.#entries.set(key, entry);
     link(this.#byNamespace, entry.namespace, key);
     if (entry.service !== undefined) link(this.#byService, entry.service, key);
     link(this.#byHostname, entry.hostname, key);
+    if (entry.redirectTo !== undefined) link(this.#byRedirectTo, entry.redirectTo, key);
   }
 
   /** Forgets `domain` (a delete). */
@@ -64,6 +79,16 @@ export class CustomDomainIndex {
     return this.#byHostname.get(normalizeDnsName(hostname)) ?? [];
   }
 
+  /** Keys of the domains whose spec.redirect.to is `hostname` (normalized here). */
+  redirectingTo(hostname: string): Iterable<string> {
+    return this.#byRedirectTo.get(normalizeDnsName(hostname)) ?? [];
+  }
+
+  /** The normalized hostname `key` was last indexed with, or undefined when it is not indexed. */
+  hostnameOf(key: string): string | undefined {
+    return this.#entries.get(key)?.hostname;
+  }
+
   /** Number of indexed domains. */
   get size(): number {
     return this.#entries.size;
@@ -73,6 +98,7 @@ export class CustomDomainIndex {
     unlink(this.#byNamespace, entry.namespace, key);
     if (entry.service !== undefined) unlink(this.#byService, entry.service, key);
     unlink(this.#byHostname, entry.hostname, key);
+    if (entry.redirectTo !== undefined) unlink(this.#byRedirectTo, entry.redirectTo, key);
   }
 }
 

@@ -676,13 +676,29 @@ export class CustomDomainReconciler {
     return combine(parts);
   }
 
-  /** The ports of the Service a serving domain names, from the Service cache (routing/plan.ts checks the port). */
+  /**
+   * What the routing plan reads of the caches: the ports of the Service a serving domain names
+   * (routing/plan.ts checks the port); for a redirect, the CustomDomains of its namespace and the
+   * HostnameClaims, from which routing/redirect.ts judges its target.
+   */
   #routingLookups(domain: CustomDomain): RoutingLookups {
-    const listenerSetsServed = this.#d.view.serves(GATEWAY_API_VERSION, LISTENERSET_KIND);
+    const view = this.#d.view;
+    const lookups: RoutingLookups = {
+      listenerSetsServed: view.serves(GATEWAY_API_VERSION, LISTENERSET_KIND),
+    };
+    if (domain.spec.redirect) {
+      lookups.redirectTarget = {
+        domainsInNamespace: view.customDomainsInNamespace(domain.metadata.namespace),
+        holderOf: (hostname) => {
+          const ref = view.hostnameClaim(hostname)?.spec.customDomainRef;
+          return ref && { namespace: ref.namespace, name: ref.name };
+        },
+      };
+    }
     const service = domain.spec.service;
-    if (!service) return { listenerSetsServed };
-    const ports = this.#d.view.servicePorts(domain.metadata.namespace, service.name);
-    return ports === undefined ? { listenerSetsServed } : { servicePorts: ports, listenerSetsServed };
+    const ports = service && view.servicePorts(domain.metadata.namespace, service.name);
+    if (ports !== undefined) lookups.servicePorts = ports;
+    return lookups;
   }
 
   /**
