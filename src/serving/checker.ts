@@ -174,10 +174,25 @@ export class ServingChecker {
       const renewed = isNewCertificate(record, domain.serialNumber);
       return { readiness: (!renewed && carried) || this.#pending(domain), nextCheckAt };
     }
+    const verdict = await this.#run(domain, record);
+    const next = recordServingCheck(record, domain.serialNumber, verdict, now);
+    this.#records.set(domain.key, pack(domain.uid, next));
+    if (record?.lastResult !== verdict.result || record.serialNumber !== next.serialNumber)
+      log.info({ result: verdict.result, serialNumber: next.serialNumber }, 'serving checked');
+    return {
+      readiness: servingReadiness(verdict, next, now, policy),
+      nextCheckAt: nextServingCheckAt(next, domain.serialNumber, now, policy),
+    };
+  }
+
+  /** One check in a slot; `record` names the serial it was made for as the previous one. */
+  async #run(
+    domain: { hostname: string; serialNumber: string },
+    record: ServingCheckRecord | undefined,
+  ): Promise<ServingVerdict> {
     this.#running++;
-    let verdict: ServingVerdict;
     try {
-      verdict = await this.#check({
+      return await this.#check({
         address: this.#settings.address,
         hostname: domain.hostname,
         serialNumber: domain.serialNumber,
@@ -188,14 +203,6 @@ export class ServingChecker {
     } finally {
       this.#running--;
     }
-    const next = recordServingCheck(record, domain.serialNumber, verdict, now);
-    this.#records.set(domain.key, pack(domain.uid, next));
-    if (record?.lastResult !== verdict.result || record.serialNumber !== next.serialNumber)
-      log.info({ result: verdict.result, serialNumber: next.serialNumber }, 'serving checked');
-    return {
-      readiness: servingReadiness(verdict, next, now, policy),
-      nextCheckAt: nextServingCheckAt(next, domain.serialNumber, now, policy),
-    };
   }
 
   /** Drops the record of `key` (the domain was removed, or is no longer accepted). */

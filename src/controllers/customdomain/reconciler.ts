@@ -96,7 +96,8 @@ import type { RenewalPlanner } from './renewal.js';
 import { dnsCheckDue } from './schedule.js';
 import { issuanceStatus, lastIssuanceFailure, pendingRetry, type IssuanceFailure } from './issuance-state.js';
 import { buildStatus, type CertificateState, type QueuedOrder, type RoutingState } from './status.js';
-import type { ServingChecker, ServingObservation } from '../../serving/checker.js';
+import type { ServingChecker } from '../../serving/checker.js';
+import type { ServingReadiness } from '../../serving/schedule.js';
 
 export interface ReconcileResult {
   /** Milliseconds after which the key should be reconciled again, if at all. */
@@ -230,7 +231,7 @@ export class CustomDomainReconciler {
         dnsVerified: dns.condition,
         certificate,
         routing,
-        ...(serving ? { serving: serving.readiness } : {}),
+        ...serving.observed,
       },
       { ...dns.carried, ...(issuance ? { issuance } : {}) },
       now,
@@ -242,8 +243,7 @@ export class CustomDomainReconciler {
       verified && certificate.kind !== 'valid' && dns.carried.verifiedAt
         ? Date.parse(dns.carried.verifiedAt) + this.#d.certificateOverdueMs - now.getTime()
         : undefined;
-    const servingAt = serving ? serving.nextCheckAt.getTime() - now.getTime() : undefined;
-    const waits = [dns.nextCheckMs, certificateRequeue, overdueAt, servingAt].filter(
+    const waits = [dns.nextCheckMs, certificateRequeue, overdueAt, serving.requeueAfterMs].filter(
       (ms): ms is number => ms !== undefined && ms > 0,
     );
     return waits.length > 0 ? { requeueAfterMs: Math.max(1_000, Math.min(...waits)) } : {};
@@ -251,8 +251,9 @@ export class CustomDomainReconciler {
 
   /**
    * Ready as the serving check has it (src/serving/checker.ts: checked when due, else as the last
-   * check left it), and when it is next due. Undefined when the check is off, or while something
-   * else keeps the domain from Ready: DNS not verified, no valid certificate, or not routed.
+   * check left it, for ObservedState.serving), and the milliseconds until it is next due. Nothing
+   * when the check is off, or while something else keeps the domain from Ready: DNS not verified,
+   * no valid certificate, or not routed.
    */
   async #serving(
     domain: CustomDomain,
@@ -260,12 +261,12 @@ export class CustomDomainReconciler {
     at: { verified: boolean; certificate: CertificateState; routing: RoutingState },
     now: Date,
     log: Logger,
-  ): Promise<ServingObservation | undefined> {
+  ): Promise<{ observed: { serving?: ServingReadiness }; requeueAfterMs?: number }> {
     const checker = this.#d.serving;
     const { certificate } = at;
     if (!checker || !at.verified || certificate.kind !== 'valid' || at.routing.kind !== 'routed')
-      return undefined;
-    return checker.observe(
+      return { observed: {} };
+    const seen = await checker.observe(
       {
         key,
         uid: domain.metadata.uid ?? '',
@@ -276,6 +277,10 @@ export class CustomDomainReconciler {
       now,
       log,
     );
+    return {
+      observed: { serving: seen.readiness },
+      requeueAfterMs: seen.nextCheckAt.getTime() - now.getTime(),
+    };
   }
 
   /** Not accepted (plan, deploy, reserved or claimed elsewhere): nothing is routed or ordered. */
