@@ -373,6 +373,17 @@ function gatewayPlan(domain: CustomDomain, options: RoutingOptions, lookups: Rou
   return routed(apply, domain, sentence + tls + challengeSentence(options, ''), caveats);
 }
 
+/** The plan of a redirect whose target `redirectRouting` refuses; undefined otherwise. */
+function refusedRedirect(
+  domain: CustomDomain,
+  options: RoutingOptions,
+  lookups: RoutingLookups,
+): RoutingPlan | undefined {
+  const verdict = lookups.redirectTarget && redirectRouting(domain, lookups.redirectTarget);
+  if (!verdict || verdict.route) return undefined;
+  return notRouted(domain, verdict.reason, verdict.message, challengeOnly(domain, options));
+}
+
 function noBackend(domain: CustomDomain): RoutingPlan {
   return notRouted(
     domain,
@@ -393,9 +404,8 @@ export function desiredRouting(
   options: RoutingOptions,
   lookups: RoutingLookups = {},
 ): RoutingPlan {
-  const verdict = lookups.redirectTarget && redirectRouting(domain, lookups.redirectTarget);
-  if (verdict && !verdict.route)
-    return notRouted(domain, verdict.reason, verdict.message, challengeOnly(domain, options));
+  const refused = refusedRedirect(domain, options, lookups);
+  if (refused) return refused;
   if ((options.mode ?? 'ingress') === 'gateway') return gatewayPlan(domain, options, lookups);
   const intent = redirectIntent(domain);
   if (intent) return ingressRedirectPlan(domain, options, intent);
