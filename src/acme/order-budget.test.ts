@@ -213,6 +213,42 @@ describe('OrderBudget: a waiting key asked again', () => {
   });
 });
 
+describe('OrderBudget: the in-flight estimate', () => {
+  it("counts the time from a slot freed to the next order started, not only the orders' duration", () => {
+    const budget = new OrderBudget({ limits: { maxInFlight: 1 }, typicalOrderMs: MINUTE });
+    expect(admitted(budget.request(req('a/0'), at(0)))).toBe(true);
+    budget.request(req('a/1', { queuedAt: at(1) }), at(0));
+    budget.request(req('a/2', { queuedAt: at(2) }), at(0));
+    // The order took its minute; the next one starts 10 s after the slot was freed (its re-queue).
+    budget.settled('a/0', 'valid', at(MINUTE));
+    expect(admitted(budget.request(req('a/1'), at(MINUTE + 10_000)))).toBe(true);
+    // One order ahead of a/2: a minute for it and a fifth (the mean's weight) of the 10 s measured.
+    expect(budget.request(req('a/2'), at(MINUTE + 10_000))).toMatchObject({
+      position: 1,
+      expectedAt: at(2 * MINUTE + 12_000),
+    });
+  });
+
+  it('measures no turnaround while the account window, not the slots, paces the orders', () => {
+    const budget = new OrderBudget({
+      limits: { maxInFlight: 2, accountOrders: { limit: 2, windowMs: HOUR } },
+      typicalOrderMs: MINUTE,
+    });
+    expect(admitted(budget.request(req('a/0'), at(0)))).toBe(true);
+    expect(admitted(budget.request(req('a/1'), at(0)))).toBe(true);
+    budget.request(req('a/2', { queuedAt: at(2) }), at(0));
+    // a/0's slot is freed while the window is full: a/2's wait for the hour is not a turnaround.
+    budget.settled('a/0', 'valid', at(MINUTE));
+    expect(admitted(budget.request(req('a/2'), at(HOUR)))).toBe(true);
+    // a/1 and a/2 hold both slots and the window has room: a/3 waits a minute (the orders' mean
+    // duration), not the hour a slot sat unused.
+    expect(budget.request(req('a/3', { queuedAt: at(3) }), at(HOUR))).toMatchObject({
+      reason: 'OrdersInFlightCap',
+      expectedAt: at(HOUR + MINUTE),
+    });
+  });
+});
+
 describe('OrderBudget: the order of the line', () => {
   it('puts renewals ahead of first issuance, and nobody overtakes by asking first', () => {
     const budget = new OrderBudget({ limits: { accountOrders: { limit: 2, windowMs: HOUR } } });

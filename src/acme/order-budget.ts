@@ -113,7 +113,8 @@ export interface OrderQueued {
   /**
    * Best estimate of when its turn comes, rounded up to the second: from the window arithmetic (when
    * enough past events leave the window for its position) and, for the in-flight cap, from the mean
-   * duration of recent orders. For the domain and hostname limits, the time that limit frees: the
+   * duration of recent orders plus the mean time from a slot freed to the next order admitted (the
+   * caller's re-queue and a free worker: about a fifth of a slot's cycle in a busy benchmark). For the domain and hostname limits, the time that limit frees: the
    * request may then still wait its turn for the account budget.
    */
   readonly expectedAt: Date;
@@ -335,6 +336,13 @@ export class OrderBudget {
   readonly #staleAfterMs: number;
   readonly #sweepEveryMs: number;
   #orderMs: number;
+  /**
+   * Mean time (ms) from an order slot freed while the line waited for one to the next order
+   * admitted: the caller's re-queue and a free worker. Counted in the in-flight estimate.
+   */
+  #turnaroundMs = 0;
+  /** When slots were freed with the line waiting and the account window not full, oldest first (ms). */
+  readonly #freedAtMs: number[] = [];
   readonly #orders: SlidingWindow;
   readonly #domains = new Map<string, DomainState>();
   readonly #hosts = new Map<string, HostState>();
@@ -632,7 +640,7 @@ export class OrderBudget {
     const flightAt =
       position <= freeFlights
         ? nowMs
-        : nowMs + Math.ceil((position - freeFlights) / maxInFlight) * this.#orderMs;
+        : nowMs + Math.ceil((position - freeFlights) / maxInFlight) * (this.#orderMs + this.#turnaroundMs);
     const account = position > freeOrders && (position <= freeFlights || accountAt >= flightAt);
     const at = Math.max(accountAt, flightAt);
     if (account) return queued('AccountOrderBudget', position, at, this.#phrases.account);
@@ -663,7 +671,14 @@ export class OrderBudget {
     if (stream) stream.inFlight++;
     const slot = this.#leave(entry);
     if (slot) this.#rounds[slot.kindRank] = Math.max(this.#rounds[slot.kindRank] ?? 0, slot.round);
+    const freedAtMs = this.#freedAtMs.shift();
+    if (freedAtMs !== undefined) {
+      this.#turnaroundMs =
+        this.#turnaroundMs * (1 - DURATION_WEIGHT) + Math.max(0, nowMs - freedAtMs) * DURATION_WEIGHT;
+    }
     this.#orders.add(nowMs);
+    // A full account window paces the next orders, not the slots: no turnaround to measure then.
+    if (this.#orders.count(nowMs) >= this.#limits.accountOrders.limit) this.#freedAtMs.length = 0;
     this.#domain(entry.registeredDomain).inFlight++;
     this.#host(entry.hostname).inFlight++;
     this.#inFlight.set(entry.key, {
@@ -680,6 +695,11 @@ export class OrderBudget {
   /** An order in flight ended (settled or withdrawn): frees its slot and its domain's and host's. */
   #land(key: string, flight: Flight, nowMs: number): void {
     this.#inFlight.delete(key);
+    const accountRoom = this.#limits.accountOrders.limit - this.#orders.count(nowMs);
+    if (this.#line.length > 0 && accountRoom > 0) {
+      this.#freedAtMs.push(nowMs);
+      if (this.#freedAtMs.length > this.#limits.maxInFlight) this.#freedAtMs.shift();
+    }
     const stream = this.#streams.get(flight.stream);
     if (stream) {
       stream.inFlight--;
