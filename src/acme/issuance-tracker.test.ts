@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   currentIssuanceSignal,
   IssuanceTracker,
+  ORDER_ABANDONED,
   outsideIssuance,
   SHUTTING_DOWN,
 } from './issuance-tracker.js';
@@ -145,5 +146,48 @@ describe('IssuanceTracker', () => {
       }),
     ).toBe(false);
     expect(ran).toBe(false);
+  });
+
+  it('abandon fires the run with its reason and lets a fresh run start at once; the old one records nothing', async () => {
+    const settled: string[] = [];
+    const t = new IssuanceTracker((key) => settled.push(key));
+    const reasons: unknown[] = [];
+    let endOld!: () => void;
+    const ended = new Promise<void>((r) => (endOld = r));
+    const old = t.start(
+      'ns/a',
+      'a.example',
+      (signal) =>
+        new Promise<void>((_, reject) => {
+          signal.addEventListener('abort', () => {
+            reasons.push(signal.reason);
+            // Ends after the fresh run has started, with the error a cancelled issuer throws.
+            setTimeout(() => {
+              reject(Object.assign(new Error('cancelled'), { validationFailed: true }));
+              endOld();
+            }, 5);
+          });
+        }),
+    );
+    expect(old).toBe(true);
+    expect(t.abandon('ns/a')).toBe(true);
+    expect(reasons).toEqual([ORDER_ABANDONED]);
+    expect(t.inFlight('ns/a')).toBeUndefined();
+
+    let finishFresh!: () => void;
+    expect(t.start('ns/a', 'a.example', () => new Promise<void>((r) => (finishFresh = r)))).toBe(true);
+    const fresh = t.inFlight('ns/a');
+    await ended;
+    await new Promise((r) => setTimeout(r, 0));
+    // The abandoned run's end neither settles the key nor counts as a failure.
+    expect(settled).toEqual([]);
+    expect(t.lastOutcome('ns/a')).toBeUndefined();
+    expect(t.inFlight('ns/a')).toBe(fresh);
+
+    finishFresh();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(settled).toEqual(['ns/a']);
+    expect(t.lastOutcome('ns/a')?.state).toBe('succeeded');
+    expect(t.abandon('ns/a')).toBe(false);
   });
 });

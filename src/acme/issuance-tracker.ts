@@ -49,6 +49,12 @@ export type IssuanceOutcome =
  */
 export const SHUTTING_DOWN = 'the operator is shutting down';
 
+/**
+ * The abort reason of runs stopped by `IssuanceTracker.abandon` (a re-verify replaces an order stuck
+ * in flight with a fresh one): `signal.reason === ORDER_ABANDONED`.
+ */
+export const ORDER_ABANDONED = 'the order was abandoned for a fresh attempt';
+
 interface Run {
   startedAt: Date;
   abort: AbortController;
@@ -146,6 +152,22 @@ export class IssuanceTracker {
     this.#inFlight.get(key)?.abort.abort();
     this.#inFlight.delete(key);
     this.#outcomes.delete(key);
+  }
+
+  /**
+   * Abandons the run in flight for `key` so that a fresh one can start at once (re-verify, spec §3;
+   * issue #11, item 6): fires its signal with reason `ORDER_ABANDONED` (the issuer withdraws its
+   * challenge and stops asking the CA) and forgets it; its end is never recorded as an outcome, so
+   * it counts as no failure, and `onSettled` is not called for it. The last outcome is kept. The
+   * caller frees the run's place in the order budget (`OrderBudget.withdraw`). Returns false when no
+   * run was in flight.
+   */
+  abandon(key: string): boolean {
+    const run = this.#inFlight.get(key);
+    if (!run) return false;
+    run.abort.abort(ORDER_ABANDONED);
+    this.#inFlight.delete(key);
+    return true;
   }
 
   /** Drops the last failure of `key`, so the next reconcile starts a fresh attempt (re-verify, spec §3). */

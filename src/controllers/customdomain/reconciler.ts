@@ -14,7 +14,7 @@ import {
 import { isDeepStrictEqual } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { SHUTTING_DOWN, type IssuanceTracker } from '../../acme/issuance-tracker.js';
+import { ORDER_ABANDONED, SHUTTING_DOWN, type IssuanceTracker } from '../../acme/issuance-tracker.js';
 import { IssuanceCancelledError, type AcmeIssuer, type IssuedCertificate } from '../../acme/issuer.js';
 import type { OrderKind } from '../../acme/order-budget.js';
 import type { OrderQueue } from '../../acme/order-queue.js';
@@ -94,7 +94,14 @@ import type { HostnameClaims } from './hostname-claims.js';
 import type { ClusterView } from './cluster-view.js';
 import type { RenewalPlanner } from './renewal.js';
 import { dnsCheckDue } from './schedule.js';
-import { issuanceStatus, lastIssuanceFailure, pendingRetry, type IssuanceFailure } from './issuance-state.js';
+import {
+  abandonsOrderInFlight,
+  issuanceStatus,
+  lastIssuanceFailure,
+  overdueClockStart,
+  pendingRetry,
+  type IssuanceFailure,
+} from './issuance-state.js';
 import { buildStatus, type CertificateState, type QueuedOrder, type RoutingState } from './status.js';
 import type { ServingChecker } from '../../serving/checker.js';
 import type { ServingReadiness } from '../../serving/schedule.js';
@@ -239,9 +246,11 @@ export class CustomDomainReconciler {
     );
     await this.#writeStatus(domain, status, log);
     // Without a certificate, look again when it becomes overdue, so the condition says so on time.
+    // The clock restarts with a verify request acted on (issuance-state.ts overdueClockStart).
+    const overdueClock = overdueClockStart(dns.carried.verifiedAt, dns.carried.lastVerifyRequest, now);
     const overdueAt =
-      verified && certificate.kind !== 'valid' && dns.carried.verifiedAt
-        ? Date.parse(dns.carried.verifiedAt) + this.#d.certificateOverdueMs - now.getTime()
+      verified && certificate.kind !== 'valid' && overdueClock
+        ? overdueClock.since.getTime() + this.#d.certificateOverdueMs - now.getTime()
         : undefined;
     const waits = [dns.nextCheckMs, certificateRequeue, overdueAt, serving.requeueAfterMs].filter(
       (ms): ms is number => ms !== undefined && ms > 0,
@@ -878,6 +887,10 @@ export class CustomDomainReconciler {
     }
     if (!verified) return { state: { kind: 'not-requested' } };
     const replacing = unusable !== undefined ? { replacing: unusable } : {};
+    // Re-verify past the overdue threshold with an order stuck in flight (spec §3, issue #11): that
+    // order is dropped and a fresh one asked for at once.
+    if (this.#abandonedStuckOrder(domain, key, { verifyRequested, inFlight }, now, log))
+      return this.#certificateState(domain, key, at, now, log);
     if (inFlight) return { state: { kind: 'issuing', since: inFlight.startedAt, ...replacing } };
     if (failed) {
       return {
@@ -926,6 +939,39 @@ export class CustomDomainReconciler {
    * Drops the domain's order in flight, its place in the budget's line and its serving-check record
    * (removed, or not accepted).
    */
+  /**
+   * For a domain without a certificate: abandons the order in flight when a verify request is acted
+   * on past the overdue threshold (issuance-state.ts `abandonsOrderInFlight`). The run is aborted
+   * (the issuer withdraws its challenge; its end records no outcome, so no failure and no failed
+   * validation) and its in-flight slot in the order budget is freed (the order stays counted in the
+   * account window). True when an order was abandoned.
+   */
+  #abandonedStuckOrder(
+    domain: CustomDomain,
+    key: string,
+    at: { verifyRequested: boolean; inFlight: { startedAt: Date } | undefined },
+    now: Date,
+    log: Logger,
+  ): boolean {
+    const startedAt = at.inFlight?.startedAt;
+    const abandon = abandonsOrderInFlight({
+      verifyRequested: at.verifyRequested,
+      hasCertificate: false,
+      orderStartedAt: startedAt,
+      verifiedAt: domain.status?.verifiedAt,
+      lastVerifyRequest: domain.status?.lastVerifyRequest,
+      overdueMs: this.#d.certificateOverdueMs,
+      now,
+    });
+    if (!abandon || startedAt === undefined || !this.#d.tracker.abandon(key)) return false;
+    this.#d.budget.withdraw(key);
+    log.info(
+      { orderStartedAt: startedAt.toISOString() },
+      'certificate order abandoned: re-verify with no certificate past the overdue threshold; placing a fresh one',
+    );
+    return true;
+  }
+
   #cancelOrder(key: string): void {
     this.#d.tracker.cancel(key);
     this.#d.budget.withdraw(key);
@@ -1039,7 +1085,9 @@ export class CustomDomainReconciler {
             log.info(
               signal.reason === SHUTTING_DOWN
                 ? 'certificate order abandoned: the operator is shutting down (the next leader places a new one)'
-                : 'certificate order dropped: the domain was removed or is no longer accepted',
+                : signal.reason === ORDER_ABANDONED
+                  ? 'abandoned certificate order ended'
+                  : 'certificate order dropped: the domain was removed or is no longer accepted',
             );
           } else {
             this.#d.metrics.acmeOrdersTotal.inc({ result: 'failed' });

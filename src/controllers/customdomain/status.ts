@@ -11,6 +11,7 @@ import type {
   Phase,
 } from '../../api/customdomain.js';
 import { setCondition, type ConditionInput } from '../../kube/conditions.js';
+import { overdueClockStart } from './issuance-state.js';
 import type { ServingReadiness } from '../../serving/schedule.js';
 
 /** The state of the domain's certificate, as the reconcile found it. */
@@ -97,14 +98,17 @@ function overdueApplies(state: CertificateState): boolean {
 }
 
 /**
- * @param lateSinceMs how long the domain has been verified without a certificate, milliseconds;
- *   past `overdueMs` a missing certificate gets its own reason (spec §3, §7.3)
+ * @param lateSinceMs how long the domain has been verified without a certificate (since the last
+ *   verify request acted on, when later), milliseconds; past `overdueMs` a missing certificate gets
+ *   its own reason (spec §3, §7.3)
+ * @param sinceVerifyRequest the clock counts from a verify request, not from verification
  */
 function certificateCondition(
   state: CertificateState,
   verified: boolean,
   lateSinceMs: number,
   overdueMs: number,
+  sinceVerifyRequest = false,
 ): ConditionInput {
   if (lateSinceMs >= overdueMs && overdueApplies(state)) {
     const last = state.kind === 'failed' ? ` The last attempt failed: ${state.message}.` : '';
@@ -112,7 +116,7 @@ function certificateCondition(
       type: 'CertificateReady',
       status: 'False',
       reason: 'CertificateOverdue',
-      message: `No certificate ${lateSinceMs >= 60_000 ? `${Math.floor(lateSinceMs / 60_000)} minutes` : `${Math.floor(lateSinceMs / 1000)} seconds`} after verification (it usually takes a couple of minutes).${last} ${LATE_CERTIFICATE_HINTS}`,
+      message: `No certificate ${lateSinceMs >= 60_000 ? `${Math.floor(lateSinceMs / 60_000)} minutes` : `${Math.floor(lateSinceMs / 1000)} seconds`} after ${sinceVerifyRequest ? 'the last verify request' : 'verification'} (it usually takes a couple of minutes).${last} ${LATE_CERTIFICATE_HINTS}`,
     };
   }
   switch (state.kind) {
@@ -275,12 +279,14 @@ export function buildStatus(
 ): CustomDomainStatus {
   const generation = domain.metadata.generation ?? 0;
   const verified = observed.dnsVerified.status === 'True';
-  const lateSinceMs = verified && carried.verifiedAt ? now.getTime() - Date.parse(carried.verifiedAt) : 0;
+  // Counted from the later of verifiedAt and the verify request acted on (issuance-state.ts).
+  const clock = verified ? overdueClockStart(carried.verifiedAt, carried.lastVerifyRequest, now) : undefined;
+  const lateSinceMs = clock ? now.getTime() - clock.since.getTime() : 0;
   let conditions: Condition[] = domain.status?.conditions ?? [];
   const inputs = [
     observed.accepted,
     observed.dnsVerified,
-    certificateCondition(observed.certificate, verified, lateSinceMs, overdueMs),
+    certificateCondition(observed.certificate, verified, lateSinceMs, overdueMs, clock?.byVerifyRequest),
     routedCondition(observed.routing),
   ];
   for (const input of inputs) conditions = setCondition(conditions, input, generation, now);
