@@ -36,9 +36,13 @@ describe('a redirect domain (ingress-nginx flavor)', () => {
 
   beforeAll(async () => {
     await createProject(ns);
+    // The redirect's target: a serving domain of the same project, Ready (issue #11, item 4).
+    await dns.setCname(to, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname: to, service: { name: 'web' } });
+    await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 120_000);
     await dns.setCname(hostname, sandbox.platformCnameTarget);
     await createCustomDomain(ns, 'old', { hostname, redirect: { to, statusCode: 308 } });
-  });
+  }, 150_000);
 
   it('is Ready with its own certificate and an Ingress that redirects, keeping path and query', async () => {
     const cd = await waitForCondition(ns, 'old', 'Ready', 'True', undefined, 120_000);
@@ -90,7 +94,7 @@ describe('a redirect domain (ingress-nginx flavor)', () => {
       }
     });
     const ingresses = await kube().networking.listNamespacedIngress({ namespace: ns });
-    expect(ingresses.items.map((i) => i.metadata?.name)).toEqual([]);
+    expect(ingresses.items.map((i) => i.metadata?.name)).toEqual(['portico-www']);
   });
 });
 
