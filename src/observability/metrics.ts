@@ -6,8 +6,6 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import { ReadyTransitions, registerDomainMetrics, type CustomDomainSource } from './domain-metrics.js';
 import { registerSharedMetrics } from './shared-metrics.js';
 
-type DomainLabels = Partial<Record<'namespace' | 'name' | 'hostname', string>>;
-
 export interface ControllerMetrics {
   registry: Registry;
   reconcileTotal: Counter<'controller' | 'result'>;
@@ -15,12 +13,6 @@ export interface ControllerMetrics {
   workqueueDepth: Gauge<'controller'>;
   dnsChecksTotal: Counter<'reason'>;
   acmeOrdersTotal: Counter<'result'>;
-  /**
-   * Obsolete; calls change nothing: `portico_certificate_expiration_timestamp_seconds` is built at
-   * each scrape from the CustomDomain cache (domain-metrics.ts), so no series per domain is kept.
-   * Kept only until the reconcile (reconciler.ts) stops calling it; then to be removed.
-   */
-  certificateNotAfter: { set(labels: DomainLabels, value: number): void; remove(labels: DomainLabels): void };
   /** Observes `portico_customdomain_verified_to_live_seconds` from the CustomDomain watch's events. */
   readyTransitions: ReadyTransitions;
   /**
@@ -49,7 +41,6 @@ export function createControllerMetrics(): ControllerMetrics {
   const registers = [registry];
   return {
     registry,
-    certificateNotAfter: { set: () => undefined, remove: () => undefined },
     readyTransitions: new ReadyTransitions(registry),
     readCustomDomainsFrom: (source) => {
       domains = source;

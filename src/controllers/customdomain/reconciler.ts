@@ -453,11 +453,6 @@ export class CustomDomainReconciler {
       { apiVersion: 'v1', kind: 'Secret', metadata: { name: names.secret, namespace } },
       domain,
     );
-    this.#d.metrics.certificateNotAfter.remove({
-      namespace,
-      name: domain.metadata.name,
-      hostname: domain.spec.hostname,
-    });
     this.#reportDangling(domain, false);
     // Routing is confirmed gone: only now may another project claim the hostname.
     await this.#d.claims.release(domain);
@@ -1002,11 +997,6 @@ export class CustomDomainReconciler {
       now,
       verifyRequested,
       log,
-    );
-    const { namespace, name } = domain.metadata;
-    this.#d.metrics.certificateNotAfter.set(
-      { namespace, name, hostname: domain.spec.hostname },
-      Date.parse(serving.notAfter) / 1000,
     );
     const renewalMs = Date.parse(serving.renewalTime) - now.getTime();
     const due = renewalMs <= 0 && verified;
