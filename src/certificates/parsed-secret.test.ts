@@ -4,6 +4,7 @@ import type { V1Secret } from '@kubernetes/client-node';
 import * as x509 from '@peculiar/x509';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { hasFastProperties } from '../../test/support/v8-representation.js';
+import { ariCertificateId } from '../acme/ari.js';
 import { parsedSecret, slimTlsSecret } from './parsed-secret.js';
 
 x509.cryptoProvider.set(webcrypto);
@@ -19,7 +20,10 @@ async function leafFor(hostname: string): Promise<{ certPem: string; keyPem: str
     notAfter: new Date(Date.now() + 86_400_000),
     keys,
     signingAlgorithm: ALGORITHM,
-    extensions: [new x509.SubjectAlternativeNameExtension([{ type: 'dns', value: hostname }])],
+    extensions: [
+      new x509.SubjectAlternativeNameExtension([{ type: 'dns', value: hostname }]),
+      await x509.AuthorityKeyIdentifierExtension.create(keys.publicKey),
+    ],
   });
   const keyPem = x509.PemConverter.encode(
     await webcrypto.subtle.exportKey('pkcs8', keys.privateKey),
@@ -49,14 +53,15 @@ describe('parsedSecret and slimTlsSecret', () => {
     otherKeyPem = (await leafFor('other.example')).keyPem;
   });
 
-  it('reads the leaf’s names, facts and PEM, and whether the key is the leaf’s', () => {
+  it('reads the leaf’s names, facts and ARI identifier, and whether the key is the leaf’s', () => {
     const intermediate = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
     const parsed = parsedSecret(tlsSecret(`${leaf.certPem}\n${intermediate}`, leaf.keyPem));
     expect(parsed?.hostnames).toEqual(new Set(['www.shop.example']));
     expect(parsed?.keyMatches).toBe(true);
     expect(parsed?.facts.dnsNames).toEqual(['www.shop.example']);
-    // Only the leaf: ARI's identifier is made from it.
-    expect(parsed?.leafPem.trim()).toBe(leaf.certPem.trim());
+    // The leaf's ARI identifier (its Authority Key Identifier and serial), not the intermediate's.
+    expect(parsed?.ariCertId).toBe(ariCertificateId(leaf.certPem));
+    expect(parsed?.ariCertId).toMatch(/^[\w-]+\.[\w-]+$/);
     expect(parsedSecret(tlsSecret(leaf.certPem, otherKeyPem))?.keyMatches).toBe(false);
   });
 

@@ -6,11 +6,16 @@
  */
 import { createPrivateKey } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
+import { ariCertificateId } from '../acme/ari.js';
 import { inspectCertificate, leafCertificate, type CertificateFacts } from './inspect.js';
 
 export interface ParsedTlsSecret {
-  /** The leaf certificate of `tls.crt` (its first PEM block), from which ARI's identifier is made. */
-  leafPem: string;
+  /**
+   * The leaf's ARI certificate identifier (RFC 9773 §4.1: its Authority Key Identifier and serial),
+   * or undefined when the leaf has no Authority Key Identifier. Kept instead of the leaf's PEM:
+   * about 60 bytes instead of 700 to 2,000 per cached Secret.
+   */
+  ariCertId: string | undefined;
   facts: CertificateFacts;
   /** The dNSName entries of the leaf, lowercase. */
   hostnames: ReadonlySet<string>;
@@ -53,14 +58,19 @@ function parse(secret: V1Secret): ParsedTlsSecret | null {
   try {
     const leaf = leafCertificate(chainPem);
     const facts = inspectCertificate(chainPem);
-    const leafPem = leaf.toString();
+    let ariCertId: string | undefined;
+    try {
+      ariCertId = ariCertificateId(leaf.toString());
+    } catch {
+      ariCertId = undefined;
+    }
     let keyMatches: boolean;
     try {
       keyMatches = leaf.checkPrivateKey(createPrivateKey(keyPem));
     } catch {
       keyMatches = false;
     }
-    return { leafPem, facts, hostnames: new Set(facts.dnsNames.map((n) => n.toLowerCase())), keyMatches };
+    return { ariCertId, facts, hostnames: new Set(facts.dnsNames.map((n) => n.toLowerCase())), keyMatches };
   } catch {
     return null;
   }

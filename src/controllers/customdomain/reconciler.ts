@@ -176,7 +176,7 @@ const TLS_KEY = 'tls.key';
  * or `unusable` with what is wrong, a sentence that starts with "Secret <name>".
  */
 type StoredCertificate =
-  | { usable: { status: CertificateStatus; pem: string }; unusable?: undefined }
+  | { usable: { status: CertificateStatus; ariCertId: string | undefined }; unusable?: undefined }
   | { usable?: undefined; unusable: string };
 
 /** What the certificate part of a reconcile found or did. */
@@ -787,7 +787,7 @@ export class CustomDomainReconciler {
       renewalTime: defaultRenewalTime(facts).toISOString(),
       ...(replaces ? { replaces } : {}),
     };
-    return { usable: { status, pem: parsed.leafPem } };
+    return { usable: { status, ariCertId: parsed.ariCertId } };
   }
 
   async #readSecretLive(at: { namespace: string; name: string }): Promise<V1Secret | undefined> {
@@ -977,7 +977,7 @@ export class CustomDomainReconciler {
   async #servingState(
     domain: CustomDomain,
     key: string,
-    found: { status: CertificateStatus; pem: string },
+    found: { status: CertificateStatus; ariCertId: string | undefined },
     at: {
       verified: boolean;
       verifyRequested: boolean;
@@ -992,7 +992,7 @@ export class CustomDomainReconciler {
     const { verified, verifyRequested, inFlight, failed, priorFailures } = at;
     const serving = await this.#d.renewal.plan(
       found.status,
-      found.pem,
+      found.ariCertId,
       domain.status?.certificate,
       now,
       verifyRequested,

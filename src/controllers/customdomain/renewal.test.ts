@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import * as x509 from '@peculiar/x509';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ariCertificateId } from '../../acme/ari.js';
 import { AcmeDirectory } from '../../acme/directory.js';
 import type { CertificateStatus } from '../../api/customdomain.js';
 import { ARI_FAILURE_RETRY_MS, RenewalPlanner } from './renewal.js';
@@ -71,6 +72,7 @@ describe('RenewalPlanner', () => {
   it('does not ask the CA again for a certificate whose renewalInfo failed, until the retry time or a verify request', async () => {
     const planner = new RenewalPlanner(new AcmeDirectory(`${base}/dir`), () => 0);
     const { pem, serialNumber } = await leafPem();
+    const certId = ariCertificateId(pem);
     const serving: CertificateStatus = {
       secretName: 'portico-www',
       serialNumber,
@@ -83,19 +85,20 @@ describe('RenewalPlanner', () => {
     const later = (ms: number): Date => new Date(t0.getTime() + ms);
 
     // The 2/3-lifetime time stands while the CA cannot answer; one request, not one per reconcile.
-    expect(await planner.plan(serving, pem, undefined, t0, false, log)).toEqual(serving);
-    for (let i = 1; i <= 5; i++) await planner.plan(serving, pem, undefined, later(i * 60_000), false, log);
+    expect(await planner.plan(serving, certId, undefined, t0, false, log)).toEqual(serving);
+    for (let i = 1; i <= 5; i++)
+      await planner.plan(serving, certId, undefined, later(i * 60_000), false, log);
     expect(asked).toHaveLength(1);
 
     // A verify request asks at once.
-    await planner.plan(serving, pem, undefined, later(10 * 60_000), true, log);
+    await planner.plan(serving, certId, undefined, later(10 * 60_000), true, log);
     expect(asked).toHaveLength(2);
 
     // Past the retry time it asks again, and an answer gives the window and its next check.
     windowAnswers = true;
     const planned = await planner.plan(
       serving,
-      pem,
+      certId,
       undefined,
       later(10 * 60_000 + ARI_FAILURE_RETRY_MS),
       false,

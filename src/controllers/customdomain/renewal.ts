@@ -8,7 +8,7 @@
  * all of them) asked the CA again. RFC 9773 leaves the retry time after an error to the client.
  */
 import type { Logger } from 'pino';
-import { ariCertificateId, fetchRenewalWindow, selectRenewalTime } from '../../acme/ari.js';
+import { AriError, fetchRenewalWindow, selectRenewalTime } from '../../acme/ari.js';
 import type { AcmeDirectory } from '../../acme/directory.js';
 import type { CertificateStatus } from '../../api/customdomain.js';
 
@@ -33,12 +33,14 @@ export class RenewalPlanner {
    * ARI answer the previous decision, or the 2/3-lifetime rule, stands.
    *
    * @param serving the facts of the certificate in the Secret, renewalTime at 2/3 of its lifetime
+   * @param ariCertId its ARI certificate identifier (RFC 9773 §4.1, `ariCertificateId`), or
+   *   undefined when it has no Authority Key Identifier (a failure, as a CA's error is)
    * @param previous the status the domain showed, to keep a decision for the same serial
    * @param force ask the CA again even before its Retry-After (a verify request)
    */
   async plan(
     serving: CertificateStatus,
-    certificatePem: string,
+    ariCertId: string | undefined,
     previous: CertificateStatus | undefined,
     now: Date,
     force: boolean,
@@ -49,7 +51,7 @@ export class RenewalPlanner {
     const due = !same?.ari?.nextCheckAt || Date.parse(same.ari.nextCheckAt) <= now.getTime();
     if (!force && (!due || this.#failedRecently(serving.serialNumber, now.getTime()))) return kept;
     try {
-      const planned = (await this.#ask(serving, certificatePem, same, now)) ?? kept;
+      const planned = (await this.#ask(serving, ariCertId, same, now)) ?? kept;
       this.#failedUntil.delete(serving.serialNumber);
       return planned;
     } catch (err) {
@@ -83,13 +85,14 @@ export class RenewalPlanner {
   /** The status with the CA's current ARI answer, or undefined when the CA offers no ARI. */
   async #ask(
     serving: CertificateStatus,
-    certificatePem: string,
+    certId: string | undefined,
     same: CertificateStatus | undefined,
     now: Date,
   ): Promise<CertificateStatus | undefined> {
     const { renewalInfo } = await this.#directory.facts();
     if (!renewalInfo) return undefined;
-    const certId = ariCertificateId(certificatePem);
+    if (certId === undefined)
+      throw new AriError('the certificate has no Authority Key Identifier, so ARI cannot name it');
     const window = await fetchRenewalWindow(renewalInfo, certId);
     const previousTime = same?.ari ? Date.parse(same.renewalTime) : NaN;
     const inside = previousTime >= Date.parse(window.start) && previousTime <= Date.parse(window.end);
