@@ -7,6 +7,7 @@
 import { createPrivateKey } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { ariCertificateId } from '../acme/ari.js';
+import { sharedString } from '../kube/shared-strings.js';
 import { inspectCertificate, leafCertificate, type CertificateFacts } from './inspect.js';
 
 export interface ParsedTlsSecret {
@@ -57,7 +58,9 @@ function parse(secret: V1Secret): ParsedTlsSecret | null {
   const keyPem = Buffer.from(secret.data?.['tls.key'] ?? '', 'base64').toString('utf8');
   try {
     const leaf = leafCertificate(chainPem);
-    const facts = inspectCertificate(chainPem);
+    const inspected = inspectCertificate(chainPem);
+    // Every certificate of a CA names the same issuer: one copy for all cached Secrets.
+    const facts = { ...inspected, issuer: sharedString(inspected.issuer) };
     let ariCertId: string | undefined;
     try {
       ariCertId = ariCertificateId(leaf.toString());

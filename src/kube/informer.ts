@@ -9,7 +9,8 @@
  * request is aborted as soon as it is open (`StopAwareWatch`), so a stopped process can exit.
  *
  * Cached objects carry no apply bookkeeping (dropped as they arrive, see `dropApplyBookkeeping`),
- * and none of whatever else the informer's `keep` trims.
+ * and none of whatever else the informer's `keep` trims; the values every object repeats (kinds,
+ * condition types and reasons…) are one shared copy each (`shareCommonStrings`).
  */
 import {
   CustomObjectsApi,
@@ -24,6 +25,7 @@ import {
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { backoffDelayMs, type BackoffPolicy } from './backoff.js';
+import { shareCommonStrings } from './shared-strings.js';
 
 /**
  * One page of a paginated LIST (Kubernetes API concepts, "Retrieving large results sets in
@@ -232,6 +234,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     const trim = (this.#trim = (obj: T): void => {
       dropApplyBookkeeping(obj);
       options.keep?.(obj);
+      shareCommonStrings(obj);
     });
     const watch = new StopAwareWatch(kubeConfig, () => this.#stopped);
     this.#informer = new ListWatch(options.path, watch, list, false, options.labelSelector);
