@@ -27,6 +27,7 @@ import {
   type OperatorProcess,
   runAll,
 } from './support/stack-controller.js';
+import { scrape } from './support/metrics.js';
 
 const run = unique('caacname');
 const target = `${run}.sites.portico.test`;
@@ -66,6 +67,21 @@ describe('CAA at the CNAME target', () => {
     expect(message).toContain(`add CAA ${target} 0 issue "pebble.letsencrypt.org"`);
     expect(message).not.toContain(`CAA ${hostname}`);
     expect(cd.status?.certificate?.notAfter).toBeUndefined();
+
+    // The operator's /metrics after the blocked issuance (this test's own operator, started fresh):
+    // the domain not Ready, counted under its Ready reason, its DNS check passed, and no order sent.
+    const samples = await scrape(`http://127.0.0.1:${operator?.metricsPort ?? 0}/metrics`);
+    const value = (name: string, labels: Record<string, string>): number | undefined =>
+      samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))
+        ?.value;
+    const ready = cd.status?.conditions?.find((c) => c.type === 'Ready');
+    expect(ready?.status).toBe('False');
+    const domain = { namespace: ns, name: 'www', hostname };
+    expect(value('portico_customdomain_ready_status', { ...domain, condition: 'False' })).toBe(1);
+    expect(value('portico_customdomain_ready_status', { ...domain, condition: 'True' })).toBe(0);
+    expect(value('portico_customdomains', { reason: ready?.reason ?? '' })).toBeGreaterThanOrEqual(1);
+    expect(value('portico_dns_checks_total', { reason: 'RecordMatches' })).toBeGreaterThanOrEqual(1);
+    expect(value('portico_acme_requests_total', { endpoint: 'newOrder', status: '201' }) ?? 0).toBe(0);
   });
 
   it('issues once the target admits the CA', async () => {
