@@ -10,19 +10,26 @@
 import type { ObservedRecord } from '../api/customdomain.js';
 import { normalizeDnsName, recordValues, type HostnameAnswers, type RRsetAnswer } from './answers.js';
 
-/** Why a domain is, or is not, verified. UpperCamelCase, used as the DNSVerified condition reason. */
-export type VerdictReason =
-  | 'RecordMatches'
-  | 'RecordNotFound'
-  | 'ConflictingRecord'
-  | 'CNAMEMismatch'
-  | 'AddressMismatch'
-  | 'DNSServerFailure'
-  | 'DNSTimeout'
-  | 'DNSError'
-  | 'TargetUnresolvable'
-  /** The record matches, but the ownership TXT record the platform asks for is not shown (ownership.ts). */
-  | 'OwnershipNotVerified';
+/**
+ * Why a domain is, or is not, verified. UpperCamelCase, used as the DNSVerified condition reason.
+ * `OwnershipNotVerified`: the record matches, but the ownership TXT record the platform asks for is
+ * not shown (ownership.ts).
+ */
+export const VERDICT_REASONS = [
+  'RecordMatches',
+  'RecordNotFound',
+  'ConflictingRecord',
+  'CNAMEMismatch',
+  'AddressMismatch',
+  'DNSServerFailure',
+  'DNSTimeout',
+  'DNSError',
+  'TargetUnresolvable',
+  'OwnershipNotVerified',
+] as const;
+
+/** One of VERDICT_REASONS. */
+export type VerdictReason = (typeof VERDICT_REASONS)[number];
 
 export interface Verdict {
   verified: boolean;

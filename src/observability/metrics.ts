@@ -4,7 +4,11 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { ReadyTransitions, registerDomainMetrics, type CustomDomainSource } from './domain-metrics.js';
+import { VERDICT_REASONS } from '../dns/verdict.js';
 import { registerSharedMetrics } from './shared-metrics.js';
+
+/** The `result` values of `portico_acme_orders_total`. */
+export const ACME_ORDER_RESULTS = ['valid', 'failed', 'cancelled'] as const;
 
 export interface ControllerMetrics {
   registry: Registry;
@@ -39,7 +43,7 @@ export function createControllerMetrics(): ControllerMetrics {
   let domains: CustomDomainSource = () => [];
   registerDomainMetrics(registry, () => domains());
   const registers = [registry];
-  return {
+  const metrics: ControllerMetrics = {
     registry,
     readyTransitions: new ReadyTransitions(registry),
     readCustomDomainsFrom: (source) => {
@@ -83,4 +87,9 @@ export function createControllerMetrics(): ControllerMetrics {
       registers,
     }),
   };
+  // Every known label value exported at 0 from the start, so that the first order or check of a
+  // kind shows as a step to increase() and rate(), not as a series that appears already counted.
+  for (const result of ACME_ORDER_RESULTS) metrics.acmeOrdersTotal.inc({ result }, 0);
+  for (const reason of VERDICT_REASONS) metrics.dnsChecksTotal.inc({ reason }, 0);
+  return metrics;
 }
