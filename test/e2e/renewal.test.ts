@@ -4,8 +4,6 @@
  * `replaces` naming the old one and swaps it into the same Secret, which serves throughout.
  */
 import { X509Certificate } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { request } from 'node:https';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   createCustomDomain,
@@ -14,33 +12,13 @@ import {
   failedAcmeOrders,
   getCustomDomain,
   kube,
+  postPebbleManagement,
+  requestVerify,
   sandbox,
   unique,
   waitFor,
   waitForCondition,
-  requestVerify,
 } from './support/cluster.js';
-
-async function postPebbleManagement(path: string, body: unknown): Promise<void> {
-  const ca = await readFile(sandbox.acmeCaBundle);
-  await new Promise<void>((resolve, reject) => {
-    const req = request(
-      `${sandbox.acmeMgmtUrl}${path}`,
-      { method: 'POST', ca, headers: { 'user-agent': 'portico-e2e' } },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => {
-          if (res.statusCode === 200) resolve();
-          else reject(new Error(`POST ${path}: HTTP ${res.statusCode}: ${text}`));
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
-}
 
 describe('ARI-driven renewal', () => {
   const ns = unique('renew');

@@ -8,8 +8,6 @@
  * new certificate is served.
  */
 import { X509Certificate } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import {
@@ -18,6 +16,7 @@ import {
   dns,
   getCustomDomain,
   kube,
+  postPebbleManagement,
   requestVerify,
   sandbox,
   unique,
@@ -68,27 +67,6 @@ afterAll(async () => {
     () => restartStackController(stack),
   );
 });
-
-async function postPebbleManagement(path: string, body: unknown): Promise<void> {
-  const ca = await readFile(sandbox.acmeCaBundle);
-  await new Promise<void>((resolve, reject) => {
-    const req = request(
-      `${sandbox.acmeMgmtUrl}${path}`,
-      { method: 'POST', ca, headers: { 'user-agent': 'portico-e2e' } },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => {
-          if (res.statusCode === 200) resolve();
-          else reject(new Error(`POST ${path}: HTTP ${res.statusCode}: ${text}`));
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
-}
 
 /** The certificate and key in Secret `<name>-tls`, read from the API server. */
 async function secretPem(namespace: string, name: string): Promise<CertificatePem & { serial: string }> {

@@ -11,7 +11,7 @@ import {
   NetworkingV1Api,
 } from '@kubernetes/client-node';
 import { readFile } from 'node:fs/promises';
-import { get } from 'node:https';
+import { get, request } from 'node:https';
 import { inject } from 'vitest';
 import {
   API_VERSION,
@@ -156,6 +156,31 @@ export async function waitForCondition(
     },
     timeoutMs,
   );
+}
+
+/**
+ * POSTs `body` as JSON to Pebble's management API at `path` (e.g. `/set-ari-response`), trusting the
+ * sandbox's ACME CA bundle. Rejects with the status and answer unless Pebble answers 200.
+ */
+export async function postPebbleManagement(path: string, body: unknown): Promise<void> {
+  const ca = await readFile(sandbox.acmeCaBundle);
+  await new Promise<void>((resolve, reject) => {
+    const req = request(
+      `${sandbox.acmeMgmtUrl}${path}`,
+      { method: 'POST', ca, headers: { 'user-agent': 'portico-e2e' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          if (res.statusCode === 200) resolve();
+          else reject(new Error(`POST ${path}: HTTP ${res.statusCode}: ${text}`));
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
 }
 
 /** GETs `url` over HTTPS trusting the sandbox's ACME CA bundle (Pebble's endpoints). */
