@@ -41,7 +41,11 @@ export function leafCertificate(chainPem: string): X509Certificate {
 
 /** The facts of the leaf certificate of `chainPem`. Throws `CertificateParseError`. */
 export function inspectCertificate(chainPem: string): CertificateFacts {
-  const cert = leafCertificate(chainPem);
+  return certificateFacts(leafCertificate(chainPem));
+}
+
+/** The facts of a parsed certificate. */
+export function certificateFacts(cert: X509Certificate): CertificateFacts {
   const dnsNames = (cert.subjectAltName ?? '')
     .split(',')
     .map((s) => s.trim())

@@ -1,10 +1,9 @@
 import 'reflect-metadata';
-import { webcrypto } from 'node:crypto';
+import { webcrypto, X509Certificate } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import * as x509 from '@peculiar/x509';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { hasFastProperties } from '../../test/support/v8-representation.js';
-import { ariCertificateId } from '../acme/ari.js';
 import { parsedSecret, slimTlsSecret } from './parsed-secret.js';
 
 x509.cryptoProvider.set(webcrypto);
@@ -53,15 +52,13 @@ describe('parsedSecret and slimTlsSecret', () => {
     otherKeyPem = (await leafFor('other.example')).keyPem;
   });
 
-  it('reads the leaf’s names, facts and ARI identifier, and whether the key is the leaf’s', () => {
+  it('reads the leaf’s names and facts, not the intermediate’s, and whether the key is the leaf’s', () => {
     const intermediate = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n';
     const parsed = parsedSecret(tlsSecret(`${leaf.certPem}\n${intermediate}`, leaf.keyPem));
     expect(parsed?.hostnames).toEqual(new Set(['www.shop.example']));
     expect(parsed?.keyMatches).toBe(true);
     expect(parsed?.facts.dnsNames).toEqual(['www.shop.example']);
-    // The leaf's ARI identifier (its Authority Key Identifier and serial), not the intermediate's.
-    expect(parsed?.ariCertId).toBe(ariCertificateId(leaf.certPem));
-    expect(parsed?.ariCertId).toMatch(/^[\w-]+\.[\w-]+$/);
+    expect(parsed?.facts.serialNumber).toBe(new X509Certificate(leaf.certPem).serialNumber);
     expect(parsedSecret(tlsSecret(leaf.certPem, otherKeyPem))?.keyMatches).toBe(false);
   });
 

@@ -6,17 +6,17 @@
  */
 import { createPrivateKey } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
-import { ariCertificateId } from '../acme/ari.js';
 import { sharedString } from '../kube/shared-strings.js';
-import { inspectCertificate, leafCertificate, type CertificateFacts } from './inspect.js';
+import { certificateFacts, leafCertificate, type CertificateFacts } from './inspect.js';
 
+/**
+ * What a reconcile reads of a TLS Secret. Not the leaf's ARI identifier (RFC 9773 §4.1): finding its
+ * Authority Key Identifier takes an ASN.1 parse of the whole certificate (0.4–0.8 ms, most of a
+ * restart's CPU at 10,000 domains: docs/performance.md), and the identifier is needed only when the
+ * CA is asked, which the domain's status already names for its certificate
+ * (`status.certificate.ari.certId`).
+ */
 export interface ParsedTlsSecret {
-  /**
-   * The leaf's ARI certificate identifier (RFC 9773 §4.1: its Authority Key Identifier and serial),
-   * or undefined when the leaf has no Authority Key Identifier. Kept instead of the leaf's PEM:
-   * about 60 bytes instead of 700 to 2,000 per cached Secret.
-   */
-  ariCertId: string | undefined;
   facts: CertificateFacts;
   /** The dNSName entries of the leaf, lowercase. */
   hostnames: ReadonlySet<string>;
@@ -58,22 +58,16 @@ function parse(secret: V1Secret): ParsedTlsSecret | null {
   const keyPem = Buffer.from(secret.data?.['tls.key'] ?? '', 'base64').toString('utf8');
   try {
     const leaf = leafCertificate(chainPem);
-    const inspected = inspectCertificate(chainPem);
+    const inspected = certificateFacts(leaf);
     // Every certificate of a CA names the same issuer: one copy for all cached Secrets.
     const facts = { ...inspected, issuer: sharedString(inspected.issuer) };
-    let ariCertId: string | undefined;
-    try {
-      ariCertId = ariCertificateId(leaf.toString());
-    } catch {
-      ariCertId = undefined;
-    }
     let keyMatches: boolean;
     try {
       keyMatches = leaf.checkPrivateKey(createPrivateKey(keyPem));
     } catch {
       keyMatches = false;
     }
-    return { ariCertId, facts, hostnames: new Set(facts.dnsNames.map((n) => n.toLowerCase())), keyMatches };
+    return { facts, hostnames: new Set(facts.dnsNames.map((n) => n.toLowerCase())), keyMatches };
   } catch {
     return null;
   }

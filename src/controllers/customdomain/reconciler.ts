@@ -15,6 +15,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ORDER_ABANDONED, SHUTTING_DOWN, type IssuanceTracker } from '../../acme/issuance-tracker.js';
+import { AriError, ariCertificateId } from '../../acme/ari.js';
 import { IssuanceCancelledError, type AcmeIssuer, type IssuedCertificate } from '../../acme/issuer.js';
 import type { OrderKind } from '../../acme/order-budget.js';
 import type { OrderQueue } from '../../acme/order-queue.js';
@@ -36,7 +37,7 @@ import {
   type OwnershipStatus,
 } from '../../api/customdomain.js';
 import { eventTypeOf, WARNING_REASONS } from '../../api/reasons.js';
-import { defaultRenewalTime } from '../../certificates/inspect.js';
+import { defaultRenewalTime, leafCertificate, type CertificateFacts } from '../../certificates/inspect.js';
 import { parsedSecret } from '../../certificates/parsed-secret.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { normalizeDnsName, type RRsetAnswer } from '../../dns/answers.js';
@@ -172,11 +173,15 @@ const TLS_CERT = 'tls.crt';
 const TLS_KEY = 'tls.key';
 
 /**
- * The certificate in a domain's Secret: `usable` (its facts for status, and the leaf PEM for ARI),
- * or `unusable` with what is wrong, a sentence that starts with "Secret <name>".
+ * The certificate in a domain's Secret: `usable` (its facts for status, and a resolver of its ARI
+ * identifier, `RenewalPlanner.plan`), or `unusable` with what is wrong, a sentence that starts with
+ * "Secret <name>".
  */
 type StoredCertificate =
-  | { usable: { status: CertificateStatus; ariCertId: string | undefined }; unusable?: undefined }
+  | {
+      usable: { status: CertificateStatus; ariCertId: () => Promise<string | undefined> };
+      unusable?: undefined;
+    }
   | { usable?: undefined; unusable: string };
 
 /** What the certificate part of a reconcile found or did. */
@@ -787,7 +792,39 @@ export class CustomDomainReconciler {
       renewalTime: defaultRenewalTime(facts).toISOString(),
       ...(replaces ? { replaces } : {}),
     };
-    return { usable: { status, ariCertId: parsed.ariCertId } };
+    const ariCertId = (): Promise<string | undefined> =>
+      this.#ariCertId(domain, facts, secret, header.metadata);
+    return { usable: { status, ariCertId } };
+  }
+
+  /**
+   * The ARI identifier (RFC 9773 §4.1) of the certificate with `facts`: the one the domain's status
+   * names when it shows the same serial from the same issuer (computed when it was first asked),
+   * else computed from the Secret's leaf. A cached Secret keeps no PEM (parsed-secret.ts), so that
+   * reads the Secret live: once per new certificate, when the CA is first asked about it. Resolves
+   * undefined when the leaf has no Authority Key Identifier; rejects with AriError when the Secret
+   * now holds another certificate, or with the API error.
+   */
+  async #ariCertId(
+    domain: CustomDomain,
+    facts: CertificateFacts,
+    secret: V1Secret,
+    at: { namespace: string; name: string },
+  ): Promise<string | undefined> {
+    const shown = domain.status?.certificate;
+    if (shown?.ari?.certId && shown.serialNumber === facts.serialNumber && shown.issuer === facts.issuer)
+      return shown.ari.certId;
+    const held = secret.data?.[TLS_CERT] ? secret : await this.#readSecretLive(at);
+    const pem = Buffer.from(held?.data?.[TLS_CERT] ?? '', 'base64').toString('utf8');
+    const leaf = leafCertificate(pem);
+    if (leaf.serialNumber !== facts.serialNumber)
+      throw new AriError(`Secret ${at.name} holds another certificate now (serial ${leaf.serialNumber})`);
+    try {
+      return ariCertificateId(leaf.toString());
+    } catch (err) {
+      if (err instanceof AriError) return undefined;
+      throw err;
+    }
   }
 
   async #readSecretLive(at: { namespace: string; name: string }): Promise<V1Secret | undefined> {
@@ -977,7 +1014,7 @@ export class CustomDomainReconciler {
   async #servingState(
     domain: CustomDomain,
     key: string,
-    found: { status: CertificateStatus; ariCertId: string | undefined },
+    found: { status: CertificateStatus; ariCertId: () => Promise<string | undefined> },
     at: {
       verified: boolean;
       verifyRequested: boolean;

@@ -72,7 +72,11 @@ describe('RenewalPlanner', () => {
   it('does not ask the CA again for a certificate whose renewalInfo failed, until the retry time or a verify request', async () => {
     const planner = new RenewalPlanner(new AcmeDirectory(`${base}/dir`), () => 0);
     const { pem, serialNumber } = await leafPem();
-    const certId = ariCertificateId(pem);
+    let resolved = 0;
+    const certId = (): Promise<string> => {
+      resolved += 1;
+      return Promise.resolve(ariCertificateId(pem));
+    };
     const serving: CertificateStatus = {
       secretName: 'portico-www',
       serialNumber,
@@ -110,5 +114,11 @@ describe('RenewalPlanner', () => {
       windowStart: '2026-12-20T00:00:00.000Z',
       windowEnd: '2026-12-22T00:00:00.000Z',
     });
+    // The identifier is computed once per request to the CA, never by a reconcile that asks nothing.
+    expect(resolved).toBe(3);
+    const after = later(11 * 60_000 + ARI_FAILURE_RETRY_MS);
+    expect(await planner.plan(serving, certId, planned, after, false, log)).toEqual(planned);
+    expect(asked).toHaveLength(3);
+    expect(resolved).toBe(3);
   });
 });

@@ -33,14 +33,16 @@ export class RenewalPlanner {
    * ARI answer the previous decision, or the 2/3-lifetime rule, stands.
    *
    * @param serving the facts of the certificate in the Secret, renewalTime at 2/3 of its lifetime
-   * @param ariCertId its ARI certificate identifier (RFC 9773 §4.1, `ariCertificateId`), or
-   *   undefined when it has no Authority Key Identifier (a failure, as a CA's error is)
+   * @param ariCertId resolves its ARI certificate identifier (RFC 9773 §4.1, `ariCertificateId`), or
+   *   undefined when it has no Authority Key Identifier (a failure, as a CA's error is); called only
+   *   when the CA is asked, so a reconcile that asks nothing never computes it. It may reject (e.g.
+   *   the Secret could not be read), which counts as a failure
    * @param previous the status the domain showed, to keep a decision for the same serial
    * @param force ask the CA again even before its Retry-After (a verify request)
    */
   async plan(
     serving: CertificateStatus,
-    ariCertId: string | undefined,
+    ariCertId: () => Promise<string | undefined>,
     previous: CertificateStatus | undefined,
     now: Date,
     force: boolean,
@@ -85,12 +87,13 @@ export class RenewalPlanner {
   /** The status with the CA's current ARI answer, or undefined when the CA offers no ARI. */
   async #ask(
     serving: CertificateStatus,
-    certId: string | undefined,
+    resolveCertId: () => Promise<string | undefined>,
     same: CertificateStatus | undefined,
     now: Date,
   ): Promise<CertificateStatus | undefined> {
     const { renewalInfo } = await this.#directory.facts();
     if (!renewalInfo) return undefined;
+    const certId = await resolveCertId();
     if (certId === undefined)
       throw new AriError('the certificate has no Authority Key Identifier, so ARI cannot name it');
     const window = await fetchRenewalWindow(renewalInfo, certId);
