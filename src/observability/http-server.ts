@@ -1,15 +1,30 @@
 /**
  * The operator's HTTP endpoints: `/metrics` (Prometheus text format), `/healthz` (the process is
  * alive) and `/readyz` (the watches have synced and the operator can serve).
+ *
+ * `/metrics?name[]=portico_reconcile_total&name[]=...` answers only the named metric families
+ * registered in this process (the convention of Prometheus's own exporters' `name[]` filter; a name
+ * not registered is left out, so the answer may be empty): a poll that needs one counter does not
+ * make the operator render every domain's series (at 10,000 domains about 8 MB and 0.15–0.2 s of
+ * CPU per full answer, docs/monitoring.md).
  */
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
 
+/** The text of the named families of `registry` (unknown names left out), in the order named. */
+async function selectedMetrics(registry: Registry, names: readonly string[]): Promise<string> {
+  const known = [...new Set(names)].filter((name) => registry.getSingleMetric(name) !== undefined);
+  const parts = await Promise.all(known.map((name) => registry.getSingleMetricAsString(name)));
+  return parts.map((part) => `${part}\n`).join('');
+}
+
 export function createObservabilityServer(registry: Registry, isReady: () => boolean): Server {
   return createServer((req, res) => {
-    const path = (req.url ?? '').split('?')[0];
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const path = url.pathname;
     if (path === '/metrics') {
-      registry.metrics().then(
+      const names = url.searchParams.getAll('name[]');
+      (names.length > 0 ? selectedMetrics(registry, names) : registry.metrics()).then(
         (body) => res.writeHead(200, { 'content-type': registry.contentType }).end(body),
         (err: unknown) => res.writeHead(500).end(String(err)),
       );
