@@ -96,9 +96,12 @@ export async function startController(
     command: process.execPath,
     // The V8 heap bounds the chart sets (controller.heapMiB), so the sandbox and its benchmarks
     // run the operator as a cluster does; PORTICO_SANDBOX_HEAP_MIB overrides the limit.
+    // PORTICO_SANDBOX_NODE_ARGS adds Node options NODE_OPTIONS refuses, e.g. `--cpu-prof
+    // --cpu-prof-dir=/tmp/profiles` (a CPU profile of each operator process, written as it exits).
     args: [
       `--max-old-space-size=${process.env.PORTICO_SANDBOX_HEAP_MIB ?? SANDBOX_HEAP_MIB}`,
       '--max-semi-space-size=4',
+      ...(process.env.PORTICO_SANDBOX_NODE_ARGS ?? '').split(/\s+/).filter((arg) => arg !== ''),
       cli,
       'controller',
       ...controllerArgs(options),

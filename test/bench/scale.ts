@@ -1193,7 +1193,9 @@ async function waitForResync(ctx: Context, startedAt: number, target: number): P
   let last = -1;
   let changedAt = Date.now();
   while (Date.now() < deadline) {
-    const value = reconciles((await operatorMetrics(ctx.env.controllerMetricsUrl)) ?? []);
+    // Only the counter (the name[] filter): a full answer renders every domain's series.
+    const url = `${ctx.env.controllerMetricsUrl}?name[]=portico_reconcile_total`;
+    const value = reconciles((await operatorMetrics(url)) ?? []);
     if (value !== last) {
       last = value;
       changedAt = Date.now();
