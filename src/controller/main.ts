@@ -32,6 +32,7 @@ import { EventRecorder } from '../kube/events.js';
 import { loadKubeConfig, type PooledKubeConfig } from '../kube/kubeconfig.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { WorkQueue } from '../kube/work-queue.js';
+import { DEFAULT_MEMORY_REDUCER_POLICY, MemoryReducer } from './memory-reducer.js';
 import { createObservabilityServer } from '../observability/http-server.js';
 import { createLogger } from '../observability/logger.js';
 import { createControllerMetrics } from '../observability/metrics.js';
@@ -287,6 +288,16 @@ export async function runController(args: string[]): Promise<number> {
     metrics.registry,
     () => !elector?.leading || (controller.synced && rateLimitPolicies.synced),
   );
+  // Gives back what a burst of work left committed (docs/performance.md); off with 0.
+  const reducer =
+    config.memoryReductionGrowthBytes > 0
+      ? new MemoryReducer({
+          policy: { ...DEFAULT_MEMORY_REDUCER_POLICY, growthBytes: config.memoryReductionGrowthBytes },
+          log,
+          reductions: metrics.memoryReductionsTotal,
+        })
+      : undefined;
+  reducer?.start();
   store.start();
   await listen(http01, config.http01ListenAddress, log, 'HTTP-01 challenge server', true);
   await listen(observability, config.metricsListenAddress, log, 'metrics and health server');
@@ -315,6 +326,7 @@ export async function runController(args: string[]): Promise<number> {
   // Orders in flight are abandoned, not waited for: their challenges are withdrawn and the CA is
   // asked nothing more; the next leader places new ones.
   orders.stop();
+  reducer?.stop();
   await Promise.all([controller.stop(), rateLimitPolicies.stop(), tracker.stop()]);
   account.close();
   await elector?.stop();

@@ -26,6 +26,8 @@ export interface ControllerMetrics {
   readCustomDomainsFrom(source: CustomDomainSource): void;
   /** 1 for each CustomDomain reported as a dangling record (DNSVerified reason DanglingRecord). */
   danglingDomains: Gauge<'namespace' | 'name' | 'hostname'>;
+  /** Footprint-reducing collections asked of V8 after the RSS grew (controller/memory-reducer.ts). */
+  memoryReductionsTotal: Counter;
 }
 
 /**
@@ -84,6 +86,11 @@ export function createControllerMetrics(): ControllerMetrics {
       name: 'portico_customdomain_dangling',
       help: 'CustomDomains still attached whose DNS has pointed elsewhere longer than --dangling-after-seconds (1 each; absent otherwise).',
       labelNames: ['namespace', 'name', 'hostname'],
+      registers,
+    }),
+    memoryReductionsTotal: new Counter({
+      name: 'portico_memory_reductions_total',
+      help: 'Full garbage collections that give unused heap back to the system, asked after the resident set grew by --memory-reduction-growth-mib.',
       registers,
     }),
   };
