@@ -74,6 +74,8 @@ function build(
   kubeConfig: PooledKubeConfig;
   account: AcmeAccount;
   issuer: AcmeIssuer;
+  /** The CustomDomain work queue. */
+  queue: WorkQueue;
 } {
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -218,6 +220,7 @@ function build(
     kubeConfig,
     account,
     issuer,
+    queue,
   };
 }
 
@@ -274,6 +277,7 @@ export async function runController(args: string[]): Promise<number> {
     kubeConfig,
     account,
     issuer,
+    queue,
   } = build(config, log);
   const elector = config.leaderElection
     ? new LeaderElector(
@@ -295,6 +299,7 @@ export async function runController(args: string[]): Promise<number> {
           policy: { ...DEFAULT_MEMORY_REDUCER_POLICY, growthBytes: config.memoryReductionGrowthBytes },
           log,
           reductions: metrics.memoryReductionsTotal,
+          isIdle: () => queue.length === 0,
         })
       : undefined;
   reducer?.start();
