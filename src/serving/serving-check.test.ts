@@ -10,18 +10,16 @@ import {
   type Server as TcpServer,
   type Socket,
 } from 'node:net';
-import { createSecureContext, type SecureContext } from 'node:tls';
 import * as x509 from '@peculiar/x509';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { inspectCertificate } from '../certificates/inspect.js';
+import { FAKE_CERTIFICATE_SUBJECT, StandInIngress } from '../../test/support/stand-in-ingress.js';
 import { checkServing, parseDataPlaneAddress, ServingAddressError } from './serving-check.js';
 
 x509.cryptoProvider.set(webcrypto);
 
 const ALGORITHM = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
 const HOSTNAME = 'www.shop.example';
-/** The subject of ingress-nginx's self-signed default certificate (its --default-ssl-certificate unset). */
-const FAKE_SUBJECT = 'O=Acme Co, CN=Kubernetes Ingress Controller Fake Certificate';
 
 interface Pem {
   certPem: string;
@@ -80,68 +78,6 @@ async function issue(ca: Authority, hostname: string): Promise<Pem> {
   };
 }
 
-/**
- * A TLS server standing in for the ingress controller, as ingress-nginx behaves: per SNI name the
- * certificate of the Secret it loaded for that host, else its default certificate; per Host header
- * the project's answer when the host has a route, else the default backend's 404.
- */
-class StandInIngress {
-  readonly certificates = new Map<string, SecureContext>();
-  readonly routes = new Map<string, { status: number; body: string; headers?: Record<string, string> }>();
-  readonly server: HttpsServer;
-  /** TCP connections accepted. */
-  connections = 0;
-  /** Handshakes the client broke off (what ingress-nginx would log). */
-  readonly handshakeErrors: string[] = [];
-
-  constructor(defaultCertificate: Pem) {
-    this.server = createHttpsServer(
-      {
-        cert: defaultCertificate.certPem,
-        key: defaultCertificate.keyPem,
-        SNICallback: (name, callback) => {
-          callback(null, this.certificates.get(name.toLowerCase()));
-        },
-      },
-      (req, res) => {
-        const route = this.routes.get(req.headers.host ?? '');
-        if (route) {
-          res.writeHead(route.status, { 'content-type': 'text/html', ...route.headers });
-          res.end(route.body);
-        } else {
-          res.writeHead(404, { server: 'nginx', 'content-type': 'text/plain' });
-          res.end('default backend - 404');
-        }
-      },
-    );
-    this.server.on('connection', () => {
-      this.connections++;
-    });
-    this.server.on('tlsClientError', (err) => {
-      this.handshakeErrors.push(err.message);
-    });
-  }
-
-  /** The ingress controller loads a Secret for `hostname` (replacing the one it had). */
-  load(hostname: string, pem: Pem): void {
-    this.certificates.set(hostname, createSecureContext({ cert: pem.certPem, key: pem.keyPem }));
-  }
-
-  async listen(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return `127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => {
-      this.server.close(() => {
-        resolve();
-      });
-    });
-  }
-}
-
 const PROJECT_PAGE = {
   status: 200,
   body: '<!doctype html><title>Shop</title>',
@@ -165,7 +101,7 @@ beforeAll(async () => {
   });
   ca = { cert, keys };
   [fakeDefault, issued] = await Promise.all([
-    selfSigned(FAKE_SUBJECT, ['ingress.local']),
+    selfSigned(FAKE_CERTIFICATE_SUBJECT, ['ingress.local']),
     issue(ca, HOSTNAME),
   ]);
 });
@@ -183,7 +119,7 @@ describe('checkServing against a TLS server standing in for the ingress controll
   it('serving: the issued certificate for SNI = the hostname, and the project answers', async () => {
     await startIngress();
     ingress.load(HOSTNAME, issued);
-    ingress.routes.set(HOSTNAME, PROJECT_PAGE);
+    ingress.route(HOSTNAME, PROJECT_PAGE);
 
     const verdict = await checkServing({ address, hostname: HOSTNAME, serialNumber: issued.serialNumber });
 
@@ -215,7 +151,6 @@ describe('checkServing against a TLS server standing in for the ingress controll
     ingress.load(HOSTNAME, {
       certPem: cert.toString('pem'),
       keyPem: await keyPem(keys.privateKey),
-      serialNumber: '',
     });
 
     const verdict = await checkServing({ address, hostname: HOSTNAME, serialNumber: issued.serialNumber });
@@ -231,7 +166,7 @@ describe('checkServing against a TLS server standing in for the ingress controll
   it("wrong-certificate: the ingress's default certificate, named by its subject", async () => {
     await startIngress();
     // The Ingress is routed but the controller has not loaded the Secret: it serves its own certificate.
-    ingress.routes.set(HOSTNAME, PROJECT_PAGE);
+    ingress.route(HOSTNAME, PROJECT_PAGE);
 
     const verdict = await checkServing({ address, hostname: HOSTNAME, serialNumber: issued.serialNumber });
 
@@ -239,10 +174,10 @@ describe('checkServing against a TLS server standing in for the ingress controll
     expect(verdict.reason).toBe('CertificateNotServed');
     if (verdict.result !== 'wrong-certificate') return;
     expect(verdict.kind).toBe('default');
-    expect(verdict.certificate.subject).toBe(FAKE_SUBJECT);
+    expect(verdict.certificate.subject).toBe(FAKE_CERTIFICATE_SUBJECT);
     expect(verdict.certificate.coversHostname).toBe(false);
     expect(verdict.message).toContain('its default certificate');
-    expect(verdict.message).toContain(`subject ${FAKE_SUBJECT}, self-signed`);
+    expect(verdict.message).toContain(`subject ${FAKE_CERTIFICATE_SUBJECT}, self-signed`);
     expect(verdict.message).toContain(`not valid for ${HOSTNAME}`);
     expect(verdict.message).toContain(`serial ${issued.serialNumber.replace(/^0+/, '')}`);
   });
@@ -250,7 +185,7 @@ describe('checkServing against a TLS server standing in for the ingress controll
   it('after a renewal: serving only once the new serial is expected and served', async () => {
     await startIngress();
     ingress.load(HOSTNAME, issued);
-    ingress.routes.set(HOSTNAME, PROJECT_PAGE);
+    ingress.route(HOSTNAME, PROJECT_PAGE);
     const renewed = await issue(ca, HOSTNAME);
     expect(renewed.serialNumber).not.toBe(issued.serialNumber);
 
@@ -296,7 +231,7 @@ describe('checkServing against a TLS server standing in for the ingress controll
   it("serving: a project whose own page is a 404 is told apart from the default backend's", async () => {
     await startIngress();
     ingress.load(HOSTNAME, issued);
-    ingress.routes.set(HOSTNAME, { status: 404, body: '<h1>Shop: page not found</h1>' });
+    ingress.route(HOSTNAME, { status: 404, body: '<h1>Shop: page not found</h1>' });
 
     const verdict = await checkServing({ address, hostname: HOSTNAME, serialNumber: issued.serialNumber });
 
@@ -306,7 +241,7 @@ describe('checkServing against a TLS server standing in for the ingress controll
   it('not-reaching-project: the header the platform says its projects send is missing', async () => {
     await startIngress();
     ingress.load(HOSTNAME, issued);
-    ingress.routes.set(HOSTNAME, { status: 200, body: 'a page of someone else' });
+    ingress.route(HOSTNAME, { status: 200, body: 'a page of someone else' });
     const projectHeader = { name: 'X-Served-By', value: 'shop' };
 
     const verdict = await checkServing({
@@ -318,7 +253,7 @@ describe('checkServing against a TLS server standing in for the ingress controll
     expect(verdict.result).toBe('not-reaching-project');
     expect(verdict.message).toContain('it lacks the header X-Served-By');
 
-    ingress.routes.set(HOSTNAME, PROJECT_PAGE);
+    ingress.route(HOSTNAME, PROJECT_PAGE);
     const good = await checkServing({
       address,
       hostname: HOSTNAME,

@@ -37,7 +37,7 @@ import {
   selfSignedCertificate,
   StandInIngress,
   type CertificatePem,
-} from './support/stand-in-ingress.js';
+} from '../support/stand-in-ingress.js';
 
 let stack: ControllerCommand | undefined;
 let operator: OperatorProcess | undefined;

@@ -1,6 +1,6 @@
 /**
- * A TLS server standing in for the ingress controller in e2e tests of the serving check, as
- * ingress-nginx behaves: per SNI name the certificate of the Secret it loaded for that host, else its
+ * A TLS server standing in for the ingress controller in tests of the serving check (the unit tests
+ * of src/serving/ and the e2e test), as ingress-nginx behaves: per SNI name the certificate of the Secret it loaded for that host, else its
  * default certificate (self-signed, the subject of ingress-nginx's "Fake Certificate"); per Host
  * header the project's answer when the host has a route, else the default backend's 404.
  */
@@ -54,6 +54,10 @@ export class StandInIngress {
   readonly #server: Server;
   /** The SNI names of the TLS handshakes, in order. */
   readonly servernames: string[] = [];
+  /** TCP connections accepted. */
+  connections = 0;
+  /** Handshakes the client broke off (what ingress-nginx would log). */
+  readonly handshakeErrors: string[] = [];
 
   constructor(defaultCertificate: CertificatePem) {
     this.#server = createServer(
@@ -76,6 +80,12 @@ export class StandInIngress {
         }
       },
     );
+    this.#server.on('connection', () => {
+      this.connections++;
+    });
+    this.#server.on('tlsClientError', (err) => {
+      this.handshakeErrors.push(err.message);
+    });
   }
 
   /** The ingress controller loads a Secret for `hostname` (replacing the one it had). */
