@@ -31,23 +31,11 @@ import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, promisify } from 'node:util';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  DiscoveryV1Api,
-  KubeConfig,
-  type V1EndpointSlice,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig } from '@kubernetes/client-node';
 import { Resvg } from '@resvg/resvg-js';
 import { parse as parseVega, View } from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
-import {
-  CUSTOM_DOMAIN_PLURAL,
-  GROUP,
-  PLAN_LABEL,
-  VERSION,
-  type CustomDomain,
-} from '../../src/api/customdomain.js';
+import { CUSTOM_DOMAIN_PLURAL, GROUP, VERSION, type CustomDomain } from '../../src/api/customdomain.js';
 import type { RateLimitPolicy, RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
 import { createRateLimitClient, type RateLimitClient } from '../../src/ratelimit/grpc.js';
 import { DnsManagementClient } from '../../src/sandbox/dns-server.js';
@@ -57,6 +45,7 @@ import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { readPid, startDetached, stopProcess } from '../../src/sandbox/processes.js';
 import { httpProbe } from '../../src/sandbox/readiness.js';
 import { PACKAGE_ROOT, sandboxDown, sandboxUp, type SandboxEnv } from '../../src/sandbox/stack.js';
+import { createProject } from './projects.js';
 
 const run = promisify(execFile);
 
@@ -322,22 +311,6 @@ function connect(env: SandboxEnv): Cluster {
     discovery: kc.makeApiClient(DiscoveryV1Api),
     custom: kc.makeApiClient(CustomObjectsApi),
   };
-}
-
-/** A namespace on the Pro plan with Service `web` and one ready endpoint (as examples/ has it). */
-async function createProject(cluster: Cluster, ns: string): Promise<void> {
-  await cluster.core.createNamespace({ body: { metadata: { name: ns, labels: { [PLAN_LABEL]: 'pro' } } } });
-  await cluster.core.createNamespacedService({
-    namespace: ns,
-    body: { metadata: { name: 'web' }, spec: { ports: [{ port: 80, protocol: 'TCP' }] } },
-  });
-  const slice: V1EndpointSlice = {
-    metadata: { name: 'web-1', labels: { 'kubernetes.io/service-name': 'web' } },
-    addressType: 'IPv4',
-    endpoints: [{ addresses: ['10.244.0.10'], conditions: { ready: true } }],
-    ports: [{ port: 80, protocol: 'TCP' }],
-  };
-  await cluster.discovery.createNamespacedEndpointSlice({ namespace: ns, body: slice });
 }
 
 async function createDomain(cluster: Cluster, d: PlannedDomain): Promise<void> {

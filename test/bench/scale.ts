@@ -39,18 +39,10 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, promisify } from 'node:util';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  DiscoveryV1Api,
-  KubeConfig,
-  Watch,
-  type V1EndpointSlice,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, DiscoveryV1Api, KubeConfig, Watch } from '@kubernetes/client-node';
 import {
   CUSTOM_DOMAIN_PLURAL,
   GROUP,
-  PLAN_LABEL,
   VERSION,
   type Condition,
   type CustomDomain,
@@ -72,6 +64,7 @@ import {
   sandboxUp,
   type SandboxEnv,
 } from '../../src/sandbox/stack.js';
+import { createProject } from './projects.js';
 
 const run = promisify(execFile);
 
@@ -629,24 +622,6 @@ async function connect(env: SandboxEnv): Promise<Cluster> {
     custom: kc.makeApiClient(CustomObjectsApi),
     access: await clusterAccess(env.kubeconfig),
   };
-}
-
-/** A namespace on the Pro plan, with Service `web` and one ready endpoint for it. */
-async function createProject(cluster: Cluster, ns: string, runId: string): Promise<void> {
-  await cluster.core.createNamespace({
-    body: { metadata: { name: ns, labels: { [PLAN_LABEL]: 'pro', [RUN_LABEL]: runId } } },
-  });
-  await cluster.core.createNamespacedService({
-    namespace: ns,
-    body: { metadata: { name: 'web' }, spec: { ports: [{ port: 80, protocol: 'TCP' }] } },
-  });
-  const slice: V1EndpointSlice = {
-    metadata: { name: 'web-bench', labels: { 'kubernetes.io/service-name': 'web' } },
-    addressType: 'IPv4',
-    endpoints: [{ addresses: ['10.1.0.1'], conditions: { ready: true } }],
-    ports: [{ port: 80, protocol: 'TCP' }],
-  };
-  await cluster.discovery.createNamespacedEndpointSlice({ namespace: ns, body: slice });
 }
 
 interface DomainPlan {
@@ -1492,7 +1467,9 @@ async function startSandbox(dir: string): Promise<{ env: SandboxEnv; reused: boo
 
 async function setup(ctx: Context, runId: string, plans: ReturnType<typeof planDomains>): Promise<void> {
   progress(`creating ${plans.namespaces.length} namespaces with Service web and a ready EndpointSlice`);
-  await pool(plans.namespaces, ctx.options.concurrency, (ns) => createProject(ctx.cluster, ns, runId));
+  await pool(plans.namespaces, ctx.options.concurrency, (ns) =>
+    createProject(ctx.cluster, ns, { [RUN_LABEL]: runId }),
+  );
   progress(`setting ${plans.domains.length} CNAMEs to ${ctx.env.platformCnameTarget}`);
   const dns = new DnsManagementClient(ctx.env.dnsMgmtUrl);
   await pool(plans.domains, ctx.options.concurrency, (d) =>
