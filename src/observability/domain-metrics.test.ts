@@ -2,6 +2,7 @@ import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import type { Condition, CustomDomain, CustomDomainStatus } from '../api/customdomain.js';
 import { ReadyTransitions, registerDomainMetrics } from './domain-metrics.js';
+import { TextFamiliesRegistry } from './text-families.js';
 
 /** The value of each series of `name` in `registry`'s exposition, keyed by its label text. */
 async function series(registry: Registry, name: string): Promise<Map<string, number>> {
@@ -39,7 +40,7 @@ const certificate = {
 
 describe('per-domain metrics read at scrape time', () => {
   it('reports each domain from the source as it is at the scrape, and nothing of a domain that left', async () => {
-    const registry = new Registry();
+    const registry = new TextFamiliesRegistry();
     const domains = [
       domain('www', {
         phase: 'Live',

@@ -3,13 +3,15 @@
  * renewal times, and the fleet counted by phase and reason. These are the exception to "no hostname
  * labels" (as cert-manager's per-certificate metrics are), so at 10,000 domains they must cost no
  * memory between scrapes: nothing is kept in prom-client; each scrape reads the CustomDomain
- * informer cache the controller already holds (`CustomDomainSource`) and builds the series then.
+ * informer cache the controller already holds (`CustomDomainSource`) and writes the series then,
+ * as text (text-families.ts).
  *
  * The time from verified to Live is a histogram observed from the CustomDomain watch: once per
  * transition of the Ready condition to True (`ReadyTransitions`).
  */
 import { Histogram, type Registry } from 'prom-client';
 import type { Condition, CustomDomain } from '../api/customdomain.js';
+import { escapeLabelValue, formatSampleValue, type TextFamiliesRegistry } from './text-families.js';
 
 /** Where the scrape reads the CustomDomains: the controller's informer cache. */
 export type CustomDomainSource = () => Iterable<CustomDomain>;
@@ -76,51 +78,57 @@ const NO_STATUS = '';
  * - `portico_customdomains{phase,reason}`: domains by `status.phase` and the Ready condition's reason
  *   (both empty before the first status write).
  *
- * Returns the metrics registered in `registry`.
+ * The four per-domain families are written as text (text-families.ts: one line per series from the
+ * cached object, no sample objects); the fleet count, a few series, goes through prom-client.
+ * Returns the prom-client metrics registered in `registry`.
  */
-export function registerDomainMetrics(registry: Registry, source: CustomDomainSource): ScrapeTimeMetric[] {
-  const perDomain = (read: (domain: CustomDomain, labels: Sample['labels'], out: Sample[]) => void) => () => {
-    const out: Sample[] = [];
-    for (const domain of source()) {
-      const { namespace, name } = domain.metadata;
-      read(domain, { namespace, name, hostname: domain.spec.hostname }, out);
-    }
-    return out;
-  };
-  const timestamp = (field: 'notAfter' | 'renewalTime') =>
-    perDomain((domain, labels, out) => {
+export function registerDomainMetrics(
+  registry: TextFamiliesRegistry,
+  source: CustomDomainSource,
+): ScrapeTimeMetric[] {
+  /** Appends one line per sample `sample` gives for each domain, with its labels. */
+  const perDomain =
+    (name: string, sample: (domain: CustomDomain, out: string[], series: string) => void) =>
+    (out: string[]): void => {
+      for (const domain of source()) {
+        const { namespace, name: domainName } = domain.metadata;
+        const labels = `namespace="${escapeLabelValue(namespace)}",name="${escapeLabelValue(domainName)}",hostname="${escapeLabelValue(domain.spec.hostname)}"`;
+        sample(domain, out, `${name}{${labels}`);
+      }
+    };
+  const timestamp = (name: string, field: 'notAfter' | 'renewalTime') =>
+    perDomain(name, (domain, out, series) => {
       const value = unixSeconds(domain.status?.certificate?.[field]);
-      if (value !== undefined) out.push({ labels, value });
+      if (value !== undefined) out.push(`${series}} ${formatSampleValue(value)}`);
     });
+  registry.registerTextGauge(
+    'portico_customdomain_ready_status',
+    "Status of each CustomDomain's Ready condition: 1 for the condition's status (True, False, Unknown), 0 for the other two; Unknown while the domain has no Ready condition.",
+    perDomain('portico_customdomain_ready_status', (domain, out, series) => {
+      const status = condition(domain, 'Ready')?.status ?? 'Unknown';
+      for (const c of READY_STATUSES) out.push(`${series},condition="${c}"} ${c === status ? '1' : '0'}`);
+    }),
+  );
+  registry.registerTextGauge(
+    'portico_customdomain_verified_timestamp_seconds',
+    "When each CustomDomain's DNS verification last turned true (the DNSVerified condition's lastTransitionTime while it is True), Unix time in seconds; absent while not verified.",
+    perDomain('portico_customdomain_verified_timestamp_seconds', (domain, out, series) => {
+      const verified = condition(domain, 'DNSVerified');
+      const value = verified?.status === 'True' ? unixSeconds(verified.lastTransitionTime) : undefined;
+      if (value !== undefined) out.push(`${series}} ${formatSampleValue(value)}`);
+    }),
+  );
+  registry.registerTextGauge(
+    'portico_certificate_expiration_timestamp_seconds',
+    'notAfter of the certificate serving each CustomDomain (status.certificate.notAfter), Unix time in seconds.',
+    timestamp('portico_certificate_expiration_timestamp_seconds', 'notAfter'),
+  );
+  registry.registerTextGauge(
+    'portico_certificate_renewal_timestamp_seconds',
+    "When the operator renews each CustomDomain's certificate (status.certificate.renewalTime), Unix time in seconds.",
+    timestamp('portico_certificate_renewal_timestamp_seconds', 'renewalTime'),
+  );
   const metrics = [
-    scrapeTimeGauge(
-      'portico_customdomain_ready_status',
-      "Status of each CustomDomain's Ready condition: 1 for the condition's status (True, False, Unknown), 0 for the other two; Unknown while the domain has no Ready condition.",
-      perDomain((domain, labels, out) => {
-        const status = condition(domain, 'Ready')?.status ?? 'Unknown';
-        for (const c of READY_STATUSES)
-          out.push({ labels: { ...labels, condition: c }, value: c === status ? 1 : 0 });
-      }),
-    ),
-    scrapeTimeGauge(
-      'portico_customdomain_verified_timestamp_seconds',
-      "When each CustomDomain's DNS verification last turned true (the DNSVerified condition's lastTransitionTime while it is True), Unix time in seconds; absent while not verified.",
-      perDomain((domain, labels, out) => {
-        const verified = condition(domain, 'DNSVerified');
-        const value = verified?.status === 'True' ? unixSeconds(verified.lastTransitionTime) : undefined;
-        if (value !== undefined) out.push({ labels, value });
-      }),
-    ),
-    scrapeTimeGauge(
-      'portico_certificate_expiration_timestamp_seconds',
-      'notAfter of the certificate serving each CustomDomain (status.certificate.notAfter), Unix time in seconds.',
-      timestamp('notAfter'),
-    ),
-    scrapeTimeGauge(
-      'portico_certificate_renewal_timestamp_seconds',
-      "When the operator renews each CustomDomain's certificate (status.certificate.renewalTime), Unix time in seconds.",
-      timestamp('renewalTime'),
-    ),
     scrapeTimeGauge(
       'portico_customdomains',
       "CustomDomains by phase (status.phase) and the Ready condition's reason; both empty before the first status write.",

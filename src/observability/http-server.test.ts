@@ -1,12 +1,14 @@
 import type { AddressInfo } from 'node:net';
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, Gauge } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createObservabilityServer } from './http-server.js';
+import { TextFamiliesRegistry } from './text-families.js';
 
-const registry = new Registry();
+const registry = new TextFamiliesRegistry();
 const server = createObservabilityServer(registry, () => true);
 let base = '';
 let collected = 0;
+let rendered = 0;
 
 beforeAll(async () => {
   new Counter({ name: 'portico_reconcile_total', help: 'Reconciles.', registers: [registry] }).inc(3);
@@ -19,6 +21,10 @@ beforeAll(async () => {
       // A collect callback runs only when its family is rendered.
       collected += 1;
     },
+  });
+  registry.registerTextGauge('portico_certificate_expiration_timestamp_seconds', 'Expiry.', (out) => {
+    rendered += 1;
+    out.push('portico_certificate_expiration_timestamp_seconds{name="www"} 1764105834');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -51,5 +57,15 @@ describe('/metrics', () => {
     expect(body).not.toContain('portico_workqueue_depth');
     expect(body).not.toContain('portico_unknown');
     expect(collected).toBe(0);
+    expect(rendered).toBe(1); // by the first test only
+  });
+
+  it('answers a family written as text when named, and only then writes it', async () => {
+    const body = await (
+      await fetch(`${base}/metrics?name[]=portico_certificate_expiration_timestamp_seconds`)
+    ).text();
+    expect(body).toContain('portico_certificate_expiration_timestamp_seconds{name="www"} 1764105834');
+    expect(body).not.toContain('portico_reconcile_total');
+    expect(rendered).toBe(2);
   });
 });

@@ -10,10 +10,15 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
+import { TextFamiliesRegistry } from './text-families.js';
 
 /** The text of the named families of `registry` (unknown names left out), in the order named. */
 async function selectedMetrics(registry: Registry, names: readonly string[]): Promise<string> {
-  const known = [...new Set(names)].filter((name) => registry.getSingleMetric(name) !== undefined);
+  const known = [...new Set(names)].filter(
+    (name) =>
+      registry.getSingleMetric(name) !== undefined ||
+      (registry instanceof TextFamiliesRegistry && registry.hasTextFamily(name)),
+  );
   const parts = await Promise.all(known.map((name) => registry.getSingleMetricAsString(name)));
   return parts.map((part) => `${part}\n`).join('');
 }

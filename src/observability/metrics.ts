@@ -2,7 +2,8 @@
  * The operator's Prometheus metrics (prom-client). One registry per process, served at `/metrics`.
  * Names follow Prometheus conventions: `_total` counters, `_seconds` durations, base units.
  */
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { TextFamiliesRegistry } from './text-families.js';
 import { ReadyTransitions, registerDomainMetrics, type CustomDomainSource } from './domain-metrics.js';
 import { VERDICT_REASONS } from '../dns/verdict.js';
 import { registerSharedMetrics } from './shared-metrics.js';
@@ -37,7 +38,7 @@ export interface ControllerMetrics {
  * each scrape, once `readCustomDomainsFrom` is called) and Node's process metrics. Every metric is listed in docs/monitoring.md.
  */
 export function createControllerMetrics(): ControllerMetrics {
-  const registry = new Registry();
+  const registry = new TextFamiliesRegistry();
   // Node's process metrics under their standard names (process_*, nodejs_*), which stock Node.js
   // dashboards and alerts look for (#12).
   collectDefaultMetrics({ register: registry });
