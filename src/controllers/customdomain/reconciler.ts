@@ -37,7 +37,12 @@ import {
   type OwnershipStatus,
 } from '../../api/customdomain.js';
 import { eventTypeOf, WARNING_REASONS } from '../../api/reasons.js';
-import { defaultRenewalTime, leafCertificate, type CertificateFacts } from '../../certificates/inspect.js';
+import {
+  certificateFacts,
+  defaultRenewalTime,
+  leafCertificate,
+  type CertificateFacts,
+} from '../../certificates/inspect.js';
 import { parsedSecret } from '../../certificates/parsed-secret.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { normalizeDnsName, type RRsetAnswer } from '../../dns/answers.js';
@@ -195,8 +200,17 @@ interface CertificateOutcome {
   readonly issuance?: IssuanceStatus;
 }
 
+/** At most this many identifiers of certificates just stored wait for their first renewalInfo request. */
+const MAX_STORED_CERT_IDS = 4_096;
+
 export class CustomDomainReconciler {
   readonly #d: CustomDomainReconcilerDeps;
+  /**
+   * The ARI identifiers of the certificates this process stored, by issuer and serial
+   * (`certIdKey`), until the first renewalInfo request of each takes it: the cached Secret keeps no
+   * PEM, and this spares that request a live read of the Secret. Bounded (oldest dropped).
+   */
+  readonly #storedCertIds = new Map<string, string>();
 
   constructor(deps: CustomDomainReconcilerDeps) {
     this.#d = deps;
@@ -800,8 +814,10 @@ export class CustomDomainReconciler {
   /**
    * The ARI identifier (RFC 9773 §4.1) of the certificate with `facts`: the one the domain's status
    * names when it shows the same serial from the same issuer (computed when it was first asked),
-   * else computed from the Secret's leaf. A cached Secret keeps no PEM (parsed-secret.ts), so that
-   * reads the Secret live: once per new certificate, when the CA is first asked about it. Resolves
+   * else the one kept when this process stored the certificate (`#rememberCertId`), else computed
+   * from the Secret's leaf. A cached Secret keeps no PEM (parsed-secret.ts), so that last case reads
+   * the Secret live: a certificate stored by another process (a restart between the issuance and
+   * the first request, an imported one), once. Resolves
    * undefined when the leaf has no Authority Key Identifier; rejects with AriError when the Secret
    * now holds another certificate, or with the API error.
    */
@@ -811,9 +827,8 @@ export class CustomDomainReconciler {
     secret: V1Secret,
     at: { namespace: string; name: string },
   ): Promise<string | undefined> {
-    const shown = domain.status?.certificate;
-    if (shown?.ari?.certId && shown.serialNumber === facts.serialNumber && shown.issuer === facts.issuer)
-      return shown.ari.certId;
+    const known = shownCertId(domain, facts) ?? this.#takeStoredCertId(facts);
+    if (known !== undefined) return known;
     const held = secret.data?.[TLS_CERT] ? secret : await this.#readSecretLive(at);
     const pem = Buffer.from(held?.data?.[TLS_CERT] ?? '', 'base64').toString('utf8');
     const leaf = leafCertificate(pem);
@@ -1151,6 +1166,30 @@ export class CustomDomainReconciler {
       },
     };
     await this.#apply(secret);
+    this.#rememberCertId(issued.certificatePem);
+  }
+
+  /** The identifier `#rememberCertId` kept for the certificate with `facts`, once. */
+  #takeStoredCertId(facts: CertificateFacts): string | undefined {
+    const key = certIdKey(facts);
+    const stored = this.#storedCertIds.get(key);
+    this.#storedCertIds.delete(key);
+    return stored;
+  }
+
+  /** Keeps the ARI identifier of a certificate just stored for its first renewalInfo request. */
+  #rememberCertId(chainPem: string): void {
+    try {
+      const leaf = leafCertificate(chainPem);
+      const certId = ariCertificateId(leaf.toString());
+      if (this.#storedCertIds.size >= MAX_STORED_CERT_IDS) {
+        const oldest = this.#storedCertIds.keys().next().value;
+        if (oldest !== undefined) this.#storedCertIds.delete(oldest);
+      }
+      this.#storedCertIds.set(certIdKey(certificateFacts(leaf)), certId);
+    } catch {
+      // No Authority Key Identifier, or no parse: the first request reads the Secret and says so.
+    }
   }
 
   async #writeStatus(domain: CustomDomain, status: CustomDomainStatus, log: Logger): Promise<void> {
@@ -1224,4 +1263,20 @@ function notRouted(): RoutingState {
     reason: 'AwaitingDNSVerification',
     message: 'The domain is routed once DNS verification succeeds.',
   };
+}
+
+/**
+ * The ARI identifier the domain's status shows for the certificate with `facts` (same serial and
+ * issuer), computed when the CA was first asked about it.
+ */
+function shownCertId(domain: CustomDomain, facts: CertificateFacts): string | undefined {
+  const shown = domain.status?.certificate;
+  return shown?.ari?.certId && shown.serialNumber === facts.serialNumber && shown.issuer === facts.issuer
+    ? shown.ari.certId
+    : undefined;
+}
+
+/** The key of `#storedCertIds`: a certificate's issuer and serial. */
+function certIdKey(facts: Pick<CertificateFacts, 'issuer' | 'serialNumber'>): string {
+  return `${facts.issuer}\u0000${facts.serialNumber}`;
 }
