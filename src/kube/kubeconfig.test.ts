@@ -1,6 +1,5 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
@@ -9,6 +8,7 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { generateSandboxCertificates, type SandboxCertificates } from '../sandbox/certificates.js';
+import { listenOn } from '../../test/support/loopback-server.js';
 import { loadKubeConfig, PooledKubeConfig } from './kubeconfig.js';
 
 /** A small HTTPS "API server" that answers namespace GETs and counts its TLS connections. */
@@ -92,9 +92,7 @@ async function startServer(): Promise<FakeApiServer> {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  fake.url = `https://127.0.0.1:${port}`;
+  fake.url = `https://127.0.0.1:${String(await listenOn(server))}`;
   servers.push(fake);
   return fake;
 }

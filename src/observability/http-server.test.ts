@@ -1,7 +1,7 @@
-import type { AddressInfo } from 'node:net';
 import { Counter, Gauge } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createObservabilityServer } from './http-server.js';
+import { closeServer, listenOn } from '../../test/support/loopback-server.js';
 import { TextFamiliesRegistry } from './text-families.js';
 
 const registry = new TextFamiliesRegistry();
@@ -26,18 +26,10 @@ beforeAll(async () => {
     rendered += 1;
     out.push('portico_certificate_expiration_timestamp_seconds{name="www"} 1764105834');
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = `http://127.0.0.1:${String(await listenOn(server))}`;
 });
 
-afterAll(
-  () =>
-    new Promise<void>((resolve) =>
-      server.close(() => {
-        resolve();
-      }),
-    ),
-);
+afterAll(() => closeServer(server));
 
 describe('/metrics', () => {
   it('answers every family without a filter', async () => {

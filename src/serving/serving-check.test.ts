@@ -2,17 +2,13 @@
 import 'reflect-metadata';
 
 import { webcrypto } from 'node:crypto';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import {
-  createServer as createTcpServer,
-  type AddressInfo,
-  type Server as TcpServer,
-  type Socket,
-} from 'node:net';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import * as x509 from '@peculiar/x509';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { inspectCertificate } from '../certificates/inspect.js';
+import { closeServer, listenOn } from '../../test/support/loopback-server.js';
 import { FAKE_CERTIFICATE_SUBJECT, StandInIngress } from '../../test/support/stand-in-ingress.js';
 import { checkServing, parseDataPlaneAddress, ServingAddressError } from './serving-check.js';
 
@@ -274,8 +270,7 @@ describe('checkServing when the data plane cannot be reached', () => {
 
   it('unreachable: nothing listening (ECONNREFUSED)', async () => {
     const probe = createTcpServer();
-    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-    const port = (probe.address() as AddressInfo).port;
+    const port = await listenOn(probe);
     await new Promise((resolve) => probe.close(resolve));
 
     const verdict = await checkServing({
@@ -295,11 +290,11 @@ describe('checkServing when the data plane cannot be reached', () => {
   it('unreachable: a server that accepts the connection and never answers (ETIMEDOUT after timeoutMs)', async () => {
     const silent = createTcpServer((socket) => sockets.push(socket));
     servers.push(silent);
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentPort = await listenOn(silent);
     const started = Date.now();
 
     const verdict = await checkServing({
-      address: `127.0.0.1:${(silent.address() as AddressInfo).port}`,
+      address: `127.0.0.1:${String(silentPort)}`,
       hostname: HOSTNAME,
       serialNumber: issued.serialNumber,
       timeoutMs: 200,
@@ -348,16 +343,6 @@ describe('checkServing when the data plane cannot be reached', () => {
     expect(verdict.message).toContain('does not speak TLS');
   });
 });
-
-async function listenOn(server: TcpServer): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as AddressInfo).port;
-}
-
-async function closeServer(server: HttpServer | HttpsServer): Promise<void> {
-  server.closeAllConnections();
-  await new Promise((resolve) => server.close(resolve));
-}
 
 describe('parseDataPlaneAddress', () => {
   it('reads host:port, [ipv6]:port and a host alone (port 443)', () => {

@@ -9,9 +9,9 @@ import 'reflect-metadata';
 
 import { webcrypto } from 'node:crypto';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import * as x509 from '@peculiar/x509';
+import { closeServer, listenOn } from './loopback-server.js';
 
 x509.cryptoProvider.set(webcrypto);
 
@@ -100,16 +100,10 @@ export class StandInIngress {
 
   /** Listens on 127.0.0.1 and a free port; resolves to `host:port`. */
   async listen(): Promise<string> {
-    await new Promise<void>((resolve) => this.#server.listen(0, '127.0.0.1', resolve));
-    return `127.0.0.1:${(this.#server.address() as AddressInfo).port}`;
+    return `127.0.0.1:${String(await listenOn(this.#server))}`;
   }
 
   async close(): Promise<void> {
-    this.#server.closeAllConnections();
-    await new Promise<void>((resolve) => {
-      this.#server.close(() => {
-        resolve();
-      });
-    });
+    await closeServer(this.#server);
   }
 }

@@ -817,9 +817,9 @@ export class CustomDomainReconciler {
    * else the one kept when this process stored the certificate (`#rememberCertId`), else computed
    * from the Secret's leaf. A cached Secret keeps no PEM (parsed-secret.ts), so that last case reads
    * the Secret live: a certificate stored by another process (a restart between the issuance and
-   * the first request, an imported one), once. Resolves
-   * undefined when the leaf has no Authority Key Identifier; rejects with AriError when the Secret
-   * now holds another certificate, or with the API error.
+   * the first request, an imported one), once. Resolves undefined when the leaf has no Authority
+   * Key Identifier; rejects with AriError when the Secret now holds another certificate, or with
+   * the API error.
    */
   async #ariCertId(
     domain: CustomDomain,

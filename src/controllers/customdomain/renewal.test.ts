@@ -1,13 +1,13 @@
 import 'reflect-metadata';
 import { webcrypto } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import * as x509 from '@peculiar/x509';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ariCertificateId } from '../../acme/ari.js';
 import { AcmeDirectory } from '../../acme/directory.js';
 import type { CertificateStatus } from '../../api/customdomain.js';
+import { closeServer, listenOn } from '../../../test/support/loopback-server.js';
 import { ARI_FAILURE_RETRY_MS, RenewalPlanner } from './renewal.js';
 
 x509.cryptoProvider.set(webcrypto);
@@ -55,18 +55,10 @@ beforeAll(async () => {
       JSON.stringify({ suggestedWindow: { start: '2026-12-20T00:00:00Z', end: '2026-12-22T00:00:00Z' } }),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = `http://127.0.0.1:${String(await listenOn(server))}`;
 });
 
-afterAll(
-  () =>
-    new Promise<void>((resolve) =>
-      server.close(() => {
-        resolve();
-      }),
-    ),
-);
+afterAll(() => closeServer(server));
 
 describe('RenewalPlanner', () => {
   it('does not ask the CA again for a certificate whose renewalInfo failed, until the retry time or a verify request', async () => {
