@@ -310,6 +310,15 @@ describe('OrderBudget: the order of the line', () => {
     }
     expect(order).toEqual(['small/d0', 'big/d4', 'small/d1', 'big/d5', 'small/d2', 'big/d6']);
   });
+
+  it('breaks a tie of queuedAt by first request, so a key never moves back one already told its place', () => {
+    const budget = new OrderBudget({ limits: { accountOrders: { limit: 1, windowMs: HOUR } } });
+    budget.request(req('a/first'), at(0));
+    // Same tenant, same queuedAt: d9 asks before d1 (its key sorts after d1's).
+    expect(budget.request(req('a/d9'), at(MINUTE))).toMatchObject({ admitted: false, position: 1 });
+    expect(budget.request(req('a/d1'), at(MINUTE))).toMatchObject({ admitted: false, position: 2 });
+    expect(budget.admissible(at(HOUR))).toEqual(['a/d9']);
+  });
 });
 
 describe('OrderBudget: limits of one domain', () => {

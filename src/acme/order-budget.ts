@@ -82,7 +82,7 @@ export interface OrderRequest {
    */
   readonly registeredDomain: string;
   readonly kind: OrderKind;
-  /** Since when the domain has needed this certificate: the order within its tenant (oldest first, then by key). */
+  /** Since when the domain has needed this certificate: the order within its tenant (oldest first, then in order of first request). */
   readonly queuedAt: Date;
 }
 
@@ -213,6 +213,8 @@ interface Entry {
   readonly kind: OrderKind;
   readonly kindRank: number;
   readonly queuedAtMs: number;
+  /** Order of first requests (a counter): breaks ties of `queuedAtMs`, so a key never goes ahead of one already waiting with the same time. */
+  readonly arrival: number;
   state: EntryState;
   /** When the caller was told to come back (or last came), ms: for `staleAfterMs`. */
   dueMs: number;
@@ -233,7 +235,7 @@ interface Slot {
 
 interface Stream {
   readonly id: string;
-  /** Active entries, by queuedAt then key. */
+  /** Active entries, by queuedAt then first request. */
   readonly items: Entry[];
   /** Rounds strictly increasing; `slots[i]` belongs to `items[i]`. */
   readonly slots: Slot[];
@@ -246,7 +248,7 @@ interface Stream {
 interface DomainState {
   readonly certs: SlidingWindow;
   inFlight: number;
-  /** Waiting entries not parked by their hostname, by kind, queuedAt, key. */
+  /** Waiting entries not parked by their hostname, by kind, queuedAt, first request. */
   readonly line: Entry[];
   /** `line[0 .. active)` are in the shared line; the rest wait for this domain's budget. */
   active: number;
@@ -347,6 +349,8 @@ export class OrderBudget {
   readonly #domains = new Map<string, DomainState>();
   readonly #hosts = new Map<string, HostState>();
   readonly #waiting = new Map<string, Entry>();
+  /** First requests so far: the next entry's `arrival`. */
+  #arrivals = 0;
   readonly #inFlight = new Map<string, Flight>();
   readonly #streams = new Map<string, Stream>();
   /** The shared line: the slots of every active entry, in admission order. */
@@ -612,6 +616,7 @@ export class OrderBudget {
       kind: req.kind,
       kindRank: KIND_RANK[req.kind],
       queuedAtMs: validMs(req.queuedAt, 'queuedAt'),
+      arrival: this.#arrivals++,
       state: 'gone',
       dueMs: nowMs,
       told: undefined,
@@ -911,19 +916,14 @@ function streamId(entry: Entry): string {
   return `${entry.kindRank}:${entry.tenant}`;
 }
 
-function compareStrings(a: string, b: string): number {
-  if (a === b) return 0;
-  return a < b ? -1 : 1;
-}
-
-/** A domain's or hostname's line: renewals first, then by queuedAt, then by key. */
+/** A domain's or hostname's line: renewals first, then by queuedAt, then in order of first request. */
 function byLine(a: Entry, b: Entry): number {
-  return a.kindRank - b.kindRank || a.queuedAtMs - b.queuedAtMs || compareStrings(a.key, b.key);
+  return a.kindRank - b.kindRank || a.queuedAtMs - b.queuedAtMs || a.arrival - b.arrival;
 }
 
-/** Within a tenant's stream: by queuedAt, then by key. */
+/** Within a tenant's stream: by queuedAt, then in order of first request. */
 function byStream(a: Entry, b: Entry): number {
-  return a.queuedAtMs - b.queuedAtMs || compareStrings(a.key, b.key);
+  return a.queuedAtMs - b.queuedAtMs || a.arrival - b.arrival;
 }
 
 /** The shared line: renewals first, then round by round, then in the order the slots were made. */

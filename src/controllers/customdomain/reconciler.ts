@@ -968,7 +968,9 @@ export class CustomDomainReconciler {
         hostname,
         registeredDomain: registeredDomain(hostname),
         kind,
-        queuedAt: now,
+        // The moment of asking, not the reconcile's start: a reconcile that began earlier but asks
+        // later (its DNS check took longer) must not go ahead of a domain already told its place.
+        queuedAt: this.#d.now(),
       },
       now,
     );
