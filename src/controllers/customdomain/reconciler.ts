@@ -11,6 +11,7 @@ import {
   type KubernetesObjectApi,
   type V1Secret,
 } from '@kubernetes/client-node';
+import type { X509Certificate } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -834,12 +835,7 @@ export class CustomDomainReconciler {
     const leaf = leafCertificate(pem);
     if (leaf.serialNumber !== facts.serialNumber)
       throw new AriError(`Secret ${at.name} holds another certificate now (serial ${leaf.serialNumber})`);
-    try {
-      return ariCertificateId(leaf.toString());
-    } catch (err) {
-      if (err instanceof AriError) return undefined;
-      throw err;
-    }
+    return leafAriCertId(leaf);
   }
 
   async #readSecretLive(at: { namespace: string; name: string }): Promise<V1Secret | undefined> {
@@ -1183,14 +1179,15 @@ export class CustomDomainReconciler {
   #rememberCertId(chainPem: string): void {
     try {
       const leaf = leafCertificate(chainPem);
-      const certId = ariCertificateId(leaf.toString());
+      const certId = leafAriCertId(leaf);
+      if (certId === undefined) return;
       if (this.#storedCertIds.size >= MAX_STORED_CERT_IDS) {
         const oldest = this.#storedCertIds.keys().next().value;
         if (oldest !== undefined) this.#storedCertIds.delete(oldest);
       }
       this.#storedCertIds.set(certIdKey(certificateFacts(leaf)), certId);
     } catch {
-      // No Authority Key Identifier, or no parse: the first request reads the Secret and says so.
+      // No parse: the first request reads the Secret and says so.
     }
   }
 
@@ -1281,4 +1278,17 @@ function shownCertId(domain: CustomDomain, facts: CertificateFacts): string | un
 /** The key of `#storedCertIds`: a certificate's issuer and serial. */
 function certIdKey(facts: Pick<CertificateFacts, 'issuer' | 'serialNumber'>): string {
   return `${facts.issuer}\u0000${facts.serialNumber}`;
+}
+
+/**
+ * The ARI identifier (RFC 9773 §4.1) of `leaf`; undefined when it has no Authority Key Identifier
+ * (the CA cannot be asked about it). Throws what `ariCertificateId` throws but AriError.
+ */
+function leafAriCertId(leaf: X509Certificate): string | undefined {
+  try {
+    return ariCertificateId(leaf.toString());
+  } catch (err) {
+    if (err instanceof AriError) return undefined;
+    throw err;
+  }
 }
