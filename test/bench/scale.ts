@@ -256,6 +256,16 @@ function mib(bytes: number | undefined): string {
   return bytes === undefined ? 'n/a' : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
 
+/** The peak's anonymous and file-backed RSS, then the nearest scrape's V8 heap and external memory. */
+function compositionLine(c: PeakComposition | undefined): string {
+  if (c === undefined) return 'n/a';
+  const heap =
+    c.scrapeSecondsAway === undefined
+      ? 'no scrape'
+      : `heap used ${mib(c.heapUsedBytes)} of ${mib(c.heapTotalBytes)} committed, external ${mib(c.externalBytes)} (scrape ${secs(c.scrapeSecondsAway, 0)} away)`;
+  return `anon ${mib(c.rssAnonBytes)}, file ${mib(c.rssFileBytes)}; ${heap}`;
+}
+
 function secs(value: number | undefined, digits = 2): string {
   return value === undefined ? 'n/a' : `${value.toFixed(digits)} s`;
 }
@@ -298,6 +308,10 @@ function sumOf(samples: readonly Sample[], name: string, match: Record<string, s
 const OPERATOR_METRICS = new Set([
   'portico_nodejs_heap_size_used_bytes',
   'nodejs_heap_size_used_bytes',
+  'portico_nodejs_heap_size_total_bytes',
+  'nodejs_heap_size_total_bytes',
+  'portico_nodejs_external_memory_bytes',
+  'nodejs_external_memory_bytes',
   'portico_reconcile_total',
   'portico_reconcile_duration_seconds_bucket',
   'portico_reconcile_duration_seconds_sum',
@@ -316,10 +330,12 @@ async function operatorMetrics(url: string): Promise<Sample[] | undefined> {
 }
 
 function heapUsed(samples: readonly Sample[]): number | undefined {
-  const found = samples.find(
-    (s) => s.name === 'portico_nodejs_heap_size_used_bytes' || s.name === 'nodejs_heap_size_used_bytes',
-  );
-  return found?.value;
+  return nodejsGauge(samples, 'heap_size_used_bytes');
+}
+
+/** A prom-client default gauge, `nodejs_<name>` with or without the operator's `portico_` prefix. */
+function nodejsGauge(samples: readonly Sample[], name: string): number | undefined {
+  return samples.find((s) => s.name === `portico_nodejs_${name}` || s.name === `nodejs_${name}`)?.value;
 }
 
 function reconciles(samples: readonly Sample[]): number {
@@ -384,10 +400,28 @@ function ordersByResult(samples: readonly Sample[]): Record<string, number> {
   return out;
 }
 
-async function rssBytes(pid: number): Promise<number | undefined> {
+/** Resident memory of `pid` from /proc/PID/status, bytes: all, anonymous, and file-backed (the mapped Node binary). */
+interface ResidentBytes {
+  rss: number;
+  anon?: number;
+  file?: number;
+}
+
+async function residentBytes(pid: number): Promise<ResidentBytes | undefined> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-  const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
-  return kb === undefined ? undefined : Number(kb) * 1024;
+  const field = (name: string): number | undefined => {
+    const kb = new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1];
+    return kb === undefined ? undefined : Number(kb) * 1024;
+  };
+  const rss = field('VmRSS');
+  if (rss === undefined) return undefined;
+  const anon = field('RssAnon');
+  const file = field('RssFile');
+  return { rss, ...(anon === undefined ? {} : { anon }), ...(file === undefined ? {} : { file }) };
+}
+
+async function rssBytes(pid: number): Promise<number | undefined> {
+  return (await residentBytes(pid))?.rss;
 }
 
 async function clockTicks(): Promise<number> {
@@ -429,10 +463,30 @@ interface ProcSample {
   phase: string;
   pid: number;
   rssBytes?: number;
+  /** RssAnon and RssFile (the Node binary's pages) of /proc/PID/status. */
+  rssAnonBytes?: number;
+  rssFileBytes?: number;
   heapUsedBytes?: number;
+  /** V8's heap as committed (nodejs_heap_size_total_bytes) and memory outside it (nodejs_external_memory_bytes), at scrapes. */
+  heapTotalBytes?: number;
+  externalBytes?: number;
   cpuSeconds?: number;
   /** portico_workqueue_depth of the CustomDomain controller. */
   queueDepth?: number;
+}
+
+/** The operator's memory at its RSS peak (`Sampler.peakComposition`), bytes. */
+interface PeakComposition {
+  /** Since the benchmark started. */
+  atSeconds: number;
+  rssBytes: number;
+  rssAnonBytes?: number;
+  rssFileBytes?: number;
+  /** How far the scrape the heap figures come from was from the peak sample. */
+  scrapeSecondsAway?: number;
+  heapUsedBytes?: number | undefined;
+  heapTotalBytes?: number | undefined;
+  externalBytes?: number | undefined;
 }
 
 /** Samples the operator every second: RSS and CPU from /proc, heap from /metrics. */
@@ -476,12 +530,14 @@ class Sampler {
     this.#busy = true;
     try {
       const t = Date.now() - this.#t0;
-      const [rss, cpu, metrics] = await Promise.all([
-        rssBytes(pid),
+      const [resident, cpu, metrics] = await Promise.all([
+        residentBytes(pid),
         cpuSeconds(pid, this.#ticks),
         this.#scrapeDue(t) ? operatorMetrics(this.#metricsUrl) : undefined,
       ]);
       const heap = metrics ? heapUsed(metrics) : undefined;
+      const heapTotal = metrics ? nodejsGauge(metrics, 'heap_size_total_bytes') : undefined;
+      const external = metrics ? nodejsGauge(metrics, 'external_memory_bytes') : undefined;
       const depth = metrics?.find(
         (m) => m.name === 'portico_workqueue_depth' && m.labels['controller'] === 'customdomain',
       );
@@ -489,14 +545,51 @@ class Sampler {
         t,
         phase: this.phase,
         pid,
-        ...(rss === undefined ? {} : { rssBytes: rss }),
+        ...(resident === undefined ? {} : { rssBytes: resident.rss }),
+        ...(resident?.anon === undefined ? {} : { rssAnonBytes: resident.anon }),
+        ...(resident?.file === undefined ? {} : { rssFileBytes: resident.file }),
         ...(heap === undefined ? {} : { heapUsedBytes: heap }),
+        ...(heapTotal === undefined ? {} : { heapTotalBytes: heapTotal }),
+        ...(external === undefined ? {} : { externalBytes: external }),
         ...(cpu === undefined ? {} : { cpuSeconds: cpu }),
         ...(depth === undefined ? {} : { queueDepth: depth.value }),
       });
     } finally {
       this.#busy = false;
     }
+  }
+
+  /**
+   * What the RSS was made of at its peak over `phases`: the peak sample's anonymous and file-backed
+   * RSS, and the V8 heap (used, committed) and external memory of the scrape nearest to it (every
+   * SCRAPE_INTERVAL_MS, so up to half of that apart).
+   */
+  peakComposition(phases: readonly string[]): PeakComposition | undefined {
+    const inPhases = this.samples.filter((s) => phases.includes(s.phase));
+    const peak = inPhases.reduce<ProcSample | undefined>(
+      (best, s) => (s.rssBytes !== undefined && s.rssBytes > (best?.rssBytes ?? -1) ? s : best),
+      undefined,
+    );
+    if (peak?.rssBytes === undefined) return undefined;
+    const scraped = inPhases.filter((s) => s.heapTotalBytes !== undefined);
+    const near = scraped.reduce<ProcSample | undefined>(
+      (best, s) => (Math.abs(s.t - peak.t) < Math.abs((best?.t ?? Infinity) - peak.t) ? s : best),
+      undefined,
+    );
+    return {
+      atSeconds: peak.t / 1000,
+      rssBytes: peak.rssBytes,
+      ...(peak.rssAnonBytes === undefined ? {} : { rssAnonBytes: peak.rssAnonBytes }),
+      ...(peak.rssFileBytes === undefined ? {} : { rssFileBytes: peak.rssFileBytes }),
+      ...(near === undefined
+        ? {}
+        : {
+            scrapeSecondsAway: Math.abs(near.t - peak.t) / 1000,
+            heapUsedBytes: near.heapUsedBytes,
+            heapTotalBytes: near.heapTotalBytes,
+            externalBytes: near.externalBytes,
+          }),
+    };
   }
 
   /** Max and mean of a field over the samples of `phases` (and of `pid` when given). */
@@ -986,6 +1079,8 @@ interface RampResult extends Measured {
   orders: OrderSplit;
   peakRssBytes: number | undefined;
   peakHeapUsedBytes: number | undefined;
+  /** What the RSS was made of at its peak. */
+  peakComposition: PeakComposition | undefined;
   peakQueueDepth: number | undefined;
   writesPerDomain: RequestRow[];
   timings: DomainTiming[];
@@ -1074,6 +1169,7 @@ async function ramp(
     orders: orderSplit(await readLog(ctx.logFile), plans, timings),
     peakRssBytes: sampler.over(['ramp'], 'rssBytes').max,
     peakHeapUsedBytes: sampler.over(['ramp'], 'heapUsedBytes').max,
+    peakComposition: sampler.peakComposition(['ramp']),
     peakQueueDepth: sampler.over(['ramp'], 'queueDepth').max,
     writesPerDomain: writesByResource(measured.api.rows, options.domains),
     timings,
@@ -1348,6 +1444,7 @@ function rampSummaryLines(r: Report): string[] {
     `  peak work queue depth (1 s samples)      ${ramp.peakQueueDepth ?? 'n/a'}`,
     `  operator CPU / machine CPU busy          ${secs(ramp.operatorCpuSeconds)} / ${percent(ramp.machineBusy)} of ${r.machine.cpus} CPUs`,
     `  peak RSS / peak JS heap used             ${mib(ramp.peakRssBytes)} / ${mib(ramp.peakHeapUsedBytes)}`,
+    `  at the RSS peak                          ${compositionLine(ramp.peakComposition)}`,
     `  Pebble restarted (stalled CA)            ${r.caRestarts.length === 0 ? 'never' : r.caRestarts.map((c) => `${c.at} with ${c.ready} Ready`).join('; ')}`,
   ];
 }
