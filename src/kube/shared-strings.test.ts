@@ -64,4 +64,43 @@ describe('shareCommonStrings', () => {
     // 20 values of 4 to 29 characters each (about 20-48 bytes a string) are shared per domain.
     expect((plain - shared) / n).toBeGreaterThan(300);
   });
+
+  // A value repeated within one object but unique to it (a domain's hostname, the time of its last
+  // transition) is kept once per object, not once per place it appears.
+  it('keeps one copy of a value repeated within one object, however unique it is to that object', () => {
+    const n = 5_000;
+    const json = (i: number): string => {
+      const at = new Date(Date.UTC(2026, 10, 25, 0, 0, 0, i)).toISOString();
+      const hostname = `d${i}.shop-${i}.example`;
+      return JSON.stringify({
+        spec: { hostname },
+        status: {
+          verifiedAt: at,
+          observed: { checkedAt: at, records: [{ name: hostname }, { name: hostname }] },
+          conditions: [1, 2, 3, 4, 5].map(() => ({ lastTransitionTime: at })),
+        },
+      });
+    };
+    const heldBy = (share: boolean): number => {
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      const kept: unknown[] = [];
+      for (let i = 0; i < n; i++) {
+        const obj: unknown = JSON.parse(json(i));
+        if (share) shareCommonStrings(obj);
+        kept.push(obj);
+      }
+      gc();
+      const used = process.memoryUsage().heapUsed - before;
+      expect(kept).toHaveLength(n);
+      return used;
+    };
+    const plain = heldBy(false);
+    const shared = heldBy(true);
+    // 6 of 7 timestamps (24 characters, about 40 bytes each) and 2 of 3 hostnames go.
+    expect((plain - shared) / n).toBeGreaterThan(200);
+    const obj = JSON.parse(json(7)) as unknown;
+    shareCommonStrings(obj);
+    expect(obj).toEqual(JSON.parse(json(7)));
+  });
 });

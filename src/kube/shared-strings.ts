@@ -53,27 +53,48 @@ export function sharedString(value: string): string {
 
 /**
  * Replaces, in place, the string values of `SHARED_VALUE_KEYS` and the entries of `finalizers`
- * arrays anywhere in `obj` (to MAX_DEPTH levels) by their shared copies (`sharedString`). Changes no
- * value, only which copy holds it; idempotent. Property order and object shapes are kept (values are
- * assigned to existing keys only).
+ * arrays anywhere in `obj` (to MAX_DEPTH levels) by their shared copies (`sharedString`), and every
+ * other string value or array entry of at most MAX_SHARED_LENGTH characters by the first equal one
+ * met in the same `obj`: a CustomDomain repeats its hostname six times and one timestamp up to eight
+ * (each condition's lastTransitionTime, checkedAt, verifiedAt…), each a copy of its own as parsed.
+ * Changes no value, only which copy holds it; idempotent. Property order and object shapes are kept
+ * (values are assigned to existing keys only).
  */
-export function shareCommonStrings(obj: unknown, depth = 0): void {
+export function shareCommonStrings(obj: unknown): void {
+  share(obj, 0, new Map());
+}
+
+/** `shareCommonStrings` below `depth`, with `seen` the strings already met in the same object. */
+function share(obj: unknown, depth: number, seen: Map<string, string>): void {
   if (depth > MAX_DEPTH || obj === null || typeof obj !== 'object') return;
   if (Array.isArray(obj)) {
-    for (const item of obj) shareCommonStrings(item, depth + 1);
+    for (let i = 0; i < obj.length; i++) {
+      const item: unknown = obj[i];
+      if (typeof item === 'string') obj[i] = sameString(item, seen);
+      else share(item, depth + 1, seen);
+    }
     return;
   }
   const record = obj as Record<string, unknown>;
   for (const key of Object.keys(record)) {
     const value = record[key];
     if (typeof value === 'string') {
-      if (SHARED_VALUE_KEYS.has(key)) record[key] = sharedString(value);
+      record[key] = SHARED_VALUE_KEYS.has(key) ? sharedString(value) : sameString(value, seen);
     } else if (key === 'finalizers' && Array.isArray(value)) {
       shareEntries(value);
     } else {
-      shareCommonStrings(value, depth + 1);
+      share(value, depth + 1, seen);
     }
   }
+}
+
+/** The first copy of `value` met in this object (`seen`), when it is short enough to look up. */
+function sameString(value: string, seen: Map<string, string>): string {
+  if (value.length > MAX_SHARED_LENGTH) return value;
+  const kept = seen.get(value);
+  if (kept !== undefined) return kept;
+  seen.set(value, value);
+  return value;
 }
 
 /** Replaces the string entries of `list` by their shared copies. */
