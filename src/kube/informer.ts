@@ -13,9 +13,10 @@
  * condition types and reasons…) are one shared copy each (`shareCommonStrings`).
  */
 import {
-  CustomObjectsApi,
-  KubernetesObjectApi,
+  ApiException,
+  HttpMethod,
   ListWatch,
+  RequestContext,
   Watch,
   type Informer,
   type KubeConfig,
@@ -24,6 +25,7 @@ import {
   type ObjectCache,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
+import { fetch } from 'undici';
 import { backoffDelayMs, type BackoffPolicy } from './backoff.js';
 import { shareCommonStrings } from './shared-strings.js';
 
@@ -47,9 +49,10 @@ export interface ResilientInformerOptions<T extends KubernetesObject> {
    * Lists the objects: one page per call. A lister that honours `page` (sends `limit` and
    * `continue`) is read page by page until the API server returns no continue token, each page
    * trimmed before the next is asked for, so a list of 10,000 Secrets never holds 10,000 full
-   * Secrets at once; a lister that ignores it returns everything in one page.
+   * Secrets at once; a lister that ignores it returns everything in one page. Default: the
+   * collection at `path` as plain JSON, with `labelSelector` (`collectionLister`).
    */
-  list: (page: ListPage) => Promise<KubernetesListObject<T>>;
+  list?: (page: ListPage) => Promise<KubernetesListObject<T>>;
   labelSelector?: string;
   /**
    * Trims what the cache keeps of each object as it arrives (after managedFields are dropped), e.g.
@@ -143,55 +146,61 @@ function continueToken(answer: KubernetesListObject<KubernetesObject>): string |
 }
 
 /**
- * A kind to list in every namespace. `plural` marks a kind served from a CRD (its resource name):
- * it is listed through the custom objects API, whose answer is the API server's JSON as it came.
- * client-node's generic list (KubernetesObjectApi) reads a custom resource list's `metadata` as an
- * ObjectMeta and so drops its `continue`: a paginated list would end after its first page.
+ * The collection path of a resource in every namespace: `/api/v1/secrets` for the core group,
+ * `/apis/networking.k8s.io/v1/ingresses` for the others (`apiVersion` is `group/version` or `v1`;
+ * `plural` is the resource name).
  */
-export interface ListedKind {
-  apiVersion: string;
-  kind: string;
-  plural?: string;
-  labelSelector?: string;
+export function collectionPath(apiVersion: string, plural: string): string {
+  return apiVersion.includes('/') ? `/apis/${apiVersion}/${plural}` : `/api/${apiVersion}/${plural}`;
 }
 
 /**
- * A lister for `ResilientInformer.list` that reads the pages asked for: built-in kinds through
- * KubernetesObjectApi, kinds with a `plural` through CustomObjectsApi (see `ListedKind`). Rejects
- * with client-node's ApiException on an error answer.
+ * A lister for `ResilientInformer.list`: GETs the pages asked for of the collection at `path` (the
+ * path the informer watches, `collectionPath`) and answers the API server's JSON as parsed, the
+ * same plain objects a watch event carries.
+ *
+ * Not client-node's typed lists: KubernetesObjectApi builds model objects whose arrays V8 allocates
+ * for 17 elements when a list pushes the first one (a cached Ingress of a restarted operator held
+ * 760 bytes of array slots for 5 one-element arrays, a Secret 150) and whose timestamps are Date
+ * objects where a watched object has strings (docs/performance.md, sixth round). Its generic list also read
+ * a custom resource list's `metadata` as an ObjectMeta, dropping `continue`.
+ *
+ * Uses the kubeconfig's credentials and connection pool (`applySecurityAuthentication`, as
+ * client-node's Watch does). Rejects with client-node's ApiException (`code` the HTTP status, `body`
+ * the answer's text) on an error answer, or with the fetch error.
  */
-export function clusterLister<T extends KubernetesObject>(
+export function collectionLister<T extends KubernetesObject>(
   kubeConfig: KubeConfig,
-  listed: ListedKind,
+  path: string,
+  labelSelector?: string,
 ): (page: ListPage) => Promise<KubernetesListObject<T>> {
-  const { apiVersion, kind, plural, labelSelector } = listed;
-  if (plural !== undefined) {
-    const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-    const [group = '', version = ''] = apiVersion.split('/');
-    return async (page) =>
-      (await custom.listClusterCustomObject({
-        group,
-        version,
-        plural,
-        limit: page.limit,
-        ...(page.continue === undefined ? {} : { _continue: page.continue }),
-        ...(labelSelector === undefined ? {} : { labelSelector }),
-      })) as KubernetesListObject<T>;
-  }
-  const objects = KubernetesObjectApi.makeApiClient(kubeConfig);
-  return (page) =>
-    objects.list<T>(
-      apiVersion,
-      kind,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      undefined,
-      labelSelector,
-      page.limit,
-      page.continue,
-    );
+  return async (page) => {
+    const cluster = kubeConfig.getCurrentCluster();
+    if (!cluster) throw new Error('the kubeconfig has no current cluster');
+    const url = new URL(cluster.server + path);
+    url.searchParams.set('limit', String(page.limit));
+    if (page.continue !== undefined) url.searchParams.set('continue', page.continue);
+    if (labelSelector !== undefined) url.searchParams.set('labelSelector', labelSelector);
+    const context = new RequestContext(url.toString(), HttpMethod.GET);
+    context.setHeaderParam('Accept', 'application/json');
+    await kubeConfig.applySecurityAuthentication(context);
+    const dispatcher = context.getDispatcher();
+    const response = await fetch(url, {
+      method: 'GET',
+      headers: context.getHeaders(),
+      ...(dispatcher === undefined ? {} : { dispatcher }),
+    });
+    const text = await response.text();
+    if (!response.ok) {
+      throw new ApiException(
+        response.status,
+        'Unsuccessful HTTP Request',
+        text,
+        Object.fromEntries(response.headers),
+      );
+    }
+    return JSON.parse(text) as KubernetesListObject<T>;
+  };
 }
 
 /** A Watch that aborts a request opened after its informer was stopped, as soon as it is open. */
@@ -229,8 +238,9 @@ export class ResilientInformer<T extends KubernetesObject> {
     // handlers below (trimming is idempotent: ListWatch hands the listed objects it stores to the
     // same handlers). `synced` turns true when a start has listed (or kept its list) and its watch
     // is open (`#run`).
+    const lister = options.list ?? collectionLister<T>(kubeConfig, options.path, options.labelSelector);
     const list = (): Promise<KubernetesListObject<T>> =>
-      listInPages(options.list, this.#trim, (name, namespace) => this.#informer.get(name, namespace));
+      listInPages(lister, this.#trim, (name, namespace) => this.#informer.get(name, namespace));
     const trim = (this.#trim = (obj: T): void => {
       dropApplyBookkeeping(obj);
       options.keep?.(obj);

@@ -10,13 +10,7 @@
  * A failure on one key is retried with backoff and never blocks another.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type {
-  KubeConfig,
-  KubernetesListObject,
-  KubernetesObject,
-  V1EndpointSlice,
-  V1Service,
-} from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, V1EndpointSlice, V1Service } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import {
   CUSTOM_DOMAIN_LABEL,
@@ -35,7 +29,7 @@ import { backoffDelayMs } from '../../kube/backoff.js';
 import { findCondition } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import { normalizeDnsName } from '../../domain/hostname.js';
-import { clusterLister, ResilientInformer, type ListPage } from '../../kube/informer.js';
+import { collectionLister, collectionPath, ResilientInformer } from '../../kube/informer.js';
 import { slimTlsSecret } from '../../certificates/parsed-secret.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
@@ -153,7 +147,6 @@ export class CustomDomainController {
     const common = { resyncMs: 0, log: deps.log };
     this.#domains = new ResilientInformer<CustomDomain>(deps.kubeConfig, {
       path: `/apis/${GROUP}/${VERSION}/${CUSTOM_DOMAIN_PLURAL}`,
-      list: this.#lister(`${GROUP}/${VERSION}`, 'CustomDomain', { plural: CUSTOM_DOMAIN_PLURAL }),
       onChange: (obj, verb) => {
         deps.onCustomDomainChange?.(obj, verb);
         const key = objectKey(obj);
@@ -191,7 +184,6 @@ export class CustomDomainController {
     this.#namespaces = new ResilientInformer(deps.kubeConfig, {
       ...common,
       path: '/api/v1/namespaces',
-      list: this.#lister('v1', 'Namespace'),
       onChange: (ns) => {
         this.#enqueue(this.#index.inNamespace(ns.metadata?.name ?? ''));
       },
@@ -199,7 +191,6 @@ export class CustomDomainController {
     this.#slices = new ResilientInformer<V1EndpointSlice>(deps.kubeConfig, {
       ...common,
       path: '/apis/discovery.k8s.io/v1/endpointslices',
-      list: this.#lister('discovery.k8s.io/v1', 'EndpointSlice'),
       onChange: (slice) => {
         const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
         if (service) this.#enqueueAwaitingDeploy(slice.metadata?.namespace ?? '', service);
@@ -209,7 +200,6 @@ export class CustomDomainController {
     this.#services = new ResilientInformer<V1Service>(deps.kubeConfig, {
       ...common,
       path: '/api/v1/services',
-      list: this.#lister('v1', 'Service'),
       keep: keepServicePorts,
       onChange: (service) => {
         this.#enqueue(this.#index.ofService(service.metadata?.namespace ?? '', service.metadata?.name ?? ''));
@@ -220,7 +210,6 @@ export class CustomDomainController {
     this.#claims = new ResilientInformer<HostnameClaim>(deps.kubeConfig, {
       ...common,
       path: `/apis/${GROUP}/${VERSION}/${HOSTNAME_CLAIM_PLURAL}`,
-      list: this.#lister(`${GROUP}/${VERSION}`, 'HostnameClaim', { plural: HOSTNAME_CLAIM_PLURAL }),
       onChange: (claim) => {
         this.#enqueue(this.#index.ofHostname(claim.metadata.name));
         this.#enqueue(this.#index.redirectingTo(claim.metadata.name));
@@ -275,32 +264,22 @@ export class CustomDomainController {
     return found;
   }
 
-  /** A lister of `kind` in every namespace; `plural` for a kind served from a CRD (`ListedKind`). */
-  #lister<T extends KubernetesObject>(
-    apiVersion: string,
-    kind: string,
-    options: { labelSelector?: string; plural?: string } = {},
-  ): (page: ListPage) => Promise<KubernetesListObject<T>> {
-    return clusterLister<T>(this.#d.kubeConfig, { apiVersion, kind, ...options });
-  }
-
   /**
-   * Caches the objects of one owned kind (`plural` for a kind served from a CRD, `keep` trims each
-   * object); a change re-queues the domain named by its owner label.
+   * Caches the objects of one owned kind at `path` (`keep` trims each object); a change re-queues
+   * the domain named by its owner label.
    */
   #watchOwned(
     apiVersion: string,
     kind: string,
     path: string,
     labelSelector: string,
-    options: { keep?: (obj: KubernetesObject) => void; plural?: string } = {},
+    options: { keep?: (obj: KubernetesObject) => void } = {},
   ): ResilientInformer<KubernetesObject> {
-    const { keep, plural } = options;
+    const { keep } = options;
     const informer = new ResilientInformer<KubernetesObject>(this.#d.kubeConfig, {
       resyncMs: 0,
       log: this.#d.log,
       path,
-      list: this.#lister(apiVersion, kind, { labelSelector, ...(plural === undefined ? {} : { plural }) }),
       labelSelector,
       ...(keep ? { keep } : {}),
       onChange: (obj) => {
@@ -325,7 +304,8 @@ export class CustomDomainController {
       let served: boolean;
       try {
         // A list of at most one object: the API server answers 404 when it serves no such kind.
-        await this.#lister(apiVersion, kind, { labelSelector: OWNED_SELECTOR, plural })({ limit: 1 });
+        const path = collectionPath(apiVersion, plural);
+        await collectionLister(this.#d.kubeConfig, path, OWNED_SELECTOR)({ limit: 1 });
         served = true;
       } catch (err) {
         if (!isNotFound(err)) throw err;
@@ -333,9 +313,7 @@ export class CustomDomainController {
       }
       this.#d.log.debug({ apiVersion, kind, served }, 'owned kind probed');
       if (served && !this.#stopping)
-        this.#watchOwned(apiVersion, kind, `/apis/${apiVersion}/${plural}`, OWNED_SELECTOR, {
-          plural,
-        }).start();
+        this.#watchOwned(apiVersion, kind, collectionPath(apiVersion, plural), OWNED_SELECTOR).start();
       else if (!served) this.#absentKinds.add(type);
     }
     this.#optionalKindsProbed = true;
