@@ -58,8 +58,6 @@ export class ConfigMapChallengeStore implements ChallengeStore {
     const selector = `${COMPONENT_LABEL}=${COMPONENT}`;
     this.#informer = new ResilientInformer<V1ConfigMap>(kubeConfig, {
       path: `/api/v1/namespaces/${namespace}/configmaps`,
-      list: () =>
-        objects.list('v1', 'ConfigMap', namespace, undefined, undefined, undefined, undefined, selector),
       labelSelector: selector,
       onChange: () => undefined,
       resyncMs: 0,

@@ -6,7 +6,7 @@
  * `onDelete` (whose policies stay in force: removing limits because an object vanished would fail
  * open without anyone deciding to).
  */
-import type { CoreV1Api, KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
+import type { KubeConfig, V1ConfigMap } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import {
   RATELIMIT_COMPONENT_LABEL,
@@ -20,7 +20,6 @@ export const RATELIMIT_SELECTOR = `${RATELIMIT_COMPONENT_LABEL}=${RATELIMIT_COMP
 
 export interface ConfigWatcherOptions {
   readonly kubeConfig: KubeConfig;
-  readonly core: CoreV1Api;
   readonly namespace: string;
   /** `--config-name`: the name of shard 0, and the prefix of the others. */
   readonly configName: string;
@@ -58,11 +57,6 @@ export class ConfigWatcher {
     };
     this.#informer = new ResilientInformer<V1ConfigMap>(options.kubeConfig, {
       path: `/api/v1/namespaces/${namespace}/configmaps`,
-      list: () =>
-        options.core.listNamespacedConfigMap({
-          namespace,
-          labelSelector: RATELIMIT_SELECTOR,
-        }),
       labelSelector: RATELIMIT_SELECTOR,
       onChange: handle,
       // A resync re-reads the cache; an unchanged resourceVersion is skipped above.

@@ -141,7 +141,6 @@ export class RateLimitPolicyController {
     const resyncMs = options.resyncMs ?? 600_000;
     this.#policies = new ResilientInformer<RateLimitPolicy>(options.kubeConfig, {
       path: `/apis/${GROUP}/${VERSION}/${RATE_LIMIT_POLICY_PLURAL}`,
-      list: () => options.objects.list<RateLimitPolicy>(API_VERSION, RATE_LIMIT_POLICY_KIND),
       onChange: (policy, verb) => {
         const key = objectKey(policy);
         this.#queue.add(key);
@@ -161,17 +160,6 @@ export class RateLimitPolicyController {
     });
     this.#configMaps = new ResilientInformer<V1ConfigMap>(options.kubeConfig, {
       path: `/api/v1/namespaces/${options.namespace}/configmaps`,
-      list: () =>
-        options.objects.list<V1ConfigMap>(
-          'v1',
-          'ConfigMap',
-          options.namespace,
-          undefined,
-          undefined,
-          undefined,
-          undefined,
-          SELECTOR,
-        ),
       labelSelector: SELECTOR,
       onChange: (cm, verb) => {
         this.#onConfigMap(cm, verb);

@@ -12,7 +12,7 @@
  */
 import { once } from 'node:events';
 import type { Server } from 'node:http';
-import { CoreV1Api, KubernetesObjectApi } from '@kubernetes/client-node';
+import { KubernetesObjectApi } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../kube/kubeconfig.js';
 import type { Logger } from 'pino';
 import { createObservabilityServer } from '../../observability/http-server.js';
@@ -75,7 +75,6 @@ export async function startRateLimitServer(
   };
   const watcher = new ConfigWatcher({
     kubeConfig,
-    core: kubeConfig.makeApiClient(CoreV1Api),
     namespace: config.configNamespace,
     configName: config.configName,
     onConfig: (name, index, text, resourceVersion) => {
