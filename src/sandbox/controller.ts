@@ -110,6 +110,8 @@ export async function startController(
       NODE_EXTRA_CA_CERTS: options.acmeCaBundle,
       // As the chart runs it (charts/portico/templates/controller-deployment.yaml).
       MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+      MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? '131072',
+      MALLOC_TRIM_THRESHOLD_: process.env.MALLOC_TRIM_THRESHOLD_ ?? '131072',
       // Pebble has no order limit, and a benchmark or a long test run places more orders than
       // Let's Encrypt's 300 per 3 hours: the sandbox's budget is wide unless the caller sets one.
       PORTICO_ACME_ORDERS_PER_WINDOW: process.env.PORTICO_ACME_ORDERS_PER_WINDOW ?? SANDBOX_ORDERS_PER_WINDOW,
