@@ -162,8 +162,8 @@ export function collectionPath(apiVersion: string, plural: string): string {
  * Not client-node's typed lists: KubernetesObjectApi builds model objects whose arrays V8 allocates
  * for 17 elements when a list pushes the first one (a cached Ingress of a restarted operator held
  * 760 bytes of array slots for 5 one-element arrays, a Secret 150) and whose timestamps are Date
- * objects where a watched object has strings (docs/performance.md, sixth round). Its generic list also read
- * a custom resource list's `metadata` as an ObjectMeta, dropping `continue`.
+ * objects where a watched object has strings (docs/performance.md, sixth round). Its generic list
+ * also read a custom resource list's `metadata` as an ObjectMeta, dropping `continue`.
  *
  * Uses the kubeconfig's credentials and connection pool (`applySecurityAuthentication`, as
  * client-node's Watch does). Rejects with client-node's ApiException (`code` the HTTP status, `body`

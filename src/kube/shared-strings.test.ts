@@ -28,6 +28,25 @@ function domainJson(i: number): string {
   });
 }
 
+/**
+ * Heap (bytes, after a GC) that `n` objects parsed from `json(i)` hold, each passed through
+ * `shareCommonStrings` first when `share`.
+ */
+function heapHeldBy(n: number, json: (i: number) => string, share: boolean): number {
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const kept: unknown[] = [];
+  for (let i = 0; i < n; i++) {
+    const obj: unknown = JSON.parse(json(i));
+    if (share) shareCommonStrings(obj);
+    kept.push(obj);
+  }
+  gc();
+  const used = process.memoryUsage().heapUsed - before;
+  expect(kept).toHaveLength(n);
+  return used;
+}
+
 describe('shareCommonStrings', () => {
   it('changes no value and keeps fast properties', () => {
     const obj = JSON.parse(domainJson(1)) as Record<string, unknown>;
@@ -45,22 +64,8 @@ describe('shareCommonStrings', () => {
   // What it is for: 5,000 cached objects hold one copy of each shared value instead of 5,000.
   it('keeps the heap of 5,000 parsed domains smaller by what their repeated values took', () => {
     const n = 5_000;
-    const heldBy = (share: boolean): number => {
-      gc();
-      const before = process.memoryUsage().heapUsed;
-      const kept: unknown[] = [];
-      for (let i = 0; i < n; i++) {
-        const obj: unknown = JSON.parse(domainJson(i));
-        if (share) shareCommonStrings(obj);
-        kept.push(obj);
-      }
-      gc();
-      const used = process.memoryUsage().heapUsed - before;
-      expect(kept).toHaveLength(n);
-      return used;
-    };
-    const plain = heldBy(false);
-    const shared = heldBy(true);
+    const plain = heapHeldBy(n, domainJson, false);
+    const shared = heapHeldBy(n, domainJson, true);
     // 20 values of 4 to 29 characters each (about 20-48 bytes a string) are shared per domain.
     expect((plain - shared) / n).toBeGreaterThan(300);
   });
@@ -81,22 +86,8 @@ describe('shareCommonStrings', () => {
         },
       });
     };
-    const heldBy = (share: boolean): number => {
-      gc();
-      const before = process.memoryUsage().heapUsed;
-      const kept: unknown[] = [];
-      for (let i = 0; i < n; i++) {
-        const obj: unknown = JSON.parse(json(i));
-        if (share) shareCommonStrings(obj);
-        kept.push(obj);
-      }
-      gc();
-      const used = process.memoryUsage().heapUsed - before;
-      expect(kept).toHaveLength(n);
-      return used;
-    };
-    const plain = heldBy(false);
-    const shared = heldBy(true);
+    const plain = heapHeldBy(n, json, false);
+    const shared = heapHeldBy(n, json, true);
     // 6 of 7 timestamps (24 characters, about 40 bytes each) and 2 of 3 hostnames go.
     expect((plain - shared) / n).toBeGreaterThan(200);
     const obj = JSON.parse(json(7)) as unknown;

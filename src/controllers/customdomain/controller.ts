@@ -301,10 +301,10 @@ export class CustomDomainController {
       const type = `${apiVersion}/${kind}`;
       // Known from an earlier attempt that failed on a later kind: never watched twice.
       if (this.#owned.has(type) || this.#absentKinds.has(type)) continue;
+      const path = collectionPath(apiVersion, plural);
       let served: boolean;
       try {
         // A list of at most one object: the API server answers 404 when it serves no such kind.
-        const path = collectionPath(apiVersion, plural);
         await collectionLister(this.#d.kubeConfig, path, OWNED_SELECTOR)({ limit: 1 });
         served = true;
       } catch (err) {
@@ -312,8 +312,7 @@ export class CustomDomainController {
         served = false;
       }
       this.#d.log.debug({ apiVersion, kind, served }, 'owned kind probed');
-      if (served && !this.#stopping)
-        this.#watchOwned(apiVersion, kind, collectionPath(apiVersion, plural), OWNED_SELECTOR).start();
+      if (served && !this.#stopping) this.#watchOwned(apiVersion, kind, path, OWNED_SELECTOR).start();
       else if (!served) this.#absentKinds.add(type);
     }
     this.#optionalKindsProbed = true;
