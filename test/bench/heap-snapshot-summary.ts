@@ -52,43 +52,14 @@ interface Summary {
 }
 
 /**
- * For each node (by its index in `nodes` / node width), the holder and property of the first
- * property or element edge that points to it: `Object.message`, `Array[]`; '' where none does.
+ * Calls `visit` for every edge of the snapshot, in order: the holder's name, the edge's type, its
+ * name (a property name, or '' for an element or a hidden edge) and its target's node index.
  */
-function retainers(snap: Snapshot, width: number, anyEdge = false): string[] {
-  const meta = snap.snapshot.meta;
-  const edgeWidth = meta.edge_fields.length;
-  const edgeTypeAt = meta.edge_fields.indexOf('type');
-  const edgeNameAt = meta.edge_fields.indexOf('name_or_index');
-  const toAt = meta.edge_fields.indexOf('to_node');
-  const edgeTypes = meta.edge_types[0];
-  const nameAt = meta.node_fields.indexOf('name');
-  const edgeCountAt = meta.node_fields.indexOf('edge_count');
-  const held: string[] = new Array<string>(snap.nodes.length / width).fill('');
-  let edge = 0;
-  for (let i = 0; i < snap.nodes.length; i += width) {
-    const holder = snap.strings[snap.nodes[i + nameAt] ?? 0] ?? '';
-    const count = snap.nodes[i + edgeCountAt] ?? 0;
-    for (let e = 0; e < count; e += 1, edge += edgeWidth) {
-      const type = edgeTypes[snap.edges[edge + edgeTypeAt] ?? 0];
-      if (type !== 'property' && type !== 'element') continue;
-      const target = (snap.edges[edge + toAt] ?? 0) / width;
-      if (held[target] !== '') continue;
-      held[target] =
-        type === 'property'
-          ? `${holder}.${snap.strings[snap.edges[edge + edgeNameAt] ?? 0] ?? ''}`
-          : `${holder}[]`;
-    }
-  }
-  if (anyEdge) fillFromOtherEdges(snap, width, held);
-  return held;
-}
-
-/**
- * Where `held` names no holder, the first context, internal or hidden edge to the node:
- * `(context of open)`, `(internal of Map.table)`: a closure's variables, a Map's table.
- */
-function fillFromOtherEdges(snap: Snapshot, width: number, held: string[]): void {
+function forEachEdge(
+  snap: Snapshot,
+  width: number,
+  visit: (holder: string, type: string, name: string, target: number) => void,
+): void {
   const meta = snap.snapshot.meta;
   const edgeWidth = meta.edge_fields.length;
   const edgeTypeAt = meta.edge_fields.indexOf('type');
@@ -103,13 +74,31 @@ function fillFromOtherEdges(snap: Snapshot, width: number, held: string[]): void
     const count = snap.nodes[i + edgeCountAt] ?? 0;
     for (let e = 0; e < count; e += 1, edge += edgeWidth) {
       const type = edgeTypes[snap.edges[edge + edgeTypeAt] ?? 0] ?? '';
-      if (type !== 'context' && type !== 'internal' && type !== 'hidden') continue;
-      const target = (snap.edges[edge + toAt] ?? 0) / width;
-      if (held[target] !== '') continue;
-      const name = type === 'hidden' ? '' : `.${snap.strings[snap.edges[edge + edgeNameAt] ?? 0] ?? ''}`;
-      held[target] = `(${type} of ${holder}${name})`;
+      const named = type !== 'element' && type !== 'hidden';
+      const name = named ? (snap.strings[snap.edges[edge + edgeNameAt] ?? 0] ?? '') : '';
+      visit(holder, type, name, (snap.edges[edge + toAt] ?? 0) / width);
     }
   }
+}
+
+/**
+ * For each node (by its index in `nodes` / node width), the holder and property of the first
+ * property or element edge that points to it: `Object.message`, `Array[]`; '' where none does.
+ * With `anyEdge`, where none does, the first context, internal or hidden edge to it:
+ * `(context of open)`, `(internal of Map.table)`: a closure's variables, a Map's table.
+ */
+function retainers(snap: Snapshot, width: number, anyEdge = false): string[] {
+  const held: string[] = new Array<string>(snap.nodes.length / width).fill('');
+  forEachEdge(snap, width, (holder, type, name, target) => {
+    if ((type !== 'property' && type !== 'element') || held[target] !== '') return;
+    held[target] = type === 'property' ? `${holder}.${name}` : `${holder}[]`;
+  });
+  if (!anyEdge) return held;
+  forEachEdge(snap, width, (holder, type, name, target) => {
+    if ((type !== 'context' && type !== 'internal' && type !== 'hidden') || held[target] !== '') return;
+    held[target] = `(${type} of ${holder}${name === '' ? '' : `.${name}`})`;
+  });
+  return held;
 }
 
 function summarize(file: string, byRetainer = false): Summary {
