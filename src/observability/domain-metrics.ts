@@ -86,14 +86,16 @@ export function registerDomainMetrics(
   registry: TextFamiliesRegistry,
   source: CustomDomainSource,
 ): ScrapeTimeMetric[] {
-  /** Appends one line per sample `sample` gives for each domain, with its labels. */
-  const perDomain =
-    (name: string, sample: (domain: CustomDomain, out: string[], series: string) => void) =>
-    (out: string[]): void => {
+  /** Yields the lines `sample` appends for each domain in turn, given the series with its labels. */
+  const perDomain = (name: string, sample: (domain: CustomDomain, out: string[], series: string) => void) =>
+    function* lines(): Generator<string, void, undefined> {
+      const out: string[] = [];
       for (const domain of source()) {
         const { namespace, name: domainName } = domain.metadata;
         const labels = `namespace="${escapeLabelValue(namespace)}",name="${escapeLabelValue(domainName)}",hostname="${escapeLabelValue(domain.spec.hostname)}"`;
         sample(domain, out, `${name}{${labels}`);
+        yield* out;
+        out.length = 0;
       }
     };
   const timestamp = (name: string, field: 'notAfter' | 'renewalTime') =>

@@ -22,9 +22,9 @@ beforeAll(async () => {
       collected += 1;
     },
   });
-  registry.registerTextGauge('portico_certificate_expiration_timestamp_seconds', 'Expiry.', (out) => {
+  registry.registerTextGauge('portico_certificate_expiration_timestamp_seconds', 'Expiry.', () => {
     rendered += 1;
-    out.push('portico_certificate_expiration_timestamp_seconds{name="www"} 1764105834');
+    return ['portico_certificate_expiration_timestamp_seconds{name="www"} 1764105834'];
   });
   base = `http://127.0.0.1:${String(await listenOn(server))}`;
 });
@@ -59,5 +59,63 @@ describe('/metrics', () => {
     expect(body).toContain('portico_certificate_expiration_timestamp_seconds{name="www"} 1764105834');
     expect(body).not.toContain('portico_reconcile_total');
     expect(rendered).toBe(2);
+  });
+});
+
+describe('/metrics, a large or failing answer', () => {
+  /** Serves `registry` for the length of `use`. */
+  async function serving(registry: TextFamiliesRegistry, use: (url: string) => Promise<void>): Promise<void> {
+    const own = createObservabilityServer(registry, () => true);
+    try {
+      await use(`http://127.0.0.1:${String(await listenOn(own))}/metrics`);
+    } finally {
+      await closeServer(own);
+    }
+  }
+
+  it('sends a family of megabytes whole, in chunks, with the exposition content type', async () => {
+    const big = new TextFamiliesRegistry();
+    new Counter({ name: 'portico_reconcile_total', help: 'Reconciles.', registers: [big] }).inc(3);
+    big.registerTextGauge('portico_customdomain_ready_status', 'Ready.', function* lines() {
+      for (let i = 0; i < 60_000; i++) yield `portico_customdomain_ready_status{name="d${String(i)}"} 1`;
+    });
+    await serving(big, async (url) => {
+      const res = await fetch(url);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe(big.contentType);
+      const body = await res.text();
+      expect(body.length).toBeGreaterThan(2_000_000);
+      expect(body).toBe(await big.metrics());
+    });
+  });
+
+  it('answers 500 when a collect callback fails before anything is sent', async () => {
+    const failing = new TextFamiliesRegistry();
+    new Gauge({
+      name: 'portico_workqueue_depth',
+      help: 'Queued keys.',
+      registers: [failing],
+      collect() {
+        throw new Error('the queue is gone');
+      },
+    });
+    await serving(failing, async (url) => {
+      const res = await fetch(url);
+      expect(res.status).toBe(500);
+      expect(await res.text()).toContain('the queue is gone');
+    });
+  });
+
+  it('cuts the answer when a family fails after the first chunk, so no scrape takes it as whole', async () => {
+    const cut = new TextFamiliesRegistry();
+    cut.registerTextGauge('portico_customdomain_ready_status', 'Ready.', function* lines() {
+      for (let i = 0; i < 20_000; i++) yield `portico_customdomain_ready_status{name="d${String(i)}"} 1`;
+      throw new Error('the cache went away');
+    });
+    await serving(cut, async (url) => {
+      const res = await fetch(url);
+      expect(res.status).toBe(200);
+      await expect(res.text()).rejects.toThrow();
+    });
   });
 });

@@ -8,12 +8,18 @@
  *
  * `TextFamiliesRegistry` is a prom-client Registry whose `metrics()` is its own metrics followed by
  * each text family, and whose `getSingleMetricAsString(name)` also answers a text family (the
- * `/metrics?name[]=` filter of http-server.ts).
+ * `/metrics?name[]=` filter of http-server.ts). `metricsChunks()` gives the same text in pieces of
+ * about 64 KiB, each family's lines written as they are sent: one 8.5 MB answer at 10,000 domains
+ * was a single string (and a native copy of it for the socket) that raised the operator's resident
+ * set by about 22 MiB for each scrape (`test/bench/scrape.ts`, docs/performance.md).
  */
 import { Registry } from 'prom-client';
 
-/** Appends sample lines to `out` (`name{labels} value`, no newline). */
-export type RenderSamples = (out: string[]) => void;
+/** The sample lines of a family at one scrape (`name{labels} value`, no newline), in order. */
+export type RenderSamples = () => Iterable<string>;
+
+/** Characters of sample lines gathered into one chunk of `metricsChunks()`. */
+const CHUNK_CHARS = 64 * 1024;
 
 interface TextFamily {
   name: string;
@@ -58,21 +64,52 @@ export class TextFamiliesRegistry extends Registry {
   }
 
   override async metrics(): Promise<string> {
-    const own = await super.metrics();
-    const parts = [own];
-    for (const family of this.#families.values()) parts.push('\n', familyText(family));
+    const parts: string[] = [];
+    for await (const chunk of this.metricsChunks()) parts.push(chunk);
     return parts.join('');
+  }
+
+  /**
+   * The text `metrics()` answers, in order, as chunks: prom-client's own metrics first (one chunk),
+   * then each text family in chunks of about 64 Ki characters, each written when it is asked for.
+   * Rejects as prom-client's `metrics()` does (a failing collect callback); a text family's render
+   * that throws rejects the next chunk.
+   */
+  async *metricsChunks(): AsyncGenerator<string, void, undefined> {
+    yield await super.metrics();
+    for (const family of this.#families.values()) {
+      yield '\n';
+      yield* familyChunks(family, CHUNK_CHARS);
+    }
   }
 
   override getSingleMetricAsString(name: string): Promise<string> {
     const family = this.#families.get(name);
-    return family ? Promise.resolve(familyText(family)) : super.getSingleMetricAsString(name);
+    return family
+      ? Promise.resolve([...familyChunks(family, Infinity)].join(''))
+      : super.getSingleMetricAsString(name);
   }
 }
 
-function familyText(family: TextFamily): string {
-  const lines = [`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} gauge`];
-  family.render(lines);
-  lines.push('');
-  return lines.join('\n');
+/**
+ * A family's text (`# HELP`, `# TYPE`, then a line per sample, each line ending in a line feed) in
+ * chunks of at least `chunkChars` characters but the last.
+ */
+function* familyChunks(family: TextFamily, chunkChars: number): Generator<string, void, undefined> {
+  let lines = [`# HELP ${family.name} ${escapeHelp(family.help)}`, `# TYPE ${family.name} gauge`];
+  let chars = 0;
+  for (const line of family.render()) {
+    lines.push(line);
+    chars += line.length + 1;
+    if (chars >= chunkChars) {
+      lines.push('');
+      yield lines.join('\n');
+      lines = [];
+      chars = 0;
+    }
+  }
+  if (lines.length > 0) {
+    lines.push('');
+    yield lines.join('\n');
+  }
 }

@@ -4,13 +4,46 @@
  * registry). N copies of a Live domain (the fields the metrics read: conditions, certificate times)
  * are built in memory, no cluster. Prints CPU milliseconds per scrape, the heap a scrape allocates
  * (heap used right after it, minus right before, with no collection in between: an upper bound of
- * its garbage), and the size of the answer. Not part of `npm test`.
+ * its garbage), and the size of the answer. Then it serves the registry with the operator's HTTP
+ * server (src/observability/http-server.ts) and reads /metrics with curl, a separate process, as
+ * Prometheus would: it prints by how much the resident set size rose during one answer (the
+ * kernel's peak, VmHWM, reset through /proc/self/clear_refs before each). Linux only. Not part of
+ * `npm test`.
  *
  *   NODE_OPTIONS=--expose-gc npx tsx test/bench/scrape.ts [--domains 10000] [--scrapes 10]
  */
-import { parseArgs } from 'node:util';
+import { execFile } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { parseArgs, promisify } from 'node:util';
 import type { CustomDomain } from '../../src/api/customdomain.js';
+import { createObservabilityServer } from '../../src/observability/http-server.js';
 import { createControllerMetrics } from '../../src/observability/metrics.js';
+import { closeServer, listenOn } from '../support/loopback-server.js';
+
+const MiB = 1024 * 1024;
+
+/** A field of /proc/self/status in bytes (`VmRSS`, `VmHWM`: the kernel gives kB). */
+async function procStatusBytes(field: 'VmRSS' | 'VmHWM'): Promise<number> {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(await readFile('/proc/self/status', 'utf8'));
+  if (!match) throw new Error(`no ${field} in /proc/self/status`);
+  return Number(match[1]) * 1024;
+}
+
+/**
+ * The largest rise of the resident set size, bytes, during one of `scrapes` reads of `url` by curl:
+ * VmHWM after the answer minus VmRSS before it, the peak reset ("5" to clear_refs) before each.
+ */
+async function servedScrapeRssRise(url: string, scrapes: number, gc: () => void): Promise<number> {
+  let rise = 0;
+  for (let i = 0; i < scrapes; i++) {
+    gc();
+    await writeFile('/proc/self/clear_refs', '5');
+    const before = await procStatusBytes('VmRSS');
+    await promisify(execFile)('curl', ['-sf', '-o', '/dev/null', url]);
+    rise = Math.max(rise, (await procStatusBytes('VmHWM')) - before);
+  }
+  return rise;
+}
 
 /** A Live domain as the cache holds it (the status a real one had in a benchmark run). */
 function liveDomain(i: number): CustomDomain {
@@ -79,8 +112,18 @@ async function main(): Promise<void> {
   }
   process.stdout.write(
     `${String(n)} domains, ${String(scrapes)} scrapes: ${(cpuUs / 1000 / scrapes).toFixed(0)} ms of CPU per scrape, ` +
-      `up to ${(maxAllocated / 1024 / 1024).toFixed(1)} MiB of heap allocated by one, ${(bytes / 1e6).toFixed(1)} MB of text\n`,
+      `up to ${(maxAllocated / MiB).toFixed(1)} MiB of heap allocated by one, ${(bytes / 1e6).toFixed(1)} MB of text\n`,
   );
+  const server = createObservabilityServer(metrics.registry, () => true);
+  const port = await listenOn(server);
+  try {
+    const rise = await servedScrapeRssRise(`http://127.0.0.1:${String(port)}/metrics`, scrapes, gc);
+    process.stdout.write(
+      `served to curl, ${String(scrapes)} scrapes: the resident set rose by up to ${(rise / MiB).toFixed(1)} MiB during one answer\n`,
+    );
+  } finally {
+    await closeServer(server);
+  }
 }
 
 await main();
