@@ -64,8 +64,8 @@ export class TextFamiliesRegistry extends Registry {
   }
 
   override async metrics(): Promise<string> {
-    const parts: string[] = [];
-    for await (const chunk of this.metricsChunks()) parts.push(chunk);
+    const parts = [await super.metrics()];
+    for (const family of this.#families.values()) parts.push('\n', ...familyChunks(family, Infinity));
     return parts.join('');
   }
 
