@@ -2,7 +2,7 @@
  * The operator's Prometheus metrics (prom-client). One registry per process, served at `/metrics`.
  * Names follow Prometheus conventions: `_total` counters, `_seconds` durations, base units.
  */
-import { Counter, Gauge, Histogram, collectDefaultMetrics, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';
 import { TextFamiliesRegistry } from './text-families.js';
 import { ReadyTransitions, registerDomainMetrics, type CustomDomainSource } from './domain-metrics.js';
 import { VERDICT_REASONS } from '../dns/verdict.js';
@@ -12,7 +12,7 @@ import { registerSharedMetrics } from './shared-metrics.js';
 export const ACME_ORDER_RESULTS = ['valid', 'failed', 'cancelled'] as const;
 
 export interface ControllerMetrics {
-  registry: Registry;
+  registry: TextFamiliesRegistry;
   reconcileTotal: Counter<'controller' | 'result'>;
   reconcileDuration: Histogram<'controller'>;
   workqueueDepth: Gauge<'controller'>;
