@@ -45,8 +45,13 @@ export const ACME_ENDPOINTS = [
 
 export type AcmeEndpoint = (typeof ACME_ENDPOINTS)[number];
 
-/** The default number of URLs of CA-created resources remembered; about 1 MB at most. */
-export const DEFAULT_LEARNED_URLS = 10_000;
+/**
+ * The default number of URLs of CA-created resources remembered: an order names about five (order,
+ * authorization, challenge, finalize, certificate) and is done with them when it settles, so 2,000
+ * cover 400 orders in flight, eight times the default cap (--acme-max-orders-in-flight). About
+ * 180 bytes each: 10,000 held 1.75 MiB in a 10,000-domain heap snapshot (docs/performance.md).
+ */
+export const DEFAULT_LEARNED_URLS = 2_000;
 
 /** An answer of the CA, as far as learning URLs from it goes. */
 export interface AcmeAnswer {
