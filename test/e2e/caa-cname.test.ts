@@ -15,6 +15,7 @@ import {
   dns,
   getCustomDomain,
   unique,
+  waitFor,
   waitForCondition,
   requestVerify,
 } from './support/cluster.js';
@@ -70,13 +71,27 @@ describe('CAA at the CNAME target', () => {
 
     // The operator's /metrics after the blocked issuance (this test's own operator, started fresh):
     // the domain not Ready, counted under its Ready reason, its DNS check passed, and no order sent.
-    const samples = await scrape(`http://127.0.0.1:${operator?.metricsPort ?? 0}/metrics`);
-    const value = (name: string, labels: Record<string, string>): number | undefined =>
-      samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))
-        ?.value;
+    // The per-domain series are read from the operator's CustomDomain cache, which has the status
+    // this test read from the API server once its watch delivers it: read until it does (10 s).
     const ready = cd.status?.conditions?.find((c) => c.type === 'Ready');
     expect(ready?.status).toBe('False');
     const domain = { namespace: ns, name: 'www', hostname };
+    type Samples = Awaited<ReturnType<typeof scrape>>;
+    const valueIn = (samples: Samples, name: string, labels: Record<string, string>): number | undefined =>
+      samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))
+        ?.value;
+    const samples = await waitFor(
+      'the Ready status False in the per-domain metrics',
+      async () => {
+        const read = await scrape(`http://127.0.0.1:${operator?.metricsPort ?? 0}/metrics`);
+        return valueIn(read, 'portico_customdomain_ready_status', { ...domain, condition: 'False' }) === 1
+          ? read
+          : undefined;
+      },
+      10_000,
+    );
+    const value = (name: string, labels: Record<string, string>): number | undefined =>
+      valueIn(samples, name, labels);
     expect(value('portico_customdomain_ready_status', { ...domain, condition: 'False' })).toBe(1);
     expect(value('portico_customdomain_ready_status', { ...domain, condition: 'True' })).toBe(0);
     expect(value('portico_customdomains', { reason: ready?.reason ?? '' })).toBeGreaterThanOrEqual(1);
