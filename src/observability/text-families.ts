@@ -65,7 +65,7 @@ export class TextFamiliesRegistry extends Registry {
 
   override async metrics(): Promise<string> {
     const parts = [await super.metrics()];
-    for (const family of this.#families.values()) parts.push('\n', ...familyChunks(family, Infinity));
+    for (const family of this.#families.values()) parts.push('\n', familyText(family));
     return parts.join('');
   }
 
@@ -85,10 +85,13 @@ export class TextFamiliesRegistry extends Registry {
 
   override getSingleMetricAsString(name: string): Promise<string> {
     const family = this.#families.get(name);
-    return family
-      ? Promise.resolve([...familyChunks(family, Infinity)].join(''))
-      : super.getSingleMetricAsString(name);
+    return family ? Promise.resolve(familyText(family)) : super.getSingleMetricAsString(name);
   }
+}
+
+/** A family's whole text: its chunks (`familyChunks`) as one. */
+function familyText(family: TextFamily): string {
+  return [...familyChunks(family, Infinity)].join('');
 }
 
 /**
