@@ -28,7 +28,7 @@ import {
   type OperatorProcess,
   runAll,
 } from './support/stack-controller.js';
-import { scrape } from './support/metrics.js';
+import { scrape, type Sample } from './support/metrics.js';
 
 const run = unique('caacname');
 const target = `${run}.sites.portico.test`;
@@ -76,8 +76,7 @@ describe('CAA at the CNAME target', () => {
     const ready = cd.status?.conditions?.find((c) => c.type === 'Ready');
     expect(ready?.status).toBe('False');
     const domain = { namespace: ns, name: 'www', hostname };
-    type Samples = Awaited<ReturnType<typeof scrape>>;
-    const valueIn = (samples: Samples, name: string, labels: Record<string, string>): number | undefined =>
+    const valueIn = (samples: Sample[], name: string, labels: Record<string, string>): number | undefined =>
       samples.find((x) => x.name === name && Object.entries(labels).every(([k, v]) => x.labels[k] === v))
         ?.value;
     const samples = await waitFor(
