@@ -87,6 +87,53 @@ describe('WorkQueue', () => {
     expect(q.length).toBe(1);
   });
 
+  it('queues delayed keys at their due times from one timer, earlier delays replacing later ones', async () => {
+    vi.useFakeTimers();
+    const q = new WorkQueue();
+    q.addAfter('ns/c', 300);
+    q.addAfter('ns/a', 100);
+    q.addAfter('ns/b', 200);
+    q.addAfter('ns/c', 150); // earlier: replaces 300
+    q.addAfter('ns/b', 250); // later: ignored
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(99);
+    expect(q.length).toBe(0);
+    vi.advanceTimersByTime(1);
+    expect(await drain(q, 1)).toEqual(['ns/a']);
+    vi.advanceTimersByTime(50);
+    expect(await drain(q, 1)).toEqual(['ns/c']);
+    vi.advanceTimersByTime(50);
+    expect(await drain(q, 1)).toEqual(['ns/b']);
+    // ns/c's replaced due time (300) queues nothing more, and no timer is left.
+    vi.advanceTimersByTime(1_000);
+    expect(q.length).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('keeps its delayed keys right through many removals and re-adds (the heap is rebuilt)', async () => {
+    vi.useFakeTimers();
+    const q = new WorkQueue();
+    // Each round leaves 500 stale heap entries: past round 5 the heap outgrows its bound and is rebuilt.
+    for (let round = 0; round < 10; round++) {
+      for (let i = 0; i < 1_000; i++) q.addAfter(`ns/${i}`, 10_000 + i);
+      for (let i = 0; i < 1_000; i++) if (i % 2 === 1) q.remove(`ns/${i}`);
+    }
+    vi.advanceTimersByTime(10_000 + 1_000);
+    const handedOut = await drain(q, q.length);
+    expect(handedOut).toEqual(Array.from({ length: 500 }, (_, i) => `ns/${2 * i}`));
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('fires a delay beyond the timer limit at the limit, not at once', () => {
+    vi.useFakeTimers();
+    const q = new WorkQueue();
+    q.addAfter('ns/far', 40 * 24 * 3_600_000);
+    vi.advanceTimersByTime(1_000);
+    expect(q.length).toBe(0);
+    vi.advanceTimersByTime(2 ** 31 - 1 - 1_000);
+    expect(q.length).toBe(1);
+  });
+
   it('grows the backoff per failure and forgets it', () => {
     vi.useFakeTimers();
     const q = new WorkQueue({ baseMs: 100, maxMs: 1_000 });

@@ -12,14 +12,21 @@
  * before the first '/'; keys without a '/' share one group) and first-in first-out within a
  * namespace, so one tenant with thousands of keys cannot starve another with a few.
  *
- * Every operation but `shutDown` (linear in the pending timers) is O(1) amortized: the queues are
- * intrusive doubly-linked lists, so removing or promoting a queued key unlinks it in place. Per-key state lives only while the key is queued,
- * in process, timed, or backing off, and a namespace with nothing queued leaves no entry behind.
+ * Every operation is O(1) amortized but `addAfter` and the timer's firing (O(log n) in the delayed
+ * keys): the queues are intrusive doubly-linked lists, so removing or promoting a queued key unlinks
+ * it in place. Per-key state lives only while the key is queued, in process, delayed, or backing
+ * off, and a namespace with nothing queued leaves no entry behind.
+ *
+ * Delayed keys (`addAfter`) share one Node timer, armed for the earliest: a binary heap of due times
+ * (tinyqueue) and a map of each key's due time. A timer per key cost a `Timeout` and, as delays
+ * differ, a `TimersList` of its own: about 2.8 MiB in a heap snapshot of a 10,000-domain ramp
+ * (docs/performance.md).
  *
  * Metrics: until `shutDown`, `portico_workqueue_depth_by_priority` reads the queue's depth at each
  * scrape, and every key handed out records how long it waited in
  * `portico_workqueue_queue_duration_seconds`, both labelled with the queue's `name`.
  */
+import TinyQueue from 'tinyqueue';
 import { sharedMetrics, workQueues } from '../observability/shared-metrics.js';
 import { backoffDelayMs, type BackoffPolicy } from './backoff.js';
 
@@ -110,6 +117,10 @@ interface Waiter extends Links<Waiter> {
   readonly resolve: (key: string | undefined) => void;
 }
 
+function byDueTime(a: DueKey, b: DueKey): number {
+  return a.atMs - b.atMs;
+}
+
 /** The group of `key` for fairness: the text before the first '/', or '' when there is none. */
 function namespaceOf(key: string): string {
   const slash = key.indexOf('/');
@@ -192,6 +203,15 @@ class FairLevel {
 /** The longest delay setTimeout honours, in milliseconds (a longer one fires after 1 ms). */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** A delayed key in the heap: due at `atMs` (Unix time, ms) unless its due time has changed since. */
+interface DueKey {
+  readonly atMs: number;
+  readonly key: string;
+}
+
+/** Heap entries beyond the live delayed keys (left by `remove` and earlier due times) before it is rebuilt. */
+const STALE_DUE_SLACK = 1_024;
+
 /** Records how long a key waited in the queue before a worker took it: seconds, and the priority it was taken at. */
 export type QueueWaitObserver = (priority: WorkPriority, seconds: number) => void;
 
@@ -216,7 +236,12 @@ export class WorkQueue {
   /** Keys queued or in process (handed out by `get`, not yet `done`). */
   readonly #states = new Map<string, KeyState>();
   readonly #failures = new Map<string, number>();
-  readonly #timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  /** Each delayed key's due time (Unix time, ms); the heap may hold older entries for it too. */
+  readonly #dueAt = new Map<string, number>();
+  #dueOrder = new TinyQueue<DueKey>([], byDueTime);
+  /** The one timer, armed for `#timerAtMs` (the earliest due time when it was armed). */
+  #timer: NodeJS.Timeout | undefined;
+  #timerAtMs = Infinity;
   readonly #waiters = new LinkedList<Waiter>();
   readonly #policy: BackoffPolicy;
   readonly #name: string;
@@ -303,16 +328,13 @@ export class WorkQueue {
       this.add(key);
       return;
     }
-    const at = Date.now() + delayMs;
-    const pending = this.#timers.get(key);
-    if (pending && pending.at <= at) return;
-    if (pending) clearTimeout(pending.timer);
-    const timer = setTimeout(() => {
-      this.#timers.delete(key);
-      this.add(key);
-    }, delayMs);
-    timer.unref();
-    this.#timers.set(key, { at, timer });
+    const atMs = Date.now() + delayMs;
+    const pending = this.#dueAt.get(key);
+    if (pending !== undefined && pending <= atMs) return;
+    this.#dueAt.set(key, atMs);
+    this.#dueOrder.push({ atMs, key });
+    if (this.#dueOrder.length > 2 * this.#dueAt.size + STALE_DUE_SLACK) this.#rebuildDueOrder();
+    if (atMs < this.#timerAtMs) this.#armTimer();
   }
 
   /**
@@ -345,9 +367,8 @@ export class WorkQueue {
     } else if (state) {
       state.readded = undefined;
     }
-    const pending = this.#timers.get(key);
-    if (pending) clearTimeout(pending.timer);
-    this.#timers.delete(key);
+    // Its heap entry stays until it is due or the heap is rebuilt; firing skips it.
+    this.#dueAt.delete(key);
   }
 
   /**
@@ -388,8 +409,11 @@ export class WorkQueue {
   shutDown(): void {
     this.#shuttingDown = true;
     workQueues.delete(this);
-    for (const { timer } of this.#timers.values()) clearTimeout(timer);
-    this.#timers.clear();
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAtMs = Infinity;
+    this.#dueAt.clear();
+    this.#dueOrder = new TinyQueue<DueKey>([], byDueTime);
     this.#levels.high.clear();
     this.#levels.normal.clear();
     this.#levels.low.clear();
@@ -418,6 +442,41 @@ export class WorkQueue {
       this.#levels[state.queue.priority].delete(state);
       this.#levels[priority].push(state);
     }
+  }
+
+  /** (Re-)arms the one timer for the earliest due time, or clears it when no key is delayed. */
+  #armTimer(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#timerAtMs = Infinity;
+    const next = this.#dueOrder.peek();
+    if (!next) return;
+    this.#timerAtMs = next.atMs;
+    this.#timer = setTimeout(
+      () => {
+        this.#fireDue();
+      },
+      Math.min(MAX_TIMER_MS, Math.max(0, next.atMs - Date.now())),
+    );
+    this.#timer.unref();
+  }
+
+  /** Queues every key now due (skipping heap entries no longer current), then re-arms the timer. */
+  #fireDue(): void {
+    const nowMs = Date.now();
+    for (let next = this.#dueOrder.peek(); next && next.atMs <= nowMs; next = this.#dueOrder.peek()) {
+      this.#dueOrder.pop();
+      if (this.#dueAt.get(next.key) !== next.atMs) continue;
+      this.#dueAt.delete(next.key);
+      this.add(next.key);
+    }
+    this.#armTimer();
+  }
+
+  /** Drops the heap's stale entries: one entry per delayed key, at its current due time. */
+  #rebuildDueOrder(): void {
+    const live = [...this.#dueAt].map(([key, atMs]) => ({ atMs, key }));
+    this.#dueOrder = new TinyQueue(live, byDueTime);
   }
 
   /** Hands `state`, which is not queued, to a waiting worker, or queues it at `priority`. */
