@@ -160,6 +160,35 @@ describe('CustomDomainIndex', () => {
     expect(keys(index.ofHostname('blog.example.com'))).toEqual(['team-a/new']);
   });
 
+  it('keeps the keys of a hostname right as it goes from one domain to three and back to none', () => {
+    const index = new CustomDomainIndex();
+    const first = domain('team-a', 'shop', 'shop.example.com');
+    const second = domain('team-b', 'shop', 'shop.example.com');
+    const third = domain('team-c', 'shop', 'shop.example.com');
+    index.upsert(first);
+    index.upsert(first);
+    expect(keys(index.ofHostname('shop.example.com'))).toEqual(['team-a/shop']);
+    index.upsert(second);
+    index.upsert(third);
+    expect(keys(index.ofHostname('shop.example.com'))).toEqual(['team-a/shop', 'team-b/shop', 'team-c/shop']);
+
+    index.delete(first);
+    expect(keys(index.ofHostname('shop.example.com'))).toEqual(['team-b/shop', 'team-c/shop']);
+    index.delete(third);
+    expect(keys(index.ofHostname('shop.example.com'))).toEqual(['team-b/shop']);
+    index.upsert(first);
+    expect(keys(index.ofHostname('shop.example.com'))).toEqual(['team-a/shop', 'team-b/shop']);
+    index.delete(second);
+    index.delete(first);
+    expect(keys(index.ofHostname('shop.example.com'))).toEqual([]);
+    expect(index.size).toBe(0);
+
+    // A key that is not the one held leaves the held one in place.
+    index.upsert(second);
+    index.delete(third);
+    expect(keys(index.ofHostname('shop.example.com'))).toEqual(['team-b/shop']);
+  });
+
   it('deletes by key: a stale copy (a tombstone with an older spec) removes the current entry', () => {
     const index = new CustomDomainIndex();
     index.upsert(domain('team-a', 'shop', 'shop.example.com', 'web'));
