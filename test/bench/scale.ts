@@ -10,6 +10,8 @@
  *   npm run bench:scale -- --domains 10000 --resync-seconds 300 --steady-seconds 330 \
  *     --restart-stalled-ca-seconds 120                  # a periodic resync inside the steady window;
  *                                                       # Pebble restarted if it stops answering
+ *   npm run bench:scale -- --domains 2000 --stop-ca-at-ready 800 --restart-stalled-ca-seconds 60
+ *                                                       # a CA outage at 800 Ready, then its restart
  *
  * Steps: namespaces labelled `portico.dev/plan=pro`, each with a Service `web` and an EndpointSlice
  * with one ready endpoint (nothing else writes EndpointSlices in the sandbox); hostnames
@@ -126,6 +128,12 @@ interface Options {
    * Pebble stops answering new orders at some point past ~8,000 orders (docs/performance.md).
    */
   restartStalledCaSeconds: number | undefined;
+  /**
+   * When set: Pebble is stopped (SIGSTOP: it keeps its connections and answers nothing, as a CA that
+   * hangs) once this many domains are Ready, and --restart-stalled-ca-seconds restarts it. Makes the
+   * CA outage, and the burst of orders when the CA is back, happen at a chosen point of any run.
+   */
+  stopCaAtReady: number | undefined;
   keep: boolean;
   json: string | undefined;
   dir: string;
@@ -151,11 +159,15 @@ function parseOptions(): Options {
       'acme-orders-per-window': { type: 'string' },
       'resync-seconds': { type: 'string' },
       'restart-stalled-ca-seconds': { type: 'string' },
+      'stop-ca-at-ready': { type: 'string' },
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
       dir: { type: 'string', default: '.sandbox-bench' },
     },
   });
+  if (values['stop-ca-at-ready'] !== undefined && values['restart-stalled-ca-seconds'] === undefined) {
+    throw new Error('--stop-ca-at-ready needs --restart-stalled-ca-seconds, which restarts the stopped CA');
+  }
   return {
     domains: positive('domains', values.domains),
     namespaces: positive('namespaces', values.namespaces),
@@ -174,6 +186,10 @@ function parseOptions(): Options {
       values['restart-stalled-ca-seconds'] === undefined
         ? undefined
         : positive('restart-stalled-ca-seconds', values['restart-stalled-ca-seconds']),
+    stopCaAtReady:
+      values['stop-ca-at-ready'] === undefined
+        ? undefined
+        : positive('stop-ca-at-ready', values['stop-ca-at-ready']),
     keep: values.keep,
     json: values.json === undefined ? undefined : resolve(values.json),
     dir: resolve(values.dir),
@@ -1013,6 +1029,8 @@ interface Context {
   operatorEnvironment: string[];
   /** Pebble restarts of --restart-stalled-ca-seconds: when, and how many domains were Ready. */
   caRestarts: { at: string; ready: number }[];
+  /** The stop of --stop-ca-at-ready, once made: when, and how many domains were Ready. */
+  caStop: { at: string; ready: number } | undefined;
 }
 
 /** What the counters said at the start of a measured stretch. */
@@ -1116,6 +1134,14 @@ async function waitForReady(tracker: DomainTracker, ctx: Context): Promise<boole
     if (tracker.count('Ready') !== ready) {
       ready = tracker.count('Ready');
       readyChangedAt = Date.now();
+    }
+    const stopAt = ctx.options.stopCaAtReady;
+    if (stopAt !== undefined && ctx.caStop === undefined && ready >= stopAt) {
+      const pid = await readPid(sandboxPaths(ctx.env.sandboxDir), PEBBLE);
+      if (pid === undefined) throw new Error(`no pid file for ${PEBBLE}: cannot stop the CA`);
+      process.kill(pid, 'SIGSTOP');
+      ctx.caStop = { at: new Date().toISOString(), ready };
+      progress(`${ready} Ready: stopped Pebble (SIGSTOP) for --stop-ca-at-ready`);
     }
     const stall = ctx.options.restartStalledCaSeconds;
     if (stall !== undefined && Date.now() - readyChangedAt > stall * 1000) {
@@ -1361,6 +1387,8 @@ interface Report {
   restart: RestartResult | undefined;
   /** Pebble restarted by --restart-stalled-ca-seconds during the ramp. */
   caRestarts: { at: string; ready: number }[];
+  /** Pebble stopped by --stop-ca-at-ready, if it was. */
+  caStop: { at: string; ready: number } | undefined;
   samples: ProcSample[];
   domains: DomainTiming[];
 }
@@ -1445,6 +1473,9 @@ function rampSummaryLines(r: Report): string[] {
     `  operator CPU / machine CPU busy          ${secs(ramp.operatorCpuSeconds)} / ${percent(ramp.machineBusy)} of ${r.machine.cpus} CPUs`,
     `  peak RSS / peak JS heap used             ${mib(ramp.peakRssBytes)} / ${mib(ramp.peakHeapUsedBytes)}`,
     `  at the RSS peak                          ${compositionLine(ramp.peakComposition)}`,
+    ...(r.caStop
+      ? [`  Pebble stopped (--stop-ca-at-ready)      ${r.caStop.at} with ${r.caStop.ready} Ready`]
+      : []),
     `  Pebble restarted (stalled CA)            ${r.caRestarts.length === 0 ? 'never' : r.caRestarts.map((c) => `${c.at} with ${c.ready} Ready`).join('; ')}`,
   ];
 }
@@ -1609,6 +1640,7 @@ async function measure(ctx: Context, reused: boolean, operatorPid: number): Prom
       steady: steadyResult,
       restart: restartResult,
       caRestarts: ctx.caRestarts,
+      caStop: ctx.caStop,
       samples: ctx.sampler.samples,
       domains: timings,
     };
@@ -1654,6 +1686,7 @@ async function main(): Promise<void> {
     logFile: paths.log(CONTROLLER),
     operatorEnvironment: await porticoEnvironment(operatorPid),
     caRestarts: [],
+    caStop: undefined,
   };
   try {
     const report = await measure(ctx, reused, operatorPid);
