@@ -12,9 +12,14 @@
  * record's value) costs one entry, never more than the table's bound.
  */
 
-/** Keys whose string values are shared: Kubernetes' kind fields and condition fields, and a few of Portico's. */
+/**
+ * Keys whose string values are shared: Kubernetes' kind fields and condition fields, the namespace
+ * (a platform has far fewer namespaces than domains, and every cache repeats it in every object),
+ * and a few of Portico's.
+ */
 const SHARED_VALUE_KEYS: ReadonlySet<string> = new Set([
   'apiVersion',
+  'namespace',
   'kind',
   'type',
   'status',
