@@ -59,6 +59,12 @@ export interface ResilientInformerOptions<T extends KubernetesObject> {
    * a Secret's data once parsed. Mutates the object; must not throw.
    */
   keep?: (obj: T) => void;
+  /**
+   * Cached objects related to `obj` (its owner, the objects it owns; undefined when not cached), whose
+   * copies of the short strings it repeats (a name, a UID, a hostname) it keeps instead of its own
+   * (`shareCommonStrings`), so related caches hold one copy between them. Read only; must not throw.
+   */
+  alike?: (obj: T) => readonly (KubernetesObject | undefined)[];
   /** Called for add, update and delete. */
   onChange: (obj: T, verb: 'add' | 'update' | 'delete') => void;
   /** Called every `resyncMs` (±10 %) with every cached object. */
@@ -244,7 +250,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     const trim = (this.#trim = (obj: T): void => {
       dropApplyBookkeeping(obj);
       options.keep?.(obj);
-      shareCommonStrings(obj);
+      shareCommonStrings(obj, options.alike?.(obj));
     });
     const watch = new StopAwareWatch(kubeConfig, () => this.#stopped);
     this.#informer = new ListWatch(options.path, watch, list, false, options.labelSelector);

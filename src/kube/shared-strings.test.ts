@@ -105,4 +105,53 @@ describe('shareCommonStrings', () => {
     shareCommonStrings(obj);
     expect(obj).toEqual(JSON.parse(json(7)));
   });
+
+  // An Ingress repeats its CustomDomain's name, UID and hostname: cached beside the domain, it can
+  // keep the domain's copies instead of its own.
+  it('keeps the copies of related objects (alike) for the values it shares with them, and changes none of them', () => {
+    const n = 5_000;
+    const domains = Array.from(
+      { length: n },
+      (_, i) =>
+        JSON.parse(
+          JSON.stringify({
+            metadata: { name: `domain-${i}`, uid: `0f6c1e2a-4b7d-4c1e-9a8b-${String(i).padStart(12, '0')}` },
+            spec: { hostname: `d${i}.shop-${i}.example` },
+          }),
+        ) as unknown,
+    );
+    const ingressJson = (i: number): string =>
+      JSON.stringify({
+        metadata: {
+          labels: { 'portico.dev/customdomain': `domain-${i}` },
+          ownerReferences: [
+            { name: `domain-${i}`, uid: `0f6c1e2a-4b7d-4c1e-9a8b-${String(i).padStart(12, '0')}` },
+          ],
+        },
+        spec: { rules: [{ host: `d${i}.shop-${i}.example` }] },
+      });
+    const heldBy = (alike: boolean): number => {
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      const kept: unknown[] = [];
+      for (let i = 0; i < n; i++) {
+        const ingress: unknown = JSON.parse(ingressJson(i));
+        shareCommonStrings(ingress, alike ? [domains[i], undefined] : []);
+        kept.push(ingress);
+      }
+      gc();
+      expect(kept).toHaveLength(n);
+      return process.memoryUsage().heapUsed - before;
+    };
+    const own = heldBy(false);
+    const shared = heldBy(true);
+    // The name (about 32 bytes), the UID (about 56) and the hostname (about 40) are the domain's.
+    expect((own - shared) / n).toBeGreaterThan(100);
+
+    const domain = JSON.parse(JSON.stringify(domains[3])) as unknown;
+    const ingress = JSON.parse(ingressJson(3)) as unknown;
+    shareCommonStrings(ingress, [domain]);
+    expect(ingress).toEqual(JSON.parse(ingressJson(3)));
+    expect(domain).toEqual(domains[3]);
+  });
 });

@@ -60,13 +60,29 @@ export function sharedString(value: string): string {
  * Replaces, in place, the string values of `SHARED_VALUE_KEYS` and the entries of `finalizers`
  * arrays anywhere in `obj` (to MAX_DEPTH levels) by their shared copies (`sharedString`), and every
  * other string value or array entry of at most MAX_SHARED_LENGTH characters by the first equal one
- * met in the same `obj`: a CustomDomain repeats its hostname six times and one timestamp up to eight
- * (each condition's lastTransitionTime, checkedAt, verifiedAt…), each a copy of its own as parsed.
- * Changes no value, only which copy holds it; idempotent. Property order and object shapes are kept
- * (values are assigned to existing keys only).
+ * met in `alike` or in `obj` itself: a CustomDomain repeats its hostname six times and one timestamp
+ * up to eight (each condition's lastTransitionTime, checkedAt, verifiedAt…), each a copy of its own
+ * as parsed; its Ingress, Secret and HostnameClaim repeat its name, UID and hostname again.
+ *
+ * `alike`: cached objects related to `obj` (its owner, the objects it owns), walked first (read,
+ * never changed; undefined entries skipped), so `obj` keeps their copies of the values they share
+ * and the caches of related objects hold one copy between them. Changes no value of `obj`, only
+ * which copy holds it; idempotent. Property order and object shapes are kept (values are assigned to
+ * existing keys only).
  */
-export function shareCommonStrings(obj: unknown): void {
-  share(obj, 0, new Map());
+export function shareCommonStrings(obj: unknown, alike: readonly unknown[] = []): void {
+  const seen = new Map<string, string>();
+  for (const other of alike) collect(other, 0, seen);
+  share(obj, 0, seen);
+}
+
+/** Records in `seen` the short string values of `obj` (to MAX_DEPTH levels) not yet in it; reads only. */
+function collect(obj: unknown, depth: number, seen: Map<string, string>): void {
+  if (depth > MAX_DEPTH || obj === null || typeof obj !== 'object') return;
+  for (const value of Array.isArray(obj) ? (obj as unknown[]) : Object.values(obj)) {
+    if (typeof value !== 'string') collect(value, depth + 1, seen);
+    else if (value.length <= MAX_SHARED_LENGTH && !seen.has(value)) seen.set(value, value);
+  }
 }
 
 /** `shareCommonStrings` below `depth`, with `seen` the strings already met in the same object. */

@@ -178,6 +178,9 @@ export class CustomDomainController {
       onResync: (objects) => {
         for (const obj of objects) deps.queue.addLowPriority(objectKey(obj));
       },
+      // Its HostnameClaim's copies of its hostname, name and UID (the claim took them from an earlier
+      // copy of this domain), so a status update does not bring in copies of its own.
+      alike: (obj) => [this.#claims.get(normalizeDnsName(obj.spec.hostname))],
       resyncMs: deps.resyncMs,
       log: deps.log,
     });
@@ -210,6 +213,10 @@ export class CustomDomainController {
     this.#claims = new ResilientInformer<HostnameClaim>(deps.kubeConfig, {
       ...common,
       path: `/apis/${GROUP}/${VERSION}/${HOSTNAME_CLAIM_PLURAL}`,
+      alike: (claim) => {
+        const holder = claim.spec?.customDomainRef;
+        return holder ? [this.#domains.get(holder.name, holder.namespace)] : [];
+      },
       onChange: (claim) => {
         this.#enqueue(this.#index.ofHostname(claim.metadata.name));
         this.#enqueue(this.#index.redirectingTo(claim.metadata.name));
@@ -282,6 +289,11 @@ export class CustomDomainController {
       path,
       labelSelector,
       ...(keep ? { keep } : {}),
+      // The owning CustomDomain's copies of its name, UID and hostname.
+      alike: (obj) => {
+        const owner = obj.metadata?.labels?.[CUSTOM_DOMAIN_LABEL];
+        return owner ? [this.#domains.get(owner, obj.metadata?.namespace)] : [];
+      },
       onChange: (obj) => {
         const owner = obj.metadata?.labels?.[CUSTOM_DOMAIN_LABEL];
         if (owner) this.#d.queue.add(`${obj.metadata?.namespace ?? ''}/${owner}`);
