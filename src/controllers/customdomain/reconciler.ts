@@ -771,12 +771,14 @@ export class CustomDomainReconciler {
    * certificate names other hostnames, is not yet or no longer valid, or does not parse); undefined
    * when there is no Secret. Reads the Secret cache; `live` reads the API server instead (see
    * `#certificate`).
+   *
+   * Validity is judged at the time the Secret is read, not at the reconcile's start: a reconcile
+   * that waited on the API server (30 s and more while etcd restarts) can find a certificate stored
+   * meanwhile, issued after its start; judged at the start it was "not yet valid", and a second
+   * order was placed for a domain that had just got its certificate (a CI run of
+   * test/e2e/control-plane-restart.test.ts).
    */
-  async #servingCertificate(
-    domain: CustomDomain,
-    now: Date,
-    live: boolean,
-  ): Promise<StoredCertificate | undefined> {
+  async #servingCertificate(domain: CustomDomain, live: boolean): Promise<StoredCertificate | undefined> {
     const secretName = ownedNames(domain).secret;
     const header = {
       apiVersion: 'v1',
@@ -796,6 +798,7 @@ export class CustomDomainReconciler {
     const { facts } = parsed;
     if (!parsed.hostnames.has(hostname))
       return problem(`holds a certificate for ${facts.dnsNames.join(', ')}, not ${hostname}`);
+    const now = this.#d.now();
     if (now < new Date(facts.notBefore))
       return problem(`holds a certificate not valid before ${facts.notBefore}`);
     if (now >= new Date(facts.notAfter))
@@ -857,13 +860,12 @@ export class CustomDomainReconciler {
   async #storedCertificate(
     domain: CustomDomain,
     key: string,
-    now: Date,
     orderNext: boolean,
   ): Promise<StoredCertificate | undefined> {
-    const cached = await this.#servingCertificate(domain, now, false);
+    const cached = await this.#servingCertificate(domain, false);
     if (cached?.usable || !orderNext || this.#d.tracker.lastOutcome(key)?.state !== 'succeeded')
       return cached;
-    return this.#servingCertificate(domain, now, true);
+    return this.#servingCertificate(domain, true);
   }
 
   /**
@@ -913,7 +915,7 @@ export class CustomDomainReconciler {
     const failed = pendingRetry(failure, now);
     const priorFailures = failure?.failedAttempts ?? 0;
     const orderNext = verified && !inFlight && !failed;
-    const seen = await this.#storedCertificate(domain, key, now, orderNext);
+    const seen = await this.#storedCertificate(domain, key, orderNext);
     const found = seen?.usable;
     // What Portico owns is checked on every pass: a Secret that cannot serve (edited by hand, or a
     // certificate past its validity) is replaced at once, and the status says why (not held back).
