@@ -110,6 +110,11 @@ export interface ControllerConfig {
    * (memory-reducer.ts); 0 turns the reducer off.
    */
   memoryReductionGrowthBytes: number;
+  /**
+   * Resident set size, bytes, the operator keeps under with footprint-reducing collections (a soft
+   * limit, memory-reducer.ts); 0 for none.
+   */
+  memoryTargetBytes: number;
   logLevel: LevelWithSilent;
   /** Lease-based leader election; undefined when disabled (a single replica). Seconds. */
   leaderElection:
@@ -356,6 +361,12 @@ const options = {
     env: 'PORTICO_MEMORY_REDUCTION_GROWTH_MIB',
     default: '48',
     help: 'RSS growth (MiB) after which V8 is asked to give back unused heap; 0 = never',
+  },
+  'memory-target-mib': {
+    type: 'string',
+    env: 'PORTICO_MEMORY_TARGET_MIB',
+    default: '0',
+    help: 'RSS (MiB) to stay under: above it V8 is asked to give back unused heap (at most every 10 s); 0 = none',
   },
   'log-level': {
     type: 'string',
@@ -608,6 +619,7 @@ export function parseControllerConfig(
     resyncMs: positiveInt('resync-seconds', required('resync-seconds')) * 1000,
     memoryReductionGrowthBytes:
       nonNegativeInt('memory-reduction-growth-mib', required('memory-reduction-growth-mib')) * 1024 * 1024,
+    memoryTargetBytes: nonNegativeInt('memory-target-mib', required('memory-target-mib')) * 1024 * 1024,
     logLevel: logLevel as LevelWithSilent,
     leaderElection: leaderElection(get, required),
   };

@@ -32,7 +32,7 @@ import { EventRecorder } from '../kube/events.js';
 import { loadKubeConfig, type PooledKubeConfig } from '../kube/kubeconfig.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { WorkQueue } from '../kube/work-queue.js';
-import { DEFAULT_MEMORY_REDUCER_POLICY, MemoryReducer } from './memory-reducer.js';
+import { DEFAULT_MEMORY_REDUCER_POLICY, MemoryReducer, type MemoryReducerOptions } from './memory-reducer.js';
 import { createObservabilityServer } from '../observability/http-server.js';
 import { createLogger } from '../observability/logger.js';
 import { createControllerMetrics } from '../observability/metrics.js';
@@ -249,6 +249,28 @@ function orderOutcome(outcome: IssuanceOutcome | undefined): OrderOutcome {
 }
 
 /** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */
+/**
+ * The reducer that gives back what a burst of work left committed and keeps the resident set under
+ * the memory target (memory-reducer.ts, docs/performance.md); undefined when both settings are 0.
+ */
+function memoryReducer(
+  config: ControllerConfig,
+  options: Omit<MemoryReducerOptions, 'policy'>,
+): MemoryReducer | undefined {
+  const growth = config.memoryReductionGrowthBytes;
+  if (growth === 0 && config.memoryTargetBytes === 0) return undefined;
+  const defaults = DEFAULT_MEMORY_REDUCER_POLICY;
+  return new MemoryReducer({
+    ...options,
+    policy: {
+      ...defaults,
+      growthBytes: growth > 0 ? growth : Infinity,
+      idleGrowthBytes: growth > 0 ? defaults.idleGrowthBytes : Infinity,
+      targetBytes: config.memoryTargetBytes,
+    },
+  });
+}
+
 export async function runController(args: string[]): Promise<number> {
   let parsed: ReturnType<typeof parseControllerConfig>;
   try {
@@ -292,16 +314,11 @@ export async function runController(args: string[]): Promise<number> {
     metrics.registry,
     () => !elector?.leading || (controller.synced && rateLimitPolicies.synced),
   );
-  // Gives back what a burst of work left committed (docs/performance.md); off with 0.
-  const reducer =
-    config.memoryReductionGrowthBytes > 0
-      ? new MemoryReducer({
-          policy: { ...DEFAULT_MEMORY_REDUCER_POLICY, growthBytes: config.memoryReductionGrowthBytes },
-          log,
-          reductions: metrics.memoryReductionsTotal,
-          isIdle: () => queue.length === 0,
-        })
-      : undefined;
+  const reducer = memoryReducer(config, {
+    log,
+    reductions: metrics.memoryReductionsTotal,
+    isIdle: () => queue.length === 0,
+  });
   reducer?.start();
   store.start();
   await listen(http01, config.http01ListenAddress, log, 'HTTP-01 challenge server', true);

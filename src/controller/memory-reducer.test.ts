@@ -1,7 +1,13 @@
 import pino from 'pino';
 import { Counter, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { lowerFloor, MemoryReducer, reductionDue, type MemoryReducerPolicy } from './memory-reducer.js';
+import {
+  lowerFloor,
+  MemoryReducer,
+  reductionDue,
+  targetGapAfter,
+  type MemoryReducerPolicy,
+} from './memory-reducer.js';
 
 const MiB = 1024 * 1024;
 const policy: MemoryReducerPolicy = {
@@ -10,14 +16,18 @@ const policy: MemoryReducerPolicy = {
   minGapMs: 60_000,
   idleMs: 30_000,
   idleGrowthBytes: 16 * MiB,
+  targetBytes: 0,
+  targetGapMs: 10_000,
+  maxTargetGapMs: 300_000,
 };
-const busy = { idleSinceMs: undefined };
+const busy = { idleSinceMs: undefined, targetGapMs: 10_000 };
+const withTarget: MemoryReducerPolicy = { ...policy, targetBytes: 240 * MiB };
 
 describe('reductionDue', () => {
   it('only sets the floor at the first look', () => {
     expect(
       reductionDue({ floorBytes: undefined, lastReducedAtMs: undefined, ...busy }, 900 * MiB, 0, policy),
-    ).toBe(false);
+    ).toBeUndefined();
     expect(lowerFloor({ floorBytes: undefined, lastReducedAtMs: undefined, ...busy }, 120 * MiB)).toBe(
       120 * MiB,
     );
@@ -25,22 +35,44 @@ describe('reductionDue', () => {
 
   it('asks once the resident set grew by growthBytes over the floor, not sooner', () => {
     const state = { floorBytes: 120 * MiB, lastReducedAtMs: undefined, ...busy };
-    expect(reductionDue(state, 167 * MiB, 0, policy)).toBe(false);
-    expect(reductionDue(state, 168 * MiB, 0, policy)).toBe(true);
+    expect(reductionDue(state, 167 * MiB, 0, policy)).toBeUndefined();
+    expect(reductionDue(state, 168 * MiB, 0, policy)).toBe('growth');
   });
 
   it('waits minGapMs after a reduction, however much it grew', () => {
     const state = { floorBytes: 120 * MiB, lastReducedAtMs: 1_000_000, ...busy };
-    expect(reductionDue(state, 400 * MiB, 1_059_999, policy)).toBe(false);
-    expect(reductionDue(state, 400 * MiB, 1_060_000, policy)).toBe(true);
+    expect(reductionDue(state, 400 * MiB, 1_059_999, policy)).toBeUndefined();
+    expect(reductionDue(state, 400 * MiB, 1_060_000, policy)).toBe('growth');
   });
 
   it('asks for less growth once the work queue has been empty for idleMs', () => {
-    const idle = { floorBytes: 120 * MiB, lastReducedAtMs: undefined, idleSinceMs: 0 };
-    expect(reductionDue(idle, 136 * MiB, 29_999, policy)).toBe(false);
-    expect(reductionDue(idle, 136 * MiB, 30_000, policy)).toBe(true);
-    expect(reductionDue(idle, 135 * MiB, 30_000, policy)).toBe(false);
-    expect(reductionDue({ ...idle, ...busy }, 136 * MiB, 30_000, policy)).toBe(false);
+    const idle = { floorBytes: 120 * MiB, lastReducedAtMs: undefined, idleSinceMs: 0, targetGapMs: 10_000 };
+    expect(reductionDue(idle, 136 * MiB, 29_999, policy)).toBeUndefined();
+    expect(reductionDue(idle, 136 * MiB, 30_000, policy)).toBe('idle');
+    expect(reductionDue(idle, 135 * MiB, 30_000, policy)).toBeUndefined();
+    expect(reductionDue({ ...idle, ...busy }, 136 * MiB, 30_000, policy)).toBeUndefined();
+  });
+
+  it('asks at the memory target once targetGapMs has passed, however little it grew', () => {
+    const state = { floorBytes: 230 * MiB, lastReducedAtMs: 1_000_000, ...busy };
+    expect(reductionDue(state, 239 * MiB, 1_010_000, withTarget)).toBeUndefined();
+    expect(reductionDue(state, 240 * MiB, 1_009_999, withTarget)).toBeUndefined();
+    expect(reductionDue(state, 240 * MiB, 1_010_000, withTarget)).toBe('target');
+    // Before any reduction, and before the first look has set a floor.
+    expect(
+      reductionDue({ ...state, floorBytes: undefined, lastReducedAtMs: undefined }, 250 * MiB, 0, withTarget),
+    ).toBe('target');
+    // No target: the same look waits for growth.
+    expect(reductionDue(state, 250 * MiB, 1_010_000, policy)).toBeUndefined();
+  });
+
+  it('doubles the gap for the target while collections leave the resident set near it, and resets it once they do not', () => {
+    const state = { floorBytes: undefined, lastReducedAtMs: undefined, ...busy };
+    // 95 % of 240 MiB is 228 MiB.
+    expect(targetGapAfter(state, 227 * MiB, withTarget)).toBe(10_000);
+    expect(targetGapAfter(state, 228 * MiB, withTarget)).toBe(20_000);
+    expect(targetGapAfter({ ...state, targetGapMs: 160_000 }, 230 * MiB, withTarget)).toBe(300_000);
+    expect(targetGapAfter({ ...state, targetGapMs: 300_000 }, 200 * MiB, withTarget)).toBe(10_000);
   });
 
   it('lowers the floor, never raises it', () => {
@@ -56,7 +88,12 @@ describe('reductionDue', () => {
 describe('MemoryReducer', () => {
   it('runs a real collection when due, counts it, and measures from the level after it', async () => {
     const registry = new Registry();
-    const reductions = new Counter({ name: 'reductions', help: 'x', registers: [registry] });
+    const reductions = new Counter({
+      name: 'reductions',
+      help: 'x',
+      labelNames: ['reason'],
+      registers: [registry],
+    });
     let rss = 120 * MiB;
     let now = 0;
     const reducer = new MemoryReducer({
@@ -71,14 +108,14 @@ describe('MemoryReducer', () => {
     expect(await reducer.check()).toBe(false);
     rss = 170 * MiB;
     expect(await reducer.check()).toBe(true);
-    expect((await reductions.get()).values[0]?.value).toBe(1);
+    expect((await reductions.get()).values).toEqual([{ labels: { reason: 'growth' }, value: 1 }]);
     // The floor is now 170 MiB (the fake RSS did not move): 200 MiB is not 48 MiB of growth.
     now = 120_000;
     rss = 200 * MiB;
     expect(await reducer.check()).toBe(false);
     rss = 218 * MiB;
     expect(await reducer.check()).toBe(true);
-    expect((await reductions.get()).values[0]?.value).toBe(2);
+    expect((await reductions.get()).values).toEqual([{ labels: { reason: 'growth' }, value: 2 }]);
   });
 
   it('reduces after a burst once the queue has been empty for idleMs, with less growth', async () => {
@@ -101,5 +138,36 @@ describe('MemoryReducer', () => {
     expect(await reducer.check()).toBe(false); // empty since 30 s, not for 30 s yet
     now = 60_000;
     expect(await reducer.check()).toBe(true);
+  });
+
+  it('keeps under the memory target with real collections, backing off while they cannot', async () => {
+    // What the reducer reads, in order: one reading per look, and one more after each collection.
+    const readings: number[] = [];
+    let now = 0;
+    const reducer = new MemoryReducer({
+      policy: withTarget,
+      log: pino({ level: 'silent' }),
+      rss: () => readings.shift() ?? Number.NaN,
+      now: () => now,
+    });
+    const look = async (at: number, ...rss: number[]): Promise<boolean> => {
+      now = at;
+      readings.push(...rss.map((r) => r * MiB));
+      const reduced = await reducer.check();
+      expect(readings).toEqual([]);
+      return reduced;
+    };
+    expect(await look(0, 200)).toBe(false); // the floor: 200 MiB
+    // 41 MiB is not 48 of growth, but the target is passed; the collection leaves 230 MiB, above
+    // 95 % of the target: the gap doubles to 20 s.
+    expect(await look(2_000, 241, 230)).toBe(true);
+    expect(await look(12_000, 241)).toBe(false);
+    expect(await look(21_999, 241)).toBe(false);
+    expect(await look(22_000, 241, 235)).toBe(true); // and again, to 40 s
+    expect(await look(61_999, 241)).toBe(false);
+    // A collection that brings it under 95 % of the target restores the 10 s gap.
+    expect(await look(62_000, 241, 190)).toBe(true);
+    expect(await look(71_999, 245)).toBe(false);
+    expect(await look(72_000, 245, 190)).toBe(true);
   });
 });

@@ -10,7 +10,14 @@
  * `idleGrowthBytes` once the work queue has been empty for `idleMs` (a burst is over), it asks V8
  * for that collection (the inspector protocol's `HeapProfiler.collectGarbage`, in process: no port
  * is opened), at most once per `minGapMs`. A collection pauses the event loop: about 0.4–0.5 s at
- * 4,000 domains.
+ * 4,000 domains, 0.2–0.6 s at 10,000.
+ *
+ * A memory target (`targetBytes`, a soft limit like Go's GOMEMLIMIT) bounds the peaks between: at or
+ * above it a collection is due once `targetGapMs` has passed since the last one. At 10,000 domains
+ * the live heap after a collection was about 105 MiB while V8 let the heap grow to 170 MiB within
+ * the minute before the next (RSS 207 -> 273 MiB, docs/performance.md). When a collection leaves
+ * the resident set above `TARGET_REACHED_SHARE` of the target, what is live is too close to it for
+ * collections to help: the gap doubles (up to `maxTargetGapMs`) and a warning says to raise it.
  */
 import { Session } from 'node:inspector/promises';
 import type { Logger } from 'pino';
@@ -29,18 +36,38 @@ export interface MemoryReducerPolicy {
   idleMs: number;
   /** Growth, bytes, that asks for a reduction once the work is done. */
   idleGrowthBytes: number;
+  /** Resident set size, bytes, to stay under (a soft limit); 0 for none. */
+  targetBytes: number;
+  /** Milliseconds at least between two reductions for the target, while collections bring it under. */
+  targetGapMs: number;
+  /** The longest that gap grows to while the target stays out of reach, milliseconds. */
+  maxTargetGapMs: number;
 }
 
 /**
- * 15 s looks; 48 MiB of growth while busy, 16 MiB once the queue has been empty for 30 s; one
- * reduction a minute at most.
+ * A collection for the target that leaves the resident set above this share of it doubles the
+ * gap: the live memory, not garbage, is what stands near the target.
+ */
+export const TARGET_REACHED_SHARE = 0.95;
+
+/** Why a reduction is due: growth while busy, growth once idle, or the memory target. */
+export const REDUCTION_REASONS = ['growth', 'idle', 'target'] as const;
+export type ReductionReason = (typeof REDUCTION_REASONS)[number];
+
+/**
+ * 2 s looks (a look reads the resident set size, microseconds); 48 MiB of growth while busy,
+ * 16 MiB once the queue has been empty for 30 s, one such reduction a minute at most; no target
+ * (the chart sets one), at most one reduction per 10 s for it, backing off to 5 minutes.
  */
 export const DEFAULT_MEMORY_REDUCER_POLICY: MemoryReducerPolicy = {
-  checkMs: 15_000,
+  checkMs: 2_000,
   growthBytes: 48 * MiB,
   minGapMs: 60_000,
   idleMs: 30_000,
   idleGrowthBytes: 16 * MiB,
+  targetBytes: 0,
+  targetGapMs: 10_000,
+  maxTargetGapMs: 300_000,
 };
 
 /** What the reducer knows between looks. */
@@ -51,24 +78,38 @@ export interface ReducerState {
   lastReducedAtMs: number | undefined;
   /** Unix time, milliseconds, since which the work queue has been empty; undefined while it is not. */
   idleSinceMs: number | undefined;
+  /** The gap now required before a reduction for the target, milliseconds (see `targetGapAfter`). */
+  targetGapMs: number;
 }
 
 /**
- * Whether a look that measured `rssBytes` at `nowMs` should reduce. Pure. The first look only sets
- * the floor.
+ * Whether a look that measured `rssBytes` at `nowMs` should reduce, and why; undefined when not.
+ * Pure. The first look only sets the floor, unless the resident set is at the target already.
  */
 export function reductionDue(
   state: ReducerState,
   rssBytes: number,
   nowMs: number,
   policy: MemoryReducerPolicy,
-): boolean {
-  if (state.floorBytes === undefined) return false;
-  if (state.lastReducedAtMs !== undefined && nowMs - state.lastReducedAtMs < policy.minGapMs) return false;
+): ReductionReason | undefined {
+  const sinceLast = state.lastReducedAtMs === undefined ? Infinity : nowMs - state.lastReducedAtMs;
+  if (policy.targetBytes > 0 && rssBytes >= policy.targetBytes && sinceLast >= state.targetGapMs)
+    return 'target';
+  if (state.floorBytes === undefined || sinceLast < policy.minGapMs) return undefined;
   const growth = rssBytes - state.floorBytes;
-  if (growth >= policy.growthBytes) return true;
+  if (growth >= policy.growthBytes) return 'growth';
   const idle = state.idleSinceMs !== undefined && nowMs - state.idleSinceMs >= policy.idleMs;
-  return idle && growth >= policy.idleGrowthBytes;
+  return idle && growth >= policy.idleGrowthBytes ? 'idle' : undefined;
+}
+
+/**
+ * The gap required before the next reduction for the target, after one that left `afterBytes`:
+ * the policy's when the collection brought the resident set under `TARGET_REACHED_SHARE` of the
+ * target, else twice the current one (at most `maxTargetGapMs`). Pure.
+ */
+export function targetGapAfter(state: ReducerState, afterBytes: number, policy: MemoryReducerPolicy): number {
+  if (afterBytes < policy.targetBytes * TARGET_REACHED_SHARE) return policy.targetGapMs;
+  return Math.min(policy.maxTargetGapMs, state.targetGapMs * 2);
 }
 
 /** The floor after a look that measured `rssBytes` and did not reduce: it only goes down. */
@@ -79,7 +120,7 @@ export function lowerFloor(state: ReducerState, rssBytes: number): number {
 export interface MemoryReducerOptions {
   policy?: MemoryReducerPolicy;
   log: Logger;
-  /** Counts reductions (`portico_memory_reductions_total`). */
+  /** Counts reductions by `reason` (`portico_memory_reductions_total`). */
   reductions?: Counter;
   /** Whether the work queue is empty; never, unless given. */
   isIdle?: () => boolean;
@@ -99,6 +140,7 @@ export class MemoryReducer {
     floorBytes: undefined,
     lastReducedAtMs: undefined,
     idleSinceMs: undefined,
+    targetGapMs: 0,
   };
   #timer: NodeJS.Timeout | undefined;
   #running = false;
@@ -110,6 +152,7 @@ export class MemoryReducer {
     this.#rss = options.rss ?? (() => process.memoryUsage.rss());
     this.#now = options.now ?? Date.now;
     this.#isIdle = options.isIdle ?? (() => false);
+    this.#state.targetGapMs = this.#policy.targetGapMs;
   }
 
   /** Starts looking every `checkMs` (the timer does not keep the process alive). */
@@ -132,7 +175,8 @@ export class MemoryReducer {
     const rss = this.#rss();
     if (!this.#isIdle()) this.#state.idleSinceMs = undefined;
     else this.#state.idleSinceMs ??= this.#now();
-    if (!reductionDue(this.#state, rss, this.#now(), this.#policy)) {
+    const reason = reductionDue(this.#state, rss, this.#now(), this.#policy);
+    if (reason === undefined) {
       this.#state.floorBytes = lowerFloor(this.#state, rss);
       return false;
     }
@@ -143,15 +187,24 @@ export class MemoryReducer {
       const after = this.#rss();
       this.#state.floorBytes = after;
       this.#state.lastReducedAtMs = this.#now();
-      this.#reductions?.inc();
-      this.#log.info(
-        {
-          rssBeforeMiB: Math.round(rss / MiB),
-          rssAfterMiB: Math.round(after / MiB),
-          durationMs: this.#now() - startedAt,
-        },
-        'memory reduced after growth',
-      );
+      this.#reductions?.inc({ reason });
+      const fields = {
+        reason,
+        rssBeforeMiB: Math.round(rss / MiB),
+        rssAfterMiB: Math.round(after / MiB),
+        durationMs: this.#now() - startedAt,
+      };
+      if (reason === 'target') {
+        const gapMs = targetGapAfter(this.#state, after, this.#policy);
+        if (gapMs > this.#policy.targetGapMs) {
+          this.#log.warn(
+            { ...fields, targetMiB: Math.round(this.#policy.targetBytes / MiB), nextInSeconds: gapMs / 1000 },
+            'memory target out of reach: what is live is close to it; raise the memory target (--memory-target-mib) and the memory limit (docs/install.md, "Sizing")',
+          );
+        }
+        this.#state.targetGapMs = gapMs;
+      }
+      this.#log.info(fields, 'memory reduced');
       return true;
     } catch (err) {
       // Counted as a reduction for the gap, so a failing collection is not retried at every look.

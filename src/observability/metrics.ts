@@ -7,6 +7,7 @@ import { TextFamiliesRegistry } from './text-families.js';
 import { ReadyTransitions, registerDomainMetrics, type CustomDomainSource } from './domain-metrics.js';
 import { VERDICT_REASONS } from '../dns/verdict.js';
 import { registerSharedMetrics } from './shared-metrics.js';
+import { REDUCTION_REASONS } from '../controller/memory-reducer.js';
 
 /** The `result` values of `portico_acme_orders_total`. */
 export const ACME_ORDER_RESULTS = ['valid', 'failed', 'cancelled'] as const;
@@ -91,13 +92,15 @@ export function createControllerMetrics(): ControllerMetrics {
     }),
     memoryReductionsTotal: new Counter({
       name: 'portico_memory_reductions_total',
-      help: 'Full garbage collections that give unused heap back to the system, asked after the resident set grew by --memory-reduction-growth-mib.',
+      help: 'Full garbage collections that give unused heap back to the system, by reason: growth (the resident set grew by --memory-reduction-growth-mib), idle (by 16 MiB once the work queue stayed empty) or target (it reached --memory-target-mib).',
+      labelNames: ['reason'],
       registers,
     }),
   };
   // Every known label value exported at 0 from the start, so that the first order or check of a
   // kind shows as a step to increase() and rate(), not as a series that appears already counted.
   for (const result of ACME_ORDER_RESULTS) metrics.acmeOrdersTotal.inc({ result }, 0);
+  for (const reason of REDUCTION_REASONS) metrics.memoryReductionsTotal.inc({ reason }, 0);
   for (const reason of VERDICT_REASONS) metrics.dnsChecksTotal.inc({ reason }, 0);
   return metrics;
 }

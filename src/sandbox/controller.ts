@@ -37,6 +37,9 @@ const SANDBOX_ORDERS_PER_WINDOW = '100000';
 /** The chart's default controller.heapMiB. */
 const SANDBOX_HEAP_MIB = '256';
 
+/** The chart's default controller.memoryTargetMiB. */
+const SANDBOX_MEMORY_TARGET_MIB = '240';
+
 export function controllerArgs(options: ControllerOptions): string[] {
   return [
     '--kubeconfig',
@@ -112,6 +115,7 @@ export async function startController(
       MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
       MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? '131072',
       MALLOC_TRIM_THRESHOLD_: process.env.MALLOC_TRIM_THRESHOLD_ ?? '131072',
+      PORTICO_MEMORY_TARGET_MIB: process.env.PORTICO_MEMORY_TARGET_MIB ?? SANDBOX_MEMORY_TARGET_MIB,
       // Pebble has no order limit, and a benchmark or a long test run places more orders than
       // Let's Encrypt's 300 per 3 hours: the sandbox's budget is wide unless the caller sets one.
       PORTICO_ACME_ORDERS_PER_WINDOW: process.env.PORTICO_ACME_ORDERS_PER_WINDOW ?? SANDBOX_ORDERS_PER_WINDOW,
