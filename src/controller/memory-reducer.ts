@@ -10,7 +10,7 @@
  * `idleGrowthBytes` once the work queue has been empty for `idleMs` (a burst is over), it asks V8
  * for that collection (the inspector protocol's `HeapProfiler.collectGarbage`, in process: no port
  * is opened), at most once per `minGapMs`. A collection pauses the event loop: about 0.4–0.5 s at
- * 4,000 domains, 0.2–0.6 s at 10,000.
+ * 4,000 domains, 0.2–0.8 s at 10,000.
  *
  * A memory target (`targetBytes`, a soft limit like Go's GOMEMLIMIT) bounds the peaks between: at or
  * above it a collection is due once `targetGapMs` has passed since the last one. At 10,000 domains
