@@ -46,6 +46,13 @@ export class InMemoryChallengeStore implements ChallengeStore {
   }
 }
 
+/**
+ * How long a replica ignores the shared ConfigMap's copy of a token it withdrew, milliseconds: its
+ * watch delivers the withdrawal within milliseconds unless the API server is struggling, and a
+ * challenge is validated within seconds of its publication.
+ */
+const WITHDRAWN_FOR_MS = 60_000;
+
 export class ConfigMapChallengeStore implements ChallengeStore {
   readonly #local = new InMemoryChallengeStore();
   readonly #objects: KubernetesObjectApi;
@@ -75,18 +82,44 @@ export class ConfigMapChallengeStore implements ChallengeStore {
     await this.#informer.stop();
   }
 
+  /**
+   * The key authorization for `token`: this replica's own, else the shared ConfigMap's as its watch
+   * last delivered it; never one this replica withdrew within `WITHDRAWN_FOR_MS`, which its watch
+   * may still show for a moment (a CI run read one back right after the withdrawal had reached the
+   * other replica).
+   */
   get(token: string): string | undefined {
-    return this.#local.get(token) ?? this.#informer.get(CHALLENGE_CONFIGMAP, this.#namespace)?.data?.[token];
+    const own = this.#local.get(token);
+    if (own !== undefined) return own;
+    if (this.#withdrawnRecently(token)) return undefined;
+    return this.#informer.get(CHALLENGE_CONFIGMAP, this.#namespace)?.data?.[token];
   }
 
   async publish(token: string, keyAuthorization: string): Promise<void> {
+    this.#withdrawnAt.delete(token);
     await this.#local.publish(token, keyAuthorization);
     await this.#change(token, keyAuthorization);
   }
 
   async withdraw(token: string): Promise<void> {
+    this.#withdrawnAt.delete(token); // re-inserted at the end: the map stays oldest first
+    this.#withdrawnAt.set(token, Date.now());
     await this.#local.withdraw(token);
     await this.#change(token, null);
+  }
+
+  /** Tokens this replica withdrew: when (Unix time, ms). Tokens are unique per challenge. */
+  readonly #withdrawnAt = new Map<string, number>();
+
+  /** True while `token` was withdrawn here less than `WITHDRAWN_FOR_MS` ago; forgets older ones. */
+  #withdrawnRecently(token: string): boolean {
+    const now = Date.now();
+    // Oldest first (insertion order): stop at the first one still recent.
+    for (const [withdrawn, at] of this.#withdrawnAt) {
+      if (now - at < WITHDRAWN_FOR_MS) break;
+      this.#withdrawnAt.delete(withdrawn);
+    }
+    return this.#withdrawnAt.has(token);
   }
 
   /** Changes waiting for the next patch, by token (null: withdraw). */

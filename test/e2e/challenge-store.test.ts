@@ -42,6 +42,8 @@ describe('challenge store across replicas', () => {
 
     await leader.publish('second_token_0123456789abcd', 'second');
     await leader.withdraw(token);
+    // At once, whatever its own watch still shows of the ConfigMap.
+    expect(leader.get(token)).toBeUndefined();
     await waitFor(
       'the follower to drop it',
       () => (follower.get(token) === undefined ? true : undefined),
