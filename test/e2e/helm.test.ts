@@ -460,16 +460,32 @@ const crdGroups: string[] = [];
 
 afterAll(async () => {
   for (const group of crdGroups) {
-    for (const plural of ['customdomains', 'hostnameclaims', 'ratelimitpolicies']) {
-      await kubectl(['delete', 'crd', `${plural}.${group}`, '--ignore-not-found', '--wait=false']);
+    for (const name of copyCrdNames(group)) {
+      await kubectl(['delete', 'crd', name, '--ignore-not-found', '--wait=false']);
     }
   }
   for (const dir of tempDirs) await rm(dir, { recursive: true, force: true });
 }, 60_000);
 
+const CRD_PLURALS = ['customdomains', 'hostnameclaims', 'ratelimitpolicies'] as const;
+/** Prefix of the copies' kinds and resource names (see chartCopy). */
+const COPY_PREFIX = 'copy';
+
+/** The CRD names chartCopy gives in `group`: copy<plural>.<group>, in CRD_PLURALS' order. */
+function copyCrdNames(group: string): string[] {
+  return CRD_PLURALS.map((plural) => `${COPY_PREFIX}${plural}.${group}`);
+}
+
 /**
- * A copy of the chart whose CRDs are in API group `group` (names <plural>.<group>), with `change`
- * applied to the CustomDomain CRD. Returns the copy's directory.
+ * A copy of the chart whose CRDs are in API group `group` (names copy<plural>.<group>), with
+ * `change` applied to the CustomDomain CRD. Returns the copy's directory.
+ *
+ * The copies' kinds, resource names, short names and categories are their own (Copy<Kind>,
+ * copy<plural>, none, none): kubectl resolves `hostnameclaim`, `cd` or the `portico` category
+ * across every group that serves it and prefers the group that sorts first, so a copy with the
+ * stack's names would answer, or vanish under, other test files' kubectl commands (a CI run saw
+ * `kubectl get hostnameclaim` read an empty copy group, and `kubectl get portico` fail on a copy
+ * deleted in the middle).
  */
 async function chartCopy(
   group: string,
@@ -483,15 +499,32 @@ async function chartCopy(
   }
   for (const file of (await readdir(`${CHART}/crds`)).filter((f) => f.endsWith('.yaml'))) {
     const crd = parse(await readFile(`${CHART}/crds/${file}`, 'utf8')) as Manifest & {
-      spec: { group: string; names: { plural: string } };
+      spec: { group: string; names: CrdNames };
     };
+    const names = crd.spec.names;
+    const original = names.plural;
     crd.spec.group = group;
+    crd.spec.names = {
+      kind: `Copy${names.kind}`,
+      listKind: `Copy${names.listKind ?? `${names.kind}List`}`,
+      plural: `${COPY_PREFIX}${names.plural}`,
+      singular: `${COPY_PREFIX}${names.singular ?? names.kind.toLowerCase()}`,
+    };
     crd.metadata.name = `${crd.spec.names.plural}.${group}`;
-    if (crd.spec.names.plural === 'customdomains') change?.(crd);
+    if (original === 'customdomains') change?.(crd);
     await writeFile(`${dir}/crds/${file}`, stringify(crd));
   }
   if (!crdGroups.includes(group)) crdGroups.push(group);
   return dir;
+}
+
+interface CrdNames {
+  kind: string;
+  listKind?: string;
+  plural: string;
+  singular?: string;
+  shortNames?: string[];
+  categories?: string[];
 }
 
 /** Adds the optional field spec.upgradeMarker to every version of the CustomDomain CRD. */
@@ -535,7 +568,8 @@ describe('crds.install in the API server (helm install and upgrade)', () => {
     const install = await helm(['install', release, chart, '-n', NAMESPACE, '--skip-crds', ...sets]);
     expect(install.code, install.stderr).toBe(0);
     expect(install.stdout).toContain('the CRDs are part of this release (crds.install)');
-    const installed = await liveCrd(`customdomains.${group}`);
+    const [customDomains = ''] = copyCrdNames(group);
+    const installed = await liveCrd(customDomains);
     expect(installed.metadata?.annotations).toMatchObject({
       'helm.sh/resource-policy': 'keep',
       'meta.helm.sh/release-name': release,
@@ -545,13 +579,13 @@ describe('crds.install in the API server (helm install and upgrade)', () => {
     await chartCopy(group, addUpgradeMarker, chart);
     const upgrade = await helm(['upgrade', release, chart, '-n', NAMESPACE, '--reuse-values']);
     expect(upgrade.code, upgrade.stderr).toBe(0);
-    expect(specFields(await liveCrd(`customdomains.${group}`))).toContain('upgradeMarker');
+    expect(specFields(await liveCrd(customDomains))).toContain('upgradeMarker');
 
     const uninstall = await helm(['uninstall', release, '-n', NAMESPACE]);
     expect(uninstall.code, uninstall.stderr).toBe(0);
     expect(uninstall.stdout + uninstall.stderr).toContain('kept due to the resource policy');
-    for (const plural of ['customdomains', 'hostnameclaims', 'ratelimitpolicies']) {
-      expect((await kubectl(['get', 'crd', `${plural}.${group}`])).code, plural).toBe(0);
+    for (const name of copyCrdNames(group)) {
+      expect((await kubectl(['get', 'crd', name])).code, name).toBe(0);
     }
   });
 
@@ -563,7 +597,7 @@ describe('crds.install in the API server (helm install and upgrade)', () => {
     const install = await helm(['install', release, chart, '-n', NAMESPACE, ...sets]);
     expect(install.code, install.stderr).toBe(0);
     expect(install.stdout).toContain('Helm does not update CRDs it installed from the chart');
-    const names = ['customdomains', 'hostnameclaims', 'ratelimitpolicies'].map((p) => `${p}.${group}`);
+    const names = copyCrdNames(group);
     expect(
       (await liveCrd(names[0] ?? '')).metadata?.labels?.['app.kubernetes.io/managed-by'],
     ).toBeUndefined();

@@ -328,12 +328,12 @@ describe('the controller as its ServiceAccount', () => {
     // The hostname's claim, taken by this identity.
     const claim = await kubectl([
       'get',
-      'hostnameclaim',
+      'hostnameclaims.portico.dev',
       hostname,
       '-o',
       'jsonpath={.spec.customDomainRef.namespace}/{.spec.customDomainRef.name}',
     ]);
-    expect(claim.stdout).toBe(`${project}/www`);
+    expect(claim.stdout, claim.stderr).toBe(`${project}/www`);
 
     await deleteCustomDomain(project, 'www');
     await waitFor('the CustomDomain, its Ingress and its Secret to be gone', async () => {
