@@ -94,14 +94,22 @@ export async function startController(
   options: ControllerOptions,
 ): Promise<{ process: StartedProcess; metricsUrl: string; readyzUrl: string }> {
   const cli = await assertBuilt(repoRoot);
+  // PORTICO_SANDBOX_NODE_WRAPPER runs Node under another program, e.g. `heaptrack -o
+  // /tmp/operator` (native allocations from the start; attaching later can kill the process). The
+  // pid the sandbox records is then the wrapper's: its process group still holds Node, so stopping
+  // works, but RSS read from that pid is the wrapper's, not the operator's.
+  const [wrapper, ...wrapperArgs] = (process.env.PORTICO_SANDBOX_NODE_WRAPPER ?? '')
+    .split(/\s+/)
+    .filter((arg) => arg !== '');
   const proc = await startDetached(paths, {
     name: CONTROLLER,
-    command: process.execPath,
+    command: wrapper ?? process.execPath,
     // The V8 heap bounds the chart sets (controller.heapMiB), so the sandbox and its benchmarks
     // run the operator as a cluster does; PORTICO_SANDBOX_HEAP_MIB overrides the limit.
     // PORTICO_SANDBOX_NODE_ARGS adds Node options NODE_OPTIONS refuses, e.g. `--cpu-prof
     // --cpu-prof-dir=/tmp/profiles` (a CPU profile of each operator process, written as it exits).
     args: [
+      ...(wrapper === undefined ? [] : [...wrapperArgs, process.execPath]),
       `--max-old-space-size=${process.env.PORTICO_SANDBOX_HEAP_MIB ?? SANDBOX_HEAP_MIB}`,
       '--max-semi-space-size=4',
       ...(process.env.PORTICO_SANDBOX_NODE_ARGS ?? '').split(/\s+/).filter((arg) => arg !== ''),
