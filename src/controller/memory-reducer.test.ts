@@ -19,6 +19,8 @@ const policy: MemoryReducerPolicy = {
   targetBytes: 0,
   targetGapMs: 10_000,
   maxTargetGapMs: 300_000,
+  targetOvershootBytes: 8 * MiB,
+  urgentTargetGapMs: 3_000,
 };
 const busy = { idleSinceMs: undefined, targetGapMs: 10_000 };
 const withTarget: MemoryReducerPolicy = { ...policy, targetBytes: 240 * MiB };
@@ -64,6 +66,17 @@ describe('reductionDue', () => {
     ).toBe('target');
     // No target: the same look waits for growth.
     expect(reductionDue(state, 250 * MiB, 1_010_000, policy)).toBeUndefined();
+  });
+
+  it('asks after urgentTargetGapMs once the target is overshot by targetOvershootBytes, unless the gap backed off', () => {
+    const state = { floorBytes: 200 * MiB, lastReducedAtMs: 1_000_000, ...busy };
+    expect(reductionDue(state, 247 * MiB, 1_003_000, withTarget)).toBeUndefined();
+    expect(reductionDue(state, 248 * MiB, 1_002_999, withTarget)).toBeUndefined();
+    expect(reductionDue(state, 248 * MiB, 1_003_000, withTarget)).toBe('target');
+    // The target out of reach (the gap doubled): overshooting does not shorten it.
+    const backedOff = { ...state, targetGapMs: 20_000 };
+    expect(reductionDue(backedOff, 300 * MiB, 1_019_999, withTarget)).toBeUndefined();
+    expect(reductionDue(backedOff, 300 * MiB, 1_020_000, withTarget)).toBe('target');
   });
 
   it('doubles the gap for the target while collections leave the resident set near it, and resets it once they do not', () => {
