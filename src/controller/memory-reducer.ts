@@ -19,9 +19,9 @@
  * the resident set above `TARGET_REACHED_SHARE` of the target, what is live is too close to it for
  * collections to help: the gap doubles (up to `maxTargetGapMs`) and a warning says to raise it.
  * While collections do reach it, a resident set `targetOvershootBytes` above the target needs only
- * `urgentTargetGapMs`: in the burst after a CA outage at 10,000 domains the heap grew 6 MiB a second,
- * so the 10 s gap let the resident set reach 264-269 MiB before each collection for a 240 MiB
- * target (docs/performance.md, ninth round).
+ * `urgentTargetGapMs`: in the bursts after a CA outage at 10,000 domains the resident set grew 6-15
+ * MiB a second, and the 10 s gap let it reach 264-269 MiB before each collection for a 240 MiB
+ * target (docs/performance.md, eighth and ninth rounds).
  */
 import { Session } from 'node:inspector/promises';
 import type { Logger } from 'pino';

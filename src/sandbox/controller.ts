@@ -94,8 +94,9 @@ export async function startController(
   options: ControllerOptions,
 ): Promise<{ process: StartedProcess; metricsUrl: string; readyzUrl: string }> {
   const cli = await assertBuilt(repoRoot);
-  // PORTICO_SANDBOX_NODE_WRAPPER runs Node under another program, e.g. `heaptrack -o
-  // /tmp/operator` (native allocations from the start; attaching later can kill the process). The
+  // PORTICO_SANDBOX_NODE_WRAPPER runs Node under another program, e.g. a script that runs `exec
+  // heaptrack -o /tmp/ht/operator.$$ "$@"` (native allocations from the start, one file per
+  // process; attaching later can kill the process; docs/benchmarks.md). The
   // pid the sandbox records is then the wrapper's: its process group still holds Node, so stopping
   // works, but RSS read from that pid is the wrapper's, not the operator's.
   const [wrapper, ...wrapperArgs] = (process.env.PORTICO_SANDBOX_NODE_WRAPPER ?? '')
