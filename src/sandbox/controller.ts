@@ -68,6 +68,11 @@ export function controllerArgs(options: ControllerOptions): string[] {
   ];
 }
 
+/** The whitespace-separated words of an environment variable's value; none when it is unset. */
+function wordsOf(value: string | undefined): string[] {
+  return (value ?? '').split(/\s+/).filter((word) => word !== '');
+}
+
 async function assertBuilt(repoRoot: string): Promise<string> {
   const cli = path.join(repoRoot, 'dist', 'cli.js');
   for (const file of [cli, path.join(repoRoot, 'dist', 'controller', 'main.js')]) {
@@ -96,12 +101,10 @@ export async function startController(
   const cli = await assertBuilt(repoRoot);
   // PORTICO_SANDBOX_NODE_WRAPPER runs Node under another program, e.g. a script that runs `exec
   // heaptrack -o /tmp/ht/operator.$$ "$@"` (native allocations from the start, one file per
-  // process; attaching later can kill the process; docs/benchmarks.md). The
-  // pid the sandbox records is then the wrapper's: its process group still holds Node, so stopping
-  // works, but RSS read from that pid is the wrapper's, not the operator's.
-  const [wrapper, ...wrapperArgs] = (process.env.PORTICO_SANDBOX_NODE_WRAPPER ?? '')
-    .split(/\s+/)
-    .filter((arg) => arg !== '');
+  // process; attaching later can kill the process; docs/benchmarks.md). The pid the sandbox
+  // records is then the wrapper's: its process group still holds Node, so stopping works, but RSS
+  // read from that pid is the wrapper's, not the operator's.
+  const [wrapper, ...wrapperArgs] = wordsOf(process.env.PORTICO_SANDBOX_NODE_WRAPPER);
   const proc = await startDetached(paths, {
     name: CONTROLLER,
     command: wrapper ?? process.execPath,
@@ -113,7 +116,7 @@ export async function startController(
       ...(wrapper === undefined ? [] : [...wrapperArgs, process.execPath]),
       `--max-old-space-size=${process.env.PORTICO_SANDBOX_HEAP_MIB ?? SANDBOX_HEAP_MIB}`,
       '--max-semi-space-size=4',
-      ...(process.env.PORTICO_SANDBOX_NODE_ARGS ?? '').split(/\s+/).filter((arg) => arg !== ''),
+      ...wordsOf(process.env.PORTICO_SANDBOX_NODE_ARGS),
       cli,
       'controller',
       ...controllerArgs(options),
