@@ -130,13 +130,19 @@ export interface ResponseTransformHost {
   defaults: { transformResponse?: unknown };
 }
 
+/** The part of the request config a response transform reads. */
+export interface RequestOfAnswer {
+  readonly method?: string;
+}
+
 /**
  * Adds `transform` after the response transforms `instance` already has (axios's JSON parse among
  * them, so `data` is parsed): it sees every answer, and what it returns or throws is the answer.
+ * axios calls it with the request's config as `this` (its `method` in lower case).
  */
 export function appendResponseTransform(
   instance: ResponseTransformHost,
-  transform: (data: unknown, headers: unknown, status?: number) => unknown,
+  transform: (this: RequestOfAnswer | undefined, data: unknown, headers: unknown, status?: number) => unknown,
 ): void {
   const existing = instance.defaults.transformResponse;
   const before = Array.isArray(existing) ? (existing as unknown[]) : existing ? [existing] : [];

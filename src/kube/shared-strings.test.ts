@@ -58,7 +58,7 @@ function bytesSavedPerObject(n: number, json: (i: number) => string): number {
   heapHeldBy(200, json, false);
   heapHeldBy(200, json, true);
   const rounds = [0, 1, 2].map(() => (heapHeldBy(n, json, false) - heapHeldBy(n, json, true)) / n);
-  return rounds.sort((a, b) => a - b)[1];
+  return rounds.sort((a, b) => a - b)[1] ?? Number.NaN;
 }
 
 describe('shareCommonStrings', () => {
