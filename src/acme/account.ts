@@ -12,6 +12,7 @@ import { recordAcmeRequest } from '../observability/shared-metrics.js';
 import { outsideIssuance } from './issuance-tracker.js';
 import { appendResponseTransform, failFastOnRateLimit, type ResponseTransformHost } from './rate-limit.js';
 import { ReplayNoncePool, reuseReplayNonces } from './replay-nonces.js';
+import { failFastOnServerError } from './server-error.js';
 import { AcmeEndpoints, observeAcmeRequests } from './request-metrics.js';
 import { acmeClientAxios, limitAcmeRequests } from './request-timeout.js';
 
@@ -119,6 +120,9 @@ export class AcmeAccount {
     // A 429 from the CA ends the order at once (AcmeRateLimitedError) instead of acme-client
     // sleeping Retry-After inside it and replaying the request.
     failFastOnRateLimit(acme.axios);
+    // A 5xx to a signed request ends the order at once with the CA's answer (AcmeServerError)
+    // instead of acme-client replaying a request whose nonce is spent (server-error.ts).
+    failFastOnServerError(acme.axios);
     // A CA that no longer knows the account answers every order with accountDoesNotExist: the
     // next order registers again (newAccount with the same key; RFC 8555 §7.3) instead of every
     // order failing until the operator restarts.

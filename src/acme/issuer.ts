@@ -8,7 +8,13 @@
  * nothing more is sent to the CA; a request still out is aborted. A rate-limit answer (HTTP 429)
  * ends the order with `AcmeRateLimitedError`, and no request for that name goes to the CA before its
  * Retry-After time. A request the CA does not answer in time (`--acme-request-timeout-seconds`) ends
- * the order with `AcmeRequestTimeoutError`, which names the step.
+ * the order with `AcmeRequestTimeoutError`, which names the step; a server error (HTTP 5xx) to a
+ * signed request ends it with `AcmeServerError`, which names the CA's answer (server-error.ts).
+ *
+ * A renewal's new order names the certificate it replaces (RFC 9773 §5). That is a hint for the CA's
+ * rate limits, not a condition of the renewal: a new order the CA refuses with `replaces` (for one,
+ * `alreadyReplaced` when an earlier order already named that certificate, or a CA that no longer
+ * knows it) is placed again at once without it, and only its refusal fails the attempt.
  */
 import * as acme from 'acme-client';
 import type { Logger } from 'pino';
@@ -20,6 +26,7 @@ import type { ChallengeStore } from './challenge-store.js';
 import { currentIssuanceSignal } from './issuance-tracker.js';
 import { AcmeRateLimitedError, RateLimitGate } from './rate-limit.js';
 import { AcmeRequestTimeoutError } from './request-timeout.js';
+import { AcmeServerError } from './server-error.js';
 import { selfCheckHttp01 } from './self-check.js';
 
 export interface IssuedCertificate {
@@ -151,19 +158,33 @@ export class AcmeIssuer {
     const ca = <T>(step: string, call: () => Promise<T>): Promise<T> =>
       this.#ca(step, hostname, signal, call);
     const client = await ca('account registration', () => this.#account.client());
-    const order = await ca('new order', () =>
-      client.createOrder({
-        identifiers: [{ type: 'dns', value: hostname }],
-        ...(this.#options.profile ? { profile: this.#options.profile } : {}),
-        ...(options.replaces ? { replaces: options.replaces } : {}),
-      }),
-    );
+    const newOrder = (replaces: string | undefined): Promise<acme.Order> =>
+      ca('new order', () =>
+        client.createOrder({
+          identifiers: [{ type: 'dns', value: hostname }],
+          ...(this.#options.profile ? { profile: this.#options.profile } : {}),
+          ...(replaces ? { replaces } : {}),
+        }),
+      );
+    let replaces = options.replaces;
+    let order: acme.Order;
+    try {
+      order = await newOrder(replaces);
+    } catch (err) {
+      if (!replaces || !refusedReplacement(err)) throw err;
+      log.warn(
+        { err, replaces },
+        'the ACME CA refused the renewal order that names the certificate it replaces; ordering again without replaces',
+      );
+      replaces = undefined;
+      order = await newOrder(replaces);
+    }
     // The profile the CA put on the order (draft-ietf-acme-profiles), which may differ from the one asked.
     const profile = (order as { profile?: unknown }).profile;
     log.info(
       {
         orderUrl: order.url,
-        replaces: options.replaces,
+        replaces,
         profileRequested: this.#options.profile,
         profile: typeof profile === 'string' ? profile : undefined,
       },
@@ -200,7 +221,11 @@ export class AcmeIssuer {
       result = await this.#unlessCancelled(call(), signal, hostname);
     } catch (err) {
       if (signal?.aborted) throw new IssuanceCancelledError(hostname);
-      if (err instanceof AcmeRateLimitedError || err instanceof AcmeRequestTimeoutError)
+      if (
+        err instanceof AcmeRateLimitedError ||
+        err instanceof AcmeRequestTimeoutError ||
+        err instanceof AcmeServerError
+      )
         throw err.during(step, hostname);
       throw err;
     }
@@ -347,4 +372,17 @@ export function untilAborted<T>(
       },
     );
   });
+}
+
+/**
+ * Whether a failed new order that named the certificate it replaces may be placed again without
+ * it: the CA answered it with a problem, which acme-client throws as a plain `Error` carrying the
+ * problem's detail (api.js), or with a server error (`AcmeServerError`). Not a rate limit (which
+ * holds for any order), a request timeout, a cancellation or a network error (no answer, and
+ * subclasses of `Error`).
+ */
+function refusedReplacement(err: unknown): boolean {
+  return (
+    err instanceof AcmeServerError || (err instanceof Error && Object.getPrototypeOf(err) === Error.prototype)
+  );
 }
