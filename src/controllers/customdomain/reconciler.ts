@@ -212,6 +212,16 @@ export class CustomDomainReconciler {
    * PEM, and this spares that request a live read of the Secret. Bounded (oldest dropped).
    */
   readonly #storedCertIds = new Map<string, string>();
+  /**
+   * The serial number (hex, as status.certificate.serialNumber) of the certificate this process
+   * last stored for a domain, by key, until the informer cache shows it. The tracker re-queues the
+   * domain the moment the order settles, before the watch event of the Secret write arrives: the
+   * cache then still holds the certificate being renewed, past its renewal time, and a second
+   * renewal would be ordered at once (seen in e2e: the CA refused it as `alreadyReplaced`; a CA
+   * without ARI would have issued a duplicate). Bounded by the orders that finished but whose
+   * Secret the cache has not yet seen.
+   */
+  readonly #storedSerials = new Map<string, string>();
 
   constructor(deps: CustomDomainReconcilerDeps) {
     this.#d = deps;
@@ -851,11 +861,11 @@ export class CustomDomainReconciler {
   }
 
   /**
-   * The Secret's certificate as `#servingCertificate` judges it, from the cache; read live when it
-   * is not usable and an order would be placed next (`orderNext`) right after one succeeded: an
-   * order costs the CA budget, and the Secret cache may not yet show the certificate stored a moment
-   * ago (the order that stored it re-queues the domain at once, often before the Secret's watch
-   * event arrives).
+   * The Secret's certificate as `#servingCertificate` judges it, from the cache; read live when an
+   * order could be placed next (`orderNext`: a first issuance, or a renewal if the certificate is
+   * due) and the cache does not yet show the certificate this process stored a moment ago: an order
+   * costs the CA budget, and the order that stored it re-queues the domain at once, often before the
+   * Secret's watch event arrives (`#storedSerials`).
    */
   async #storedCertificate(
     domain: CustomDomain,
@@ -863,9 +873,23 @@ export class CustomDomainReconciler {
     orderNext: boolean,
   ): Promise<StoredCertificate | undefined> {
     const cached = await this.#servingCertificate(domain, false);
-    if (cached?.usable || !orderNext || this.#d.tracker.lastOutcome(key)?.state !== 'succeeded')
+    const stored = this.#storedSerials.get(key);
+    if (stored === undefined) {
+      // A certificate stored but not parsed here: read live only before a first order.
+      if (cached?.usable || !orderNext || this.#d.tracker.lastOutcome(key)?.state !== 'succeeded')
+        return cached;
+      return this.#servingCertificate(domain, true);
+    }
+    if (cached?.usable?.status.serialNumber === stored) {
+      this.#storedSerials.delete(key);
       return cached;
-    return this.#servingCertificate(domain, true);
+    }
+    if (!orderNext) return cached;
+    // Live read: this process stored a certificate the cache has not seen yet, and an order would
+    // otherwise be decided on the one it replaced (or on none).
+    const live = await this.#servingCertificate(domain, true);
+    if (live?.usable?.status.serialNumber !== stored) this.#storedSerials.delete(key);
+    return live;
   }
 
   /**
@@ -1021,6 +1045,7 @@ export class CustomDomainReconciler {
 
   #cancelOrder(key: string): void {
     this.#d.tracker.cancel(key);
+    this.#storedSerials.delete(key);
     this.#d.budget.withdraw(key);
     this.#d.serving?.forget(key);
   }
@@ -1114,7 +1139,7 @@ export class CustomDomainReconciler {
           // The certificate exists only in memory now: an API server that is briefly unreachable
           // must not cost it (and a new order), so the write is retried until it lands.
           await untilApiAnswers(
-            () => this.#storeCertificate(domain, issued, replaces),
+            () => this.#storeCertificate(domain, key, issued, replaces),
             hostname,
             signal,
             log,
@@ -1148,7 +1173,12 @@ export class CustomDomainReconciler {
    * re-created meanwhile. Live read: the order took seconds to minutes, and the cache may not have
    * seen that yet.
    */
-  async #storeCertificate(domain: CustomDomain, issued: IssuedCertificate, replaces?: string): Promise<void> {
+  async #storeCertificate(
+    domain: CustomDomain,
+    key: string,
+    issued: IssuedCertificate,
+    replaces?: string,
+  ): Promise<void> {
     const current = await this.#readLive(domain.metadata.namespace, domain.metadata.name);
     if (!current || current.metadata.uid !== domain.metadata.uid || current.metadata.deletionTimestamp)
       return;
@@ -1166,7 +1196,7 @@ export class CustomDomainReconciler {
       },
     };
     await this.#apply(secret);
-    this.#rememberCertId(issued.certificatePem);
+    this.#rememberCertId(key, issued.certificatePem);
   }
 
   /** The identifier `#rememberCertId` kept for the certificate with `facts`, once. */
@@ -1177,17 +1207,22 @@ export class CustomDomainReconciler {
     return stored;
   }
 
-  /** Keeps the ARI identifier of a certificate just stored for its first renewalInfo request. */
-  #rememberCertId(chainPem: string): void {
+  /**
+   * Keeps the serial number of a certificate just stored for `key` until the cache shows it, and its
+   * ARI identifier for its first renewalInfo request.
+   */
+  #rememberCertId(key: string, chainPem: string): void {
     try {
       const leaf = leafCertificate(chainPem);
+      const facts = certificateFacts(leaf);
+      this.#storedSerials.set(key, facts.serialNumber);
       const certId = leafAriCertId(leaf);
       if (certId === undefined) return;
       if (this.#storedCertIds.size >= MAX_STORED_CERT_IDS) {
         const oldest = this.#storedCertIds.keys().next().value;
         if (oldest !== undefined) this.#storedCertIds.delete(oldest);
       }
-      this.#storedCertIds.set(certIdKey(certificateFacts(leaf)), certId);
+      this.#storedCertIds.set(certIdKey(facts), certId);
     } catch {
       // No parse: the first request reads the Secret and says so.
     }

@@ -48,6 +48,8 @@ export interface AcmeExchange {
   readonly hostnames: readonly string[];
   /** The challenge token, for requests to a challenge URL whose authorization the proxy has seen. */
   readonly token?: string;
+  /** A new order's `replaces` (RFC 9773 §5): the ARI identifier of the certificate it renews. */
+  readonly replaces?: string;
   /** The HTTP status answered: Pebble's, or the proxy's own refusal. Undefined while in flight. */
   status?: number;
   /** When the answer went out, epoch milliseconds. */
@@ -169,6 +171,11 @@ function identifiersOf(value: unknown): string[] {
   const ids = (value as { identifiers?: unknown } | null)?.identifiers;
   if (!Array.isArray(ids)) return [];
   return ids.map((id) => (id as { value?: unknown }).value).filter((v): v is string => typeof v === 'string');
+}
+
+function replacesOf(value: unknown): string | undefined {
+  const replaces = (value as { replaces?: unknown } | null)?.replaces;
+  return typeof replaces === 'string' ? replaces : undefined;
 }
 
 function pathOf(url: unknown): string | undefined {
@@ -328,6 +335,7 @@ export async function startAcmeFaultProxy(
     const payload = method === 'POST' ? jwsPayload(body) : undefined;
     const kind = classify(method, path, payload);
     const token = links.token(path);
+    const replaces = kind === 'new-order' ? replacesOf(payload) : undefined;
     const exchange: AcmeExchange = {
       at: Date.now(),
       method,
@@ -335,6 +343,7 @@ export async function startAcmeFaultProxy(
       kind,
       hostnames: kind === 'new-order' ? identifiersOf(payload) : links.hostnames(path),
       ...(token ? { token } : {}),
+      ...(replaces ? { replaces } : {}),
       refused: false,
       held: false,
     };
