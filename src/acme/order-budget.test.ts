@@ -229,6 +229,26 @@ describe('OrderBudget: the in-flight estimate', () => {
     });
   });
 
+  it('counts orders in flight that have gone past the typical duration as lasting as long again (a CA that hangs)', () => {
+    const budget = new OrderBudget({ limits: { maxInFlight: 2 }, typicalOrderMs: MINUTE });
+    expect(admitted(budget.request(req('a/0'), at(0)))).toBe(true);
+    expect(admitted(budget.request(req('a/1'), at(10_000)))).toBe(true);
+    const wait = (nowMs: number): number =>
+      (
+        budget.request(req('b/0', { queuedAt: at(1) }), at(nowMs)) as { expectedAt: Date }
+      ).expectedAt.getTime();
+    // 50 s without an order ending or starting: within the typical minute, which the estimate keeps.
+    expect(wait(60_000)).toBe(at(60_000 + MINUTE).getTime());
+    // 150 s: the orders hang; the first slot is expected 150 s on, not a minute (told once, later).
+    expect(wait(160_000)).toBe(at(160_000 + 150_000).getTime());
+    // An order ends: the estimate is the mean duration again (a fifth of the 170 s it took counted).
+    budget.settled('a/0', 'failed-other', at(170_000));
+    expect(admitted(budget.request(req('b/0'), at(170_000)))).toBe(true);
+    expect(budget.request(req('c/0', { queuedAt: at(2) }), at(171_000))).toMatchObject({
+      expectedAt: at(171_000 + 0.8 * MINUTE + 0.2 * 170_000),
+    });
+  });
+
   it('measures no turnaround while the account window, not the slots, paces the orders', () => {
     const budget = new OrderBudget({
       limits: { maxInFlight: 2, accountOrders: { limit: 2, windowMs: HOUR } },
