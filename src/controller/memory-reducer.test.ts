@@ -1,10 +1,9 @@
 import pino from 'pino';
 import { Counter, Registry } from 'prom-client';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   lowerFloor,
   MemoryReducer,
-  nextLookInMs,
   reductionDue,
   targetGapAfter,
   type MemoryReducerPolicy,
@@ -13,8 +12,6 @@ import {
 const MiB = 1024 * 1024;
 const policy: MemoryReducerPolicy = {
   checkMs: 15_000,
-  nearTargetCheckMs: 500,
-  nearTargetBytes: 16 * MiB,
   growthBytes: 48 * MiB,
   minGapMs: 60_000,
   idleMs: 30_000,
@@ -101,45 +98,7 @@ describe('reductionDue', () => {
   });
 });
 
-describe('nextLookInMs', () => {
-  it('looks every nearTargetCheckMs from nearTargetBytes under the target up, else every checkMs', () => {
-    expect(nextLookInMs(223 * MiB, withTarget)).toBe(15_000);
-    expect(nextLookInMs(224 * MiB, withTarget)).toBe(500);
-    expect(nextLookInMs(300 * MiB, withTarget)).toBe(500);
-    expect(nextLookInMs(900 * MiB, policy)).toBe(15_000); // no target
-  });
-});
-
 describe('MemoryReducer', () => {
-  it('looks more often once the resident set nears the target, and not after stop', async () => {
-    vi.useFakeTimers();
-    try {
-      let rss = 200 * MiB; // 30 MiB under 230: no growth to collect for
-      let looks = 0;
-      const reducer = new MemoryReducer({
-        policy: { ...withTarget, targetGapMs: 3_600_000, urgentTargetGapMs: 3_600_000 },
-        log: pino({ level: 'silent' }),
-        rss: () => {
-          looks++;
-          return rss;
-        },
-        now: () => 0,
-      });
-      reducer.start();
-      await vi.advanceTimersByTimeAsync(30_000);
-      expect(looks).toBe(2); // at 15 s and 30 s
-      rss = 230 * MiB;
-      await vi.advanceTimersByTimeAsync(15_000); // the look at 45 s finds it near the target
-      await vi.advanceTimersByTimeAsync(2_000);
-      expect(looks).toBe(3 + 4);
-      reducer.stop();
-      await vi.advanceTimersByTimeAsync(60_000);
-      expect(looks).toBe(7);
-    } finally {
-      vi.useRealTimers();
-    }
-  });
-
   it('runs a real collection when due, counts it, and measures from the level after it', async () => {
     const registry = new Registry();
     const reductions = new Counter({
