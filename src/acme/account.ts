@@ -71,6 +71,7 @@ export class AcmeAccount {
   readonly #options: AcmeAccountOptions;
   readonly #log: Logger;
   #client: Promise<acme.Client> | undefined;
+  #dropped = 0;
   /**
    * acme-client's connections to the CA: kept alive between requests (an idle one for 5 s, as Node's
    * global agent does), destroyed by `close`.
@@ -98,13 +99,23 @@ export class AcmeAccount {
     return this.#client;
   }
 
+  /**
+   * How many times the registration was dropped because the CA answered `accountDoesNotExist`: a
+   * caller that sees it change across a failed request knows the failure was the lost account, and
+   * that `client()` now registers again.
+   */
+  get droppedRegistrations(): number {
+    return this.#dropped;
+  }
+
   /** Drops the registration (the CA no longer knows the account): the next `client()` registers again. */
   #forgetRegistration(): void {
     if (this.#client === undefined) return;
     this.#client = undefined;
+    this.#dropped += 1;
     this.#log.warn(
       { directoryUrl: this.#options.directoryUrl },
-      'the ACME CA no longer knows the account (accountDoesNotExist); the next order registers it again',
+      'the ACME CA no longer knows the account (accountDoesNotExist); registering it again',
     );
   }
 

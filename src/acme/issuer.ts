@@ -14,7 +14,10 @@
  * A renewal's new order names the certificate it replaces (RFC 9773 §5). That is a hint for the CA's
  * rate limits, not a condition of the renewal: a new order the CA refuses with `replaces` (for one,
  * `alreadyReplaced` when an earlier order already named that certificate, or a CA that no longer
- * knows it) is placed again at once without it, and only its refusal fails the attempt.
+ * knows it) is placed again at once without it, and only its refusal fails the attempt. A new
+ * order the CA refuses because it no longer knows the account (RFC 8555 §6.7 `accountDoesNotExist`,
+ * a CA whose state was reset) is placed again once the account is registered anew (§7.3), in the
+ * same attempt.
  */
 import * as acme from 'acme-client';
 import type { Logger } from 'pino';
@@ -157,27 +160,40 @@ export class AcmeIssuer {
   ): Promise<IssuedCertificate> {
     const ca = <T>(step: string, call: () => Promise<T>): Promise<T> =>
       this.#ca(step, hostname, signal, call);
-    const client = await ca('account registration', () => this.#account.client());
-    const newOrder = (replaces: string | undefined): Promise<acme.Order> =>
-      ca('new order', () =>
-        client.createOrder({
-          identifiers: [{ type: 'dns', value: hostname }],
-          ...(this.#options.profile ? { profile: this.#options.profile } : {}),
-          ...(replaces ? { replaces } : {}),
-        }),
-      );
+    const register = (): Promise<acme.Client> => ca('account registration', () => this.#account.client());
+    let client = await register();
     let replaces = options.replaces;
-    let order: acme.Order;
-    try {
-      order = await newOrder(replaces);
-    } catch (err) {
-      if (!replaces || !refusedReplacement(err)) throw err;
-      log.warn(
-        { err, replaces },
-        'the ACME CA refused the renewal order that names the certificate it replaces; ordering again without replaces',
-      );
-      replaces = undefined;
-      order = await newOrder(replaces);
+    let registeredAgain = false;
+    let order: acme.Order | undefined;
+    while (order === undefined) {
+      const dropped = this.#account.droppedRegistrations;
+      try {
+        order = await ca('new order', () =>
+          client.createOrder({
+            identifiers: [{ type: 'dns', value: hostname }],
+            ...(this.#options.profile ? { profile: this.#options.profile } : {}),
+            ...(replaces ? { replaces } : {}),
+          }),
+        );
+      } catch (err) {
+        if (!registeredAgain && this.#account.droppedRegistrations !== dropped) {
+          // RFC 8555 §6.7 accountDoesNotExist: the CA lost the account (a CA whose state was reset).
+          log.warn(
+            { err },
+            'the ACME CA no longer knew the account; placing the order again once registered',
+          );
+          registeredAgain = true;
+          client = await register();
+        } else if (replaces && refusedReplacement(err)) {
+          log.warn(
+            { err, replaces },
+            'the ACME CA refused the renewal order that names the certificate it replaces; ordering again without replaces',
+          );
+          replaces = undefined;
+        } else {
+          throw err;
+        }
+      }
     }
     // The profile the CA put on the order (draft-ietf-acme-profiles), which may differ from the one asked.
     const profile = (order as { profile?: unknown }).profile;
