@@ -23,8 +23,7 @@
  * MiB a second, and the 10 s gap let it reach 264-269 MiB before each collection for a 240 MiB
  * target (docs/performance.md, eighth and ninth rounds). The looks come every 0.5 s (a look costs
  * about 8 µs): with a look every 2 s a collection started up to 30 MiB past the target in those
- * bursts, and the RSS rose from 220 to 265 MiB between two looks when a thousand waiting domains
- * came due at once (tenth round).
+ * bursts (tenth round).
  */
 import { Session } from 'node:inspector/promises';
 import type { Logger } from 'pino';
