@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { untilAborted } from './issuer.js';
+import { untilAborted, validationError } from './issuer.js';
 
 const cancelled = (): Error => new Error('cancelled');
 
@@ -34,5 +34,25 @@ describe('untilAborted', () => {
     });
     await expect(untilAborted(failing, AbortSignal.abort(), cancelled)).rejects.toThrow('cancelled');
     await new Promise((resolve) => setTimeout(resolve, 30));
+  });
+});
+
+describe('validationError', () => {
+  it('is a failed validation only when the CA reports the authorization invalid', async () => {
+    const invalid = await validationError(new Error('Connection refused'), 'www.example.com', () =>
+      Promise.resolve(true),
+    );
+    expect(invalid.validationFailed).toBe(true);
+    expect(invalid.message).toBe('the CA could not validate http-01 for www.example.com: Connection refused');
+
+    const refused = await validationError(
+      new Error('Account https://ca.example/acct/1 not found.'),
+      'www.example.com',
+      () => Promise.resolve(false),
+    );
+    expect(refused.validationFailed).toBe(false);
+    expect(refused.message).toBe(
+      'the http-01 validation for www.example.com did not complete: Account https://ca.example/acct/1 not found.',
+    );
   });
 });
