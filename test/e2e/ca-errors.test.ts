@@ -196,12 +196,17 @@ describe('renewal orders', () => {
     });
   }
 
-  it('orders one renewal, naming the certificate it replaces, and none more once it is stored', async () => {
-    const ns = unique('renewonce');
-    const h = await domains(ns, ['a']);
-    const a = h.a ?? '';
+  /** A project named after `prefix` with one Ready domain `a`; returns the namespace and hostname. */
+  async function readyDomain(prefix: string): Promise<{ ns: string; a: string }> {
+    const ns = unique(prefix);
+    const a = (await domains(ns, ['a'])).a ?? '';
     await create(ns, 'a', a);
     await waitForCondition(ns, 'a', 'Ready', 'True', undefined, 60_000);
+    return { ns, a };
+  }
+
+  it('orders one renewal, naming the certificate it replaces, and none more once it is stored', async () => {
+    const { ns, a } = await readyDomain('renewonce');
     const before = await renewNow(ns, 'a');
     await renewed(ns, 'a', before.status?.certificate?.serialNumber);
     // The order settles and re-queues the domain before the Secret's watch event arrives: the
@@ -213,11 +218,7 @@ describe('renewal orders', () => {
   }, 120_000);
 
   it('places a renewal the CA refuses for its replaces again at once without it', async () => {
-    const ns = unique('replaces');
-    const h = await domains(ns, ['a']);
-    const a = h.a ?? '';
-    await create(ns, 'a', a);
-    await waitForCondition(ns, 'a', 'Ready', 'True', undefined, 60_000);
+    const { ns, a } = await readyDomain('replaces');
     faults
       .proxy()
       .refuse((x) => x.kind === 'new-order' && x.hostnames.includes(a) && x.replaces !== undefined, {
