@@ -176,7 +176,7 @@ export class AcmeIssuer {
           }),
         );
       } catch (err) {
-        if (!registeredAgain && this.#account.droppedRegistrations !== dropped) {
+        if (!registeredAgain && caProblem(err) && this.#account.droppedRegistrations !== dropped) {
           // RFC 8555 §6.7 accountDoesNotExist: the CA lost the account (a CA whose state was reset).
           log.warn(
             { err },
@@ -440,13 +440,18 @@ async function authorizationInvalid(
 
 /**
  * Whether a failed new order that named the certificate it replaces may be placed again without
- * it: the CA answered it with a problem, which acme-client throws as a plain `Error` carrying the
- * problem's detail (api.js), or with a server error (`AcmeServerError`). Not a rate limit (which
- * holds for any order), a request timeout, a cancellation or a network error (no answer, and
- * subclasses of `Error`).
+ * it: the CA answered it with a problem (`caProblem`) or a server error (`AcmeServerError`). Not a
+ * rate limit (which holds for any order), a request timeout, a cancellation or a network error.
  */
 function refusedReplacement(err: unknown): boolean {
-  return (
-    err instanceof AcmeServerError || (err instanceof Error && Object.getPrototypeOf(err) === Error.prototype)
-  );
+  return err instanceof AcmeServerError || caProblem(err);
+}
+
+/**
+ * Whether `err` is a problem document the CA answered (RFC 8555 §6.7), as acme-client throws it: a
+ * plain `Error` carrying the problem's detail (api.js). Portico's own errors (a rate limit, a request
+ * timeout, a cancellation) and axios's (no answer) are subclasses of `Error`.
+ */
+function caProblem(err: unknown): boolean {
+  return err instanceof Error && Object.getPrototypeOf(err) === Error.prototype;
 }
