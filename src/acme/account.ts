@@ -10,7 +10,12 @@ import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
 import { isConflict, isNotFound } from '../kube/errors.js';
 import { recordAcmeRequest } from '../observability/shared-metrics.js';
 import { outsideIssuance } from './issuance-tracker.js';
-import { appendResponseTransform, failFastOnRateLimit, type ResponseTransformHost } from './rate-limit.js';
+import {
+  appendResponseTransform,
+  failFastOnRateLimit,
+  problemOf,
+  type ResponseTransformHost,
+} from './rate-limit.js';
 import { ReplayNoncePool, reuseReplayNonces } from './replay-nonces.js';
 import { failFastOnServerError } from './server-error.js';
 import { AcmeEndpoints, observeAcmeRequests } from './request-metrics.js';
@@ -38,8 +43,7 @@ export function onAccountGone(instance: ResponseTransformHost, onGone: () => voi
   host[ON_ACCOUNT_GONE] = onGone;
   if (installed) return;
   appendResponseTransform(instance, (data) => {
-    const type = data !== null && typeof data === 'object' ? (data as { type?: unknown }).type : undefined;
-    if (type === ACCOUNT_DOES_NOT_EXIST_PROBLEM) host[ON_ACCOUNT_GONE]?.();
+    if (problemOf(data).problemType === ACCOUNT_DOES_NOT_EXIST_PROBLEM) host[ON_ACCOUNT_GONE]?.();
     return data;
   });
 }

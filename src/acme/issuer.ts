@@ -237,12 +237,7 @@ export class AcmeIssuer {
       result = await this.#unlessCancelled(call(), signal, hostname);
     } catch (err) {
       if (signal?.aborted) throw new IssuanceCancelledError(hostname);
-      if (
-        err instanceof AcmeRateLimitedError ||
-        err instanceof AcmeRequestTimeoutError ||
-        err instanceof AcmeServerError
-      )
-        throw err.during(step, hostname);
+      if (isStepError(err)) throw err.during(step, hostname);
       throw err;
     }
     if (signal?.aborted) throw new IssuanceCancelledError(hostname);
@@ -337,12 +332,7 @@ export class AcmeIssuer {
       await this.#ca('challenge response', hostname, signal, () => client.completeChallenge(challenge));
       await this.#ca('challenge validation', hostname, signal, () =>
         client.waitForValidStatus(challenge).catch(async (err: unknown) => {
-          if (
-            err instanceof AcmeRateLimitedError ||
-            err instanceof AcmeRequestTimeoutError ||
-            err instanceof AcmeServerError
-          )
-            throw err;
+          if (isStepError(err)) throw err;
           throw await validationError(err, hostname, () => authorizationInvalid(client, order, authz.url));
         }),
       );
@@ -436,6 +426,18 @@ async function authorizationInvalid(
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether `err` is one of the CA's answers (or its silence) that the issuer places at a step of the
+ * order (`during`): a rate limit, a request timeout or a server error.
+ */
+function isStepError(err: unknown): err is AcmeRateLimitedError | AcmeRequestTimeoutError | AcmeServerError {
+  return (
+    err instanceof AcmeRateLimitedError ||
+    err instanceof AcmeRequestTimeoutError ||
+    err instanceof AcmeServerError
+  );
 }
 
 /**

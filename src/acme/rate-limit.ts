@@ -110,19 +110,32 @@ export function rateLimitOf(
   retryAfterHeader: string | undefined,
   now: Date,
 ): AcmeRateLimitedError | undefined {
-  const problem = (data !== null && typeof data === 'object' ? data : {}) as {
-    type?: unknown;
-    detail?: unknown;
-  };
-  const problemType = typeof problem.type === 'string' ? problem.type : undefined;
+  const { problemType, detail } = problemOf(data);
   if (status === undefined || (status !== 429 && problemType !== RATE_LIMITED_PROBLEM)) return undefined;
   return new AcmeRateLimitedError({
     status,
     problemType,
-    detail: typeof problem.detail === 'string' ? problem.detail.replace(/\s+/g, ' ').trim() : undefined,
+    detail,
     retryAfter: parseRetryAfter(retryAfterHeader, now),
     receivedAt: now,
   });
+}
+
+/**
+ * The `type` and `detail` (on one line) of an RFC 7807 problem document the CA answered (RFC 8555
+ * §6.7), each undefined when absent or not a string.
+ *
+ * @param data the parsed body (a problem document, or anything)
+ */
+export function problemOf(data: unknown): { problemType: string | undefined; detail: string | undefined } {
+  const problem = (data !== null && typeof data === 'object' ? data : {}) as {
+    type?: unknown;
+    detail?: unknown;
+  };
+  return {
+    problemType: typeof problem.type === 'string' ? problem.type : undefined,
+    detail: typeof problem.detail === 'string' ? problem.detail.replace(/\s+/g, ' ').trim() : undefined,
+  };
 }
 
 /** The part of an axios instance this module touches (acme-client's `acme.axios`). */

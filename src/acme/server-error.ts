@@ -13,7 +13,7 @@
  * the next attempt follows the published back-off (docs/customdomains.md). Requests without a body
  * to sign (GET) keep acme-client's own retries.
  */
-import { appendResponseTransform, type ResponseTransformHost } from './rate-limit.js';
+import { appendResponseTransform, problemOf, type ResponseTransformHost } from './rate-limit.js';
 
 /** What the CA answered. */
 export interface ServerErrorAnswer {
@@ -76,15 +76,7 @@ export function serverErrorOf(
 ): AcmeServerError | undefined {
   if (status === undefined || status < 500 || status > 599 || method?.toLowerCase() !== 'post')
     return undefined;
-  const problem = (data !== null && typeof data === 'object' ? data : {}) as {
-    type?: unknown;
-    detail?: unknown;
-  };
-  return new AcmeServerError({
-    status,
-    problemType: typeof problem.type === 'string' ? problem.type : undefined,
-    detail: typeof problem.detail === 'string' ? problem.detail.replace(/\s+/g, ' ').trim() : undefined,
-  });
+  return new AcmeServerError({ status, ...problemOf(data) });
 }
 
 const INSTALLED = Symbol.for('portico.acme.failFastOnServerError');
