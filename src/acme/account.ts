@@ -17,6 +17,7 @@ import {
   type ResponseTransformHost,
 } from './rate-limit.js';
 import { ReplayNoncePool, reuseReplayNonces } from './replay-nonces.js';
+import { holdRequests } from './request-hold.js';
 import { failFastOnServerError } from './server-error.js';
 import { AcmeEndpoints, observeAcmeRequests } from './request-metrics.js';
 import { acmeClientAxios, limitAcmeRequests } from './request-timeout.js';
@@ -68,6 +69,11 @@ export interface AcmeAccountOptions {
    * `AcmeRequestTimeoutError`. Applies to acme-client's one HTTP client, so to the whole process.
    */
   requestTimeoutMs: number;
+  /**
+   * Asked before each request that reaches the CA; a promise holds it until it resolves (the memory
+   * reducer's `MemoryHold`; request-hold.ts). None unless given.
+   */
+  relief?: () => Promise<void> | undefined;
 }
 
 export class AcmeAccount {
@@ -147,17 +153,16 @@ export class AcmeAccount {
     // Every request to the CA gets a deadline, and one of a cancelled order stops at once. Beneath
     // the deadline, acme-client's nonce requests are answered with the nonces of the CA's earlier
     // answers (acme-client would ask for a fresh one before each signed request). Beneath the
-    // pool, each request that reaches the CA is counted by endpoint and status, and timed.
+    // pool, a request waits while the memory hold is engaged, then is counted by endpoint and
+    // status, and timed, as it reaches the CA.
     acme.axios.defaults.httpsAgent = this.#agent;
     const { httpAdapter, settle } = acmeClientAxios();
+    const observed = observeAcmeRequests(httpAdapter, ACME_ENDPOINTS, recordAcmeRequest);
+    const relief = this.#options.relief;
     limitAcmeRequests(
       acme.axios,
       this.#options.requestTimeoutMs,
-      reuseReplayNonces(
-        observeAcmeRequests(httpAdapter, ACME_ENDPOINTS, recordAcmeRequest),
-        settle,
-        new ReplayNoncePool(),
-      ),
+      reuseReplayNonces(relief ? holdRequests(observed, relief) : observed, settle, new ReplayNoncePool()),
     );
     const accountKey = await this.#loadOrCreateKey();
     const client = new acme.Client({

@@ -32,7 +32,12 @@ import { EventRecorder } from '../kube/events.js';
 import { loadKubeConfig, type PooledKubeConfig } from '../kube/kubeconfig.js';
 import { LeaderElector } from '../kube/leader-election.js';
 import { WorkQueue } from '../kube/work-queue.js';
-import { DEFAULT_MEMORY_REDUCER_POLICY, MemoryReducer, type MemoryReducerOptions } from './memory-reducer.js';
+import {
+  DEFAULT_MEMORY_REDUCER_POLICY,
+  MemoryHold,
+  MemoryReducer,
+  type MemoryReducerOptions,
+} from './memory-reducer.js';
 import { createObservabilityServer } from '../observability/http-server.js';
 import { createLogger } from '../observability/logger.js';
 import { createControllerMetrics } from '../observability/metrics.js';
@@ -76,6 +81,8 @@ function build(
   issuer: AcmeIssuer;
   /** The CustomDomain work queue. */
   queue: WorkQueue;
+  /** Engaged by the memory reducer; holds the reconcile workers and the requests to the CA. */
+  memoryHold: MemoryHold;
 } {
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -84,6 +91,8 @@ function build(
   const metrics = createControllerMetrics();
   const resolver = new DnsResolver({ servers: config.dnsServers, timeoutMs: config.dnsTimeoutMs, tries: 2 });
   const store = new ConfigMapChallengeStore(kubeConfig, objects, config.namespace, log);
+  const memoryHold = new MemoryHold(metrics.memoryHoldSecondsTotal);
+  const relief = (): Promise<void> | undefined => memoryHold.relief();
   const account = new AcmeAccount(
     core,
     {
@@ -95,6 +104,7 @@ function build(
       pollMaxMs: 5_000,
       pollAttempts: 20,
       requestTimeoutMs: config.acmeRequestTimeoutMs,
+      relief,
     },
     log,
   );
@@ -190,6 +200,7 @@ function build(
     log,
     workers: config.workers,
     resyncMs: config.resyncMs,
+    relief,
     onSynced: (domains) => {
       seedOrderBudget(orders.budget, domains, new Date());
     },
@@ -221,6 +232,7 @@ function build(
     account,
     issuer,
     queue,
+    memoryHold,
   };
 }
 
@@ -248,7 +260,6 @@ function orderOutcome(outcome: IssuanceOutcome | undefined): OrderOutcome {
   return outcome?.validationFailed ? 'failed-validation' : 'failed-other';
 }
 
-/** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */
 /**
  * The reducer that gives back what a burst of work left committed and keeps the resident set under
  * the memory target (memory-reducer.ts, docs/performance.md); undefined when both settings are 0.
@@ -271,6 +282,7 @@ function memoryReducer(
   });
 }
 
+/** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */
 export async function runController(args: string[]): Promise<number> {
   let parsed: ReturnType<typeof parseControllerConfig>;
   try {
@@ -300,6 +312,7 @@ export async function runController(args: string[]): Promise<number> {
     account,
     issuer,
     queue,
+    memoryHold,
   } = build(config, log);
   const elector = config.leaderElection
     ? new LeaderElector(
@@ -318,6 +331,7 @@ export async function runController(args: string[]): Promise<number> {
     log,
     reductions: metrics.memoryReductionsTotal,
     isIdle: () => queue.length === 0,
+    hold: memoryHold,
   });
   reducer?.start();
   store.start();

@@ -2,7 +2,9 @@ import pino from 'pino';
 import { Counter, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import {
+  holdsNewWork,
   lowerFloor,
+  MemoryHold,
   MemoryReducer,
   reductionDue,
   targetGapAfter,
@@ -182,5 +184,90 @@ describe('MemoryReducer', () => {
     expect(await look(62_000, 241, 190)).toBe(true);
     expect(await look(71_999, 245)).toBe(false);
     expect(await look(72_000, 245, 190)).toBe(true);
+  });
+
+  it('holds new work from a look far above a reachable target until a collection brings it down', async () => {
+    const registry = new Registry();
+    const seconds = new Counter({ name: 'held', help: 'x', registers: [registry] });
+    const hold = new MemoryHold(seconds);
+    const readings: number[] = [];
+    let now = 0;
+    const reducer = new MemoryReducer({
+      policy: withTarget,
+      log: pino({ level: 'silent' }),
+      rss: () => readings.shift() ?? Number.NaN,
+      now: () => now,
+      hold,
+    });
+    const look = async (at: number, ...rss: number[]): Promise<boolean> => {
+      now = at;
+      readings.push(...rss.map((r) => r * MiB));
+      return reducer.check();
+    };
+    expect(await look(0, 200)).toBe(false);
+    expect(await look(1_000, 241, 200)).toBe(true); // at the target: collected, no hold
+    expect(hold.relief()).toBeUndefined();
+    // 249 MiB, 1.5 s after that collection: under the 3 s urgent gap, nothing collects yet, and
+    // new work waits.
+    expect(await look(2_500, 249)).toBe(false);
+    const relief = hold.relief();
+    expect(relief).toBeInstanceOf(Promise);
+    let released = false;
+    void relief?.then(() => (released = true));
+    expect(await look(3_000, 250)).toBe(false);
+    await Promise.resolve();
+    expect(released).toBe(false);
+    // The urgent gap has passed: the collection brings it to 200 MiB and releases the hold.
+    expect(await look(4_000, 250, 200)).toBe(true);
+    await relief;
+    expect(released).toBe(true);
+    expect(hold.relief()).toBeUndefined();
+    expect((await seconds.get()).values[0]?.value).toBe(1.5);
+  });
+
+  it('releases the hold when the collection leaves the target out of reach, and at stop', async () => {
+    const hold = new MemoryHold();
+    const readings: number[] = [];
+    let now = 0;
+    const reducer = new MemoryReducer({
+      policy: withTarget,
+      log: pino({ level: 'silent' }),
+      rss: () => readings.shift() ?? Number.NaN,
+      now: () => now,
+      hold,
+    });
+    readings.push(250 * MiB, 249 * MiB);
+    // First look: the target is passed, a collection runs at once and leaves 249 MiB: what is live
+    // is near the target, the gap backs off, and holding would only stall the work.
+    expect(await reducer.check()).toBe(true);
+    expect(hold.engaged).toBe(false);
+    now = 1_000;
+    readings.push(260 * MiB);
+    expect(await reducer.check()).toBe(false);
+    expect(hold.engaged).toBe(false);
+
+    const other = new MemoryHold();
+    const stopped = new MemoryReducer({
+      policy: withTarget,
+      log: pino({ level: 'silent' }),
+      rss: () => 250 * MiB,
+      now: () => now,
+      hold: other,
+    });
+    other.engage(0);
+    const relief = other.relief();
+    stopped.stop();
+    await relief;
+    expect(other.engaged).toBe(false);
+  });
+});
+
+describe('holdsNewWork', () => {
+  const state = { floorBytes: 200 * MiB, lastReducedAtMs: 0, idleSinceMs: undefined, targetGapMs: 10_000 };
+  it('holds from targetOvershootBytes above a reachable target, not below it, nor without a target', () => {
+    expect(holdsNewWork(state, 248 * MiB - 1, withTarget)).toBe(false);
+    expect(holdsNewWork(state, 248 * MiB, withTarget)).toBe(true);
+    expect(holdsNewWork(state, 400 * MiB, policy)).toBe(false);
+    expect(holdsNewWork({ ...state, targetGapMs: 20_000 }, 400 * MiB, withTarget)).toBe(false);
   });
 });

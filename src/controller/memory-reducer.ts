@@ -24,6 +24,13 @@
  * target (docs/performance.md, eighth and ninth rounds). The looks come every 0.5 s (a look costs
  * about 8 µs): with a look every 2 s a collection started up to 30 MiB past the target in those
  * bursts (tenth round).
+ *
+ * Collections alone cannot follow the fastest of those bursts: the resident set grew 20 MiB a
+ * second after a CA restart, 28 MiB within one second as a thousand waiting domains came due
+ * (tenth round). So, like a soft limit's allocation stall, a look that reads `targetOvershootBytes`
+ * or more above a reachable target engages a `MemoryHold`: the reconcile workers take no new key
+ * and no request leaves for the ACME CA until a look reads less or the collection due within
+ * `urgentTargetGapMs` has run (eleventh round).
  */
 import { Session } from 'node:inspector/promises';
 import type { Logger } from 'pino';
@@ -82,6 +89,63 @@ export const DEFAULT_MEMORY_REDUCER_POLICY: MemoryReducerPolicy = {
   targetOvershootBytes: 8 * MiB,
   urgentTargetGapMs: 2_000,
 };
+
+/**
+ * Holds new work while the resident set is far above a reachable memory target (`holdsNewWork`),
+ * until the reducer's collection brings it down: the reconcile workers ask `relief()` before taking
+ * a key, and so do requests to the ACME CA before they are sent. Engaged and released only by the
+ * reducer; a hold lasts at most about `urgentTargetGapMs` plus one collection, since a collection
+ * that leaves the resident set high backs the target off and releases it.
+ */
+export class MemoryHold {
+  #held: PromiseWithResolvers<undefined> | undefined;
+  #sinceMs = 0;
+  readonly #seconds: Counter | undefined;
+
+  /** @param seconds counts the seconds held (`portico_memory_hold_seconds_total`) */
+  constructor(seconds?: Counter) {
+    this.#seconds = seconds;
+  }
+
+  /**
+   * Undefined while new work may go ahead (no promise is made then); otherwise a promise that
+   * resolves, never rejects, when the hold is released.
+   */
+  relief(): Promise<void> | undefined {
+    return this.#held?.promise;
+  }
+
+  /** Whether the hold is engaged. */
+  get engaged(): boolean {
+    return this.#held !== undefined;
+  }
+
+  /** Engages the hold at `nowMs` (Unix time, milliseconds); no-op while engaged. */
+  engage(nowMs: number): void {
+    if (this.#held !== undefined) return;
+    this.#held = Promise.withResolvers<undefined>();
+    this.#sinceMs = nowMs;
+  }
+
+  /** Releases the hold at `nowMs` and counts the seconds it lasted; no-op while not engaged. */
+  release(nowMs: number): void {
+    const held = this.#held;
+    if (held === undefined) return;
+    this.#held = undefined;
+    this.#seconds?.inc(Math.max(0, nowMs - this.#sinceMs) / 1000);
+    held.resolve(undefined);
+  }
+}
+
+/**
+ * Whether a look that measured `rssBytes` holds new work: the target is set and reachable (its
+ * gap has not backed off: collections bring the resident set under it) and the resident set is
+ * `targetOvershootBytes` or more above it. Pure.
+ */
+export function holdsNewWork(state: ReducerState, rssBytes: number, policy: MemoryReducerPolicy): boolean {
+  if (policy.targetBytes <= 0 || state.targetGapMs > policy.targetGapMs) return false;
+  return rssBytes >= policy.targetBytes + policy.targetOvershootBytes;
+}
 
 /** What the reducer knows between looks. */
 export interface ReducerState {
@@ -144,6 +208,8 @@ export interface MemoryReducerOptions {
   isIdle?: () => boolean;
   /** The resident set size, bytes; `process.memoryUsage.rss` unless a test sets it. */
   rss?: () => number;
+  /** Engaged while the resident set is far above a reachable target (`holdsNewWork`); none unless given. */
+  hold?: MemoryHold;
   now?: () => number;
 }
 
@@ -154,6 +220,7 @@ export class MemoryReducer {
   readonly #rss: () => number;
   readonly #now: () => number;
   readonly #isIdle: () => boolean;
+  readonly #hold: MemoryHold | undefined;
   readonly #state: ReducerState = {
     floorBytes: undefined,
     lastReducedAtMs: undefined,
@@ -170,6 +237,7 @@ export class MemoryReducer {
     this.#rss = options.rss ?? (() => process.memoryUsage.rss());
     this.#now = options.now ?? Date.now;
     this.#isIdle = options.isIdle ?? (() => false);
+    this.#hold = options.hold;
     this.#state.targetGapMs = this.#policy.targetGapMs;
   }
 
@@ -182,9 +250,11 @@ export class MemoryReducer {
     this.#timer.unref();
   }
 
+  /** Stops looking and releases the hold, if engaged. */
   stop(): void {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    this.#hold?.release(this.#now());
   }
 
   /** One look: reduces when due (`reductionDue`). Resolves whether it reduced; never rejects. */
@@ -193,6 +263,7 @@ export class MemoryReducer {
     const rss = this.#rss();
     if (!this.#isIdle()) this.#state.idleSinceMs = undefined;
     else this.#state.idleSinceMs ??= this.#now();
+    this.#holdIf(holdsNewWork(this.#state, rss, this.#policy));
     const reason = reductionDue(this.#state, rss, this.#now(), this.#policy);
     if (reason === undefined) {
       this.#state.floorBytes = lowerFloor(this.#state, rss);
@@ -223,15 +294,23 @@ export class MemoryReducer {
         this.#state.targetGapMs = gapMs;
       }
       this.#log.info(fields, 'memory reduced');
+      // Released unless the collection left it far above a target still reachable.
+      this.#holdIf(holdsNewWork(this.#state, after, this.#policy));
       return true;
     } catch (err) {
       // Counted as a reduction for the gap, so a failing collection is not retried at every look.
       this.#state.lastReducedAtMs = this.#now();
       this.#log.warn({ err }, 'memory reduction failed');
+      this.#holdIf(false);
       return false;
     } finally {
       this.#running = false;
     }
+  }
+
+  #holdIf(hold: boolean): void {
+    if (hold) this.#hold?.engage(this.#now());
+    else this.#hold?.release(this.#now());
   }
 }
 

@@ -30,6 +30,7 @@ export interface ControllerMetrics {
   danglingDomains: Gauge<'namespace' | 'name' | 'hostname'>;
   /** Footprint-reducing collections asked of V8 after the RSS grew (controller/memory-reducer.ts). */
   memoryReductionsTotal: Counter;
+  memoryHoldSecondsTotal: Counter;
 }
 
 /**
@@ -94,6 +95,11 @@ export function createControllerMetrics(): ControllerMetrics {
       name: 'portico_memory_reductions_total',
       help: 'Full garbage collections that give unused heap back to the system, by reason: growth (the resident set grew by --memory-reduction-growth-mib), idle (by 16 MiB once the work queue stayed empty) or target (it reached --memory-target-mib).',
       labelNames: ['reason'],
+      registers,
+    }),
+    memoryHoldSecondsTotal: new Counter({
+      name: 'portico_memory_hold_seconds_total',
+      help: 'Seconds the reconcile workers and the requests to the ACME CA were held because the resident set was 8 MiB or more above --memory-target-mib, until a collection brought it down.',
       registers,
     }),
   };

@@ -75,6 +75,11 @@ export interface CustomDomainControllerDeps {
    * `delete`), before the controller acts on it: for the metrics of Ready transitions.
    */
   onCustomDomainChange?: (domain: CustomDomain, verb: 'add' | 'update' | 'delete') => void;
+  /**
+   * Asked before each worker takes a key: a promise holds the worker until it resolves (the memory
+   * reducer's `MemoryHold`, while the resident set is far above the memory target).
+   */
+  relief?: () => Promise<void> | undefined;
 }
 
 /**
@@ -430,6 +435,8 @@ export class CustomDomainController {
       this.#d.onSynced?.(this.#domains.list());
     }
     for (;;) {
+      const held = this.#d.relief?.();
+      if (held) await held;
       const key = await this.#d.queue.get();
       if (key === undefined) return;
       this.#d.metrics.workqueueDepth.set({ controller: CONTROLLER }, this.#d.queue.length);
