@@ -366,7 +366,7 @@ const options = {
     type: 'string',
     env: 'PORTICO_MEMORY_TARGET_MIB',
     default: '0',
-    help: 'RSS (MiB) to stay under: above it V8 is asked to give back unused heap (at most every 10 s; every 2 s from 8 MiB above it); 0 = none',
+    help: 'RSS (MiB) to stay under: at it V8 is asked to give back unused heap, at most every 2 s, and new work waits in between (every 10 s, backing off, while that cannot bring it under); 0 = none',
   },
   'log-level': {
     type: 'string',

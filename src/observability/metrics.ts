@@ -99,7 +99,7 @@ export function createControllerMetrics(): ControllerMetrics {
     }),
     memoryHoldSecondsTotal: new Counter({
       name: 'portico_memory_hold_seconds_total',
-      help: 'Seconds the reconcile workers and the requests to the ACME CA were held because the resident set was 8 MiB or more above --memory-target-mib, until a collection brought it down.',
+      help: 'Seconds the reconcile workers and the requests to the ACME CA were held because the resident set was at --memory-target-mib or above it less than 2 s after the last collection, until the next one brought it down.',
       registers,
     }),
   };
