@@ -58,9 +58,15 @@ export function contains(actual: unknown, wanted: unknown): boolean {
   if (wanted !== null && typeof wanted === 'object') {
     if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false;
     const a = actual as Record<string, unknown>;
-    return Object.entries(wanted as Record<string, unknown>).every(
-      ([k, w]) => w === undefined || contains(a[k], w),
-    );
+    const want = wanted as Record<string, unknown>;
+    // A loop, not Object.entries: a reconcile with nothing to do compares every routing object it
+    // owns, and the entry arrays were a tenth of what a resync at 10,000 domains allocated.
+    for (const k in want) {
+      if (!Object.hasOwn(want, k)) continue;
+      const w = want[k];
+      if (w !== undefined && !contains(a[k], w)) return false;
+    }
+    return true;
   }
   return isDeepStrictEqual(actual, wanted);
 }
