@@ -94,8 +94,8 @@ export const DEFAULT_MEMORY_REDUCER_POLICY: MemoryReducerPolicy = {
 };
 
 /**
- * Holds new work while the resident set is far above a reachable memory target (`holdsNewWork`),
- * until the reducer's collection brings it down: the reconcile workers ask `relief()` before taking
+ * Holds new work while the resident set is at or over a reachable memory target (`holdsNewWork`)
+ * and the reducer's collection may not run yet, until it has brought the resident set down: the reconcile workers ask `relief()` before taking
  * a key, and so do requests to the ACME CA before they are sent. Engaged and released only by the
  * reducer; a hold lasts at most about `urgentTargetGapMs` plus one collection, since a collection
  * that leaves the resident set high backs the target off and releases it.
@@ -211,7 +211,7 @@ export interface MemoryReducerOptions {
   isIdle?: () => boolean;
   /** The resident set size, bytes; `process.memoryUsage.rss` unless a test sets it. */
   rss?: () => number;
-  /** Engaged while the resident set is far above a reachable target (`holdsNewWork`); none unless given. */
+  /** Engaged while the resident set is at or over a reachable target (`holdsNewWork`); none unless given. */
   hold?: MemoryHold;
   now?: () => number;
 }
