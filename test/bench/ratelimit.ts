@@ -12,6 +12,10 @@
  *   npm run bench:ratelimit -- --verbose  # each round's whole latency distribution (p10 ... p99.9)
  *   npm run bench:ratelimit -- --portico-cli /tmp/build/cli.js  # Portico from another build than dist/
  *   npm run bench:ratelimit -- --portico-cli /tmp/a/cli.js --portico-cli /tmp/b/cli.js  # two builds, one run
+ *   npm run bench:ratelimit -- --portico-flags '' --portico-flags '--max-semi-space-size=4'  # two servers of one
+ *                                 build, each with its own node flags, in the same rounds
+ *   npm run bench:ratelimit -- --portico-log /tmp/logs --node-options=--trace-gc  # each Portico server's stdout
+ *                                 and stderr to /tmp/logs/portico-<n>.log (V8's GC trace, the server's log)
  *
  * Without --rps, ghz keeps --concurrency calls in flight (closed loop): the figures are each server's
  * saturation throughput and the latency at saturation. With --rps, both servers get the same offered
@@ -35,7 +39,7 @@
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -71,6 +75,36 @@ interface Options {
   verbose: boolean;
   /** Portico's CLI entry points (default dist/cli.js), e.g. builds of other revisions; one server each. */
   porticoClis: string[];
+  /**
+   * Node flags of each Portico server after `nodeOptions`, by position: with one CLI and several
+   * entries, one server of that CLI per entry.
+   */
+  porticoFlags: string[][];
+  /** A directory for each Portico server's stdout and stderr (`portico-<n>.log`); unset: discarded. */
+  porticoLog: string | undefined;
+}
+
+/** One Portico server of the run: its CLI and its node flags. */
+interface PorticoServer {
+  readonly cli: string;
+  readonly flags: string[];
+}
+
+/**
+ * The Portico servers of a run: one per CLI, or, with one CLI and several `--portico-flags`, one per
+ * entry of flags.
+ *
+ * @throws Error when several CLIs and a different number of `--portico-flags` are given
+ */
+function porticoServers(clis: readonly string[], flags: readonly string[][]): PorticoServer[] {
+  if (flags.length <= 1) return clis.map((cli) => ({ cli, flags: flags[0] ?? [] }));
+  if (clis.length === 1) return flags.map((f) => ({ cli: clis[0] ?? '', flags: f }));
+  if (clis.length !== flags.length) {
+    throw new Error(
+      `${clis.length} --portico-cli and ${flags.length} --portico-flags: give one of each per server`,
+    );
+  }
+  return clis.map((cli, i) => ({ cli, flags: flags[i] ?? [] }));
 }
 
 function options(): Options {
@@ -87,6 +121,8 @@ function options(): Options {
       verbose: { type: 'boolean', default: false },
       rps: { type: 'string', default: '0' },
       'portico-cli': { type: 'string', multiple: true, default: [path.join(REPO, 'dist', 'cli.js')] },
+      'portico-flags': { type: 'string', multiple: true, default: [] },
+      'portico-log': { type: 'string' },
     },
   });
   return {
@@ -101,6 +137,8 @@ function options(): Options {
     verbose: values.verbose,
     rps: Number(values.rps),
     porticoClis: values['portico-cli'].map((p) => path.resolve(p)),
+    porticoFlags: values['portico-flags'].map((f) => f.split(' ').filter(Boolean)),
+    porticoLog: values['portico-log'] === undefined ? undefined : path.resolve(values['portico-log']),
   };
 }
 
@@ -116,18 +154,21 @@ function pinned(cpu: number | undefined, command: string, args: readonly string[
   return cpu === undefined ? [command, [...args]] : ['taskset', ['-c', String(cpu), command, ...args]];
 }
 
+/** Starts `command`; its stdout and stderr go to `logFile` when given, else are discarded. */
 function start(
   command: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv = {},
   cpu?: number,
+  logFile?: string,
 ): ChildProcess {
   const [cmd, argv] = pinned(cpu, command, args);
+  const log = logFile === undefined ? 'ignore' : openSync(logFile, 'w');
   const child = spawn(cmd, argv, {
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', log, log],
     env: { ...process.env, ...env },
   });
-  child.stderr?.on('data', () => undefined);
+  if (typeof log === 'number') closeSync(log);
   return child;
 }
 
@@ -307,6 +348,7 @@ const load = (): string =>
 
 async function main(): Promise<void> {
   const o = options();
+  const servers = porticoServers(o.porticoClis, o.porticoFlags);
   const loadAtStart = load();
   const bin = await tools();
   const status = await sandboxStatus(o.dir).catch(() => undefined);
@@ -319,18 +361,16 @@ async function main(): Promise<void> {
     envoyGrpc: 'tcp',
     envoyHttp: 'tcp',
     envoyDebug: 'tcp',
-    ...Object.fromEntries(
-      o.porticoClis.flatMap((_, i) => [`grpc${i}`, `metrics${i}`].map((k) => [k, 'tcp'])),
-    ),
+    ...Object.fromEntries(servers.flatMap((_, i) => [`grpc${i}`, `metrics${i}`].map((k) => [k, 'tcp']))),
   });
   const port = (name: string): number => {
     const n = ports[name];
     if (n === undefined) throw new Error(`no port picked for ${name}`);
     return n;
   };
-  const porticos = o.porticoClis.map((cli, i) => ({
-    cli,
-    name: o.porticoClis.length === 1 ? 'portico' : `portico ${i + 1}`,
+  const porticos = servers.map((server, i) => ({
+    ...server,
+    name: servers.length === 1 ? 'portico' : `portico ${i + 1}`,
     grpcPort: port(`grpc${i}`),
     metricsPort: port(`metrics${i}`),
   }));
@@ -338,6 +378,7 @@ async function main(): Promise<void> {
   const redisDir = mkdtempSync(path.join(tmpdir(), 'bench-redis-'));
   const redis = start(path.join(bin, 'redis-server'), redisArgs(port('redis'), redisDir), {}, serverCpu);
   const results: Record<string, Figures> = {};
+  if (o.porticoLog !== undefined) mkdirSync(o.porticoLog, { recursive: true });
   try {
     const ping = redisPingProbe(`127.0.0.1:${port('redis')}`);
     await waitUntil('redis', async () => (await ping()) === true);
@@ -347,6 +388,7 @@ async function main(): Promise<void> {
         process.execPath,
         [
           ...o.nodeOptions,
+          ...p.flags,
           p.cli,
           'ratelimit-server',
           '--kubeconfig',
@@ -366,6 +408,7 @@ async function main(): Promise<void> {
         ],
         {},
         serverCpu,
+        o.porticoLog === undefined ? undefined : path.join(o.porticoLog, `portico-${i + 1}.log`),
       ),
     );
     const envoy = start(
@@ -421,7 +464,12 @@ async function main(): Promise<void> {
       `portico node flags: ${o.nodeOptions.join(' ') || 'none'}; ` +
       `${o.pin ? 'ghz on CPU 0, servers and Redis on CPU 1' : 'not pinned'}; ` +
       `${o.rps > 0 ? `offered load ${o.rps} req/s (open loop)` : 'closed loop'}; medians\n` +
-      porticos.map((p) => `${p.name}: ${path.relative(REPO, p.cli)}\n`).join('') +
+      porticos
+        .map(
+          (p) =>
+            `${p.name}: ${path.relative(REPO, p.cli)}${p.flags.length > 0 ? ` ${p.flags.join(' ')}` : ''}\n`,
+        )
+        .join('') +
       `| server | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|\n` +
       porticos.map((p) => row(p.name, results[p.name] as Figures)).join('') +
       row('envoyproxy/ratelimit', e) +
