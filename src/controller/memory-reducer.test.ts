@@ -100,6 +100,32 @@ describe('reductionDue', () => {
   });
 });
 
+/**
+ * A reducer with the memory target (`withTarget`) whose RSS is read from a script: `look(at, ...rss)`
+ * sets the clock to `at` (ms), queues the readings `rss` (MiB; the reducer reads one per look and one
+ * more after each collection) and looks once; `readings` holds what it has not read yet.
+ */
+function scriptedReducer(hold?: MemoryHold): {
+  readings: number[];
+  look: (at: number, ...rss: number[]) => Promise<boolean>;
+} {
+  const readings: number[] = [];
+  let now = 0;
+  const reducer = new MemoryReducer({
+    policy: withTarget,
+    log: pino({ level: 'silent' }),
+    rss: () => readings.shift() ?? Number.NaN,
+    now: () => now,
+    ...(hold === undefined ? {} : { hold }),
+  });
+  const look = (at: number, ...rss: number[]): Promise<boolean> => {
+    now = at;
+    readings.push(...rss.map((r) => r * MiB));
+    return reducer.check();
+  };
+  return { readings, look };
+}
+
 describe('MemoryReducer', () => {
   it('runs a real collection when due, counts it, and measures from the level after it', async () => {
     const registry = new Registry();
@@ -156,20 +182,11 @@ describe('MemoryReducer', () => {
   });
 
   it('keeps under the memory target with real collections, backing off while they cannot', async () => {
-    // What the reducer reads, in order: one reading per look, and one more after each collection.
-    const readings: number[] = [];
-    let now = 0;
-    const reducer = new MemoryReducer({
-      policy: withTarget,
-      log: pino({ level: 'silent' }),
-      rss: () => readings.shift() ?? Number.NaN,
-      now: () => now,
-    });
+    const scripted = scriptedReducer();
+    // Each look reads exactly the readings it was given.
     const look = async (at: number, ...rss: number[]): Promise<boolean> => {
-      now = at;
-      readings.push(...rss.map((r) => r * MiB));
-      const reduced = await reducer.check();
-      expect(readings).toEqual([]);
+      const reduced = await scripted.look(at, ...rss);
+      expect(scripted.readings).toEqual([]);
       return reduced;
     };
     expect(await look(0, 200)).toBe(false); // the floor: 200 MiB
@@ -190,20 +207,7 @@ describe('MemoryReducer', () => {
     const registry = new Registry();
     const seconds = new Counter({ name: 'held', help: 'x', registers: [registry] });
     const hold = new MemoryHold(seconds);
-    const readings: number[] = [];
-    let now = 0;
-    const reducer = new MemoryReducer({
-      policy: withTarget,
-      log: pino({ level: 'silent' }),
-      rss: () => readings.shift() ?? Number.NaN,
-      now: () => now,
-      hold,
-    });
-    const look = async (at: number, ...rss: number[]): Promise<boolean> => {
-      now = at;
-      readings.push(...rss.map((r) => r * MiB));
-      return reducer.check();
-    };
+    const { look } = scriptedReducer(hold);
     expect(await look(0, 200)).toBe(false);
     expect(await look(1_000, 241, 200)).toBe(true); // at the target: collected, no hold
     expect(hold.relief()).toBeUndefined();
@@ -227,23 +231,12 @@ describe('MemoryReducer', () => {
 
   it('releases the hold when the collection leaves the target out of reach, and at stop', async () => {
     const hold = new MemoryHold();
-    const readings: number[] = [];
-    let now = 0;
-    const reducer = new MemoryReducer({
-      policy: withTarget,
-      log: pino({ level: 'silent' }),
-      rss: () => readings.shift() ?? Number.NaN,
-      now: () => now,
-      hold,
-    });
-    readings.push(250 * MiB, 249 * MiB);
+    const { look } = scriptedReducer(hold);
     // First look: the target is passed, a collection runs at once and leaves 249 MiB: what is live
     // is near the target, the gap backs off, and holding would only stall the work.
-    expect(await reducer.check()).toBe(true);
+    expect(await look(0, 250, 249)).toBe(true);
     expect(hold.engaged).toBe(false);
-    now = 1_000;
-    readings.push(260 * MiB);
-    expect(await reducer.check()).toBe(false);
+    expect(await look(1_000, 260)).toBe(false);
     expect(hold.engaged).toBe(false);
 
     const other = new MemoryHold();
@@ -251,7 +244,7 @@ describe('MemoryReducer', () => {
       policy: withTarget,
       log: pino({ level: 'silent' }),
       rss: () => 250 * MiB,
-      now: () => now,
+      now: () => 1_000,
       hold: other,
     });
     other.engage(0);

@@ -12,7 +12,7 @@
  *   npm run bench:ratelimit -- --verbose  # each round's whole latency distribution (p10 ... p99.9)
  *   npm run bench:ratelimit -- --portico-cli /tmp/build/cli.js  # Portico from another build than dist/
  *   npm run bench:ratelimit -- --portico-cli /tmp/a/cli.js --portico-cli /tmp/b/cli.js  # two builds, one run
- *   npm run bench:ratelimit -- --portico-flags '' --portico-flags '--max-semi-space-size=4'  # two servers of one
+ *   npm run bench:ratelimit -- --portico-flags= --portico-flags=--max-semi-space-size=4  # two servers of one
  *                                 build, each with its own node flags, in the same rounds
  *   npm run bench:ratelimit -- --portico-log /tmp/logs --node-options=--trace-gc  # each Portico server's stdout
  *                                 and stderr to /tmp/logs/portico-<n>.log (V8's GC trace, the server's log)
