@@ -1,8 +1,9 @@
 /**
  * Benchmark: Portico's rate-limit server against envoyproxy/ratelimit's `src/service_cmd` (the commit
  * pinned in scripts/install-tools.sh), on the same Redis, the same machine, the same descriptors,
- * driven by ghz (built from the Go module proxy). Prints requests per second and p50/p99 latency of
- * each, and the ratios. Not part of `npm test`.
+ * driven by ghz (built from the Go module proxy). Prints requests per second, p50/p99 latency and the
+ * server's CPU time per call (user + system of all its threads, from /proc) of each, and the ratios.
+ * Not part of `npm test`.
  *
  *   npm run bench:ratelimit                                  # defaults below
  *   npm run bench:ratelimit -- --requests 200000 --concurrency 64 --rounds 3
@@ -39,7 +40,7 @@
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, mkdirSync, mkdtempSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -204,6 +205,8 @@ interface Figures {
   p50Ms: number;
   p99Ms: number;
   errors: number;
+  /** The server's CPU time (user + system, all its threads) per call, microseconds. */
+  cpuUsPerCall: number;
   /** ghz's percentiles (10 ... 99.9) of this run, ms; printed per round. */
   distribution?: string;
 }
@@ -256,22 +259,39 @@ async function ghz(bin: string, address: string, o: Options, requests: number): 
   const distribution = (report.latencyDistribution ?? [])
     .map((d) => `p${d.percentage} ${(d.latency / 1e6).toFixed(2)}`)
     .join(', ');
-  return { rps: report.rps, p50Ms: at(50), p99Ms: at(99), errors, distribution };
+  return { rps: report.rps, p50Ms: at(50), p99Ms: at(99), errors, cpuUsPerCall: NaN, distribution };
 }
 
 /** Warm-up, then `rounds` alternating runs (A, B, A, B, ...), so a change of load on the machine hits both. */
+/**
+ * CPU time (user + system) process `pid` has used, microseconds, from /proc/<pid>/stat (fields 14 and
+ * 15, in clock ticks of 10 ms: enough over the tens of seconds of a round).
+ */
+function cpuMicros(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return NaN;
+  }
+}
+
 async function benchBoth(
   bin: string,
-  targets: readonly { name: string; address: string }[],
+  targets: readonly { name: string; address: string; pid: number | undefined }[],
   o: Options,
 ): Promise<Map<string, Figures[]>> {
   const rounds = new Map<string, Figures[]>(targets.map((t) => [t.name, []]));
   for (const t of targets) await ghz(bin, t.address, o, Math.min(20_000, o.requests)); // JIT, connections, scripts
   for (let i = 0; i < o.rounds; i++) {
     for (const t of targets) {
+      const cpuBefore = cpuMicros(t.pid);
       const f = await ghz(bin, t.address, o, o.requests);
+      f.cpuUsPerCall = (cpuMicros(t.pid) - cpuBefore) / o.requests;
       process.stdout.write(
-        `${t.name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, errors ${f.errors}\n` +
+        `${t.name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, CPU ${f.cpuUsPerCall.toFixed(0)} µs/call, errors ${f.errors}\n` +
           (o.verbose ? `${''.padEnd(22)}   ${f.distribution ?? ''} ms\n` : ''),
       );
       rounds.get(t.name)?.push(f);
@@ -290,6 +310,7 @@ function summary(rounds: Figures[]): Figures {
     rps: median(rounds.map((r) => r.rps)),
     p50Ms: median(rounds.map((r) => r.p50Ms)),
     p99Ms: median(rounds.map((r) => r.p99Ms)),
+    cpuUsPerCall: median(rounds.map((r) => r.cpuUsPerCall)),
     errors: rounds.reduce((s, r) => s + r.errors, 0),
   };
 }
@@ -440,8 +461,12 @@ async function main(): Promise<void> {
       const rounds = await benchBoth(
         bin,
         [
-          ...porticos.map((p) => ({ name: p.name, address: `127.0.0.1:${p.grpcPort}` })),
-          { name: 'envoyproxy/ratelimit', address: `127.0.0.1:${port('envoyGrpc')}` },
+          ...porticos.map((p, i) => ({
+            name: p.name,
+            address: `127.0.0.1:${p.grpcPort}`,
+            pid: porticoProcesses[i]?.pid,
+          })),
+          { name: 'envoyproxy/ratelimit', address: `127.0.0.1:${port('envoyGrpc')}`, pid: envoy.pid },
         ],
         o,
       );
@@ -456,7 +481,7 @@ async function main(): Promise<void> {
   const e = results['envoyproxy/ratelimit'];
   if (e === undefined || porticos.some((p) => results[p.name] === undefined)) return;
   const row = (name: string, f: Figures): string =>
-    `| ${name} | ${f.rps.toFixed(0)} | ${f.p50Ms.toFixed(2)} | ${f.p99Ms.toFixed(2)} | ${f.errors} |\n`;
+    `| ${name} | ${f.rps.toFixed(0)} | ${f.p50Ms.toFixed(2)} | ${f.p99Ms.toFixed(2)} | ${f.cpuUsPerCall.toFixed(0)} | ${f.errors} |\n`;
   process.stdout.write(
     `\nmachine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
       `load average (1, 5, 15 min) ${loadAtStart} at the start, ${load()} at the end; ` +
@@ -470,7 +495,7 @@ async function main(): Promise<void> {
             `${p.name}: ${path.relative(REPO, p.cli)}${p.flags.length > 0 ? ` ${p.flags.join(' ')}` : ''}\n`,
         )
         .join('') +
-      `| server | req/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|\n` +
+      `| server | req/s | p50 ms | p99 ms | CPU µs/call | errors |\n|---|---|---|---|---|---|\n` +
       porticos.map((p) => row(p.name, results[p.name] as Figures)).join('') +
       row('envoyproxy/ratelimit', e) +
       porticos
