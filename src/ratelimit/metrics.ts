@@ -8,16 +8,19 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { BanLedger } from './ban-ledger.js';
+import { REQUEST_BOUNDS } from './request-limits.js';
 
 /** The Redis commands the server sends: the check script (EVALSHA) and the clock measurement (TIME). */
-export type RedisCommand = 'check' | 'time';
+export const REDIS_COMMANDS = ['check', 'time'] as const;
+export type RedisCommand = (typeof REDIS_COMMANDS)[number];
 
 /**
  * Why a Redis command failed: `timeout` (no answer within --redis-timeout-ms), `connection` (not
  * connected, or the connection was lost while it waited), `reply` (Redis answered with an error),
  * `too_late` (the check script ran after its deadline and counted nothing, `redis-store.ts`).
  */
-export type RedisErrorKind = 'timeout' | 'connection' | 'reply' | 'too_late';
+export const REDIS_ERROR_KINDS = ['timeout', 'connection', 'reply', 'too_late'] as const;
+export type RedisErrorKind = (typeof REDIS_ERROR_KINDS)[number];
 
 /** What the checks record. */
 export interface CheckMetrics {
@@ -62,7 +65,10 @@ export interface ConfigMetrics {
 export type RateLimitMetrics = CheckMetrics & ConfigMetrics;
 
 /**
- * The checks' metrics, in `registry`. `now` (Unix ms) is the clock the bans-active gauge compares
+ * The checks' metrics, in `registry`. The series of every known label value of the Redis error and
+ * invalid request counters start at 0 (as the config loads' do), so that `increase()` and `rate()`
+ * see the first one (a series that first appears at 1 has no earlier sample to grow from); the
+ * store failures' series of the server's failure mode is started by `RateLimitService`. `now` (Unix ms) is the clock the bans-active gauge compares
  * ban ends with: the service's own.
  */
 export function createCheckMetrics(
@@ -123,6 +129,10 @@ export function createCheckMetrics(
       registers,
     }),
   };
+  for (const command of REDIS_COMMANDS) {
+    for (const error of REDIS_ERROR_KINDS) metrics.redisErrorsTotal.inc({ command, error }, 0);
+  }
+  for (const bound of REQUEST_BOUNDS) metrics.invalidRequestsTotal.inc({ bound }, 0);
   new Gauge<'domain'>({
     name: 'portico_ratelimit_bans_active',
     help: 'Bans this server started that have not run out, by rate-limit domain; the bans active in Redis are the sum over the servers.',
@@ -140,7 +150,7 @@ export function createCheckMetrics(
 export function createConfigMetrics(registry: Registry = new Registry()): ConfigMetrics {
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  return {
+  const metrics: ConfigMetrics = {
     registry,
     configLoadsTotal: new Counter({
       name: 'portico_ratelimit_config_loads_total',
@@ -177,6 +187,8 @@ export function createConfigMetrics(registry: Registry = new Registry()): Config
       registers,
     }),
   };
+  for (const result of ['loaded', 'rejected']) metrics.configLoadsTotal.inc({ result }, 0);
+  return metrics;
 }
 
 /** Every metric in one registry (one thread: tests and tools); `now` as for `createCheckMetrics`. */

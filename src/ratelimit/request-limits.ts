@@ -51,8 +51,10 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxDomainLength: 512,
 };
 
-/** Which bound a request broke (the `bound` label of `portico_ratelimit_invalid_requests_total`). */
-export type RequestBound = 'descriptors' | 'entries' | 'entry_length' | 'domain_length';
+/** The bounds a request may break (the `bound` label of `portico_ratelimit_invalid_requests_total`). */
+export const REQUEST_BOUNDS = ['descriptors', 'entries', 'entry_length', 'domain_length'] as const;
+/** Which bound a request broke. */
+export type RequestBound = (typeof REQUEST_BOUNDS)[number];
 
 function tooLong(what: string, length: number, max: number, bound: RequestBound): InvalidRequestError {
   return new InvalidRequestError(

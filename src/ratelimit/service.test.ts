@@ -122,6 +122,23 @@ async function metricLines(
 }
 
 describe('RateLimitService', () => {
+  // A counter series that first appears at 1 has no earlier sample: `increase()` over it reads 0
+  // and an alert on the first failure never fires.
+  it('starts the failure and refusal counters of every known label value at 0', async () => {
+    const { metrics } = setup();
+    expect(await metricLines(metrics, 'portico_ratelimit_store_failures_total')).toEqual([
+      'portico_ratelimit_store_failures_total{failure_mode="allow"} 0',
+    ]);
+    expect(await metricLines(metrics, 'portico_ratelimit_invalid_requests_total')).toHaveLength(4);
+    const redisErrors = await metricLines(metrics, 'portico_ratelimit_redis_errors_total');
+    expect(redisErrors).toHaveLength(8);
+    expect(redisErrors).toContain('portico_ratelimit_redis_errors_total{command="check",error="too_late"} 0');
+    expect(await metricLines(metrics, 'portico_ratelimit_config_loads_total')).toEqual([
+      'portico_ratelimit_config_loads_total{result="loaded"} 0',
+      'portico_ratelimit_config_loads_total{result="rejected"} 0',
+    ]);
+  });
+
   it('admits and answers with the window closest to its limit', async () => {
     const { service, store } = setup();
     const r = await service.shouldRateLimit(check('k1'));
@@ -320,7 +337,9 @@ describe('RateLimitService', () => {
     expect(store.calls).toHaveLength(0);
     expect(await metricLines(metrics, 'portico_ratelimit_invalid_requests_total')).toEqual([
       'portico_ratelimit_invalid_requests_total{bound="descriptors"} 1',
+      'portico_ratelimit_invalid_requests_total{bound="entries"} 0',
       'portico_ratelimit_invalid_requests_total{bound="entry_length"} 1',
+      'portico_ratelimit_invalid_requests_total{bound="domain_length"} 0',
     ]);
     // At the bounds it is answered (16 descriptors, a key id of 1024 characters).
     const atBounds = await service.shouldRateLimit({

@@ -76,6 +76,8 @@ export class RateLimitService {
 
   constructor(deps: RateLimitServiceDeps) {
     this.#d = deps;
+    // At 0 from the start, so that `increase()` sees the first failure (metrics.ts).
+    deps.metrics.storeFailuresTotal.inc({ failure_mode: deps.failureMode }, 0);
   }
 
   /**
