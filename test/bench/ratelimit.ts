@@ -15,6 +15,8 @@
  *   npm run bench:ratelimit -- --portico-cli /tmp/a/cli.js --portico-cli /tmp/b/cli.js  # two builds, one run
  *   npm run bench:ratelimit -- --portico-flags= --portico-flags=--max-semi-space-size=4  # two servers of one
  *                                 build, each with its own node flags, in the same rounds
+ *   npm run bench:ratelimit -- --portico-node=/opt/node22/bin/node --portico-node=node_modules/.bin/node
+ *                                 # two servers of one build on two node binaries, in the same rounds
  *   npm run bench:ratelimit -- --portico-log /tmp/logs --node-options=--trace-gc  # each Portico server's stdout
  *                                 and stderr to /tmp/logs/portico-<n>.log (V8's GC trace, the server's log)
  *
@@ -81,31 +83,45 @@ interface Options {
    * entries, one server of that CLI per entry.
    */
   porticoFlags: string[][];
+  /** The node binary of each Portico server, by position as `porticoFlags` (default: the bench's own). */
+  porticoNodes: string[];
   /** A directory for each Portico server's stdout and stderr (`portico-<n>.log`); unset: discarded. */
   porticoLog: string | undefined;
 }
 
-/** One Portico server of the run: its CLI and its node flags. */
+/** One Portico server of the run: the node binary, its flags and the CLI it runs. */
 interface PorticoServer {
+  readonly node: string;
   readonly cli: string;
   readonly flags: string[];
 }
 
 /**
- * The Portico servers of a run: one per CLI, or, with one CLI and several `--portico-flags`, one per
- * entry of flags.
+ * The Portico servers of a run: as many as the longest of `--portico-cli`, `--portico-flags` and
+ * `--portico-node`; a list of one entry serves every server, a longer list one entry per server in
+ * order (an empty list: dist/cli.js, no flags, the bench's own node).
  *
- * @throws Error when several CLIs and a different number of `--portico-flags` are given
+ * @throws Error when two lists of more than one entry differ in length
  */
-function porticoServers(clis: readonly string[], flags: readonly string[][]): PorticoServer[] {
-  if (flags.length <= 1) return clis.map((cli) => ({ cli, flags: flags[0] ?? [] }));
-  if (clis.length === 1) return flags.map((f) => ({ cli: clis[0] ?? '', flags: f }));
-  if (clis.length !== flags.length) {
-    throw new Error(
-      `${clis.length} --portico-cli and ${flags.length} --portico-flags: give one of each per server`,
-    );
+function porticoServers(
+  clis: readonly string[],
+  flags: readonly string[][],
+  nodes: readonly string[],
+): PorticoServer[] {
+  const count = Math.max(clis.length, flags.length, nodes.length, 1);
+  const lists = { '--portico-cli': clis, '--portico-flags': flags, '--portico-node': nodes };
+  for (const [option, list] of Object.entries(lists)) {
+    if (list.length > 1 && list.length !== count) {
+      throw new Error(`${list.length} ${option} for ${count} servers: give one, or one per server`);
+    }
   }
-  return clis.map((cli, i) => ({ cli, flags: flags[i] ?? [] }));
+  const at = <T>(list: readonly T[], i: number, otherwise: T): T =>
+    (list.length === 1 ? list[0] : list[i]) ?? otherwise;
+  return Array.from({ length: count }, (_, i) => ({
+    node: at(nodes, i, process.execPath),
+    cli: at(clis, i, path.join(REPO, 'dist', 'cli.js')),
+    flags: at(flags, i, []),
+  }));
 }
 
 function options(): Options {
@@ -123,6 +139,7 @@ function options(): Options {
       rps: { type: 'string', default: '0' },
       'portico-cli': { type: 'string', multiple: true, default: [path.join(REPO, 'dist', 'cli.js')] },
       'portico-flags': { type: 'string', multiple: true, default: [] },
+      'portico-node': { type: 'string', multiple: true, default: [] },
       'portico-log': { type: 'string' },
     },
   });
@@ -139,6 +156,7 @@ function options(): Options {
     rps: Number(values.rps),
     porticoClis: values['portico-cli'].map((p) => path.resolve(p)),
     porticoFlags: values['portico-flags'].map((f) => f.split(' ').filter(Boolean)),
+    porticoNodes: values['portico-node'].map((p) => path.resolve(p)),
     porticoLog: values['portico-log'] === undefined ? undefined : path.resolve(values['portico-log']),
   };
 }
@@ -369,7 +387,7 @@ const load = (): string =>
 
 async function main(): Promise<void> {
   const o = options();
-  const servers = porticoServers(o.porticoClis, o.porticoFlags);
+  const servers = porticoServers(o.porticoClis, o.porticoFlags, o.porticoNodes);
   const loadAtStart = load();
   const bin = await tools();
   const status = await sandboxStatus(o.dir).catch(() => undefined);
@@ -406,7 +424,7 @@ async function main(): Promise<void> {
 
     const porticoProcesses = porticos.map((p, i) =>
       start(
-        process.execPath,
+        p.node,
         [
           ...o.nodeOptions,
           ...p.flags,
@@ -492,7 +510,7 @@ async function main(): Promise<void> {
       porticos
         .map(
           (p) =>
-            `${p.name}: ${path.relative(REPO, p.cli)}${p.flags.length > 0 ? ` ${p.flags.join(' ')}` : ''}\n`,
+            `${p.name}: ${p.node === process.execPath ? '' : `${p.node} `}${path.relative(REPO, p.cli)}${p.flags.length > 0 ? ` ${p.flags.join(' ')}` : ''}\n`,
         )
         .join('') +
       `| server | req/s | p50 ms | p99 ms | CPU µs/call | errors |\n|---|---|---|---|---|---|\n` +
