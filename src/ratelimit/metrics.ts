@@ -68,8 +68,8 @@ export type RateLimitMetrics = CheckMetrics & ConfigMetrics;
  * The checks' metrics, in `registry`. The series of every known label value of the Redis error and
  * invalid request counters start at 0 (as the config loads' do), so that `increase()` and `rate()`
  * see the first one (a series that first appears at 1 has no earlier sample to grow from); the
- * store failures' series of the server's failure mode is started by `RateLimitService`. `now` (Unix ms) is the clock the bans-active gauge compares
- * ban ends with: the service's own.
+ * store failures' series of the server's failure mode is started by `RateLimitService`. `now` (Unix
+ * ms) is the clock the bans-active gauge compares ban ends with: the service's own.
  */
 export function createCheckMetrics(
   registry: Registry = new Registry(),

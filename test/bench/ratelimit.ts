@@ -76,7 +76,10 @@ interface Options {
   rps: number;
   /** Print ghz's whole latency distribution of each round. */
   verbose: boolean;
-  /** Portico's CLI entry points (default dist/cli.js), e.g. builds of other revisions; one server each. */
+  /**
+   * Portico's CLI entry points (none given: dist/cli.js), e.g. builds of other revisions; by position
+   * as `porticoFlags`.
+   */
   porticoClis: string[];
   /**
    * Node flags of each Portico server after `nodeOptions`, by position: with one CLI and several
@@ -137,7 +140,7 @@ function options(): Options {
       pin: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
       rps: { type: 'string', default: '0' },
-      'portico-cli': { type: 'string', multiple: true, default: [path.join(REPO, 'dist', 'cli.js')] },
+      'portico-cli': { type: 'string', multiple: true, default: [] },
       'portico-flags': { type: 'string', multiple: true, default: [] },
       'portico-node': { type: 'string', multiple: true, default: [] },
       'portico-log': { type: 'string' },
@@ -280,7 +283,6 @@ async function ghz(bin: string, address: string, o: Options, requests: number): 
   return { rps: report.rps, p50Ms: at(50), p99Ms: at(99), errors, cpuUsPerCall: NaN, distribution };
 }
 
-/** Warm-up, then `rounds` alternating runs (A, B, A, B, ...), so a change of load on the machine hits both. */
 /**
  * CPU time (user + system) process `pid` has used, microseconds, from /proc/<pid>/stat (fields 14 and
  * 15, in clock ticks of 10 ms: enough over the tens of seconds of a round).
@@ -296,6 +298,7 @@ function cpuMicros(pid: number | undefined): number {
   }
 }
 
+/** Warm-up, then `rounds` alternating runs (A, B, A, B, ...), so a change of load on the machine hits both. */
 async function benchBoth(
   bin: string,
   targets: readonly { name: string; address: string; pid: number | undefined }[],
