@@ -112,6 +112,10 @@ describe('a serving domain naming a port its Service lacks (issue 10, item 8)', 
     expect(cd.status?.phase).not.toBe('Live');
     const ingresses = await kube().networking.listNamespacedIngress({ namespace: ns });
     expect(ingresses.items.map((i) => i.metadata?.name)).toEqual([]);
+    // Once the certificate is issued, Ready's reason turns from the certificate's to the port's:
+    // that is no second Warning, Routed's Event already named the cause.
+    const issued = await waitForCondition(ns, 'www', 'CertificateReady', 'True', undefined, 120_000);
+    expect(issued.status?.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('ServicePortNotFound');
     const events = await kube().core.listNamespacedEvent({ namespace: ns });
     expect(
       events.items.filter((e) => e.involvedObject.name === 'www' && e.reason === 'ServicePortNotFound'),

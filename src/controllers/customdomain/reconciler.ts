@@ -1250,6 +1250,7 @@ export class CustomDomainReconciler {
       domain.status?.conditions,
       next.conditions ?? [],
       WARNING_REASONS,
+      { summaryType: 'Ready' },
     );
     log.info({ phase: next.phase }, 'status updated');
   }
