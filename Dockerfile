@@ -28,8 +28,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-COPY scripts/bundle-controller.ts ./scripts/
-RUN npx tsc -p tsconfig.build.json --sourceMap false && npx tsx scripts/bundle-controller.ts
+COPY scripts/bundle.ts ./scripts/
+RUN npx tsc -p tsconfig.build.json --sourceMap false && npx tsx scripts/bundle.ts
 
 # The runtime: distroless Node.js (no shell, no package manager), user nonroot (65532).
 FROM gcr.io/distroless/nodejs${NODE_MAJOR}-debian12:nonroot

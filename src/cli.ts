@@ -43,24 +43,31 @@ function exitWhenDrained(code: number): void {
 }
 
 /**
- * The operator's modules: the one-file bundle `npm run build` makes (scripts/bundle-controller.ts:
- * about 19 MiB less heap), else, when run from the sources, the modules themselves.
+ * The modules of a long-running command: its one-file bundle from `npm run build`
+ * (scripts/bundle.ts: the operator's heap about 19 MiB smaller, docs/performance.md) when it is
+ * beside this file, else, when run from the sources, the modules themselves.
  */
-async function loadController(): Promise<typeof import('./controller/main.js')> {
-  const bundle = new URL('./controller.bundle.js', import.meta.url);
-  if (existsSync(bundle)) return (await import(bundle.href)) as typeof import('./controller/main.js');
-  return import('./controller/main.js');
+async function loadBundled<T>(bundleName: string, unbundled: () => Promise<T>): Promise<T> {
+  const bundle = new URL(`./${bundleName}`, import.meta.url);
+  if (existsSync(bundle)) return (await import(bundle.href)) as T;
+  return unbundled();
 }
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'controller': {
-      const { runController } = await loadController();
+      const { runController } = await loadBundled(
+        'controller.bundle.js',
+        () => import('./controller/main.js'),
+      );
       return runController(rest);
     }
     case 'ratelimit-server': {
-      const { runRateLimitServer } = await import('./ratelimit/server/main.js');
+      const { runRateLimitServer } = await loadBundled(
+        'ratelimit-server.bundle.js',
+        () => import('./ratelimit/server/main.js'),
+      );
       return runRateLimitServer(rest);
     }
     case 'sandbox': {

@@ -2,7 +2,7 @@
  * The main thread's handle on the thread that answers checks (`check-worker.ts`): starts it with a
  * bounded young generation, hands it each policy snapshot, reads its metrics, stops it.
  */
-import { extname } from 'node:path';
+import { basename, extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Registry } from 'prom-client';
@@ -65,10 +65,8 @@ export class CheckThread {
     options: CheckWorkerOptions,
     youngGenerationMb = CHECK_THREAD_YOUNG_GENERATION_MB,
   ): Promise<CheckThread> {
-    // check-worker.js next to this file in dist/; check-worker.ts from source (tests, tsx), loaded
-    // through tsx.
     const ext = extname(fileURLToPath(import.meta.url));
-    const worker = new Worker(new URL(`./check-worker${ext}`, import.meta.url), {
+    const worker = new Worker(checkWorkerModule(), {
       workerData: options,
       resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb },
       ...(ext === '.ts' ? { execArgv: [...process.execArgv, '--import', 'tsx'] } : {}),
@@ -154,4 +152,17 @@ export class JoinedRegistry extends Registry {
     const [own, more] = await Promise.all([super.metrics(), this.#more()]);
     return more === '' ? own : `${own}\n${more}`;
   }
+}
+
+/**
+ * The check thread's module: in the rate-limit server's bundle (dist/ratelimit-server.bundle.js,
+ * scripts/bundle.ts), the check thread's bundle beside it; else check-worker.js next to this file in
+ * dist/, or check-worker.ts from source (tests, tsx), which the thread loads through tsx.
+ */
+function checkWorkerModule(): URL {
+  const self = fileURLToPath(import.meta.url);
+  if (basename(self) === 'ratelimit-server.bundle.js') {
+    return new URL('./ratelimit-check-worker.bundle.js', import.meta.url);
+  }
+  return new URL(`./check-worker${extname(self)}`, import.meta.url);
 }
