@@ -1,8 +1,9 @@
 /**
  * Benchmark: Portico's rate-limit server against envoyproxy/ratelimit's `src/service_cmd` (the commit
  * pinned in scripts/install-tools.sh), on the same Redis, the same machine, the same descriptors,
- * driven by ghz (built from the Go module proxy). Prints requests per second, p50/p99 latency and the
- * server's CPU time per call (user + system of all its threads, from /proc) of each, and the ratios.
+ * driven by ghz (built from the Go module proxy). Prints requests per second, p50/p99 latency, the
+ * server's CPU time per call (user + system of all its threads, from /proc) and its peak resident
+ * set size (VmHWM: the highest of the rounds) of each, and the ratios.
  * Not part of `npm test`.
  *
  *   npm run bench:ratelimit                                  # defaults below
@@ -19,6 +20,10 @@
  *                                 # two servers of one build on two node binaries, in the same rounds
  *   npm run bench:ratelimit -- --portico-log /tmp/logs --node-options=--trace-gc  # each Portico server's stdout
  *                                 and stderr to /tmp/logs/portico-<n>.log (V8's GC trace, the server's log)
+ *   npm run bench:ratelimit -- --bare  # Portico without the Node flags and malloc settings the chart gives it
+ *
+ * Each Portico server runs as the chart runs it (src/sandbox/ratelimit-server.ts: its Node flags
+ * first, then --node-options, then its --portico-flags; the chart's malloc settings), unless --bare.
  *
  * Without --rps, ghz keeps --concurrency calls in flight (closed loop): the figures are each server's
  * saturation throughput and the latency at saturation. With --rps, both servers get the same offered
@@ -53,6 +58,10 @@ import { renderCompiledConfig } from '../../src/ratelimit/config-schema.js';
 import { protoIncludeDirs, RLS_PROTO } from '../../src/ratelimit/protocol.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { redisArgs, redisPingProbe } from '../../src/sandbox/redis.js';
+import {
+  RATELIMIT_SERVER_MALLOC_ENV,
+  RATELIMIT_SERVER_NODE_FLAGS,
+} from '../../src/sandbox/ratelimit-server.js';
 import { readSandboxEnv, sandboxStatus, sandboxUp } from '../../src/sandbox/stack.js';
 
 const run = promisify(execFile);
@@ -90,6 +99,11 @@ interface Options {
   porticoNodes: string[];
   /** A directory for each Portico server's stdout and stderr (`portico-<n>.log`); unset: discarded. */
   porticoLog: string | undefined;
+  /**
+   * Run each Portico server without the chart's Node flags and malloc settings
+   * (RATELIMIT_SERVER_NODE_FLAGS, RATELIMIT_SERVER_MALLOC_ENV), which it gets otherwise.
+   */
+  bare: boolean;
 }
 
 /** One Portico server of the run: the node binary, its flags and the CLI it runs. */
@@ -144,6 +158,7 @@ function options(): Options {
       'portico-flags': { type: 'string', multiple: true, default: [] },
       'portico-node': { type: 'string', multiple: true, default: [] },
       'portico-log': { type: 'string' },
+      bare: { type: 'boolean', default: false },
     },
   });
   return {
@@ -161,6 +176,7 @@ function options(): Options {
     porticoFlags: values['portico-flags'].map((f) => f.split(' ').filter(Boolean)),
     porticoNodes: values['portico-node'].map((p) => path.resolve(p)),
     porticoLog: values['portico-log'] === undefined ? undefined : path.resolve(values['portico-log']),
+    bare: values.bare,
   };
 }
 
@@ -228,6 +244,8 @@ interface Figures {
   errors: number;
   /** The server's CPU time (user + system, all its threads) per call, microseconds. */
   cpuUsPerCall: number;
+  /** The server's peak resident set size since it started (VmHWM), MiB, read after the round. */
+  peakRssMiB: number;
   /** ghz's percentiles (10 ... 99.9) of this run, ms; printed per round. */
   distribution?: string;
 }
@@ -280,7 +298,15 @@ async function ghz(bin: string, address: string, o: Options, requests: number): 
   const distribution = (report.latencyDistribution ?? [])
     .map((d) => `p${d.percentage} ${(d.latency / 1e6).toFixed(2)}`)
     .join(', ');
-  return { rps: report.rps, p50Ms: at(50), p99Ms: at(99), errors, cpuUsPerCall: NaN, distribution };
+  return {
+    rps: report.rps,
+    p50Ms: at(50),
+    p99Ms: at(99),
+    errors,
+    cpuUsPerCall: NaN,
+    peakRssMiB: NaN,
+    distribution,
+  };
 }
 
 /**
@@ -293,6 +319,21 @@ function cpuMicros(pid: number | undefined): number {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * The peak resident set size of process `pid` since it started, MiB (VmHWM in /proc/<pid>/status,
+ * kB); NaN when it cannot be read. Of a Portico server: both of its threads, the Node binary's pages
+ * included, as a container's memory limit counts them.
+ */
+function peakRssMiB(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  try {
+    const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kb === undefined ? NaN : Number(kb) / 1024;
   } catch {
     return NaN;
   }
@@ -311,8 +352,9 @@ async function benchBoth(
       const cpuBefore = cpuMicros(t.pid);
       const f = await ghz(bin, t.address, o, o.requests);
       f.cpuUsPerCall = (cpuMicros(t.pid) - cpuBefore) / o.requests;
+      f.peakRssMiB = peakRssMiB(t.pid);
       process.stdout.write(
-        `${t.name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, CPU ${f.cpuUsPerCall.toFixed(0)} µs/call, errors ${f.errors}\n` +
+        `${t.name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, CPU ${f.cpuUsPerCall.toFixed(0)} µs/call, peak RSS ${f.peakRssMiB.toFixed(0)} MiB, errors ${f.errors}\n` +
           (o.verbose ? `${''.padEnd(22)}   ${f.distribution ?? ''} ms\n` : ''),
       );
       rounds.get(t.name)?.push(f);
@@ -332,6 +374,7 @@ function summary(rounds: Figures[]): Figures {
     p50Ms: median(rounds.map((r) => r.p50Ms)),
     p99Ms: median(rounds.map((r) => r.p99Ms)),
     cpuUsPerCall: median(rounds.map((r) => r.cpuUsPerCall)),
+    peakRssMiB: Math.max(...rounds.map((r) => r.peakRssMiB)),
     errors: rounds.reduce((s, r) => s + r.errors, 0),
   };
 }
@@ -429,6 +472,7 @@ async function main(): Promise<void> {
       start(
         p.node,
         [
+          ...(o.bare ? [] : RATELIMIT_SERVER_NODE_FLAGS),
           ...o.nodeOptions,
           ...p.flags,
           p.cli,
@@ -448,7 +492,7 @@ async function main(): Promise<void> {
           '--log-level',
           'warn',
         ],
-        {},
+        o.bare ? {} : RATELIMIT_SERVER_MALLOC_ENV,
         serverCpu,
         o.porticoLog === undefined ? undefined : path.join(o.porticoLog, `portico-${i + 1}.log`),
       ),
@@ -502,12 +546,13 @@ async function main(): Promise<void> {
   const e = results['envoyproxy/ratelimit'];
   if (e === undefined || porticos.some((p) => results[p.name] === undefined)) return;
   const row = (name: string, f: Figures): string =>
-    `| ${name} | ${f.rps.toFixed(0)} | ${f.p50Ms.toFixed(2)} | ${f.p99Ms.toFixed(2)} | ${f.cpuUsPerCall.toFixed(0)} | ${f.errors} |\n`;
+    `| ${name} | ${f.rps.toFixed(0)} | ${f.p50Ms.toFixed(2)} | ${f.p99Ms.toFixed(2)} | ${f.cpuUsPerCall.toFixed(0)} | ${f.peakRssMiB.toFixed(0)} | ${f.errors} |\n`;
   process.stdout.write(
     `\nmachine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
       `load average (1, 5, 15 min) ${loadAtStart} at the start, ${load()} at the end; ` +
       `${o.rounds} rounds of ${o.requests} requests, concurrency ${o.concurrency}, ${o.connections} connections, ${o.keys} keys; ` +
-      `portico node flags: ${o.nodeOptions.join(' ') || 'none'}; ` +
+      `portico node flags: ${[...(o.bare ? [] : RATELIMIT_SERVER_NODE_FLAGS), ...o.nodeOptions].join(' ') || 'none'}` +
+      `${o.bare ? ' (bare: no malloc settings)' : " and the chart's malloc settings"}; ` +
       `${o.pin ? 'ghz on CPU 0, servers and Redis on CPU 1' : 'not pinned'}; ` +
       `${o.rps > 0 ? `offered load ${o.rps} req/s (open loop)` : 'closed loop'}; medians\n` +
       porticos
@@ -516,7 +561,7 @@ async function main(): Promise<void> {
             `${p.name}: ${p.node === process.execPath ? '' : `${p.node} `}${path.relative(REPO, p.cli)}${p.flags.length > 0 ? ` ${p.flags.join(' ')}` : ''}\n`,
         )
         .join('') +
-      `| server | req/s | p50 ms | p99 ms | CPU µs/call | errors |\n|---|---|---|---|---|---|\n` +
+      `| server | req/s | p50 ms | p99 ms | CPU µs/call | peak RSS MiB | errors |\n|---|---|---|---|---|---|---|\n` +
       porticos.map((p) => row(p.name, results[p.name] as Figures)).join('') +
       row('envoyproxy/ratelimit', e) +
       porticos
