@@ -21,6 +21,7 @@
  *   npm run bench:ratelimit -- --portico-log /tmp/logs --node-options=--trace-gc  # each Portico server's stdout
  *                                 and stderr to /tmp/logs/portico-<n>.log (V8's GC trace, the server's log)
  *   npm run bench:ratelimit -- --bare  # Portico without the Node flags and malloc settings the chart gives it
+ *   npm run bench:ratelimit -- --policies 10000  # 9,999 other tenants' policies in the config too (peak RSS)
  *
  * Each Portico server runs as the chart runs it (src/sandbox/ratelimit-server.ts: its Node flags
  * first, then --node-options, then its --portico-flags; the chart's malloc settings), unless --bare.
@@ -54,7 +55,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { renderCompiledConfig } from '../../src/ratelimit/config-schema.js';
+import { DEFAULT_RATELIMIT_CONFIG_NAME } from '../../src/api/ratelimitpolicy.js';
+import {
+  CONFIG_SHARD_BUDGET_BYTES,
+  configShardIndex,
+  configShardName,
+  renderCompiledConfig,
+  renderCompiledEntry,
+  renderedConfigBytes,
+  type CompiledPolicy,
+} from '../../src/ratelimit/config-schema.js';
 import { protoIncludeDirs, RLS_PROTO } from '../../src/ratelimit/protocol.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { redisArgs, redisPingProbe } from '../../src/sandbox/redis.js';
@@ -99,6 +109,12 @@ interface Options {
   porticoNodes: string[];
   /** A directory for each Portico server's stdout and stderr (`portico-<n>.log`); unset: discarded. */
   porticoLog: string | undefined;
+  /**
+   * Policies in Portico's config: the bench's own (`bench/api`, the one ghz calls) and `policies - 1`
+   * others of three plans, spread over config shards as the operator fills them (768 KiB each), so
+   * the peak RSS shows what holding many tenants' policies costs.
+   */
+  policies: number;
   /**
    * Run each Portico server without the chart's Node flags and malloc settings
    * (RATELIMIT_SERVER_NODE_FLAGS, RATELIMIT_SERVER_MALLOC_ENV), which it gets otherwise.
@@ -159,6 +175,7 @@ function options(): Options {
       'portico-node': { type: 'string', multiple: true, default: [] },
       'portico-log': { type: 'string' },
       bare: { type: 'boolean', default: false },
+      policies: { type: 'string', default: '1' },
     },
   });
   return {
@@ -177,6 +194,7 @@ function options(): Options {
     porticoNodes: values['portico-node'].map((p) => path.resolve(p)),
     porticoLog: values['portico-log'] === undefined ? undefined : path.resolve(values['portico-log']),
     bare: values.bare,
+    policies: Number(values.policies),
   };
 }
 
@@ -379,30 +397,72 @@ function summary(rounds: Figures[]): Figures {
   };
 }
 
-async function porticoConfig(kubeconfig: string): Promise<void> {
+/** The bench's policy (the one ghz calls) and `count - 1` others, sorted by domain. */
+function benchPolicies(count: number): CompiledPolicy[] {
+  const bench: CompiledPolicy = {
+    domain: DOMAIN,
+    uid: 'bench',
+    generation: 1,
+    plans: [{ name: 'free', requestsPerMinute: HIGH, requestsPerDay: HIGH }],
+    defaultPlan: 'free',
+    overrides: [],
+  };
+  const others = Array.from({ length: Math.max(0, count - 1) }, (_, i): CompiledPolicy => ({
+    domain: `tenant-${String(i).padStart(5, '0')}/api`,
+    uid: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+    generation: 1,
+    plans: [
+      { name: 'free', requestsPerMinute: 60, requestsPerDay: 1_000 },
+      { name: 'pro', requestsPerMinute: 600, requestsPerDay: 50_000 },
+      { name: 'enterprise', requestsPerMinute: 6_000, requestsPerDay: 1_000_000 },
+    ],
+    defaultPlan: 'free',
+    overrides: [],
+    ban: { afterRejectedRequests: 100, durationSeconds: 600 },
+  }));
+  return [bench, ...others].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
+}
+
+/**
+ * Writes Portico's config: `policyCount` policies (`benchPolicies`) in shards filled in order up to
+ * CONFIG_SHARD_BUDGET_BYTES each, as the operator fills new ones (src/controllers/ratelimitpolicy/
+ * shards.ts); shards of an earlier run past the last are deleted.
+ */
+async function porticoConfig(kubeconfig: string, policyCount: number): Promise<void> {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: NAMESPACE } } }).catch(() => undefined);
-  const body = {
-    metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
-    data: {
-      'config.json': renderCompiledConfig([
-        {
-          domain: DOMAIN,
-          uid: 'bench',
-          generation: 1,
-          plans: [{ name: 'free', requestsPerMinute: HIGH, requestsPerDay: HIGH }],
-          defaultPlan: 'free',
-          overrides: [],
+  const shards: CompiledPolicy[][] = [[]];
+  let bytes: number[] = [];
+  for (const policy of benchPolicies(policyCount)) {
+    const entry = Buffer.byteLength(renderCompiledEntry(policy));
+    if (bytes.length > 0 && renderedConfigBytes([...bytes, entry]) > CONFIG_SHARD_BUDGET_BYTES) {
+      shards.push([]);
+      bytes = [];
+    }
+    bytes.push(entry);
+    shards.at(-1)?.push(policy);
+  }
+  const existing = await core.listNamespacedConfigMap({ namespace: NAMESPACE });
+  for (const cm of existing.items) {
+    const index = configShardIndex(DEFAULT_RATELIMIT_CONFIG_NAME, cm.metadata?.name ?? '');
+    if (index !== undefined) {
+      await core.deleteNamespacedConfigMap({ namespace: NAMESPACE, name: cm.metadata?.name ?? '' });
+    }
+  }
+  for (const [index, policies] of shards.entries()) {
+    await core.createNamespacedConfigMap({
+      namespace: NAMESPACE,
+      body: {
+        metadata: {
+          name: configShardName(DEFAULT_RATELIMIT_CONFIG_NAME, index),
+          labels: { 'app.kubernetes.io/component': 'ratelimit' },
         },
-      ]),
-    },
-  };
-  await core
-    .deleteNamespacedConfigMap({ namespace: NAMESPACE, name: body.metadata.name })
-    .catch(() => undefined);
-  await core.createNamespacedConfigMap({ namespace: NAMESPACE, body });
+        data: { 'config.json': renderCompiledConfig(policies) },
+      },
+    });
+  }
 }
 
 function envoyConfigDir(): string {
@@ -440,7 +500,7 @@ async function main(): Promise<void> {
   const env = status?.up
     ? await readSandboxEnv(o.dir)
     : await sandboxUp({ dir: o.dir, applyExamples: false });
-  await porticoConfig(env.kubeconfig);
+  await porticoConfig(env.kubeconfig, o.policies);
   const ports = await pickFreePorts<string>({
     redis: 'tcp',
     envoyGrpc: 'tcp',
