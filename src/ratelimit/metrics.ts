@@ -60,7 +60,15 @@ export interface ConfigMetrics {
   readonly configLastLoadSuccessful: Gauge<'shard'>;
   /** By config shard: when a document of it last loaded, Unix seconds. */
   readonly configLastLoadSuccessTimestamp: Gauge<'shard'>;
+  /** Writes of this instance's load report to the status ConfigMap, by result (written, failed). */
+  readonly loadReportWritesTotal: Counter<'result'>;
+  /** Bytes of this instance's last load report (its value in the status ConfigMap). */
+  readonly loadReportBytes: Gauge;
 }
+
+/** The results `portico_ratelimit_load_report_writes_total` counts. */
+export const LOAD_REPORT_WRITE_RESULTS = ['written', 'failed'] as const;
+export type LoadReportWriteResult = (typeof LOAD_REPORT_WRITE_RESULTS)[number];
 
 export type RateLimitMetrics = CheckMetrics & ConfigMetrics;
 
@@ -186,8 +194,20 @@ export function createConfigMetrics(registry: Registry = new Registry()): Config
       labelNames: ['shard'],
       registers,
     }),
+    loadReportWritesTotal: new Counter({
+      name: 'portico_ratelimit_load_report_writes_total',
+      help: "Writes of this instance's load report to the status ConfigMap, by result (written, failed); the operator sets each policy's Enforced from these reports.",
+      labelNames: ['result'],
+      registers,
+    }),
+    loadReportBytes: new Gauge({
+      name: 'portico_ratelimit_load_report_bytes',
+      help: "Bytes of this instance's last load report; the reports of all instances share one ConfigMap, whose data the API server caps at 1 MiB.",
+      registers,
+    }),
   };
   for (const result of ['loaded', 'rejected']) metrics.configLoadsTotal.inc({ result }, 0);
+  for (const result of LOAD_REPORT_WRITE_RESULTS) metrics.loadReportWritesTotal.inc({ result }, 0);
   return metrics;
 }
 

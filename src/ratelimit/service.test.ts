@@ -137,6 +137,10 @@ describe('RateLimitService', () => {
       'portico_ratelimit_config_loads_total{result="loaded"} 0',
       'portico_ratelimit_config_loads_total{result="rejected"} 0',
     ]);
+    expect(await metricLines(metrics, 'portico_ratelimit_load_report_writes_total')).toEqual([
+      'portico_ratelimit_load_report_writes_total{result="written"} 0',
+      'portico_ratelimit_load_report_writes_total{result="failed"} 0',
+    ]);
   });
 
   it('admits and answers with the window closest to its limit', async () => {

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
 import { RATELIMIT_COMPONENT_LABEL, RATELIMIT_COMPONENT_VALUE } from '../api/ratelimitpolicy.js';
 import { HEARTBEAT_INTERVAL_MS, reportKey, type LoadReport } from './load-report.js';
+import type { LoadReportWriteResult } from './metrics.js';
 
 export interface StatusReporterOptions {
   readonly objects: KubernetesObjectApi;
@@ -20,6 +21,11 @@ export interface StatusReporterOptions {
   readonly log: Logger;
   /** Milliseconds between heartbeats (default HEARTBEAT_INTERVAL_MS). */
   readonly heartbeatMs?: number;
+  /**
+   * Called after each write of the report: its result, and the report's size in bytes (UTF-8 of the
+   * ConfigMap value). Not called for the removal at `stop`.
+   */
+  readonly onWrite?: (result: LoadReportWriteResult, bytes: number) => void;
 }
 
 export class StatusReporter {
@@ -68,10 +74,14 @@ export class StatusReporter {
       ...this.#report,
     };
     this.#writing = this.#writing.then(async () => {
+      const text = `${JSON.stringify(report)}\n`;
+      const bytes = Buffer.byteLength(text);
       try {
-        await this.#apply({ [reportKey(this.#o.instance)]: `${JSON.stringify(report)}\n` });
+        await this.#apply({ [reportKey(this.#o.instance)]: text });
+        this.#o.onWrite?.('written', bytes);
       } catch (err: unknown) {
-        this.#o.log.warn({ err }, 'could not write the load report; retrying at the next heartbeat');
+        this.#o.onWrite?.('failed', bytes);
+        this.#o.log.warn({ err, bytes }, 'could not write the load report; retrying at the next heartbeat');
       }
     });
   }

@@ -62,6 +62,10 @@ export async function startRateLimitServer(
     name: config.statusName,
     instance: config.instance,
     log,
+    onWrite: (result, bytes) => {
+      metrics.loadReportWritesTotal.inc({ result });
+      metrics.loadReportBytes.set(bytes);
+    },
   });
   const enforce = (report: ReturnType<ConfigState['load']>): void => {
     checks.setPolicies(state.snapshot).then(
