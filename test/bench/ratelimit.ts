@@ -56,13 +56,11 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_RATELIMIT_CONFIG_NAME } from '../../src/api/ratelimitpolicy.js';
+import { planShards } from '../../src/controllers/ratelimitpolicy/shards.js';
 import {
   CONFIG_SHARD_BUDGET_BYTES,
   configShardIndex,
-  configShardName,
-  renderCompiledConfig,
   renderCompiledEntry,
-  renderedConfigBytes,
   type CompiledPolicy,
 } from '../../src/ratelimit/config-schema.js';
 import { protoIncludeDirs, RLS_PROTO } from '../../src/ratelimit/protocol.js';
@@ -397,7 +395,7 @@ function summary(rounds: Figures[]): Figures {
   };
 }
 
-/** The bench's policy (the one ghz calls) and `count - 1` others, sorted by domain. */
+/** The bench's policy (the one ghz calls) and `count - 1` others. */
 function benchPolicies(count: number): CompiledPolicy[] {
   const bench: CompiledPolicy = {
     domain: DOMAIN,
@@ -420,30 +418,26 @@ function benchPolicies(count: number): CompiledPolicy[] {
     overrides: [],
     ban: { afterRejectedRequests: 100, durationSeconds: 600 },
   }));
-  return [bench, ...others].sort((a, b) => (a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0));
+  return [bench, ...others];
 }
 
 /**
- * Writes Portico's config: `policyCount` policies (`benchPolicies`) in shards filled in order up to
- * CONFIG_SHARD_BUDGET_BYTES each, as the operator fills new ones (src/controllers/ratelimitpolicy/
- * shards.ts); shards of an earlier run past the last are deleted.
+ * Writes Portico's config: `policyCount` policies (`benchPolicies`) in the shards the operator's own
+ * placement (`planShards`) makes of them when none exist; the shards of an earlier run are deleted
+ * first.
  */
 async function porticoConfig(kubeconfig: string, policyCount: number): Promise<void> {
   const kc = new KubeConfig();
   kc.loadFromFile(kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: NAMESPACE } } }).catch(() => undefined);
-  const shards: CompiledPolicy[][] = [[]];
-  let bytes: number[] = [];
-  for (const policy of benchPolicies(policyCount)) {
-    const entry = Buffer.byteLength(renderCompiledEntry(policy));
-    if (bytes.length > 0 && renderedConfigBytes([...bytes, entry]) > CONFIG_SHARD_BUDGET_BYTES) {
-      shards.push([]);
-      bytes = [];
-    }
-    bytes.push(entry);
-    shards.at(-1)?.push(policy);
-  }
+  const { writes } = planShards({
+    configName: DEFAULT_RATELIMIT_CONFIG_NAME,
+    desired: new Map(benchPolicies(policyCount).map((p) => [p.domain, renderCompiledEntry(p)])),
+    current: [],
+    required: [],
+    budgetBytes: CONFIG_SHARD_BUDGET_BYTES,
+  });
   const existing = await core.listNamespacedConfigMap({ namespace: NAMESPACE });
   for (const cm of existing.items) {
     const index = configShardIndex(DEFAULT_RATELIMIT_CONFIG_NAME, cm.metadata?.name ?? '');
@@ -451,15 +445,12 @@ async function porticoConfig(kubeconfig: string, policyCount: number): Promise<v
       await core.deleteNamespacedConfigMap({ namespace: NAMESPACE, name: cm.metadata?.name ?? '' });
     }
   }
-  for (const [index, policies] of shards.entries()) {
+  for (const shard of writes) {
     await core.createNamespacedConfigMap({
       namespace: NAMESPACE,
       body: {
-        metadata: {
-          name: configShardName(DEFAULT_RATELIMIT_CONFIG_NAME, index),
-          labels: { 'app.kubernetes.io/component': 'ratelimit' },
-        },
-        data: { 'config.json': renderCompiledConfig(policies) },
+        metadata: { name: shard.name, labels: { 'app.kubernetes.io/component': 'ratelimit' } },
+        data: { 'config.json': shard.text },
       },
     });
   }
