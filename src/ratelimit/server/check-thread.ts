@@ -70,11 +70,13 @@ export class CheckThread {
     options: CheckWorkerOptions,
     youngGenerationMb = CHECK_THREAD_YOUNG_GENERATION_MB,
   ): Promise<CheckThread> {
-    const ext = extname(fileURLToPath(import.meta.url));
-    const worker = new Worker(checkWorkerModule(), {
+    const workerModule = checkWorkerModule();
+    const worker = new Worker(workerModule, {
       workerData: options,
       resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb },
-      ...(ext === '.ts' ? { execArgv: [...process.execArgv, '--import', 'tsx'] } : {}),
+      ...(workerModule.pathname.endsWith('.ts')
+        ? { execArgv: [...process.execArgv, '--import', 'tsx'] }
+        : {}),
     });
     let stopping = (): boolean => false;
     const exited = new Promise<void>((resolve, reject) => {
