@@ -7,7 +7,7 @@ import path from 'node:path';
 
 import { ComponentStartError } from './errors.js';
 import type { SandboxPaths } from './paths.js';
-import { startDetached, type StartedProcess } from './processes.js';
+import { CHART_MALLOC_ENV, startDetached, type StartedProcess } from './processes.js';
 import { httpProbe, waitUntilReady } from './readiness.js';
 
 export const CONTROLLER = 'portico-controller';
@@ -123,10 +123,11 @@ export async function startController(
     ],
     env: {
       NODE_EXTRA_CA_CERTS: options.acmeCaBundle,
-      // As the chart runs it (charts/portico/templates/controller-deployment.yaml).
-      MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
-      MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? '131072',
-      MALLOC_TRIM_THRESHOLD_: process.env.MALLOC_TRIM_THRESHOLD_ ?? '131072',
+      // As the chart runs it (charts/portico/templates/controller-deployment.yaml); a variable of
+      // the caller's environment wins.
+      ...Object.fromEntries(
+        Object.entries(CHART_MALLOC_ENV).map(([name, value]) => [name, process.env[name] ?? value]),
+      ),
       PORTICO_MEMORY_TARGET_MIB: process.env.PORTICO_MEMORY_TARGET_MIB ?? SANDBOX_MEMORY_TARGET_MIB,
       // Pebble has no order limit, and a benchmark or a long test run places more orders than
       // Let's Encrypt's 300 per 3 hours: the sandbox's budget is wide unless the caller sets one.

@@ -17,6 +17,20 @@ import type { SandboxPaths } from './paths.js';
 
 const OWNER_VARIABLE = 'PORTICO_SANDBOX_OWNER';
 
+/**
+ * The malloc settings the chart gives both of Portico's programs (charts/portico/templates/
+ * controller-deployment.yaml, ratelimit-deployment.yaml), so the sandbox and the benchmarks run them
+ * as a cluster does: two glibc arenas instead of up to eight per core, and a fixed mmap and trim
+ * threshold of 128 KiB, so freed memory goes back to the system (those thresholds took the
+ * operator's peak RSS at 3,000 domains from 215.6 to 202.2 MiB; all three the rate-limit server's at
+ * 3,000 checks a second from 213 to 188 MiB: docs/performance.md).
+ */
+export const CHART_MALLOC_ENV: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '131072',
+  MALLOC_TRIM_THRESHOLD_: '131072',
+};
+
 /** What to run. */
 export interface ProcessSpec {
   /** The component's name: names the log and pid files. */

@@ -7,7 +7,7 @@ import path from 'node:path';
 
 import { ComponentStartError } from './errors.js';
 import type { SandboxPaths } from './paths.js';
-import { startDetached, type StartedProcess } from './processes.js';
+import { CHART_MALLOC_ENV, startDetached, type StartedProcess } from './processes.js';
 import { httpProbe, waitUntilReady } from './readiness.js';
 
 export const RATELIMIT_SERVER = 'portico-ratelimit-server';
@@ -34,17 +34,6 @@ export interface RateLimitServerOptions {
  * 3,000 checks a second 223 -> 205 MiB (docs/performance.md).
  */
 export const RATELIMIT_SERVER_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2'];
-
-/**
- * The malloc settings the chart runs `portico ratelimit-server` with (the operator's too): two glibc
- * arenas instead of up to eight per core for its two threads, and freed memory given back from
- * 128 KiB. Peak RSS at 3,000 checks a second 213 -> 188 MiB (docs/performance.md).
- */
-export const RATELIMIT_SERVER_MALLOC_ENV: Readonly<Record<string, string>> = {
-  MALLOC_ARENA_MAX: '2',
-  MALLOC_MMAP_THRESHOLD_: '131072',
-  MALLOC_TRIM_THRESHOLD_: '131072',
-};
 
 /** `portico ratelimit-server`'s flags. */
 export function rateLimitServerArgs(options: RateLimitServerOptions): string[] {
@@ -85,7 +74,7 @@ export async function startRateLimitServer(
     name: RATELIMIT_SERVER,
     command: process.execPath,
     args: [...RATELIMIT_SERVER_NODE_FLAGS, cli, 'ratelimit-server', ...rateLimitServerArgs(options)],
-    env: { ...RATELIMIT_SERVER_MALLOC_ENV },
+    env: { ...CHART_MALLOC_ENV },
   });
   const base = `http://127.0.0.1:${options.metricsPort}`;
   await waitUntilReady(proc, httpProbe(`${base}/readyz`), { timeoutMs: 60_000, intervalMs: 250 });

@@ -66,10 +66,8 @@ import {
 import { protoIncludeDirs, RLS_PROTO } from '../../src/ratelimit/protocol.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { redisArgs, redisPingProbe } from '../../src/sandbox/redis.js';
-import {
-  RATELIMIT_SERVER_MALLOC_ENV,
-  RATELIMIT_SERVER_NODE_FLAGS,
-} from '../../src/sandbox/ratelimit-server.js';
+import { CHART_MALLOC_ENV } from '../../src/sandbox/processes.js';
+import { RATELIMIT_SERVER_NODE_FLAGS } from '../../src/sandbox/ratelimit-server.js';
 import { readSandboxEnv, sandboxStatus, sandboxUp } from '../../src/sandbox/stack.js';
 
 const run = promisify(execFile);
@@ -115,7 +113,7 @@ interface Options {
   policies: number;
   /**
    * Run each Portico server without the chart's Node flags and malloc settings
-   * (RATELIMIT_SERVER_NODE_FLAGS, RATELIMIT_SERVER_MALLOC_ENV), which it gets otherwise.
+   * (RATELIMIT_SERVER_NODE_FLAGS, CHART_MALLOC_ENV), which it gets otherwise.
    */
   bare: boolean;
 }
@@ -543,7 +541,7 @@ async function main(): Promise<void> {
           '--log-level',
           'warn',
         ],
-        o.bare ? {} : RATELIMIT_SERVER_MALLOC_ENV,
+        o.bare ? {} : CHART_MALLOC_ENV,
         serverCpu,
         o.porticoLog === undefined ? undefined : path.join(o.porticoLog, `portico-${i + 1}.log`),
       ),
