@@ -24,7 +24,8 @@
  *   npm run bench:ratelimit -- --policies 10000  # 9,999 other tenants' policies in the config too (peak RSS)
  *
  * Each Portico server runs as the chart runs it (src/sandbox/ratelimit-server.ts: its Node flags
- * first, then --node-options, then its --portico-flags; the chart's malloc settings), unless --bare.
+ * first, then --node-options, then its --portico-flags; the chart's malloc settings, processes.ts:
+ * CHART_MALLOC_ENV), unless --bare.
  *
  * Without --rps, ghz keeps --concurrency calls in flight (closed loop): the figures are each server's
  * saturation throughput and the latency at saturation. With --rps, both servers get the same offered
