@@ -22,6 +22,8 @@ export interface RateLimitServerOptions {
   readonly metricsPort: number;
   /** Namespace of the config and status ConfigMaps (the operator's). */
   readonly namespace: string;
+  /** Its `--instance`: the key of its load report (default `sandbox`). */
+  readonly instance?: string;
 }
 
 /**
@@ -49,12 +51,14 @@ export function rateLimitServerArgs(options: RateLimitServerOptions): string[] {
     '--config-namespace',
     options.namespace,
     '--instance',
-    'sandbox',
+    options.instance ?? 'sandbox',
   ];
 }
 
 /**
  * Starts `node <repo>/dist/cli.js ratelimit-server ...` and waits until its `/readyz` answers 200.
+ * `name` is the process's name in the sandbox (its pid and log files): another one for a second
+ * server.
  *
  * @throws ComponentStartError when the build is missing, or the server exits or is not ready in 60 s
  */
@@ -62,16 +66,17 @@ export async function startRateLimitServer(
   paths: SandboxPaths,
   repoRoot: string,
   options: RateLimitServerOptions,
+  name = RATELIMIT_SERVER,
 ): Promise<{ process: StartedProcess; grpcAddr: string; metricsUrl: string; readyzUrl: string }> {
   const cli = path.join(repoRoot, 'dist', 'cli.js');
   const main = path.join(repoRoot, 'dist', 'ratelimit', 'server', 'main.js');
   try {
     await access(main);
   } catch {
-    throw new ComponentStartError(RATELIMIT_SERVER, `${main} does not exist: build first (npm run build)`);
+    throw new ComponentStartError(name, `${main} does not exist: build first (npm run build)`);
   }
   const proc = await startDetached(paths, {
-    name: RATELIMIT_SERVER,
+    name,
     command: process.execPath,
     args: [...RATELIMIT_SERVER_NODE_FLAGS, cli, 'ratelimit-server', ...rateLimitServerArgs(options)],
     env: { ...CHART_MALLOC_ENV },
