@@ -2,11 +2,12 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { renderCompiledConfig, type CompiledPolicy } from './config-schema.js';
 import { configHash, ConfigState } from './config-state.js';
+import { policyToken } from './load-report.js';
 import { createConfigMetrics } from './metrics.js';
 
 const entry = (domain: string, generation: number, perMinute = 60): CompiledPolicy => ({
   domain,
-  uid: 'u',
+  uid: `uid-of-${domain}`,
   generation,
   plans: [{ name: 'free', requestsPerMinute: perMinute, requestsPerDay: 1000 }],
   defaultPlan: 'free',
@@ -27,10 +28,8 @@ describe('ConfigState over several shards', () => {
     const report = s.load(S1, 1, renderCompiledConfig([entry('b/p', 2)]), '11');
     expect([...s.snapshot.byDomain.keys()].sort()).toEqual(['a/p', 'b/p']);
     expect(report.configShards).toEqual({ [S0]: '10', [S1]: '11' });
-    expect(report.policies).toEqual({
-      'a/p': { uid: 'u', loadedGeneration: 1 },
-      'b/p': { uid: 'u', loadedGeneration: 2 },
-    });
+    expect(report.loaded).toEqual({ [policyToken('uid-of-a/p')]: 1, [policyToken('uid-of-b/p')]: 2 });
+    expect(report.policies).toEqual({});
   });
 
   it('takes the higher generation of a policy the operator is moving, whatever the order of the shards', () => {

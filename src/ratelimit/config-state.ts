@@ -154,7 +154,7 @@ export class ConfigState {
       configShards: Object.fromEntries(live.map((s) => [s.name, s.resourceVersion])),
       ...(retained.length === 0 ? {} : { retainedShards: retained }),
       ...(failed?.error === undefined ? {} : { configError: { ...failed.error, shard: failed.name } }),
-      policies: reportPolicies(
+      ...reportPolicies(
         this.#snapshot,
         live.flatMap((s) => s.rejected),
       ),

@@ -3,7 +3,13 @@
  * loaded, written under its own key (`<instance>.json`) in the ConfigMap `portico-ratelimit-status`
  * (docs/adr/2026-11-22-ratelimit-enforced-reporting.md). The operator sets a policy's `Enforced`
  * condition from these reports. Shared by both sides, like the config schema. Pure.
+ *
+ * Every policy a server enforces is one entry of `loaded`, `"<policyToken(uid)>": <generation>`
+ * (about 14 bytes); only refused entries are written out in `policies`, with their reason
+ * (docs/adr/2026-11-27-compact-load-reports.md). Servers before that wrote every policy in
+ * `policies` (about 87 bytes each), which the operator still reads.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 
 /** How often a server rewrites its report when nothing changed, milliseconds. */
@@ -39,12 +45,42 @@ export const loadReportSchema = z.object({
    * `shard`: the ConfigMap whose document was refused (absent from servers of earlier versions).
    */
   configError: z.object({ reason: z.string(), message: z.string(), shard: z.string().optional() }).optional(),
-  /** By domain (`<namespace>/<name>`). */
+  /**
+   * By domain (`<namespace>/<name>`): the entries this server refused (servers of earlier versions:
+   * every policy). Always present, possibly empty: operators of earlier versions require it.
+   */
   policies: z.record(z.string(), policyStateSchema),
+  /** Every policy enforced: its generation, by `policyToken(uid)` (absent from earlier servers). */
+  loaded: z.record(z.string(), z.number().int()).optional(),
 });
 
 export type PolicyLoadState = z.infer<typeof policyStateSchema>;
 export type LoadReport = z.infer<typeof loadReportSchema>;
+
+/**
+ * A policy's key in a report's `loaded`: the first 48 bits of SHA-256 of its metadata.uid, in
+ * base64url (8 characters). Two of 10,000 policies share a token with a chance of about 2 in 10
+ * million; a policy whose token another policy shares could show the other's generation.
+ */
+export function policyToken(uid: string): string {
+  return createHash('sha256').update(uid).digest().subarray(0, 6).toString('base64url');
+}
+
+/**
+ * The generation of the policy `domain` (with `uid`) that `report` says is enforced, if any: from its
+ * refused entry when it has one (which names the generation kept), else from `loaded`, else from a
+ * full entry of an earlier server. `token` is `policyToken(uid)`.
+ */
+export function loadedGeneration(
+  report: LoadReport,
+  domain: string,
+  uid: string,
+  token: string,
+): number | undefined {
+  const state = report.policies[domain];
+  if (state !== undefined && state.uid === uid) return state.loadedGeneration;
+  return report.loaded?.[token];
+}
 
 /** The ConfigMap data key of an instance's report. Instance names are pod names (DNS labels). */
 export function reportKey(instance: string): string {

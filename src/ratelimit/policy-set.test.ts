@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { CompiledPolicy, RejectedEntry } from './config-schema.js';
+import { policyToken } from './load-report.js';
 import { EMPTY_SNAPSHOT, loadPolicies, reportPolicies } from './policy-set.js';
 
 const entry = (domain: string, generation: number, uid = 'u'): CompiledPolicy => ({
@@ -24,13 +26,16 @@ describe('loadPolicies', () => {
     const second = loadPolicies(first.snapshot, { policies: [], rejected: [rejected('a/p', 2)] });
     expect(second.snapshot.byDomain.get('a/p')?.generation).toBe(1);
     expect(reportPolicies(second.snapshot, second.rejected)).toEqual({
-      'a/p': {
-        uid: 'u',
-        loadedGeneration: 1,
-        rejectedGeneration: 2,
-        reason: 'InvalidPolicy',
-        message: 'plans: bad',
+      policies: {
+        'a/p': {
+          uid: 'u',
+          loadedGeneration: 1,
+          rejectedGeneration: 2,
+          reason: 'InvalidPolicy',
+          message: 'plans: bad',
+        },
       },
+      loaded: { [policyToken('u')]: 1 },
     });
   });
 
@@ -47,6 +52,29 @@ describe('loadPolicies', () => {
     });
     const second = loadPolicies(first.snapshot, { policies: [entry('a/p', 2)], rejected: [] });
     expect([...second.snapshot.byDomain.keys()]).toEqual(['a/p']);
-    expect(reportPolicies(second.snapshot, [])).toEqual({ 'a/p': { uid: 'u', loadedGeneration: 2 } });
+    expect(reportPolicies(second.snapshot, [])).toEqual({ policies: {}, loaded: { [policyToken('u')]: 2 } });
+  });
+});
+
+describe('reportPolicies', () => {
+  it('writes a refused entry of a policy with nothing enforced without a loaded generation', () => {
+    expect(reportPolicies(EMPTY_SNAPSHOT, [rejected('a/p', 1)])).toEqual({
+      policies: {
+        'a/p': { uid: 'u', rejectedGeneration: 1, reason: 'InvalidPolicy', message: 'plans: bad' },
+      },
+      loaded: {},
+    });
+  });
+
+  it('reports 10,000 enforced policies in under 16 bytes each', () => {
+    // The status ConfigMap holds every replica's report in at most 1 MiB (etcd's object size limit).
+    const policies = Array.from({ length: 10_000 }, (_, i) => ({
+      ...entry(`tenant-${i % 100}/api-${i}`, 1 + (i % 7)),
+      uid: randomUUID(),
+    }));
+    const { snapshot } = loadPolicies(EMPTY_SNAPSHOT, { policies, rejected: [] });
+    const report = reportPolicies(snapshot, []);
+    expect(Object.keys(report.loaded ?? {})).toHaveLength(10_000);
+    expect(Buffer.byteLength(JSON.stringify(report)) / 10_000).toBeLessThan(16);
   });
 });

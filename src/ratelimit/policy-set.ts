@@ -18,7 +18,7 @@
  */
 import type { ParsedConfig, RejectedEntry } from './config-schema.js';
 import { indexPolicy, type IndexedPolicy } from './limits.js';
-import type { LoadReport, PolicyLoadState } from './load-report.js';
+import { policyToken, type LoadReport, type PolicyLoadState } from './load-report.js';
 
 export interface PolicySnapshot {
   readonly byDomain: ReadonlyMap<string, IndexedPolicy>;
@@ -45,31 +45,29 @@ export function loadPolicies(previous: PolicySnapshot, parsed: ParsedConfig): Lo
 }
 
 /**
- * The per-policy part of a load report: each enforced policy's generation, and each refused entry's
- * generation with its reason.
+ * The per-policy part of a load report: `loaded`, each enforced policy's generation by
+ * `policyToken(uid)`; `policies`, each refused entry (by domain) with its generation, its reason, and
+ * the generation kept in its place, if any.
  */
 export function reportPolicies(
   snapshot: PolicySnapshot,
   rejected: readonly RejectedEntry[],
-): LoadReport['policies'] {
+): Pick<LoadReport, 'policies' | 'loaded'> {
+  const loaded: Record<string, number> = {};
+  for (const p of snapshot.byDomain.values()) loaded[policyToken(p.uid)] = p.generation;
   const policies: Record<string, PolicyLoadState> = {};
-  for (const p of snapshot.byDomain.values()) {
-    policies[p.domain] = { uid: p.uid, loadedGeneration: p.generation };
-  }
   for (const r of rejected) {
     if (r.domain === '') continue;
-    const loaded = policies[r.domain];
+    const kept = snapshot.byDomain.get(r.domain);
     policies[r.domain] = {
       uid: r.uid,
-      ...(loaded !== undefined && loaded.uid === r.uid && loaded.loadedGeneration !== undefined
-        ? { loadedGeneration: loaded.loadedGeneration }
-        : {}),
+      ...(kept !== undefined && kept.uid === r.uid ? { loadedGeneration: kept.generation } : {}),
       rejectedGeneration: r.generation,
       reason: r.reason,
       message: r.message,
     };
   }
-  return policies;
+  return { policies, loaded };
 }
 
 /** One config shard as a server holds it. */

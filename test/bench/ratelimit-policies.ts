@@ -98,10 +98,14 @@ const SPEC: RateLimitPolicySpec = {
   defaultPlan: 'free',
 };
 
-async function metrics(url: string, names: ReadonlySet<string>): Promise<Sample[]> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
-  return parsePrometheus(await res.text(), names);
+/** The samples of `names` on `url`; undefined when it does not answer in 30 s (a starved event loop). */
+async function metrics(url: string, names: ReadonlySet<string>): Promise<Sample[] | undefined> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+    return res.ok ? parsePrometheus(await res.text(), names) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const OPERATOR_METRICS = new Set(['portico_reconcile_total']);
@@ -253,8 +257,12 @@ async function main(): Promise<void> {
 
   const RLP = { controller: 'ratelimitpolicy' };
   const reconciles =
-    sumOf(operatorAfter, 'portico_reconcile_total', RLP) -
-    sumOf(operatorBefore, 'portico_reconcile_total', RLP);
+    operatorBefore === undefined || operatorAfter === undefined
+      ? 'n/a (its /metrics did not answer in 30 s)'
+      : String(
+          sumOf(operatorAfter, 'portico_reconcile_total', RLP) -
+            sumOf(operatorBefore, 'portico_reconcile_total', RLP),
+        );
   const out: string[] = [];
   out.push(
     `RateLimitPolicies: ${o.policies} in ${o.namespaces} namespaces; rate-limit servers: ${o.servers}`,
@@ -274,6 +282,10 @@ async function main(): Promise<void> {
   for (const [i, s] of servers.entries()) {
     const before = serversBefore[i] ?? [];
     const after = serversAfter[i] ?? [];
+    if (serversBefore[i] === undefined || serversAfter[i] === undefined) {
+      out.push(`  server ${s.name}: its /metrics did not answer in 30 s`);
+      continue;
+    }
     const writes = (result: string): number =>
       sumOf(after, 'portico_ratelimit_load_report_writes_total', { result }) -
       sumOf(before, 'portico_ratelimit_load_report_writes_total', { result });

@@ -13,7 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import type { RateLimitPolicy, RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
+import type { CompiledPolicy } from '../../src/ratelimit/config-schema.js';
 import { createRateLimitClient, type RateLimitClient } from '../../src/ratelimit/grpc.js';
+import { loadedGeneration, parseReports, policyToken } from '../../src/ratelimit/load-report.js';
 import type { RateLimitResponse } from '../../src/ratelimit/protocol.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { redisArgs, redisPingProbe } from '../../src/sandbox/redis.js';
@@ -102,6 +104,24 @@ export async function waitForPolicyCondition(
     }
     throw new Error(`${String(err)}; status: ${JSON.stringify(p.status)}`, { cause: err });
   }
+}
+
+/**
+ * Waits until rate-limit server `instance`, reporting in the status ConfigMap of `namespace`, says
+ * it enforces `entry` (its domain, uid and generation).
+ */
+export async function waitUntilLoaded(
+  namespace: string,
+  instance: string,
+  entry: Pick<CompiledPolicy, 'domain' | 'uid' | 'generation'>,
+): Promise<void> {
+  await waitFor(`${instance} to load generation ${entry.generation} of ${entry.domain}`, async () => {
+    const cm = await clients().core.readNamespacedConfigMap({ namespace, name: 'portico-ratelimit-status' });
+    const report = parseReports(cm.data).find((r) => r.instance === instance);
+    if (report === undefined) return undefined;
+    const generation = loadedGeneration(report, entry.domain, entry.uid, policyToken(entry.uid));
+    return generation === entry.generation ? true : undefined;
+  });
 }
 
 export async function createNamespace(name: string): Promise<void> {

@@ -31,6 +31,7 @@ import {
   toAnswer,
   type TestProcess,
   type TestServer,
+  waitUntilLoaded,
 } from './ratelimit-helpers.js';
 
 const ns = unique('rl-req');
@@ -86,13 +87,7 @@ async function stack(
       ...extra,
     ]),
   );
-  await waitFor(`${instance} to load the config`, async () => {
-    const cm = await clients().core.readNamespacedConfigMap({
-      namespace: ns,
-      name: 'portico-ratelimit-status',
-    });
-    return cm.data?.[`${instance}.json`]?.includes('"loadedGeneration":1') ? true : undefined;
-  });
+  await waitUntilLoaded(ns, instance, ENTRY);
   return { redis, redisUrl, server };
 }
 

@@ -35,6 +35,7 @@ import {
   waitForPolicyCondition,
   type TestProcess,
   type TestServer,
+  waitUntilLoaded,
 } from './ratelimit-helpers.js';
 
 const run = promisify(execFile);
@@ -88,13 +89,7 @@ afterAll(async () => {
 
 /** Waits until a server has loaded this test's config (its load report says so). */
 async function loaded(instance: string): Promise<void> {
-  await waitFor(`${instance} to load the config`, async () => {
-    const cm = await clients().core.readNamespacedConfigMap({
-      namespace: ns,
-      name: 'portico-ratelimit-status',
-    });
-    return cm.data?.[`${instance}.json`]?.includes('"loadedGeneration":1') ? true : undefined;
-  });
+  await waitUntilLoaded(ns, instance, ENTRY);
 }
 
 describe('when Redis is down', () => {

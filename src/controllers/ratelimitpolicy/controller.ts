@@ -56,8 +56,10 @@ import {
   configShardIndex,
   type CompiledPolicy,
 } from '../../ratelimit/config-schema.js';
-import { parseReports, REPORT_STALE_AFTER_MS, type LoadReport } from '../../ratelimit/load-report.js';
+import { parseReports, policyToken, type LoadReport } from '../../ratelimit/load-report.js';
 import { compilePolicy, desiredEntries, readShard } from './compile.js';
+import { liveReports, nextReportStaleAtMs } from './enforced.js';
+import { reportChanges, type ReportChanges } from './report-changes.js';
 import { planShards, type CurrentShard, type ShardPlan, type ShardWrite } from './shards.js';
 import { desiredStatus, type StatusInput } from './status.js';
 
@@ -129,6 +131,15 @@ export class RateLimitPolicyController {
   #placement: ReadonlyMap<string, string> = new Map();
   /** The error of the last failed write of a shard, by name. */
   readonly #writeErrors = new Map<string, string>();
+  /**
+   * The load reports of the status ConfigMap, parsed once per resourceVersion: every policy's verdict
+   * reads them.
+   */
+  #reports: { resourceVersion: string; list: LoadReport[] } = { resourceVersion: '', list: [] };
+  /** The instances whose report was live when last looked at, sorted, joined by newlines. */
+  #liveInstances = '';
+  /** Fires when the first live report goes stale. */
+  #staleTimer: NodeJS.Timeout | undefined;
   #running: Promise<void>[] = [];
   #stopping = false;
 
@@ -185,6 +196,7 @@ export class RateLimitPolicyController {
   /** Stops the watches, lets each worker finish its key, and returns. */
   async stop(): Promise<void> {
     this.#stopping = true;
+    clearTimeout(this.#staleTimer);
     await Promise.all([this.#policies.stop(), this.#configMaps.stop()]);
     this.#queue.shutDown();
     await Promise.all(this.#running);
@@ -197,9 +209,7 @@ export class RateLimitPolicyController {
   #onConfigMap(cm: V1ConfigMap, verb: 'add' | 'update' | 'delete'): void {
     const name = cm.metadata?.name ?? '';
     if (name === this.#statusName) {
-      this.#enqueuePolicies();
-      // A server holds policies of a shard that is gone: write it again.
-      if (this.#retainedShards(cm).some((s) => !this.#shards.has(s))) this.#queue.add(CONFIG_KEY);
+      this.#onReports(verb === 'delete' ? undefined : cm);
       return;
     }
     const index = configShardIndex(this.#configName, name);
@@ -233,12 +243,73 @@ export class RateLimitPolicyController {
     }
   }
 
+  /**
+   * A new reading of the status ConfigMap (undefined: deleted): parses it once, and queues the
+   * policies whose verdict it may change (`reportChanges`), not every policy at every heartbeat.
+   */
+  #onReports(status: V1ConfigMap | undefined): void {
+    const resourceVersion = status?.metadata?.resourceVersion ?? '';
+    if (status !== undefined && resourceVersion === this.#reports.resourceVersion) return;
+    const list = parseReports(status?.data);
+    const changes = reportChanges(this.#reports.list, list);
+    this.#reports = { resourceVersion, list };
+    this.#enqueueConcerned(changes);
+    this.#followLiveness();
+    // A server holds policies of a shard that is gone: write it again.
+    if (this.#retainedShards().some((s) => !this.#shards.has(s))) this.#queue.add(CONFIG_KEY);
+  }
+
+  /** Queues the policies `changes` concerns. */
+  #enqueueConcerned(changes: ReportChanges): void {
+    if (changes.all) {
+      this.#enqueuePolicies();
+      return;
+    }
+    for (const domain of changes.domains) {
+      const slash = domain.indexOf('/');
+      const policy = this.#policies.get(domain.slice(slash + 1), domain.slice(0, slash));
+      if (policy !== undefined) this.#queue.add(domain);
+    }
+    if (changes.tokens.size === 0) return;
+    for (const p of this.#policies.list()) {
+      if (changes.tokens.has(policyToken(p.metadata.uid ?? ''))) this.#queue.add(objectKey(p));
+    }
+  }
+
+  /**
+   * Queues every policy when the set of live reports differs from the last look (a server came, or
+   * its report went stale: NoRateLimitServer or Pending), and looks again when the first live report
+   * would go stale.
+   */
+  #followLiveness(): void {
+    clearTimeout(this.#staleTimer);
+    const nowMs = this.#nowMs();
+    const live = liveReports(this.#reports.list, nowMs)
+      .map((r) => r.instance)
+      .sort()
+      .join('\n');
+    if (live !== this.#liveInstances) {
+      this.#liveInstances = live;
+      this.#enqueuePolicies();
+    }
+    const staleAtMs = nextReportStaleAtMs(this.#reports.list, nowMs);
+    if (staleAtMs === undefined || this.#stopping) return;
+    this.#staleTimer = setTimeout(
+      () => {
+        this.#followLiveness();
+      },
+      Math.max(0, staleAtMs - nowMs) + 1_000,
+    );
+    this.#staleTimer.unref();
+  }
+
+  #nowMs(): number {
+    return this.#o.now?.().getTime() ?? Date.now();
+  }
+
   /** Names of shards a live rate-limit server still enforces policies of after their deletion. */
-  #retainedShards(status: V1ConfigMap | undefined): string[] {
-    const nowMs = this.#o.now?.().getTime() ?? Date.now();
-    const live = (r: LoadReport): boolean => Date.parse(r.heartbeatTime) + REPORT_STALE_AFTER_MS > nowMs;
-    return parseReports(status?.data)
-      .filter(live)
+  #retainedShards(): string[] {
+    return liveReports(this.#reports.list, this.#nowMs())
       .flatMap((r) => r.retainedShards ?? [])
       .filter((name) => configShardIndex(this.#configName, name) !== undefined);
   }
@@ -282,10 +353,6 @@ export class RateLimitPolicyController {
     }
   }
 
-  #configMap(name: string): V1ConfigMap | undefined {
-    return this.#configMaps.get(name, this.#o.namespace);
-  }
-
   /**
    * Compiles every policy and applies each config shard whose text changes: first those that gain a
    * policy, then those that only lose some. A shard is not written while a policy it would lose has
@@ -302,7 +369,7 @@ export class RateLimitPolicyController {
       configName: this.#configName,
       desired: desiredEntries(this.#policies.list(), enforced),
       current: shards.map((s) => s.shard),
-      required: this.#retainedShards(this.#configMap(this.#statusName)),
+      required: this.#retainedShards(),
       budgetBytes: CONFIG_SHARD_BUDGET_BYTES,
     });
     this.#placement = plan.placement;
@@ -405,15 +472,15 @@ export class RateLimitPolicyController {
       this.#queue.remove(key);
       return undefined;
     }
-    const { status, recheckAfterMs } = desiredStatus({
+    const status = desiredStatus({
       policy,
       compiled: compilePolicy(policy),
-      reports: parseReports(this.#configMap(this.#statusName)?.data),
+      reports: this.#reports.list,
       now: this.#o.now?.() ?? new Date(),
       ...this.#whereabouts(policy),
       statusConfigMap: `${this.#o.namespace}/${this.#statusName}`,
     });
-    if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), policy.status ?? {})) return recheckAfterMs;
+    if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), policy.status ?? {})) return undefined;
     try {
       await this.#customObjects.replaceNamespacedCustomObjectStatus({
         group: GROUP,
@@ -441,6 +508,6 @@ export class RateLimitPolicyController {
       { key, generation: status.observedGeneration, enforced: enforced?.status, reason: enforced?.reason },
       'status updated',
     );
-    return recheckAfterMs;
+    return undefined;
   }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LoadReport } from '../../ratelimit/load-report.js';
-import { enforcedVerdict, type EnforcedInput } from './enforced.js';
+import { policyToken, type LoadReport } from '../../ratelimit/load-report.js';
+import { enforcedVerdict, nextReportStaleAtMs, type EnforcedInput } from './enforced.js';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
 const fresh = new Date(NOW - 5_000).toISOString();
@@ -12,6 +12,16 @@ function report(
   extra: Partial<LoadReport> = {},
 ): LoadReport {
   return { instance, heartbeatTime: fresh, policies, ...extra };
+}
+
+/** A report as servers write it since the compact format: `loaded` by token, refusals in `policies`. */
+function compact(
+  instance: string,
+  loadedByUid: Record<string, number>,
+  refused: LoadReport['policies'] = {},
+): LoadReport {
+  const loaded = Object.fromEntries(Object.entries(loadedByUid).map(([uid, g]) => [policyToken(uid), g]));
+  return report(instance, refused, { loaded });
 }
 
 const base: EnforcedInput = {
@@ -28,13 +38,48 @@ describe('enforcedVerdict', () => {
   it('is True only when every live server loaded this generation', () => {
     const v = enforcedVerdict({
       ...base,
-      reports: [
-        report('a', { 'ns/p': { uid: 'u', loadedGeneration: 2 } }),
-        report('b', { 'ns/p': { uid: 'u', loadedGeneration: 2 } }),
-      ],
+      reports: [compact('a', { u: 2, other: 5 }), compact('b', { u: 2 })],
     });
     expect(v).toMatchObject({ status: 'True', reason: 'Loaded' });
-    expect(v.recheckAfterMs).toBeGreaterThan(0);
+    expect(v.message).toContain('by 2 rate-limit server(s)');
+    const waiting = enforcedVerdict({ ...base, reports: [compact('a', { u: 2 }), compact('b', { u: 1 })] });
+    expect(waiting).toMatchObject({ status: 'False', reason: 'Pending' });
+    expect(waiting.message).toContain('1 of 2 rate-limit server(s) to load generation 2 (b)');
+  });
+
+  it('reads the full entries of servers before the compact report beside compact ones', () => {
+    const earlier = report('old', { 'ns/p': { uid: 'u', loadedGeneration: 2 } });
+    expect(enforcedVerdict({ ...base, reports: [earlier, compact('new', { u: 2 })] })).toMatchObject({
+      status: 'True',
+    });
+    const behind = report('old', { 'ns/p': { uid: 'u', loadedGeneration: 1 } });
+    const pending = enforcedVerdict({ ...base, reports: [behind, compact('new', { u: 2 })] });
+    expect(pending.reason).toBe('Pending');
+    expect(pending.message).toContain('(old)');
+  });
+
+  it('takes the generation a compact report keeps for a refused entry from that entry', () => {
+    const refused = {
+      'ns/p': { uid: 'u', loadedGeneration: 1, rejectedGeneration: 2, reason: 'InvalidPolicy', message: 'm' },
+    };
+    const v = enforcedVerdict({
+      ...base,
+      generation: 3,
+      accepted: false,
+      reports: [compact('a', { u: 1 }, refused)],
+    });
+    expect(v.message).toContain('keeps enforcing generation 1');
+    const rejected = enforcedVerdict({ ...base, reports: [compact('a', { u: 1 }, refused)] });
+    expect(rejected.reason).toBe('ConfigRejected');
+    expect(rejected.message).toContain('rejected generation 2: InvalidPolicy: m');
+  });
+
+  it('says when the first live report goes stale, the moment verdicts change with no new report', () => {
+    const older = { ...compact('a', {}), heartbeatTime: new Date(NOW - 60_000).toISOString() };
+    expect(nextReportStaleAtMs([compact('b', {}), older], NOW)).toBe(NOW - 60_000 + 90_000);
+    const gone = { ...compact('c', {}), heartbeatTime: stale };
+    expect(nextReportStaleAtMs([gone], NOW)).toBeUndefined();
+    expect(nextReportStaleAtMs([{ ...gone, heartbeatTime: 'not a time' }], NOW)).toBeUndefined();
   });
 
   it('waits while a server still has the previous generation or has not seen the policy', () => {

@@ -3,10 +3,17 @@
  * servers (issue 4: "Enforced only after the running service reports that it has loaded that
  * generation ... a policy must never show Enforced while the service rejected or has not yet seen
  * it"). A report counts while its heartbeat is fresh (REPORT_STALE_AFTER_MS); every fresh report must
- * show the policy's generation (and uid) loaded. See docs/adr/2026-11-22-ratelimit-enforced-reporting.md.
- * Pure: the clock is a parameter.
+ * show the policy's generation (and uid) loaded. See docs/adr/2026-11-22-ratelimit-enforced-reporting.md
+ * and docs/adr/2026-11-27-compact-load-reports.md. A verdict changes on its own when a report goes
+ * stale: the controller looks again then (`nextReportStaleAtMs`). Pure: the clock is a parameter.
  */
-import { REPORT_STALE_AFTER_MS, type LoadReport, type PolicyLoadState } from '../../ratelimit/load-report.js';
+import {
+  loadedGeneration,
+  policyToken,
+  REPORT_STALE_AFTER_MS,
+  type LoadReport,
+  type PolicyLoadState,
+} from '../../ratelimit/load-report.js';
 
 export type EnforcedReason = 'Loaded' | 'Pending' | 'ConfigRejected' | 'NotAccepted' | 'NoRateLimitServer';
 
@@ -14,8 +21,6 @@ export interface EnforcedVerdict {
   readonly status: 'True' | 'False';
   readonly reason: EnforcedReason;
   readonly message: string;
-  /** Milliseconds until the verdict may change on its own (a report going stale); undefined: never. */
-  readonly recheckAfterMs?: number;
 }
 
 export interface EnforcedInput {
@@ -32,29 +37,44 @@ export interface EnforcedInput {
   readonly statusConfigMap: string;
 }
 
-function liveReports(
-  reports: readonly LoadReport[],
-  nowMs: number,
-): { report: LoadReport; staleAtMs: number }[] {
-  return reports
-    .map((report) => ({ report, staleAtMs: Date.parse(report.heartbeatTime) + REPORT_STALE_AFTER_MS }))
-    .filter((r) => Number.isFinite(r.staleAtMs) && r.staleAtMs > nowMs);
+/** The reports whose heartbeat is younger than REPORT_STALE_AFTER_MS at `nowMs` (Unix ms). */
+export function liveReports(reports: readonly LoadReport[], nowMs: number): LoadReport[] {
+  return reports.filter((r) => staleAtMs(r) > nowMs);
 }
 
-function stateOf(report: LoadReport, input: EnforcedInput): PolicyLoadState | undefined {
+/** When `report` goes stale, Unix ms (NaN when its heartbeat time does not parse: stale already). */
+function staleAtMs(report: LoadReport): number {
+  return Date.parse(report.heartbeatTime) + REPORT_STALE_AFTER_MS;
+}
+
+/**
+ * When the first of the reports live at `nowMs` goes stale (Unix ms): the moment verdicts may change
+ * with no new report; undefined when none is live.
+ */
+export function nextReportStaleAtMs(reports: readonly LoadReport[], nowMs: number): number | undefined {
+  const times = liveReports(reports, nowMs).map(staleAtMs);
+  return times.length === 0 ? undefined : Math.min(...times);
+}
+
+/** This policy's refused entry in `report`, if any (same uid). */
+function refusedEntry(report: LoadReport, input: EnforcedInput): PolicyLoadState | undefined {
   const state = report.policies[input.domain];
   return state !== undefined && state.uid === input.uid ? state : undefined;
 }
 
-function rejection(live: readonly LoadReport[], input: EnforcedInput): string | undefined {
+function rejection(live: readonly LoadReport[], input: EnforcedInput, token: string): string | undefined {
   for (const report of live) {
-    const state = stateOf(report, input);
+    const state = refusedEntry(report, input);
     if (state?.rejectedGeneration === input.generation) {
       return `rate-limit server ${report.instance} rejected generation ${input.generation}: ${state.reason ?? 'Rejected'}: ${state.message ?? ''}`;
     }
     const error = report.configError;
     const elsewhere = error?.shard !== undefined && input.shard !== undefined && error.shard !== input.shard;
-    if (error !== undefined && !elsewhere && state?.loadedGeneration !== input.generation) {
+    if (
+      error !== undefined &&
+      !elsewhere &&
+      loadedGeneration(report, input.domain, input.uid, token) !== input.generation
+    ) {
       return `rate-limit server ${report.instance} rejected the config document: ${error.reason}: ${error.message}`;
     }
   }
@@ -64,20 +84,16 @@ function rejection(live: readonly LoadReport[], input: EnforcedInput): string | 
 /** The Enforced verdict for one policy. */
 export function enforcedVerdict(input: EnforcedInput): EnforcedVerdict {
   const live = liveReports(input.reports, input.nowMs);
-  const recheck =
-    live.length === 0
-      ? undefined
-      : Math.max(1_000, Math.min(...live.map((r) => r.staleAtMs)) - input.nowMs + 1_000);
-  const withRecheck = (v: EnforcedVerdict): EnforcedVerdict =>
-    recheck === undefined ? v : { ...v, recheckAfterMs: recheck };
+  const token = policyToken(input.uid);
+  const loaded = (r: LoadReport): number | undefined => loadedGeneration(r, input.domain, input.uid, token);
   if (!input.accepted) {
-    const loaded = live.map((r) => stateOf(r.report, input)?.loadedGeneration).find((g) => g !== undefined);
-    const keeps = loaded === undefined ? '' : `; the rate-limit service keeps enforcing generation ${loaded}`;
-    return withRecheck({
+    const kept = live.map(loaded).find((g) => g !== undefined);
+    const keeps = kept === undefined ? '' : `; the rate-limit service keeps enforcing generation ${kept}`;
+    return {
       status: 'False',
       reason: 'NotAccepted',
       message: `generation ${input.generation} is not accepted (see the Accepted condition)${keeps}`,
-    });
+    };
   }
   if (live.length === 0) {
     return {
@@ -86,23 +102,19 @@ export function enforcedVerdict(input: EnforcedInput): EnforcedVerdict {
       message: `no rate-limit server has reported in ConfigMap ${input.statusConfigMap} in the last ${REPORT_STALE_AFTER_MS / 1000} s; is portico ratelimit-server running?`,
     };
   }
-  const rejected = rejection(
-    live.map((r) => r.report),
-    input,
-  );
-  if (rejected !== undefined)
-    return withRecheck({ status: 'False', reason: 'ConfigRejected', message: rejected });
-  const waiting = live.filter((r) => stateOf(r.report, input)?.loadedGeneration !== input.generation);
+  const rejected = rejection(live, input, token);
+  if (rejected !== undefined) return { status: 'False', reason: 'ConfigRejected', message: rejected };
+  const waiting = live.filter((r) => loaded(r) !== input.generation);
   if (waiting.length === 0) {
-    return withRecheck({
+    return {
       status: 'True',
       reason: 'Loaded',
       message: `generation ${input.generation} is loaded by ${live.length} rate-limit server(s)`,
-    });
+    };
   }
-  return withRecheck({
+  return {
     status: 'False',
     reason: 'Pending',
-    message: `waiting for ${waiting.length} of ${live.length} rate-limit server(s) to load generation ${input.generation} (${waiting.map((r) => r.report.instance).join(', ')})`,
-  });
+    message: `waiting for ${waiting.length} of ${live.length} rate-limit server(s) to load generation ${input.generation} (${waiting.map((r) => r.instance).join(', ')})`,
+  };
 }

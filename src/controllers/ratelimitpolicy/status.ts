@@ -37,11 +37,8 @@ function acceptedMessage(input: StatusInput, domain: string): string {
   return `compiled as rate-limit domain ${domain}; not yet written into a rate-limit config ConfigMap${failed}`;
 }
 
-/** The desired status, and when to look again (milliseconds) if the verdict can change on its own. */
-export function desiredStatus(input: StatusInput): {
-  status: RateLimitPolicyStatus;
-  recheckAfterMs?: number;
-} {
+/** The desired status. */
+export function desiredStatus(input: StatusInput): RateLimitPolicyStatus {
   const { policy, compiled, now } = input;
   const generation = policy.metadata.generation ?? 1;
   const domain = policyDomain(policy);
@@ -70,8 +67,5 @@ export function desiredStatus(input: StatusInput): {
     generation,
     now,
   );
-  return {
-    status: { observedGeneration: generation, domain, conditions },
-    ...(verdict.recheckAfterMs === undefined ? {} : { recheckAfterMs: verdict.recheckAfterMs }),
-  };
+  return { observedGeneration: generation, domain, conditions };
 }
