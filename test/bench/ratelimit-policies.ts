@@ -11,8 +11,8 @@
  *   npm run bench:policies -- --policies 100 --keep     # leave the policies and the servers up
  *
  * The sandbox is left up (stop it with `PORTICO_SANDBOX_DIR=.sandbox-policies portico sandbox down`);
- * unless --keep, the policies' namespaces are deleted and the servers started here are stopped at
- * the end. Sources: condition times are the operator's `lastTransitionTime`s minus the moment the
+ * unless --keep, the policies and their namespaces are deleted and the servers started here are
+ * stopped at the end. The policies already in the cluster are counted in the report. Sources: condition times are the operator's `lastTransitionTime`s minus the moment the
  * benchmark sent the create; CPU and RSS from /proc/<pid>; reconciles from the operator's /metrics
  * (`portico_reconcile_total{controller="ratelimitpolicy"}`); report figures from each server's
  * /metrics (`portico_ratelimit_load_report_*`).
@@ -180,6 +180,11 @@ async function main(): Promise<void> {
     servers.push({ name: `bench-${i}`, metricsUrl: server.metricsUrl, pid: server.process.pid });
   }
 
+  const existing = (await custom.listClusterCustomObject({
+    group: GROUP,
+    version: VERSION,
+    plural: RATE_LIMIT_POLICY_PLURAL,
+  })) as { items: unknown[] };
   const run = Date.now().toString(36);
   const namespaces = Array.from({ length: o.namespaces }, (_, j) => `rlp-${run}-${j}`);
   for (const ns of namespaces) {
@@ -265,7 +270,7 @@ async function main(): Promise<void> {
         );
   const out: string[] = [];
   out.push(
-    `RateLimitPolicies: ${o.policies} in ${o.namespaces} namespaces; rate-limit servers: ${o.servers}`,
+    `RateLimitPolicies: ${o.policies} in ${o.namespaces} namespaces, ${existing.items.length} others in the cluster; rate-limit servers: ${o.servers}`,
   );
   out.push(
     `created in ${createSeconds.toFixed(1)} s; all Enforced ${allEnforcedSeconds.toFixed(1)} s after the first create`,
@@ -297,7 +302,16 @@ async function main(): Promise<void> {
   process.stdout.write(`${out.join('\n')}\n`);
 
   if (!o.keep) {
-    for (const ns of namespaces) await core.deleteNamespace({ name: ns }).catch(() => undefined);
+    // The sandbox runs no namespace controller: a deleted namespace would keep its policies.
+    for (const namespace of namespaces) {
+      await custom.deleteCollectionNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        plural: RATE_LIMIT_POLICY_PLURAL,
+        namespace,
+      });
+      await core.deleteNamespace({ name: namespace });
+    }
     for (const name of started) await stopProcess(paths, name);
   }
 }

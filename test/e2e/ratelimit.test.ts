@@ -8,20 +8,25 @@
  * (`freshMinute`), so a window boundary cannot split it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
 import { createRateLimitClient } from '../../src/ratelimit/grpc.js';
+import { HEARTBEAT_INTERVAL_MS, REPORT_STALE_AFTER_MS } from '../../src/ratelimit/load-report.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
 import { currentWindows } from '../../src/ratelimit/windows.js';
-import { sandbox, unique } from './support/cluster.js';
+import { sandbox, unique, waitFor } from './support/cluster.js';
 import {
   check,
+  clients,
   createNamespace,
   createPolicy,
   freshMinute,
+  getPolicy,
   rateLimitClient,
   sandboxRedis,
+  startTestServer,
   updatePolicy,
   waitForPolicyCondition,
   windowEnds,
@@ -36,6 +41,7 @@ const FREE_PRO: RateLimitPolicySpec = {
   overrides: [{ keyId: 'acme-corp-prod', requestsPerMinute: 20000, requestsPerDay: 20000000 }],
 };
 
+const OPERATOR_NAMESPACE = 'portico-system';
 const ns = unique('rl');
 let redis: Redis;
 
@@ -245,4 +251,58 @@ describe('ShouldRateLimit', () => {
     expect(Number(await redis.get(keys.minute))).toBe(admitted);
     expect((await check(domain, { key_id: 'k-reload' })).headers['X-RateLimit-Limit']).toBe('7000');
   });
+});
+
+describe("the rate-limit servers' load reports", () => {
+  it('waits for a server that comes, and stops waiting for one whose report went stale (90 s)', async () => {
+    const second = await startTestServer([
+      '--redis-url',
+      sandbox.redisUrl,
+      '--config-namespace',
+      OPERATOR_NAMESPACE,
+      '--instance',
+      'e2e-second',
+    ]);
+    try {
+      await createPolicy(ns, 'reports', FREE_PRO);
+      await waitFor('reports Enforced by both servers', async () => {
+        const p = await getPolicy(ns, 'reports');
+        const c = p.status?.conditions?.find((x) => x.type === 'Enforced');
+        return c?.status === 'True' && c.message.includes('by 2 rate-limit server(s)') ? true : undefined;
+      });
+      // Gone without removing its report (as a crashed pod): its report says generation 1 until it
+      // goes stale, and nothing writes the status ConfigMap for this policy meanwhile but the other
+      // server's load and heartbeats.
+      second.child.kill('SIGKILL');
+      const killedAt = Date.now();
+      await updatePolicy(ns, 'reports', { ...FREE_PRO, defaultPlan: 'pro' });
+      // The sandbox's server loads generation 2; the report of the one that died still says 1.
+      await waitFor('reports Pending for e2e-second alone', async () => {
+        const p = await getPolicy(ns, 'reports');
+        const c = p.status?.conditions?.find((x) => x.type === 'Enforced');
+        const current = c?.observedGeneration === 2 && c.reason === 'Pending';
+        const message = 'waiting for 1 of 2 rate-limit server(s) to load generation 2 (e2e-second)';
+        return current && c.message === message ? true : undefined;
+      });
+      const after = await waitForPolicyCondition(ns, 'reports', 'Enforced', 'True', 'Loaded', 120_000);
+      expect(after.status?.conditions?.find((c) => c.type === 'Enforced')?.message).toContain(
+        'generation 2 is loaded by 1 rate-limit server(s)',
+      );
+      // Not before its last report was 90 s old (REPORT_STALE_AFTER_MS), written at most 30 s before
+      // it died; and at that moment, not at the next write of the status ConfigMap (up to 30 s later).
+      const elapsed = Date.now() - killedAt;
+      expect(elapsed).toBeGreaterThan(REPORT_STALE_AFTER_MS - HEARTBEAT_INTERVAL_MS - 1_000);
+      expect(elapsed).toBeLessThan(REPORT_STALE_AFTER_MS + 5_000);
+    } finally {
+      await second.stop();
+      await clients().core.patchNamespacedConfigMap(
+        {
+          name: 'portico-ratelimit-status',
+          namespace: OPERATOR_NAMESPACE,
+          body: { data: { 'e2e-second.json': null } },
+        },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    }
+  }, 180_000);
 });
