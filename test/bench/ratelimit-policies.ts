@@ -17,10 +17,12 @@
  * (`portico_reconcile_total{controller="ratelimitpolicy"}`); report figures from each server's
  * /metrics (`portico_ratelimit_load_report_*`).
  */
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { parse } from 'yaml';
 import { GROUP, VERSION } from '../../src/api/customdomain.js';
 import {
   DEFAULT_RATELIMIT_STATUS_NAME,
@@ -87,16 +89,11 @@ function options(): Options {
   };
 }
 
-/** The spec's plan table (§8), as examples/03-shop-api-ratelimits.yaml has it. */
-const SPEC: RateLimitPolicySpec = {
-  plans: [
-    { name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 },
-    { name: 'pro', requestsPerMinute: 300, requestsPerDay: 10000 },
-    { name: 'business', requestsPerMinute: 1000, requestsPerDay: 100000 },
-    { name: 'enterprise', requestsPerMinute: 5000, requestsPerDay: 2000000 },
-  ],
-  defaultPlan: 'free',
-};
+/** The policy every RateLimitPolicy of the run gets: the example's (the spec's plan table, §8). */
+async function exampleSpec(): Promise<RateLimitPolicySpec> {
+  const text = await readFile(path.join(PACKAGE_ROOT, 'examples', '03-shop-api-ratelimits.yaml'), 'utf8');
+  return (parse(text) as { spec: RateLimitPolicySpec }).spec;
+}
 
 /** The samples of `names` on `url`; undefined when it does not answer in 30 s (a starved event loop). */
 async function metrics(url: string, names: ReadonlySet<string>): Promise<Sample[] | undefined> {
@@ -194,6 +191,7 @@ async function main(): Promise<void> {
     namespace: namespaces[i % namespaces.length] ?? '',
     name: `api-${i}`,
   }));
+  const spec = await exampleSpec();
   const createdAt = new Map<string, number>();
   const t0 = Date.now();
   process.stderr.write(`bench: creating ${o.policies} RateLimitPolicies in ${o.namespaces} namespaces\n`);
@@ -208,7 +206,7 @@ async function main(): Promise<void> {
         apiVersion: `${GROUP}/${VERSION}`,
         kind: 'RateLimitPolicy',
         metadata: { name, namespace, labels: { [RUN_LABEL]: run } },
-        spec: SPEC,
+        spec,
       },
     });
   });
