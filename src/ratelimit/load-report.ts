@@ -5,7 +5,7 @@
  * condition from these reports. Shared by both sides, like the config schema. Pure.
  *
  * Every policy a server enforces is one entry of `loaded`, `"<policyToken(uid)>": <generation>`
- * (about 14 bytes); only refused entries are written out in `policies`, with their reason
+ * (about 13 bytes); only refused entries are written out in `policies`, with their reason
  * (docs/adr/2026-11-27-compact-load-reports.md). Servers before that wrote every policy in
  * `policies` (about 87 bytes each), which the operator still reads.
  */
