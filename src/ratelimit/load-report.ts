@@ -12,10 +12,12 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 
-/** How often a server rewrites its report when nothing changed, milliseconds. */
+/** How often a server rewrites its report when nothing changed, by default, milliseconds. */
 export const HEARTBEAT_INTERVAL_MS = 30_000;
-/** A report older than this is from an instance that is gone, milliseconds (three heartbeats). */
-export const REPORT_STALE_AFTER_MS = 3 * HEARTBEAT_INTERVAL_MS;
+/** A report older than three of its server's heartbeat intervals is from an instance that is gone. */
+export const HEARTBEATS_TO_STALE = 3;
+/** When the report does not give its interval (the default interval): 90 000 ms. */
+export const REPORT_STALE_AFTER_MS = HEARTBEATS_TO_STALE * HEARTBEAT_INTERVAL_MS;
 
 const policyStateSchema = z.object({
   uid: z.string(),
@@ -31,6 +33,8 @@ export const loadReportSchema = z.object({
   instance: z.string().min(1),
   /** RFC 3339: when the report was written. */
   heartbeatTime: z.string(),
+  /** Seconds between this server's heartbeats (absent from earlier servers: HEARTBEAT_INTERVAL_MS). */
+  heartbeatIntervalSeconds: z.number().positive().optional(),
   /** metadata.resourceVersion of the config ConfigMap loaded last. */
   configResourceVersion: z.string().optional(),
   /** The config ConfigMaps (shards) loaded, by name: the resourceVersion of each. */
@@ -56,6 +60,15 @@ export const loadReportSchema = z.object({
 
 export type PolicyLoadState = z.infer<typeof policyStateSchema>;
 export type LoadReport = z.infer<typeof loadReportSchema>;
+
+/**
+ * Milliseconds after its `heartbeatTime` at which a report is stale: three of its server's
+ * heartbeat intervals (REPORT_STALE_AFTER_MS, 90 s, for a report that does not give its interval).
+ */
+export function reportStaleAfterMs(report: Pick<LoadReport, 'heartbeatIntervalSeconds'>): number {
+  const interval = report.heartbeatIntervalSeconds;
+  return interval === undefined ? REPORT_STALE_AFTER_MS : HEARTBEATS_TO_STALE * interval * 1000;
+}
 
 /**
  * A policy's key in a report's `loaded`: the first 48 bits of SHA-256 of its metadata.uid, in

@@ -71,6 +71,7 @@ export class StatusReporter {
     const report: LoadReport = {
       instance: this.#o.instance,
       heartbeatTime: new Date().toISOString(),
+      heartbeatIntervalSeconds: (this.#o.heartbeatMs ?? HEARTBEAT_INTERVAL_MS) / 1000,
       ...this.#report,
     };
     this.#writing = this.#writing.then(async () => {

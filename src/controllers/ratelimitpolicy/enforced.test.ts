@@ -82,6 +82,15 @@ describe('enforcedVerdict', () => {
     expect(nextReportStaleAtMs([{ ...gone, heartbeatTime: 'not a time' }], NOW)).toBeUndefined();
   });
 
+  it("counts a report stale after three of its own server's heartbeat intervals", () => {
+    const quick = { ...compact('q', { u: 2 }), heartbeatTime: new Date(NOW - 20_000).toISOString() };
+    expect(nextReportStaleAtMs([{ ...quick, heartbeatIntervalSeconds: 10 }], NOW - 1)).toBe(NOW + 10_000);
+    expect(enforcedVerdict({ ...base, reports: [{ ...quick, heartbeatIntervalSeconds: 5 }] })).toMatchObject({
+      reason: 'NoRateLimitServer',
+    });
+    expect(enforcedVerdict({ ...base, reports: [quick] })).toMatchObject({ reason: 'Loaded' });
+  });
+
   it('waits while a server still has the previous generation or has not seen the policy', () => {
     const v = enforcedVerdict({
       ...base,

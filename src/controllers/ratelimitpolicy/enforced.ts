@@ -2,7 +2,7 @@
  * The `Enforced` condition of a RateLimitPolicy, from the load reports of the running rate-limit
  * servers (issue 4: "Enforced only after the running service reports that it has loaded that
  * generation ... a policy must never show Enforced while the service rejected or has not yet seen
- * it"). A report counts while its heartbeat is fresh (REPORT_STALE_AFTER_MS); every fresh report must
+ * it"). A report counts while its heartbeat is fresh (`reportStaleAfterMs`); every fresh report must
  * show the policy's generation (and uid) loaded. See docs/adr/2026-11-22-ratelimit-enforced-reporting.md
  * and docs/adr/2026-11-27-compact-load-reports.md. A verdict changes on its own when a report goes
  * stale: the controller looks again then (`nextReportStaleAtMs`). Pure: the clock is a parameter.
@@ -11,6 +11,7 @@ import {
   loadedGeneration,
   policyToken,
   REPORT_STALE_AFTER_MS,
+  reportStaleAfterMs,
   type LoadReport,
   type PolicyLoadState,
 } from '../../ratelimit/load-report.js';
@@ -37,14 +38,14 @@ export interface EnforcedInput {
   readonly statusConfigMap: string;
 }
 
-/** The reports whose heartbeat is younger than REPORT_STALE_AFTER_MS at `nowMs` (Unix ms). */
+/** The reports that are not stale at `nowMs` (Unix ms; `reportStaleAfterMs`). */
 export function liveReports(reports: readonly LoadReport[], nowMs: number): LoadReport[] {
   return reports.filter((r) => staleAtMs(r) > nowMs);
 }
 
 /** When `report` goes stale, Unix ms (NaN when its heartbeat time does not parse: stale already). */
 function staleAtMs(report: LoadReport): number {
-  return Date.parse(report.heartbeatTime) + REPORT_STALE_AFTER_MS;
+  return Date.parse(report.heartbeatTime) + reportStaleAfterMs(report);
 }
 
 /**
@@ -99,7 +100,7 @@ export function enforcedVerdict(input: EnforcedInput): EnforcedVerdict {
     return {
       status: 'False',
       reason: 'NoRateLimitServer',
-      message: `no rate-limit server has reported in ConfigMap ${input.statusConfigMap} in the last ${REPORT_STALE_AFTER_MS / 1000} s; is portico ratelimit-server running?`,
+      message: `no rate-limit server has reported in ConfigMap ${input.statusConfigMap} in the last ${REPORT_STALE_AFTER_MS / 1000} s (three of its heartbeats); is portico ratelimit-server running?`,
     };
   }
   const rejected = rejection(live, input, token);

@@ -11,6 +11,7 @@ describe('parseRateLimitServerConfig', () => {
       configNamespace: 'portico-system',
       configName: 'portico-ratelimit-config',
       statusName: 'portico-ratelimit-status',
+      heartbeatIntervalMs: 30_000,
       kubeconfig: undefined,
     });
   });
@@ -39,5 +40,16 @@ describe('parseRateLimitServerConfig', () => {
     expect(() =>
       parseRateLimitServerConfig(['--redis-url', 'redis://x:1', '--grpc-listen-address', 'nope'], {}),
     ).toThrow(/--grpc-listen-address/);
+    for (const seconds of ['0', '1.5', '301', 'soon']) {
+      expect(() =>
+        parseRateLimitServerConfig(
+          ['--redis-url', 'redis://x:1', '--heartbeat-interval-seconds', seconds],
+          {},
+        ),
+      ).toThrow(/--heartbeat-interval-seconds must be an integer from 1 to 300/);
+    }
+    expect(
+      parseRateLimitServerConfig(['--redis-url', 'redis://x:1', '--heartbeat-interval-seconds', '5'], {}),
+    ).toMatchObject({ heartbeatIntervalMs: 5_000 });
   });
 });

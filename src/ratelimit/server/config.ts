@@ -8,6 +8,7 @@ import type { LevelWithSilent } from 'pino';
 import { flagUsage, readFlags, type FlagSpec } from '../../command-flags.js';
 import { DEFAULT_RATELIMIT_CONFIG_NAME, DEFAULT_RATELIMIT_STATUS_NAME } from '../../api/ratelimitpolicy.js';
 import { ServerConfigError } from '../errors.js';
+import { HEARTBEAT_INTERVAL_MS } from '../load-report.js';
 import type { FailureMode } from '../service.js';
 
 export interface RateLimitServerConfig {
@@ -24,6 +25,8 @@ export interface RateLimitServerConfig {
   /** The first config ConfigMap (shard 0); the others are `<configName>-<n>`. */
   configName: string;
   statusName: string;
+  /** Milliseconds between rewrites of this server's load report when nothing changed. */
+  heartbeatIntervalMs: number;
   /** This replica's name in the status ConfigMap (the pod name in a cluster). */
   instance: string;
   kubeconfig: string | undefined;
@@ -78,6 +81,12 @@ const options = {
     env: ['PORTICO_RATELIMIT_STATUS_NAME'],
     default: DEFAULT_RATELIMIT_STATUS_NAME,
     help: 'ConfigMap this server reports the loaded generations in',
+  },
+  'heartbeat-interval-seconds': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_HEARTBEAT_INTERVAL_SECONDS'],
+    default: String(HEARTBEAT_INTERVAL_MS / 1000),
+    help: 'seconds between rewrites of the load report; the operator counts it gone after three',
   },
   instance: {
     type: 'string',
@@ -159,6 +168,10 @@ export function parseRateLimitServerConfig(
   if (!Number.isInteger(timeout) || timeout <= 0) {
     throw new ServerConfigError(`--redis-timeout-ms must be a positive integer (milliseconds)`);
   }
+  const heartbeat = Number(required('heartbeat-interval-seconds'));
+  if (!Number.isInteger(heartbeat) || heartbeat < 1 || heartbeat > 300) {
+    throw new ServerConfigError('--heartbeat-interval-seconds must be an integer from 1 to 300 (seconds)');
+  }
   return {
     grpcListenAddress: checkHostPort('grpc-listen-address', required('grpc-listen-address')),
     redisUrl: checkRedisUrl(required('redis-url')),
@@ -168,6 +181,7 @@ export function parseRateLimitServerConfig(
     configNamespace: required('config-namespace'),
     configName: required('config-name'),
     statusName: required('status-name'),
+    heartbeatIntervalMs: heartbeat * 1000,
     instance: get('instance') ?? hostname(),
     kubeconfig: get('kubeconfig'),
     metricsListenAddress: checkHostPort('metrics-listen-address', required('metrics-listen-address')),

@@ -61,6 +61,7 @@ export async function startRateLimitServer(
     namespace: config.configNamespace,
     name: config.statusName,
     instance: config.instance,
+    heartbeatMs: config.heartbeatIntervalMs,
     log,
     onWrite: (result, bytes) => {
       metrics.loadReportWritesTotal.inc({ result });
