@@ -140,6 +140,8 @@ export class RateLimitPolicyController {
   #liveInstances = '';
   /** Fires when the first live report goes stale. */
   #staleTimer: NodeJS.Timeout | undefined;
+  /** `policyToken` of each cached policy object (a new object, a new token), computed once. */
+  readonly #tokens = new WeakMap<RateLimitPolicy, string>();
   #running: Promise<void>[] = [];
   #stopping = false;
 
@@ -272,7 +274,12 @@ export class RateLimitPolicyController {
     }
     if (changes.tokens.size === 0) return;
     for (const p of this.#policies.list()) {
-      if (changes.tokens.has(policyToken(p.metadata.uid ?? ''))) this.#queue.add(objectKey(p));
+      let token = this.#tokens.get(p);
+      if (token === undefined) {
+        token = policyToken(p.metadata.uid ?? '');
+        this.#tokens.set(p, token);
+      }
+      if (changes.tokens.has(token)) this.#queue.add(objectKey(p));
     }
   }
 
