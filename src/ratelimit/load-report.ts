@@ -16,6 +16,8 @@ import { z } from 'zod';
 export const HEARTBEAT_INTERVAL_MS = 30_000;
 /** A report older than three of its server's heartbeat intervals is from an instance that is gone. */
 export const HEARTBEATS_TO_STALE = 3;
+/** The longest heartbeat interval a server may set (`--heartbeat-interval-seconds`), and counted. */
+export const MAX_HEARTBEAT_INTERVAL_SECONDS = 300;
 /** When the report does not give its interval (the default interval): 90 000 ms. */
 export const REPORT_STALE_AFTER_MS = HEARTBEATS_TO_STALE * HEARTBEAT_INTERVAL_MS;
 
@@ -63,11 +65,13 @@ export type LoadReport = z.infer<typeof loadReportSchema>;
 
 /**
  * Milliseconds after its `heartbeatTime` at which a report is stale: three of its server's
- * heartbeat intervals (REPORT_STALE_AFTER_MS, 90 s, for a report that does not give its interval).
+ * heartbeat intervals (REPORT_STALE_AFTER_MS, 90 s, for a report that does not give its interval;
+ * an interval over MAX_HEARTBEAT_INTERVAL_SECONDS counts as that).
  */
 export function reportStaleAfterMs(report: Pick<LoadReport, 'heartbeatIntervalSeconds'>): number {
   const interval = report.heartbeatIntervalSeconds;
-  return interval === undefined ? REPORT_STALE_AFTER_MS : HEARTBEATS_TO_STALE * interval * 1000;
+  if (interval === undefined) return REPORT_STALE_AFTER_MS;
+  return HEARTBEATS_TO_STALE * Math.min(interval, MAX_HEARTBEAT_INTERVAL_SECONDS) * 1000;
 }
 
 /**

@@ -10,7 +10,8 @@
  *   that holds it, `Enforced` from the servers' load reports in `portico-ratelimit-status`
  *   (`enforced.ts`).
  *
- * A policy change queues its key and the config key; a new load report queues every policy; a shard
+ * A policy change queues its key and the config key; a change of the load reports queues the policies
+ * it concerns (report-changes.ts), and every policy when the set of live reports changes; a shard
  * change queues the policies whose entries it changed. Workers start only once every cache has
  * listed, so the config is never compiled from an empty cache. A shard deleted by hand is re-created
  * at once (the servers keep enforcing what they loaded from it meanwhile); hand edits of a shard are
@@ -58,8 +59,9 @@ import {
 } from '../../ratelimit/config-schema.js';
 import { parseReports, policyToken, type LoadReport } from '../../ratelimit/load-report.js';
 import { compilePolicy, desiredEntries, readShard } from './compile.js';
-import { liveReports, nextReportStaleAtMs } from './enforced.js';
+import { liveReports } from './enforced.js';
 import { reportChanges, type ReportChanges } from './report-changes.js';
+import { ReportLiveness } from './report-liveness.js';
 import { planShards, type CurrentShard, type ShardPlan, type ShardWrite } from './shards.js';
 import { desiredStatus, type StatusInput } from './status.js';
 
@@ -136,10 +138,8 @@ export class RateLimitPolicyController {
    * reads them.
    */
   #reports: { resourceVersion: string; list: LoadReport[] } = { resourceVersion: '', list: [] };
-  /** The instances whose report was live when last looked at, sorted, joined by newlines. */
-  #liveInstances = '';
-  /** Fires when the first live report goes stale. */
-  #staleTimer: NodeJS.Timeout | undefined;
+  /** Which reports are live; queues every policy when that changes. */
+  readonly #liveness: ReportLiveness;
   /** `policyToken` of each cached policy object (a new object, a new token), computed once. */
   readonly #tokens = new WeakMap<RateLimitPolicy, string>();
   #running: Promise<void>[] = [];
@@ -151,6 +151,12 @@ export class RateLimitPolicyController {
     this.#customObjects = options.kubeConfig.makeApiClient(CustomObjectsApi);
     this.#configName = options.configName ?? DEFAULT_RATELIMIT_CONFIG_NAME;
     this.#statusName = options.statusName ?? DEFAULT_RATELIMIT_STATUS_NAME;
+    this.#liveness = new ReportLiveness(
+      () => this.#nowMs(),
+      () => {
+        this.#enqueuePolicies();
+      },
+    );
     const resyncMs = options.resyncMs ?? 600_000;
     this.#policies = new ResilientInformer<RateLimitPolicy>(options.kubeConfig, {
       path: `/apis/${GROUP}/${VERSION}/${RATE_LIMIT_POLICY_PLURAL}`,
@@ -198,7 +204,7 @@ export class RateLimitPolicyController {
   /** Stops the watches, lets each worker finish its key, and returns. */
   async stop(): Promise<void> {
     this.#stopping = true;
-    clearTimeout(this.#staleTimer);
+    this.#liveness.stop();
     await Promise.all([this.#policies.stop(), this.#configMaps.stop()]);
     this.#queue.shutDown();
     await Promise.all(this.#running);
@@ -256,7 +262,7 @@ export class RateLimitPolicyController {
     const changes = reportChanges(this.#reports.list, list);
     this.#reports = { resourceVersion, list };
     this.#enqueueConcerned(changes);
-    this.#followLiveness();
+    this.#liveness.update(list);
     // A server holds policies of a shard that is gone: write it again.
     if (this.#retainedShards().some((s) => !this.#shards.has(s))) this.#queue.add(CONFIG_KEY);
   }
@@ -283,40 +289,13 @@ export class RateLimitPolicyController {
     }
   }
 
-  /**
-   * Queues every policy when the set of live reports differs from the last look (a server came, or
-   * its report went stale: NoRateLimitServer or Pending), and looks again when the first live report
-   * would go stale.
-   */
-  #followLiveness(): void {
-    clearTimeout(this.#staleTimer);
-    const nowMs = this.#nowMs();
-    const live = liveReports(this.#reports.list, nowMs)
-      .map((r) => r.instance)
-      .sort()
-      .join('\n');
-    if (live !== this.#liveInstances) {
-      this.#liveInstances = live;
-      this.#enqueuePolicies();
-    }
-    const staleAtMs = nextReportStaleAtMs(this.#reports.list, nowMs);
-    if (staleAtMs === undefined || this.#stopping) return;
-    this.#staleTimer = setTimeout(
-      () => {
-        this.#followLiveness();
-      },
-      Math.max(0, staleAtMs - nowMs) + 1_000,
-    );
-    this.#staleTimer.unref();
-  }
-
   #nowMs(): number {
     return this.#o.now?.().getTime() ?? Date.now();
   }
 
   /** Names of shards a live rate-limit server still enforces policies of after their deletion. */
   #retainedShards(): string[] {
-    return liveReports(this.#reports.list, this.#nowMs())
+    return liveReports(this.#reports.list, this.#liveness.judgedAtMs)
       .flatMap((r) => r.retainedShards ?? [])
       .filter((name) => configShardIndex(this.#configName, name) !== undefined);
   }
@@ -484,6 +463,7 @@ export class RateLimitPolicyController {
       compiled: compilePolicy(policy),
       reports: this.#reports.list,
       now: this.#o.now?.() ?? new Date(),
+      reportsJudgedAtMs: this.#liveness.judgedAtMs,
       ...this.#whereabouts(policy),
       statusConfigMap: `${this.#o.namespace}/${this.#statusName}`,
     });

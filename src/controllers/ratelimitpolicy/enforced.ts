@@ -100,7 +100,7 @@ export function enforcedVerdict(input: EnforcedInput): EnforcedVerdict {
     return {
       status: 'False',
       reason: 'NoRateLimitServer',
-      message: `no rate-limit server has reported in ConfigMap ${input.statusConfigMap} in the last ${REPORT_STALE_AFTER_MS / 1000} s (three of its heartbeats); is portico ratelimit-server running?`,
+      message: `no rate-limit server has reported in ConfigMap ${input.statusConfigMap} within three of its heartbeat intervals (${REPORT_STALE_AFTER_MS / 1000} s by default); is portico ratelimit-server running?`,
     };
   }
   const rejected = rejection(live, input, token);

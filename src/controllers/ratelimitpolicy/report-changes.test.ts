@@ -45,3 +45,20 @@ describe('reportChanges', () => {
     expect(reportChanges([refused], [refused]).all).toBe(false);
   });
 });
+
+describe('reportChanges across a server upgrade', () => {
+  it('names the domains of full entries that went and the tokens that came', () => {
+    const full: LoadReport = {
+      instance: 'a',
+      heartbeatTime: '2026-11-27T10:00:00Z',
+      policies: { 'ns/p': { uid: 'u', loadedGeneration: 1 } },
+    };
+    const compact = report('a', { t: 1 });
+    const changes = reportChanges([full], [compact]);
+    expect(changes).toEqual({ all: false, domains: new Set(['ns/p']), tokens: new Set(['t']) });
+  });
+
+  it('looks at every policy when two reports name one instance', () => {
+    expect(reportChanges([report('a', {})], [report('a', {}), report('a', { t: 1 })]).all).toBe(true);
+  });
+});

@@ -33,7 +33,11 @@ export function reportChanges(before: readonly LoadReport[], after: readonly Loa
   const domains = new Set<string>();
   const tokens = new Set<string>();
   const earlier = new Map(before.map((r) => [r.instance, r]));
-  if (earlier.size !== after.length) return { all: true, domains, tokens };
+  const later = new Set(after.map((r) => r.instance));
+  // A report came or went (or two keys name one instance: looked at whole).
+  const sameInstances =
+    earlier.size === before.length && later.size === after.length && earlier.size === later.size;
+  if (!sameInstances) return { all: true, domains, tokens };
   for (const report of after) {
     const old = earlier.get(report.instance);
     if (old === undefined || !isDeepStrictEqual(old.configError, report.configError)) {

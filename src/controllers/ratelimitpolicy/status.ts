@@ -15,6 +15,11 @@ export interface StatusInput {
   readonly reports: readonly LoadReport[];
   readonly now: Date;
   /**
+   * When to judge which reports are live, Unix ms (default `now`): the controller's last look
+   * (report-liveness.ts), so a verdict changes with liveness only when every policy is queued.
+   */
+  readonly reportsJudgedAtMs?: number;
+  /**
    * `namespace/name` of the config ConfigMap that holds this generation of the policy; absent while
    * no shard has it yet.
    */
@@ -58,7 +63,7 @@ export function desiredStatus(input: StatusInput): RateLimitPolicyStatus {
     accepted: compiled.ok,
     reports: input.reports,
     ...(input.shard === undefined ? {} : { shard: input.shard }),
-    nowMs: now.getTime(),
+    nowMs: input.reportsJudgedAtMs ?? now.getTime(),
     statusConfigMap: input.statusConfigMap,
   });
   conditions = setCondition(

@@ -8,7 +8,7 @@ import type { LevelWithSilent } from 'pino';
 import { flagUsage, readFlags, type FlagSpec } from '../../command-flags.js';
 import { DEFAULT_RATELIMIT_CONFIG_NAME, DEFAULT_RATELIMIT_STATUS_NAME } from '../../api/ratelimitpolicy.js';
 import { ServerConfigError } from '../errors.js';
-import { HEARTBEAT_INTERVAL_MS } from '../load-report.js';
+import { HEARTBEAT_INTERVAL_MS, MAX_HEARTBEAT_INTERVAL_SECONDS } from '../load-report.js';
 import type { FailureMode } from '../service.js';
 
 export interface RateLimitServerConfig {
@@ -169,8 +169,10 @@ export function parseRateLimitServerConfig(
     throw new ServerConfigError(`--redis-timeout-ms must be a positive integer (milliseconds)`);
   }
   const heartbeat = Number(required('heartbeat-interval-seconds'));
-  if (!Number.isInteger(heartbeat) || heartbeat < 1 || heartbeat > 300) {
-    throw new ServerConfigError('--heartbeat-interval-seconds must be an integer from 1 to 300 (seconds)');
+  if (!Number.isInteger(heartbeat) || heartbeat < 1 || heartbeat > MAX_HEARTBEAT_INTERVAL_SECONDS) {
+    throw new ServerConfigError(
+      `--heartbeat-interval-seconds must be an integer from 1 to ${MAX_HEARTBEAT_INTERVAL_SECONDS} (seconds)`,
+    );
   }
   return {
     grpcListenAddress: checkHostPort('grpc-listen-address', required('grpc-listen-address')),
