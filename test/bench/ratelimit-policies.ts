@@ -30,6 +30,7 @@ import {
   type RateLimitPolicy,
   type RateLimitPolicySpec,
 } from '../../src/api/ratelimitpolicy.js';
+import { findCondition } from '../../src/kube/conditions.js';
 import { CONTROLLER } from '../../src/sandbox/controller.js';
 import { sandboxPaths } from '../../src/sandbox/paths.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
@@ -43,6 +44,7 @@ import {
   sandboxUp,
 } from '../../src/sandbox/stack.js';
 import { clockTicks, cpuSeconds, parsePrometheus, rssBytes, sumOf, type Sample } from './process-figures.js';
+import { pool, positive, secs, stats } from './run-helpers.js';
 
 const RUN_LABEL = 'portico.dev/bench-policies';
 const MiB = 1024 * 1024;
@@ -71,19 +73,13 @@ function options(): Options {
       keep: { type: 'boolean', default: false },
     },
   });
-  const int = (name: string, text: string, min: number): number => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < min)
-      throw new Error(`--${name} must be an integer >= ${min}, got ${text}`);
-    return n;
-  };
   return {
-    policies: int('policies', values.policies, 1),
-    namespaces: int('namespaces', values.namespaces, 1),
-    servers: int('servers', values.servers, 1),
-    steadySeconds: int('steady-seconds', values['steady-seconds'], 1),
-    concurrency: int('concurrency', values.concurrency, 1),
-    timeoutSeconds: int('timeout-seconds', values['timeout-seconds'], 1),
+    policies: positive('policies', values.policies),
+    namespaces: positive('namespaces', values.namespaces),
+    servers: positive('servers', values.servers),
+    steadySeconds: positive('steady-seconds', values['steady-seconds']),
+    concurrency: positive('concurrency', values.concurrency),
+    timeoutSeconds: positive('timeout-seconds', values['timeout-seconds']),
     dir: path.resolve(values.dir),
     keep: values.keep,
   };
@@ -110,27 +106,6 @@ const SERVER_METRICS = new Set([
   'portico_ratelimit_load_report_writes_total',
   'portico_ratelimit_load_report_bytes',
 ]);
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? Number.NaN;
-}
-
-/** Runs `task` over `items` with at most `limit` in flight. */
-async function eachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  task: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const item = items[next++] as T;
-        await task(item);
-      }
-    }),
-  );
-}
 
 interface Server {
   name: string;
@@ -195,7 +170,7 @@ async function main(): Promise<void> {
   const createdAt = new Map<string, number>();
   const t0 = Date.now();
   process.stderr.write(`bench: creating ${o.policies} RateLimitPolicies in ${o.namespaces} namespaces\n`);
-  await eachLimited(names, o.concurrency, async ({ namespace, name }) => {
+  await pool(names, o.concurrency, async ({ namespace, name }) => {
     createdAt.set(`${namespace}/${name}`, Date.now());
     await custom.createNamespacedCustomObject({
       group: GROUP,
@@ -224,7 +199,7 @@ async function main(): Promise<void> {
     })) as { items: RateLimitPolicy[] };
     enforcedMs = [];
     for (const p of list.items) {
-      const c = p.status?.conditions?.find((x) => x.type === 'Enforced');
+      const c = findCondition(p.status?.conditions, 'Enforced');
       const created = createdAt.get(`${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`);
       if (c?.status === 'True' && c.observedGeneration === p.metadata.generation && created !== undefined) {
         enforcedMs.push(Date.parse(c.lastTransitionTime) - created);
@@ -237,7 +212,8 @@ async function main(): Promise<void> {
     await sleep(5000);
   }
   const allEnforcedSeconds = (Date.now() - t0) / 1000;
-  enforcedMs.sort((a, b) => a - b);
+  const enforced = stats(enforcedMs);
+  if (enforced === undefined) throw new Error('no policy to measure');
 
   // Nothing changes from here on: what does holding N policies cost?
   await sleep(10_000);
@@ -271,10 +247,10 @@ async function main(): Promise<void> {
     `RateLimitPolicies: ${o.policies} in ${o.namespaces} namespaces, ${existing.items.length} others in the cluster; rate-limit servers: ${o.servers}`,
   );
   out.push(
-    `created in ${createSeconds.toFixed(1)} s; all Enforced ${allEnforcedSeconds.toFixed(1)} s after the first create`,
+    `created in ${secs(createSeconds, 1)}; all Enforced ${secs(allEnforcedSeconds, 1)} after the first create`,
   );
   out.push(
-    `create -> Enforced=True: p50 ${(percentile(enforcedMs, 0.5) / 1000).toFixed(1)} s, p99 ${(percentile(enforcedMs, 0.99) / 1000).toFixed(1)} s, max ${((enforcedMs.at(-1) ?? Number.NaN) / 1000).toFixed(1)} s`,
+    `create -> Enforced=True: p50 ${secs(enforced.p50 / 1000, 1)}, p99 ${secs(enforced.p99 / 1000, 1)}, max ${secs(enforced.max / 1000, 1)}`,
   );
   out.push(`status ConfigMap ${DEFAULT_RATELIMIT_STATUS_NAME}: ${statusBytes} bytes of data`);
   out.push(`steady window of ${o.steadySeconds} s:`);

@@ -76,6 +76,7 @@ import {
   type Sample,
 } from './process-figures.js';
 import { createProject } from './projects.js';
+import { pool, positive, secs, stats, type Stats } from './run-helpers.js';
 
 const run = promisify(execFile);
 
@@ -146,12 +147,6 @@ interface Options {
   keep: boolean;
   json: string | undefined;
   dir: string;
-}
-
-function positive(name: string, value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive integer, got "${value}"`);
-  return n;
 }
 
 function parseOptions(): Options {
@@ -250,33 +245,6 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/** Runs `fn` over `items` with at most `limit` calls in flight. */
-async function pool<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const item = items[next++] as T;
-      await fn(item);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
-interface Stats {
-  count: number;
-  p50: number;
-  p99: number;
-  max: number;
-}
-
-/** Nearest-rank percentiles. */
-function stats(values: readonly number[]): Stats | undefined {
-  if (values.length === 0) return undefined;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = (p: number): number => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? 0;
-  return { count: sorted.length, p50: rank(0.5), p99: rank(0.99), max: sorted.at(-1) ?? 0 };
-}
-
 function mib(bytes: number | undefined): string {
   return bytes === undefined ? 'n/a' : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }
@@ -289,10 +257,6 @@ function compositionLine(c: PeakComposition | undefined): string {
       ? 'no scrape'
       : `heap used ${mib(c.heapUsedBytes)} of ${mib(c.heapTotalBytes)} committed, external ${mib(c.externalBytes)} (scrape ${secs(c.scrapeSecondsAway, 0)} away)`;
   return `anon ${mib(c.rssAnonBytes)}, file ${mib(c.rssFileBytes)}; ${heap}`;
-}
-
-function secs(value: number | undefined, digits = 2): string {
-  return value === undefined ? 'n/a' : `${value.toFixed(digits)} s`;
 }
 
 // ---------------------------------------------------------------------------------------------
