@@ -30,6 +30,8 @@ export interface StatusReporterOptions {
 
 export class StatusReporter {
   readonly #o: StatusReporterOptions;
+  /** Milliseconds between heartbeats. */
+  readonly #heartbeatMs: number;
   #report: Omit<LoadReport, 'heartbeatTime' | 'instance'> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
@@ -37,6 +39,7 @@ export class StatusReporter {
 
   constructor(options: StatusReporterOptions) {
     this.#o = options;
+    this.#heartbeatMs = options.heartbeatMs ?? HEARTBEAT_INTERVAL_MS;
   }
 
   /** Sets the report and writes it now (writes are serialized; a failure is retried by the heartbeat). */
@@ -47,10 +50,9 @@ export class StatusReporter {
 
   /** Starts the heartbeat. */
   start(): void {
-    const every = this.#o.heartbeatMs ?? HEARTBEAT_INTERVAL_MS;
     this.#timer = setInterval(() => {
       this.#enqueueWrite();
-    }, every);
+    }, this.#heartbeatMs);
     this.#timer.unref();
   }
 
@@ -71,7 +73,7 @@ export class StatusReporter {
     const report: LoadReport = {
       instance: this.#o.instance,
       heartbeatTime: new Date().toISOString(),
-      heartbeatIntervalSeconds: (this.#o.heartbeatMs ?? HEARTBEAT_INTERVAL_MS) / 1000,
+      heartbeatIntervalSeconds: this.#heartbeatMs / 1000,
       ...this.#report,
     };
     this.#writing = this.#writing.then(async () => {

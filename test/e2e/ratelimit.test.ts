@@ -12,6 +12,7 @@ import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
+import { findCondition } from '../../src/kube/conditions.js';
 import { createRateLimitClient } from '../../src/ratelimit/grpc.js';
 import { HEARTBEATS_TO_STALE } from '../../src/ratelimit/load-report.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
@@ -72,7 +73,7 @@ describe('RateLimitPolicy status', () => {
     const generation = await updatePolicy(ns, 'status', { ...FREE_PRO, defaultPlan: 'pro' });
     expect(generation).toBe(2);
     const second = await waitForPolicyCondition(ns, 'status', 'Enforced', 'True', 'Loaded');
-    expect(second.status?.conditions?.find((c) => c.type === 'Enforced')?.message).toContain('generation 2');
+    expect(findCondition(second.status?.conditions, 'Enforced')?.message).toContain('generation 2');
     // The server enforces generation 2: an unknown plan now gets pro's limits.
     expect((await check(`${ns}/status`, { key_id: 'k', plan: 'gold' })).headers['X-RateLimit-Limit']).toBe(
       '300',
@@ -271,7 +272,7 @@ describe("the rate-limit servers' load reports", () => {
       await createPolicy(ns, 'reports', FREE_PRO);
       await waitFor('reports Enforced by both servers', async () => {
         const p = await getPolicy(ns, 'reports');
-        const c = p.status?.conditions?.find((x) => x.type === 'Enforced');
+        const c = findCondition(p.status?.conditions, 'Enforced');
         return c?.status === 'True' && c.message.includes('by 2 rate-limit server(s)') ? true : undefined;
       });
       // Gone without removing its report (as a crashed pod): its report says generation 1 until it
@@ -283,13 +284,13 @@ describe("the rate-limit servers' load reports", () => {
       // The sandbox's server loads generation 2; the report of the one that died still says 1.
       await waitFor('reports Pending for e2e-second alone', async () => {
         const p = await getPolicy(ns, 'reports');
-        const c = p.status?.conditions?.find((x) => x.type === 'Enforced');
+        const c = findCondition(p.status?.conditions, 'Enforced');
         const current = c?.observedGeneration === 2 && c.reason === 'Pending';
         const message = 'waiting for 1 of 2 rate-limit server(s) to load generation 2 (e2e-second)';
         return current && c.message === message ? true : undefined;
       });
       const after = await waitForPolicyCondition(ns, 'reports', 'Enforced', 'True', 'Loaded', 60_000);
-      expect(after.status?.conditions?.find((c) => c.type === 'Enforced')?.message).toContain(
+      expect(findCondition(after.status?.conditions, 'Enforced')?.message).toContain(
         'generation 2 is loaded by 1 rate-limit server(s)',
       );
       // Not before its last report was three intervals old, written at most one interval before it

@@ -47,6 +47,7 @@ import {
   RATELIMIT_CONFIG_KEY,
   type RateLimitPolicy,
 } from '../../api/ratelimitpolicy.js';
+import { findCondition } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { ResilientInformer } from '../../kube/informer.js';
@@ -273,11 +274,7 @@ export class RateLimitPolicyController {
       this.#enqueuePolicies();
       return;
     }
-    for (const domain of changes.domains) {
-      const slash = domain.indexOf('/');
-      const policy = this.#policies.get(domain.slice(slash + 1), domain.slice(0, slash));
-      if (policy !== undefined) this.#queue.add(domain);
-    }
+    for (const domain of changes.domains) if (this.#policy(domain) !== undefined) this.#queue.add(domain);
     if (changes.tokens.size === 0) return;
     for (const p of this.#policies.list()) {
       let token = this.#tokens.get(p);
@@ -287,6 +284,12 @@ export class RateLimitPolicyController {
       }
       if (changes.tokens.has(token)) this.#queue.add(objectKey(p));
     }
+  }
+
+  /** The cached policy of a key (`namespace/name`, its rate-limit domain too). */
+  #policy(key: string): RateLimitPolicy | undefined {
+    const slash = key.indexOf('/');
+    return this.#policies.get(key.slice(slash + 1), key.slice(0, slash));
   }
 
   #nowMs(): number {
@@ -320,8 +323,9 @@ export class RateLimitPolicyController {
     const metrics = this.#o.metrics;
     const end = metrics.reconcileDuration.startTimer({ controller: CONTROLLER });
     try {
-      const requeueAfterMs =
-        key === CONFIG_KEY ? await this.#reconcileConfig() : await this.#reconcilePolicy(key);
+      let requeueAfterMs: number | undefined;
+      if (key === CONFIG_KEY) requeueAfterMs = await this.#reconcileConfig();
+      else await this.#reconcilePolicy(key);
       this.#queue.forget(key);
       if (requeueAfterMs !== undefined) this.#queue.addAfter(key, requeueAfterMs);
       metrics.reconcileTotal.inc({ controller: CONTROLLER, result: 'success' });
@@ -450,13 +454,12 @@ export class RateLimitPolicyController {
       : { shard: planned, configWriteError: `ConfigMap ${ns}/${planned}: ${error}` };
   }
 
-  /** Writes one policy's status. Returns when to look again, in milliseconds. */
-  async #reconcilePolicy(key: string): Promise<number | undefined> {
-    const slash = key.indexOf('/');
-    const policy = this.#policies.get(key.slice(slash + 1), key.slice(0, slash));
+  /** Writes one policy's status (nothing when it is as desired). */
+  async #reconcilePolicy(key: string): Promise<void> {
+    const policy = this.#policy(key);
     if (policy === undefined) {
       this.#queue.remove(key);
-      return undefined;
+      return;
     }
     const status = desiredStatus({
       policy,
@@ -467,7 +470,7 @@ export class RateLimitPolicyController {
       ...this.#whereabouts(policy),
       statusConfigMap: `${this.#o.namespace}/${this.#statusName}`,
     });
-    if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), policy.status ?? {})) return undefined;
+    if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), policy.status ?? {})) return;
     try {
       await this.#customObjects.replaceNamespacedCustomObjectStatus({
         group: GROUP,
@@ -479,7 +482,7 @@ export class RateLimitPolicyController {
         fieldManager: FIELD_MANAGER,
       });
     } catch (err) {
-      if (isNotFound(err)) return undefined;
+      if (isNotFound(err)) return;
       throw err;
     }
     // The conditions whose status or reason changed: a Warning Event each where a person must act,
@@ -490,11 +493,10 @@ export class RateLimitPolicyController {
       status.conditions ?? [],
       WARNING_REASONS,
     );
-    const enforced = status.conditions?.find((c) => c.type === 'Enforced');
+    const enforced = findCondition(status.conditions, 'Enforced');
     this.#log.info(
       { key, generation: status.observedGeneration, enforced: enforced?.status, reason: enforced?.reason },
       'status updated',
     );
-    return undefined;
   }
 }
