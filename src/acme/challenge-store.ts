@@ -19,11 +19,21 @@ export const CHALLENGE_CONFIGMAP = 'portico-acme-http01';
 const COMPONENT_LABEL = 'portico.dev/component';
 const COMPONENT = 'acme-http01';
 
+export interface WithdrawOptions {
+  /** Resolve only once no replica serves it (rejects with the write's error). Default false. */
+  writeNow?: boolean;
+}
+
 export interface ChallengeStore {
   /** Serves `keyAuthorization` at `/.well-known/acme-challenge/<token>` on every replica. */
   publish(token: string, keyAuthorization: string): Promise<void>;
-  /** Stops serving `token`. */
-  withdraw(token: string): Promise<void>;
+  /**
+   * Stops serving `token` on this replica at once. Other replicas may go on serving it for a while
+   * (ConfigMapChallengeStore: until its next write, at most `withdrawDelayMs`): the CA is done with
+   * it, and a key authorization is no secret. `writeNow` (an order cancelled before its challenge
+   * was validated): every replica stops before this resolves, so the CA cannot validate it.
+   */
+  withdraw(token: string, options?: WithdrawOptions): Promise<void>;
   get(token: string): string | undefined;
 }
 
@@ -53,15 +63,38 @@ export class InMemoryChallengeStore implements ChallengeStore {
  */
 const WITHDRAWN_FOR_MS = 60_000;
 
+/**
+ * How long a withdrawal may wait for a publication to carry it to the shared ConfigMap before it is
+ * written on its own, milliseconds: 10 s. During a line at the order slots a publication follows
+ * within a second or two, so withdrawing costs no write of its own (it was one per order: 2 writes
+ * of the ConfigMap per domain issued through 2 slots; docs/performance.md, twelfth round).
+ */
+export const WITHDRAW_DELAY_MS = 10_000;
+
+export interface ConfigMapChallengeStoreOptions {
+  /** WITHDRAW_DELAY_MS unless given (tests), milliseconds. */
+  withdrawDelayMs?: number;
+}
+
 export class ConfigMapChallengeStore implements ChallengeStore {
   readonly #local = new InMemoryChallengeStore();
   readonly #objects: KubernetesObjectApi;
   readonly #namespace: string;
   readonly #informer: ResilientInformer<V1ConfigMap>;
+  readonly #log: Logger;
+  readonly #withdrawDelayMs: number;
 
-  constructor(kubeConfig: KubeConfig, objects: KubernetesObjectApi, namespace: string, log: Logger) {
+  constructor(
+    kubeConfig: KubeConfig,
+    objects: KubernetesObjectApi,
+    namespace: string,
+    log: Logger,
+    options: ConfigMapChallengeStoreOptions = {},
+  ) {
     this.#objects = objects;
     this.#namespace = namespace;
+    this.#log = log;
+    this.#withdrawDelayMs = options.withdrawDelayMs ?? WITHDRAW_DELAY_MS;
     const selector = `${COMPONENT_LABEL}=${COMPONENT}`;
     this.#informer = new ResilientInformer<V1ConfigMap>(kubeConfig, {
       path: `/api/v1/namespaces/${namespace}/configmaps`,
@@ -76,9 +109,13 @@ export class ConfigMapChallengeStore implements ChallengeStore {
     this.#informer.start();
   }
 
-  /** Writes the changes still waiting (withdrawals at shutdown), then stops watching. */
+  /** Writes the changes still waiting (the withdrawals not yet written), then stops watching. */
   async stop(): Promise<void> {
+    this.#stopped = true;
     await this.#flushing;
+    this.#clearWithdrawTimer();
+    if (this.#pending.size > 0) await (this.#flushing = this.#flush(true));
+    this.#clearWithdrawTimer();
     await this.#informer.stop();
   }
 
@@ -101,11 +138,40 @@ export class ConfigMapChallengeStore implements ChallengeStore {
     await this.#change(token, keyAuthorization);
   }
 
-  async withdraw(token: string): Promise<void> {
+  /**
+   * Stops serving `token` here at once and resolves; the shared ConfigMap drops it with the next
+   * publication's write, or on its own after `withdrawDelayMs`. A failed write is logged and the
+   * withdrawal kept for the next one. With `writeNow`, resolves once the ConfigMap has dropped it
+   * (rejects with the patch's error).
+   */
+  async withdraw(token: string, options: WithdrawOptions = {}): Promise<void> {
     this.#withdrawnAt.delete(token); // re-inserted at the end: the map stays oldest first
     this.#withdrawnAt.set(token, Date.now());
     await this.#local.withdraw(token);
-    await this.#change(token, null);
+    if (options.writeNow) {
+      await this.#change(token, null);
+      return;
+    }
+    this.#pending.set(token, null);
+    this.#armWithdrawTimer();
+  }
+
+  #withdrawTimer: NodeJS.Timeout | undefined;
+
+  #stopped = false;
+
+  #armWithdrawTimer(): void {
+    if (this.#withdrawTimer || this.#stopped) return;
+    this.#withdrawTimer = setTimeout(() => {
+      this.#withdrawTimer = undefined;
+      this.#flushing ??= this.#flush(true);
+    }, this.#withdrawDelayMs);
+    this.#withdrawTimer.unref();
+  }
+
+  #clearWithdrawTimer(): void {
+    clearTimeout(this.#withdrawTimer);
+    this.#withdrawTimer = undefined;
   }
 
   /** Tokens this replica withdrew: when (Unix time, ms). Tokens are unique per challenge. */
@@ -124,7 +190,7 @@ export class ConfigMapChallengeStore implements ChallengeStore {
 
   /** Changes waiting for the next patch, by token (null: withdraw). */
   readonly #pending = new Map<string, string | null>();
-  /** The callers whose changes are in `#pending`. */
+  /** The publications whose changes are in `#pending` (a withdrawal does not wait for its write). */
   #waiting: { resolve: () => void; reject: (err: unknown) => void }[] = [];
   #flushing: Promise<void> | undefined;
 
@@ -132,7 +198,7 @@ export class ConfigMapChallengeStore implements ChallengeStore {
    * Resolves once the ConfigMap holds the change (rejects with the patch's error). Changes made
    * while a patch is in flight go out together in the next one (a group commit): during a bulk
    * onboarding with many orders in flight, one write carries many key authorizations instead of one
-   * write each.
+   * write each, and the withdrawals waiting since the last write.
    */
   #change(token: string, value: string | null): Promise<void> {
     this.#pending.set(token, value);
@@ -143,10 +209,18 @@ export class ConfigMapChallengeStore implements ChallengeStore {
     return done;
   }
 
-  async #flush(): Promise<void> {
-    while (this.#pending.size > 0) {
+  /**
+   * Writes what `#pending` holds while a publication waits in it (`withdrawals`: also when only
+   * withdrawals do, once), in as few patches as the in-flight one allows. What is left (withdrawals,
+   * or those of a failed patch) waits for the next publication or the delay.
+   */
+  async #flush(withdrawals = false): Promise<void> {
+    let writeWithdrawals = withdrawals;
+    while (this.#pending.size > 0 && (this.#waiting.length > 0 || writeWithdrawals)) {
+      writeWithdrawals = false;
       const data = Object.fromEntries(this.#pending);
       this.#pending.clear();
+      this.#clearWithdrawTimer();
       const batch = this.#waiting;
       this.#waiting = [];
       try {
@@ -154,9 +228,19 @@ export class ConfigMapChallengeStore implements ChallengeStore {
         for (const w of batch) w.resolve();
       } catch (err) {
         for (const w of batch) w.reject(err);
+        this.#keepWithdrawals(data, err);
       }
     }
+    if (this.#pending.size > 0) this.#armWithdrawTimer();
     this.#flushing = undefined;
+  }
+
+  /** Puts the withdrawals of a failed patch's `data` back in `#pending` (unless changed since). */
+  #keepWithdrawals(data: Record<string, string | null>, err: unknown): void {
+    const failed = Object.keys(data).filter((t) => data[t] === null && !this.#pending.has(t));
+    if (failed.length === 0) return;
+    this.#log.warn({ err, withdrawals: failed.length }, 'could not write http-01 withdrawals; retrying');
+    for (const t of failed) this.#pending.set(t, null);
   }
 
   /** Merge-patches `data` (RFC 7386: null removes a key), creating the ConfigMap the first time. */

@@ -302,9 +302,10 @@ export class AcmeIssuer {
     }
     const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
     await this.#store.publish(challenge.token, keyAuthorization);
-    // Cancelled while a request is out: withdraw now, not when the CA answers.
+    // Cancelled while a request is out: withdraw now from every replica, not when the CA answers,
+    // so the CA cannot validate it.
     const withdrawNow = (): void => {
-      this.#store.withdraw(challenge.token).then(
+      this.#store.withdraw(challenge.token, { writeNow: true }).then(
         () => {
           log.info({ authorization: authz.url }, 'order cancelled; http-01 key authorization withdrawn');
         },

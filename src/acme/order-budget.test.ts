@@ -211,6 +211,41 @@ describe('OrderBudget: a waiting key asked again', () => {
     expect(again).toMatchObject({ admitted: false, position: 1 });
     expect(!again.admitted && again.expectedAt.getTime()).toBeGreaterThan(at(MINUTE + 1_000).getTime());
   });
+  it('keeps its answer, whatever its place, once its turn is expected within 5 s: the write after the turn follows', () => {
+    // One slot, orders of 2 s, each next one started as the last settles: a line of 20 drains in 40 s.
+    const budget = new OrderBudget({ limits: { maxInFlight: 1 }, typicalOrderMs: 2_000 });
+    expect(admitted(budget.request(req('f/0'), at(0)))).toBe(true);
+    for (let i = 0; i < 20; i++) budget.request(req(`w/${i}`, { queuedAt: at(i) }), at(0));
+    const told = budget.request(req('w/19'), at(0));
+    expect(told).toMatchObject({ admitted: false, position: 20, expectedAt: at(40_000) });
+    let flying = 'f/0';
+    const next = (key: string, ms: number): void => {
+      budget.settled(flying, 'valid', at(ms));
+      expect(admitted(budget.request(req(key), at(ms)))).toBe(true);
+      flying = key;
+    };
+    for (let i = 0; i < 18; i++) next(`w/${i}`, (i + 1) * 2_000);
+    // 36 s on: second in line, its turn about 4 s off. A fresh answer would name place 2 (a tenth
+    // of 20) with a time within the minute's tolerance: told again only for the place, it is not.
+    expect(budget.request(req('w/19'), at(36_000))).toBe(told);
+    next('w/18', 38_000);
+    // At the front, its turn 2 s off: the same.
+    expect(budget.request(req('w/19'), at(38_500))).toBe(told);
+    next('w/19', 40_000);
+  });
+
+  it('is told its new place when it falls to the front with the turn still more than 5 s off', () => {
+    const budget = new OrderBudget({ limits: { maxInFlight: 1 }, typicalOrderMs: MINUTE });
+    expect(admitted(budget.request(req('f/0'), at(0)))).toBe(true);
+    budget.request(req('w/0', { queuedAt: at(0) }), at(0));
+    const told = budget.request(req('w/1', { queuedAt: at(1) }), at(0));
+    expect(told).toMatchObject({ position: 2, expectedAt: at(2 * MINUTE) });
+    budget.withdraw('w/0');
+    const fresh = budget.request(req('w/1'), at(1_000));
+    expect(fresh).not.toBe(told);
+    expect(fresh).toMatchObject({ admitted: false, position: 1 });
+    expect(!fresh.admitted && fresh.expectedAt.getTime() - at(1_000).getTime()).toBeGreaterThan(5_000);
+  });
 });
 
 describe('OrderBudget: the in-flight estimate', () => {

@@ -107,7 +107,8 @@ export interface OrderQueued {
    * 1-based place in the line for that limit: among all waiting requests for the account budget and
    * the in-flight cap, among the requests of its registered domain for `RegisteredDomainBudget`, among
    * those of its hostname for `FailedValidationLimit`. A repeated answer (see `OrderBudget.request`)
-   * names the place it had when its estimate was made.
+   * names the place it had when its estimate was made (or, when the turn is due within seconds, a
+   * place others may since have come ahead of).
    */
   readonly position: number;
   /**
@@ -283,6 +284,14 @@ const ESTIMATE_TOLERANCE_MIN_MS = MINUTE_MS;
  * rewrote most of a draining line at each resync, as a place halves within one resync near the end.
  */
 const PLACE_REFRESH_FACTOR = 10;
+/**
+ * A repeated answer stands, whatever the place, while the fresh one expects the turn within this
+ * long (ms): 5 s, the reconciler's ORDER_PROGRESS_STATUS_DELAY_MS. The status write after the turn
+ * (the certificate stored, or the order's progress) follows within seconds; telling the place first
+ * cost a status write per domain in a line at the order slots (the place fell to the front, or to a
+ * tenth, in its last seconds; docs/performance.md, twelfth round).
+ */
+const IMMINENT_TURN_MS = 5_000;
 
 /** Event times (ms) inside a sliding window, oldest first; older ones are dropped as the clock passes. */
 class SlidingWindow {
@@ -446,8 +455,10 @@ export class OrderBudget {
    * May `req.key` place its order now? Puts the key in line on its first call. Admitting counts the
    * order at once (see `OrderAdmitted`); asking again for a waiting key counts nothing and returns
    * the answer for the current state, or the same answer as last time while that still holds (same
-   * limit, its expected time not passed and within 10 % of the wait left or a minute of the current
-   * estimate, its place neither grown nor fallen to a tenth or to the front): a waiting domain's status is not rewritten at every look; asking for a key admitted and not settled returns
+   * limit, its expected time not passed, and either the turn expected within 5 s or that time within
+   * 10 % of the wait left or a minute of the current estimate, its place neither grown nor fallen to a
+   * tenth or to the front; `stillHolds`): a waiting domain's status is not rewritten at every look;
+   * asking for a key admitted and not settled returns
    * `{ admitted: true, alreadyInFlight: true }` with the original `admittedAt`.
    *
    * @throws RangeError when `now` or (on a key's first call) `req.queuedAt` is not a valid Date, or
@@ -1035,15 +1046,18 @@ function slotTimeMs(
 /**
  * Whether a waiting request's last answer `told` may be given again instead of `fresh`, so that a
  * status showing it is not rewritten at every look (a periodic resync of a long line would otherwise
- * rewrite every waiting domain's place). It holds while it waits for the same limit, its expected time
- * has not passed, `fresh`'s expected time is within ESTIMATE_TOLERANCE of the wait left (at least
- * ESTIMATE_TOLERANCE_MIN_MS) of it, and its place has neither grown (others came ahead of it) nor
- * fallen to a PLACE_REFRESH_FACTOR-th of it or to the front (1): the place it names is then the place it had when that estimate was made, never better
- * than the place it has.
+ * rewrite every waiting domain's place). It holds while it waits for the same limit and its expected
+ * time has not passed, and then either `fresh` expects the turn within IMMINENT_TURN_MS, or
+ * `fresh`'s expected time is within ESTIMATE_TOLERANCE of the wait left (at least
+ * ESTIMATE_TOLERANCE_MIN_MS) of it and its place has neither grown (others came ahead of it) nor
+ * fallen to a PLACE_REFRESH_FACTOR-th of it or to the front (1): the place it names is then the
+ * place it had when that estimate was made, never better than the place it has (but when the turn
+ * is imminent, when others may have come ahead of it).
  */
 function stillHolds(told: OrderQueued, fresh: OrderQueued, nowMs: number): boolean {
   const toldAtMs = told.expectedAt.getTime();
   if (told.reason !== fresh.reason || nowMs >= toldAtMs) return false;
+  if (fresh.expectedAt.getTime() - nowMs <= IMMINENT_TURN_MS) return true;
   if (fresh.position > told.position || fresh.position * PLACE_REFRESH_FACTOR <= told.position) return false;
   if (fresh.position === 1 && told.position !== 1) return false;
   const toleranceMs = Math.max(ESTIMATE_TOLERANCE_MIN_MS, (toldAtMs - nowMs) * ESTIMATE_TOLERANCE);
