@@ -276,12 +276,32 @@ describe('OrderBudget: the in-flight estimate', () => {
     expect(wait(60_000)).toBe(at(60_000 + MINUTE).getTime());
     // 150 s: the orders hang; the first slot is expected 150 s on, not a minute (told once, later).
     expect(wait(160_000)).toBe(at(160_000 + 150_000).getTime());
-    // An order ends: the estimate is the mean duration again (a fifth of the 170 s it took counted).
+    // An order ends: the estimate is the observed duration again (the first one seen replaces the
+    // assumed minute: 170 s).
     budget.settled('a/0', 'failed-other', at(170_000));
     expect(admitted(budget.request(req('b/0'), at(170_000)))).toBe(true);
     expect(budget.request(req('c/0', { queuedAt: at(2) }), at(171_000))).toMatchObject({
-      expectedAt: at(171_000 + 0.8 * MINUTE + 0.2 * 170_000),
+      expectedAt: at(171_000 + 170_000),
     });
+  });
+
+  it('replaces the assumed duration with the first one observed, then averages (a fifth for the newest)', () => {
+    // A minute assumed, orders of 0.4 s: averaged in, the minute would still weigh 0.8^10 = 6.4 s
+    // after ten orders, and a line told its places then would be told again.
+    const budget = new OrderBudget({ limits: { maxInFlight: 1 }, typicalOrderMs: MINUTE });
+    expect(admitted(budget.request(req('a/0'), at(0)))).toBe(true);
+    const before = budget.request(req('w/0', { queuedAt: at(1) }), at(0));
+    expect(before).toMatchObject({ position: 1, expectedAt: at(MINUTE) });
+    budget.settled('a/0', 'valid', at(400));
+    expect(admitted(budget.request(req('w/0'), at(400)))).toBe(true);
+    // Ten waiting, one slot: ten waves of 0.4 s (the turnaround measured 0).
+    for (let i = 0; i < 10; i++) budget.request(req(`x/${i}`, { queuedAt: at(10 + i) }), at(400));
+    expect(budget.request(req('x/9'), at(400))).toMatchObject({ position: 10, expectedAt: at(5_000) });
+    // A 2.4-s order next: 0.8 × 0.4 + 0.2 × 2.4 = 0.8 s a wave; a newcomer tenth in line waits 8 s.
+    budget.settled('w/0', 'valid', at(2_800));
+    expect(admitted(budget.request(req('x/0'), at(2_800)))).toBe(true);
+    const newcomer = budget.request(req('x/10', { queuedAt: at(100) }), at(2_800));
+    expect(newcomer).toMatchObject({ position: 10, expectedAt: at(10_800 + 200) }); // rounded up to the second
   });
 
   it('measures no turnaround while the account window, not the slots, paces the orders', () => {

@@ -173,7 +173,8 @@ export interface OrderBudgetOptions {
   readonly limits?: Partial<OrderBudgetLimits>;
   /**
    * The order duration (admission to settlement) assumed before any order has settled,
-   * milliseconds; afterwards a moving average of the observed durations. Only used for the
+   * milliseconds; the first observed duration replaces it, and a moving average of the observed
+   * durations follows. Only used for the
    * `expectedAt` of the in-flight cap, which takes the longer of it and the time the orders in
    * flight have gone without one ending or starting. Default `DEFAULT_TYPICAL_ORDER_MS`.
    */
@@ -359,7 +360,10 @@ export class OrderBudget {
   readonly #phrases: Readonly<Record<'account' | 'inFlight' | 'domain' | 'host', string>>;
   readonly #staleAfterMs: number;
   readonly #sweepEveryMs: number;
+  /** `typicalOrderMs` until an order settles, then the moving average of observed durations. */
   #orderMs: number;
+  /** An order has settled: `#orderMs` is an observed figure, no longer the assumed one. */
+  #orderMsObserved = false;
   /**
    * Mean time (ms) from an order slot freed while the line waited for one to the next order
    * admitted: the caller's re-queue and a free worker. Counted in the in-flight estimate.
@@ -502,7 +506,13 @@ export class OrderBudget {
     const flight = this.#inFlight.get(key);
     if (!flight) return;
     const durationMs = Math.max(0, nowMs - flight.admittedAtMs);
-    this.#orderMs = this.#orderMs * (1 - DURATION_WEIGHT) + durationMs * DURATION_WEIGHT;
+    // The assumed duration stands only until the first one is seen: averaged in, a minute's guess
+    // outweighed 0.3-s orders for their first ten or so, and every domain told its place then was
+    // told again once the estimate came down (docs/performance.md, twelfth round).
+    this.#orderMs = this.#orderMsObserved
+      ? this.#orderMs * (1 - DURATION_WEIGHT) + durationMs * DURATION_WEIGHT
+      : durationMs;
+    this.#orderMsObserved = true;
     if (outcome === 'valid') this.#domain(flight.registeredDomain).certs.add(nowMs);
     if (outcome === 'failed-validation') this.#host(flight.hostname).failures.add(nowMs);
     this.#land(key, flight, nowMs);
