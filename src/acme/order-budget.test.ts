@@ -231,7 +231,14 @@ describe('OrderBudget: a waiting key asked again', () => {
     next('w/18', 38_000);
     // At the front, its turn 2 s off: the same.
     expect(budget.request(req('w/19'), at(38_500))).toBe(told);
-    next('w/19', 40_000);
+    // w/18's order runs late: at 42 s, 2 s past its time, the turn is still expected within 5 s
+    // (the 4 s w/18 has run taken as a wave): the same, shown 2 s late.
+    expect(budget.request(req('w/19'), at(42_000))).toBe(told);
+    // At 46 s the turn is 8 s off (the order has gone 8 s): told afresh.
+    const late = budget.request(req('w/19'), at(46_000));
+    expect(late).not.toBe(told);
+    expect(late).toMatchObject({ admitted: false, position: 1, expectedAt: at(54_000) });
+    next('w/19', 47_000);
   });
 
   it('is told its new place when it falls to the front with the turn still more than 5 s off', () => {

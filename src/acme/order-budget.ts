@@ -287,10 +287,11 @@ const ESTIMATE_TOLERANCE_MIN_MS = MINUTE_MS;
 const PLACE_REFRESH_FACTOR = 10;
 /**
  * A repeated answer stands, whatever the place, while the fresh one expects the turn within this
- * long (ms): 5 s, the reconciler's ORDER_PROGRESS_STATUS_DELAY_MS. The status write after the turn
- * (the certificate stored, or the order's progress) follows within seconds; telling the place first
- * cost a status write per domain in a line at the order slots (the place fell to the front, or to a
- * tenth, in its last seconds; docs/performance.md, twelfth round).
+ * long (ms), and its own time has not been passed by more than that: 5 s, the reconciler's
+ * ORDER_PROGRESS_STATUS_DELAY_MS. The status write after the turn (the certificate stored, or the
+ * order's progress) follows within seconds; telling the place first cost a status write per domain
+ * in a line at the order slots (the place fell to the front or to a tenth in its last seconds, or an
+ * estimate a second early passed; docs/performance.md, twelfth round).
  */
 const IMMINENT_TURN_MS = 5_000;
 
@@ -459,9 +460,10 @@ export class OrderBudget {
    * May `req.key` place its order now? Puts the key in line on its first call. Admitting counts the
    * order at once (see `OrderAdmitted`); asking again for a waiting key counts nothing and returns
    * the answer for the current state, or the same answer as last time while that still holds (same
-   * limit, its expected time not passed, and either the turn expected within 5 s or that time within
-   * 10 % of the wait left or a minute of the current estimate, its place neither grown nor fallen to a
-   * tenth or to the front; `stillHolds`): a waiting domain's status is not rewritten at every look;
+   * limit, and either the turn expected within 5 s and its expected time not more than 5 s past, or
+   * its expected time not passed and within 10 % of the wait left or a minute of the current
+   * estimate, its place neither grown nor fallen to a tenth or to the front; `stillHolds`): a waiting
+   * domain's status is not rewritten at every look;
    * asking for a key admitted and not settled returns
    * `{ admitted: true, alreadyInFlight: true }` with the original `admittedAt`.
    *
@@ -1056,18 +1058,21 @@ function slotTimeMs(
 /**
  * Whether a waiting request's last answer `told` may be given again instead of `fresh`, so that a
  * status showing it is not rewritten at every look (a periodic resync of a long line would otherwise
- * rewrite every waiting domain's place). It holds while it waits for the same limit and its expected
- * time has not passed, and then either `fresh` expects the turn within IMMINENT_TURN_MS, or
- * `fresh`'s expected time is within ESTIMATE_TOLERANCE of the wait left (at least
- * ESTIMATE_TOLERANCE_MIN_MS) of it and its place has neither grown (others came ahead of it) nor
- * fallen to a PLACE_REFRESH_FACTOR-th of it or to the front (1): the place it names is then the
- * place it had when that estimate was made, never better than the place it has (but when the turn
- * is imminent, when others may have come ahead of it).
+ * rewrite every waiting domain's place). It holds while it waits for the same limit and either
+ * `fresh` expects the turn within IMMINENT_TURN_MS and `told`'s expected time is not more than that
+ * past (the write after the turn follows within seconds; the time shown is then at most that late),
+ * or `told`'s expected time has not passed, `fresh`'s is within ESTIMATE_TOLERANCE of the wait left
+ * (at least ESTIMATE_TOLERANCE_MIN_MS) of it, and its place has neither grown (others came ahead of
+ * it) nor fallen to a PLACE_REFRESH_FACTOR-th of it or to the front (1): the place it names is then
+ * the place it had when that estimate was made, never better than the place it has (but when the
+ * turn is imminent, when others may have come ahead of it).
  */
 function stillHolds(told: OrderQueued, fresh: OrderQueued, nowMs: number): boolean {
   const toldAtMs = told.expectedAt.getTime();
-  if (told.reason !== fresh.reason || nowMs >= toldAtMs) return false;
-  if (fresh.expectedAt.getTime() - nowMs <= IMMINENT_TURN_MS) return true;
+  if (told.reason !== fresh.reason) return false;
+  const imminent = fresh.expectedAt.getTime() - nowMs <= IMMINENT_TURN_MS;
+  if (imminent && nowMs - toldAtMs < IMMINENT_TURN_MS) return true;
+  if (nowMs >= toldAtMs) return false;
   if (fresh.position > told.position || fresh.position * PLACE_REFRESH_FACTOR <= told.position) return false;
   if (fresh.position === 1 && told.position !== 1) return false;
   const toleranceMs = Math.max(ESTIMATE_TOLERANCE_MIN_MS, (toldAtMs - nowMs) * ESTIMATE_TOLERANCE);
