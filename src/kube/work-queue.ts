@@ -299,7 +299,8 @@ export class WorkQueue {
 
   /**
    * Queues `key` at high priority, ahead of every normal and low one: for work that completes what
-   * a user waits for (an ACME order settled: its certificate is stored, the domain can go Live). A
+   * a user waits for (an ACME order settled: its certificate is stored, the domain can go Live; a
+   * domain's turn for an order slot came, so the slot is not left unused behind a backlog). A
    * key queued at a lower priority moves up (still queued once). Ignored after `shutDown`.
    */
   addHighPriority(key: string): void {
