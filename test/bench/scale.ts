@@ -891,6 +891,25 @@ function orderSplit(
   return { domains, retried, steps };
 }
 
+/**
+ * How many of the run's domains had their status written n times, by n: the operator logs
+ * `status updated` with the hostname at each status write.
+ */
+function statusWritesByCount(
+  lines: readonly LogLine[],
+  plans: readonly DomainPlan[],
+): Record<number, number> {
+  const writes = new Map<string, number>(plans.map((d) => [d.hostname, 0]));
+  for (const line of lines) {
+    if (line.msg !== 'status updated' || line.hostname === undefined) continue;
+    const count = writes.get(line.hostname);
+    if (count !== undefined) writes.set(line.hostname, count + 1);
+  }
+  const byCount: Record<number, number> = {};
+  for (const count of writes.values()) byCount[count] = (byCount[count] ?? 0) + 1;
+  return byCount;
+}
+
 interface LogProblem {
   level: string;
   msg: string;
@@ -1004,6 +1023,8 @@ interface RampResult extends Measured {
   peakComposition: PeakComposition | undefined;
   peakQueueDepth: number | undefined;
   writesPerDomain: RequestRow[];
+  /** How many domains had their status written n times in the ramp, by n (the operator's log). */
+  statusWritesByCount: Record<number, number>;
   timings: DomainTiming[];
 }
 
@@ -1086,6 +1107,7 @@ async function ramp(
   const timings = domainTimings(plans, tracker);
   const lastReady = Math.max(...timings.map((t) => t.sentAt + (t.seconds.Ready ?? 0) * 1000));
   const durationSeconds = (lastReady - start.t) / 1000;
+  const log = await readLog(ctx.logFile);
   return {
     ...measured,
     startedAt: new Date(start.t).toISOString(),
@@ -1095,7 +1117,8 @@ async function ramp(
     ready: tracker.count('Ready'),
     timedOut: !allReady,
     timeTo: conditionStats(timings),
-    orders: orderSplit(await readLog(ctx.logFile), plans, timings),
+    orders: orderSplit(log, plans, timings),
+    statusWritesByCount: statusWritesByCount(log, plans),
     peakRssBytes: sampler.over(['ramp'], 'rssBytes').max,
     peakHeapUsedBytes: sampler.over(['ramp'], 'heapUsedBytes').max,
     peakComposition: sampler.peakComposition(['ramp']),
@@ -1402,6 +1425,9 @@ function rampLines(r: Report): string[] {
     'API writes during the ramp, per domain:',
     ...requestLines(ramp.writesPerDomain),
     `  total ${writes} writes, ${(writes / r.options.domains).toFixed(2)} per domain`,
+    `  status writes of one domain (operator log): ${Object.entries(ramp.statusWritesByCount)
+      .map(([n, domains]) => `${n} for ${domains}`)
+      .join(', ')}`,
     '',
     `operator log warnings and errors from the start of the run to the restart (${r.rampLogProblems.reduce((s, p) => s + p.count, 0)} lines):`,
     ...problemLines(r.rampLogProblems),
