@@ -20,7 +20,10 @@ const COMPONENT_LABEL = 'portico.dev/component';
 const COMPONENT = 'acme-http01';
 
 export interface WithdrawOptions {
-  /** Resolve only once no replica serves it (rejects with the write's error). Default false. */
+  /**
+   * Write the withdrawal at once and resolve when the shared copy has dropped it (rejects with the
+   * write's error); the other replicas stop as their watch delivers it. Default false.
+   */
   writeNow?: boolean;
 }
 
@@ -31,7 +34,8 @@ export interface ChallengeStore {
    * Stops serving `token` on this replica at once. Other replicas may go on serving it for a while
    * (ConfigMapChallengeStore: until its next write, at most `withdrawDelayMs`): the CA is done with
    * it, and a key authorization is no secret. `writeNow` (an order cancelled before its challenge
-   * was validated): every replica stops before this resolves, so the CA cannot validate it.
+   * was validated): the shared copy drops it before this resolves, and the other replicas within
+   * their watch's delay, so the CA is not answered for it.
    */
   withdraw(token: string, options?: WithdrawOptions): Promise<void>;
   get(token: string): string | undefined;
@@ -109,13 +113,19 @@ export class ConfigMapChallengeStore implements ChallengeStore {
     this.#informer.start();
   }
 
-  /** Writes the changes still waiting (the withdrawals not yet written), then stops watching. */
+  /**
+   * Writes the changes still waiting (the withdrawals not yet written), then stops watching. A
+   * withdrawal whose write fails here stays in the ConfigMap until the next leader's first
+   * publication (see `#flush`).
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
-    await this.#flushing;
     this.#clearWithdrawTimer();
-    if (this.#pending.size > 0) await (this.#flushing = this.#flush(true));
-    this.#clearWithdrawTimer();
+    while (this.#flushing) await this.#flushing;
+    if (this.#pending.size > 0) {
+      this.#flushing = this.#flush(true);
+      await this.#flushing;
+    }
     await this.#informer.stop();
   }
 
@@ -145,9 +155,12 @@ export class ConfigMapChallengeStore implements ChallengeStore {
    * (rejects with the patch's error).
    */
   async withdraw(token: string, options: WithdrawOptions = {}): Promise<void> {
+    // Withdrawn here before (a cancelled order's writeNow, then its clean-up): nothing more to write.
+    const already = this.#withdrawnAt.has(token) && this.#local.get(token) === undefined;
     this.#withdrawnAt.delete(token); // re-inserted at the end: the map stays oldest first
     this.#withdrawnAt.set(token, Date.now());
     await this.#local.withdraw(token);
+    if (already && !options.writeNow) return;
     if (options.writeNow) {
       await this.#change(token, null);
       return;
@@ -218,6 +231,7 @@ export class ConfigMapChallengeStore implements ChallengeStore {
     let writeWithdrawals = withdrawals;
     while (this.#pending.size > 0 && (this.#waiting.length > 0 || writeWithdrawals)) {
       writeWithdrawals = false;
+      if (this.#waiting.length > 0) this.#dropStale();
       const data = Object.fromEntries(this.#pending);
       this.#pending.clear();
       this.#clearWithdrawTimer();
@@ -233,6 +247,22 @@ export class ConfigMapChallengeStore implements ChallengeStore {
     }
     if (this.#pending.size > 0) this.#armWithdrawTimer();
     this.#flushing = undefined;
+  }
+
+  /**
+   * Adds to `#pending` the withdrawal of every token the shared ConfigMap holds (as this replica's
+   * watch last delivered it) that this replica neither serves nor has changes for: left by a
+   * previous leader that crashed or was killed (its withdrawals of the last seconds, its orders in
+   * flight) or by a write that failed at stop. Only a publication's write carries them, and only
+   * the leader publishes (one active replica: leader election), so no live token of another
+   * replica is dropped; without this they stayed for good, towards the ConfigMap's 1 MiB.
+   */
+  #dropStale(): void {
+    const shared = this.#informer.get(CHALLENGE_CONFIGMAP, this.#namespace)?.data;
+    if (!shared) return;
+    for (const token of Object.keys(shared)) {
+      if (this.#local.get(token) === undefined && !this.#pending.has(token)) this.#pending.set(token, null);
+    }
   }
 
   /** Puts the withdrawals of a failed patch's `data` back in `#pending` (unless changed since). */

@@ -283,16 +283,16 @@ describe('OrderBudget: the in-flight estimate', () => {
     expect(wait(60_000)).toBe(at(60_000 + MINUTE).getTime());
     // 150 s: the orders hang; the first slot is expected 150 s on, not a minute (told once, later).
     expect(wait(160_000)).toBe(at(160_000 + 150_000).getTime());
-    // An order ends: the estimate is the observed duration again (the first one seen replaces the
-    // assumed minute: 170 s).
+    // An order ends, failed: the estimate is the mean duration again (a fifth of the 170 s it took
+    // counted; a failure never replaces the assumed minute on its own).
     budget.settled('a/0', 'failed-other', at(170_000));
     expect(admitted(budget.request(req('b/0'), at(170_000)))).toBe(true);
     expect(budget.request(req('c/0', { queuedAt: at(2) }), at(171_000))).toMatchObject({
-      expectedAt: at(171_000 + 170_000),
+      expectedAt: at(171_000 + 0.8 * MINUTE + 0.2 * 170_000),
     });
   });
 
-  it('replaces the assumed duration with the first one observed, then averages (a fifth for the newest)', () => {
+  it("replaces the assumed duration with the first issued order's, then averages (a fifth for the newest)", () => {
     // A minute assumed, orders of 0.4 s: averaged in, the minute would still weigh 0.8^10 = 6.4 s
     // after ten orders, and a line told its places then would be told again.
     const budget = new OrderBudget({ limits: { maxInFlight: 1 }, typicalOrderMs: MINUTE });

@@ -173,8 +173,8 @@ export interface OrderBudgetOptions {
   readonly limits?: Partial<OrderBudgetLimits>;
   /**
    * The order duration (admission to settlement) assumed before any order has settled,
-   * milliseconds; the first observed duration replaces it, and a moving average of the observed
-   * durations follows. Only used for the
+   * milliseconds; the duration of the first order issued replaces it, and a moving average of the
+   * observed durations (failed orders' included) follows. Only used for the
    * `expectedAt` of the in-flight cap, which takes the longer of it and the time the orders in
    * flight have gone without one ending or starting. Default `DEFAULT_TYPICAL_ORDER_MS`.
    */
@@ -361,9 +361,9 @@ export class OrderBudget {
   readonly #phrases: Readonly<Record<'account' | 'inFlight' | 'domain' | 'host', string>>;
   readonly #staleAfterMs: number;
   readonly #sweepEveryMs: number;
-  /** `typicalOrderMs` until an order settles, then the moving average of observed durations. */
+  /** `typicalOrderMs` until an order is issued, then the moving average of observed durations. */
   #orderMs: number;
-  /** An order has settled: `#orderMs` is an observed figure, no longer the assumed one. */
+  /** An order was issued: `#orderMs` started from an observed duration, no longer the assumed one. */
   #orderMsObserved = false;
   /**
    * Mean time (ms) from an order slot freed while the line waited for one to the next order
@@ -508,32 +508,36 @@ export class OrderBudget {
     const flight = this.#inFlight.get(key);
     if (!flight) return;
     const durationMs = Math.max(0, nowMs - flight.admittedAtMs);
-    // The assumed duration stands only until the first one is seen: averaged in, a minute's guess
+    // The assumed duration stands only until an order is issued: averaged in, a minute's guess
     // outweighed 0.3-s orders for their first ten or so, and every domain told its place then was
-    // told again once the estimate came down (docs/performance.md, twelfth round).
-    this.#orderMs = this.#orderMsObserved
-      ? this.#orderMs * (1 - DURATION_WEIGHT) + durationMs * DURATION_WEIGHT
-      : durationMs;
-    this.#orderMsObserved = true;
+    // told again once the estimate came down (docs/performance.md, twelfth round). A failure is
+    // averaged in, never taken alone: it may end in milliseconds (a refusal) or at a timeout.
+    const replacesGuess = !this.#orderMsObserved && outcome === 'valid';
+    this.#orderMs = replacesGuess
+      ? durationMs
+      : this.#orderMs * (1 - DURATION_WEIGHT) + durationMs * DURATION_WEIGHT;
+    if (replacesGuess) this.#orderMsObserved = true;
     if (outcome === 'valid') this.#domain(flight.registeredDomain).certs.add(nowMs);
     if (outcome === 'failed-validation') this.#host(flight.hostname).failures.add(nowMs);
     this.#land(key, flight, nowMs);
   }
 
   /**
-   * Forgets `key` (the domain was removed, or is no longer accepted): drops it from the line, or frees
-   * its in-flight slot (the order stays counted in the account window). Nothing when unknown. Takes
-   * no clock: the limits are re-read at the latest `now` seen.
+   * Forgets `key` (the domain was removed, or is no longer accepted, or no longer verified): drops it
+   * from the line, or frees its in-flight slot (the order stays counted in the account window).
+   * Nothing when unknown. Takes no clock: the limits are re-read at the latest `now` seen. Returns
+   * true when it dropped or freed something.
    */
-  withdraw(key: string): void {
+  withdraw(key: string): boolean {
     const nowMs = this.#lastNowMs;
     const entry = this.#waiting.get(key);
     if (entry) {
       this.#drop(entry, nowMs);
-      return;
+      return true;
     }
     const flight = this.#inFlight.get(key);
     if (flight) this.#land(key, flight, nowMs);
+    return flight !== undefined;
   }
 
   /**

@@ -57,4 +57,28 @@ describe('OrderQueue', () => {
     orders.settled('a/1', 'valid', new Date());
     expect(requeued).toEqual(['a/1']);
   });
+
+  it('gives the place of a withdrawn waiting domain to the next in line, and wakes nobody for a key it does not hold', () => {
+    const requeued: string[] = [];
+    const orders = new OrderQueue(
+      { limits: { accountOrders: { limit: 100, windowMs: MINUTE }, maxInFlight: 1 } },
+      (key) => requeued.push(key),
+    );
+    expect(orders.request(req('a/0'), new Date()).admitted).toBe(true);
+    expect(orders.request(req('a/1'), new Date()).admitted).toBe(false);
+    expect(orders.request(req('a/2'), new Date()).admitted).toBe(false);
+    // a/1 is no longer verified: withdrawn, the slot a/0 frees goes to a/2.
+    orders.withdraw('a/1');
+    expect(requeued).toEqual([]); // no room yet: nobody's turn
+    orders.settled('a/0', 'valid', new Date());
+    expect(requeued).toEqual(['a/2']);
+    // a/2 has not asked yet: a wake now would queue it again. Withdrawing a key the budget does not
+    // hold (a domain not in line, at each look) wakes nobody.
+    orders.withdraw('x/unknown');
+    expect(requeued).toEqual(['a/2']);
+    expect(orders.request(req('a/2'), new Date()).admitted).toBe(true);
+    expect(orders.budget.withdraw('a/1')).toBe(false);
+    expect(orders.budget.withdraw('a/2')).toBe(true); // its slot freed
+    orders.stop();
+  });
 });

@@ -53,10 +53,9 @@ export class OrderQueue {
     this.#wake(now);
   }
 
-  /** `OrderBudget.withdraw`, then re-queues the domains whose turn came. */
+  /** `OrderBudget.withdraw`, then, if it dropped or freed something, re-queues the domains whose turn came. */
   withdraw(key: string): void {
-    this.budget.withdraw(key);
-    this.#wake(this.#now());
+    if (this.budget.withdraw(key)) this.#wake(this.#now());
   }
 
   /** Clears the timer; nothing is re-queued afterwards, and the budget is no longer reported. */

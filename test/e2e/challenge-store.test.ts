@@ -133,6 +133,19 @@ describe('challenge store across replicas', () => {
     expect(Date.now() - stoppedAt).toBeLessThan(5_000);
   });
 
+  it("drops with its next publication the tokens a previous leader left in the ConfigMap (a crash's)", async () => {
+    const ns = unique('http01-stale');
+    await kube().core.createNamespace({ body: { metadata: { name: ns } } });
+    // What a leader killed mid-order leaves: its key authorizations, with nobody to withdraw them.
+    const crashed = replica(ns);
+    await crashed.publish('left_token_0123456789abcdefgh', 'left');
+    const leader = replica(ns);
+    await waitFor('the new leader to see it', () => leader.get('left_token_0123456789abcdefgh'), 10_000, 50);
+    await leader.publish('new_token_0123456789abcdefghi', 'new');
+    const cm = await kube().core.readNamespacedConfigMap({ name: CHALLENGE_CONFIGMAP, namespace: ns });
+    expect(cm.data).toEqual({ new_token_0123456789abcdefghi: 'new' });
+  });
+
   it('writes the changes made while a patch is in flight together: 40 orders cost a few writes, not 80', async () => {
     const ns = unique('http01-batch');
     await kube().core.createNamespace({ body: { metadata: { name: ns } } });

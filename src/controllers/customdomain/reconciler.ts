@@ -954,7 +954,7 @@ export class CustomDomainReconciler {
         log,
       );
     }
-    if (!verified) return { state: { kind: 'not-requested' } };
+    if (!verified) return this.#notRequested(key, inFlight !== undefined);
     const replacing = unusable !== undefined ? { replacing: unusable } : {};
     // Re-verify past the overdue threshold with an order stuck in flight (spec §3, issue #11): that
     // order is dropped and a fresh one asked for at once.
@@ -968,11 +968,21 @@ export class CustomDomainReconciler {
       };
     }
     const queued = this.#admit(domain, key, 'first-issuance', now);
-    if (queued) return { state: queued, requeueAfterMs: queued.expectedAt.getTime() - now.getTime() };
+    if (queued) return { state: queued, requeueAfterMs: queuedRecheckMs(queued, now) };
     if (unusable !== undefined)
       log.warn({ problem: unusable }, 'certificate Secret unusable; issuing a new certificate');
     this.#startIssuance(domain, key, log, { priorFailures });
     return { state: { kind: 'issuing', since: now, ...replacing }, orderStarted: unusable === undefined };
+  }
+
+  /**
+   * No certificate is asked for (DNS not verified). A domain that lost its verification while
+   * waiting in line gives its place to the next: kept, it stood at the front unasked, and the room
+   * it was given went unused until the line's staleness sweep (an hour).
+   */
+  #notRequested(key: string, orderInFlight: boolean): CertificateOutcome {
+    if (!orderInFlight) this.#d.budget.withdraw(key);
+    return { state: { kind: 'not-requested' } };
   }
 
   /**
@@ -1007,10 +1017,6 @@ export class CustomDomainReconciler {
   }
 
   /**
-   * Drops the domain's order in flight, its place in the budget's line and its serving-check record
-   * (removed, or not accepted).
-   */
-  /**
    * For a domain without a certificate: abandons the order in flight when a verify request is acted
    * on past the overdue threshold (issuance-state.ts `abandonsOrderInFlight`). The run is aborted
    * (the issuer withdraws its challenge; its end records no outcome, so no failure and no failed
@@ -1043,6 +1049,10 @@ export class CustomDomainReconciler {
     return true;
   }
 
+  /**
+   * Drops the domain's order in flight, its place in the budget's line and its serving-check record
+   * (removed, or not accepted).
+   */
   #cancelOrder(key: string): void {
     this.#d.tracker.cancel(key);
     this.#storedSerials.delete(key);
@@ -1093,7 +1103,7 @@ export class CustomDomainReconciler {
     if (queued) {
       return {
         state: { kind: 'valid', certificate: serving, renewal: queued },
-        requeueAfterMs: queued.expectedAt.getTime() - now.getTime(),
+        requeueAfterMs: queuedRecheckMs(queued, now),
       };
     }
     if (due) {
@@ -1293,6 +1303,16 @@ async function untilApiAnswers(
       if (signal.aborted) throw new IssuanceCancelledError(hostname);
     }
   }
+}
+
+/**
+ * When to look at a waiting domain again, milliseconds from now: at its expected time, or in a
+ * second when that has passed (the order budget repeats an answer up to 5 s past its time while the
+ * turn is due; order-budget.ts IMMINENT_TURN_MS), so it is told afresh or admitted without waiting
+ * for the next resync.
+ */
+function queuedRecheckMs(queued: { expectedAt: Date }, now: Date): number {
+  return Math.max(1_000, queued.expectedAt.getTime() - now.getTime());
 }
 
 function recordsOrNodata(values: string[]): RRsetAnswer {
