@@ -160,11 +160,11 @@ export class ConfigMapChallengeStore implements ChallengeStore {
     this.#withdrawnAt.delete(token); // re-inserted at the end: the map stays oldest first
     this.#withdrawnAt.set(token, Date.now());
     await this.#local.withdraw(token);
-    if (already && !options.writeNow) return;
     if (options.writeNow) {
       await this.#change(token, null);
       return;
     }
+    if (already) return;
     this.#pending.set(token, null);
     this.#armWithdrawTimer();
   }

@@ -463,9 +463,8 @@ export class OrderBudget {
    * limit, and either the turn expected within 5 s and its expected time not more than 5 s past, or
    * its expected time not passed and within 10 % of the wait left or a minute of the current
    * estimate, its place neither grown nor fallen to a tenth or to the front; `stillHolds`): a waiting
-   * domain's status is not rewritten at every look;
-   * asking for a key admitted and not settled returns
-   * `{ admitted: true, alreadyInFlight: true }` with the original `admittedAt`.
+   * domain's status is not rewritten at every look; asking for a key admitted and not settled
+   * returns `{ admitted: true, alreadyInFlight: true }` with the original `admittedAt`.
    *
    * @throws RangeError when `now` or (on a key's first call) `req.queuedAt` is not a valid Date, or
    * `req.kind` is unknown.

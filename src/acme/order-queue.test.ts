@@ -16,6 +16,16 @@ function req(key: string): OrderRequest {
   };
 }
 
+/** A queue with one order slot and room in the account window; `requeued` lists the keys it woke. */
+function oneSlot(): { orders: OrderQueue; requeued: string[] } {
+  const requeued: string[] = [];
+  const orders = new OrderQueue(
+    { limits: { accountOrders: { limit: 100, windowMs: MINUTE }, maxInFlight: 1 } },
+    (key) => requeued.push(key),
+  );
+  return { orders, requeued };
+}
+
 describe('OrderQueue', () => {
   afterEach(() => {
     vi.useRealTimers();
@@ -42,11 +52,7 @@ describe('OrderQueue', () => {
   });
 
   it('re-queues the next in line when an order settles under the in-flight cap, and nothing after stop', () => {
-    const requeued: string[] = [];
-    const orders = new OrderQueue(
-      { limits: { accountOrders: { limit: 100, windowMs: MINUTE }, maxInFlight: 1 } },
-      (key) => requeued.push(key),
-    );
+    const { orders, requeued } = oneSlot();
     expect(orders.request(req('a/0'), new Date()).admitted).toBe(true);
     expect(orders.request(req('a/1'), new Date()).admitted).toBe(false);
     orders.settled('a/0', 'valid', new Date());
@@ -59,11 +65,7 @@ describe('OrderQueue', () => {
   });
 
   it('gives the place of a withdrawn waiting domain to the next in line, and wakes nobody for a key it does not hold', () => {
-    const requeued: string[] = [];
-    const orders = new OrderQueue(
-      { limits: { accountOrders: { limit: 100, windowMs: MINUTE }, maxInFlight: 1 } },
-      (key) => requeued.push(key),
-    );
+    const { orders, requeued } = oneSlot();
     expect(orders.request(req('a/0'), new Date()).admitted).toBe(true);
     expect(orders.request(req('a/1'), new Date()).admitted).toBe(false);
     expect(orders.request(req('a/2'), new Date()).admitted).toBe(false);
