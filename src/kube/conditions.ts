@@ -58,3 +58,24 @@ export function changedConditions(
     return !old || old.status !== c.status || old.reason !== c.reason;
   });
 }
+
+/**
+ * What a status write does to the conditions, for its log line: each condition of `after` that is
+ * new or whose status, reason or message differs from `before`'s, as `<type>=<status>/<reason>`
+ * with ` (message)` appended when only the message changed, then each condition of `before` that
+ * `after` lacks, as `-<type>`. Empty when the conditions are equal in those three fields. Pure.
+ */
+export function conditionChanges(
+  before: readonly Condition[] | undefined,
+  after: readonly Condition[],
+): string[] {
+  const changes: string[] = [];
+  for (const c of after) {
+    const old = findCondition(before, c.type);
+    if (old && old.status === c.status && old.reason === c.reason && old.message === c.message) continue;
+    const messageOnly = old !== undefined && old.status === c.status && old.reason === c.reason;
+    changes.push(`${c.type}=${c.status}/${c.reason}${messageOnly ? ' (message)' : ''}`);
+  }
+  for (const c of before ?? []) if (!findCondition(after, c.type)) changes.push(`-${c.type}`);
+  return changes;
+}

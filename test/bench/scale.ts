@@ -803,6 +803,8 @@ interface LogLine {
   msg: string;
   hostname?: string;
   err?: { message?: string };
+  /** `status updated`: what the write changed (src/controllers/customdomain/reconciler.ts). */
+  changed?: string[];
 }
 
 async function readLog(file: string): Promise<LogLine[]> {
@@ -908,6 +910,26 @@ function statusWritesByCount(
   const byCount: Record<number, number> = {};
   for (const count of writes.values()) byCount[count] = (byCount[count] ?? 0) + 1;
   return byCount;
+}
+
+/**
+ * The run's status writes by what each changed (the `changed` of the operator's `status updated`
+ * line, joined with `, `), most frequent first: which transitions and which retold messages the
+ * writes per domain are made of.
+ */
+function statusWritesByChange(
+  lines: readonly LogLine[],
+  plans: readonly DomainPlan[],
+): { change: string; writes: number }[] {
+  const hostnames = new Set(plans.map((d) => d.hostname));
+  const counts = new Map<string, number>();
+  for (const line of lines) {
+    if (line.msg !== 'status updated' || line.hostname === undefined || !hostnames.has(line.hostname))
+      continue;
+    const change = line.changed === undefined ? '(not logged)' : line.changed.join(', ') || '(no condition)';
+    counts.set(change, (counts.get(change) ?? 0) + 1);
+  }
+  return [...counts].map(([change, writes]) => ({ change, writes })).sort((a, b) => b.writes - a.writes);
 }
 
 interface LogProblem {
@@ -1025,6 +1047,8 @@ interface RampResult extends Measured {
   writesPerDomain: RequestRow[];
   /** How many domains had their status written n times in the ramp, by n (the operator's log). */
   statusWritesByCount: Record<number, number>;
+  /** The ramp's status writes by what they changed, most frequent first (the operator's log). */
+  statusWritesByChange: { change: string; writes: number }[];
   timings: DomainTiming[];
 }
 
@@ -1119,6 +1143,7 @@ async function ramp(
     timeTo: conditionStats(timings),
     orders: orderSplit(log, plans, timings),
     statusWritesByCount: statusWritesByCount(log, plans),
+    statusWritesByChange: statusWritesByChange(log, plans),
     peakRssBytes: sampler.over(['ramp'], 'rssBytes').max,
     peakHeapUsedBytes: sampler.over(['ramp'], 'heapUsedBytes').max,
     peakComposition: sampler.peakComposition(['ramp']),
@@ -1428,6 +1453,8 @@ function rampLines(r: Report): string[] {
     `  status writes of one domain (operator log): ${Object.entries(ramp.statusWritesByCount)
       .map(([n, domains]) => `${n} for ${domains}`)
       .join(', ')}`,
+    '  status writes by what they changed (operator log; the 12 most frequent):',
+    ...ramp.statusWritesByChange.slice(0, 12).map((c) => `    ${String(c.writes).padStart(7)}  ${c.change}`),
     '',
     `operator log warnings and errors from the start of the run to the restart (${r.rampLogProblems.reduce((s, p) => s + p.count, 0)} lines):`,
     ...problemLines(r.rampLogProblems),

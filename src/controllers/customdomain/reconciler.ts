@@ -58,7 +58,7 @@ import {
   withOwnership,
   type OwnershipPolicy,
 } from '../../dns/ownership.js';
-import { findCondition } from '../../kube/conditions.js';
+import { conditionChanges, findCondition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { apiStatusCode, isNotFound } from '../../kube/errors.js';
 import { backoffDelayMs, type BackoffPolicy } from '../../kube/backoff.js';
@@ -1262,8 +1262,25 @@ export class CustomDomainReconciler {
       WARNING_REASONS,
       { summaryType: 'Ready' },
     );
-    log.info({ phase: next.phase }, 'status updated');
+    log.info({ phase: next.phase, changed: statusChanges(current, next) }, 'status updated');
   }
+}
+
+/**
+ * What a status write changed, for its log line (the scale benchmark counts writes by it): the
+ * conditions' changes (`conditionChanges`), then the name of each other top-level status field
+ * whose value differs. Pure.
+ */
+function statusChanges(before: CustomDomainStatus, after: CustomDomainStatus): string[] {
+  const changes = conditionChanges(before.conditions, after.conditions ?? []);
+  const fields = new Set([...Object.keys(before), ...Object.keys(after)]);
+  for (const field of fields) {
+    if (field === 'conditions') continue;
+    const a = (before as Record<string, unknown>)[field];
+    const b = (after as Record<string, unknown>)[field];
+    if (!(contains(a, b) && contains(b, a))) changes.push(field);
+  }
+  return changes;
 }
 
 /**
