@@ -22,6 +22,8 @@
  *                                 and stderr to /tmp/logs/portico-<n>.log (V8's GC trace, the server's log)
  *   npm run bench:ratelimit -- --bare  # Portico without the Node flags and malloc settings the chart gives it
  *   npm run bench:ratelimit -- --policies 10000  # 9,999 other tenants' policies in the config too (peak RSS)
+ *   npm run bench:ratelimit -- --floor  # one more server in the rounds: @grpc/grpc-js with Portico's service
+ *                                 answering at once (test/bench/grpc-floor-server.ts), the runtime's floor
  *
  * Each Portico server runs as the chart runs it (src/sandbox/ratelimit-server.ts: its Node flags
  * first, then --node-options, then its --portico-flags; the chart's malloc settings, processes.ts:
@@ -117,6 +119,12 @@ interface Options {
    * (RATELIMIT_SERVER_NODE_FLAGS, CHART_MALLOC_ENV), which it gets otherwise.
    */
   bare: boolean;
+  /**
+   * Add the floor to the rounds: test/bench/grpc-floor-server.ts (@grpc/grpc-js with Portico's
+   * service definition, answering at once), run as the Portico servers are (the same Node flags
+   * first), then `--import tsx --max-semi-space-size=8` (a 24 MB young generation).
+   */
+  floor: boolean;
 }
 
 /** One Portico server of the run: the node binary, its flags and the CLI it runs. */
@@ -124,6 +132,18 @@ interface PorticoServer {
   readonly node: string;
   readonly cli: string;
   readonly flags: string[];
+  /** Its name in the report; unset: `portico`, or `portico <n>` when there are several. */
+  readonly name?: string;
+}
+
+/** The floor server of `--floor` (Options.floor). */
+function floorServer(): PorticoServer {
+  return {
+    node: process.execPath,
+    cli: path.join(REPO, 'test', 'bench', 'grpc-floor-server.ts'),
+    flags: ['--import', import.meta.resolve('tsx'), '--max-semi-space-size=8'],
+    name: 'grpc-js floor',
+  };
 }
 
 /**
@@ -173,6 +193,7 @@ function options(): Options {
       'portico-log': { type: 'string' },
       bare: { type: 'boolean', default: false },
       policies: { type: 'string', default: '1' },
+      floor: { type: 'boolean', default: false },
     },
   });
   return {
@@ -192,6 +213,7 @@ function options(): Options {
     porticoLog: values['portico-log'] === undefined ? undefined : path.resolve(values['portico-log']),
     bare: values.bare,
     policies: Number(values.policies),
+    floor: values.floor,
   };
 }
 
@@ -483,7 +505,10 @@ const load = (): string =>
 
 async function main(): Promise<void> {
   const o = options();
-  const servers = porticoServers(o.porticoClis, o.porticoFlags, o.porticoNodes);
+  const servers = [
+    ...porticoServers(o.porticoClis, o.porticoFlags, o.porticoNodes),
+    ...(o.floor ? [floorServer()] : []),
+  ];
   const loadAtStart = load();
   const bin = await tools();
   const status = await sandboxStatus(o.dir).catch(() => undefined);
@@ -505,7 +530,7 @@ async function main(): Promise<void> {
   };
   const porticos = servers.map((server, i) => ({
     ...server,
-    name: servers.length === 1 ? 'portico' : `portico ${i + 1}`,
+    name: server.name ?? (servers.length === 1 ? 'portico' : `portico ${i + 1}`),
     grpcPort: port(`grpc${i}`),
     metricsPort: port(`metrics${i}`),
   }));
