@@ -8,14 +8,13 @@ function condition(type: string, status: Condition['status'], reason: string, me
 }
 
 const verified = condition('DNSVerified', 'True', 'Verified', 'www.example.com is a CNAME to the platform.');
-const queued = (message: string): Condition =>
-  condition('CertificateReady', 'False', 'QueuedForCABudget', message);
+const queued = (message: string): Condition => condition('CertificateReady', 'False', 'OrderQueued', message);
 
 describe('conditionChanges', () => {
   it('names new conditions and changed reasons, and marks a change of message alone', () => {
     const before = [verified, queued('Turn expected at 10:00:05Z.')];
     expect(conditionChanges(before, [verified, queued('Turn expected at 10:02:00Z.')])).toEqual([
-      'CertificateReady=False/QueuedForCABudget (message)',
+      'CertificateReady=False/OrderQueued (message)',
     ]);
     const issuing = condition('CertificateReady', 'False', 'Issuing', 'The order is placed.');
     const ready = condition('Ready', 'False', 'Issuing', 'not yet');
