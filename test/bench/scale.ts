@@ -926,7 +926,12 @@ function statusWritesByChange(
   for (const line of lines) {
     if (line.msg !== 'status updated' || line.hostname === undefined || !hostnames.has(line.hostname))
       continue;
-    const change = line.changed === undefined ? '(not logged)' : line.changed.join(', ') || '(no condition)';
+    // Empty: the write changed no condition's status, reason or message and no other field, so only
+    // the conditions' times, generations or order.
+    const change =
+      line.changed === undefined
+        ? '(not logged)'
+        : line.changed.join(', ') || '(conditions: times, generations or order only)';
     counts.set(change, (counts.get(change) ?? 0) + 1);
   }
   return [...counts].map(([change, writes]) => ({ change, writes })).sort((a, b) => b.writes - a.writes);
