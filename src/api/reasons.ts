@@ -96,6 +96,10 @@ export const CUSTOM_DOMAIN_REASONS = {
     severity: 'Warning',
     doc: 'gateway mode: the API server serves no ListenerSet, so the certificate cannot be attached to the Gateway',
   },
+  HTTPProxyUnsupported: {
+    severity: 'Warning',
+    doc: "ingress mode, flavor contour: the API server serves no HTTPProxy (Contour's CRDs are not installed)",
+  },
   // Ready
   Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
   // Ready, the serving check (serving/verdict.ts SERVING_REASONS, serving/schedule.ts)

@@ -278,7 +278,7 @@ const options = {
   'ingress-class': {
     type: 'string',
     env: 'PORTICO_INGRESS_CLASS',
-    help: 'spec.ingressClassName of created Ingresses',
+    help: 'spec.ingressClassName of created Ingresses (and HTTPProxies, flavor contour)',
   },
   'routing-mode': {
     type: 'string',
@@ -290,7 +290,7 @@ const options = {
     type: 'string',
     env: 'PORTICO_INGRESS_FLAVOR',
     default: 'nginx',
-    help: 'nginx | traefik: how an Ingress says "redirect" (ingress mode)',
+    help: 'nginx | traefik | contour: how an Ingress says "redirect", or (contour) an HTTPProxy per domain instead of an Ingress (ingress mode)',
   },
   'gateway-parent-refs': {
     type: 'string',
