@@ -272,9 +272,13 @@ function subConditions(subs: readonly SubCondition[]): string {
  * `Orphaned` for an orphaned one) and every error's words; `awaiting` while Contour has not reported
  * on this generation (no `Valid` condition, another `observedGeneration`, or status Unknown).
  */
-export function httpProxyAcknowledgement(proxy: HTTPProxyWithStatus | undefined, name: string): Acknowledgement {
+export function httpProxyAcknowledgement(
+  proxy: HTTPProxyWithStatus | undefined,
+  name: string,
+): Acknowledgement {
   const what = `HTTPProxy ${name}`;
-  if (proxy === undefined) return { kind: 'awaiting', message: `${what} is not in the operator's cache yet.` };
+  if (proxy === undefined)
+    return { kind: 'awaiting', message: `${what} is not in the operator's cache yet.` };
   const generation = proxy.metadata?.generation;
   const valid = conditionOf(proxy.status?.conditions, 'Valid') as DetailedCondition | undefined;
   const status = proxy.status?.currentStatus;
@@ -288,21 +292,24 @@ export function httpProxyAcknowledgement(proxy: HTTPProxyWithStatus | undefined,
       kind: 'awaiting',
       message: `${what}: Contour reported on generation ${valid.observedGeneration ?? 'unknown'}, not yet on the current generation ${generation ?? 'unknown'}.`,
     };
-  const warnings = valid.warnings ?? [];
+  return judgeProxy(valid, status, what);
+}
+
+/** `httpProxyAcknowledgement` once `valid` is of the current generation. */
+function judgeProxy(valid: DetailedCondition, status: string | undefined, what: string): Acknowledgement {
   if (valid.status === 'True') {
+    const warnings = valid.warnings ?? [];
     const warned = warnings.length > 0 ? ` Warnings: ${subConditions(warnings)}.` : '';
-    return { kind: 'confirmed', message: `Contour took ${what} (currentStatus ${status ?? 'valid'}).${warned}` };
+    return {
+      kind: 'confirmed',
+      message: `Contour took ${what} (currentStatus ${status ?? 'valid'}).${warned}`,
+    };
   }
   if (valid.status !== 'False') return { kind: 'awaiting', message: `${what}: ${said(valid)}` };
   const errors = valid.errors ?? [];
-  const [first] = errors;
-  const reason = first?.reason || valid.reason || 'Invalid';
+  const reason = errors[0]?.reason || valid.reason || 'Invalid';
   const words = errors.length > 0 ? subConditions(errors) : said(valid);
-  return {
-    kind: 'refused',
-    reason,
-    message: `Contour marks ${what} ${status ?? 'invalid'}: ${words}.`,
-  };
+  return { kind: 'refused', reason, message: `Contour marks ${what} ${status ?? 'invalid'}: ${words}.` };
 }
 
 /**

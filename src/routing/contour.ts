@@ -73,7 +73,11 @@ export interface HTTPProxy extends KubernetesObject {
  * A route that sends `prefix` to `service`. `permitInsecure`: answered over plain HTTP as well (the
  * challenge route), not redirected to HTTPS.
  */
-export function serviceRoute(prefix: string, service: HTTPProxyService, permitInsecure = false): HTTPProxyRoute {
+export function serviceRoute(
+  prefix: string,
+  service: HTTPProxyService,
+  permitInsecure = false,
+): HTTPProxyRoute {
   return {
     conditions: [{ prefix }],
     services: [{ name: service.name, port: service.port }],

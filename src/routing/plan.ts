@@ -125,10 +125,7 @@ export interface RoutingLookups {
 export type UnservableReason = 'ListenerSetUnsupported';
 
 export type NotRoutedReason =
-  | 'NoBackend'
-  | 'ServicePortNotFound'
-  | 'HTTPProxyUnsupported'
-  | RedirectNotRoutedReason;
+  'NoBackend' | 'ServicePortNotFound' | 'HTTPProxyUnsupported' | RedirectNotRoutedReason;
 
 export type RoutingPlan =
   | {
@@ -452,7 +449,9 @@ function contourPlan(domain: CustomDomain, options: RoutingOptions, lookups: Rou
   const tlsSentence = tls
     ? ` TLS from Secret ${secret}.`
     : ` TLS from Secret ${secret} is added once it holds the certificate (Contour refuses an HTTPProxy whose TLS Secret is missing).`;
-  const challenge = options.http01Service ? ` ${HTTP01_PATH_PREFIX} goes to the operator, over plain HTTP too.` : '';
+  const challenge = options.http01Service
+    ? ` ${HTTP01_PATH_PREFIX} goes to the operator, over plain HTTP too.`
+    : '';
   const service01 = desiredHttp01Service(domain, options);
   return routed(service01 ? [service01, proxy] : [proxy], domain, sentence + tlsSentence + challenge, []);
 }
@@ -502,6 +501,11 @@ export function desiredRouting(
   if (refused) return refused;
   if ((options.mode ?? 'ingress') === 'gateway') return gatewayPlan(domain, options, lookups);
   if (isContour(options)) return contourPlan(domain, options, lookups);
+  return ingressPlan(domain, options, lookups);
+}
+
+/** Ingress mode, flavors nginx and traefik (`desiredRouting`). */
+function ingressPlan(domain: CustomDomain, options: RoutingOptions, lookups: RoutingLookups): RoutingPlan {
   const intent = redirectIntent(domain);
   if (intent) return ingressRedirectPlan(domain, options, intent);
   const ingress = desiredIngress(domain, options);

@@ -99,6 +99,7 @@ import {
   type DnsStatusBase,
 } from './dns-outcome.js';
 import { decideOwnership, standingOwnership } from './ownership-decision.js';
+import { foreignKind, notOurs, otherOwner } from './object-holder.js';
 import type { OwnershipStore } from './ownership-store.js';
 import { acceptance, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
 import type { HostnameClaims } from './hostname-claims.js';
@@ -658,17 +659,8 @@ export class CustomDomainReconciler {
       if (applied.wrote) written.add(obj);
     }
     for (const header of staleRoutingObjects(plan)) await this.#deleteIfCached(header, domain);
-    if (taken.length > 0 || foreign.length > 0) {
-      const sentences = [
-        taken.length > 0
-          ? `${taken.join(', ')} belongs to another CustomDomain by its ${CUSTOM_DOMAIN_LABEL} label; Portico never overwrites another domain's object. Remove that object or correct its label.`
-          : '',
-        foreign.length > 0
-          ? `${foreign.join(', ')} exists and is not Portico's (no ${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE} label); Portico never overwrites an HTTPProxy it did not write. Remove or rename that object.`
-          : '',
-      ];
-      return { kind: 'not-routed', reason: 'NameInUse', message: sentences.filter(Boolean).join(' ') };
-    }
+    const inUse = nameInUse(taken, foreign);
+    if (inUse) return inUse;
     if (!plan.routed) return { kind: 'not-routed', reason: plan.reason, message: plan.message };
     if (plan.unservable) return { kind: 'not-routed', ...plan.unservable };
     if (this.#d.routing.dataPlaneAcknowledgement === false)
@@ -1320,33 +1312,23 @@ function statusChanges(before: CustomDomainStatus, after: CustomDomainStatus): s
 }
 
 /**
- * The CustomDomain that `obj`'s owner label (`portico.dev/customdomain`) names when it is another
- * than `domain`; undefined when it names `domain` or there is no such label (an object made by
- * hand at a name Portico uses is Portico's to replace).
+ * Routed=False `NameInUse` when objects at Portico's names are not this domain's: `taken`, each
+ * `Kind name (CustomDomain other)`, by another domain's label; `foreign`, each `Kind name`, not
+ * Portico's at all (object-holder.ts `foreignKind`). Undefined when both are empty.
  */
-function otherOwner(obj: KubernetesObject | undefined, domain: CustomDomain): string | undefined {
-  const owner = obj?.metadata?.labels?.[CUSTOM_DOMAIN_LABEL];
-  return owner !== undefined && owner !== domain.metadata.name ? owner : undefined;
-}
-
-/**
- * Kinds where an object without Portico's `app.kubernetes.io/managed-by=portico` label is someone
- * else's and never overwritten or deleted: HTTPProxy (issue 28). A platform team writes its own
- * HTTPProxies (e.g. the API's, which RateLimitPolicies target) in the same namespaces, and one at
- * `portico-<name>` is theirs, not a leftover of Portico's. (Other kinds keep the rule of
- * `otherOwner`: an unlabelled object at Portico's name is Portico's to replace.)
- */
-function foreignKind(header: ObjectHeader): boolean {
-  return header.apiVersion === CONTOUR_API_VERSION && header.kind === HTTPPROXY_KIND;
-}
-
-/**
- * Whether `obj` (at `header`) must be left alone by `domain`: another CustomDomain's by its owner
- * label, or, for a `foreignKind`, not labelled as Portico's at all.
- */
-function notOurs(header: ObjectHeader, obj: KubernetesObject, domain: CustomDomain): boolean {
-  if (otherOwner(obj, domain) !== undefined) return true;
-  return foreignKind(header) && obj.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE;
+function nameInUse(taken: readonly string[], foreign: readonly string[]): RoutingState | undefined {
+  const sentences: string[] = [];
+  if (taken.length > 0)
+    sentences.push(
+      `${taken.join(', ')} belongs to another CustomDomain by its ${CUSTOM_DOMAIN_LABEL} label; Portico never overwrites another domain's object. Remove that object or correct its label.`,
+    );
+  if (foreign.length > 0)
+    sentences.push(
+      `${foreign.join(', ')} exists and is not Portico's (no ${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE} label); Portico never overwrites an HTTPProxy it did not write. Remove or rename that object.`,
+    );
+  return sentences.length > 0
+    ? { kind: 'not-routed', reason: 'NameInUse', message: sentences.join(' ') }
+    : undefined;
 }
 
 /** Retry delays of a certificate write while the API server does not answer: 1 s doubling to 30 s. */
