@@ -8,7 +8,6 @@
  * challenge route to the ExternalName Service `portico-acme-http01` is valid. Pebble validates
  * HTTP-01 on the operator's own port (no Envoy runs here), so issuance does not go through Contour.
  */
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIELD_MANAGER, type CustomDomain } from '../../src/api/customdomain.js';
 import type { HTTPProxy } from '../../src/routing/contour.js';
@@ -34,6 +33,7 @@ import {
   type ControllerCommand,
   type OperatorProcess,
 } from './support/stack-controller.js';
+import { contourXdsAddr, virtualHostsFor, type XdsRoute } from './support/contour.js';
 
 const CONTOUR_API = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
 const HTTP01_SERVICE = 'portico-controller.portico-system.svc.cluster.local:8089';
@@ -42,6 +42,7 @@ let stack: ControllerCommand | undefined;
 let operator: OperatorProcess | undefined;
 
 beforeAll(async () => {
+  contourXdsAddr(); // throws unless the stack runs Contour
   stack = await stopStackController();
   if (!stack) throw new Error('the stack operator was not found');
   operator = await startOperator(stack, 'contour-httpproxy', {
@@ -92,118 +93,17 @@ async function servingDomain(ns: string, name: string, hostname: string): Promis
   await createCustomDomain(ns, name, { hostname, service: { name: 'web', port: 'http' } });
 }
 
-// ---- Contour's xDS, as `contour cli rds` prints it ----
-
-interface RedirectAction {
-  host_redirect?: string;
-  scheme_redirect?: string;
-  https_redirect?: boolean;
-  /** The enum's name; absent for MOVED_PERMANENTLY (301), proto3's zero value. */
-  response_code?: string;
-  strip_query?: boolean;
-  path_redirect?: string;
-  prefix_rewrite?: string;
-}
-interface XdsRoute {
-  match?: { prefix?: string; path?: string; safe_regex?: { regex?: string } };
-  route?: { cluster?: string };
-  redirect?: RedirectAction;
-}
-interface XdsVirtualHost {
-  name: string;
-  domains: string[];
-  routes?: XdsRoute[];
-}
-interface RouteConfiguration {
-  name: string;
-  virtual_hosts?: XdsVirtualHost[];
+/** The route of `prefix` among `routes`. */
+function routeFor(routes: readonly XdsRoute[] | undefined, prefix: string): XdsRoute | undefined {
+  return routes?.find((r) => r.match?.prefix === prefix);
 }
 
-/** The contour binary of the stack's tools. */
-function contourBinary(): string {
-  const binary = (sandbox as { contourBinary?: string }).contourBinary;
-  if (!binary) throw new Error('the e2e stack names no contour binary');
-  return binary;
-}
-
-function contourXdsAddr(): string {
-  const addr = (sandbox as { contourXdsAddr?: string }).contourXdsAddr;
-  if (!addr) throw new Error('the e2e stack runs no Contour (no xDS address in its state)');
-  return addr;
-}
-
-/** Splits `text` into its complete top-level JSON objects (the CLI prints them one after another). */
-function jsonObjects(text: string): unknown[] {
-  const found: unknown[] = [];
-  let depth = 0;
-  let start = -1;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (inString) {
-      if (ch === '\\') i++;
-      else if (ch === '"') inString = false;
-    } else if (ch === '"') inString = true;
-    else if (ch === '{') {
-      if (depth === 0) start = i;
-      depth++;
-    } else if (ch === '}') {
-      depth--;
-      if (depth === 0 && start >= 0) found.push(JSON.parse(text.slice(start, i + 1)));
-    }
-  }
-  return found;
-}
-
-/**
- * The route configurations Contour serves now: `contour cli rds --contour <xds>` sends one
- * DiscoveryRequest and prints each DiscoveryResponse as JSON (cmd/contour/cli.go `watchstream`,
- * proto field names); the first response is read, then the CLI (which watches forever) is stopped.
- */
-async function routeConfigurations(): Promise<RouteConfiguration[]> {
-  const child = spawn(contourBinary(), ['cli', 'rds', '--contour', contourXdsAddr()], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  try {
-    return await new Promise<RouteConfiguration[]>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new Error(`contour cli rds gave no response within 10 s; stderr: ${err}`));
-      }, 10_000);
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const response = jsonObjects(out).find(
-          (o): o is { resources?: RouteConfiguration[] } =>
-            typeof o === 'object' && o !== null && 'resources' in o && 'nonce' in o,
-        );
-        if (response) {
-          clearTimeout(timer);
-          resolve(response.resources ?? []);
-        }
-      });
-      child.on('exit', (code) => {
-        clearTimeout(timer);
-        reject(new Error(`contour cli rds exited (${code}) before a response; stderr: ${err}`));
-      });
-    });
-  } finally {
-    child.kill('SIGTERM');
-  }
-}
-
-/** Every virtual host of `hostname`, by the route configuration it is in. */
-function virtualHostsOf(configs: RouteConfiguration[], hostname: string): [string, XdsVirtualHost][] {
-  return configs.flatMap((config) =>
-    (config.virtual_hosts ?? [])
-      .filter((vh) => vh.domains.includes(hostname) || vh.name === hostname)
-      .map((vh): [string, XdsVirtualHost] => [config.name, vh]),
-  );
-}
-
-function routeFor(vh: XdsVirtualHost | undefined, prefix: string): XdsRoute | undefined {
-  return vh?.routes?.find((r) => r.match?.prefix === prefix);
+/** The routes of the virtual host in RouteConfiguration `config`, among `hosts` (virtualHostsFor). */
+function routesIn(
+  hosts: Awaited<ReturnType<typeof virtualHostsFor>>,
+  config: string,
+): XdsRoute[] | undefined {
+  return hosts.find((h) => h.routeConfig === config)?.routes;
 }
 
 describe('--ingress-flavor contour, with a real Contour', () => {
@@ -233,12 +133,11 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     expect(valid).toMatchObject({ status: 'True', observedGeneration: proxy.metadata.generation });
 
     // What Contour would push to Envoy: the HTTPS virtual host, and the challenge route on port 80.
-    const hosts = virtualHostsOf(await routeConfigurations(), hostname);
-    const https = hosts.find(([config]) => config === `https/${hostname}`)?.[1];
-    expect(routeFor(https, '/')?.route?.cluster).toContain('web');
-    const insecure = hosts.find(([config]) => config === 'ingress_http')?.[1];
+    const hosts = await virtualHostsFor(hostname);
+    expect(routeFor(routesIn(hosts, `https/${hostname}`), '/')?.route?.cluster).toContain(`${ns}/web/80`);
+    const insecure = routesIn(hosts, 'ingress_http');
     expect(routeFor(insecure, '/.well-known/acme-challenge/')?.route?.cluster).toContain(
-      'portico-acme-http01',
+      `${ns}/portico-acme-http01/8089`,
     );
     // `/` on port 80 is Contour's upgrade to HTTPS (no permitInsecure on the serving route).
     expect(routeFor(insecure, '/')?.redirect).toEqual({ https_redirect: true });
@@ -335,16 +234,16 @@ describe('--ingress-flavor contour, with a real Contour', () => {
 
     // Envoy's RedirectAction as Contour builds it, on HTTPS and (permitInsecure) on plain HTTP: the
     // target host, https, 308, and no path rewrite or strip_query (path and query kept).
-    const hosts = virtualHostsOf(await routeConfigurations(), old);
-    expect(hosts.map(([config]) => config).sort()).toEqual([`https/${old}`, 'ingress_http']);
-    for (const [config, vh] of hosts) {
-      expect(routeFor(vh, '/')?.redirect, config).toEqual({
+    const hosts = await virtualHostsFor(old);
+    expect(hosts.map((h) => h.routeConfig).sort()).toEqual([`https/${old}`, 'ingress_http']);
+    for (const { routeConfig, routes } of hosts) {
+      expect(routeFor(routes, '/')?.redirect, routeConfig).toEqual({
         host_redirect: target,
         scheme_redirect: 'https',
         response_code: 'PERMANENT_REDIRECT',
       });
-      expect(routeFor(vh, '/.well-known/acme-challenge/')?.route?.cluster, config).toContain(
-        'portico-acme-http01',
+      expect(routeFor(routes, '/.well-known/acme-challenge/')?.route?.cluster, routeConfig).toContain(
+        `${ns}/portico-acme-http01/8089`,
       );
     }
 
@@ -353,14 +252,12 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     await waitFor('HTTPProxy portico-old to be deleted', async () =>
       (await proxyGone(ns, 'portico-old')) ? true : undefined,
     );
-    const left = await waitFor(
+    await waitFor(
       `no virtual host for ${old} in Contour's RDS`,
-      async () => {
-        const configs = await routeConfigurations();
-        return virtualHostsOf(configs, old).length === 0 ? configs : undefined;
-      },
+      async () => ((await virtualHostsFor(old)).length === 0 ? true : undefined),
       30_000,
     );
-    expect(virtualHostsOf(left, target).length).toBeGreaterThan(0);
+    // The target keeps its own: only the redirect domain's routing went.
+    expect((await virtualHostsFor(target)).map((h) => h.routeConfig)).toContain(`https/${target}`);
   });
 });
