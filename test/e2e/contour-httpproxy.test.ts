@@ -33,7 +33,7 @@ import {
   type ControllerCommand,
   type OperatorProcess,
 } from './support/stack-controller.js';
-import { contourXdsAddr, virtualHostsFor, type XdsRoute } from './support/contour.js';
+import { contourXdsAddr, virtualHostsFor, xdsResources, type XdsRoute } from './support/contour.js';
 
 const CONTOUR_API = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
 const HTTP01_SERVICE = 'portico-controller.portico-system.svc.cluster.local:8089';
@@ -93,6 +93,24 @@ async function servingDomain(ns: string, name: string, hostname: string): Promis
   await createCustomDomain(ns, name, { hostname, service: { name: 'web', port: 'http' } });
 }
 
+/**
+ * The virtual hosts of `hostname` in Contour's RDS once there are `count` of them (Contour builds its
+ * xDS snapshot a moment after it writes status: its DAG rebuild is held off briefly after a change).
+ */
+async function xdsHostsOf(
+  hostname: string,
+  count: number,
+): Promise<Awaited<ReturnType<typeof virtualHostsFor>>> {
+  return waitFor(`${count} virtual hosts for ${hostname} in Contour's RDS`, async () => {
+    const hosts = await virtualHostsFor(hostname);
+    if (hosts.length >= count) return hosts;
+    const all = await xdsResources('rds');
+    throw new Error(
+      `RDS has ${hosts.map((h) => h.routeConfig).join(', ') || 'nothing'} for it; all: ${JSON.stringify(all).slice(0, 3000)}`,
+    );
+  });
+}
+
 /** The route of `prefix` among `routes`. */
 function routeFor(routes: readonly XdsRoute[] | undefined, prefix: string): XdsRoute | undefined {
   return routes?.find((r) => r.match?.prefix === prefix);
@@ -133,7 +151,7 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     expect(valid).toMatchObject({ status: 'True', observedGeneration: proxy.metadata.generation });
 
     // What Contour would push to Envoy: the HTTPS virtual host, and the challenge route on port 80.
-    const hosts = await virtualHostsFor(hostname);
+    const hosts = await xdsHostsOf(hostname, 2);
     expect(routeFor(routesIn(hosts, `https/${hostname}`), '/')?.route?.cluster).toContain(`${ns}/web/80`);
     const insecure = routesIn(hosts, 'ingress_http');
     expect(routeFor(insecure, '/.well-known/acme-challenge/')?.route?.cluster).toContain(
@@ -234,7 +252,7 @@ describe('--ingress-flavor contour, with a real Contour', () => {
 
     // Envoy's RedirectAction as Contour builds it, on HTTPS and (permitInsecure) on plain HTTP: the
     // target host, https, 308, and no path rewrite or strip_query (path and query kept).
-    const hosts = await virtualHostsFor(old);
+    const hosts = await xdsHostsOf(old, 2);
     expect(hosts.map((h) => h.routeConfig).sort()).toEqual([`https/${old}`, 'ingress_http']);
     for (const { routeConfig, routes } of hosts) {
       expect(routeFor(routes, '/')?.redirect, routeConfig).toEqual({

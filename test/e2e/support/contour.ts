@@ -73,7 +73,9 @@ export async function xdsResources(kind: XdsKind, timeoutMs = 15_000): Promise<X
       }, timeoutMs);
       child.stdout.on('data', (chunk: string) => {
         stdout += chunk;
-        const response = splitTopLevelObjects(stdout).find((o) => 'resources' in o || 'version_info' in o);
+        // The CLI prints its DiscoveryRequest first (`version_info` "0", no `nonce`); a
+        // DiscoveryResponse always carries a `nonce`, also when it holds no resources.
+        const response = splitTopLevelObjects(stdout).find((o) => 'nonce' in o);
         if (response === undefined) return;
         clearTimeout(timer);
         resolve((response['resources'] ?? []) as XdsResource[]);
