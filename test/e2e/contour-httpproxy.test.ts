@@ -8,6 +8,7 @@
  * challenge route to the ExternalName Service `portico-acme-http01` is valid. Pebble validates
  * HTTP-01 on the operator's own port (no Envoy runs here), so issuance does not go through Contour.
  */
+import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIELD_MANAGER, type CustomDomain } from '../../src/api/customdomain.js';
 import type { HTTPProxy } from '../../src/routing/contour.js';
@@ -80,6 +81,46 @@ async function proxyGone(namespace: string, name: string): Promise<boolean> {
   }
 }
 
+/** One version of an HTTPProxy as its watch delivered it. */
+interface ProxyVersion {
+  generation: number | undefined;
+  tls: boolean;
+  currentStatus: string | undefined;
+  /** The generation Contour's Valid condition was written for. */
+  validFor: number | undefined;
+}
+
+/** Every version of HTTPProxy `name` in `namespace` from now on, as the API server's watch sends them. */
+async function watchProxy(
+  namespace: string,
+  name: string,
+): Promise<{ seen: ProxyVersion[]; stop: () => void }> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(sandbox.kubeconfig);
+  const seen: ProxyVersion[] = [];
+  const watch = await new Watch(kc).watch(
+    `/apis/projectcontour.io/v1/namespaces/${namespace}/httpproxies`,
+    { fieldSelector: `metadata.name=${name}` },
+    (phase, obj: HTTPProxy & HTTPProxyWithStatus) => {
+      if (phase !== 'ADDED' && phase !== 'MODIFIED') return;
+      const valid = obj.status?.conditions?.find((c) => c.type === 'Valid');
+      seen.push({
+        generation: obj.metadata.generation,
+        tls: obj.spec.virtualhost.tls !== undefined,
+        currentStatus: obj.status?.currentStatus,
+        validFor: valid?.observedGeneration,
+      });
+    },
+    () => undefined,
+  );
+  return {
+    seen,
+    stop: () => {
+      watch.abort();
+    },
+  };
+}
+
 /** A project with DNS pointing at the platform; its Service `web` has port `http` (80). */
 async function project(prefix: string): Promise<string> {
   const ns = unique(prefix);
@@ -128,8 +169,20 @@ describe('--ingress-flavor contour, with a real Contour', () => {
   it('writes an HTTPProxy that Contour takes: Routed from its Valid condition, TLS once the Secret exists, Ready', async () => {
     const ns = await project('hp-serve');
     const hostname = `www.${ns}.example`;
-    await servingDomain(ns, 'www', hostname);
-    const live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 120_000);
+    const watched = await watchProxy(ns, 'portico-www');
+    let live: CustomDomain;
+    try {
+      await servingDomain(ns, 'www', hostname);
+      live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 120_000);
+    } finally {
+      watched.stop();
+    }
+    // Written before the certificate existed without a TLS block (Contour would refuse the whole
+    // HTTPProxy for a missing Secret), then with it; Contour never called a version invalid.
+    const [first] = watched.seen;
+    expect(first).toMatchObject({ generation: 1, tls: false });
+    expect(watched.seen.some((v) => v.tls && (v.generation ?? 0) > 1)).toBe(true);
+    expect(watched.seen.map((v) => v.currentStatus)).not.toContain('invalid');
     expect(condition(live, 'Routed')).toMatchObject({ status: 'True', reason: 'RoutesReady' });
     expect(condition(live, 'Routed').message).toContain(
       `HTTPProxy portico-www (Contour) routes ${hostname} to Service web:80. TLS from Secret www-tls.`,
@@ -277,5 +330,33 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     );
     // The target keeps its own: only the redirect domain's routing went.
     expect((await virtualHostsFor(target)).map((h) => h.routeConfig)).toContain(`https/${target}`);
+  });
+
+  it("moves a domain's routing to an Ingress when the operator's flavor changes, and deletes its HTTPProxy", async () => {
+    const ns = await project('hp-flavor');
+    const hostname = `www.${ns}.example`;
+    await servingDomain(ns, 'www', hostname);
+    await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 120_000);
+    expect((await readProxy(ns, 'portico-www')).status?.currentStatus).toBe('valid');
+
+    if (operator) await stopOperator(operator);
+    if (!stack) throw new Error('the stack operator was not found');
+    operator = await startOperator(stack, 'contour-httpproxy-nginx', {
+      '--ingress-flavor': 'nginx',
+      '--data-plane-acknowledgement': 'true',
+      '--http01-service': HTTP01_SERVICE,
+    });
+    await waitFor('HTTPProxy portico-www to be deleted', async () =>
+      (await proxyGone(ns, 'portico-www')) ? true : undefined,
+    );
+    // Contour takes the Ingress instead (it publishes its address), and serves the hostname from it.
+    const live = await waitFor('Routed by the Ingress', async () => {
+      const cd = await getCustomDomain(ns, 'www');
+      const routed = condition(cd, 'Routed');
+      return routed.status === 'True' && routed.message?.includes('Ingress portico-www') ? cd : undefined;
+    });
+    expect(condition(live, 'Ready')).toMatchObject({ status: 'True', reason: 'Live' });
+    const hosts = await xdsHostsOf(hostname, 2);
+    expect(hosts.map((h) => h.routeConfig).sort()).toEqual([`https/${hostname}`, 'ingress_http']);
   });
 });
