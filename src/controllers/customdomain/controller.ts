@@ -334,7 +334,7 @@ export class CustomDomainController {
         // treated as not served, and a domain that needs it says so (HTTPProxyUnsupported).
         if (!isNotFound(err))
           this.#d.log.warn(
-            { apiVersion, kind },
+            { apiVersion, kind, err },
             'the operator may not list this kind (RBAC); not watched, treated as not served',
           );
         served = false;
