@@ -488,7 +488,8 @@ function noBackend(domain: CustomDomain): RoutingPlan {
  * The routing plan of `domain` under `options`. `lookups` carries what only the cluster knows (the
  * ports of the Service a serving domain names: a port it lacks is not routed, and gateway mode needs
  * a named port's number; for a redirect, its target: one that is not a serving domain of the same
- * project is not routed, with `redirectRouting`'s reason, and only the ACME challenge is routed).
+ * project is not routed, with `redirectRouting`'s reason, and only the ACME challenge is routed; for
+ * the `contour` flavor, whether HTTPProxy is served and whether the TLS Secret holds a certificate).
  * Never throws for a well-formed domain; options are checked once at start by `checkRoutingOptions`.
  */
 export function desiredRouting(
