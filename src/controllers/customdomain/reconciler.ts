@@ -676,10 +676,10 @@ export class CustomDomainReconciler {
   }
 
   /**
-   * Whether the data plane took the applied Ingresses, HTTPRoute and ListenerSet, from their cached
-   * status (routing/acknowledgement.ts); a change of that status re-queues the domain through the
-   * owned objects' watch. An HTTPRoute or ListenerSet written in this pass is awaited: its cached
-   * copy is of the previous generation, and so is the status on it.
+   * Whether the data plane took the applied Ingresses, HTTPRoute and ListenerSet, or HTTPProxy, from
+   * their cached status (routing/acknowledgement.ts); a change of that status re-queues the domain
+   * through the owned objects' watch. An HTTPRoute, ListenerSet or HTTPProxy written in this pass is
+   * awaited: its cached copy is of the previous generation, and so is the status on it.
    */
   #acknowledgement(
     applied: readonly KubernetesObject[],
