@@ -27,7 +27,24 @@ export const RATELIMIT_COMPONENT_VALUE = 'ratelimit';
 export const DESCRIPTOR_KEY_ID = 'key_id';
 export const DESCRIPTOR_PLAN = 'plan';
 
-export type RateLimitConditionType = 'Accepted' | 'Enforced';
+export type RateLimitConditionType = 'Accepted' | 'Enforced' | 'Attached';
+
+/**
+ * One target of a policy (Gateway API policy attachment, `LocalPolicyTargetReference`): an object in
+ * the policy's namespace whose gateway settings the operator keeps in step with the policy. Supported
+ * today: `{group: projectcontour.io, kind: HTTPProxy}` (docs/ratelimits.md, "Attaching to Contour").
+ */
+export interface PolicyTargetRef {
+  /** API group without version, e.g. `projectcontour.io`; `''` is the core group. */
+  group: string;
+  /** Kind, e.g. `HTTPProxy`. */
+  kind: string;
+  /** Name, in the policy's namespace. */
+  name: string;
+}
+
+/** At most this many `spec.targetRefs` (the CRD's rule). */
+export const MAX_TARGET_REFS = 16;
 
 /** One plan's limits (spec §8, "Request limits by plan"). */
 export interface PlanLimits {
@@ -56,6 +73,8 @@ export interface BanSpec {
 }
 
 export interface RateLimitPolicySpec {
+  /** Where the gateway side is kept in step; absent or empty: the gateway is wired by hand. */
+  targetRefs?: PolicyTargetRef[];
   plans: PlanLimits[];
   /** The plan of a key whose plan the gateway does not send, or sends unknown. */
   defaultPlan: string;
