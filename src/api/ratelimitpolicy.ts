@@ -26,6 +26,17 @@ export const RATELIMIT_COMPONENT_VALUE = 'ratelimit';
 /** The descriptor entry keys the gateway sends (DESIGN.md: `key_id` required, `plan` optional). */
 export const DESCRIPTOR_KEY_ID = 'key_id';
 export const DESCRIPTOR_PLAN = 'plan';
+/**
+ * The key of the descriptor entry that names the policy (`<namespace>/<name>`) when the gateway sends
+ * one domain for every policy (Contour's `rateLimitService.domain`): the first entry of each descriptor
+ * Portico writes into an HTTPProxy (docs/ratelimits.md, "Attaching to Contour").
+ */
+export const DESCRIPTOR_POLICY = 'portico.dev/policy';
+/**
+ * The default of the rate-limit server's `--gateway-domain`: the one domain a gateway sends for all
+ * policies. It has no `/`, so no policy's domain (`<namespace>/<name>`) can be it.
+ */
+export const DEFAULT_GATEWAY_DOMAIN = 'portico-gateway';
 
 export type RateLimitConditionType = 'Accepted' | 'Enforced' | 'Attached';
 
