@@ -81,6 +81,8 @@ export class ContourAttacher {
   readonly #proxies: ResilientInformer<HTTPProxy>;
   /** The managers of Portico's fields on each HTTPProxy, by `namespace/name`. */
   readonly #managers = new Map<string, readonly string[]>();
+  /** The ExtensionService API was found not served, and said so. */
+  #warnedNotServed = false;
 
   /**
    * @param onProxy called for every add, update and delete of an HTTPProxy, after its managers are noted
@@ -235,13 +237,13 @@ export class ContourAttacher {
   }
 
   /**
-   * Applies the ExtensionService (Portico owns it: forced, under the operator's field manager). Where
-   * the API server does not serve ExtensionServices (no Contour), logs a warning and returns: the
-   * next resync tries again.
+   * Applies the ExtensionService (Portico owns it: forced, under the operator's field manager).
    *
+   * @returns false when the API server does not serve ExtensionServices (Contour's CRDs are not
+   *   installed, yet): logged as a warning the first time, then at debug level; the caller tries again
    * @throws the API error of a failed apply otherwise (retry with backoff)
    */
-  async applyExtensionService(): Promise<void> {
+  async applyExtensionService(): Promise<boolean> {
     const o = this.#options.extensionService;
     try {
       await this.#objects.patch(
@@ -255,15 +257,19 @@ export class ContourAttacher {
     } catch (err: unknown) {
       const message = apiFailure(err).message;
       if (!isNotFound(err) && !/unrecognized|not found|could not find/i.test(message)) throw err;
-      this.#log.warn(
+      const level = this.#warnedNotServed ? 'debug' : 'warn';
+      this.#warnedNotServed = true;
+      this.#log[level](
         { extensionService: `${o.namespace}/${o.name}`, err: message },
         "Contour's ExtensionService API is not served: is Contour installed? (or run with --contour-attachment=false)",
       );
-      return;
+      return false;
     }
+    this.#warnedNotServed = false;
     this.#log.info(
       { extensionService: `${o.namespace}/${o.name}`, service: `${o.serviceName}:${o.servicePort}` },
       'rate-limit ExtensionService applied',
     );
+    return true;
   }
 }

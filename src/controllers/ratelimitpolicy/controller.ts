@@ -95,6 +95,8 @@ const EXTENSION_SERVICE_KEY = 'extensionservice';
 const PROXY_KEY_PREFIX = 'httpproxy:';
 /** How soon a policy whose targets are not listed yet is looked at again. */
 const TARGETS_NOT_READ_RETRY_MS = 2_000;
+/** How soon the ExtensionService is applied again while the API server does not serve the kind. */
+const EXTENSION_SERVICE_RETRY_MS = 60_000;
 const SELECTOR = `${RATELIMIT_COMPONENT_LABEL}=${RATELIMIT_COMPONENT_VALUE}`;
 
 export interface RateLimitPolicyControllerOptions {
@@ -389,7 +391,7 @@ export class RateLimitPolicyController {
     try {
       let requeueAfterMs: number | undefined;
       if (key === CONFIG_KEY) requeueAfterMs = await this.#reconcileConfig();
-      else if (key === EXTENSION_SERVICE_KEY) await this.#contour?.applyExtensionService();
+      else if (key === EXTENSION_SERVICE_KEY) requeueAfterMs = await this.#applyExtensionService();
       else if (key.startsWith(PROXY_KEY_PREFIX)) await this.#sweepProxy(key.slice(PROXY_KEY_PREFIX.length));
       else requeueAfterMs = await this.#reconcilePolicy(key);
       this.#queue.forget(key);
@@ -552,6 +554,12 @@ export class RateLimitPolicyController {
       };
     }
     return { condition: attachedCondition(await contour.attach(policy)) };
+  }
+
+  /** Applies the ExtensionService; while Contour's CRDs are not installed, looks again in a minute. */
+  async #applyExtensionService(): Promise<number | undefined> {
+    const served = await this.#contour?.applyExtensionService();
+    return served === false ? EXTENSION_SERVICE_RETRY_MS : undefined;
   }
 
   /** Queues the sweep of each HTTPProxy of `namespace` that carries fields of the policy `name`. */
