@@ -11,17 +11,26 @@
  * (Contour sets no `skip_if_absent`), a `header_value_match` action adds `header_match` only when the
  * headers match as `expect_match` says.
  *
+ * The stack's Contour is used when its configuration has the rate-limit service (docs/ratelimits.md:
+ * `rateLimitService` pointing at the operator's ExtensionService, domain `portico-gateway`); a stack
+ * without it (no Contour, or an older sandbox) gets a Contour of this test's own, with exactly that
+ * configuration, on free ports, stopped by its pid at the end (it says so on stderr).
+ *
  * Also: a target that does not exist (False, then True once created), an unsupported kind, a field
  * another manager owns (never overwritten), a target taken out of the list and a deleted policy (the
  * fields go, the HTTPProxy stays), and the CRD's rules on targetRefs.
  */
 import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { KubeConfig, KubernetesObjectApi, PatchStrategy } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import type { PolicyTargetRef, RateLimitPolicy, RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
 import type { HTTPProxy } from '../../src/controllers/ratelimitpolicy/attachment.js';
+import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { createProject, sandbox, unique, waitFor } from './support/cluster.js';
 import {
   TOOLS_BIN,
@@ -29,12 +38,13 @@ import {
   createPolicy,
   getPolicy,
   rateLimitClient,
+  startProcess,
   updatePolicy,
+  type TestProcess,
 } from './ratelimit-helpers.js';
 
 const run = promisify(execFile);
 const RATELIMIT_CLIENT = path.join(TOOLS_BIN, 'envoy-ratelimit-client');
-const CONTOUR = path.join(TOOLS_BIN, 'contour');
 /** The sandbox operator's namespace and the defaults of its Contour flags (docs/ratelimits.md). */
 const OPERATOR_NAMESPACE = 'portico-system';
 const EXTENSION_CLUSTER = `extension/${OPERATOR_NAMESPACE}/portico-ratelimit`;
@@ -125,15 +135,14 @@ async function waitForAttached(
 async function xds<T>(
   kind: 'rds' | 'lds' | 'cds',
   accept: (resources: unknown[]) => T | undefined,
+  timeoutMs = 30_000,
+  xdsAddr = contourXds,
 ): Promise<T> {
-  // SandboxEnv.contourXdsAddr: set when the sandbox runs Contour (its default data plane).
-  const xdsAddr = (sandbox as { contourXdsAddr?: string }).contourXdsAddr;
-  if (xdsAddr === undefined) throw new Error('the sandbox runs no Contour (dataPlane none)');
   return waitFor(
     `contour cli ${kind} to show the expected configuration`,
     () =>
       new Promise<T | undefined>((resolve, reject) => {
-        const child = spawn(CONTOUR, ['cli', kind, '--contour', xdsAddr], {
+        const child = spawn(contourTool().binary, ['cli', kind, '--contour', xdsAddr], {
           stdio: ['ignore', 'pipe', 'pipe'],
         });
         let text = '';
@@ -165,9 +174,107 @@ async function xds<T>(
           finish(undefined);
         });
       }),
-    30_000,
+    timeoutMs,
     500,
   );
+}
+
+/** The ratelimit filter of the first HTTP connection manager in LDS that has one. */
+function rateLimitFilterIn(resources: unknown[]): Record<string, unknown> | undefined {
+  const hcms = (resources as { filter_chains?: { filters?: { typed_config?: unknown }[] }[] }[])
+    .flatMap((listener) => listener.filter_chains ?? [])
+    .flatMap((chain) => chain.filters ?? [])
+    .map((f) => f.typed_config as { http_filters?: { name: string; typed_config?: unknown }[] } | undefined);
+  const rl = hcms
+    .flatMap((h) => h?.http_filters ?? [])
+    .find((h) => h.name === 'envoy.filters.http.ratelimit');
+  return rl?.typed_config as Record<string, unknown> | undefined;
+}
+
+/** The `contour` binary and its CRDs (scripts/install-tools.sh builds them into the tools cache). */
+function contourTool(): { binary: string; crds: string } {
+  const tools = path.dirname(TOOLS_BIN);
+  const dir = readdirSync(tools).find((d) => d.startsWith('contour-v'));
+  if (dir === undefined) throw new Error(`no contour-v* in ${tools}: run scripts/install-tools.sh`);
+  return { binary: path.join(tools, dir, 'contour'), crds: path.join(tools, dir, 'contour-crds.yaml') };
+}
+
+/**
+ * A Contour of the test's own with the rate-limit service configured (when the stack's has none): its
+ * CRDs installed, the operator's ExtensionService waited for (Contour does not start without it),
+ * then `contour serve` on free loopback ports, healthy.
+ */
+async function startOwnContour(): Promise<{ xdsAddr: string; proc: TestProcess }> {
+  const tool = contourTool();
+  await run('kubectl', ['--kubeconfig', sandbox.kubeconfig, 'apply', '--server-side', '-f', tool.crds]);
+  await run('kubectl', [
+    '--kubeconfig',
+    sandbox.kubeconfig,
+    'wait',
+    '--for=condition=Established',
+    '-f',
+    tool.crds,
+  ]);
+  await waitFor(
+    `the operator to write ExtensionService ${OPERATOR_NAMESPACE}/portico-ratelimit`,
+    async () =>
+      (await clients()
+        .custom.getNamespacedCustomObject({
+          group: 'projectcontour.io',
+          version: 'v1alpha1',
+          namespace: OPERATOR_NAMESPACE,
+          plural: 'extensionservices',
+          name: 'portico-ratelimit',
+        })
+        .catch(() => undefined)) as unknown,
+    90_000,
+    500,
+  );
+  const ports = await pickFreePorts({ xds: 'tcp', http: 'tcp', health: 'tcp', debug: 'tcp' } as const);
+  const dir = mkdtempSync(path.join(tmpdir(), 'portico-contour-'));
+  const config = path.join(dir, 'contour.yaml');
+  writeFileSync(
+    config,
+    stringify({
+      enableExternalNameService: true,
+      rateLimitService: {
+        extensionService: `${OPERATOR_NAMESPACE}/portico-ratelimit`,
+        domain: GATEWAY_DOMAIN,
+        failOpen: true,
+        enableXRateLimitHeaders: false,
+      },
+    }),
+  );
+  const loopback = (flag: string, port: number): string[] => [
+    `--${flag}-address`,
+    '127.0.0.1',
+    `--${flag}-port`,
+    String(port),
+  ];
+  const proc = startProcess(tool.binary, [
+    'serve',
+    '--kubeconfig',
+    sandbox.kubeconfig,
+    '--config-path',
+    config,
+    '--insecure',
+    ...loopback('xds', ports.xds),
+    ...loopback('http', ports.http),
+    ...loopback('health', ports.health),
+    ...loopback('debug-http', ports.debug),
+    '--disable-leader-election',
+  ]);
+  await waitFor(
+    'the test’s Contour to be healthy',
+    async () => {
+      if (proc.child.exitCode !== null) throw new Error(`contour exited: ${proc.output().slice(-2000)}`);
+      const r = await fetch(`http://127.0.0.1:${ports.health}/healthz`).catch(() => undefined);
+      return r?.ok === true ? true : undefined;
+    },
+    60_000,
+    250,
+  );
+  return { xdsAddr: `127.0.0.1:${ports.xds}`, proc };
 }
 
 /** The complete top-level JSON values in `text` (protojson's Multiline output, one after another). */
@@ -281,14 +388,35 @@ async function clientCmd(domain: string, entries: { key: string; value: string }
   };
 }
 
+let contourXds = '';
+let ownContour: TestProcess | undefined;
+
 beforeAll(async () => {
+  // SandboxEnv.contourXdsAddr: set when the sandbox runs Contour (its default data plane).
+  const stack = (sandbox as { contourXdsAddr?: string }).contourXdsAddr;
+  const stackHasRateLimits =
+    stack !== undefined &&
+    (await xds('lds', rateLimitFilterIn, 5_000, stack)
+      .then(() => true)
+      .catch(() => false));
+  if (stack !== undefined && stackHasRateLimits) {
+    contourXds = stack;
+  } else {
+    process.stderr.write(
+      `contour-ratelimit: the stack's Contour ${stack ?? '(none)'} has no rate-limit service configured; starting one of the test's own\n`,
+    );
+    const own = await startOwnContour();
+    contourXds = own.xdsAddr;
+    ownContour = own.proc;
+  }
   await createProject(ns, { deployed: true });
   await applyProxyAsPlatform('api', rootSpec('api'));
   await createPolicy(ns, 'public-api', { targetRefs: [proxyRef('api')], plans, defaultPlan: 'free' });
-}, 60_000);
+}, 180_000);
 
-afterAll(() => {
+afterAll(async () => {
   rateLimitClient().close();
+  await ownContour?.stop();
 });
 
 describe('a RateLimitPolicy attached to a root HTTPProxy', () => {
@@ -355,18 +483,7 @@ describe('a RateLimitPolicy attached to a root HTTPProxy', () => {
     ]);
     expect(descriptorsFor(rateLimits, { 'x-api-plan': 'pro' })).toEqual([]);
 
-    const filter = await xds('lds', (resources) => {
-      const hcms = (resources as { filter_chains?: { filters?: { typed_config?: unknown }[] }[] }[])
-        .flatMap((listener) => listener.filter_chains ?? [])
-        .flatMap((chain) => chain.filters ?? [])
-        .map(
-          (f) => f.typed_config as { http_filters?: { name: string; typed_config?: unknown }[] } | undefined,
-        );
-      const rl = hcms
-        .flatMap((h) => h?.http_filters ?? [])
-        .find((h) => h.name === 'envoy.filters.http.ratelimit');
-      return rl?.typed_config as Record<string, unknown> | undefined;
-    });
+    const filter = await xds('lds', rateLimitFilterIn);
     expect(filter).toMatchObject({
       domain: GATEWAY_DOMAIN,
       timeout: '1s',
