@@ -200,21 +200,29 @@ function contourTool(): { binary: string; crds: string } {
 }
 
 /**
- * A Contour of the test's own with the rate-limit service configured (when the stack's has none): its
- * CRDs installed, the operator's ExtensionService waited for (Contour does not start without it),
- * then `contour serve` on free loopback ports, healthy.
+ * Installs Contour's CRDs (for a stack without Contour), as `kubectl apply --server-side`, and waits
+ * until they are Established.
  */
-async function startOwnContour(): Promise<{ xdsAddr: string; proc: TestProcess }> {
-  const tool = contourTool();
-  await run('kubectl', ['--kubeconfig', sandbox.kubeconfig, 'apply', '--server-side', '-f', tool.crds]);
+async function installContourCrds(): Promise<void> {
+  const { crds } = contourTool();
+  await run('kubectl', ['--kubeconfig', sandbox.kubeconfig, 'apply', '--server-side', '-f', crds]);
   await run('kubectl', [
     '--kubeconfig',
     sandbox.kubeconfig,
     'wait',
     '--for=condition=Established',
     '-f',
-    tool.crds,
+    crds,
   ]);
+}
+
+/**
+ * A Contour of the test's own with the rate-limit service configured (when the stack's has none): the
+ * operator's ExtensionService waited for (Contour does not start without it), then `contour serve` on
+ * free loopback ports, healthy.
+ */
+async function startOwnContour(): Promise<{ xdsAddr: string; proc: TestProcess }> {
+  const tool = contourTool();
   await waitFor(
     `the operator to write ExtensionService ${OPERATOR_NAMESPACE}/portico-ratelimit`,
     async () =>
@@ -394,9 +402,15 @@ let ownContour: TestProcess | undefined;
 beforeAll(async () => {
   // SandboxEnv.contourXdsAddr: set when the sandbox runs Contour (its default data plane).
   const stack = (sandbox as { contourXdsAddr?: string }).contourXdsAddr;
+  if (stack === undefined) await installContourCrds();
+  await createProject(ns, { deployed: true });
+  await applyProxyAsPlatform('api', rootSpec('api'));
+  await createPolicy(ns, 'public-api', { targetRefs: [proxyRef('api')], plans, defaultPlan: 'free' });
+  // The stack's Contour, if it has the rate-limit service: its listener, once it has a route, carries
+  // the filter (the HTTPProxy above is such a route).
   const stackHasRateLimits =
     stack !== undefined &&
-    (await xds('lds', rateLimitFilterIn, 5_000, stack)
+    (await xds('lds', rateLimitFilterIn, 15_000, stack)
       .then(() => true)
       .catch(() => false));
   if (stack !== undefined && stackHasRateLimits) {
@@ -409,9 +423,6 @@ beforeAll(async () => {
     contourXds = own.xdsAddr;
     ownContour = own.proc;
   }
-  await createProject(ns, { deployed: true });
-  await applyProxyAsPlatform('api', rootSpec('api'));
-  await createPolicy(ns, 'public-api', { targetRefs: [proxyRef('api')], plans, defaultPlan: 'free' });
 }, 180_000);
 
 afterAll(async () => {
