@@ -4,6 +4,8 @@
 # tool is rebuilt only when its pin changes. Prints the bin directory on its last line.
 #
 #   PORTICO_TOOLS_DIR   where the binaries go (default: ${XDG_CACHE_HOME:-~/.cache}/portico/tools)
+#   --test              also build what only the tests run (npm test passes it; the sandbox does not):
+#                       helm, promtool and envoyproxy/ratelimit's client_cmd
 #   --bench             also build the benchmark's tools: envoyproxy/ratelimit's service_cmd and ghz
 #   --prometheus        also build the Prometheus server (same release as promtool), for
 #                       `npm run dashboard:render` (test/bench/render-dashboard.ts); not needed by npm test
@@ -37,14 +39,20 @@ GHZ_VERSION=v0.93.0
 # once promtool's modules are cached); without the builtinassets build tag it serves the HTTP API
 # and no web UI, which is all the dashboard renderer needs.
 PROMETHEUS_VERSION=v0.316.0
+# Contour, the ingress controller the sandbox and the e2e tests run (docs/routing.md, "Contour"). Its
+# go.mod has no replace directives, so go install builds it as it is; its CRDs come from the same
+# module version (examples/contour/01-crds.yaml), copied beside the binary.
+CONTOUR_VERSION=v1.33.8
 
 bench=false
 prometheus=false
+test_tools=false
 for arg in "$@"; do
   case $arg in
+    --test) test_tools=true ;;
     --bench) bench=true ;;
     --prometheus) prometheus=true ;;
-    *) printf 'usage: %s [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
+    *) printf 'usage: %s [--test] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
   esac
 done
 
@@ -94,13 +102,25 @@ build_once kubectl "$KUBERNETES_VERSION" build_kubernetes kubectl
 build_once etcd "$ETCD_VERSION" build_etcd
 build_once pebble "$PEBBLE_VERSION" go install -trimpath "github.com/letsencrypt/pebble/v2/cmd/pebble@$PEBBLE_VERSION"
 build_once pebble-challtestsrv "$PEBBLE_VERSION" go install -trimpath "github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv@$PEBBLE_VERSION"
-build_once helm "$HELM_VERSION" go install -trimpath "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
-build_once promtool "$PROMETHEUS_VERSION" go install -trimpath \
-  -ldflags "-s -w -X github.com/prometheus/common/version.Version=3.${PROMETHEUS_VERSION#v0.3}" \
-  "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
-# An independent client of Envoy's rate-limit protocol, for the e2e tests.
-build_once envoy-ratelimit-client "$ENVOY_RATELIMIT_VERSION" \
-  go_install_as envoy-ratelimit-client "github.com/envoyproxy/ratelimit/src/client_cmd@$ENVOY_RATELIMIT_VERSION"
+build_contour() {
+  go install -trimpath -ldflags "-s -w -X github.com/projectcontour/contour/internal/build.Version=$CONTOUR_VERSION" \
+    "github.com/projectcontour/contour/cmd/contour@$CONTOUR_VERSION"
+  local module_dir
+  module_dir=$(go mod download -json "github.com/projectcontour/contour@$CONTOUR_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  cp "$module_dir/examples/contour/01-crds.yaml" "$GOBIN/contour-crds.yaml"
+  chmod 0644 "$GOBIN/contour-crds.yaml"
+}
+build_once contour "$CONTOUR_VERSION" build_contour
+ln -sf "$tools_dir/contour-$CONTOUR_VERSION/contour-crds.yaml" "$bin_dir/contour-crds.yaml"
+if [[ $test_tools == true ]]; then
+  build_once helm "$HELM_VERSION" go install -trimpath "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  build_once promtool "$PROMETHEUS_VERSION" go install -trimpath \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=3.${PROMETHEUS_VERSION#v0.3}" \
+    "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_VERSION"
+  # An independent client of Envoy's rate-limit protocol, for the e2e tests.
+  build_once envoy-ratelimit-client "$ENVOY_RATELIMIT_VERSION" \
+    go_install_as envoy-ratelimit-client "github.com/envoyproxy/ratelimit/src/client_cmd@$ENVOY_RATELIMIT_VERSION"
+fi
 if [[ $bench == true ]]; then
   build_once envoy-ratelimit-server "$ENVOY_RATELIMIT_VERSION" \
     go_install_as envoy-ratelimit-server "github.com/envoyproxy/ratelimit/src/service_cmd@$ENVOY_RATELIMIT_VERSION"

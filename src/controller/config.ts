@@ -86,6 +86,7 @@ export interface ControllerConfig {
     | 'nginxRedirectKeepsPath'
     | 'traefikSafeNaming'
     | 'dataPlaneAcknowledgement'
+    | 'dataPlaneName'
   >;
   /**
    * The serving check (src/serving/, docs/routing.md "Serving check"): Ready only once the data
@@ -317,6 +318,11 @@ const options = {
     default: 'true',
     help: 'true | false: Routed waits until the ingress controller publishes an address for the Ingress, or the Gateway accepts the HTTPRoute and ListenerSet; false for a data plane that reports nothing (Routed and Ready then say the route is unconfirmed)',
   },
+  'data-plane-name': {
+    type: 'string',
+    env: 'PORTICO_DATA_PLANE_NAME',
+    help: 'the data plane\'s name in the Routed messages, e.g. Contour ("Contour took Ingress portico-www ..."); unset: "the ingress controller"',
+  },
   'nginx-redirect-keeps-path': {
     type: 'string',
     env: 'PORTICO_NGINX_REDIRECT_KEEPS_PATH',
@@ -496,6 +502,8 @@ function routingSettings(
     gatewayHttpsPort: positiveInt('gateway-https-port', required('gateway-https-port')),
     dataPlaneAcknowledgement: bool('data-plane-acknowledgement', required('data-plane-acknowledgement')),
   };
+  const dataPlaneName = get('data-plane-name');
+  if (dataPlaneName !== undefined && dataPlaneName !== '') routing.dataPlaneName = dataPlaneName;
   try {
     if (refs) routing.gatewayParentRefs = parseGatewayParentRefs(refs);
     checkRoutingOptions(routing);

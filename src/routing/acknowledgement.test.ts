@@ -39,6 +39,22 @@ describe('ingressAcknowledgement', () => {
       'awaiting',
     );
   });
+
+  it('names the data plane when it is configured, and says since when an awaited Ingress exists', () => {
+    const taken = { status: { loadBalancer: { ingress: [{ ip: '127.0.0.1' }] } } };
+    expect(ingressAcknowledgement(taken, 'portico-www', undefined, 'Contour').message).toBe(
+      'Contour took Ingress portico-www (published address 127.0.0.1).',
+    );
+    const waiting = ingressAcknowledgement(
+      { metadata: { creationTimestamp: new Date('2026-11-27T10:00:00Z') } },
+      'portico-www',
+      'contour',
+      'Contour',
+    );
+    expect(waiting.kind).toBe('awaiting');
+    expect(waiting.message).toContain('Ingress portico-www is written since 2026-11-27T10:00:00.000Z');
+    expect(waiting.message).toContain('Contour (the controller of ingress class contour) has not taken it');
+  });
 });
 
 describe('httpRouteAcknowledgement', () => {

@@ -56,12 +56,16 @@ export type ListenerSetWithStatus = WithStatus<{
 /**
  * The Ingress `name` as cached: `confirmed` once `status.loadBalancer.ingress` holds an address (IP
  * or hostname), else `awaiting`. `ingressClassName` names the class in the message (undefined: the
- * cluster's default class).
+ * cluster's default class); `dataPlaneName` (e.g. `Contour`, the `--data-plane-name` setting) names
+ * the controller, else "the ingress controller". An awaited Ingress's message says since when it
+ * exists (its `metadata.creationTimestamp`, ISO 8601 UTC), so a stalled controller shows how long it
+ * has been silent.
  */
 export function ingressAcknowledgement(
   ingress: V1Ingress | undefined,
   name: string,
   ingressClassName: string | undefined,
+  dataPlaneName?: string,
 ): Acknowledgement {
   const addresses = (ingress?.status?.loadBalancer?.ingress ?? [])
     .map((entry) => entry.ip ?? entry.hostname)
@@ -69,15 +73,21 @@ export function ingressAcknowledgement(
   if (addresses.length > 0)
     return {
       kind: 'confirmed',
-      message: `The ingress controller took Ingress ${name} (published address ${addresses.join(', ')}).`,
+      message: `${dataPlaneName ?? 'The ingress controller'} took Ingress ${name} (published address ${addresses.join(', ')}).`,
     };
   const controller =
     ingressClassName === undefined
       ? "the cluster's default ingress class"
       : `ingress class ${ingressClassName}`;
+  const who =
+    dataPlaneName === undefined
+      ? `the controller of ${controller}`
+      : `${dataPlaneName} (the controller of ${controller})`;
+  const created = ingress?.metadata?.creationTimestamp as Date | string | undefined;
+  const since = created === undefined ? '' : ` since ${new Date(created).toISOString()}`;
   return {
     kind: 'awaiting',
-    message: `Ingress ${name} is written, but no address is published in its status.loadBalancer.ingress: the controller of ${controller} has not taken it. Check that the controller runs, serves that class and publishes its address (ingress-nginx: --publish-service).`,
+    message: `Ingress ${name} is written${since}, but no address is published in its status.loadBalancer.ingress: ${who} has not taken it. Check that ${dataPlaneName ?? 'the controller'} runs, serves that class and publishes its address (ingress-nginx: --publish-service; Contour: --ingress-status-address or its Envoy Service).`,
   };
 }
 

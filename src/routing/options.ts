@@ -60,6 +60,11 @@ export interface RoutingOptions {
    */
   dataPlaneAcknowledgement?: boolean;
   /**
+   * The data plane's name in the acknowledgement messages, e.g. `Contour` ("Contour took Ingress
+   * portico-www ..."); undefined says "the ingress controller".
+   */
+  dataPlaneName?: string;
+  /**
    * ingress-nginx: append `$request_uri` to the redirect URL so path and query are kept (default
    * true). ingress-nginx 1.12 and later validate annotations by default and refuse `$` in
    * `permanent-redirect` (kubernetes/ingress-nginx#11175); such a controller needs

@@ -8,6 +8,9 @@
  */
 import path from 'node:path';
 
+import { parseArgs } from 'node:util';
+
+import { SANDBOX_DATA_PLANES, type SandboxDataPlane } from './contour.js';
 import { SandboxError } from './errors.js';
 import { defaultSandboxDir } from './paths.js';
 import { sandboxDown, sandboxStatus, sandboxUp } from './stack.js';
@@ -15,7 +18,10 @@ import { envVariables, type SandboxEnv } from './state.js';
 
 const usage = `usage: portico sandbox <up|down|status> [flags]
 
-  up [--no-examples]   start the stack (or see that it runs) and apply examples/; writes .sandbox/env
+  up [--no-examples] [--data-plane contour|none]
+                       start the stack (or see that it runs) and apply examples/; writes .sandbox/env.
+                       --data-plane: the controller that takes the routes (default contour, a real
+                       Contour whose acknowledgement Routed waits for; none: routes are unconfirmed)
   status               print each component; exit 0 when everything is up
   down                 stop every process the sandbox started (logs stay in .sandbox/logs/)
 
@@ -32,14 +38,32 @@ function printEnv(env: SandboxEnv): void {
   for (const [name, value] of envVariables(env)) out(`  ${name}=${value}`);
 }
 
-async function up(dir: string, args: readonly string[]): Promise<number> {
-  const unknown = args.filter((a) => a !== '--no-examples');
-  if (unknown.length > 0) {
-    process.stderr.write(`portico sandbox up: unknown flag ${unknown.join(' ')}\n\n${usage}`);
+async function up(dir: string, args: string[]): Promise<number> {
+  let values: { 'no-examples'?: boolean; 'data-plane'?: string };
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: { 'no-examples': { type: 'boolean' }, 'data-plane': { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err: unknown) {
+    process.stderr.write(`portico sandbox up: ${(err as Error).message}\n\n${usage}`);
+    return 2;
+  }
+  const dataPlane = values['data-plane'] ?? 'contour';
+  if (!(SANDBOX_DATA_PLANES as readonly string[]).includes(dataPlane)) {
+    process.stderr.write(
+      `portico sandbox up: --data-plane must be one of ${SANDBOX_DATA_PLANES.join(', ')}, not "${dataPlane}"\n\n${usage}`,
+    );
     return 2;
   }
   const started = Date.now();
-  const env = await sandboxUp({ dir, applyExamples: !args.includes('--no-examples') });
+  const env = await sandboxUp({
+    dir,
+    applyExamples: values['no-examples'] !== true,
+    dataPlane: dataPlane as SandboxDataPlane,
+  });
   out(`sandbox ${env.sandboxDir}: up (this command took ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   printEnv(env);
   return 0;

@@ -28,6 +28,13 @@ export interface ControllerOptions {
   readonly metricsPort: number;
   /** Namespace of the operator's own objects (leader-election lease, ACME account key). */
   readonly namespace: string;
+  /**
+   * Wait for the data plane to take each route (true when the sandbox runs Contour); false where
+   * nothing takes them, and Routed and Ready then say the route is unconfirmed.
+   */
+  readonly dataPlaneAcknowledgement: boolean;
+  /** The data plane's name in the Routed messages (`--data-plane-name`), e.g. `Contour`. */
+  readonly dataPlaneName?: string;
 }
 
 /** `portico controller`'s flags. */
@@ -60,11 +67,12 @@ export function controllerArgs(options: ControllerOptions): string[] {
     `127.0.0.1:${options.metricsPort}`,
     '--namespace',
     options.namespace,
-    // The sandbox has no ingress controller or gateway to take the routes (docs/routing.md, "Data-plane
-    // acknowledgement"): Routed and Ready say the route is written but unconfirmed. A test that plays
-    // the data plane starts an operator with it on (test/e2e/data-plane-acknowledgement.test.ts).
+    // With Contour in the sandbox, Routed waits for Contour's acknowledgement (docs/routing.md,
+    // "Data-plane acknowledgement"); with `--data-plane none` nothing takes the routes, and Routed
+    // and Ready say the route is written but unconfirmed.
     '--data-plane-acknowledgement',
-    'false',
+    String(options.dataPlaneAcknowledgement),
+    ...(options.dataPlaneName === undefined ? [] : ['--data-plane-name', options.dataPlaneName]),
   ];
 }
 

@@ -2,7 +2,7 @@
  * The layout of a sandbox directory. One place names every file, so the modules that write them
  * and the commands that read them agree.
  *
- *   <dir>/env, state.json, kubeconfig, pebble.json
+ *   <dir>/env, state.json, kubeconfig, pebble.json, contour.yaml
  *   <dir>/certs/      generated keys and certificates (PEM)
  *   <dir>/etcd/       etcd's data directory
  *   <dir>/logs/<name>.log, <dir>/pids/<name>.pid
@@ -19,6 +19,8 @@ export interface SandboxPaths {
   readonly etcdDataDir: string;
   readonly kubeconfig: string;
   readonly pebbleConfig: string;
+  /** Contour's configuration file (`contour serve --config-path`). */
+  readonly contourConfig: string;
   readonly envFile: string;
   readonly stateFile: string;
   /** A certificate or key file under certs/. */
@@ -54,6 +56,7 @@ export function sandboxPaths(dir: string): SandboxPaths {
     etcdDataDir: path.join(root, 'etcd'),
     kubeconfig: path.join(root, 'kubeconfig'),
     pebbleConfig: path.join(root, 'pebble.json'),
+    contourConfig: path.join(root, 'contour.yaml'),
     envFile: path.join(root, 'env'),
     stateFile: path.join(root, 'state.json'),
     cert: (fileName) => path.join(certsDir, fileName),

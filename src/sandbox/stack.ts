@@ -4,7 +4,8 @@
  * it.
  *
  * Start order: tools → ports → certificates → [etcd → kube-apiserver] beside the DNS server, Pebble
- * and Redis (in parallel) → namespace and CRDs → operator → rate-limit server → env files → examples. Every start begins
+ * and Redis (in parallel) → namespace and CRDs → Contour (with `dataPlane: 'contour'`) → operator →
+ * rate-limit server → env files → examples. Every start begins
  * from scratch: empty etcd, fresh certificates and ports. A failure before the env files are written
  * stops every process of the sandbox (logs stay); a failure of the examples leaves the stack running
  * for inspection.
@@ -19,6 +20,13 @@ import {
   type SandboxCertificates,
 } from './certificates.js';
 import { ensureNamespace, installCrds } from './cluster.js';
+import {
+  CONTOUR,
+  installContourCrds,
+  startContour,
+  type SandboxDataPlane,
+  type StartedContour,
+} from './contour.js';
 import { CONTROLLER, startController } from './controller.js';
 import { DNS_SERVER, startDnsServer, type DnsManagementClient } from './dns-server.js';
 import { SandboxError } from './errors.js';
@@ -64,6 +72,14 @@ export interface SandboxUpOptions {
   readonly log?: (line: string) => void;
   /** The environment deciding on an external cluster (default `process.env`). */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * The control plane that takes Portico's routes (default `contour`): a real Contour, whose
+   * acknowledgement the operator waits for, or `none` (the operator's acknowledgement is off, and
+   * Routed says the route is unconfirmed).
+   */
+  readonly dataPlane?: SandboxDataPlane;
+  /** Also build the tools only the tests run (install-tools.sh `--test`: helm, promtool, ...). */
+  readonly testTools?: boolean;
 }
 
 const defaultLog = (line: string): void => {
@@ -93,7 +109,13 @@ export async function sandboxUp(options: SandboxUpOptions): Promise<SandboxEnv> 
   await ensureSandboxDirs(paths);
   const status = await sandboxStatus(paths.dir);
   if (status.up && status.env !== undefined) {
-    log(`already up in ${paths.dir}`);
+    const asked = options.dataPlane ?? 'contour';
+    const running = status.env.dataPlane;
+    log(
+      running === asked
+        ? `already up in ${paths.dir}`
+        : `already up in ${paths.dir} with data plane ${running}, not ${asked}: run \`portico sandbox down\` first to change it`,
+    );
     return status.env;
   }
   if ((await listPidNames(paths)).length > 0) {
@@ -106,7 +128,7 @@ export async function sandboxUp(options: SandboxUpOptions): Promise<SandboxEnv> 
   const step = stepper(log);
   let started: StartedStack;
   try {
-    started = await startStack(paths, repoRoot, options.env ?? process.env, step);
+    started = await startStack(paths, repoRoot, options, step);
   } catch (err: unknown) {
     log('start failed; stopping the processes started so far (their logs stay)');
     await stopAll(paths);
@@ -139,7 +161,7 @@ export async function sandboxDown(dir: string): Promise<StoppedProcess[]> {
 }
 
 /** Stop order: the operator first, storage last; names not listed go in between. */
-const STOP_ORDER = [RATELIMIT_SERVER, CONTROLLER, PEBBLE, DNS_SERVER, REDIS, KUBE_APISERVER, ETCD];
+const STOP_ORDER = [CONTOUR, RATELIMIT_SERVER, CONTROLLER, PEBBLE, DNS_SERVER, REDIS, KUBE_APISERVER, ETCD];
 
 async function stopAll(paths: SandboxPaths): Promise<StoppedProcess[]> {
   const names = await listPidNames(paths);
@@ -188,17 +210,22 @@ const PORT_KINDS = {
   redis: 'tcp',
   ratelimitGrpc: 'tcp',
   ratelimitMetrics: 'tcp',
+  contourXds: 'tcp',
+  contourMetrics: 'tcp',
+  contourHealth: 'tcp',
+  contourDebug: 'tcp',
 } as const;
 
 async function startStack(
   paths: SandboxPaths,
   repoRoot: string,
-  processEnv: NodeJS.ProcessEnv,
+  options: SandboxUpOptions,
   step: (line: string) => void,
 ): Promise<StartedStack> {
-  const external = externalKubeconfig(processEnv);
-  step('installing tools (scripts/install-tools.sh)');
-  const tools = await installTools(repoRoot, process.stderr);
+  const external = externalKubeconfig(options.env ?? process.env);
+  const dataPlane = options.dataPlane ?? 'contour';
+  step(`installing tools (scripts/install-tools.sh${options.testTools === true ? ' --test' : ''})`);
+  const tools = await installTools(repoRoot, process.stderr, { test: options.testTools === true });
   const ports = await pickFreePorts(PORT_KINDS);
   step('generating certificates');
   const certs = await generateSandboxCertificates();
@@ -233,6 +260,18 @@ async function startStack(
   await ensureNamespace(kubectl, OPERATOR_NAMESPACE);
   await installCrds(kubectl, path.join(repoRoot, 'crds'));
 
+  let contour: StartedContour | undefined;
+  if (dataPlane === 'contour') {
+    step(`installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.contourXds})`);
+    await installContourCrds(kubectl, tools.contourCrds);
+    contour = await startContour(paths, tools.contour, cluster.kubeconfig, {
+      xds: ports.contourXds,
+      metrics: ports.contourMetrics,
+      health: ports.contourHealth,
+      debug: ports.contourDebug,
+    });
+  }
+
   step('starting the operator (portico controller)');
   const acmeCaBundle = paths.cert(CERT_FILES.pebbleCaCert);
   const controller = await startController(paths, repoRoot, {
@@ -245,6 +284,8 @@ async function startStack(
     http01Port: ports.http01,
     metricsPort: ports.metrics,
     namespace: OPERATOR_NAMESPACE,
+    dataPlaneAcknowledgement: dataPlane !== 'none',
+    ...(dataPlane === 'contour' ? { dataPlaneName: 'Contour' } : {}),
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');
@@ -273,6 +314,14 @@ async function startStack(
     ratelimitGrpcAddr: ratelimit.grpcAddr,
     ratelimitMetricsUrl: ratelimit.metricsUrl,
     ratelimitReadyzUrl: ratelimit.readyzUrl,
+    dataPlane,
+    ...(contour === undefined
+      ? {}
+      : {
+          contourXdsAddr: contour.xdsAddr,
+          contourHealthUrl: contour.healthUrl,
+          contourMetricsUrl: contour.metricsUrl,
+        }),
   };
   await writeSandboxEnv(paths, env);
   step(`stack up; wrote ${paths.envFile}`);

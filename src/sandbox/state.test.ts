@@ -21,7 +21,18 @@ const env: SandboxEnv = {
   ratelimitGrpcAddr: '127.0.0.1:8081',
   ratelimitMetricsUrl: 'http://127.0.0.1:8082/metrics',
   ratelimitReadyzUrl: 'http://127.0.0.1:8082/readyz',
+  dataPlane: 'contour',
+  contourXdsAddr: '127.0.0.1:8083',
+  contourHealthUrl: 'http://127.0.0.1:8084/healthz',
+  contourMetricsUrl: 'http://127.0.0.1:8085/metrics',
 };
+
+/** `env` without the Contour fields (a sandbox of `--data-plane none`). */
+function withoutContour(full: SandboxEnv): SandboxEnv {
+  return Object.fromEntries(
+    Object.entries(full).filter(([key]) => !key.startsWith('contour')),
+  ) as unknown as SandboxEnv;
+}
 
 describe('renderEnvFile', () => {
   it('exports every variable DESIGN.md lists, quoted for a POSIX shell', () => {
@@ -44,5 +55,14 @@ describe('renderEnvFile', () => {
     }
     expect(text).toContain(`export KUBECONFIG='/tmp/it'\\''s here/kubeconfig'`);
     expect(text).toContain(`export HTTP01_PORT='5002'`);
+  });
+
+  it('says which data plane runs and, for Contour, its xDS address; none without one', () => {
+    expect(renderEnvFile(env)).toContain(
+      `export DATA_PLANE='contour'\nexport CONTOUR_XDS_ADDR='127.0.0.1:8083'`,
+    );
+    const none = renderEnvFile({ ...withoutContour(env), dataPlane: 'none' });
+    expect(none).toContain(`export DATA_PLANE='none'`);
+    expect(none).not.toContain('CONTOUR_');
   });
 });

@@ -5,6 +5,7 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 
 import { SandboxNotFoundError } from './errors.js';
+import type { SandboxDataPlane } from './contour.js';
 import type { SandboxPaths } from './paths.js';
 
 /** The facts about a running sandbox. Paths are absolute; URLs have no trailing slash. */
@@ -45,6 +46,17 @@ export interface SandboxEnv {
   readonly ratelimitMetricsUrl: string;
   /** The rate-limit service's readiness endpoint. */
   readonly ratelimitReadyzUrl: string;
+  /**
+   * The control plane that takes Portico's routes: `contour` (a real Contour; the operator waits
+   * for its acknowledgement) or `none` (the operator runs with the acknowledgement off).
+   */
+  readonly dataPlane: SandboxDataPlane;
+  /** `127.0.0.1:<port>` of Contour's xDS server (`contour cli lds --contour <addr>`); with `contour`. */
+  readonly contourXdsAddr?: string;
+  /** Contour's `/healthz`; with `contour`. */
+  readonly contourHealthUrl?: string;
+  /** Contour's Prometheus endpoint; with `contour`. */
+  readonly contourMetricsUrl?: string;
 }
 
 /** The shell variables of `<dir>/env`, in file order. */
@@ -63,6 +75,13 @@ export function envVariables(env: SandboxEnv): [string, string][] {
     ['REDIS_URL', env.redisUrl],
     ['RATELIMIT_GRPC_ADDR', env.ratelimitGrpcAddr],
     ['RATELIMIT_METRICS_URL', env.ratelimitMetricsUrl],
+    ['DATA_PLANE', env.dataPlane],
+    ...(env.contourXdsAddr === undefined
+      ? []
+      : [['CONTOUR_XDS_ADDR', env.contourXdsAddr] as [string, string]]),
+    ...(env.contourMetricsUrl === undefined
+      ? []
+      : [['CONTOUR_METRICS_URL', env.contourMetricsUrl] as [string, string]]),
   ];
 }
 

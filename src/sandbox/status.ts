@@ -3,6 +3,7 @@
  */
 import { readFile } from 'node:fs/promises';
 
+import { CONTOUR } from './contour.js';
 import { CONTROLLER } from './controller.js';
 import { DNS_SERVER, dnsProbe } from './dns-server.js';
 import { SandboxNotFoundError } from './errors.js';
@@ -78,6 +79,9 @@ async function checksFor(env: SandboxEnv): Promise<Check[]> {
     { name: REDIS, hasProcess: true, probe: redisPingProbe(new URL(env.redisUrl).host) },
     { name: RATELIMIT_SERVER, hasProcess: true, probe: httpProbe(env.ratelimitReadyzUrl) },
   );
+  if (env.contourHealthUrl !== undefined) {
+    checks.push({ name: CONTOUR, hasProcess: true, probe: httpProbe(env.contourHealthUrl) });
+  }
   return checks;
 }
 

@@ -18,8 +18,16 @@ export interface Tools {
   readonly pebbleChalltestsrv: string;
   /** Debian's redis-server, linked into the bin directory. */
   readonly redisServer: string;
-  /** envoyproxy/ratelimit's `src/client_cmd`: an independent client of the rate-limit protocol. */
-  readonly envoyRatelimitClient: string;
+  /** Contour, the ingress controller of `--data-plane contour`. */
+  readonly contour: string;
+  /** Contour's CRDs, from the module version the binary was built from. */
+  readonly contourCrds: string;
+}
+
+/** Which of the script's tool sets to build besides the sandbox's own. */
+export interface ToolSets {
+  /** helm, promtool and envoyproxy/ratelimit's client, which only the e2e tests run (`--test`). */
+  readonly test?: boolean;
 }
 
 /**
@@ -29,11 +37,16 @@ export interface Tools {
  *
  * @param repoRoot the repository holding `scripts/install-tools.sh`
  * @param stderr where the script's progress goes
+ * @param sets the script's optional tool sets to build too
  * @throws ToolsInstallError when the script fails, prints no bin directory, or a tool is missing
  */
-export async function installTools(repoRoot: string, stderr: NodeJS.WritableStream): Promise<Tools> {
+export async function installTools(
+  repoRoot: string,
+  stderr: NodeJS.WritableStream,
+  sets: ToolSets = {},
+): Promise<Tools> {
   const script = path.join(repoRoot, 'scripts', 'install-tools.sh');
-  const stdout = await runScript(script, stderr);
+  const stdout = await runScript(script, sets.test === true ? ['--test'] : [], stderr);
   const binDir = stdout.trim().split('\n').at(-1)?.trim() ?? '';
   if (binDir === '') throw new ToolsInstallError(`${script} printed no bin directory`);
   const tools: Tools = {
@@ -44,7 +57,8 @@ export async function installTools(repoRoot: string, stderr: NodeJS.WritableStre
     pebble: path.join(binDir, 'pebble'),
     pebbleChalltestsrv: path.join(binDir, 'pebble-challtestsrv'),
     redisServer: path.join(binDir, 'redis-server'),
-    envoyRatelimitClient: path.join(binDir, 'envoy-ratelimit-client'),
+    contour: path.join(binDir, 'contour'),
+    contourCrds: path.join(binDir, 'contour-crds.yaml'),
   };
   for (const file of [
     tools.etcd,
@@ -53,7 +67,7 @@ export async function installTools(repoRoot: string, stderr: NodeJS.WritableStre
     tools.pebble,
     tools.pebbleChalltestsrv,
     tools.redisServer,
-    tools.envoyRatelimitClient,
+    tools.contour,
   ]) {
     try {
       await access(file, constants.X_OK);
@@ -61,12 +75,17 @@ export async function installTools(repoRoot: string, stderr: NodeJS.WritableStre
       throw new ToolsInstallError(`${script} finished but ${file} is missing or not executable`);
     }
   }
+  try {
+    await access(tools.contourCrds, constants.R_OK);
+  } catch {
+    throw new ToolsInstallError(`${script} finished but ${tools.contourCrds} is missing or not readable`);
+  }
   return tools;
 }
 
-function runScript(script: string, stderr: NodeJS.WritableStream): Promise<string> {
+function runScript(script: string, args: readonly string[], stderr: NodeJS.WritableStream): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.on('data', (chunk: Buffer) => stderr.write(chunk));

@@ -1282,6 +1282,8 @@ async function startOperatorAgain(ctx: Context): Promise<number> {
     http01Port: env.http01Port,
     metricsPort: Number(new URL(env.controllerMetricsUrl).port),
     namespace: OPERATOR_NAMESPACE,
+    dataPlaneAcknowledgement: env.dataPlane !== 'none',
+    ...(env.dataPlane === 'contour' ? { dataPlaneName: 'Contour' } : {}),
   });
   return started.process.pid;
 }

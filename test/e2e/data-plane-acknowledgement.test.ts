@@ -1,13 +1,13 @@
 /**
  * Routed (and so Ready) only once the data plane has taken the route (issue 11, items 1 and 2), on
- * the real stack with the Gateway API CRDs installed. No ingress controller or gateway runs here: the
- * tests play one by writing the status fields a real one writes (an Ingress's
- * `status.loadBalancer.ingress`; an HTTPRoute's `status.parents`; a ListenerSet's conditions), and
- * say so in their names.
+ * the real stack with the Gateway API CRDs installed. Ingress mode is judged by the stack's real
+ * Contour (test/e2e/contour-ingress.test.ts, its acknowledgement and its absence). No Gateway API
+ * implementation runs in this stack (Contour here serves Ingress and HTTPProxy only), so the gateway
+ * tests play one by writing the status fields a real one writes (an HTTPRoute's `status.parents`; a
+ * ListenerSet's conditions), and say so in their names.
  *
- * The stack's operator runs with the acknowledgement off (src/sandbox/controller.ts): the first test
- * uses it. The others stop it and run operators of their own with the acknowledgement on, in ingress
- * mode, then in gateway mode; the stack's operator is started again at the end.
+ * The tests stop the stack's operator and run operators of their own: with the acknowledgement off,
+ * then on in gateway mode; the stack's operator is started again at the end.
  */
 import { PatchStrategy, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -88,7 +88,11 @@ function statusCondition(
   return { type, status, reason, message, observedGeneration, lastTransitionTime: new Date().toISOString() };
 }
 
-describe('with the data-plane acknowledgement off (the sandbox operator)', () => {
+describe('with the data-plane acknowledgement off', () => {
+  beforeAll(async () => {
+    await runOperator('ack-off', { '--data-plane-acknowledgement': 'false' });
+  });
+
   it('is Ready, and Routed and Ready say the route is written but unconfirmed', async () => {
     const { ns, hostname } = await domainOf('ack-off');
     const cd = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 60_000);
@@ -96,39 +100,6 @@ describe('with the data-plane acknowledgement off (the sandbox operator)', () =>
     expect(condition(cd, 'Routed').message).toContain('Written, but unconfirmed');
     expect(condition(cd, 'Ready').message).toContain('unconfirmed');
     expect(condition(cd, 'Ready').message).not.toBe(`${hostname} serves over HTTPS.`);
-  });
-});
-
-describe('ingress mode with the acknowledgement on', () => {
-  beforeAll(async () => {
-    await runOperator('ack-ingress', {});
-  });
-
-  it('keeps a domain whose Ingress has no published address not Ready, and Ready once the test (playing the ingress controller) publishes one', async () => {
-    const { ns, hostname } = await domainOf('ack-ing');
-    const waiting = await waitForCondition(ns, 'www', 'Routed', 'False', 'AwaitingDataPlane', 60_000);
-    await waitForCondition(ns, 'www', 'CertificateReady', 'True', undefined, 60_000);
-    const held = await getCustomDomain(ns, 'www');
-    expect(condition(held, 'Ready')).toMatchObject({ status: 'False', reason: 'AwaitingDataPlane' });
-    expect(held.status?.phase).not.toBe('Live');
-    expect(condition(waiting, 'Routed').message).toContain(
-      'Ingress portico-www is written, but no address is published in its status.loadBalancer.ingress',
-    );
-
-    // The ingress controller's part: it publishes the address it serves the Ingress on.
-    await kube().networking.patchNamespacedIngressStatus(
-      {
-        namespace: ns,
-        name: 'portico-www',
-        body: { status: { loadBalancer: { ingress: [{ ip: '203.0.113.10' }] } } },
-      },
-      mergePatch,
-    );
-    const live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 15_000);
-    expect(condition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
-    expect(condition(live, 'Routed').message).toContain(
-      'The ingress controller took Ingress portico-www (published address 203.0.113.10).',
-    );
   });
 });
 

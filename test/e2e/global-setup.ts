@@ -1,6 +1,6 @@
 /**
  * One real stack per test run (DESIGN.md "Real parts"): kube-apiserver + etcd, Pebble,
- * pebble-challtestsrv and the operator from dist/, in `.sandbox-e2e/` with free ports, so a
+ * pebble-challtestsrv, Redis, Contour (the data plane's controller) and the operator from dist/, in `.sandbox-e2e/` with free ports, so a
  * developer's own `.sandbox/` is untouched. Torn down after the run unless PORTICO_E2E_KEEP=1.
  */
 import { resolve } from 'node:path';
@@ -16,7 +16,7 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dir = resolve(process.env.PORTICO_E2E_SANDBOX_DIR ?? '.sandbox-e2e');
   await sandboxDown(dir).catch(() => []);
-  const env = await sandboxUp({ dir, applyExamples: false });
+  const env = await sandboxUp({ dir, applyExamples: false, dataPlane: 'contour', testTools: true });
   project.provide('sandbox', env);
   return async () => {
     if (process.env.PORTICO_E2E_KEEP !== '1') await sandboxDown(dir);

@@ -4,8 +4,10 @@
  * project (namespace). A target that is missing, of another project, a redirect itself (a chain or a
  * loop) leaves it Routed=False with its reason; a target that becomes Ready routes it, through the
  * watch of the target's status (no resync). A redirect to itself is refused by the CRD
- * (crd-validation.test.ts). The stack operator runs with --data-plane-acknowledgement=false and no
- * challenge Service, so a routed redirect says "unconfirmed" and an unrouted one writes no Ingress.
+ * (crd-validation.test.ts). The stack operator waits for the stack's Contour to take each Ingress
+ * and runs with no challenge Service, so a routed redirect is Routed once Contour published its
+ * address, and an unrouted one writes no Ingress. (Contour ignores the nginx flavor's redirect
+ * annotations: what Contour does with a redirect is tested with the `contour` flavor's HTTPProxy.)
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../src/api/customdomain.js';
@@ -85,7 +87,7 @@ describe('redirect targets', () => {
       expect(names).not.toContain(`portico-${name}`);
   });
 
-  it('routes a redirect once its target becomes Ready (unconfirmed: no data plane in the sandbox)', async () => {
+  it('routes a redirect once its target becomes Ready (Routed once Contour took the Ingress)', async () => {
     const late = `late.${ns}.example`;
     await createCustomDomain(ns, 'late', { hostname: late, service: { name: 'web' } }); // no DNS yet
     await domainWithDns(ns, 'to-late', `to-late.${ns}.example`, { redirect: { to: late } });
@@ -97,7 +99,7 @@ describe('redirect targets', () => {
     await waitForCondition(ns, 'late', 'Ready', 'True', undefined, 120_000);
     const routed = await waitForCondition(ns, 'to-late', 'Routed', 'True', undefined, 30_000);
     expect(condition(routed, 'Routed')?.message).toContain(`301 Moved Permanently to https://${late}`);
-    expect(condition(routed, 'Routed')?.message).toContain('Written, but unconfirmed');
+    expect(condition(routed, 'Routed')?.message).toContain('Contour took Ingress portico-to-late');
     expect(await ingressNames(ns)).toContain('portico-to-late');
   }, 180_000);
 });

@@ -696,7 +696,14 @@ export class CustomDomainReconciler {
       const seen = this.#d.view.owned(header);
       const cached = seen.cached ? seen.object : undefined;
       if (obj.kind === 'Ingress') {
-        parts.push(ingressAcknowledgement(cached, name, this.#d.routing.ingressClassName));
+        parts.push(
+          ingressAcknowledgement(
+            cached,
+            name,
+            this.#d.routing.ingressClassName,
+            this.#d.routing.dataPlaneName,
+          ),
+        );
         continue;
       }
       if (obj.kind !== HTTPROUTE_KIND && obj.kind !== LISTENERSET_KIND) continue;

@@ -63,9 +63,9 @@ export async function runOk(
 
 let binDir: Promise<string> | undefined;
 
-/** The directory holding helm and kubectl (scripts/install-tools.sh prints it; cached builds). */
+/** The directory holding helm, kubectl and the other test tools (scripts/install-tools.sh --test prints it; cached builds). */
 export function toolsBin(): Promise<string> {
-  binDir ??= runOk(`${REPO}scripts/install-tools.sh`, [], { timeoutMs: 1_800_000 }).then(
+  binDir ??= runOk(`${REPO}scripts/install-tools.sh`, ['--test'], { timeoutMs: 1_800_000 }).then(
     (out) => out.trim().split('\n').at(-1) ?? '',
   );
   return binDir;

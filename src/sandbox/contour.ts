@@ -1,0 +1,146 @@
+/**
+ * Contour, the ingress controller of the sandbox's default data plane (`--data-plane contour`): the
+ * real controller that takes Portico's Ingresses, writes their `status.loadBalancer`, and builds the
+ * Envoy configuration it would push over xDS (`contour cli lds|rds|cds|eds|sds` reads it). No Envoy
+ * runs here: the controller's status writes and its xDS are the evidence (docs/routing.md,
+ * "Contour").
+ *
+ * Contour runs against the sandbox's API server with the kubeconfig, without leader election,
+ * serving xDS in plaintext on loopback (`--insecure`), and publishes 127.0.0.1 as every Ingress's
+ * address (`--ingress-status-address`). Every port it binds is one the sandbox picked, so parallel
+ * stacks never collide (its defaults, 8000, 8001 and 6060, are fixed).
+ */
+import { writeFile } from 'node:fs/promises';
+
+import { stringify } from 'yaml';
+
+import { runKubectl, type Kubectl } from './kubectl.js';
+import type { SandboxPaths } from './paths.js';
+import { startDetached, type StartedProcess } from './processes.js';
+import { httpProbe, waitUntilReady } from './readiness.js';
+
+export const CONTOUR = 'contour';
+
+/** The data planes the sandbox can run: a real Contour, or none (routes are then unconfirmed). */
+export type SandboxDataPlane = 'contour' | 'none';
+export const SANDBOX_DATA_PLANES: readonly SandboxDataPlane[] = ['contour', 'none'];
+
+/** The address Contour publishes in each Ingress's `status.loadBalancer.ingress`. */
+export const CONTOUR_INGRESS_STATUS_ADDRESS = '127.0.0.1';
+
+/**
+ * The Kubernetes client's rate of Contour in the sandbox, in requests per second, and its burst.
+ * Contour's own defaults (client-go's 5 QPS, burst 10) make it write Ingress status at about two a
+ * second, so a burst of domains waits minutes for its acknowledgement (docs/routing.md, "Contour at
+ * scale").
+ */
+export const CONTOUR_CLIENT_QPS = 100;
+export const CONTOUR_CLIENT_BURST = 200;
+
+/** Ports Contour binds, all on 127.0.0.1. */
+export interface ContourPorts {
+  /** xDS gRPC (plaintext): what Envoy, and `contour cli`, connect to. */
+  readonly xds: number;
+  /** Prometheus `/metrics`. */
+  readonly metrics: number;
+  /** `/healthz`. */
+  readonly health: number;
+  /** The debug HTTP endpoint (`/debug/dag`, pprof). */
+  readonly debug: number;
+}
+
+/**
+ * Contour's configuration file (`contour serve --config-path`, pkg/config/parameters.go).
+ * `enableExternalNameService`: Portico routes the ACME challenge path to an ExternalName Service
+ * (docs/routing.md), which Contour refuses unless this is set.
+ */
+export function contourConfig(): Record<string, unknown> {
+  return {
+    enableExternalNameService: true,
+  };
+}
+
+/** `contour serve`'s flags in the sandbox. */
+export function contourServeArgs(kubeconfig: string, configPath: string, ports: ContourPorts): string[] {
+  return [
+    'serve',
+    '--kubeconfig',
+    kubeconfig,
+    '--config-path',
+    configPath,
+    '--insecure',
+    '--xds-address',
+    '127.0.0.1',
+    '--xds-port',
+    String(ports.xds),
+    '--http-address',
+    '127.0.0.1',
+    '--http-port',
+    String(ports.metrics),
+    '--health-address',
+    '127.0.0.1',
+    '--health-port',
+    String(ports.health),
+    '--debug-http-address',
+    '127.0.0.1',
+    '--debug-http-port',
+    String(ports.debug),
+    '--ingress-status-address',
+    CONTOUR_INGRESS_STATUS_ADDRESS,
+    '--disable-leader-election',
+    '--kubernetes-client-qps',
+    String(CONTOUR_CLIENT_QPS),
+    '--kubernetes-client-burst',
+    String(CONTOUR_CLIENT_BURST),
+  ];
+}
+
+/**
+ * `kubectl apply --server-side -f <crdsFile>` (Contour's CRDs, from the module version of the
+ * binary), then waits until those CRDs are Established.
+ *
+ * @throws CommandFailedError when kubectl fails
+ */
+export async function installContourCrds(kubectl: Kubectl, crdsFile: string): Promise<void> {
+  await runKubectl(kubectl, ['apply', '--server-side', '--force-conflicts', '-f', crdsFile]);
+  await runKubectl(kubectl, ['wait', '--for=condition=Established', '--timeout=60s', '-f', crdsFile]);
+}
+
+/** A running Contour. */
+export interface StartedContour {
+  readonly process: StartedProcess;
+  /** `127.0.0.1:<port>` of its xDS server. */
+  readonly xdsAddr: string;
+  readonly metricsUrl: string;
+  readonly healthUrl: string;
+}
+
+/**
+ * Writes Contour's configuration file into the sandbox, starts `contour serve`, and waits until its
+ * `/healthz` answers 200.
+ *
+ * @param binary the `contour` binary (scripts/install-tools.sh)
+ * @throws ComponentStartError when it cannot start, exits, or is not healthy within 60 s
+ */
+export async function startContour(
+  paths: SandboxPaths,
+  binary: string,
+  kubeconfig: string,
+  ports: ContourPorts,
+): Promise<StartedContour> {
+  const configPath = paths.contourConfig;
+  await writeFile(configPath, stringify(contourConfig()));
+  const proc = await startDetached(paths, {
+    name: CONTOUR,
+    command: binary,
+    args: contourServeArgs(kubeconfig, configPath, ports),
+  });
+  const healthUrl = `http://127.0.0.1:${ports.health}/healthz`;
+  await waitUntilReady(proc, httpProbe(healthUrl), { timeoutMs: 60_000, intervalMs: 250 });
+  return {
+    process: proc,
+    xdsAddr: `127.0.0.1:${ports.xds}`,
+    metricsUrl: `http://127.0.0.1:${ports.metrics}/metrics`,
+    healthUrl,
+  };
+}

@@ -1,0 +1,172 @@
+/**
+ * A real ingress controller judges Portico's Ingresses (issue 28, items 1 to 3): the stack's Contour
+ * takes them, writes their `status.loadBalancer`, and builds the Envoy configuration it would push.
+ * No Envoy runs here, so Contour's status writes and its xDS (read with `contour cli`,
+ * support/contour.ts) are the evidence: the TLS filter chain for each hostname carries the
+ * certificate in Portico's Secret (compared by serial, before and after a renewal), the route goes
+ * to the project's Service, and after deletion nothing is left for the hostname.
+ *
+ * The stack's operator runs in ingress mode with the acknowledgement on and `--data-plane-name
+ * Contour` (src/sandbox/stack.ts), so Routed is Contour's word, not the test's.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { CustomDomain } from '../../src/api/customdomain.js';
+import {
+  createCustomDomain,
+  createProject,
+  deleteCustomDomain,
+  dns,
+  getCustomDomain,
+  kube,
+  postPebbleManagement,
+  requestVerify,
+  sandbox,
+  unique,
+  waitFor,
+  waitForCondition,
+} from './support/cluster.js';
+import {
+  httpsFilterChains,
+  sdsCertificateSerial,
+  sdsSecretName,
+  virtualHostsFor,
+  withContourPaused,
+} from './support/contour.js';
+
+function condition(cd: CustomDomain, type: string): { status?: string; reason?: string; message?: string } {
+  return cd.status?.conditions?.find((c) => c.type === type) ?? {};
+}
+
+/** Uppercase hex without separators or leading zeros, as Node's X509Certificate prints a serial. */
+function normalSerial(serial: string | undefined): string {
+  return (serial ?? '').replaceAll(':', '').toUpperCase().replace(/^0+/, '');
+}
+
+/** A project with DNS pointing at the platform and a serving CustomDomain `www`. */
+async function domainOf(prefix: string): Promise<{ ns: string; hostname: string }> {
+  const ns = unique(prefix);
+  const hostname = `www.${ns}.example`;
+  await createProject(ns);
+  await dns.setCname(hostname, sandbox.platformCnameTarget);
+  await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+  return { ns, hostname };
+}
+
+describe('Contour takes the Ingress of a domain', () => {
+  let ns: string;
+  let hostname: string;
+  let live: CustomDomain;
+
+  beforeAll(async () => {
+    expect(sandbox.dataPlane).toBe('contour');
+    ({ ns, hostname } = await domainOf('contour'));
+    live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 90_000);
+  });
+
+  it("is Live once Contour published its address on the Ingress, and Routed says so in Contour's name", async () => {
+    const ingress = await kube().networking.readNamespacedIngress({ namespace: ns, name: 'portico-www' });
+    expect(ingress.status?.loadBalancer?.ingress).toEqual([{ ip: '127.0.0.1' }]);
+    expect(condition(live, 'Routed')).toMatchObject({ status: 'True' });
+    expect(condition(live, 'Routed').message).toContain(
+      'Contour took Ingress portico-www (published address 127.0.0.1).',
+    );
+    expect(condition(live, 'Routed').message).not.toContain('unconfirmed');
+    expect(condition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
+  });
+
+  it("has, in Contour's xDS, a TLS filter chain for the hostname whose certificate is the one in Portico's Secret", async () => {
+    const serial = normalSerial(live.status?.certificate?.serialNumber);
+    expect(serial).not.toBe('');
+    const chains = await waitFor('a TLS filter chain for the hostname in LDS', async () => {
+      const found = await httpsFilterChains(hostname);
+      return found.length > 0 ? found : undefined;
+    });
+    expect(chains).toHaveLength(1);
+    const [chain] = chains;
+    const secretName = chain === undefined ? undefined : sdsSecretName(chain);
+    // Contour names SDS secrets <namespace>/<name>/<hash of the content>.
+    expect(secretName).toMatch(new RegExp(`^${ns}/www-tls/[0-9a-f]+$`));
+    expect(await sdsCertificateSerial(secretName ?? '')).toBe(serial);
+  });
+
+  it("routes the hostname to the project's Service, on HTTP and HTTPS", async () => {
+    const hosts = await virtualHostsFor(hostname);
+    const configs = hosts.map((h) => h.routeConfig).sort();
+    expect(configs).toEqual(['https/' + hostname, 'ingress_http']);
+    for (const host of hosts) {
+      const clusters = host.routes.map((r) => r.route?.cluster).filter(Boolean);
+      // Contour's cluster name: <namespace>/<service>/<port>/<hash>.
+      expect(clusters).toContainEqual(expect.stringMatching(new RegExp(`^${ns}/web/80/[0-9a-f]+$`)));
+    }
+  });
+
+  it('serves the renewed certificate on the listener after a renewal (a new serial in SDS)', async () => {
+    const before = normalSerial(live.status?.certificate?.serialNumber);
+    const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
+    const pem = Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
+    const past = Date.now() - 3_600_000;
+    await postPebbleManagement('/set-renewal-info/', {
+      Certificate: pem,
+      ARIResponse: JSON.stringify({
+        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
+      }),
+    });
+    await requestVerify(ns, 'www', 'renew-on-contour');
+    const renewed = await waitFor(
+      'a renewed certificate in status',
+      async () => {
+        const cd = await getCustomDomain(ns, 'www');
+        const serial = normalSerial(cd.status?.certificate?.serialNumber);
+        return serial !== '' && serial !== before ? serial : undefined;
+      },
+      90_000,
+    );
+    const onListener = await waitFor('the renewed serial on the listener', async () => {
+      const [chain] = await httpsFilterChains(hostname);
+      const name = chain === undefined ? undefined : sdsSecretName(chain);
+      const serial = name === undefined ? undefined : await sdsCertificateSerial(name);
+      return serial === renewed ? serial : undefined;
+    });
+    expect(onListener).toBe(renewed);
+    expect(onListener).not.toBe(before);
+  });
+
+  it('leaves nothing for the hostname in Contour after the domain is deleted', async () => {
+    await deleteCustomDomain(ns, 'www');
+    await waitFor('no filter chain and no virtual host for the hostname', async () => {
+      const [chains, hosts] = await Promise.all([httpsFilterChains(hostname), virtualHostsFor(hostname)]);
+      return chains.length === 0 && hosts.length === 0 ? true : undefined;
+    });
+    expect(await httpsFilterChains(hostname)).toEqual([]);
+    expect(await virtualHostsFor(hostname)).toEqual([]);
+  });
+});
+
+describe('Contour not answering', () => {
+  it('keeps a new domain waiting with a message naming Contour and since when, and Ready once Contour runs again', async () => {
+    const { ns, hostname } = await withContourPaused(async () => {
+      const made = await domainOf('contour-paused');
+      const waiting = await waitForCondition(made.ns, 'www', 'Routed', 'False', 'AwaitingDataPlane', 60_000);
+      await waitForCondition(made.ns, 'www', 'CertificateReady', 'True', undefined, 90_000);
+      const held = await getCustomDomain(made.ns, 'www');
+      expect(condition(held, 'Ready')).toMatchObject({ status: 'False', reason: 'AwaitingDataPlane' });
+      expect(held.status?.phase).not.toBe('Live');
+      const message = condition(waiting, 'Routed').message ?? '';
+      expect(message).toMatch(
+        /^Ingress portico-www is written since \d{4}-\d\d-\d\dT[\d:.]+Z, but no address/,
+      );
+      expect(message).toContain(
+        "Contour (the controller of the cluster's default ingress class) has not taken it",
+      );
+      const ingress = await kube().networking.readNamespacedIngress({
+        namespace: made.ns,
+        name: 'portico-www',
+      });
+      expect(ingress.status?.loadBalancer?.ingress ?? []).toEqual([]);
+      return made;
+    });
+    const live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 60_000);
+    expect(condition(live, 'Routed').message).toContain('Contour took Ingress portico-www');
+    expect(condition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
+  });
+});
