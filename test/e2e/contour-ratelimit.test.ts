@@ -400,8 +400,8 @@ let contourXds = '';
 let ownContour: TestProcess | undefined;
 
 beforeAll(async () => {
-  // SandboxEnv.contourXdsAddr: set when the sandbox runs Contour (its default data plane).
-  const stack = (sandbox as { contourXdsAddr?: string }).contourXdsAddr;
+  // Set when the sandbox runs Contour (its default data plane).
+  const stack = sandbox.contourXdsAddr;
   if (stack === undefined) await installContourCrds();
   await createProject(ns, { deployed: true });
   await applyProxyAsPlatform('api', rootSpec('api'));
