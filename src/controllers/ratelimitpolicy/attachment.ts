@@ -166,8 +166,11 @@ export function contourDescriptors(policy: RateLimitPolicy, headers: AttachmentH
  * The server-side apply configuration of a policy's fields on one HTTPProxy (apply it with
  * `attachmentFieldManager(policy)`, never with force): only
  * `spec.virtualhost.rateLimitPolicy.global.descriptors`. `resourceVersion` is the one the operator
- * judged the HTTPProxy at: the API server then refuses the apply (409) instead of creating the
- * HTTPProxy if it was deleted meanwhile, and when it changed (judged again at the next pass).
+ * judged the HTTPProxy at: the API server refuses the apply (409) when it changed since (judged again
+ * at the next pass). It does NOT stop an apply from creating a deleted HTTPProxy (kube-apiserver
+ * v1.37 creates it regardless); what does is that the operator has no `create` on HTTPProxies (an apply
+ * that would create is authorized as `create`), and for this configuration also Contour's CRD, which
+ * requires `virtualhost.fqdn`.
  */
 export function httpProxyApply(
   policy: RateLimitPolicy,
@@ -189,8 +192,9 @@ export function httpProxyApply(
 }
 
 /**
- * The empty apply configuration that removes every field a manager owns on an HTTPProxy (and never the
- * HTTPProxy: `resourceVersion` as in `httpProxyApply`).
+ * The empty apply configuration that removes every field a manager owns on an HTTPProxy, never the
+ * HTTPProxy (`resourceVersion` and creation as in `httpProxyApply`: only RBAC keeps an apply of it from
+ * creating an HTTPProxy deleted since it was read).
  */
 export function httpProxyRelease(target: {
   namespace: string;

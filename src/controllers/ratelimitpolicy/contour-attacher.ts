@@ -48,10 +48,14 @@ export class StaleTargetError extends Error {
   }
 }
 
-/** The message of the API server's Status in an error, and whether it is a field manager conflict. */
-function apiFailure(err: unknown): { message: string; fieldConflict: boolean } {
+/**
+ * The message of the API server's Status in an error (at most 1024 characters), and whether it is a
+ * server-side apply field manager conflict (a cause with reason `FieldManagerConflict`).
+ */
+export function apiFailure(err: unknown): { message: string; fieldConflict: boolean } {
   const body = (err as { body?: unknown }).body;
-  let status: { message?: unknown; details?: { causes?: { type?: unknown }[] } } | undefined;
+  let status:
+    { message?: unknown; details?: { causes?: { reason?: unknown; type?: unknown }[] } } | undefined;
   if (typeof body === 'string') {
     try {
       status = JSON.parse(body) as typeof status;
@@ -63,7 +67,10 @@ function apiFailure(err: unknown): { message: string; fieldConflict: boolean } {
   }
   const message =
     typeof status?.message === 'string' ? status.message : err instanceof Error ? err.message : String(err);
-  const fieldConflict = (status?.details?.causes ?? []).some((c) => c.type === 'FieldManagerConflict');
+  // kube-apiserver v1.37 puts it in `reason` (metav1.CauseType), older clients read `type`.
+  const fieldConflict = (status?.details?.causes ?? []).some(
+    (c) => c.reason === 'FieldManagerConflict' || c.type === 'FieldManagerConflict',
+  );
   return { message: message.slice(0, 1024), fieldConflict };
 }
 
