@@ -396,6 +396,26 @@ async function clientCmd(domain: string, entries: { key: string; value: string }
   };
 }
 
+/**
+ * The rate-limit server's Service the ExtensionService names. The chart creates it beside the server;
+ * the sandbox runs the server on loopback with no Service, and Contour leaves an ExtensionService whose
+ * Service does not exist out of its configuration (`ServiceUnresolvedReference`), so the test creates
+ * a selectorless one (no endpoints: no Envoy connects here) unless the stack has it.
+ */
+async function ensureRateLimitService(): Promise<void> {
+  try {
+    await clients().core.createNamespacedService({
+      namespace: OPERATOR_NAMESPACE,
+      body: {
+        metadata: { name: 'portico-ratelimit' },
+        spec: { ports: [{ name: 'grpc', port: 8081, protocol: 'TCP' }] },
+      },
+    });
+  } catch (err: unknown) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
+}
+
 let contourXds = '';
 let ownContour: TestProcess | undefined;
 
@@ -403,6 +423,7 @@ beforeAll(async () => {
   // Set when the sandbox runs Contour (its default data plane).
   const stack = sandbox.contourXdsAddr;
   if (stack === undefined) await installContourCrds();
+  await ensureRateLimitService();
   await createProject(ns, { deployed: true });
   await applyProxyAsPlatform('api', rootSpec('api'));
   await createPolicy(ns, 'public-api', { targetRefs: [proxyRef('api')], plans, defaultPlan: 'free' });
@@ -508,6 +529,25 @@ describe('a RateLimitPolicy attached to a root HTTPProxy', () => {
     // Envoy's own draft-03 headers stay off: Portico's X-RateLimit-Reset is a timestamp.
     expect(filter.enable_x_ratelimit_headers ?? 'OFF').toBe('OFF');
 
+    // Contour takes the ExtensionService (its status), so its cluster is in CDS.
+    await waitFor('Contour to report the ExtensionService valid', async () => {
+      const es = (await clients().custom.getNamespacedCustomObject({
+        group: 'projectcontour.io',
+        version: 'v1alpha1',
+        namespace: OPERATOR_NAMESPACE,
+        plural: 'extensionservices',
+        name: 'portico-ratelimit',
+      })) as { spec?: unknown; status?: { conditions?: { type: string; status: string }[] } };
+      expect(es.spec).toEqual({
+        protocol: 'h2c',
+        protocolVersion: 'v3',
+        services: [{ name: 'portico-ratelimit', port: 8081 }],
+        timeoutPolicy: { response: '1000ms' },
+      });
+      return es.status?.conditions?.some((c) => c.type === 'Valid' && c.status === 'True') === true
+        ? true
+        : undefined;
+    });
     const cluster = await xds('cds', (resources) =>
       (resources as { name?: string }[]).find((c) => c.name === EXTENSION_CLUSTER),
     );
