@@ -634,6 +634,21 @@ describe('targets that cannot be wired', () => {
     expect(managersOf(proxy)).not.toContain('portico-ratelimit/child');
   });
 
+  it("carries Contour's words when Contour refuses the HTTPProxy", async () => {
+    await applyProxyAsPlatform('broken', {
+      virtualhost: { fqdn: `broken.${ns}.example.com` },
+      routes: [{ conditions: [{ prefix: '/' }], services: [{ name: 'no-such-service', port: 80 }] }],
+    });
+    await createPolicy(ns, 'broken', { targetRefs: [proxyRef('broken')], plans, defaultPlan: 'free' });
+    const c = await waitForAttached('broken', 'False', 'RefusedByContour', 60_000);
+    expect(c.message).toContain('projectcontour.io/HTTPProxy broken: Contour reports it invalid:');
+    expect(c.message).toContain('no-such-service');
+    // The descriptors are applied all the same: they take effect once the HTTPProxy is fixed.
+    expect(JSON.stringify(descriptorsOn(await readProxy('broken')))).toContain(`${ns}/broken`);
+    await applyProxyAsPlatform('broken', rootSpec('broken'));
+    await waitForAttached('broken', 'True', 'Attached', 60_000);
+  });
+
   it('never overwrites descriptors another manager owns, and names it', async () => {
     const theirs = [{ entries: [{ remoteAddress: {} }] }];
     await applyProxyAsPlatform('owned', {
