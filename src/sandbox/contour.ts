@@ -32,10 +32,23 @@ export const CONTOUR_INGRESS_STATUS_ADDRESS = '127.0.0.1';
  * The Kubernetes client's rate of Contour in the sandbox, in requests per second, and its burst.
  * Contour's own defaults (client-go's 5 QPS, burst 10) make it write Ingress status at about two a
  * second, so a burst of domains waits minutes for its acknowledgement (docs/routing.md, "Contour at
- * scale").
+ * scale"). `PORTICO_SANDBOX_CONTOUR_CLIENT_QPS` and `PORTICO_SANDBOX_CONTOUR_CLIENT_BURST` override
+ * them (a benchmark compares rates with them).
  */
 export const CONTOUR_CLIENT_QPS = 100;
 export const CONTOUR_CLIENT_BURST = 200;
+
+/** Contour's client rate and burst: the environment's overrides, else the sandbox's defaults. */
+export function contourClientRate(env: NodeJS.ProcessEnv): { qps: string; burst: string } {
+  const pick = (name: string, fallback: number): string => {
+    const value = env[name];
+    return value !== undefined && /^\d+(\.\d+)?$/.test(value) ? value : String(fallback);
+  };
+  return {
+    qps: pick('PORTICO_SANDBOX_CONTOUR_CLIENT_QPS', CONTOUR_CLIENT_QPS),
+    burst: pick('PORTICO_SANDBOX_CONTOUR_CLIENT_BURST', CONTOUR_CLIENT_BURST),
+  };
+}
 
 /** Ports Contour binds, all on 127.0.0.1. */
 export interface ContourPorts {
@@ -61,7 +74,12 @@ export function contourConfig(): Record<string, unknown> {
 }
 
 /** `contour serve`'s flags in the sandbox. */
-export function contourServeArgs(kubeconfig: string, configPath: string, ports: ContourPorts): string[] {
+export function contourServeArgs(
+  kubeconfig: string,
+  configPath: string,
+  ports: ContourPorts,
+  rate: { qps: string; burst: string } = contourClientRate({}),
+): string[] {
   return [
     'serve',
     '--kubeconfig',
@@ -89,9 +107,9 @@ export function contourServeArgs(kubeconfig: string, configPath: string, ports: 
     CONTOUR_INGRESS_STATUS_ADDRESS,
     '--disable-leader-election',
     '--kubernetes-client-qps',
-    String(CONTOUR_CLIENT_QPS),
+    rate.qps,
     '--kubernetes-client-burst',
-    String(CONTOUR_CLIENT_BURST),
+    rate.burst,
   ];
 }
 
@@ -133,7 +151,7 @@ export async function startContour(
   const proc = await startDetached(paths, {
     name: CONTOUR,
     command: binary,
-    args: contourServeArgs(kubeconfig, configPath, ports),
+    args: contourServeArgs(kubeconfig, configPath, ports, contourClientRate(process.env)),
   });
   const healthUrl = `http://127.0.0.1:${ports.health}/healthz`;
   await waitUntilReady(proc, httpProbe(healthUrl), { timeoutMs: 60_000, intervalMs: 250 });

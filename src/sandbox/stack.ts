@@ -299,6 +299,7 @@ async function startStack(
 
   const env: SandboxEnv = {
     sandboxDir: paths.dir,
+    toolsBinDir: tools.binDir,
     ...cluster,
     externalCluster: external !== undefined,
     platformCnameTarget: PLATFORM_CNAME_TARGET,

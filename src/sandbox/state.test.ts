@@ -4,6 +4,7 @@ import { renderEnvFile, type SandboxEnv } from './state.js';
 
 const env: SandboxEnv = {
   sandboxDir: "/tmp/it's here",
+  toolsBinDir: '/root/.cache/portico/tools/bin',
   kubeconfig: "/tmp/it's here/kubeconfig",
   apiServerUrl: 'https://127.0.0.1:6443',
   externalCluster: false,

@@ -12,6 +12,8 @@ import type { SandboxPaths } from './paths.js';
 export interface SandboxEnv {
   /** The sandbox directory. */
   readonly sandboxDir: string;
+  /** The directory of the tools the sandbox runs (scripts/install-tools.sh's bin directory). */
+  readonly toolsBinDir: string;
   /** Admin kubeconfig of the cluster (the sandbox's own, or the user's with an external cluster). */
   readonly kubeconfig: string;
   /** The API server URL of the kubeconfig's current context. */

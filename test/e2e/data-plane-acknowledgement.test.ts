@@ -103,7 +103,7 @@ describe('with the data-plane acknowledgement off', () => {
   });
 });
 
-describe('gateway mode with the acknowledgement on', () => {
+describe('gateway mode with the acknowledgement on (the test plays the Gateway: no Gateway API implementation runs in this stack)', () => {
   beforeAll(async () => {
     await installRoutingCrds();
     await kube().core.createNamespace({ body: { metadata: { name: GATEWAY_NAMESPACE } } });

@@ -15,7 +15,6 @@ import { sandboxPaths } from '../../../src/sandbox/paths.js';
 import { isAlive, readPid } from '../../../src/sandbox/processes.js';
 import { CONTOUR } from '../../../src/sandbox/contour.js';
 import { sandbox, waitFor } from './cluster.js';
-import { toolsBin } from './helm.js';
 
 /** The xDS resource types `contour cli` reads. */
 export type XdsKind = 'lds' | 'rds' | 'cds' | 'eds' | 'sds';
@@ -56,7 +55,7 @@ export function splitTopLevelObjects(stdout: string): Record<string, unknown>[] 
  * @throws Error when no response arrives in time, or the client exits first (its stderr in the message)
  */
 export async function xdsResources(kind: XdsKind, timeoutMs = 15_000): Promise<XdsResource[]> {
-  const contour = path.join(await toolsBin(), 'contour');
+  const contour = path.join(sandbox.toolsBinDir, 'contour');
   const child = spawn(contour, ['cli', kind, '--contour', contourXdsAddr()], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -73,7 +72,8 @@ export async function xdsResources(kind: XdsKind, timeoutMs = 15_000): Promise<X
       }, timeoutMs);
       child.stdout.on('data', (chunk: string) => {
         stdout += chunk;
-        const response = splitTopLevelObjects(stdout).find((o) => 'resources' in o || 'version_info' in o);
+        // The client prints its request first (version_info "0", no nonce); a response has a nonce.
+        const response = splitTopLevelObjects(stdout).find((o) => 'nonce' in o);
         if (response === undefined) return;
         clearTimeout(timer);
         resolve((response['resources'] ?? []) as XdsResource[]);
