@@ -21,7 +21,7 @@
  * fields go, the HTTPProxy stays), and the CRD's rules on targetRefs.
  */
 import { execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -33,7 +33,6 @@ import type { HTTPProxy } from '../../src/controllers/ratelimitpolicy/attachment
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { createProject, sandbox, unique, waitFor } from './support/cluster.js';
 import {
-  TOOLS_BIN,
   clients,
   createPolicy,
   getPolicy,
@@ -44,7 +43,7 @@ import {
 } from './ratelimit-helpers.js';
 
 const run = promisify(execFile);
-const RATELIMIT_CLIENT = path.join(TOOLS_BIN, 'envoy-ratelimit-client');
+const RATELIMIT_CLIENT = path.join(sandbox.toolsBinDir, 'envoy-ratelimit-client');
 /** The sandbox operator's namespace and the defaults of its Contour flags (docs/ratelimits.md). */
 const OPERATOR_NAMESPACE = 'portico-system';
 const EXTENSION_CLUSTER = `extension/${OPERATOR_NAMESPACE}/portico-ratelimit`;
@@ -191,12 +190,12 @@ function rateLimitFilterIn(resources: unknown[]): Record<string, unknown> | unde
   return rl?.typed_config as Record<string, unknown> | undefined;
 }
 
-/** The `contour` binary and its CRDs (scripts/install-tools.sh builds them into the tools cache). */
+/** The `contour` binary and its CRDs, from the sandbox's tools directory (scripts/install-tools.sh). */
 function contourTool(): { binary: string; crds: string } {
-  const tools = path.dirname(TOOLS_BIN);
-  const dir = readdirSync(tools).find((d) => d.startsWith('contour-v'));
-  if (dir === undefined) throw new Error(`no contour-v* in ${tools}: run scripts/install-tools.sh`);
-  return { binary: path.join(tools, dir, 'contour'), crds: path.join(tools, dir, 'contour-crds.yaml') };
+  return {
+    binary: path.join(sandbox.toolsBinDir, 'contour'),
+    crds: path.join(sandbox.toolsBinDir, 'contour-crds.yaml'),
+  };
 }
 
 /**
