@@ -11,6 +11,7 @@ import {
   httpProxyRelease,
   targetsOf,
   targetVerdict,
+  trimProxy,
   type HTTPProxy,
 } from './attachment.js';
 
@@ -237,5 +238,30 @@ describe('the Attached verdict', () => {
         'projectcontour.io/HTTPProxy gone: not found in namespace ns; gateway.networking.k8s.io/HTTPRoute web: ' +
         'only projectcontour.io/HTTPProxy targets are supported (1 of 3 targets wired)',
     });
+  });
+});
+
+describe('trimProxy', () => {
+  it('keeps what attachment reads and drops routes, TLS and other conditions', () => {
+    const p = proxy({
+      spec: {
+        virtualhost: { fqdn: 'api.example.com', rateLimitPolicy: { global: { descriptors: [] } } },
+        routes: [{ services: [{ name: 'web', port: 80 }] }],
+      },
+    });
+    p.status?.conditions?.push({ type: 'Other', status: 'True' });
+    trimProxy(p);
+    expect(p.spec).toEqual({
+      virtualhost: { fqdn: 'api.example.com', rateLimitPolicy: { global: { descriptors: [] } } },
+    });
+    expect(p.status).toEqual({
+      currentStatus: 'valid',
+      description: 'Valid HTTPProxy',
+      conditions: [{ type: 'Valid', status: 'True', observedGeneration: 3 }],
+    });
+    const child = proxy({ spec: { routes: [] } });
+    trimProxy(child);
+    expect(child.spec).toEqual({});
+    expect(targetVerdict(proxyRef, { kind: 'applied', proxy: p }, 'ns').wired).toBe(true);
   });
 });

@@ -107,6 +107,32 @@ export function attachmentFieldManager(policyName: string): string {
   return `${ATTACHMENT_MANAGER_PREFIX}${policyName.slice(0, 92)}-${digest}`;
 }
 
+/**
+ * Trims a cached HTTPProxy to what attachment reads (informer `keep`): `spec.virtualhost`'s `fqdn` and
+ * `rateLimitPolicy` (and whether there is a virtual host at all), and Contour's verdict in `status`
+ * (`currentStatus`, `description`, the `Valid` condition). Routes, includes and TLS settings, the bulk
+ * of an HTTPProxy, are dropped. Mutates `proxy`.
+ */
+export function trimProxy(proxy: HTTPProxy): void {
+  const vh = proxy.spec?.virtualhost;
+  proxy.spec =
+    vh === undefined
+      ? {}
+      : {
+          virtualhost: {
+            ...(vh.fqdn === undefined ? {} : { fqdn: vh.fqdn }),
+            ...(vh.rateLimitPolicy === undefined ? {} : { rateLimitPolicy: vh.rateLimitPolicy }),
+          },
+        };
+  const status = proxy.status;
+  if (status === undefined) return;
+  proxy.status = {
+    ...(status.currentStatus === undefined ? {} : { currentStatus: status.currentStatus }),
+    ...(status.description === undefined ? {} : { description: status.description }),
+    conditions: (status.conditions ?? []).filter((c) => c.type === 'Valid'),
+  };
+}
+
 /** True when `ref` is a kind this operator can wire (Contour's HTTPProxy). */
 export function isSupportedTarget(ref: PolicyTargetRef): boolean {
   return ref.group === CONTOUR_GROUP && ref.kind === HTTPPROXY_KIND;

@@ -26,6 +26,7 @@ import {
   isSupportedTarget,
   targetsOf,
   targetVerdict,
+  trimProxy,
   type AttachmentHeaders,
   type ExtensionServiceOptions,
   type HTTPProxy,
@@ -114,6 +115,7 @@ export class ContourAttacher {
         if (managers.length === 0) this.#managers.delete(key);
         else this.#managers.set(key, managers);
       },
+      keep: trimProxy,
       onChange: (proxy, verb) => {
         if (verb === 'delete') this.#managers.delete(`${proxy.metadata.namespace}/${proxy.metadata.name}`);
         o.onProxy(proxy, verb);
