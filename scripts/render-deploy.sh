@@ -8,7 +8,7 @@
 #   scripts/render-deploy.sh --check   change nothing; exit 1 and show the difference when a
 #                                      generated file is out of date (CI, test/e2e/helm.test.ts)
 #
-#   HELM   the helm binary (default: the one scripts/install-tools.sh builds)
+#   HELM   the helm binary (default: the one scripts/install-tools.sh --test builds)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,9 +22,9 @@ case "${1:-}" in
 esac
 
 if [[ -z "${HELM:-}" ]]; then
-  HELM="$(scripts/install-tools.sh 2>/dev/null | tail -n 1)/helm"
+  HELM="$(scripts/install-tools.sh --test 2>/dev/null | tail -n 1)/helm"
 fi
-[[ -x "$HELM" ]] || { echo "render-deploy: no helm at $HELM (run scripts/install-tools.sh or set HELM)" >&2; exit 1; }
+[[ -x "$HELM" ]] || { echo "render-deploy: no helm at $HELM (run scripts/install-tools.sh --test or set HELM)" >&2; exit 1; }
 
 chart=charts/portico
 namespace=portico-system

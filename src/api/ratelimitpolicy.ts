@@ -26,8 +26,36 @@ export const RATELIMIT_COMPONENT_VALUE = 'ratelimit';
 /** The descriptor entry keys the gateway sends (DESIGN.md: `key_id` required, `plan` optional). */
 export const DESCRIPTOR_KEY_ID = 'key_id';
 export const DESCRIPTOR_PLAN = 'plan';
+/**
+ * The key of the descriptor entry that names the policy (`<namespace>/<name>`) when the gateway sends
+ * one domain for every policy (Contour's `rateLimitService.domain`): the first entry of each descriptor
+ * Portico writes into an HTTPProxy (docs/ratelimits.md, "Attaching to Contour").
+ */
+export const DESCRIPTOR_POLICY = 'portico.dev/policy';
+/**
+ * The default of the rate-limit server's `--gateway-domain`: the one domain a gateway sends for all
+ * policies. It has no `/`, so no policy's domain (`<namespace>/<name>`) can be it.
+ */
+export const DEFAULT_GATEWAY_DOMAIN = 'portico-gateway';
 
-export type RateLimitConditionType = 'Accepted' | 'Enforced';
+export type RateLimitConditionType = 'Accepted' | 'Enforced' | 'Attached';
+
+/**
+ * One target of a policy (Gateway API policy attachment, `LocalPolicyTargetReference`): an object in
+ * the policy's namespace whose gateway settings the operator keeps in step with the policy. Supported
+ * today: `{group: projectcontour.io, kind: HTTPProxy}` (docs/ratelimits.md, "Attaching to Contour").
+ */
+export interface PolicyTargetRef {
+  /** API group without version, e.g. `projectcontour.io`; `''` is the core group. */
+  group: string;
+  /** Kind, e.g. `HTTPProxy`. */
+  kind: string;
+  /** Name, in the policy's namespace. */
+  name: string;
+}
+
+/** At most this many `spec.targetRefs` (the CRD's rule). */
+export const MAX_TARGET_REFS = 16;
 
 /** One plan's limits (spec §8, "Request limits by plan"). */
 export interface PlanLimits {
@@ -56,6 +84,8 @@ export interface BanSpec {
 }
 
 export interface RateLimitPolicySpec {
+  /** Where the gateway side is kept in step; absent or empty: the gateway is wired by hand. */
+  targetRefs?: PolicyTargetRef[];
   plans: PlanLimits[];
   /** The plan of a key whose plan the gateway does not send, or sends unknown. */
   defaultPlan: string;

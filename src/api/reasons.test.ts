@@ -5,7 +5,13 @@ import type { NotRoutedReason, UnservableReason } from '../routing/plan.js';
 import type { RedirectNotRoutedReason } from '../routing/redirect.js';
 import type { OrderQueueReason } from '../acme/order-budget.js';
 import type { ServingReadiness } from '../serving/schedule.js';
-import { CUSTOM_DOMAIN_REASONS, eventTypeOf, WARNING_REASONS, type CustomDomainReason } from './reasons.js';
+import {
+  CUSTOM_DOMAIN_REASONS,
+  eventTypeOf,
+  RATE_LIMIT_ATTACHED_REASONS,
+  WARNING_REASONS,
+  type CustomDomainReason,
+} from './reasons.js';
 
 // Compile-time: every reason type the code writes is in the catalogue (a new one fails typecheck).
 type Includes<T extends CustomDomainReason> = T;
@@ -50,5 +56,28 @@ describe('the reason catalogue (issue 10, item 13)', () => {
   it('is not where the ACME budget’s limits are named (those are message text, not reasons)', () => {
     const limit: OrderQueueReason = 'AccountOrderBudget';
     expect(limit in CUSTOM_DOMAIN_REASONS).toBe(false);
+  });
+});
+
+describe('the RateLimitPolicy Attached reasons (issue 28, item 4)', () => {
+  const rateLimitDocs = readFileSync(new URL('../../docs/ratelimits.md', import.meta.url), 'utf8');
+  const attachedRows = new Set(
+    rateLimitDocs
+      .split('\n')
+      .filter((line) => line.startsWith('| Attached |'))
+      .map((line) => /`?([A-Z][A-Za-z]+)`?/.exec(line.split('|')[3] ?? '')?.[1]),
+  );
+
+  it('documents every reason in the condition table of docs/ratelimits.md, and no other', () => {
+    const catalogued = Object.keys(RATE_LIMIT_ATTACHED_REASONS);
+    expect(catalogued.filter((r) => !attachedRows.has(r))).toEqual([]);
+    expect([...attachedRows].filter((r) => r === undefined || !catalogued.includes(r))).toEqual([]);
+  });
+
+  it('gives each reason a one-line meaning', () => {
+    for (const [reason, entry] of Object.entries(RATE_LIMIT_ATTACHED_REASONS)) {
+      expect(entry.doc.length, reason).toBeGreaterThan(10);
+      expect(entry.doc, reason).not.toContain('\n');
+    }
   });
 });

@@ -96,6 +96,10 @@ export const CUSTOM_DOMAIN_REASONS = {
     severity: 'Warning',
     doc: 'gateway mode: the API server serves no ListenerSet, so the certificate cannot be attached to the Gateway',
   },
+  HTTPProxyUnsupported: {
+    severity: 'Warning',
+    doc: "ingress mode, flavor contour: the API server serves no HTTPProxy (Contour's CRDs are not installed)",
+  },
   // Ready
   Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
   // Ready, the serving check (serving/verdict.ts SERVING_REASONS, serving/schedule.ts)
@@ -136,3 +140,52 @@ export const WARNING_REASONS: ReadonlySet<string> = new Set(
 export function eventTypeOf(reason: string): ReasonSeverity {
   return WARNING_REASONS.has(reason) ? 'Warning' : 'Normal';
 }
+
+/**
+ * Every reason of a RateLimitPolicy's `Attached` condition (src/controllers/ratelimitpolicy/attachment.ts),
+ * in the same form; docs/ratelimits.md has a row for each (checked by reasons.test.ts).
+ */
+export const RATE_LIMIT_ATTACHED_REASONS = {
+  Attached: {
+    severity: 'Normal',
+    doc: "every target carries the policy's descriptors and Contour accepts it",
+  },
+  AwaitingContour: {
+    severity: 'Normal',
+    doc: 'the descriptors are applied; Contour has not yet reported on that generation of the HTTPProxy',
+  },
+  TargetsNotRead: {
+    severity: 'Normal',
+    doc: "Unknown: the operator has not listed HTTPProxies yet (is Contour's HTTPProxy CRD installed?)",
+  },
+  TargetNotFound: {
+    severity: 'Warning',
+    doc: "no object of the target's kind and name in the policy's namespace",
+  },
+  UnsupportedTarget: {
+    severity: 'Warning',
+    doc: 'the target is not a projectcontour.io HTTPProxy (the only kind supported today)',
+  },
+  NotRootProxy: {
+    severity: 'Warning',
+    doc: 'the HTTPProxy has no spec.virtualhost: rate limits attach to a root proxy',
+  },
+  FieldConflict: {
+    severity: 'Warning',
+    doc: "another field manager (a person, a tool, another policy) owns the HTTPProxy's rate-limit descriptors; Portico leaves them",
+  },
+  RefusedByContour: {
+    severity: 'Warning',
+    doc: 'Contour reports the HTTPProxy invalid (its message follows)',
+  },
+  ApplyFailed: {
+    severity: 'Warning',
+    doc: 'the API server refused the apply for another reason (its message follows)',
+  },
+  ContourAttachmentDisabled: {
+    severity: 'Warning',
+    doc: 'the operator runs with --contour-attachment=false and writes no HTTPProxy',
+  },
+} as const satisfies Record<string, ReasonEntry>;
+
+export type RateLimitAttachedReason = keyof typeof RATE_LIMIT_ATTACHED_REASONS;

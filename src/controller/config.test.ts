@@ -81,6 +81,56 @@ describe('parseControllerConfig', () => {
     );
   });
 
+  it('reads the Contour attachment: on by default, with the documented ExtensionService, Service, timeout and headers', () => {
+    const byDefault = parseControllerConfig(required, {});
+    if ('help' in byDefault) throw new Error('unexpected help');
+    expect(byDefault.contourAttachment).toEqual({
+      headers: { keyId: 'x-api-key-id', plan: 'x-api-plan' },
+      extensionService: {
+        namespace: 'portico-system',
+        name: 'portico-ratelimit',
+        serviceName: 'portico-ratelimit',
+        servicePort: 8081,
+        timeoutMs: 1000,
+      },
+    });
+    const set = parseControllerConfig(
+      [
+        ...required,
+        '--ratelimit-extension-service',
+        'contour/rls',
+        '--ratelimit-service',
+        'rls:9000',
+        '--ratelimit-key-id-header',
+        'X-Key',
+      ],
+      { PORTICO_RATELIMIT_GATEWAY_TIMEOUT_MS: '250', PORTICO_RATELIMIT_PLAN_HEADER: 'x-tier' },
+    );
+    if ('help' in set) throw new Error('unexpected help');
+    expect(set.contourAttachment).toEqual({
+      headers: { keyId: 'x-key', plan: 'x-tier' },
+      extensionService: {
+        namespace: 'contour',
+        name: 'rls',
+        serviceName: 'rls',
+        servicePort: 9000,
+        timeoutMs: 250,
+      },
+    });
+    const off = parseControllerConfig([...required, '--contour-attachment', 'false'], {});
+    if ('help' in off) throw new Error('unexpected help');
+    expect(off.contourAttachment).toBeUndefined();
+    expect(() => parseControllerConfig([...required, '--ratelimit-service', 'rls'], {})).toThrow(
+      /--ratelimit-service must be name:port/,
+    );
+    expect(() => parseControllerConfig([...required, '--ratelimit-plan-header', 'x plan'], {})).toThrow(
+      /--ratelimit-plan-header must be a header name/,
+    );
+    expect(() => parseControllerConfig([...required, '--ratelimit-plan-header', 'X-API-KEY-ID'], {})).toThrow(
+      /must be different headers/,
+    );
+  });
+
   it('reads the data-plane acknowledgement (on by default) and the gateway HTTPS port (443 by default)', () => {
     const byDefault = parseControllerConfig(required, {});
     const off = parseControllerConfig([...required, '--gateway-https-port', '8443'], {

@@ -7,6 +7,8 @@
 import { isIP } from 'node:net';
 import type { LevelWithSilent } from 'pino';
 import { flagUsage, readFlags, type FlagSpec } from '../command-flags.js';
+import { DEFAULT_ATTACHMENT_HEADERS } from '../controllers/ratelimitpolicy/attachment.js';
+import type { ContourAttachmentOptions } from '../controllers/ratelimitpolicy/contour-attacher.js';
 import { OWNERSHIP_POLICIES, type OwnershipPolicy } from '../dns/ownership.js';
 import {
   checkRoutingOptions,
@@ -101,6 +103,12 @@ export interface ControllerConfig {
         projectHeader?: ProjectHeader;
       }
     | undefined;
+  /**
+   * Attaching RateLimitPolicy `spec.targetRefs` to Contour's HTTPProxies and writing the
+   * ExtensionService Contour's `rateLimitService` names (docs/ratelimits.md, "Attaching to Contour");
+   * undefined when `--contour-attachment=false`.
+   */
+  contourAttachment: ContourAttachmentOptions | undefined;
   metricsListenAddress: string;
   /** Workers reconciling in parallel. */
   workers: number;
@@ -279,7 +287,7 @@ const options = {
   'ingress-class': {
     type: 'string',
     env: 'PORTICO_INGRESS_CLASS',
-    help: 'spec.ingressClassName of created Ingresses',
+    help: 'spec.ingressClassName of created Ingresses (and HTTPProxies, flavor contour)',
   },
   'routing-mode': {
     type: 'string',
@@ -291,7 +299,7 @@ const options = {
     type: 'string',
     env: 'PORTICO_INGRESS_FLAVOR',
     default: 'nginx',
-    help: 'nginx | traefik: how an Ingress says "redirect" (ingress mode)',
+    help: 'nginx | traefik | contour: how an Ingress says "redirect", or (contour) an HTTPProxy per domain instead of an Ingress (ingress mode)',
   },
   'gateway-parent-refs': {
     type: 'string',
@@ -348,6 +356,42 @@ const options = {
     type: 'string',
     env: 'PORTICO_SERVING_CHECK_PROJECT_HEADER',
     help: "name[=value]: a header the platform's backends add to every answer; an answer without it is not the project's",
+  },
+  'contour-attachment': {
+    type: 'string',
+    env: 'PORTICO_CONTOUR_ATTACHMENT',
+    default: 'true',
+    help: "true | false: wire RateLimitPolicy targetRefs into Contour's HTTPProxies and write the rate-limit ExtensionService",
+  },
+  'ratelimit-extension-service': {
+    type: 'string',
+    env: 'PORTICO_RATELIMIT_EXTENSION_SERVICE',
+    default: 'portico-ratelimit',
+    help: "the ExtensionService Contour's rateLimitService.extensionService names: name (in --namespace) or namespace/name",
+  },
+  'ratelimit-service': {
+    type: 'string',
+    env: 'PORTICO_RATELIMIT_SERVICE',
+    default: 'portico-ratelimit:8081',
+    help: "name:port of the rate-limit server's Service (gRPC), in the ExtensionService's namespace",
+  },
+  'ratelimit-gateway-timeout-ms': {
+    type: 'string',
+    env: 'PORTICO_RATELIMIT_GATEWAY_TIMEOUT_MS',
+    default: '1000',
+    help: "ms Envoy waits for the rate-limit service (the ExtensionService's timeoutPolicy.response); above the server's --redis-timeout-ms so its failure mode answers first",
+  },
+  'ratelimit-key-id-header': {
+    type: 'string',
+    env: 'PORTICO_RATELIMIT_KEY_ID_HEADER',
+    default: DEFAULT_ATTACHMENT_HEADERS.keyId,
+    help: "request header the gateway's auth layer puts the API key id in (descriptor entry key_id)",
+  },
+  'ratelimit-plan-header': {
+    type: 'string',
+    env: 'PORTICO_RATELIMIT_PLAN_HEADER',
+    default: DEFAULT_ATTACHMENT_HEADERS.plan,
+    help: "request header the gateway's auth layer puts the key's plan in (descriptor entry plan)",
   },
   'metrics-listen-address': {
     type: 'string',
@@ -515,6 +559,48 @@ function ownershipSettings(
   };
 }
 
+/** A request header name (RFC 9110 §5.1 token), lowercased as Envoy compares them. */
+function headerName(name: OptionName, value: string): string {
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(value))
+    throw new ConfigError(`--${name} must be a header name such as x-api-key-id, got "${value}"`);
+  return value.toLowerCase();
+}
+
+/** The Contour attachment settings; undefined when --contour-attachment=false. */
+function contourAttachmentSettings(
+  required: (name: OptionName) => string,
+): ControllerConfig['contourAttachment'] {
+  if (!bool('contour-attachment', required('contour-attachment'))) return undefined;
+  const namespace = required('namespace');
+  const ext = required('ratelimit-extension-service');
+  const slash = ext.indexOf('/');
+  const service = required('ratelimit-service');
+  const colon = service.lastIndexOf(':');
+  if (colon <= 0)
+    throw new ConfigError(
+      `--ratelimit-service must be name:port, e.g. portico-ratelimit:8081, got "${service}"`,
+    );
+  const servicePort = positiveInt('ratelimit-service', service.slice(colon + 1));
+  if (servicePort > 65535)
+    throw new ConfigError(`--ratelimit-service port must be at most 65535, got ${servicePort}`);
+  const headers = {
+    keyId: headerName('ratelimit-key-id-header', required('ratelimit-key-id-header')),
+    plan: headerName('ratelimit-plan-header', required('ratelimit-plan-header')),
+  };
+  if (headers.keyId === headers.plan)
+    throw new ConfigError('--ratelimit-key-id-header and --ratelimit-plan-header must be different headers');
+  return {
+    headers,
+    extensionService: {
+      namespace: slash < 0 ? namespace : ext.slice(0, slash),
+      name: slash < 0 ? ext : ext.slice(slash + 1),
+      serviceName: service.slice(0, colon),
+      servicePort,
+      timeoutMs: positiveInt('ratelimit-gateway-timeout-ms', required('ratelimit-gateway-timeout-ms')),
+    },
+  };
+}
+
 /** The serving-check settings; undefined when no address is set (the check is off). */
 function servingCheckSettings(
   get: (name: OptionName) => string | undefined,
@@ -622,6 +708,7 @@ export function parseControllerConfig(
     ingressClassName: ingressClass,
     routing: routingSettings(get, required),
     servingCheck: servingCheckSettings(get, required),
+    contourAttachment: contourAttachmentSettings(required),
     metricsListenAddress: required('metrics-listen-address'),
     workers: positiveInt('workers', required('workers')),
     resyncMs: positiveInt('resync-seconds', required('resync-seconds')) * 1000,

@@ -223,6 +223,7 @@ function build(
     namespace: config.namespace,
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
+    contour: config.contourAttachment,
   });
   return {
     controller,

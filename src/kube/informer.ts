@@ -55,6 +55,13 @@ export interface ResilientInformerOptions<T extends KubernetesObject> {
   list?: (page: ListPage) => Promise<KubernetesListObject<T>>;
   labelSelector?: string;
   /**
+   * Reads each object as it arrives, before its apply bookkeeping (managedFields) is dropped, e.g. to
+   * note which field managers own parts of it. Must not throw or keep the object. It may be handed an
+   * object already trimmed (the list's objects pass the handlers again): one without managedFields
+   * tells nothing new.
+   */
+  inspect?: (obj: T) => void;
+  /**
    * Trims what the cache keeps of each object as it arrives (after managedFields are dropped), e.g.
    * a Secret's data once parsed. Mutates the object; must not throw.
    */
@@ -248,6 +255,7 @@ export class ResilientInformer<T extends KubernetesObject> {
     const list = (): Promise<KubernetesListObject<T>> =>
       listInPages(lister, this.#trim, (name, namespace) => this.#informer.get(name, namespace));
     const trim = (this.#trim = (obj: T): void => {
+      options.inspect?.(obj);
       dropApplyBookkeeping(obj);
       options.keep?.(obj);
       shareCommonStrings(obj, options.alike?.(obj));

@@ -94,6 +94,8 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     'Usually nothing: an ingress controller or gateway reports within seconds. If it stays, the message names what is not reported: the controller of the Ingress class must run and publish its address (ingress-nginx: `--publish-service`), or the Gateway must accept the HTTPRoute and the ListenerSet (`kubectl get httproute,listenerset -n <namespace> portico-<name> -o yaml`). For a data plane that never reports, the platform sets `--data-plane-acknowledgement=false` (docs/routing.md).',
   ListenerSetUnsupported:
     "A platform fix: install the Gateway API CRDs v1.5 or later (standard channel) so that the API server serves ListenerSet, then restart the operator; the Gateway must allow ListenerSets from the projects' namespaces (`spec.allowedListeners`, docs/routing.md).",
+  HTTPProxyUnsupported:
+    "A platform fix: install Contour's CRDs (`examples/contour/01-crds.yaml` of the Contour release) so that the API server serves HTTPProxy (projectcontour.io/v1), then restart the operator; or start it with another `--ingress-flavor` (docs/routing.md).",
   // Ready
   Live: 'Nothing to do.',
   CertificateNotServed:

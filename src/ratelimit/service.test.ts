@@ -265,6 +265,79 @@ describe('RateLimitService', () => {
     );
   });
 
+  it('maps a check with the gateway domain to the policy its descriptors name, sharing its counters', async () => {
+    const { service, store, metrics } = setup();
+    const gateway = (entries: { key: string; value: string }[]): RateLimitRequest => ({
+      domain: 'portico-gateway',
+      descriptors: [{ entries }],
+    });
+    const policyEntry = { key: 'portico.dev/policy', value: DOMAIN };
+    // Contour's descriptor with the plan header present, then the one for a missing plan header.
+    const withPlan = await service.shouldRateLimit(
+      gateway([policyEntry, { key: 'key_id', value: 'k1' }, { key: 'plan', value: 'pro' }]),
+    );
+    expect(withPlan.statuses[0]).toMatchObject({
+      code: 'OK',
+      current_limit: { requests_per_unit: 300, unit: 'MINUTE' },
+      limit_remaining: 299,
+    });
+    const noPlan = await service.shouldRateLimit(
+      gateway([policyEntry, { key: 'key_id', value: 'k1' }, { key: 'header_match', value: 'no-plan' }]),
+    );
+    // The default plan (free, 60/min) and the same counter: the key has used 2.
+    expect(noPlan.statuses[0]).toMatchObject({
+      code: 'OK',
+      current_limit: { requests_per_unit: 60, unit: 'MINUTE' },
+      limit_remaining: 58,
+    });
+    expect(store.calls.map((c) => c.keys.minute)).toEqual([
+      `prl:{platform-api%2Fpublic-api|k1}:m:${Math.floor(NOW / 60_000)}`,
+      `prl:{platform-api%2Fpublic-api|k1}:m:${Math.floor(NOW / 60_000)}`,
+    ]);
+    // Without the policy entry first, or naming no policy: not limited.
+    const unnamed = await service.shouldRateLimit(gateway([{ key: 'key_id', value: 'k1' }, policyEntry]));
+    expect(unnamed).toEqual({ overall_code: 'OK', statuses: [{ code: 'OK' }], response_headers_to_add: [] });
+    const unknown = await service.shouldRateLimit(
+      gateway([
+        { key: 'portico.dev/policy', value: 'nobody/here' },
+        { key: 'key_id', value: 'k1' },
+      ]),
+    );
+    expect(unknown).toEqual({ overall_code: 'OK', statuses: [{ code: 'OK' }], response_headers_to_add: [] });
+    expect(store.calls).toHaveLength(2);
+    expect(await metricLines(metrics, 'portico_ratelimit_checks_total')).toEqual(
+      expect.arrayContaining([
+        `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OK",reason="admitted"} 2`,
+        'portico_ratelimit_checks_total{domain="",code="OK",reason="unknown_domain"} 2',
+      ]),
+    );
+  });
+
+  it('checks each descriptor of a gateway request against its own policy', async () => {
+    const { service, store } = setup();
+    const r = await service.shouldRateLimit({
+      domain: 'portico-gateway',
+      descriptors: [
+        {
+          entries: [
+            { key: 'portico.dev/policy', value: DOMAIN },
+            { key: 'key_id', value: 'a' },
+          ],
+        },
+        {
+          entries: [
+            { key: 'portico.dev/policy', value: 'other/p' },
+            { key: 'key_id', value: 'a' },
+          ],
+        },
+      ],
+    });
+    expect(r.statuses.map((s) => s.code)).toEqual(['OK', 'OK']);
+    expect(r.statuses[0]?.current_limit?.requests_per_unit).toBe(60);
+    expect(r.statuses[1]).toEqual({ code: 'OK' });
+    expect(store.calls).toHaveLength(1);
+  });
+
   it('answers several descriptors in order; the headers describe the refusal', async () => {
     const { service } = setup();
     await service.shouldRateLimit(check('full', { hits_addend: 60 }));

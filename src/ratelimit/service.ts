@@ -1,5 +1,6 @@
 /**
- * One `ShouldRateLimit` call, from request to response: pick the policy by `domain`, the limits of
+ * One `ShouldRateLimit` call, from request to response: pick the policy by `domain` (or, when the
+ * request has the gateway domain, by each descriptor's `portico.dev/policy` entry: `gateway-domain.ts`), the limits of
  * each descriptor (`limits.ts`), check and count in Redis (`CounterStore`), and answer with the code,
  * one DescriptorStatus per descriptor and the headers (`decision.ts`).
  *
@@ -23,7 +24,9 @@ import {
   type CounterOutcome,
   type DescriptorDecision,
 } from './decision.js';
+import { DEFAULT_GATEWAY_DOMAIN } from '../api/ratelimitpolicy.js';
 import { isInvalidRequestError, isRateLimitError } from './errors.js';
+import { descriptorDomain } from './gateway-domain.js';
 import { lookupLimits, type LimitLookup } from './limits.js';
 import type { CheckMetrics } from './metrics.js';
 import type { PolicySnapshot } from './policy-set.js';
@@ -46,6 +49,12 @@ export interface RateLimitServiceDeps {
   readonly log: Logger;
   /** What one request may carry; `DEFAULT_REQUEST_LIMITS` when unset. */
   readonly requestLimits?: RequestLimits;
+  /**
+   * The one domain a gateway sends for every policy (`--gateway-domain`; Contour's
+   * `rateLimitService.domain`): a request with it names the policy in each descriptor's first entry
+   * (`gateway-domain.ts`). `DEFAULT_GATEWAY_DOMAIN` when unset.
+   */
+  readonly gatewayDomain?: string;
 }
 
 const FAILURE_LOG_INTERVAL_MS = 10_000;
@@ -94,8 +103,9 @@ export class RateLimitService {
       if (isInvalidRequestError(err)) this.#d.metrics.invalidRequestsTotal.inc({ bound: err.bound });
       throw err;
     }
-    const domain = request.domain ?? '';
-    const policy = this.#d.policies().byDomain.get(domain);
+    const requestDomain = request.domain ?? '';
+    const byDomain = this.#d.policies().byDomain;
+    const gatewayDomain = this.#d.gatewayDomain ?? DEFAULT_GATEWAY_DOMAIN;
     const hits = request.hits_addend !== undefined && request.hits_addend > 0 ? request.hits_addend : 1;
     const nowMs = this.#d.now();
     const descriptors = request.descriptors ?? [];
@@ -103,7 +113,8 @@ export class RateLimitService {
     if (descriptors.length === 1) {
       // The common case (one descriptor per API request): no Promise.all, no intermediate arrays.
       const entries = descriptors[0]?.entries ?? [];
-      const answer = await this.#answer(domain, lookupLimits(policy, entries), hits, nowMs);
+      const domain = descriptorDomain(requestDomain, entries, gatewayDomain);
+      const answer = await this.#answer(domain, lookupLimits(byDomain.get(domain), entries), hits, nowMs);
       response = {
         overall_code: answer.status.code,
         statuses: [answer.status],
@@ -111,9 +122,11 @@ export class RateLimitService {
       };
     } else {
       const answers = await Promise.all(
-        descriptors.map((descriptor) =>
-          this.#answer(domain, lookupLimits(policy, descriptor.entries ?? []), hits, nowMs),
-        ),
+        descriptors.map((descriptor) => {
+          const entries = descriptor.entries ?? [];
+          const domain = descriptorDomain(requestDomain, entries, gatewayDomain);
+          return this.#answer(domain, lookupLimits(byDomain.get(domain), entries), hits, nowMs);
+        }),
       );
       const headline = headlineDecision(answers.flatMap((a) => (a.decision ? [a.decision] : [])));
       response = {

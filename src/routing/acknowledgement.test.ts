@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import {
   combine,
+  httpProxyAcknowledgement,
   httpRouteAcknowledgement,
   ingressAcknowledgement,
   listenerSetAcknowledgement,
+  type HTTPProxyWithStatus,
   type HTTPRouteWithStatus,
   type ListenerSetWithStatus,
   type RouteParentStatus,
   type StatusCondition,
+  type SubCondition,
 } from './acknowledgement.js';
 import type { RouteParentRef } from './gateway.js';
 
@@ -241,6 +244,146 @@ describe('listenerSetAcknowledgement', () => {
     expect(listenerSetAcknowledgement(conflicted, 'portico-www')).toMatchObject({
       kind: 'refused',
       reason: 'HostnameConflict',
+    });
+  });
+});
+
+describe('httpProxyAcknowledgement (Contour)', () => {
+  // Status as Contour v1.33.8 writes it (internal/status/proxystatus.go Mutate): currentStatus and
+  // description from the Valid DetailedCondition; an error turns Valid False with reason ErrorPresent.
+  const proxy = (status: HTTPProxyWithStatus['status'], generation = 3): HTTPProxyWithStatus => ({
+    metadata: { name: 'portico-www', namespace: 'shop', generation },
+    ...(status === undefined ? {} : { status }),
+  });
+  const valid = (observedGeneration: number, extra: object = {}) => ({
+    ...cond('Valid', 'True', observedGeneration, 'Valid', 'Valid HTTPProxy'),
+    ...extra,
+  });
+  const errorPresent = (observedGeneration: number, errors: SubCondition[]) => ({
+    ...cond(
+      'Valid',
+      'False',
+      observedGeneration,
+      'ErrorPresent',
+      'At least one error present, see Errors for details',
+    ),
+    errors,
+  });
+
+  it('is confirmed by Valid=True at the current generation (currentStatus valid), naming any warnings', () => {
+    expect(
+      httpProxyAcknowledgement(proxy({ currentStatus: 'valid', conditions: [valid(3)] }), 'portico-www'),
+    ).toEqual({ kind: 'confirmed', message: 'Contour took HTTPProxy portico-www (currentStatus valid).' });
+    const warned = proxy({
+      currentStatus: 'valid',
+      conditions: [
+        valid(3, {
+          warnings: [
+            { type: 'SpecError', status: 'True', reason: 'Deprecated', message: 'field x is deprecated' },
+          ],
+        }),
+      ],
+    });
+    expect(httpProxyAcknowledgement(warned, 'portico-www').message).toBe(
+      'Contour took HTTPProxy portico-www (currentStatus valid). Warnings: SpecError (Deprecated): field x is deprecated.',
+    );
+  });
+
+  it("is refused with Contour's own reason and message: the first error's, not ErrorPresent", () => {
+    const duplicate = proxy({
+      currentStatus: 'invalid',
+      description: 'At least one error present, see Errors for details',
+      conditions: [
+        errorPresent(3, [
+          {
+            type: 'VirtualHostError',
+            status: 'True',
+            reason: 'DuplicateVhost',
+            message: 'fqdn "www.shop.example" is used in multiple HTTPProxies: shop/portico-www, shop/theirs',
+          },
+        ]),
+      ],
+    });
+    expect(httpProxyAcknowledgement(duplicate, 'portico-www')).toEqual({
+      kind: 'refused',
+      reason: 'DuplicateVhost',
+      message:
+        'Contour marks HTTPProxy portico-www invalid: VirtualHostError (DuplicateVhost): fqdn "www.shop.example" is used in multiple HTTPProxies: shop/portico-www, shop/theirs.',
+    });
+    const two = proxy({
+      currentStatus: 'invalid',
+      conditions: [
+        errorPresent(3, [
+          {
+            type: 'TLSError',
+            status: 'True',
+            reason: 'SecretNotValid',
+            message: 'Spec.VirtualHost.TLS Secret "www-tls" is invalid: Secret not found',
+          },
+          { type: 'ServiceError', status: 'True', reason: 'ServiceUnresolvedReference', message: 'x' },
+        ]),
+      ],
+    });
+    const refused = httpProxyAcknowledgement(two, 'portico-www');
+    expect(refused).toMatchObject({ kind: 'refused', reason: 'SecretNotValid' });
+    expect(refused.message).toContain('; ServiceError (ServiceUnresolvedReference): x.');
+    // No errors listed: the condition's own reason.
+    const bare = proxy({
+      currentStatus: 'invalid',
+      conditions: [cond('Valid', 'False', 3, 'Broken', 'it is')],
+    });
+    expect(httpProxyAcknowledgement(bare, 'portico-www')).toMatchObject({
+      kind: 'refused',
+      reason: 'Broken',
+    });
+    const orphaned = proxy({
+      currentStatus: 'orphaned',
+      conditions: [
+        errorPresent(3, [
+          {
+            type: 'Orphaned',
+            status: 'True',
+            reason: 'Orphaned',
+            message: 'this HTTPProxy is not part of a delegation chain from a root HTTPProxy',
+          },
+        ]),
+      ],
+    });
+    expect(httpProxyAcknowledgement(orphaned, 'portico-www')).toMatchObject({
+      kind: 'refused',
+      reason: 'Orphaned',
+      message: expect.stringContaining('Contour marks HTTPProxy portico-www orphaned:') as unknown,
+    });
+  });
+
+  it('is awaited until Contour reports on the current generation', () => {
+    expect(httpProxyAcknowledgement(undefined, 'portico-www')).toEqual({
+      kind: 'awaiting',
+      message: "HTTPProxy portico-www is not in the operator's cache yet.",
+    });
+    const none = httpProxyAcknowledgement(proxy(undefined), 'portico-www');
+    expect(none.kind).toBe('awaiting');
+    expect(none.message).toContain('Contour has not reported on it yet (no Valid condition)');
+    // Valid for generation 2, the spec changed since (e.g. the TLS block added): not yet confirmed,
+    // and an old refusal is not held against the new generation either.
+    const stale = httpProxyAcknowledgement(
+      proxy({ currentStatus: 'valid', conditions: [valid(2)] }),
+      'portico-www',
+    );
+    expect(stale).toEqual({
+      kind: 'awaiting',
+      message:
+        'HTTPProxy portico-www: Contour reported on generation 2, not yet on the current generation 3.',
+    });
+    const oldRefusal = proxy({
+      currentStatus: 'invalid',
+      conditions: [errorPresent(2, [{ type: 'X', reason: 'Y' }])],
+    });
+    expect(httpProxyAcknowledgement(oldRefusal, 'portico-www').kind).toBe('awaiting');
+    const unknown = proxy({ conditions: [cond('Valid', 'Unknown', 3, 'Pending', 'later')] });
+    expect(httpProxyAcknowledgement(unknown, 'portico-www')).toEqual({
+      kind: 'awaiting',
+      message: 'HTTPProxy portico-www: Valid=Unknown (Pending): later',
     });
   });
 });

@@ -53,6 +53,26 @@ export type ListenerSetWithStatus = WithStatus<{
   listeners?: { name: string; conditions?: StatusCondition[] }[];
 }>;
 
+/** A sub-condition of a Contour DetailedCondition (`errors[]`, `warnings[]`). */
+export interface SubCondition {
+  type: string;
+  status?: string;
+  reason?: string;
+  message?: string;
+}
+
+/** Contour's `Valid` condition of an HTTPProxy (a DetailedCondition). */
+export interface DetailedCondition extends StatusCondition {
+  errors?: SubCondition[];
+  warnings?: SubCondition[];
+}
+
+export type HTTPProxyWithStatus = WithStatus<{
+  currentStatus?: string;
+  description?: string;
+  conditions?: DetailedCondition[];
+}>;
+
 /**
  * The Ingress `name` as cached: `confirmed` once `status.loadBalancer.ingress` holds an address (IP
  * or hostname), else `awaiting`. `ingressClassName` names the class in the message (undefined: the
@@ -247,6 +267,59 @@ function listenerRefusal(
   return ['Accepted', 'ResolvedRefs', 'Programmed']
     .map((type) => conditionOf(conditions, type))
     .find((c) => c !== undefined && c.status === 'False' && current(c, generation));
+}
+
+/** `Type (Reason): message` of each sub-condition, joined with "; ". */
+function subConditions(subs: readonly SubCondition[]): string {
+  return subs.map((c) => `${c.type} (${c.reason || 'no reason'}): ${c.message || 'no message'}`).join('; ');
+}
+
+/**
+ * The HTTPProxy `name` as cached (undefined: not in the cache yet). `confirmed` when Contour's
+ * `Valid` condition is True at the HTTPProxy's `metadata.generation` (`currentStatus` `valid`), its
+ * warnings named in the message; `refused` when it is False at that generation (`invalid` or
+ * `orphaned`), with the first error's reason (Contour's own, e.g. `DuplicateVhost`, `SecretNotValid`;
+ * `Orphaned` for an orphaned one) and every error's words; `awaiting` while Contour has not reported
+ * on this generation (no `Valid` condition, another `observedGeneration`, or status Unknown).
+ */
+export function httpProxyAcknowledgement(
+  proxy: HTTPProxyWithStatus | undefined,
+  name: string,
+): Acknowledgement {
+  const what = `HTTPProxy ${name}`;
+  if (proxy === undefined)
+    return { kind: 'awaiting', message: `${what} is not in the operator's cache yet.` };
+  const generation = proxy.metadata?.generation;
+  const valid = conditionOf(proxy.status?.conditions, 'Valid') as DetailedCondition | undefined;
+  const status = proxy.status?.currentStatus;
+  if (valid === undefined)
+    return {
+      kind: 'awaiting',
+      message: `${what}: Contour has not reported on it yet (no Valid condition${status ? `; currentStatus ${status}` : ''}). Check that Contour runs and serves its ingress class.`,
+    };
+  if (!current(valid, generation))
+    return {
+      kind: 'awaiting',
+      message: `${what}: Contour reported on generation ${valid.observedGeneration ?? 'unknown'}, not yet on the current generation ${generation ?? 'unknown'}.`,
+    };
+  return judgeProxy(valid, status, what);
+}
+
+/** `httpProxyAcknowledgement` once `valid` is of the current generation. */
+function judgeProxy(valid: DetailedCondition, status: string | undefined, what: string): Acknowledgement {
+  if (valid.status === 'True') {
+    const warnings = valid.warnings ?? [];
+    const warned = warnings.length > 0 ? ` Warnings: ${subConditions(warnings)}.` : '';
+    return {
+      kind: 'confirmed',
+      message: `Contour took ${what} (currentStatus ${status ?? 'valid'}).${warned}`,
+    };
+  }
+  if (valid.status !== 'False') return { kind: 'awaiting', message: `${what}: ${said(valid)}` };
+  const errors = valid.errors ?? [];
+  const reason = errors[0]?.reason || valid.reason || 'Invalid';
+  const words = errors.length > 0 ? subConditions(errors) : said(valid);
+  return { kind: 'refused', reason, message: `Contour marks ${what} ${status ?? 'invalid'}: ${words}.` };
 }
 
 /**

@@ -19,6 +19,16 @@ describe('checkRoutingOptions', () => {
     }).not.toThrow();
   });
 
+  it('accepts each ingress flavor, contour included, and refuses another', () => {
+    for (const ingressFlavor of ['nginx', 'traefik', 'contour'] as const)
+      expect(() => {
+        checkRoutingOptions({ ingressFlavor });
+      }).not.toThrow();
+    expect(() => {
+      checkRoutingOptions({ ingressFlavor: 'haproxy' as 'nginx' });
+    }).toThrow('ingress flavor must be one of nginx, traefik, contour');
+  });
+
   it('refuses gateway mode without a parent Gateway, naming the setting', () => {
     expect(() => {
       checkRoutingOptions({ mode: 'gateway' });

@@ -8,13 +8,14 @@
 export type RoutingMode = 'ingress' | 'gateway';
 
 /**
- * The Ingress controller, for what Ingress cannot say in its own fields: a redirect. Serving a domain
- * is plain Ingress and looks the same in every flavor.
+ * The ingress controller. `nginx` and `traefik`: plain Ingress, with the flavor's own way of saying
+ * what Ingress cannot (a redirect); serving a domain looks the same in both. `contour`: an HTTPProxy
+ * (`projectcontour.io/v1`) per domain instead of an Ingress (contour.ts).
  */
-export type IngressFlavor = 'nginx' | 'traefik';
+export type IngressFlavor = 'nginx' | 'traefik' | 'contour';
 
 export const ROUTING_MODES: readonly RoutingMode[] = ['ingress', 'gateway'];
-export const INGRESS_FLAVORS: readonly IngressFlavor[] = ['nginx', 'traefik'];
+export const INGRESS_FLAVORS: readonly IngressFlavor[] = ['nginx', 'traefik', 'contour'];
 
 /**
  * A `parentRefs` entry of every HTTPRoute (Gateway API `ParentReference`, gateway.networking.k8s.io/v1):
@@ -34,7 +35,10 @@ export interface RoutingOptions {
   mode?: RoutingMode;
   /** Default `nginx` (ingress-nginx). Used in `ingress` mode. */
   ingressFlavor?: IngressFlavor;
-  /** `spec.ingressClassName` of every Ingress; undefined leaves the cluster default. */
+  /**
+   * `spec.ingressClassName` of every Ingress (and of every HTTPProxy in the `contour` flavor);
+   * undefined leaves the cluster default.
+   */
   ingressClassName?: string;
   /**
    * Where the operator's challenge server is reachable in the cluster, e.g.

@@ -12,6 +12,7 @@ import {
   type RoutingPlan,
 } from './plan.js';
 import type { TraefikMiddleware } from './traefik.js';
+import type { HTTPProxy } from './contour.js';
 
 const domain = (spec: Partial<CustomDomainSpec>, name = 'old'): CustomDomain => ({
   apiVersion: 'portico.dev/v1alpha1',
@@ -290,6 +291,112 @@ describe('the Service port (issue 10, item 8)', () => {
   });
 });
 
+describe('desiredRouting, ingress mode, contour flavor (HTTPProxy)', () => {
+  const contour: RoutingOptions = { ingressFlavor: 'contour', http01Service };
+  const proxyOf = (plan: RoutingPlan): HTTPProxy => {
+    const objs = applied(plan);
+    expect(objs.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`)).toEqual([
+      'Service/portico-acme-http01',
+      'HTTPProxy/portico-old',
+    ]);
+    return objs[1] as HTTPProxy;
+  };
+  const challengeRoute = {
+    conditions: [{ prefix: HTTP01_PATH_PREFIX }],
+    services: [{ name: 'portico-acme-http01', port: 8089 }],
+    permitInsecure: true,
+  };
+
+  it('serves through one HTTPProxy, no Ingress, with the labels and owner of every owned object', () => {
+    const plan = desiredRouting(
+      serving,
+      { ...contour, ingressClassName: 'public' },
+      { tlsSecretReady: true },
+    );
+    const proxy = proxyOf(plan);
+    expect(proxy.apiVersion).toBe('projectcontour.io/v1');
+    expect(proxy.metadata.labels).toEqual({
+      'app.kubernetes.io/managed-by': 'portico',
+      'portico.dev/customdomain': 'old',
+    });
+    expect(proxy.metadata.ownerReferences?.[0]).toMatchObject({
+      kind: 'CustomDomain',
+      name: 'old',
+      uid: 'u-1',
+    });
+    expect(proxy.spec).toEqual({
+      ingressClassName: 'public',
+      virtualhost: { fqdn: 'old.example.com', tls: { secretName: 'old-tls' } },
+      routes: [challengeRoute, { conditions: [{ prefix: '/' }], services: [{ name: 'web', port: 8080 }] }],
+    });
+    expect(plan.routed && plan.message).toBe(
+      'HTTPProxy portico-old (Contour) routes old.example.com to Service web:8080. TLS from Secret old-tls. /.well-known/acme-challenge/ goes to the operator, over plain HTTP too.',
+    );
+  });
+
+  it('names the TLS Secret only once it holds a certificate, and says so until then', () => {
+    const plan = desiredRouting(serving, contour);
+    expect(proxyOf(plan).spec.virtualhost).toEqual({ fqdn: 'old.example.com' });
+    expect(plan.routed && plan.message).toContain(
+      'TLS from Secret old-tls is added once it holds the certificate (Contour refuses an HTTPProxy whose TLS Secret is missing).',
+    );
+  });
+
+  it('redirects with requestRedirectPolicy for each status, on plain HTTP too, keeping the challenge route', () => {
+    for (const statusCode of [301, 302, 307, 308] as const) {
+      const plan = desiredRouting(domain({ redirect: { to: 'Example.com.', statusCode } }), contour, {
+        tlsSecretReady: true,
+      });
+      expect(proxyOf(plan).spec.routes).toEqual([
+        challengeRoute,
+        {
+          conditions: [{ prefix: '/' }],
+          permitInsecure: true,
+          requestRedirectPolicy: { scheme: 'https', hostname: 'example.com', statusCode },
+        },
+      ]);
+      expect(plan.routed && plan.caveats).toEqual([]);
+      expect(plan.routed && plan.message).toContain(
+        `HTTPProxy portico-old (Contour) answers old.example.com with ${statusCode} `,
+      );
+      expect(plan.routed && plan.message).toContain('to https://example.com, keeping path and query.');
+    }
+  });
+
+  it('without the challenge Service: the HTTPProxy alone, no challenge route', () => {
+    const objs = applied(desiredRouting(redirecting, { ingressFlavor: 'contour' }));
+    expect(objs.map((o) => o.kind)).toEqual(['HTTPProxy']);
+    expect((objs[0] as HTTPProxy).spec.routes.map((r) => r.conditions[0]?.prefix)).toEqual(['/']);
+  });
+
+  it('resolves a named port to its number, and does not route a port the Service lacks', () => {
+    const named = domain({ service: { name: 'web', port: 'http' } });
+    const ports = [{ name: 'http', port: 8080 }];
+    const proxy = proxyOf(desiredRouting(named, contour, { servicePorts: ports }));
+    expect(proxy.spec.routes[1]?.services).toEqual([{ name: 'web', port: 8080 }]);
+    const missing = desiredRouting(named, contour, { servicePorts: [{ name: 'admin', port: 9090 }] });
+    expect(missing).toMatchObject({ routed: false, reason: 'ServicePortNotFound', apply: [] });
+    expect(missing.routed ? '' : missing.message).toContain('its ports are admin (9090)');
+    const unknown = desiredRouting(named, contour);
+    expect(unknown).toMatchObject({ routed: false, reason: 'ServicePortNotFound' });
+  });
+
+  it('writes nothing, and says why, where the API server serves no HTTPProxy', () => {
+    for (const d of [serving, redirecting]) {
+      const plan = desiredRouting(d, contour, { httpProxiesServed: false });
+      expect(plan).toMatchObject({ routed: false, reason: 'HTTPProxyUnsupported', apply: [] });
+      expect(plan.routed ? '' : plan.message).toContain('does not serve HTTPProxy (projectcontour.io/v1)');
+    }
+    // Other flavors do not care.
+    expect(desiredRouting(serving, { http01Service }, { httpProxiesServed: false }).routed).toBe(true);
+  });
+
+  it('is not the flavor in gateway mode', () => {
+    const objs = applied(desiredRouting(serving, { ...gateway, ingressFlavor: 'contour' }));
+    expect(objs.map((o) => o.kind)).toEqual(['ListenerSet', 'HTTPRoute']);
+  });
+});
+
 describe('owned and stale objects', () => {
   it('lists every kind and name Portico could create for the domain, whatever the mode', () => {
     expect(ownedRoutingObjects(serving).map((h) => `${h.apiVersion} ${h.kind}/${h.metadata.name}`)).toEqual([
@@ -299,6 +406,7 @@ describe('owned and stale objects', () => {
       'traefik.io/v1alpha1 Middleware/portico-old-redirect',
       'gateway.networking.k8s.io/v1 HTTPRoute/portico-old',
       'gateway.networking.k8s.io/v1 ListenerSet/portico-old',
+      'projectcontour.io/v1 HTTPProxy/portico-old',
     ]);
   });
 
@@ -310,21 +418,32 @@ describe('owned and stale objects', () => {
       'Middleware/portico-old-redirect',
       'HTTPRoute/portico-old',
       'ListenerSet/portico-old',
+      'HTTPProxy/portico-old',
     ]);
     expect(stale(desiredRouting(redirecting, { ingressFlavor: 'traefik', http01Service }))).toEqual([
       'Ingress/portico-old-acme',
       'HTTPRoute/portico-old',
       'ListenerSet/portico-old',
+      'HTTPProxy/portico-old',
     ]);
     expect(stale(desiredRouting(redirecting, { ...gateway, http01Service }))).toEqual([
       'Ingress/portico-old',
       'Ingress/portico--acme-old',
       'Ingress/portico-old-acme',
       'Middleware/portico-old-redirect',
+      'HTTPProxy/portico-old',
+    ]);
+    expect(stale(desiredRouting(redirecting, { ingressFlavor: 'contour', http01Service }))).toEqual([
+      'Ingress/portico-old',
+      'Ingress/portico--acme-old',
+      'Ingress/portico-old-acme',
+      'Middleware/portico-old-redirect',
+      'HTTPRoute/portico-old',
+      'ListenerSet/portico-old',
     ]);
     const none = desiredRouting(domain({}), {});
     expect(none).toMatchObject({ routed: false, reason: 'NoBackend' });
-    expect(stale(none)).toHaveLength(6);
+    expect(stale(none)).toHaveLength(7);
   });
 });
 
@@ -386,5 +505,25 @@ describe('a redirect whose target is refused (redirect.ts redirectRouting)', () 
 
   it('leaves a serving domain alone', () => {
     expect(desiredRouting(serving, {}, lookup([])).routed).toBe(true);
+  });
+
+  it('contour: keeps an HTTPProxy with the challenge route alone, over plain HTTP, without TLS', () => {
+    const plan = desiredRouting(
+      redirecting,
+      { ingressFlavor: 'contour', http01Service },
+      { ...lookup([target('example.com', 'False')]), tlsSecretReady: true },
+    );
+    expect(plan).toMatchObject({ routed: false, reason: 'RedirectTargetNotServing' });
+    expect(kinds(plan)).toEqual(['Service/portico-acme-http01', 'HTTPProxy/portico-old']);
+    expect((plan.apply[1] as HTTPProxy).spec).toEqual({
+      virtualhost: { fqdn: 'old.example.com' },
+      routes: [
+        {
+          conditions: [{ prefix: HTTP01_PATH_PREFIX }],
+          services: [{ name: 'portico-acme-http01', port: 8089 }],
+          permitInsecure: true,
+        },
+      ],
+    });
   });
 });

@@ -12,6 +12,10 @@
  * | both     |                                   |                                       | + ListenerSet            |
  * |          |                                   |                                       | `portico-<name>` (TLS)   |
  *
+ * The `contour` flavor of ingress mode writes no Ingress: one HTTPProxy `portico-<name>`
+ * (`projectcontour.io/v1`, contour.ts) serves or redirects, with the challenge route in the same
+ * object, and names the TLS Secret only once it holds a certificate.
+ *
  * The challenge path `/.well-known/acme-challenge/` reaches the operator in every row when the
  * challenge Service is configured: a redirect domain still needs its own certificate.
  */
@@ -45,6 +49,14 @@ import {
 } from './ingress.js';
 import { nginxRedirectAnnotations, nginxRedirectSummary } from './nginx.js';
 import type { RoutingOptions } from './options.js';
+import {
+  CONTOUR_API_VERSION,
+  httpProxy,
+  HTTPPROXY_KIND,
+  redirectRoute as contourRedirectRoute,
+  serviceRoute as contourServiceRoute,
+  type HTTPProxyRoute,
+} from './contour.js';
 import {
   describeStatus,
   redirectIntent,
@@ -95,12 +107,25 @@ export interface RoutingLookups {
    * `redirectRouting`). Undefined: the redirect's target is not checked.
    */
   redirectTarget?: RedirectTargetLookup;
+  /**
+   * The API server serves HTTPProxy (projectcontour.io/v1; Contour's CRDs installed) and the
+   * operator may list it. Default true. False: the `contour` flavor writes nothing and says so
+   * (`HTTPProxyUnsupported`).
+   */
+  httpProxiesServed?: boolean;
+  /**
+   * The domain's TLS Secret exists and holds a `tls.crt` and `tls.key` that parse (the Secret
+   * cache). Default false. The `contour` flavor names the Secret in the HTTPProxy only then: Contour
+   * marks an HTTPProxy invalid, all its routes with it, while its Secret is missing (contour.ts).
+   */
+  tlsSecretReady?: boolean;
 }
 
 /** Why a plan that writes its objects still cannot serve the domain over HTTPS. */
 export type UnservableReason = 'ListenerSetUnsupported';
 
-export type NotRoutedReason = 'NoBackend' | 'ServicePortNotFound' | RedirectNotRoutedReason;
+export type NotRoutedReason =
+  'NoBackend' | 'ServicePortNotFound' | 'HTTPProxyUnsupported' | RedirectNotRoutedReason;
 
 export type RoutingPlan =
   | {
@@ -156,6 +181,7 @@ export function ownedRoutingObjects(domain: Pick<CustomDomain, 'metadata'>): Obj
     header(TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND, middlewareName(domain)),
     header(GATEWAY_API_VERSION, HTTPROUTE_KIND, name),
     header(GATEWAY_API_VERSION, LISTENERSET_KIND, name),
+    header(CONTOUR_API_VERSION, HTTPPROXY_KIND, name),
   ];
 }
 
@@ -253,6 +279,11 @@ function notRouted(
 function challengeOnly(domain: CustomDomain, options: RoutingOptions): KubernetesObject[] {
   const service = desiredHttp01Service(domain, options);
   if (!service || !options.http01Service) return [];
+  if (isContour(options)) {
+    const route = contourServiceRoute(HTTP01_PATH_PREFIX, challengeBackend(options.http01Service), true);
+    const metadata = ownedMetadata(domain, ownedNames(domain).ingress);
+    return [service, httpProxy(metadata, domain.spec.hostname, [route], classOf(options))];
+  }
   if ((options.mode ?? 'ingress') === 'gateway') {
     const rule = forwardRule(HTTP01_PATH_PREFIX, {
       name: HTTP01_SERVICE_NAME,
@@ -373,6 +404,67 @@ function gatewayPlan(domain: CustomDomain, options: RoutingOptions, lookups: Rou
   return routed(apply, domain, sentence + tls + challengeSentence(options, ''), caveats);
 }
 
+function isContour(options: RoutingOptions): boolean {
+  return (options.mode ?? 'ingress') === 'ingress' && options.ingressFlavor === 'contour';
+}
+
+function classOf(options: RoutingOptions): { ingressClassName?: string } {
+  return options.ingressClassName ? { ingressClassName: options.ingressClassName } : {};
+}
+
+function challengeBackend(http01: { port: number }): { name: string; port: number } {
+  return { name: HTTP01_SERVICE_NAME, port: http01.port };
+}
+
+/**
+ * The `contour` flavor: one HTTPProxy (contour.ts) with the challenge route (plain HTTP allowed) and
+ * the serving or redirect route; TLS from the domain's Secret once it holds a certificate. A port
+ * given by name is looked up in the Service (HTTPProxy ports are numbers), as in gateway mode.
+ */
+function contourPlan(domain: CustomDomain, options: RoutingOptions, lookups: RoutingLookups): RoutingPlan {
+  const { ingress: name, secret } = ownedNames(domain);
+  const intent = redirectIntent(domain);
+  const service = domain.spec.service;
+  const routes: HTTPProxyRoute[] = [];
+  if (options.http01Service)
+    routes.push(contourServiceRoute(HTTP01_PATH_PREFIX, challengeBackend(options.http01Service), true));
+  const what = `HTTPProxy ${name} (Contour)`;
+  let sentence: string;
+  if (intent) {
+    routes.push(contourRedirectRoute(intent));
+    sentence = redirectSentence(what, domain, intent);
+  } else if (service) {
+    const resolved = resolveServicePort(service, lookups.servicePorts);
+    if ('problem' in resolved) return notRouted(domain, 'ServicePortNotFound', resolved.problem);
+    routes.push(contourServiceRoute('/', { name: service.name, port: resolved.number }));
+    sentence = `${what} routes ${domain.spec.hostname} to Service ${service.name}:${resolved.number}.`;
+  } else {
+    return noBackend(domain);
+  }
+  const tls = lookups.tlsSecretReady === true;
+  const proxy = httpProxy(ownedMetadata(domain, name), domain.spec.hostname, routes, {
+    ...classOf(options),
+    ...(tls ? { tlsSecretName: secret } : {}),
+  });
+  const tlsSentence = tls
+    ? ` TLS from Secret ${secret}.`
+    : ` TLS from Secret ${secret} is added once it holds the certificate (Contour refuses an HTTPProxy whose TLS Secret is missing).`;
+  const challenge = options.http01Service
+    ? ` ${HTTP01_PATH_PREFIX} goes to the operator, over plain HTTP too.`
+    : '';
+  const service01 = desiredHttp01Service(domain, options);
+  return routed(service01 ? [service01, proxy] : [proxy], domain, sentence + tlsSentence + challenge, []);
+}
+
+/** The `contour` flavor where the API server serves no HTTPProxy: nothing can be written. */
+function httpProxyUnsupported(domain: CustomDomain): RoutingPlan {
+  return notRouted(
+    domain,
+    'HTTPProxyUnsupported',
+    `The operator runs with --ingress-flavor contour, but the API server does not serve HTTPProxy (${CONTOUR_API_VERSION}) to it (Contour's CRDs are not installed, or the operator's RBAC does not allow listing httpproxies), so no routing for ${domain.spec.hostname} can be written. Install Contour's CRDs (examples/contour/01-crds.yaml of the Contour release) or grant the operator get, list, watch, create, patch and delete on httpproxies.projectcontour.io, and restart the operator (it looks for the kind at start); or choose another --ingress-flavor.`,
+  );
+}
+
 /** The plan of a redirect whose target `redirectRouting` refuses; undefined otherwise. */
 function refusedRedirect(
   domain: CustomDomain,
@@ -396,7 +488,8 @@ function noBackend(domain: CustomDomain): RoutingPlan {
  * The routing plan of `domain` under `options`. `lookups` carries what only the cluster knows (the
  * ports of the Service a serving domain names: a port it lacks is not routed, and gateway mode needs
  * a named port's number; for a redirect, its target: one that is not a serving domain of the same
- * project is not routed, with `redirectRouting`'s reason, and only the ACME challenge is routed).
+ * project is not routed, with `redirectRouting`'s reason, and only the ACME challenge is routed; for
+ * the `contour` flavor, whether HTTPProxy is served and whether the TLS Secret holds a certificate).
  * Never throws for a well-formed domain; options are checked once at start by `checkRoutingOptions`.
  */
 export function desiredRouting(
@@ -404,9 +497,16 @@ export function desiredRouting(
   options: RoutingOptions,
   lookups: RoutingLookups = {},
 ): RoutingPlan {
+  if (isContour(options) && lookups.httpProxiesServed === false) return httpProxyUnsupported(domain);
   const refused = refusedRedirect(domain, options, lookups);
   if (refused) return refused;
   if ((options.mode ?? 'ingress') === 'gateway') return gatewayPlan(domain, options, lookups);
+  if (isContour(options)) return contourPlan(domain, options, lookups);
+  return ingressPlan(domain, options, lookups);
+}
+
+/** Ingress mode, flavors nginx and traefik (`desiredRouting`). */
+function ingressPlan(domain: CustomDomain, options: RoutingOptions, lookups: RoutingLookups): RoutingPlan {
   const intent = redirectIntent(domain);
   if (intent) return ingressRedirectPlan(domain, options, intent);
   const ingress = desiredIngress(domain, options);

@@ -34,7 +34,7 @@ export interface ClusterView {
   /** The cached HostnameClaim of `hostname` (normalized), or undefined. */
   hostnameClaim(hostname: string): HostnameClaim | undefined;
   /**
-   * An object Portico owns (Ingress, Secret, Service, Middleware, HTTPRoute, ListenerSet), from its
+   * An object Portico owns (Ingress, Secret, Service, Middleware, HTTPRoute, ListenerSet, HTTPProxy), from its
    * cache, status included (the data plane's acknowledgement is read from it).
    */
   owned(header: ObjectHeader): OwnedLookup;

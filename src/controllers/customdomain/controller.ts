@@ -1,7 +1,7 @@
 /**
  * Wires the CustomDomain reconcile to the cluster: watches CustomDomains, the objects Portico owns
  * (Ingresses, Secrets and Services label-selected, so no other Secret is cached; Traefik Middlewares,
- * HTTPRoutes and ListenerSets where the API server serves them; status included, so the data plane's
+ * HTTPRoutes, ListenerSets and Contour HTTPProxies where the API server serves them; status included, so the data plane's
  * acknowledgement is seen at once), HostnameClaims, Namespaces (the plan label),
  * EndpointSlices (the first ready endpoint) and every Service, trimmed to its ports (the port a
  * domain names must exist), feeds a de-duplicating work queue, and runs N workers.
@@ -27,7 +27,7 @@ import {
 import { HOSTNAME_CLAIM_PLURAL, type HostnameClaim } from '../../api/hostnameclaim.js';
 import { backoffDelayMs } from '../../kube/backoff.js';
 import { findCondition } from '../../kube/conditions.js';
-import { isConflict, isNotFound } from '../../kube/errors.js';
+import { apiStatusCode, isConflict, isNotFound } from '../../kube/errors.js';
 import { normalizeDnsName } from '../../domain/hostname.js';
 import { collectionLister, collectionPath, ResilientInformer } from '../../kube/informer.js';
 import { slimTlsSecret } from '../../certificates/parsed-secret.js';
@@ -36,6 +36,7 @@ import type { ControllerMetrics } from '../../observability/metrics.js';
 import type { ObjectHeader } from '../../routing/plan.js';
 import { GATEWAY_API_VERSION, HTTPROUTE_KIND, LISTENERSET_KIND } from '../../routing/gateway.js';
 import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from '../../routing/traefik.js';
+import { CONTOUR_API_VERSION, HTTPPROXY_KIND, HTTPPROXY_PLURAL } from '../../routing/contour.js';
 import type { ClusterView, OwnedLookup } from './cluster-view.js';
 import { servesHostname } from './claim-precedence.js';
 import { CustomDomainIndex } from './domain-index.js';
@@ -53,6 +54,8 @@ const OPTIONAL_OWNED_KINDS = [
   { apiVersion: TRAEFIK_API_VERSION, kind: TRAEFIK_MIDDLEWARE_KIND, plural: 'middlewares' },
   { apiVersion: GATEWAY_API_VERSION, kind: HTTPROUTE_KIND, plural: 'httproutes' },
   { apiVersion: GATEWAY_API_VERSION, kind: LISTENERSET_KIND, plural: 'listenersets' },
+  // Contour's HTTPProxy (--ingress-flavor contour); its status says whether Contour took it.
+  { apiVersion: CONTOUR_API_VERSION, kind: HTTPPROXY_KIND, plural: HTTPPROXY_PLURAL },
 ] as const;
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 
@@ -325,7 +328,15 @@ export class CustomDomainController {
         await collectionLister(this.#d.kubeConfig, path, OWNED_SELECTOR)({ limit: 1 });
         served = true;
       } catch (err) {
-        if (!isNotFound(err)) throw err;
+        if (!isNotFound(err) && apiStatusCode(err) !== 403) throw err;
+        // 403: the CRD is installed but the operator may not list the kind (RBAC of a release
+        // older than the kind's use). Retrying would hold every worker back for good; the kind is
+        // treated as not served, and a domain that needs it says so (HTTPProxyUnsupported).
+        if (!isNotFound(err))
+          this.#d.log.warn(
+            { apiVersion, kind, err },
+            'the operator may not list this kind (RBAC); not watched, treated as not served',
+          );
         served = false;
       }
       this.#d.log.debug({ apiVersion, kind, served }, 'owned kind probed');

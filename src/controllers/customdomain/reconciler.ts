@@ -24,6 +24,8 @@ import {
   CUSTOM_DOMAIN_PLURAL,
   FIELD_MANAGER,
   FINALIZER,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
   REPLACES_ANNOTATION,
   GROUP,
   VERIFY_REQUESTED_AT_ANNOTATION,
@@ -67,8 +69,10 @@ import type { ControllerMetrics } from '../../observability/metrics.js';
 import { ownedMetadata } from '../../routing/ingress.js';
 import { contains, isUpToDate, withAppliedDigest } from '../../kube/applied-state.js';
 import type { RoutingOptions } from '../../routing/options.js';
+import { CONTOUR_API_VERSION, HTTPPROXY_KIND } from '../../routing/contour.js';
 import {
   combine,
+  httpProxyAcknowledgement,
   httpRouteAcknowledgement,
   ingressAcknowledgement,
   listenerSetAcknowledgement,
@@ -95,6 +99,7 @@ import {
   type DnsStatusBase,
 } from './dns-outcome.js';
 import { decideOwnership, standingOwnership } from './ownership-decision.js';
+import { foreignKind, notOurs, otherOwner } from './object-holder.js';
 import type { OwnershipStore } from './ownership-store.js';
 import { acceptance, ELIGIBLE_PLANS, planOf, reservedDomainOf } from './acceptance.js';
 import type { HostnameClaims } from './hostname-claims.js';
@@ -424,7 +429,7 @@ export class CustomDomainReconciler {
       await this.#deleteIfPresent(header, domain);
       return;
     }
-    if (seen.object === undefined || otherOwner(seen.object, domain) !== undefined) return;
+    if (seen.object === undefined || notOurs(header, seen.object, domain)) return;
     await this.#deleteObject(header, seen.object.metadata?.uid);
   }
 
@@ -516,7 +521,7 @@ export class CustomDomainReconciler {
   /** Reads `header` from the API server and deletes it unless another CustomDomain owns it. */
   async #deleteIfPresent(header: ObjectHeader, domain: CustomDomain): Promise<void> {
     const live = await this.#readObject(header);
-    if (live === undefined || otherOwner(live, domain) !== undefined) return;
+    if (live === undefined || notOurs(header, live, domain)) return;
     await this.#deleteObject(header, live.metadata?.uid);
   }
 
@@ -550,7 +555,7 @@ export class CustomDomainReconciler {
   async #exists(header: ObjectHeader, domain: CustomDomain): Promise<boolean> {
     if (!this.#d.view.serves(header.apiVersion, header.kind)) return false;
     const live = await this.#readObject(header);
-    return live !== undefined && otherOwner(live, domain) === undefined;
+    return live !== undefined && !notOurs(header, live, domain);
   }
 
   async #verifyDns(domain: CustomDomain, key: string, now: Date, log: Logger): Promise<DnsOutcome> {
@@ -644,21 +649,18 @@ export class CustomDomainReconciler {
     const lookups = this.#routingLookups(domain);
     const plan = desiredRouting(domain, this.#d.routing, lookups);
     const taken: string[] = [];
+    const foreign: string[] = [];
     const written = new Set<KubernetesObject>();
     for (const obj of plan.apply) {
       const applied = await this.#applyIfChanged(obj, domain);
-      if (applied.owner !== undefined)
-        taken.push(`${obj.kind ?? ''} ${obj.metadata?.name ?? ''} (CustomDomain ${applied.owner})`);
+      const what = `${obj.kind ?? ''} ${obj.metadata?.name ?? ''}`;
+      if (applied.owner !== undefined) taken.push(`${what} (CustomDomain ${applied.owner})`);
+      if (applied.foreign) foreign.push(what);
       if (applied.wrote) written.add(obj);
     }
     for (const header of staleRoutingObjects(plan)) await this.#deleteIfCached(header, domain);
-    if (taken.length > 0) {
-      return {
-        kind: 'not-routed',
-        reason: 'NameInUse',
-        message: `${taken.join(', ')} belongs to another CustomDomain by its ${CUSTOM_DOMAIN_LABEL} label; Portico never overwrites another domain's object. Remove that object or correct its label.`,
-      };
-    }
+    const inUse = nameInUse(taken, foreign);
+    if (inUse) return inUse;
     if (!plan.routed) return { kind: 'not-routed', reason: plan.reason, message: plan.message };
     if (plan.unservable) return { kind: 'not-routed', ...plan.unservable };
     if (this.#d.routing.dataPlaneAcknowledgement === false)
@@ -674,10 +676,10 @@ export class CustomDomainReconciler {
   }
 
   /**
-   * Whether the data plane took the applied Ingresses, HTTPRoute and ListenerSet, from their cached
-   * status (routing/acknowledgement.ts); a change of that status re-queues the domain through the
-   * owned objects' watch. An HTTPRoute or ListenerSet written in this pass is awaited: its cached
-   * copy is of the previous generation, and so is the status on it.
+   * Whether the data plane took the applied Ingresses, HTTPRoute and ListenerSet, or HTTPProxy, from
+   * their cached status (routing/acknowledgement.ts); a change of that status re-queues the domain
+   * through the owned objects' watch. An HTTPRoute, ListenerSet or HTTPProxy written in this pass is
+   * awaited: its cached copy is of the previous generation, and so is the status on it.
    */
   #acknowledgement(
     applied: readonly KubernetesObject[],
@@ -706,12 +708,16 @@ export class CustomDomainReconciler {
         );
         continue;
       }
-      if (obj.kind !== HTTPROUTE_KIND && obj.kind !== LISTENERSET_KIND) continue;
+      if (obj.kind !== HTTPROUTE_KIND && obj.kind !== LISTENERSET_KIND && obj.kind !== HTTPPROXY_KIND)
+        continue;
       if (written.has(obj)) {
+        const who = obj.kind === HTTPPROXY_KIND ? 'Contour' : 'the gateway';
         parts.push({
           kind: 'awaiting',
-          message: `${obj.kind} ${name} was written just now; waiting for the gateway to report on it.`,
+          message: `${obj.kind} ${name} was written just now; waiting for ${who} to report on it.`,
         });
+      } else if (obj.kind === HTTPPROXY_KIND) {
+        parts.push(httpProxyAcknowledgement(cached, name));
       } else if (obj.kind === HTTPROUTE_KIND) {
         const parents = (obj as HTTPRoute).spec.parentRefs;
         parts.push(httpRouteAcknowledgement(cached, name, namespace, parents));
@@ -731,7 +737,9 @@ export class CustomDomainReconciler {
     const view = this.#d.view;
     const lookups: RoutingLookups = {
       listenerSetsServed: view.serves(GATEWAY_API_VERSION, LISTENERSET_KIND),
+      httpProxiesServed: view.serves(CONTOUR_API_VERSION, HTTPPROXY_KIND),
     };
+    if (this.#d.routing.ingressFlavor === 'contour') lookups.tlsSecretReady = this.#tlsSecretReady(domain);
     if (domain.spec.redirect) {
       lookups.redirectTarget = {
         domainsInNamespace: view.customDomainsInNamespace(domain.metadata.namespace),
@@ -748,6 +756,22 @@ export class CustomDomainReconciler {
   }
 
   /**
+   * Whether the domain's TLS Secret, as its cache holds it, has a `tls.crt` that parses and the
+   * `tls.key` of that certificate (`parsedSecret`): Contour takes an HTTPProxy that names the
+   * Secret only when both parse (routing/contour.ts). Workers start once the caches have synced;
+   * an unsynced cache would answer false (no TLS block until the next reconcile).
+   */
+  #tlsSecretReady(domain: CustomDomain): boolean {
+    const seen = this.#d.view.owned({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { namespace: domain.metadata.namespace, name: ownedNames(domain).secret },
+    });
+    const secret = seen.cached ? (seen.object as V1Secret | undefined) : undefined;
+    return secret !== undefined && parsedSecret(secret)?.keyMatches === true;
+  }
+
+  /**
    * Applies `obj` unless its cached copy already holds what it would write (applied-state.ts), or
    * belongs to another CustomDomain (its owner label): then nothing is written and the owner's name
    * is returned. `wrote`: the object was applied now.
@@ -755,7 +779,7 @@ export class CustomDomainReconciler {
   async #applyIfChanged(
     obj: KubernetesObject,
     domain: CustomDomain,
-  ): Promise<{ owner?: string; wrote: boolean }> {
+  ): Promise<{ owner?: string; foreign?: boolean; wrote: boolean }> {
     const desired = withAppliedDigest(obj);
     const header = {
       apiVersion: obj.apiVersion ?? '',
@@ -763,9 +787,13 @@ export class CustomDomainReconciler {
       metadata: { name: obj.metadata?.name ?? '', namespace: obj.metadata?.namespace ?? '' },
     };
     const seen = this.#d.view.owned(header);
-    const current = seen.cached ? seen.object : await this.#readObject(header);
+    // Live read where the cache cannot tell: it is not synced, or (HTTPProxy) it holds only objects
+    // labelled as Portico's, and one written by someone else may sit at the name (`foreignKind`).
+    const unseen = !seen.cached || (seen.object === undefined && foreignKind(header));
+    const current = unseen ? await this.#readObject(header) : seen.object;
     const owner = otherOwner(current, domain);
     if (owner !== undefined) return { owner, wrote: false };
+    if (current !== undefined && notOurs(header, current, domain)) return { foreign: true, wrote: false };
     if (seen.cached && isUpToDate(seen.object, desired)) return { wrote: false };
     await this.#apply(desired);
     return { wrote: true };
@@ -1291,13 +1319,23 @@ function statusChanges(before: CustomDomainStatus, after: CustomDomainStatus): s
 }
 
 /**
- * The CustomDomain that `obj`'s owner label (`portico.dev/customdomain`) names when it is another
- * than `domain`; undefined when it names `domain` or there is no such label (an object made by
- * hand at a name Portico uses is Portico's to replace).
+ * Routed=False `NameInUse` when objects at Portico's names are not this domain's: `taken`, each
+ * `Kind name (CustomDomain other)`, by another domain's label; `foreign`, each `Kind name`, not
+ * Portico's at all (object-holder.ts `foreignKind`). Undefined when both are empty.
  */
-function otherOwner(obj: KubernetesObject | undefined, domain: CustomDomain): string | undefined {
-  const owner = obj?.metadata?.labels?.[CUSTOM_DOMAIN_LABEL];
-  return owner !== undefined && owner !== domain.metadata.name ? owner : undefined;
+function nameInUse(taken: readonly string[], foreign: readonly string[]): RoutingState | undefined {
+  const sentences: string[] = [];
+  if (taken.length > 0)
+    sentences.push(
+      `${taken.join(', ')} belongs to another CustomDomain by its ${CUSTOM_DOMAIN_LABEL} label; Portico never overwrites another domain's object. Remove that object or correct its label.`,
+    );
+  if (foreign.length > 0)
+    sentences.push(
+      `${foreign.join(', ')} exists and is not Portico's (no ${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE} label); Portico never overwrites an HTTPProxy it did not write. Remove or rename that object.`,
+    );
+  return sentences.length > 0
+    ? { kind: 'not-routed', reason: 'NameInUse', message: sentences.join(' ') }
+    : undefined;
 }
 
 /** Retry delays of a certificate write while the API server does not answer: 1 s doubling to 30 s. */

@@ -17,6 +17,15 @@
  * at once (the servers keep enforcing what they loaded from it meanwhile); hand edits of a shard are
  * repaired at the next policy change or resync (every `resyncMs`), not at once.
  *
+ * With Contour attachment on (`contour`), a policy's `spec.targetRefs` are wired too (issue 28, item 4;
+ * attachment.ts, contour-attacher.ts): the policy reconcile applies its descriptors to each target
+ * HTTPProxy under the policy's own field manager and sets `Attached`; a change of an HTTPProxy queues
+ * the policies that target it; an `httpproxy:<namespace>/<name>` key removes the fields of policies
+ * that no longer target it (deleted, or the target taken out of the list); the `extensionservice` key
+ * applies the ExtensionService Contour's config names (at start and every resync). The HTTPProxy watch
+ * does not hold back the workers: without Contour's CRD the rest still runs, and targeted policies say
+ * so (Attached=Unknown, TargetsNotRead).
+ *
  * The operator's main starts it: `new RateLimitPolicyController({...}).start()`, `synced`, `stop()`.
  */
 import {
@@ -47,7 +56,8 @@ import {
   RATELIMIT_CONFIG_KEY,
   type RateLimitPolicy,
 } from '../../api/ratelimitpolicy.js';
-import { findCondition } from '../../kube/conditions.js';
+import { RATE_LIMIT_ATTACHED_REASONS, type RateLimitAttachedReason } from '../../api/reasons.js';
+import { findCondition, type ConditionInput } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { ResilientInformer } from '../../kube/informer.js';
@@ -59,7 +69,17 @@ import {
   type CompiledPolicy,
 } from '../../ratelimit/config-schema.js';
 import { parseReports, policyToken, type LoadReport } from '../../ratelimit/load-report.js';
+import {
+  attachedCondition,
+  attachmentFieldManager,
+  isSupportedTarget,
+  targetsOf,
+  targetVerdict,
+  type HTTPProxy,
+  type TargetOutcome,
+} from './attachment.js';
 import { compilePolicy, desiredEntries, readShard } from './compile.js';
+import { ContourAttacher, type ContourAttachmentOptions } from './contour-attacher.js';
 import { liveReports } from './enforced.js';
 import { reportChanges, type ReportChanges } from './report-changes.js';
 import { ReportLiveness } from './report-liveness.js';
@@ -69,6 +89,14 @@ import { desiredStatus, type StatusInput } from './status.js';
 const CONTROLLER = 'ratelimitpolicy';
 /** The queue key of the config reconcile; never a `namespace/name`, which always has a slash. */
 const CONFIG_KEY = 'config';
+/** The queue key of the ExtensionService. */
+const EXTENSION_SERVICE_KEY = 'extensionservice';
+/** The prefix of an HTTPProxy's sweep key (`httpproxy:<namespace>/<name>`); ':' is in no namespace. */
+const PROXY_KEY_PREFIX = 'httpproxy:';
+/** How soon a policy whose targets are not listed yet is looked at again. */
+const TARGETS_NOT_READ_RETRY_MS = 2_000;
+/** How soon the ExtensionService is applied again while the API server does not serve the kind. */
+const EXTENSION_SERVICE_RETRY_MS = 60_000;
 const SELECTOR = `${RATELIMIT_COMPONENT_LABEL}=${RATELIMIT_COMPONENT_VALUE}`;
 
 export interface RateLimitPolicyControllerOptions {
@@ -90,10 +118,19 @@ export interface RateLimitPolicyControllerOptions {
   readonly now?: () => Date;
   /** Records an Event on each condition transition, so `kubectl describe ratelimitpolicy` tells it. */
   readonly events?: EventRecorder;
+  /** Attaching `spec.targetRefs` to Contour's HTTPProxies; undefined: off (`--contour-attachment=false`). */
+  readonly contour?: ContourAttachmentOptions | undefined;
 }
 
 /** Reasons that ask a person to act, recorded as Warning Events; the rest are Normal. */
-const WARNING_REASONS = new Set(['InvalidSpec', 'ConfigRejected', 'NoRateLimitServer']);
+const WARNING_REASONS = new Set([
+  'InvalidSpec',
+  'ConfigRejected',
+  'NoRateLimitServer',
+  ...Object.entries(RATE_LIMIT_ATTACHED_REASONS)
+    .filter(([, entry]) => entry.severity === 'Warning')
+    .map(([reason]) => reason),
+]);
 
 /** A config shard read from the cache, kept while its resourceVersion is the same. */
 interface ReadShard {
@@ -145,6 +182,8 @@ export class RateLimitPolicyController {
   readonly #tokens = new WeakMap<RateLimitPolicy, string>();
   #running: Promise<void>[] = [];
   #stopping = false;
+  /** The HTTPProxy side (undefined when Contour attachment is off). */
+  readonly #contour: ContourAttacher | undefined;
 
   constructor(options: RateLimitPolicyControllerOptions) {
     this.#o = options;
@@ -174,6 +213,7 @@ export class RateLimitPolicyController {
       onResync: (policies) => {
         for (const p of policies) this.#queue.addLowPriority(objectKey(p));
         this.#queue.addLowPriority(CONFIG_KEY);
+        if (this.#contour !== undefined) this.#queue.addLowPriority(EXTENSION_SERVICE_KEY);
       },
       resyncMs,
       log: this.#log,
@@ -187,6 +227,30 @@ export class RateLimitPolicyController {
       resyncMs: 0,
       log: this.#log,
     });
+    this.#contour =
+      options.contour === undefined
+        ? undefined
+        : new ContourAttacher({
+            kubeConfig: options.kubeConfig,
+            objects: options.objects,
+            options: options.contour,
+            log: this.#log,
+            resyncMs,
+            onProxy: (proxy) => {
+              this.#onProxy(proxy);
+            },
+          });
+  }
+
+  /** Queues the policies that target the HTTPProxy, and its sweep when Portico has fields on it. */
+  #onProxy(proxy: HTTPProxy): void {
+    const { namespace, name } = proxy.metadata;
+    for (const p of this.#policies.list(namespace)) {
+      if (targetsOf(p).some((r) => isSupportedTarget(r) && r.name === name)) this.#queue.add(objectKey(p));
+    }
+    if ((this.#contour?.managersOn(namespace, name).length ?? 0) > 0) {
+      this.#queue.add(`${PROXY_KEY_PREFIX}${namespace}/${name}`);
+    }
   }
 
   /** True once both watches have listed. */
@@ -198,7 +262,9 @@ export class RateLimitPolicyController {
   start(): void {
     this.#policies.start();
     this.#configMaps.start();
+    this.#contour?.start();
     this.#queue.add(CONFIG_KEY);
+    if (this.#contour !== undefined) this.#queue.add(EXTENSION_SERVICE_KEY);
     this.#running = Array.from({ length: this.#o.workers ?? 2 }, () => this.#work());
   }
 
@@ -206,7 +272,7 @@ export class RateLimitPolicyController {
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#liveness.stop();
-    await Promise.all([this.#policies.stop(), this.#configMaps.stop()]);
+    await Promise.all([this.#policies.stop(), this.#configMaps.stop(), this.#contour?.stop()]);
     this.#queue.shutDown();
     await Promise.all(this.#running);
   }
@@ -325,7 +391,9 @@ export class RateLimitPolicyController {
     try {
       let requeueAfterMs: number | undefined;
       if (key === CONFIG_KEY) requeueAfterMs = await this.#reconcileConfig();
-      else await this.#reconcilePolicy(key);
+      else if (key === EXTENSION_SERVICE_KEY) requeueAfterMs = await this.#applyExtensionService();
+      else if (key.startsWith(PROXY_KEY_PREFIX)) await this.#sweepProxy(key.slice(PROXY_KEY_PREFIX.length));
+      else requeueAfterMs = await this.#reconcilePolicy(key);
       this.#queue.forget(key);
       if (requeueAfterMs !== undefined) this.#queue.addAfter(key, requeueAfterMs);
       metrics.reconcileTotal.inc({ controller: CONTROLLER, result: 'success' });
@@ -454,13 +522,105 @@ export class RateLimitPolicyController {
       : { shard: planned, configWriteError: `ConfigMap ${ns}/${planned}: ${error}` };
   }
 
-  /** Writes one policy's status (nothing when it is as desired). */
-  async #reconcilePolicy(key: string): Promise<void> {
+  /**
+   * The `Attached` condition of a policy, wiring its targets on the way (undefined: no targets).
+   * `retryMs` when the HTTPProxies are not listed yet.
+   */
+  async #attach(
+    policy: RateLimitPolicy,
+  ): Promise<{ condition: ConditionInput | undefined; retryMs?: number }> {
+    const targets = targetsOf(policy);
+    if (targets.length === 0) return { condition: undefined };
+    const contour = this.#contour;
+    if (contour === undefined) {
+      const outcome = (supported: boolean): TargetOutcome => ({
+        kind: supported ? 'disabled' : 'unsupported',
+      });
+      const verdicts = targets.map((r) =>
+        targetVerdict(r, outcome(isSupportedTarget(r)), policy.metadata.namespace),
+      );
+      return { condition: attachedCondition(verdicts) };
+    }
+    if (!contour.synced && targets.some(isSupportedTarget)) {
+      const reason: RateLimitAttachedReason = 'TargetsNotRead';
+      return {
+        condition: {
+          type: 'Attached',
+          status: 'Unknown',
+          reason,
+          message: `the operator has not listed HTTPProxies yet (is Contour's HTTPProxy CRD installed, and may the operator list them?)`,
+        },
+        retryMs: TARGETS_NOT_READ_RETRY_MS,
+      };
+    }
+    return { condition: attachedCondition(await contour.attach(policy)) };
+  }
+
+  /** Applies the ExtensionService; while Contour's CRDs are not installed, looks again in a minute. */
+  async #applyExtensionService(): Promise<number | undefined> {
+    const served = await this.#contour?.applyExtensionService();
+    return served === false ? EXTENSION_SERVICE_RETRY_MS : undefined;
+  }
+
+  /** Queues the sweep of each HTTPProxy of `namespace` that carries fields of the policy `name`. */
+  #sweepUntargeted(namespace: string, name: string, targeted: ReadonlySet<string>): void {
+    const manager = attachmentFieldManager(name);
+    for (const proxy of this.#contour?.proxiesWithManager(namespace, manager) ?? []) {
+      if (!targeted.has(proxy)) this.#queue.add(`${PROXY_KEY_PREFIX}${namespace}/${proxy}`);
+    }
+  }
+
+  /**
+   * Removes from one HTTPProxy the fields of every policy that no longer targets it (deleted, the
+   * target taken out of its list, or the HTTPProxy no longer a root proxy).
+   */
+  async #sweepProxy(proxyKey: string): Promise<void> {
+    const contour = this.#contour;
+    if (contour === undefined) return;
+    const slash = proxyKey.indexOf('/');
+    const namespace = proxyKey.slice(0, slash);
+    const name = proxyKey.slice(slash + 1);
+    const proxy = contour.proxy(namespace, name);
+    if (proxy === undefined) return;
+    const wanted = new Set(
+      proxy.spec?.virtualhost === undefined
+        ? []
+        : this.#policies
+            .list(namespace)
+            .filter((p) => targetsOf(p).some((r) => isSupportedTarget(r) && r.name === name))
+            .map((p) => attachmentFieldManager(p.metadata.name)),
+    );
+    for (const manager of contour.managersOn(namespace, name)) {
+      if (!wanted.has(manager)) await contour.release(namespace, name, manager);
+    }
+  }
+
+  /** Writes one policy's status (nothing when it is as desired); returns when to look again, if due. */
+  async #reconcilePolicy(key: string): Promise<number | undefined> {
     const policy = this.#policy(key);
     if (policy === undefined) {
       this.#queue.remove(key);
-      return;
+      const slash = key.indexOf('/');
+      this.#sweepUntargeted(key.slice(0, slash), key.slice(slash + 1), new Set());
+      return undefined;
     }
+    const attached = await this.#attach(policy);
+    this.#sweepUntargeted(
+      policy.metadata.namespace,
+      policy.metadata.name,
+      new Set(
+        targetsOf(policy)
+          .filter(isSupportedTarget)
+          .map((r) => r.name),
+      ),
+    );
+    await this.#writeStatus(policy, attached.condition);
+    return attached.retryMs;
+  }
+
+  /** Writes the status of `policy` with `attached` (nothing when it is as desired). */
+  async #writeStatus(policy: RateLimitPolicy, attached: ConditionInput | undefined): Promise<void> {
+    const key = objectKey(policy);
     const status = desiredStatus({
       policy,
       compiled: compilePolicy(policy),
@@ -469,6 +629,7 @@ export class RateLimitPolicyController {
       reportsJudgedAtMs: this.#liveness.judgedAtMs,
       ...this.#whereabouts(policy),
       statusConfigMap: `${this.#o.namespace}/${this.#statusName}`,
+      attached,
     });
     if (isDeepStrictEqual(JSON.parse(JSON.stringify(status)), policy.status ?? {})) return;
     try {

@@ -1,10 +1,10 @@
 /**
  * The status a RateLimitPolicy should have: `Accepted` from the compilation, `Enforced` from the
- * servers' load reports, `observedGeneration` and the domain the gateway sends. Pure.
+ * servers' load reports, `Attached` from its targets (attachment.ts), `observedGeneration` and the domain the gateway sends. Pure.
  */
 import type { Condition } from '../../api/customdomain.js';
 import { policyDomain, type RateLimitPolicy, type RateLimitPolicyStatus } from '../../api/ratelimitpolicy.js';
-import { setCondition } from '../../kube/conditions.js';
+import { setCondition, type ConditionInput } from '../../kube/conditions.js';
 import type { LoadReport } from '../../ratelimit/load-report.js';
 import type { CompileResult } from './compile.js';
 import { enforcedVerdict } from './enforced.js';
@@ -30,6 +30,11 @@ export interface StatusInput {
   readonly configWriteError?: string;
   /** `namespace/name` of the status ConfigMap, for messages. */
   readonly statusConfigMap: string;
+  /**
+   * The `Attached` condition (attachment.ts `attachedCondition`); undefined when the policy has no
+   * targets, which removes the condition.
+   */
+  readonly attached?: ConditionInput | undefined;
 }
 
 /** Where the compiled policy is: only a ConfigMap that holds this generation is named. */
@@ -72,5 +77,9 @@ export function desiredStatus(input: StatusInput): RateLimitPolicyStatus {
     generation,
     now,
   );
+  conditions =
+    input.attached === undefined
+      ? conditions.filter((c) => c.type !== 'Attached')
+      : setCondition(conditions, input.attached, generation, now);
   return { observedGeneration: generation, domain, conditions };
 }

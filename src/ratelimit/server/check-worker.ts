@@ -30,6 +30,8 @@ export interface CheckWorkerOptions {
   readonly redisCluster: boolean;
   readonly redisTimeoutMs: number;
   readonly failureMode: FailureMode;
+  /** `--gateway-domain` (service.ts); `DEFAULT_GATEWAY_DOMAIN` when unset. */
+  readonly gatewayDomain?: string;
   readonly logLevel: LevelWithSilent;
 }
 
@@ -72,6 +74,7 @@ async function run(port: MessagePort, options: CheckWorkerOptions): Promise<void
     policies: () => snapshot,
     store,
     failureMode: options.failureMode,
+    ...(options.gatewayDomain === undefined ? {} : { gatewayDomain: options.gatewayDomain }),
     now: () => Date.now(),
     metrics,
     log,

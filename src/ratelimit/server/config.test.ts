@@ -7,6 +7,7 @@ describe('parseRateLimitServerConfig', () => {
       grpcListenAddress: '0.0.0.0:8081',
       metricsListenAddress: '0.0.0.0:8082',
       failureMode: 'allow',
+      gatewayDomain: 'portico-gateway',
       redisCluster: false,
       configNamespace: 'portico-system',
       configName: 'portico-ratelimit-config',
@@ -51,5 +52,13 @@ describe('parseRateLimitServerConfig', () => {
     expect(
       parseRateLimitServerConfig(['--redis-url', 'redis://x:1', '--heartbeat-interval-seconds', '5'], {}),
     ).toMatchObject({ heartbeatIntervalMs: 5_000 });
+    expect(() =>
+      parseRateLimitServerConfig(['--redis-url', 'redis://x:1', '--gateway-domain', 'shop/api'], {}),
+    ).toThrow(/--gateway-domain "shop\/api" has the shape of a policy's domain/);
+    expect(
+      parseRateLimitServerConfig(['--redis-url', 'redis://x:1'], {
+        PORTICO_RATELIMIT_GATEWAY_DOMAIN: 'contour',
+      }),
+    ).toMatchObject({ gatewayDomain: 'contour' });
   });
 });

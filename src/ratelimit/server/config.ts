@@ -6,7 +6,12 @@
 import { hostname } from 'node:os';
 import type { LevelWithSilent } from 'pino';
 import { flagUsage, readFlags, type FlagSpec } from '../../command-flags.js';
-import { DEFAULT_RATELIMIT_CONFIG_NAME, DEFAULT_RATELIMIT_STATUS_NAME } from '../../api/ratelimitpolicy.js';
+import {
+  DEFAULT_GATEWAY_DOMAIN,
+  DEFAULT_RATELIMIT_CONFIG_NAME,
+  DEFAULT_RATELIMIT_STATUS_NAME,
+} from '../../api/ratelimitpolicy.js';
+import { gatewayDomainProblem } from '../gateway-domain.js';
 import { ServerConfigError } from '../errors.js';
 import { HEARTBEAT_INTERVAL_MS, MAX_HEARTBEAT_INTERVAL_SECONDS } from '../load-report.js';
 import type { FailureMode } from '../service.js';
@@ -21,6 +26,11 @@ export interface RateLimitServerConfig {
   redisTimeoutMs: number;
   /** What to answer when Redis cannot: `allow` (OK) or `deny` (OVER_LIMIT). */
   failureMode: FailureMode;
+  /**
+   * The one domain a gateway sends for every policy (Contour's `rateLimitService.domain`): a check with
+   * it names its policy in each descriptor's first entry, `portico.dev/policy` (gateway-domain.ts).
+   */
+  gatewayDomain: string;
   configNamespace: string;
   /** The first config ConfigMap (shard 0); the others are `<configName>-<n>`. */
   configName: string;
@@ -63,6 +73,12 @@ const options = {
     env: ['PORTICO_RATELIMIT_FAILURE_MODE'],
     default: 'allow',
     help: 'answer when Redis is down: allow (OK) or deny (OVER_LIMIT)',
+  },
+  'gateway-domain': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_GATEWAY_DOMAIN'],
+    default: DEFAULT_GATEWAY_DOMAIN,
+    help: "the domain a gateway sends for every policy (Contour's rateLimitService.domain); its checks name the policy in the descriptor entry portico.dev/policy",
   },
   'config-namespace': {
     type: 'string',
@@ -174,12 +190,18 @@ export function parseRateLimitServerConfig(
       `--heartbeat-interval-seconds must be an integer from 1 to ${MAX_HEARTBEAT_INTERVAL_SECONDS} (seconds)`,
     );
   }
+  const gatewayDomain = required('gateway-domain');
+  const gatewayProblem = gatewayDomainProblem(gatewayDomain);
+  if (gatewayProblem !== undefined) {
+    throw new ServerConfigError(`--gateway-domain ${gatewayProblem}`);
+  }
   return {
     grpcListenAddress: checkHostPort('grpc-listen-address', required('grpc-listen-address')),
     redisUrl: checkRedisUrl(required('redis-url')),
     redisCluster: TRUE.has((get('redis-cluster') ?? '').toLowerCase()),
     redisTimeoutMs: timeout,
     failureMode,
+    gatewayDomain,
     configNamespace: required('config-namespace'),
     configName: required('config-name'),
     statusName: required('status-name'),

@@ -50,6 +50,7 @@ export async function startRateLimitServer(
     redisCluster: config.redisCluster,
     redisTimeoutMs: config.redisTimeoutMs,
     failureMode: config.failureMode,
+    gatewayDomain: config.gatewayDomain,
     logLevel: config.logLevel,
   });
   log.info({ address: config.grpcListenAddress, port: checks.grpcPort }, 'gRPC listening');
@@ -136,6 +137,7 @@ export async function runRateLimitServer(args: string[]): Promise<number> {
   log.info(
     {
       failureMode: parsed.failureMode,
+      gatewayDomain: parsed.gatewayDomain,
       config: `${parsed.configNamespace}/${parsed.configName}`,
       instance: parsed.instance,
     },

@@ -1,0 +1,284 @@
+/**
+ * The I/O of attaching RateLimitPolicies to Contour (attachment.ts has the decisions): a watch of
+ * every HTTPProxy, the server-side applies of each policy's descriptors under the policy's own field
+ * manager (never forced), the empty applies that take them away again, and the ExtensionService.
+ *
+ * The HTTPProxy cache drops managedFields like every cache here (informer.ts); the managers of
+ * Portico's fields (`portico-ratelimit/<policy>`) are noted as each object arrives, so the operator
+ * knows where its fields are without a live read.
+ */
+import { PatchStrategy, type KubeConfig, type KubernetesObjectApi } from '@kubernetes/client-node';
+import { isDeepStrictEqual } from 'node:util';
+import type { Logger } from 'pino';
+import { FIELD_MANAGER } from '../../api/customdomain.js';
+import type { RateLimitPolicy } from '../../api/ratelimitpolicy.js';
+import { apiStatusCode, isNotFound } from '../../kube/errors.js';
+import { ResilientInformer } from '../../kube/informer.js';
+import {
+  attachmentFieldManager,
+  attachmentManagersOn,
+  CONTOUR_GROUP,
+  contourDescriptors,
+  extensionServiceApply,
+  httpProxyApply,
+  httpProxyRelease,
+  HTTPPROXY_PLURAL,
+  isSupportedTarget,
+  targetsOf,
+  targetVerdict,
+  trimProxy,
+  type AttachmentHeaders,
+  type ExtensionServiceOptions,
+  type HTTPProxy,
+  type TargetOutcome,
+  type TargetVerdict,
+} from './attachment.js';
+
+/** The controller's Contour settings (its flags). */
+export interface ContourAttachmentOptions {
+  readonly headers: AttachmentHeaders;
+  readonly extensionService: ExtensionServiceOptions;
+}
+
+/** Thrown when the HTTPProxy changed after it was judged (its resourceVersion): judge it again. */
+export class StaleTargetError extends Error {
+  readonly code = 409;
+  constructor(target: string) {
+    super(`HTTPProxy ${target} changed while it was being applied; judging it again`);
+    this.name = 'StaleTargetError';
+  }
+}
+
+/**
+ * The message of the API server's Status in an error (at most 1024 characters), and whether it is a
+ * server-side apply field manager conflict (a cause with reason `FieldManagerConflict`).
+ */
+export function apiFailure(err: unknown): { message: string; fieldConflict: boolean } {
+  const body = (err as { body?: unknown }).body;
+  let status:
+    { message?: unknown; details?: { causes?: { reason?: unknown; type?: unknown }[] } } | undefined;
+  if (typeof body === 'string') {
+    try {
+      status = JSON.parse(body) as typeof status;
+    } catch {
+      status = undefined;
+    }
+  } else if (typeof body === 'object' && body !== null) {
+    status = body;
+  }
+  const message =
+    typeof status?.message === 'string' ? status.message : err instanceof Error ? err.message : String(err);
+  // kube-apiserver v1.37 puts it in `reason` (metav1.CauseType), older clients read `type`.
+  const fieldConflict = (status?.details?.causes ?? []).some(
+    (c) => c.reason === 'FieldManagerConflict' || c.type === 'FieldManagerConflict',
+  );
+  return { message: message.slice(0, 1024), fieldConflict };
+}
+
+/** The descriptors an HTTPProxy has (undefined when none). */
+function descriptorsOf(proxy: HTTPProxy): unknown {
+  const policy = proxy.spec?.virtualhost?.rateLimitPolicy as
+    { global?: { descriptors?: unknown } } | undefined;
+  return policy?.global?.descriptors;
+}
+
+export class ContourAttacher {
+  readonly #objects: KubernetesObjectApi;
+  readonly #options: ContourAttachmentOptions;
+  readonly #log: Logger;
+  readonly #proxies: ResilientInformer<HTTPProxy>;
+  /** The managers of Portico's fields on each HTTPProxy, by `namespace/name`. */
+  readonly #managers = new Map<string, readonly string[]>();
+  /** The ExtensionService API was found not served, and said so. */
+  #warnedNotServed = false;
+
+  /**
+   * @param onProxy called for every add, update and delete of an HTTPProxy, after its managers are noted
+   */
+  constructor(o: {
+    kubeConfig: KubeConfig;
+    objects: KubernetesObjectApi;
+    options: ContourAttachmentOptions;
+    log: Logger;
+    resyncMs: number;
+    onProxy: (proxy: HTTPProxy, verb: 'add' | 'update' | 'delete') => void;
+  }) {
+    this.#objects = o.objects;
+    this.#options = o.options;
+    this.#log = o.log;
+    this.#proxies = new ResilientInformer<HTTPProxy>(o.kubeConfig, {
+      path: `/apis/${CONTOUR_GROUP}/v1/${HTTPPROXY_PLURAL}`,
+      inspect: (proxy) => {
+        if (proxy.metadata.managedFields === undefined) return;
+        const key = `${proxy.metadata.namespace}/${proxy.metadata.name}`;
+        const managers = attachmentManagersOn(proxy);
+        if (managers.length === 0) this.#managers.delete(key);
+        else this.#managers.set(key, managers);
+      },
+      keep: trimProxy,
+      onChange: (proxy, verb) => {
+        if (verb === 'delete') this.#managers.delete(`${proxy.metadata.namespace}/${proxy.metadata.name}`);
+        o.onProxy(proxy, verb);
+      },
+      resyncMs: 0,
+      log: o.log,
+    });
+  }
+
+  /** True once the HTTPProxies have been listed. */
+  get synced(): boolean {
+    return this.#proxies.synced;
+  }
+
+  start(): void {
+    this.#proxies.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.#proxies.stop();
+  }
+
+  /** The managers of Portico's fields on an HTTPProxy (from the cache). */
+  managersOn(namespace: string, name: string): readonly string[] {
+    return this.#managers.get(`${namespace}/${name}`) ?? [];
+  }
+
+  /** The cached HTTPProxies of a namespace that carry fields of `manager`. */
+  proxiesWithManager(namespace: string, manager: string): string[] {
+    const prefix = `${namespace}/`;
+    const out: string[] = [];
+    for (const [key, managers] of this.#managers) {
+      if (key.startsWith(prefix) && managers.includes(manager)) out.push(key.slice(prefix.length));
+    }
+    return out;
+  }
+
+  /** The cached HTTPProxy, or undefined. */
+  proxy(namespace: string, name: string): HTTPProxy | undefined {
+    return this.#proxies.get(name, namespace);
+  }
+
+  /**
+   * Wires every target of `policy` and returns a verdict for each, in order. An apply the API server
+   * refuses for a field conflict, or any other reason, is a verdict, not an error.
+   *
+   * @throws StaleTargetError when an HTTPProxy changed after it was read from the cache (retry soon)
+   */
+  async attach(policy: RateLimitPolicy): Promise<TargetVerdict[]> {
+    const verdicts: TargetVerdict[] = [];
+    for (const ref of targetsOf(policy)) {
+      const outcome = isSupportedTarget(ref)
+        ? await this.#wire(policy, ref.name)
+        : { kind: 'unsupported' as const };
+      verdicts.push(targetVerdict(ref, outcome, policy.metadata.namespace));
+    }
+    return verdicts;
+  }
+
+  async #wire(policy: RateLimitPolicy, name: string): Promise<TargetOutcome> {
+    const namespace = policy.metadata.namespace;
+    const cached = this.#proxies.get(name, namespace);
+    if (cached === undefined) return { kind: 'notFound' };
+    if (cached.spec?.virtualhost === undefined) return { kind: 'notRoot' };
+    const manager = attachmentFieldManager(policy.metadata.name);
+    const desired = contourDescriptors(policy, this.#options.headers);
+    if (
+      this.managersOn(namespace, name).includes(manager) &&
+      isDeepStrictEqual(descriptorsOf(cached), desired)
+    ) {
+      // Already ours and as desired (the cache says so): no write, e.g. after Contour's status update.
+      return { kind: 'applied', proxy: cached };
+    }
+    const body = httpProxyApply(
+      policy,
+      { name, resourceVersion: cached.metadata.resourceVersion ?? '' },
+      this.#options.headers,
+    );
+    try {
+      const applied = await this.#objects.patch(
+        body,
+        undefined,
+        undefined,
+        manager,
+        false,
+        PatchStrategy.ServerSideApply,
+      );
+      return { kind: 'applied', proxy: applied };
+    } catch (err: unknown) {
+      return this.#failed(err, `${namespace}/${name}`);
+    }
+  }
+
+  #failed(err: unknown, target: string): TargetOutcome {
+    if (isNotFound(err)) return { kind: 'notFound' };
+    const failure = apiFailure(err);
+    if (apiStatusCode(err) === 409) {
+      if (failure.fieldConflict) return { kind: 'conflict', message: failure.message };
+      throw new StaleTargetError(target);
+    }
+    this.#log.warn({ httpProxy: target, err: failure.message }, 'rate-limit descriptors not applied');
+    return { kind: 'applyFailed', message: failure.message };
+  }
+
+  /**
+   * Removes the fields `manager` owns on an HTTPProxy (an empty apply under that manager), never the
+   * HTTPProxy. Nothing to do when it is gone.
+   *
+   * @throws StaleTargetError when the HTTPProxy changed after it was read from the cache
+   * @throws the API error when the apply fails otherwise (retry with backoff)
+   */
+  async release(namespace: string, name: string, manager: string): Promise<void> {
+    const cached = this.#proxies.get(name, namespace);
+    if (cached === undefined) return;
+    const body = httpProxyRelease({
+      namespace,
+      name,
+      resourceVersion: cached.metadata.resourceVersion ?? '',
+    });
+    try {
+      await this.#objects.patch(body, undefined, undefined, manager, false, PatchStrategy.ServerSideApply);
+    } catch (err: unknown) {
+      if (isNotFound(err)) return;
+      if (apiStatusCode(err) === 409) throw new StaleTargetError(`${namespace}/${name}`);
+      throw err;
+    }
+    this.#log.info({ httpProxy: `${namespace}/${name}`, manager }, 'rate-limit descriptors removed');
+  }
+
+  /**
+   * Applies the ExtensionService (Portico owns it: forced, under the operator's field manager).
+   *
+   * @returns false when the API server does not serve ExtensionServices (Contour's CRDs are not
+   *   installed, yet): logged as a warning the first time, then at debug level; the caller tries again
+   * @throws the API error of a failed apply otherwise (retry with backoff)
+   */
+  async applyExtensionService(): Promise<boolean> {
+    const o = this.#options.extensionService;
+    try {
+      await this.#objects.patch(
+        extensionServiceApply(o),
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        true,
+        PatchStrategy.ServerSideApply,
+      );
+    } catch (err: unknown) {
+      const message = apiFailure(err).message;
+      if (!isNotFound(err) && !/unrecognized|not found|could not find/i.test(message)) throw err;
+      const level = this.#warnedNotServed ? 'debug' : 'warn';
+      this.#warnedNotServed = true;
+      this.#log[level](
+        { extensionService: `${o.namespace}/${o.name}`, err: message },
+        "Contour's ExtensionService API is not served: is Contour installed? (or run with --contour-attachment=false)",
+      );
+      return false;
+    }
+    this.#warnedNotServed = false;
+    this.#log.info(
+      { extensionService: `${o.namespace}/${o.name}`, service: `${o.serviceName}:${o.servicePort}` },
+      'rate-limit ExtensionService applied',
+    );
+    return true;
+  }
+}
