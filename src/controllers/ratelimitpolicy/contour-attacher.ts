@@ -89,6 +89,8 @@ export class ContourAttacher {
   readonly #proxies: ResilientInformer<HTTPProxy>;
   /** The managers of Portico's fields on each HTTPProxy, by `namespace/name`. */
   readonly #managers = new Map<string, readonly string[]>();
+  /** The HTTPProxies have been listed once (`listed`). */
+  #listed = false;
   /** The ExtensionService API was found not served, and said so. */
   #warnedNotServed = false;
 
@@ -125,9 +127,13 @@ export class ContourAttacher {
     });
   }
 
-  /** True once the HTTPProxies have been listed. */
-  get synced(): boolean {
-    return this.#proxies.synced;
+  /**
+   * True once the HTTPProxies have been listed, and from then on: a watch being restarted keeps the
+   * cache it had (it lists again), so verdicts keep reading it rather than turning Unknown meanwhile.
+   */
+  get listed(): boolean {
+    if (!this.#listed && this.#proxies.synced) this.#listed = true;
+    return this.#listed;
   }
 
   start(): void {

@@ -93,8 +93,8 @@ const CONFIG_KEY = 'config';
 const EXTENSION_SERVICE_KEY = 'extensionservice';
 /** The prefix of an HTTPProxy's sweep key (`httpproxy:<namespace>/<name>`); ':' is in no namespace. */
 const PROXY_KEY_PREFIX = 'httpproxy:';
-/** How soon a policy whose targets are not listed yet is looked at again. */
-const TARGETS_NOT_READ_RETRY_MS = 2_000;
+/** How often the controller looks whether the HTTPProxies have been listed, until they have. */
+const PROXIES_LISTED_POLL_MS = 1_000;
 /** How soon the ExtensionService is applied again while the API server does not serve the kind. */
 const EXTENSION_SERVICE_RETRY_MS = 60_000;
 const SELECTOR = `${RATELIMIT_COMPONENT_LABEL}=${RATELIMIT_COMPONENT_VALUE}`;
@@ -184,6 +184,8 @@ export class RateLimitPolicyController {
   #stopping = false;
   /** The HTTPProxy side (undefined when Contour attachment is off). */
   readonly #contour: ContourAttacher | undefined;
+  /** Looks whether the HTTPProxies have been listed, until they have. */
+  #listedPoll: NodeJS.Timeout | undefined;
 
   constructor(options: RateLimitPolicyControllerOptions) {
     this.#o = options;
@@ -242,6 +244,19 @@ export class RateLimitPolicyController {
           });
   }
 
+  /**
+   * Once the HTTPProxies have been listed (looked at every second; one timer, not one per policy),
+   * queues every policy with targets: their Attached was Unknown until then.
+   */
+  #awaitProxiesListed(): void {
+    this.#listedPoll = setInterval(() => {
+      if (this.#contour?.listed !== true) return;
+      clearInterval(this.#listedPoll);
+      for (const p of this.#policies.list()) if (targetsOf(p).length > 0) this.#queue.add(objectKey(p));
+    }, PROXIES_LISTED_POLL_MS);
+    this.#listedPoll.unref();
+  }
+
   /** Queues the policies that target the HTTPProxy, and its sweep when Portico has fields on it. */
   #onProxy(proxy: HTTPProxy): void {
     const { namespace, name } = proxy.metadata;
@@ -264,13 +279,17 @@ export class RateLimitPolicyController {
     this.#configMaps.start();
     this.#contour?.start();
     this.#queue.add(CONFIG_KEY);
-    if (this.#contour !== undefined) this.#queue.add(EXTENSION_SERVICE_KEY);
+    if (this.#contour !== undefined) {
+      this.#queue.add(EXTENSION_SERVICE_KEY);
+      this.#awaitProxiesListed();
+    }
     this.#running = Array.from({ length: this.#o.workers ?? 2 }, () => this.#work());
   }
 
   /** Stops the watches, lets each worker finish its key, and returns. */
   async stop(): Promise<void> {
     this.#stopping = true;
+    clearInterval(this.#listedPoll);
     this.#liveness.stop();
     await Promise.all([this.#policies.stop(), this.#configMaps.stop(), this.#contour?.stop()]);
     this.#queue.shutDown();
@@ -524,11 +543,10 @@ export class RateLimitPolicyController {
 
   /**
    * The `Attached` condition of a policy, wiring its targets on the way (undefined: no targets).
-   * `retryMs` when the HTTPProxies are not listed yet.
+   * Unknown (`TargetsNotRead`) until the HTTPProxies are listed; every policy with targets is queued
+   * again then (`#awaitProxiesListed`).
    */
-  async #attach(
-    policy: RateLimitPolicy,
-  ): Promise<{ condition: ConditionInput | undefined; retryMs?: number }> {
+  async #attach(policy: RateLimitPolicy): Promise<{ condition: ConditionInput | undefined }> {
     const targets = targetsOf(policy);
     if (targets.length === 0) return { condition: undefined };
     const contour = this.#contour;
@@ -541,7 +559,7 @@ export class RateLimitPolicyController {
       );
       return { condition: attachedCondition(verdicts) };
     }
-    if (!contour.synced && targets.some(isSupportedTarget)) {
+    if (!contour.listed && targets.some(isSupportedTarget)) {
       const reason: RateLimitAttachedReason = 'TargetsNotRead';
       return {
         condition: {
@@ -550,7 +568,6 @@ export class RateLimitPolicyController {
           reason,
           message: `the operator has not listed HTTPProxies yet (is Contour's HTTPProxy CRD installed, and may the operator list them?)`,
         },
-        retryMs: TARGETS_NOT_READ_RETRY_MS,
       };
     }
     return { condition: attachedCondition(await contour.attach(policy)) };
@@ -615,7 +632,7 @@ export class RateLimitPolicyController {
       ),
     );
     await this.#writeStatus(policy, attached.condition);
-    return attached.retryMs;
+    return undefined;
   }
 
   /** Writes the status of `policy` with `attached` (nothing when it is as desired). */
