@@ -194,9 +194,9 @@ export function contourDescriptors(policy: RateLimitPolicy, headers: AttachmentH
  * `spec.virtualhost.rateLimitPolicy.global.descriptors`. `resourceVersion` is the one the operator
  * judged the HTTPProxy at: the API server refuses the apply (409) when it changed since (judged again
  * at the next pass). It does NOT stop an apply from creating a deleted HTTPProxy (kube-apiserver
- * v1.37 creates it regardless); what does is that the operator has no `create` on HTTPProxies (an apply
- * that would create is authorized as `create`), and for this configuration also Contour's CRD, which
- * requires `virtualhost.fqdn`.
+ * v1.37 creates it regardless); for this configuration Contour's CRD does, which requires
+ * `virtualhost.fqdn` (and RBAC without `create` on HTTPProxies would: an apply that would create is
+ * authorized as `create`).
  */
 export function httpProxyApply(
   policy: RateLimitPolicy,
@@ -219,8 +219,9 @@ export function httpProxyApply(
 
 /**
  * The empty apply configuration that removes every field a manager owns on an HTTPProxy, never the
- * HTTPProxy (`resourceVersion` and creation as in `httpProxyApply`: only RBAC keeps an apply of it from
- * creating an HTTPProxy deleted since it was read).
+ * HTTPProxy (`resourceVersion` as in `httpProxyApply`). Applied to an HTTPProxy deleted since it was
+ * read, it creates an empty one where the operator may create HTTPProxies; the attacher then deletes
+ * that object by its uid (contour-attacher.ts `release`).
  */
 export function httpProxyRelease(target: {
   namespace: string;

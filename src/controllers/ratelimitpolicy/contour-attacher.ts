@@ -241,14 +241,47 @@ export class ContourAttacher {
       name,
       resourceVersion: cached.metadata.resourceVersion ?? '',
     });
+    let applied: HTTPProxy;
     try {
-      await this.#objects.patch(body, undefined, undefined, manager, false, PatchStrategy.ServerSideApply);
+      applied = await this.#objects.patch(
+        body,
+        undefined,
+        undefined,
+        manager,
+        false,
+        PatchStrategy.ServerSideApply,
+      );
     } catch (err: unknown) {
       if (isNotFound(err)) return;
       if (apiStatusCode(err) === 409) throw new StaleTargetError(`${namespace}/${name}`);
       throw err;
     }
+    if (cached.metadata.uid !== undefined && applied.metadata.uid !== cached.metadata.uid) {
+      await this.#undoCreate(applied);
+      return;
+    }
     this.#log.info({ httpProxy: `${namespace}/${name}`, manager }, 'rate-limit descriptors removed');
+  }
+
+  /**
+   * Deletes the empty HTTPProxy an empty apply created because the one it was meant for was deleted
+   * after it was read (an apply creates what is missing, whatever its resourceVersion, where the
+   * operator may create HTTPProxies: the Contour routing flavor needs it). Only that object: its uid
+   * is the precondition.
+   */
+  async #undoCreate(created: HTTPProxy): Promise<void> {
+    const { namespace, name, uid } = created.metadata;
+    try {
+      await this.#objects.delete(created, undefined, undefined, undefined, undefined, undefined, {
+        preconditions: uid === undefined ? {} : { uid },
+      });
+    } catch (err: unknown) {
+      if (!isNotFound(err) && apiStatusCode(err) !== 409) throw err;
+    }
+    this.#log.warn(
+      { httpProxy: `${namespace}/${name}` },
+      'an HTTPProxy deleted while its rate-limit descriptors were being removed was re-created empty by the apply; deleted it again',
+    );
   }
 
   /**
