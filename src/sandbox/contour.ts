@@ -11,9 +11,15 @@
  * stacks never collide (its defaults, 8000, 8001 and 6060, are fixed).
  */
 import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
 
 import { stringify } from 'yaml';
 
+import { DEFAULT_GATEWAY_DOMAIN } from '../api/ratelimitpolicy.js';
+import {
+  extensionServiceApply,
+  type ExtensionServiceOptions,
+} from '../controllers/ratelimitpolicy/attachment.js';
 import { runKubectl, type Kubectl } from './kubectl.js';
 import type { SandboxPaths } from './paths.js';
 import { startDetached, type StartedProcess } from './processes.js';
@@ -63,14 +69,66 @@ export interface ContourPorts {
 }
 
 /**
+ * The ExtensionService the operator writes with its default flags (`--ratelimit-extension-service`,
+ * `--ratelimit-service`, `--ratelimit-gateway-timeout-ms`; docs/ratelimits.md, "Attaching to Contour").
+ */
+export function rateLimitExtensionService(namespace: string): ExtensionServiceOptions {
+  return {
+    namespace,
+    name: 'portico-ratelimit',
+    serviceName: 'portico-ratelimit',
+    servicePort: 8081,
+    timeoutMs: 1000,
+  };
+}
+
+/**
  * Contour's configuration file (`contour serve --config-path`, pkg/config/parameters.go).
  * `enableExternalNameService`: Portico routes the ACME challenge path to an ExternalName Service
- * (docs/routing.md), which Contour refuses unless this is set.
+ * (docs/routing.md), which Contour refuses unless this is set. `rateLimitService`: Envoy's ratelimit
+ * filter calls Portico's rate-limit service through the operator's ExtensionService, with the domain
+ * the server's `--gateway-domain` expects, failing open, without Envoy's own draft-03 headers.
+ *
+ * @param operatorNamespace where the operator writes the ExtensionService
  */
-export function contourConfig(): Record<string, unknown> {
+export function contourConfig(operatorNamespace: string): Record<string, unknown> {
+  const ext = rateLimitExtensionService(operatorNamespace);
   return {
     enableExternalNameService: true,
+    rateLimitService: {
+      extensionService: `${ext.namespace}/${ext.name}`,
+      domain: DEFAULT_GATEWAY_DOMAIN,
+      failOpen: true,
+      enableXRateLimitHeaders: false,
+    },
   };
+}
+
+/**
+ * Applies, before Contour starts, the ExtensionService its `rateLimitService` names (Contour reads it
+ * once at start and does not start without it: cmd/contour/serve.go `getExtensionSvcConfig`), under
+ * the operator's field manager, which later applies the same; and a selectorless Service
+ * `portico-ratelimit` (port 8081) for it to name, which the chart creates in a cluster (Contour leaves
+ * an ExtensionService whose Service is missing out of its configuration). The sandbox's rate-limit
+ * server listens on loopback, so the Service has no endpoints: no Envoy runs here.
+ *
+ * @throws CommandFailedError when kubectl fails
+ */
+export async function applyRateLimitExtension(
+  kubectl: Kubectl,
+  paths: SandboxPaths,
+  operatorNamespace: string,
+): Promise<void> {
+  const ext = rateLimitExtensionService(operatorNamespace);
+  const service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: ext.serviceName, namespace: ext.namespace },
+    spec: { ports: [{ name: 'grpc', port: ext.servicePort, protocol: 'TCP' }] },
+  };
+  const file = path.join(paths.dir, 'contour-ratelimit.yaml');
+  await writeFile(file, [service, extensionServiceApply(ext)].map((o) => stringify(o)).join('---\n'));
+  await runKubectl(kubectl, ['apply', '--server-side', '--field-manager=portico-controller', '-f', file]);
 }
 
 /** `contour serve`'s flags in the sandbox. */
@@ -145,9 +203,10 @@ export async function startContour(
   binary: string,
   kubeconfig: string,
   ports: ContourPorts,
+  operatorNamespace: string,
 ): Promise<StartedContour> {
   const configPath = paths.contourConfig;
-  await writeFile(configPath, stringify(contourConfig()));
+  await writeFile(configPath, stringify(contourConfig(operatorNamespace)));
   const proc = await startDetached(paths, {
     name: CONTOUR,
     command: binary,

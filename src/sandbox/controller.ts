@@ -35,6 +35,8 @@ export interface ControllerOptions {
   readonly dataPlaneAcknowledgement: boolean;
   /** The data plane's name in the Routed messages (`--data-plane-name`), e.g. `Contour`. */
   readonly dataPlaneName?: string;
+  /** Wire RateLimitPolicy targets into Contour (`--contour-attachment`): where Contour runs. */
+  readonly contourAttachment: boolean;
 }
 
 /** `portico controller`'s flags. */
@@ -73,6 +75,10 @@ export function controllerArgs(options: ControllerOptions): string[] {
     '--data-plane-acknowledgement',
     String(options.dataPlaneAcknowledgement),
     ...(options.dataPlaneName === undefined ? [] : ['--data-plane-name', options.dataPlaneName]),
+    // RateLimitPolicy targetRefs into Contour's HTTPProxies, and the rate-limit ExtensionService
+    // (docs/ratelimits.md, "Attaching to Contour"): only where Contour runs.
+    '--contour-attachment',
+    String(options.contourAttachment),
   ];
 }
 

@@ -22,6 +22,7 @@ import {
 import { ensureNamespace, installCrds } from './cluster.js';
 import {
   CONTOUR,
+  applyRateLimitExtension,
   installContourCrds,
   startContour,
   type SandboxDataPlane,
@@ -264,12 +265,19 @@ async function startStack(
   if (dataPlane === 'contour') {
     step(`installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.contourXds})`);
     await installContourCrds(kubectl, tools.contourCrds);
-    contour = await startContour(paths, tools.contour, cluster.kubeconfig, {
-      xds: ports.contourXds,
-      metrics: ports.contourMetrics,
-      health: ports.contourHealth,
-      debug: ports.contourDebug,
-    });
+    await applyRateLimitExtension(kubectl, paths, OPERATOR_NAMESPACE);
+    contour = await startContour(
+      paths,
+      tools.contour,
+      cluster.kubeconfig,
+      {
+        xds: ports.contourXds,
+        metrics: ports.contourMetrics,
+        health: ports.contourHealth,
+        debug: ports.contourDebug,
+      },
+      OPERATOR_NAMESPACE,
+    );
   }
 
   step('starting the operator (portico controller)');
@@ -286,6 +294,7 @@ async function startStack(
     namespace: OPERATOR_NAMESPACE,
     dataPlaneAcknowledgement: dataPlane !== 'none',
     ...(dataPlane === 'contour' ? { dataPlaneName: 'Contour' } : {}),
+    contourAttachment: dataPlane === 'contour',
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');

@@ -1284,6 +1284,7 @@ async function startOperatorAgain(ctx: Context): Promise<number> {
     namespace: OPERATOR_NAMESPACE,
     dataPlaneAcknowledgement: env.dataPlane !== 'none',
     ...(env.dataPlane === 'contour' ? { dataPlaneName: 'Contour' } : {}),
+    contourAttachment: env.dataPlane === 'contour',
   });
   return started.process.pid;
 }
