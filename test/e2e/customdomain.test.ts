@@ -85,8 +85,10 @@ describe('a subdomain whose CNAME is right', () => {
     const story = mine.map((e) => e.message ?? '').join('\n');
     expect(story).toContain('DNSVerified RecordMatches:');
     expect(story).toContain('CertificateReady Issued:');
-    // Two status writes on the way to Live (verified and ordering, then issued and routed).
-    expect(mine.filter((e) => e.type === 'Normal').length).toBeLessThanOrEqual(2);
+    // At most three status writes on the way to Live: verified and ordering; Contour's
+    // acknowledgement of the Ingress, when it arrives while the order is still running (a real
+    // controller answers on its own time); issued (and routed, if Contour had not answered yet).
+    expect(mine.filter((e) => e.type === 'Normal').length).toBeLessThanOrEqual(3);
   });
 
   it("shows the issuance's ACME requests on the operator's /metrics by endpoint and status, and the certificate's expiry", async () => {
