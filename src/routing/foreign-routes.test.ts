@@ -8,6 +8,7 @@ import {
   namedRoutes,
   newRoutes,
   routeId,
+  slimForeignRoute,
 } from './foreign-routes.js';
 
 function obj(spec: unknown, name = 'hijack', namespace = 'other'): KubernetesObject {
@@ -34,12 +35,12 @@ describe('hostnamesOf', () => {
   });
 
   it('skips malformed fields instead of throwing', () => {
-    expect(hostnamesOf('Ingress', obj({ rules: 'x', tls: [null, { hosts: [3, 'ok.example.com'] }] }))).toEqual(
-      new Set(['ok.example.com']),
-    );
+    expect(
+      hostnamesOf('Ingress', obj({ rules: 'x', tls: [null, { hosts: [3, 'ok.example.com'] }] })),
+    ).toEqual(new Set(['ok.example.com']));
     expect(hostnamesOf('HTTPProxy', obj(null)).size).toBe(0);
     expect(hostnamesOf('HTTPRoute', obj({ hostnames: { a: 1 } })).size).toBe(0);
-    expect(hostnamesOf('Ingress', { metadata: {} } as KubernetesObject).size).toBe(0);
+    expect(hostnamesOf('Ingress', { metadata: {} }).size).toBe(0);
   });
 });
 
@@ -76,7 +77,10 @@ describe('the Conflicted message', () => {
   });
 
   it('names at most MAX_NAMED_ROUTES objects and counts the rest', () => {
-    const routes = Array.from({ length: MAX_NAMED_ROUTES + 3 }, (_, i) => `Ingress ns/r${String(i).padStart(2, '0')}`);
+    const routes = Array.from(
+      { length: MAX_NAMED_ROUTES + 3 },
+      (_, i) => `Ingress ns/r${String(i).padStart(2, '0')}`,
+    );
     const message = conflictMessage('www.example.com', routes);
     expect(message).toContain('; and 3 more.');
     expect(namedRoutes(message).size).toBe(MAX_NAMED_ROUTES);
@@ -87,5 +91,26 @@ describe('the Conflicted message', () => {
     expect(newRoutes(before, ['Ingress other/a', 'Ingress other/ab'])).toEqual(['Ingress other/ab']);
     expect(newRoutes(before, ['Ingress other/a'])).toEqual([]);
     expect(newRoutes(undefined, ['Ingress other/a'])).toEqual(['Ingress other/a']);
+  });
+});
+
+describe('slimForeignRoute', () => {
+  it('keeps only the name and the exact hostnames, read back the same, and is idempotent', () => {
+    const ing = obj({
+      rules: [{ host: 'www.example.com', http: { paths: [{ path: '/' }] } }],
+      tls: [{ hosts: ['tls.example.com'], secretName: 's' }],
+    });
+    ing.metadata = { ...ing.metadata, labels: { a: 'b' }, resourceVersion: '7' };
+    slimForeignRoute('Ingress', ing);
+    expect(ing.metadata).toEqual({ name: 'hijack', namespace: 'other', resourceVersion: '7' });
+    expect([...hostnamesOf('Ingress', ing)].sort()).toEqual(['tls.example.com', 'www.example.com']);
+    slimForeignRoute('Ingress', ing);
+    expect([...hostnamesOf('Ingress', ing)].sort()).toEqual(['tls.example.com', 'www.example.com']);
+    const proxy = obj({ virtualhost: { fqdn: 'a.example.com', tls: {} }, routes: [] });
+    slimForeignRoute('HTTPProxy', proxy);
+    expect(proxy).toMatchObject({ spec: { virtualhost: { fqdn: 'a.example.com' } } });
+    const route = obj({ hostnames: ['b.example.com'], rules: [] });
+    slimForeignRoute('HTTPRoute', route);
+    expect((route as { spec?: unknown }).spec).toEqual({ hostnames: ['b.example.com'] });
   });
 });

@@ -146,3 +146,29 @@ export function newRoutes(previousMessage: string | undefined, now: readonly str
   const before = namedRoutes(previousMessage);
   return now.slice(0, MAX_NAMED_ROUTES).filter((id) => !before.has(id));
 }
+
+/**
+ * Trims a foreign object to what the index reads, for the informer's `keep` (a cluster can hold
+ * many Ingresses Portico does not own): metadata name, namespace and resourceVersion, and a spec in
+ * the kind's own shape holding only its exact hostnames (`hostnamesOf` reads it the same way).
+ * Idempotent; mutates `obj`; never throws.
+ */
+export function slimForeignRoute(kind: ForeignRouteKind, obj: KubernetesObject): void {
+  const hosts = [...hostnamesOf(kind, obj)];
+  const { name = '', namespace = '', resourceVersion = '' } = obj.metadata ?? {};
+  obj.metadata = { name, namespace, resourceVersion };
+  let spec: unknown;
+  switch (kind) {
+    case 'Ingress':
+      spec = { rules: hosts.map((host) => ({ host })) };
+      break;
+    case 'HTTPProxy':
+      spec = hosts[0] === undefined ? {} : { virtualhost: { fqdn: hosts[0] } };
+      break;
+    case 'HTTPRoute':
+      spec = { hostnames: hosts };
+      break;
+  }
+  Reflect.set(obj, 'spec', spec);
+  Reflect.set(obj, 'status', undefined);
+}

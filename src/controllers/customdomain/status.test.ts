@@ -372,7 +372,9 @@ describe('buildStatus with foreign routes (issue 28)', () => {
     expect(conflicted?.message).toContain('Ingress other/hijack');
     const ready = status.conditions?.find((c) => c.type === 'Ready');
     expect(ready).toMatchObject({ status: 'False', reason: 'ForeignRoute' });
-    expect(ready?.message).toContain('Conflicted: www.example.com is named by routes Portico does not own: Ingress other/hijack.');
+    expect(ready?.message).toContain(
+      'Conflicted: www.example.com is named by routes Portico does not own: Ingress other/hijack.',
+    );
     expect(status.phase).toBe('Verified');
 
     // Cleared: False, NoForeignRoute, and Ready back to Live.
@@ -381,13 +383,20 @@ describe('buildStatus with foreign routes (issue 28)', () => {
       status: 'False',
       reason: 'NoForeignRoute',
     });
-    expect(cleared.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'Live' });
+    expect(cleared.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'True',
+      reason: 'Live',
+    });
   });
 
   it('keeps another cause first in Ready', () => {
     const status = buildStatus(
       domain,
-      { ...live, routing: { kind: 'not-routed', reason: 'NoBackend', message: 'x' }, foreignRoutes: ['Ingress a/b'] },
+      {
+        ...live,
+        routing: { kind: 'not-routed', reason: 'NoBackend', message: 'x' },
+        foreignRoutes: ['Ingress a/b'],
+      },
       {},
       t0,
     );
