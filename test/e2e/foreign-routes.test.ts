@@ -1,0 +1,153 @@
+/**
+ * Hijack by a foreign route (issue 28): an Ingress made by hand in another namespace names a Live
+ * domain's hostname, with path `/` to another Service. The stack's real Contour (v1.33.8) takes it
+ * too; what it then routes for the hostname is read from its RDS (`contour cli`, support/contour.ts)
+ * and recorded here as seen. The operator must report it: Conflicted=True naming the Ingress as
+ * `Ingress namespace/name`, Ready=False (ForeignRoute), one Warning Event, and
+ * `portico_customdomain_foreign_routes`; deleting the Ingress clears it.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { CustomDomain } from '../../src/api/customdomain.js';
+import {
+  createCustomDomain,
+  createProject,
+  deleteCustomDomain,
+  dns,
+  kube,
+  sandbox,
+  unique,
+  waitFor,
+  waitForCondition,
+} from './support/cluster.js';
+import { virtualHostsFor, type XdsRoute } from './support/contour.js';
+import { scrape } from './support/metrics.js';
+
+function condition(cd: CustomDomain, type: string): { status?: string; reason?: string; message?: string } {
+  return cd.status?.conditions?.find((c) => c.type === type) ?? {};
+}
+
+/** The clusters the routes of `routes` go to. */
+function clustersOf(routes: readonly XdsRoute[]): string[] {
+  return routes.flatMap((r) => [
+    ...(r.route?.cluster === undefined ? [] : [r.route.cluster]),
+    ...(r.route?.weighted_clusters?.clusters ?? []).map((c) => c.name),
+  ]);
+}
+
+async function foreignRouteSamples(ns: string): Promise<number[]> {
+  const samples = await scrape(sandbox.controllerMetricsUrl);
+  return samples
+    .filter((s) => s.name === 'portico_customdomain_foreign_routes' && s.labels.namespace === ns)
+    .map((s) => s.value);
+}
+
+describe('a foreign Ingress in another namespace names a Live domain’s hostname', () => {
+  let ns: string;
+  let other: string;
+  let hostname: string;
+
+  beforeAll(async () => {
+    expect(sandbox.dataPlane).toBe('contour');
+    ns = unique('victim');
+    other = unique('hijacker');
+    hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await createProject(other);
+    await kube().core.createNamespacedService({
+      namespace: other,
+      body: {
+        metadata: { name: 'evil' },
+        spec: { ports: [{ name: 'http', port: 80 }], selector: { app: 'evil' } },
+      },
+    });
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+    await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 90_000);
+    await kube().networking.createNamespacedIngress({
+      namespace: other,
+      body: {
+        metadata: { name: 'hijack' },
+        spec: {
+          rules: [
+            {
+              host: hostname,
+              http: {
+                paths: [
+                  {
+                    path: '/',
+                    pathType: 'Prefix',
+                    backend: { service: { name: 'evil', port: { number: 80 } } },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    });
+  }, 150_000);
+
+  it("is merged by Contour into the hostname's virtual host: what RDS routes there, as seen", async () => {
+    const evil = new RegExp(`^${other}/evil/80/[0-9a-f]+$`);
+    const project = new RegExp(`^${ns}/web/80/[0-9a-f]+$`);
+    const http = await waitFor('the foreign Ingress in the HTTP virtual host of the hostname', async () => {
+      const hosts = await virtualHostsFor(hostname);
+      const plain = hosts.find((h) => h.routeConfig === 'ingress_http');
+      return plain && clustersOf(plain.routes).some((c) => evil.test(c)) ? plain : undefined;
+    });
+    // Seen with Contour v1.33.8: one virtual host for the hostname holds the routes of both Ingresses
+    // (Contour merges Ingresses of one host across namespaces). Both name the prefix `/`; Envoy takes
+    // the first route that matches, so whichever `/` route Contour lists first gets the traffic.
+    const clusters = clustersOf(http.routes);
+    expect(clusters.some((c) => evil.test(c))).toBe(true);
+    const slash = http.routes.filter((r) => r.match?.prefix === '/' || r.match?.path === '/');
+    const firstSlash = clustersOf(slash.slice(0, 1));
+    console.log(
+      'foreign-routes: ingress_http routes for the hostname:',
+      JSON.stringify(http.routes.map((r) => ({ match: r.match, clusters: clustersOf([r]) }))),
+    );
+    // Exactly one of the two `/` routes is first: either the project's or the foreign Service's.
+    expect(firstSlash).toHaveLength(1);
+    expect(firstSlash.some((c) => evil.test(c) || project.test(c))).toBe(true);
+    // The HTTPS virtual host (Portico's Ingress has TLS; the foreign one does not).
+    const https = (await virtualHostsFor(hostname)).find((h) => h.routeConfig === `https/${hostname}`);
+    console.log(
+      'foreign-routes: https routes for the hostname:',
+      JSON.stringify(https?.routes.map((r) => ({ match: r.match, clusters: clustersOf([r]) }))),
+    );
+    expect(https).toBeDefined();
+  });
+
+  it('sets Conflicted=True naming the Ingress, takes Ready down, records one Warning Event, and counts it', async () => {
+    const cd = await waitForCondition(ns, 'www', 'Conflicted', 'True', 'ForeignRoute', 60_000);
+    expect(condition(cd, 'Conflicted').message).toContain(`Ingress ${other}/hijack`);
+    expect(condition(cd, 'Ready')).toMatchObject({ status: 'False', reason: 'ForeignRoute' });
+    expect(condition(cd, 'Ready').message).toContain(`Ingress ${other}/hijack`);
+    const events = await waitFor('the ForeignRoute Warning Event', async () => {
+      const list = await kube().core.listNamespacedEvent({ namespace: ns });
+      const found = list.items.filter((e) => e.reason === 'ForeignRoute' && e.involvedObject.name === 'www');
+      return found.length > 0 ? found : undefined;
+    });
+    expect(events).toHaveLength(1);
+    expect(events[0]?.type).toBe('Warning');
+    expect(events[0]?.message).toContain(`Ingress ${other}/hijack names ${hostname}`);
+    expect(
+      await waitFor('the foreign-routes metric', async () => {
+        const values = await foreignRouteSamples(ns);
+        return values.length > 0 ? values : undefined;
+      }),
+    ).toEqual([1]);
+  });
+
+  it('clears the condition, brings Ready back and drops the metric once the Ingress is deleted', async () => {
+    await kube().networking.deleteNamespacedIngress({ namespace: other, name: 'hijack' });
+    const cd = await waitForCondition(ns, 'www', 'Conflicted', 'False', 'NoForeignRoute', 60_000);
+    expect(condition(cd, 'Conflicted').message).not.toContain('hijack');
+    await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 60_000);
+    expect(await foreignRouteSamples(ns)).toEqual([]);
+    // Still one Event: the reconciles since recorded none again.
+    const list = await kube().core.listNamespacedEvent({ namespace: ns });
+    expect(list.items.filter((e) => e.reason === 'ForeignRoute')).toHaveLength(1);
+    await deleteCustomDomain(ns, 'www');
+  });
+});
