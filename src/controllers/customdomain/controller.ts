@@ -3,8 +3,10 @@
  * (Ingresses, Secrets and Services label-selected, so no other Secret is cached; Traefik Middlewares,
  * HTTPRoutes, ListenerSets and Contour HTTPProxies where the API server serves them; status included, so the data plane's
  * acknowledgement is seen at once), HostnameClaims, Namespaces (the plan label),
- * EndpointSlices (the first ready endpoint) and every Service, trimmed to its ports (the port a
- * domain names must exist), feeds a de-duplicating work queue, and runs N workers.
+ * EndpointSlices (the first ready endpoint), every Service, trimmed to its ports (the port a
+ * domain names must exist), and the Ingresses, HTTPProxies and HTTPRoutes Portico does not own
+ * (label-selected `managed-by!=portico`, trimmed to their hostnames: foreign routes, issue 28,
+ * routing/foreign-routes.ts), feeds a de-duplicating work queue, and runs N workers.
  * The reconcile reads all of these from the caches (`view()`), so a pass that changes nothing sends
  * no request. Events find the domains they affect through an index, never a scan of every domain.
  * A failure on one key is retried with backoff and never blocks another.
