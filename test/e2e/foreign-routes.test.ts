@@ -13,6 +13,7 @@ import {
   createProject,
   deleteCustomDomain,
   dns,
+  getCustomDomain,
   kube,
   sandbox,
   unique,
@@ -143,6 +144,56 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
     ).toEqual([1]);
   });
 
+  it("names a second foreign Ingress, in the domain's own namespace, with one more Event, and none again", async () => {
+    await kube().networking.createNamespacedIngress({
+      namespace: ns,
+      body: {
+        metadata: { name: 'by-hand' },
+        // Only a TLS host and a path of its own: still named, since it joins the virtual host.
+        spec: {
+          tls: [{ hosts: [hostname] }],
+          rules: [
+            {
+              http: {
+                paths: [
+                  {
+                    path: '/api',
+                    pathType: 'Prefix',
+                    backend: { service: { name: 'web', port: { number: 80 } } },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    });
+    const cd = await waitFor('Conflicted naming both Ingresses', async () => {
+      const found = await waitForCondition(ns, 'www', 'Conflicted', 'True', 'ForeignRoute');
+      return condition(found, 'Conflicted').message?.includes(`Ingress ${ns}/by-hand`) === true
+        ? found
+        : undefined;
+    });
+    expect(condition(cd, 'Conflicted').message).toContain(`Ingress ${other}/hijack; Ingress ${ns}/by-hand`);
+    const events = await waitFor('a second ForeignRoute Event', async () => {
+      const list = await kube().core.listNamespacedEvent({ namespace: ns });
+      const found = list.items.filter((e) => e.reason === 'ForeignRoute');
+      return found.length >= 2 ? found : undefined;
+    });
+    expect(events.map((e) => e.message?.split(' names ')[0]).sort()).toEqual(
+      [`Ingress ${ns}/by-hand`, `Ingress ${other}/hijack`].sort(),
+    );
+    expect(await foreignRouteSamples(ns)).toEqual([2]);
+    await kube().networking.deleteNamespacedIngress({ namespace: ns, name: 'by-hand' });
+    await waitFor('Conflicted naming the first Ingress only', async () => {
+      const found = await getCustomDomain(ns, 'www');
+      const message = condition(found, 'Conflicted').message ?? '';
+      return message.includes(`Ingress ${other}/hijack`) && !message.includes('by-hand') ? true : undefined;
+    });
+    const after = await kube().core.listNamespacedEvent({ namespace: ns });
+    expect(after.items.filter((e) => e.reason === 'ForeignRoute')).toHaveLength(2);
+  });
+
   it('clears the condition, brings Ready back and drops the metric once the Ingress is deleted', async () => {
     await kube().networking.deleteNamespacedIngress({ namespace: other, name: 'hijack' });
     const cd = await waitForCondition(ns, 'www', 'Conflicted', 'False', 'NoForeignRoute', 60_000);
@@ -155,9 +206,9 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
       const clusters = clustersOf(https?.routes ?? []);
       return clusters.length > 0 && clusters.every((c) => c.startsWith(`${ns}/web/80/`)) ? true : undefined;
     });
-    // Still one Event: the reconciles since recorded none again.
+    // Still two Events (one per foreign Ingress): the reconciles since recorded none again.
     const list = await kube().core.listNamespacedEvent({ namespace: ns });
-    expect(list.items.filter((e) => e.reason === 'ForeignRoute')).toHaveLength(1);
+    expect(list.items.filter((e) => e.reason === 'ForeignRoute')).toHaveLength(2);
     await deleteCustomDomain(ns, 'www');
   });
 });
