@@ -194,6 +194,35 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
     expect(after.items.filter((e) => e.reason === 'ForeignRoute')).toHaveLength(2);
   });
 
+  it('names a foreign Contour HTTPProxy for the fqdn too (the stack serves the kind)', async () => {
+    const api = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
+    await kube().custom.createNamespacedCustomObject({
+      ...api,
+      namespace: other,
+      body: {
+        apiVersion: 'projectcontour.io/v1',
+        kind: 'HTTPProxy',
+        metadata: { name: 'theirs', namespace: other },
+        spec: { virtualhost: { fqdn: hostname }, routes: [{ services: [{ name: 'evil', port: 80 }] }] },
+      },
+    });
+    await waitFor('Conflicted naming the HTTPProxy', async () => {
+      const found = await getCustomDomain(ns, 'www');
+      return condition(found, 'Conflicted').message?.includes(`HTTPProxy ${other}/theirs`) === true
+        ? true
+        : undefined;
+    });
+    expect(await foreignRouteSamples(ns)).toEqual([2]);
+    await kube().custom.deleteNamespacedCustomObject({ ...api, namespace: other, name: 'theirs' });
+    await waitFor('the HTTPProxy no longer named', async () => {
+      const found = await getCustomDomain(ns, 'www');
+      const message = condition(found, 'Conflicted').message ?? '';
+      return message.includes(`Ingress ${other}/hijack`) && !message.includes(`HTTPProxy ${other}/theirs`)
+        ? true
+        : undefined;
+    });
+  });
+
   it('clears the condition, brings Ready back and drops the metric once the Ingress is deleted', async () => {
     await kube().networking.deleteNamespacedIngress({ namespace: other, name: 'hijack' });
     const cd = await waitForCondition(ns, 'www', 'Conflicted', 'False', 'NoForeignRoute', 60_000);
@@ -206,9 +235,9 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
       const clusters = clustersOf(https?.routes ?? []);
       return clusters.length > 0 && clusters.every((c) => c.startsWith(`${ns}/web/80/`)) ? true : undefined;
     });
-    // Still two Events (one per foreign Ingress): the reconciles since recorded none again.
+    // Three Events, one per foreign object (two Ingresses, one HTTPProxy): none recorded again.
     const list = await kube().core.listNamespacedEvent({ namespace: ns });
-    expect(list.items.filter((e) => e.reason === 'ForeignRoute')).toHaveLength(2);
+    expect(list.items.filter((e) => e.reason === 'ForeignRoute')).toHaveLength(3);
     await deleteCustomDomain(ns, 'www');
   });
 });
