@@ -27,7 +27,9 @@ const docs = readFileSync(new URL('../../docs/customdomains.md', import.meta.url
 const documented = new Set(
   docs
     .split('\n')
-    .filter((line) => /^\| (Accepted|DNSVerified|CertificateReady|Routed|Ready|Event) \|/.test(line))
+    .filter((line) =>
+      /^\| (Accepted|DNSVerified|CertificateReady|Routed|Conflicted|Ready|Event) \|/.test(line),
+    )
     .flatMap((line) => [...(line.split('|')[2] ?? '').matchAll(/`([A-Z][A-Za-z]+)`/g)].map((m) => m[1])),
 );
 

@@ -100,6 +100,13 @@ export const CUSTOM_DOMAIN_REASONS = {
     severity: 'Warning',
     doc: "ingress mode, flavor contour: the API server serves no HTTPProxy (Contour's CRDs are not installed)",
   },
+  // Conflicted (routing/foreign-routes.ts, status.ts); ForeignRoute is also Ready's reason and the
+  // Warning Event recorded once per newly seen object
+  ForeignRoute: {
+    severity: 'Warning',
+    doc: 'a route Portico does not own (Ingress, HTTPProxy, HTTPRoute) names the hostname',
+  },
+  NoForeignRoute: { severity: 'Normal', doc: 'the foreign routes that named the hostname are gone' },
   // Ready
   Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
   // Ready, the serving check (serving/verdict.ts SERVING_REASONS, serving/schedule.ts)

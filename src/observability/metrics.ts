@@ -28,6 +28,8 @@ export interface ControllerMetrics {
   readCustomDomainsFrom(source: CustomDomainSource): void;
   /** 1 for each CustomDomain reported as a dangling record (DNSVerified reason DanglingRecord). */
   danglingDomains: Gauge<'namespace' | 'name' | 'hostname'>;
+  /** Routes Portico does not own that name a domain's hostname (issue 28); absent at 0. */
+  foreignRoutes: Gauge<'namespace' | 'name' | 'hostname'>;
   /** Footprint-reducing collections asked of V8 after the RSS grew (controller/memory-reducer.ts). */
   memoryReductionsTotal: Counter;
   memoryHoldSecondsTotal: Counter;
@@ -88,6 +90,12 @@ export function createControllerMetrics(): ControllerMetrics {
     danglingDomains: new Gauge({
       name: 'portico_customdomain_dangling',
       help: 'CustomDomains still attached whose DNS has pointed elsewhere longer than --dangling-after-seconds (1 each; absent otherwise).',
+      labelNames: ['namespace', 'name', 'hostname'],
+      registers,
+    }),
+    foreignRoutes: new Gauge({
+      name: 'portico_customdomain_foreign_routes',
+      help: 'Ingresses, HTTPProxies and HTTPRoutes that Portico does not own naming the hostname of a CustomDomain (its Conflicted condition); absent when none.',
       labelNames: ['namespace', 'name', 'hostname'],
       registers,
     }),

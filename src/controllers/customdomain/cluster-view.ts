@@ -43,4 +43,9 @@ export interface ClusterView {
    * is not installed, found at start); true otherwise.
    */
   serves(apiVersion: string, kind: string): boolean;
+  /**
+   * The routes Portico does not own (Ingress; HTTPProxy and HTTPRoute where served) that name
+   * `hostname` exactly, each `Kind namespace/name`, sorted (routing/foreign-routes.ts).
+   */
+  foreignRoutes(hostname: string): string[];
 }

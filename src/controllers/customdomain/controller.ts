@@ -3,8 +3,10 @@
  * (Ingresses, Secrets and Services label-selected, so no other Secret is cached; Traefik Middlewares,
  * HTTPRoutes, ListenerSets and Contour HTTPProxies where the API server serves them; status included, so the data plane's
  * acknowledgement is seen at once), HostnameClaims, Namespaces (the plan label),
- * EndpointSlices (the first ready endpoint) and every Service, trimmed to its ports (the port a
- * domain names must exist), feeds a de-duplicating work queue, and runs N workers.
+ * EndpointSlices (the first ready endpoint), every Service, trimmed to its ports (the port a
+ * domain names must exist), and the Ingresses, HTTPProxies and HTTPRoutes Portico does not own
+ * (label-selected `managed-by!=portico`, trimmed to their hostnames: foreign routes, issue 28,
+ * routing/foreign-routes.ts), feeds a de-duplicating work queue, and runs N workers.
  * The reconcile reads all of these from the caches (`view()`), so a pass that changes nothing sends
  * no request. Events find the domains they affect through an index, never a scan of every domain.
  * A failure on one key is retried with backoff and never blocks another.
@@ -37,6 +39,13 @@ import type { ObjectHeader } from '../../routing/plan.js';
 import { GATEWAY_API_VERSION, HTTPROUTE_KIND, LISTENERSET_KIND } from '../../routing/gateway.js';
 import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from '../../routing/traefik.js';
 import { CONTOUR_API_VERSION, HTTPPROXY_KIND, HTTPPROXY_PLURAL } from '../../routing/contour.js';
+import {
+  ForeignRouteIndex,
+  hostnamesOf,
+  routeId,
+  slimForeignRoute,
+  type ForeignRouteKind,
+} from '../../routing/foreign-routes.js';
 import type { ClusterView, OwnedLookup } from './cluster-view.js';
 import { servesHostname } from './claim-precedence.js';
 import { CustomDomainIndex } from './domain-index.js';
@@ -58,6 +67,13 @@ const OPTIONAL_OWNED_KINDS = [
   { apiVersion: CONTOUR_API_VERSION, kind: HTTPPROXY_KIND, plural: HTTPPROXY_PLURAL },
 ] as const;
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+/**
+ * Routes Portico does not own (issue 28): only these are cached for the foreign-route index, so its
+ * own 10,000 Ingresses are not held twice.
+ */
+const FOREIGN_SELECTOR = `${MANAGED_BY_LABEL}!=${MANAGED_BY_VALUE}`;
+/** The optional kinds that are also watched for foreign routes, once known to be served. */
+const FOREIGN_OPTIONAL_KINDS: ReadonlySet<string> = new Set([HTTPROUTE_KIND, HTTPPROXY_KIND]);
 
 export interface CustomDomainControllerDeps {
   kubeConfig: KubeConfig;
@@ -135,6 +151,10 @@ export class CustomDomainController {
   readonly #owned = new Map<string, ResilientInformer<KubernetesObject>>();
   readonly #informers: ResilientInformer<KubernetesObject>[];
   readonly #index = new CustomDomainIndex();
+  /** Hostname → the routes Portico does not own that name it (routing/foreign-routes.ts). */
+  readonly #foreign = new ForeignRouteIndex();
+  /** The watches of routes Portico does not own, by kind; optional kinds join once served. */
+  readonly #foreignInformers = new Map<string, ResilientInformer<KubernetesObject>>();
   /** The reconcile's inputs of each CustomDomain as last seen (`inputsOf`), by key. */
   readonly #seen = new Map<string, string>();
   /** Keys of the CustomDomains whose status shows them serving their hostname (claim-precedence.ts). */
@@ -236,6 +256,7 @@ export class CustomDomainController {
       '/apis/networking.k8s.io/v1/ingresses',
       OWNED_SELECTOR,
     );
+    this.#watchForeign('Ingress', '/apis/networking.k8s.io/v1/ingresses');
     // A cached Secret keeps its parsed certificate, not its PEM and key (parsed-secret.ts).
     this.#watchOwned('v1', 'Secret', '/api/v1/secrets', OWNED_SELECTOR, { keep: slimTlsSecret });
     this.#watchOwned('v1', 'Service', '/api/v1/services', MANAGED_SELECTOR);
@@ -312,6 +333,31 @@ export class CustomDomainController {
   }
 
   /**
+   * Caches the objects of `kind` at `path` that Portico does not own (`FOREIGN_SELECTOR`), trimmed
+   * to their hostnames; each event updates the foreign-route index and re-queues the CustomDomains of
+   * every hostname the object names now or named before.
+   */
+  #watchForeign(kind: ForeignRouteKind, path: string): ResilientInformer<KubernetesObject> {
+    const informer = new ResilientInformer<KubernetesObject>(this.#d.kubeConfig, {
+      resyncMs: 0,
+      log: this.#d.log,
+      path,
+      labelSelector: FOREIGN_SELECTOR,
+      keep: (obj) => {
+        slimForeignRoute(kind, obj);
+      },
+      onChange: (obj, verb) => {
+        const id = routeId(kind, obj);
+        const changed =
+          verb === 'delete' ? this.#foreign.delete(id) : this.#foreign.set(id, hostnamesOf(kind, obj));
+        for (const hostname of changed) this.#enqueue(this.#index.ofHostname(hostname));
+      },
+    });
+    this.#foreignInformers.set(kind, informer);
+    return informer;
+  }
+
+  /**
    * Watches each optional owned kind the API server serves (one discovery request per group at
    * start). A kind it does not serve can hold no object, so the reconcile knows there is nothing to
    * delete without asking; a CRD installed later is seen after a restart.
@@ -340,8 +386,10 @@ export class CustomDomainController {
         served = false;
       }
       this.#d.log.debug({ apiVersion, kind, served }, 'owned kind probed');
-      if (served && !this.#stopping) this.#watchOwned(apiVersion, kind, path, OWNED_SELECTOR).start();
-      else if (!served) this.#absentKinds.add(type);
+      if (served && !this.#stopping) {
+        this.#watchOwned(apiVersion, kind, path, OWNED_SELECTOR).start();
+        if (FOREIGN_OPTIONAL_KINDS.has(kind)) this.#watchForeign(kind as ForeignRouteKind, path).start();
+      } else if (!served) this.#absentKinds.add(type);
     }
     this.#optionalKindsProbed = true;
   }
@@ -365,6 +413,7 @@ export class CustomDomainController {
       hostnameClaim: (hostname) => this.#claims.get(hostname),
       owned: (header) => this.#ownedLookup(header),
       serves: (apiVersion, kind) => !this.#absentKinds.has(`${apiVersion}/${kind}`),
+      foreignRoutes: (hostname) => this.#foreign.routesOf(hostname),
     };
   }
 
@@ -402,13 +451,15 @@ export class CustomDomainController {
     return (
       this.#optionalKindsProbed &&
       this.#informers.every((i) => i.synced) &&
-      [...this.#owned.values()].every((i) => i.synced)
+      [...this.#owned.values()].every((i) => i.synced) &&
+      [...this.#foreignInformers.values()].every((i) => i.synced)
     );
   }
 
   /** Starts the watches; workers start once every cache has listed, so no gate reads an empty cache. */
   start(): void {
-    for (const informer of [...this.#informers, ...this.#owned.values()]) informer.start();
+    for (const informer of [...this.#informers, ...this.#owned.values(), ...this.#foreignInformers.values()])
+      informer.start();
     this.#running = [this.#probe(), ...Array.from({ length: this.#d.workers }, () => this.#work())];
   }
 
@@ -434,7 +485,9 @@ export class CustomDomainController {
   async stop(): Promise<void> {
     this.#stopping = true;
     this.#stopped.abort();
-    await Promise.all([...this.#informers, ...this.#owned.values()].map((i) => i.stop()));
+    await Promise.all(
+      [...this.#informers, ...this.#owned.values(), ...this.#foreignInformers.values()].map((i) => i.stop()),
+    );
     this.#d.queue.shutDown();
     await Promise.all(this.#running);
   }

@@ -114,7 +114,16 @@ import {
   pendingRetry,
   type IssuanceFailure,
 } from './issuance-state.js';
-import { buildStatus, type CertificateState, type QueuedOrder, type RoutingState } from './status.js';
+import {
+  buildStatus,
+  CONFLICTED_CONDITION,
+  FOREIGN_ROUTE_REASON,
+  type CertificateState,
+  type QueuedOrder,
+  type RoutingState,
+} from './status.js';
+import { namedRoutes as namedIn, newRoutes } from '../../routing/foreign-routes.js';
+import { transitionEvents } from '../../kube/events.js';
 import type { ServingChecker } from '../../serving/checker.js';
 import type { ServingReadiness } from '../../serving/schedule.js';
 
@@ -274,6 +283,7 @@ export class CustomDomainReconciler {
         certificate,
         routing,
         ...serving.observed,
+        foreignRoutes: this.#foreignRoutes(domain),
       },
       { ...dns.carried, ...(issuance ? { issuance } : {}) },
       now,
@@ -363,6 +373,7 @@ export class CustomDomainReconciler {
           reason: 'NotAccepted',
           message: 'The domain is routed once it is accepted and verified.',
         },
+        foreignRoutes: this.#foreignRoutes(domain),
       },
       {
         dnsRecords: requiredDnsRecords(
@@ -489,6 +500,7 @@ export class CustomDomainReconciler {
       domain,
     );
     this.#reportDangling(domain, false);
+    this.#reportForeignRoutes(domain, 0);
     // Routing is confirmed gone: only now may another project claim the hostname.
     await this.#d.claims.release(domain);
     await this.#d.events.record(
@@ -613,6 +625,27 @@ export class CustomDomainReconciler {
     const { policy, recentMs, store } = this.#d.ownership;
     const release = policy === 'recently-claimed' ? await store.lastRelease(hostname) : undefined;
     return decideOwnership(hostname, domain.metadata.namespace, policy, release, recentMs, now);
+  }
+
+  /**
+   * The routes Portico does not own that name the domain's hostname (`Kind namespace/name`, from the
+   * foreign-route watches' index), and sets `portico_customdomain_foreign_routes` to their number.
+   */
+  #foreignRoutes(domain: CustomDomain): string[] {
+    const routes = this.#d.view.foreignRoutes(domain.spec.hostname);
+    this.#reportForeignRoutes(domain, routes.length);
+    return routes;
+  }
+
+  /** Sets `portico_customdomain_foreign_routes` for `domain` to `count`, or removes it for 0. */
+  #reportForeignRoutes(domain: CustomDomain, count: number): void {
+    const labels = {
+      namespace: domain.metadata.namespace,
+      name: domain.metadata.name,
+      hostname: domain.spec.hostname,
+    };
+    if (count > 0) this.#d.metrics.foreignRoutes.set(labels, count);
+    else this.#d.metrics.foreignRoutes.remove(labels);
   }
 
   /** Sets or clears `portico_customdomain_dangling` for `domain`. */
@@ -1273,6 +1306,34 @@ export class CustomDomainReconciler {
     }
   }
 
+  /**
+   * The Events of one status write: the condition transitions (`transitionEvents`, Ready as the
+   * summary), but for `ForeignRoute`, which instead gets one Warning Event per foreign route the
+   * previous Conflicted message did not name (a second route names the hostname: one more Event; the
+   * same routes at the next reconcile: none).
+   */
+  async #recordEvents(
+    domain: CustomDomain,
+    after: NonNullable<CustomDomainStatus['conditions']>,
+  ): Promise<void> {
+    const before = domain.status?.conditions;
+    const events = transitionEvents(before, after, WARNING_REASONS, { summaryType: 'Ready' });
+    for (const event of events)
+      if (event.reason !== FOREIGN_ROUTE_REASON)
+        await this.#d.events.record(domain, event.type, event.reason, event.message);
+    const now = findCondition(after, CONFLICTED_CONDITION);
+    if (now?.status !== 'True') return;
+    const previous = findCondition(before, CONFLICTED_CONDITION);
+    const seen = previous?.status === 'True' ? previous.message : undefined;
+    for (const route of newRoutes(seen, [...namedIn(now.message)]))
+      await this.#d.events.record(
+        domain,
+        'Warning',
+        FOREIGN_ROUTE_REASON,
+        `${route} names ${domain.spec.hostname}, which this CustomDomain holds; the ingress controller may send part or all of its traffic there. Delete it or remove the hostname from it.`,
+      );
+  }
+
   async #writeStatus(domain: CustomDomain, status: CustomDomainStatus, log: Logger): Promise<void> {
     // Equal but for fields left undefined (absent from what the API server returns): nothing to
     // write. Compared in place (the status holds only JSON values): the JSON copy below, which
@@ -1290,13 +1351,7 @@ export class CustomDomainReconciler {
       body: { ...domain, status: next },
       fieldManager: FIELD_MANAGER,
     });
-    await this.#d.events.recordTransitions(
-      domain,
-      domain.status?.conditions,
-      next.conditions ?? [],
-      WARNING_REASONS,
-      { summaryType: 'Ready' },
-    );
+    await this.#recordEvents(domain, next.conditions ?? []);
     log.info({ phase: next.phase, changed: statusChanges(current, next) }, 'status updated');
   }
 }

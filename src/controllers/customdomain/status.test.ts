@@ -350,3 +350,56 @@ describe('asSentence', () => {
     expect(asSentence('why? ')).toBe('why?');
   });
 });
+
+describe('buildStatus with foreign routes (issue 28)', () => {
+  const live: ObservedState = {
+    accepted,
+    dnsVerified: verified,
+    certificate: { kind: 'valid', certificate },
+    routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
+  };
+
+  it('adds no Conflicted condition while no foreign route was ever seen', () => {
+    const status = buildStatus(domain, { ...live, foreignRoutes: [] }, {}, t0);
+    expect(status.conditions?.some((c) => c.type === 'Conflicted')).toBe(false);
+    expect(status.phase).toBe('Live');
+  });
+
+  it('sets Conflicted=True naming each object, and takes Ready down with reason ForeignRoute', () => {
+    const status = buildStatus(domain, { ...live, foreignRoutes: ['Ingress other/hijack'] }, {}, t0);
+    const conflicted = status.conditions?.find((c) => c.type === 'Conflicted');
+    expect(conflicted).toMatchObject({ status: 'True', reason: 'ForeignRoute' });
+    expect(conflicted?.message).toContain('Ingress other/hijack');
+    const ready = status.conditions?.find((c) => c.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'ForeignRoute' });
+    expect(ready?.message).toContain(
+      'Conflicted: www.example.com is named by routes Portico does not own: Ingress other/hijack.',
+    );
+    expect(status.phase).toBe('Verified');
+
+    // Cleared: False, NoForeignRoute, and Ready back to Live.
+    const cleared = buildStatus({ ...domain, status }, { ...live, foreignRoutes: [] }, {}, t0);
+    expect(cleared.conditions?.find((c) => c.type === 'Conflicted')).toMatchObject({
+      status: 'False',
+      reason: 'NoForeignRoute',
+    });
+    expect(cleared.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'True',
+      reason: 'Live',
+    });
+  });
+
+  it('keeps another cause first in Ready', () => {
+    const status = buildStatus(
+      domain,
+      {
+        ...live,
+        routing: { kind: 'not-routed', reason: 'NoBackend', message: 'x' },
+        foreignRoutes: ['Ingress a/b'],
+      },
+      {},
+      t0,
+    );
+    expect(status.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('NoBackend');
+  });
+});

@@ -13,6 +13,12 @@ import type {
 import { setCondition, type ConditionInput } from '../../kube/conditions.js';
 import { overdueClockStart } from './issuance-state.js';
 import type { ServingReadiness } from '../../serving/schedule.js';
+import { conflictMessage } from '../../routing/foreign-routes.js';
+
+/** The condition of routes Portico does not own naming the hostname (issue 28). Abnormal-true, as Gateway API's `Conflicted`. */
+export const CONFLICTED_CONDITION = 'Conflicted';
+/** Conflicted=True, and Ready=False for it, and the Warning Event per newly seen object. */
+export const FOREIGN_ROUTE_REASON = 'ForeignRoute';
 
 /** The state of the domain's certificate, as the reconcile found it. */
 export type CertificateState =
@@ -83,6 +89,37 @@ export interface ObservedState {
    * does not apply (no valid certificate, or not routed).
    */
   serving?: ServingReadiness;
+  /**
+   * The routes Portico does not own that name the hostname, each `Kind namespace/name`
+   * (routing/foreign-routes.ts); absent or empty when none.
+   */
+  foreignRoutes?: readonly string[];
+}
+
+/**
+ * Conflicted: True (`ForeignRoute`) naming each foreign route; False (`NoForeignRoute`) once they
+ * are gone. Undefined while none has ever been seen and the condition is absent, so a domain
+ * without a conflict carries no such condition (no status write for every domain at upgrade).
+ */
+function conflictedCondition(
+  domain: CustomDomain,
+  routes: readonly string[],
+  current: readonly Condition[],
+): ConditionInput | undefined {
+  if (routes.length > 0)
+    return {
+      type: CONFLICTED_CONDITION,
+      status: 'True',
+      reason: FOREIGN_ROUTE_REASON,
+      message: conflictMessage(domain.spec.hostname, routes),
+    };
+  if (!current.some((c) => c.type === CONFLICTED_CONDITION)) return undefined;
+  return {
+    type: CONFLICTED_CONDITION,
+    status: 'False',
+    reason: 'NoForeignRoute',
+    message: `No Ingress, HTTPProxy or HTTPRoute that Portico does not own names ${domain.spec.hostname}.`,
+  };
 }
 
 /**
@@ -291,6 +328,13 @@ export function buildStatus(
   ];
   for (const input of inputs) conditions = setCondition(conditions, input, generation, now);
   const blocking = inputs.filter((c) => c.status !== 'True');
+  const conflicted = conflictedCondition(domain, observed.foreignRoutes ?? [], conditions);
+  if (conflicted) {
+    conditions = setCondition(conditions, conflicted, generation, now);
+    // A foreign route can take the hostname's traffic (or, in Contour, invalidate its vhost): the
+    // domain is not known to serve the project, so Ready goes down, after any other cause.
+    if (conflicted.status === 'True') blocking.push({ ...conflicted, status: 'False' });
+  }
   const readyInput = readyCondition(domain, blocking, observed.routing, observed.serving);
   const ready = readyInput.status === 'True';
   conditions = setCondition(conditions, readyInput, generation, now);

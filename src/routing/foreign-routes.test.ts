@@ -1,0 +1,116 @@
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import {
+  conflictMessage,
+  ForeignRouteIndex,
+  hostnamesOf,
+  MAX_NAMED_ROUTES,
+  namedRoutes,
+  newRoutes,
+  routeId,
+  slimForeignRoute,
+} from './foreign-routes.js';
+
+function obj(spec: unknown, name = 'hijack', namespace = 'other'): KubernetesObject {
+  return { metadata: { name, namespace }, spec } as KubernetesObject;
+}
+
+describe('hostnamesOf', () => {
+  it('reads an Ingress’s rule hosts and TLS hosts, normalized, without wildcards', () => {
+    const ing = obj({
+      rules: [{ host: 'WWW.Example.com.' }, { host: '*.example.com' }, {}],
+      tls: [{ hosts: ['tls.example.com', 'www.example.com'] }],
+    });
+    expect([...hostnamesOf('Ingress', ing)].sort()).toEqual(['tls.example.com', 'www.example.com']);
+  });
+
+  it('reads an HTTPProxy’s fqdn and an HTTPRoute’s hostnames', () => {
+    expect([...hostnamesOf('HTTPProxy', obj({ virtualhost: { fqdn: 'a.example.com' } }))]).toEqual([
+      'a.example.com',
+    ]);
+    expect([...hostnamesOf('HTTPRoute', obj({ hostnames: ['b.example.com', 'c.example.com'] }))]).toEqual([
+      'b.example.com',
+      'c.example.com',
+    ]);
+  });
+
+  it('skips malformed fields instead of throwing', () => {
+    expect(
+      hostnamesOf('Ingress', obj({ rules: 'x', tls: [null, { hosts: [3, 'ok.example.com'] }] })),
+    ).toEqual(new Set(['ok.example.com']));
+    expect(hostnamesOf('HTTPProxy', obj(null)).size).toBe(0);
+    expect(hostnamesOf('HTTPRoute', obj({ hostnames: { a: 1 } })).size).toBe(0);
+    expect(hostnamesOf('Ingress', { metadata: {} }).size).toBe(0);
+  });
+});
+
+describe('ForeignRouteIndex', () => {
+  it('finds the objects of a hostname and reports the hostnames an event changed', () => {
+    const index = new ForeignRouteIndex();
+    expect(index.set('Ingress b/x', new Set(['www.example.com']))).toEqual(['www.example.com']);
+    expect(index.set('Ingress a/y', new Set(['www.example.com', 'api.example.com']))).toEqual([
+      'www.example.com',
+      'api.example.com',
+    ]);
+    expect(index.routesOf('WWW.example.com')).toEqual(['Ingress a/y', 'Ingress b/x']);
+    // An update that moves a/y off www: only www changed.
+    expect(index.set('Ingress a/y', new Set(['api.example.com']))).toEqual(['www.example.com']);
+    expect(index.routesOf('www.example.com')).toEqual(['Ingress b/x']);
+    expect(index.set('Ingress a/y', new Set(['api.example.com']))).toEqual([]);
+    expect(index.delete('Ingress b/x')).toEqual(['www.example.com']);
+    expect(index.routesOf('www.example.com')).toEqual([]);
+    expect(index.size).toBe(1);
+    expect(index.delete('Ingress a/y')).toEqual(['api.example.com']);
+    expect(index.size).toBe(0);
+    expect(index.delete('Ingress never/seen')).toEqual([]);
+  });
+});
+
+describe('the Conflicted message', () => {
+  it('names each object as Kind namespace/name and reads them back', () => {
+    const routes = [routeId('Ingress', obj({})), 'HTTPProxy shop/www'];
+    const message = conflictMessage('www.example.com', routes);
+    expect(message).toContain('Ingress other/hijack; HTTPProxy shop/www.');
+    expect(namedRoutes(message)).toEqual(new Set(routes));
+    expect(namedRoutes(undefined).size).toBe(0);
+    expect(namedRoutes('No route Portico does not own names it.').size).toBe(0);
+  });
+
+  it('names at most MAX_NAMED_ROUTES objects and counts the rest', () => {
+    const routes = Array.from(
+      { length: MAX_NAMED_ROUTES + 3 },
+      (_, i) => `Ingress ns/r${String(i).padStart(2, '0')}`,
+    );
+    const message = conflictMessage('www.example.com', routes);
+    expect(message).toContain('; and 3 more.');
+    expect(namedRoutes(message).size).toBe(MAX_NAMED_ROUTES);
+  });
+
+  it('gives an Event only to objects the previous message did not name', () => {
+    const before = conflictMessage('www.example.com', ['Ingress other/a']);
+    expect(newRoutes(before, ['Ingress other/a', 'Ingress other/ab'])).toEqual(['Ingress other/ab']);
+    expect(newRoutes(before, ['Ingress other/a'])).toEqual([]);
+    expect(newRoutes(undefined, ['Ingress other/a'])).toEqual(['Ingress other/a']);
+  });
+});
+
+describe('slimForeignRoute', () => {
+  it('keeps only the name and the exact hostnames, read back the same, and is idempotent', () => {
+    const ing = obj({
+      rules: [{ host: 'www.example.com', http: { paths: [{ path: '/' }] } }],
+      tls: [{ hosts: ['tls.example.com'], secretName: 's' }],
+    });
+    ing.metadata = { ...ing.metadata, labels: { a: 'b' }, resourceVersion: '7' };
+    slimForeignRoute('Ingress', ing);
+    expect(ing.metadata).toEqual({ name: 'hijack', namespace: 'other', resourceVersion: '7' });
+    expect([...hostnamesOf('Ingress', ing)].sort()).toEqual(['tls.example.com', 'www.example.com']);
+    slimForeignRoute('Ingress', ing);
+    expect([...hostnamesOf('Ingress', ing)].sort()).toEqual(['tls.example.com', 'www.example.com']);
+    const proxy = obj({ virtualhost: { fqdn: 'a.example.com', tls: {} }, routes: [] });
+    slimForeignRoute('HTTPProxy', proxy);
+    expect(proxy).toMatchObject({ spec: { virtualhost: { fqdn: 'a.example.com' } } });
+    const route = obj({ hostnames: ['b.example.com'], rules: [] });
+    slimForeignRoute('HTTPRoute', route);
+    expect((route as { spec?: unknown }).spec).toEqual({ hostnames: ['b.example.com'] });
+  });
+});

@@ -1,0 +1,174 @@
+/**
+ * Routes Portico does not own that name a hostname (issue 28, "Hijack by a foreign route"): an
+ * Ingress made by hand, a Contour HTTPProxy or a Gateway API HTTPRoute of someone else. Contour
+ * merges every Ingress of one host into one virtual host (a foreign rule for `/` can take the
+ * traffic), and two HTTPProxies with one fqdn are both marked invalid (DuplicateVhost), so each
+ * such object is reported on the CustomDomain that claims the hostname.
+ *
+ * Pure: `hostnamesOf` reads the hostnames an object names, `ForeignRouteIndex` keeps hostname →
+ * objects (client-go's `Indexers` / `ByIndex`), and the message helpers write and read the
+ * `Conflicted` condition's list. No I/O.
+ */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { normalizeDnsName } from '../domain/hostname.js';
+
+/** The kinds read here (their `kind` field). */
+export const FOREIGN_ROUTE_KINDS = ['Ingress', 'HTTPProxy', 'HTTPRoute'] as const;
+export type ForeignRouteKind = (typeof FOREIGN_ROUTE_KINDS)[number];
+
+/** At most this many objects are named in a condition message; the rest are counted. */
+export const MAX_NAMED_ROUTES = 10;
+
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
+
+function record(value: unknown): Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {};
+}
+
+/**
+ * The exact hostnames (normalized: lowercase, no trailing dot) `obj` of kind `kind` names:
+ * an Ingress's `spec.rules[].host` and `spec.tls[].hosts[]`, an HTTPProxy's
+ * `spec.virtualhost.fqdn`, an HTTPRoute's `spec.hostnames[]`. Wildcards (`*.example.com`) are left
+ * out: every data plane here prefers an exact host over a wildcard, so a wildcard takes no traffic
+ * from a claimed hostname. Any malformed field is skipped, never thrown on (the objects are
+ * anyone's).
+ */
+export function hostnamesOf(kind: ForeignRouteKind, obj: KubernetesObject): Set<string> {
+  const spec = record((obj as { spec?: unknown }).spec);
+  let names: string[];
+  switch (kind) {
+    case 'Ingress':
+      names = [
+        ...(Array.isArray(spec.rules) ? spec.rules : []).flatMap((r) => strings([record(r).host])),
+        ...(Array.isArray(spec.tls) ? spec.tls : []).flatMap((t) => strings(record(t).hosts)),
+      ];
+      break;
+    case 'HTTPProxy':
+      names = strings([record(spec.virtualhost).fqdn]);
+      break;
+    case 'HTTPRoute':
+      names = strings(spec.hostnames);
+      break;
+  }
+  const out = new Set<string>();
+  for (const name of names) {
+    const host = normalizeDnsName(name.trim());
+    if (host !== '' && !host.includes('*')) out.add(host);
+  }
+  return out;
+}
+
+/** `Kind namespace/name`: how a foreign object is named in messages and Events. */
+export function routeId(kind: string, obj: KubernetesObject): string {
+  return `${kind} ${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
+}
+
+/**
+ * Hostname → the foreign objects (`routeId`) that name it, kept in step with the foreign-route
+ * watches' add, update and delete events.
+ */
+export class ForeignRouteIndex {
+  /** The hostnames each object was last indexed with, by `routeId`. */
+  readonly #byRoute = new Map<string, Set<string>>();
+  readonly #byHostname = new Map<string, Set<string>>();
+
+  /**
+   * Records that `id` names `hostnames` now (an add or an update; an empty set forgets it).
+   * @returns the hostnames whose list changed (those it names now or named before, not both)
+   */
+  set(id: string, hostnames: ReadonlySet<string>): string[] {
+    const before = this.#byRoute.get(id) ?? new Set<string>();
+    const changed: string[] = [];
+    for (const host of before)
+      if (!hostnames.has(host)) {
+        changed.push(host);
+        const ids = this.#byHostname.get(host);
+        ids?.delete(id);
+        if (ids?.size === 0) this.#byHostname.delete(host);
+      }
+    for (const host of hostnames)
+      if (!before.has(host)) {
+        changed.push(host);
+        const ids = this.#byHostname.get(host);
+        if (ids) ids.add(id);
+        else this.#byHostname.set(host, new Set([id]));
+      }
+    if (hostnames.size === 0) this.#byRoute.delete(id);
+    else this.#byRoute.set(id, new Set(hostnames));
+    return changed;
+  }
+
+  /** Forgets `id` (a delete). @returns the hostnames it named */
+  delete(id: string): string[] {
+    return this.set(id, new Set());
+  }
+
+  /** The objects naming `hostname` (normalized here), sorted. */
+  routesOf(hostname: string): string[] {
+    return [...(this.#byHostname.get(normalizeDnsName(hostname)) ?? [])].sort();
+  }
+
+  /** Number of hostnames named by at least one foreign object. */
+  get size(): number {
+    return this.#byHostname.size;
+  }
+}
+
+const LIST_START = 'named by routes Portico does not own: ';
+
+/**
+ * The `Conflicted=True` message: which objects name `hostname` (at most `MAX_NAMED_ROUTES`, then a
+ * count), and what it means. `routes` is non-empty, each a `routeId`.
+ */
+export function conflictMessage(hostname: string, routes: readonly string[]): string {
+  const named = routes.slice(0, MAX_NAMED_ROUTES);
+  const more = routes.length - named.length;
+  const list = `${named.join('; ')}${more > 0 ? `; and ${more} more` : ''}`;
+  return `${hostname} is ${LIST_START}${list}. The ingress controller may send part or all of its traffic there (Contour merges Ingresses of one host and marks duplicate HTTPProxy fqdns invalid); delete them or remove the hostname from them.`;
+}
+
+/** The objects a `conflictMessage` names (empty for any other message). */
+export function namedRoutes(message: string | undefined): Set<string> {
+  if (message === undefined) return new Set();
+  const start = message.indexOf(LIST_START);
+  if (start < 0) return new Set();
+  const end = message.indexOf('. The ingress controller', start);
+  const list = message.slice(start + LIST_START.length, end < 0 ? undefined : end);
+  return new Set(list.split('; ').filter((s) => s !== '' && !/^and \d+ more$/.test(s)));
+}
+
+/** The objects of `now` not named in the previous condition message: each gets one Event. */
+export function newRoutes(previousMessage: string | undefined, now: readonly string[]): string[] {
+  const before = namedRoutes(previousMessage);
+  return now.slice(0, MAX_NAMED_ROUTES).filter((id) => !before.has(id));
+}
+
+/**
+ * Trims a foreign object to what the index reads, for the informer's `keep` (a cluster can hold
+ * many Ingresses Portico does not own): metadata name, namespace and resourceVersion, and a spec in
+ * the kind's own shape holding only its exact hostnames (`hostnamesOf` reads it the same way).
+ * Idempotent; mutates `obj`; never throws.
+ */
+export function slimForeignRoute(kind: ForeignRouteKind, obj: KubernetesObject): void {
+  const hosts = [...hostnamesOf(kind, obj)];
+  const { name = '', namespace = '', resourceVersion = '' } = obj.metadata ?? {};
+  obj.metadata = { name, namespace, resourceVersion };
+  let spec: unknown;
+  switch (kind) {
+    case 'Ingress':
+      spec = { rules: hosts.map((host) => ({ host })) };
+      break;
+    case 'HTTPProxy':
+      spec = hosts[0] === undefined ? {} : { virtualhost: { fqdn: hosts[0] } };
+      break;
+    case 'HTTPRoute':
+      spec = { hostnames: hosts };
+      break;
+  }
+  Reflect.set(obj, 'spec', spec);
+  Reflect.set(obj, 'status', undefined);
+}
