@@ -85,6 +85,11 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
                     pathType: 'Prefix',
                     backend: { service: { name: 'evil', port: { number: 80 } } },
                   },
+                  {
+                    path: '/hijacked',
+                    pathType: 'Prefix',
+                    backend: { service: { name: 'evil', port: { number: 80 } } },
+                  },
                 ],
               },
             },
@@ -94,32 +99,33 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
     });
   }, 150_000);
 
-  it("is merged by Contour into the hostname's virtual host: what RDS routes there, as seen", async () => {
+  it("is merged by Contour into the hostname's virtual host, on HTTP and HTTPS: its own path routed to the foreign Service, and one route for the contested /", async () => {
     const evil = new RegExp(`^${other}/evil/80/[0-9a-f]+$`);
     const project = new RegExp(`^${ns}/web/80/[0-9a-f]+$`);
-    const http = await waitFor('the foreign Ingress in the HTTP virtual host of the hostname', async () => {
-      const hosts = await virtualHostsFor(hostname);
-      const plain = hosts.find((h) => h.routeConfig === 'ingress_http');
-      return plain && clustersOf(plain.routes).some((c) => evil.test(c)) ? plain : undefined;
+    const isHijacked = (route: XdsRoute): boolean => JSON.stringify(route.match ?? {}).includes('/hijacked');
+    const isRoot = (route: XdsRoute): boolean => route.match?.prefix === '/';
+    // The foreign Ingress's own path lands in the hostname's virtual hosts, HTTPS included, although
+    // the foreign Ingress has no TLS section: Contour merges the Ingresses of one host.
+    const hosts = await waitFor('the foreign path in both virtual hosts of the hostname', async () => {
+      const found = await virtualHostsFor(hostname);
+      const merged = ['ingress_http', `https/${hostname}`].map((config) =>
+        found.find((h) => h.routeConfig === config),
+      );
+      return merged.every(
+        (h) => h !== undefined && clustersOf(h.routes.filter(isHijacked)).some((c) => evil.test(c)),
+      )
+        ? merged
+        : undefined;
     });
-    // Seen with Contour v1.33.8 (this test, every run so far): Contour merges both Ingresses into one
-    // virtual host and keeps one route per match, so the two `/` Prefix routes became one, and it is
-    // the foreign Ingress's: all of the hostname's traffic goes to the other namespace's Service, on
-    // HTTP and, although the foreign Ingress has no TLS, on HTTPS too (with Portico's certificate).
-    // The namespaces here sort hijacker-… before victim-…, and the foreign Ingress is the newer.
-    const routes = (r: readonly XdsRoute[]): unknown =>
-      r.map((route) => ({ match: route.match, clusters: clustersOf([route]) }));
-    console.log('foreign-routes: ingress_http routes for the hostname:', JSON.stringify(routes(http.routes)));
-    const https = (await virtualHostsFor(hostname)).find((h) => h.routeConfig === `https/${hostname}`);
-    console.log(
-      'foreign-routes: https routes for the hostname:',
-      JSON.stringify(routes(https?.routes ?? [])),
-    );
-    for (const host of [http, https]) {
-      const slash = (host?.routes ?? []).filter((r) => r.match?.prefix === '/');
+    for (const host of hosts) {
+      expect(clustersOf((host?.routes ?? []).filter(isHijacked))).toEqual([expect.stringMatching(evil)]);
+      // Both Ingresses have a `/` Prefix: Contour keeps one route per match. Which one it keeps was
+      // the foreign one in five runs of this file alone and the project's in a run of the whole
+      // suite: it is not fixed, so either can take all of the hostname's traffic.
+      const slash = clustersOf((host?.routes ?? []).filter(isRoot));
       expect(slash).toHaveLength(1);
-      expect(clustersOf(slash)).toEqual([expect.stringMatching(evil)]);
-      expect(clustersOf(host?.routes ?? []).filter((c) => project.test(c))).toEqual([]);
+      expect(slash[0]).toSatisfy((c: string) => evil.test(c) || project.test(c));
+      console.log(`foreign-routes: ${host?.routeConfig} sends / to ${slash[0]}`);
     }
   });
 
