@@ -18,6 +18,7 @@ import {
   createProject,
   deleteCustomDomain,
   dns,
+  domainCondition,
   getCustomDomain,
   kube,
   sandbox,
@@ -61,10 +62,6 @@ afterAll(async () => {
     () => restartStackController(stack),
   );
 });
-
-function condition(cd: CustomDomain, type: string): { status?: string; reason?: string; message?: string } {
-  return cd.status?.conditions?.find((c) => c.type === type) ?? {};
-}
 
 async function readProxy(namespace: string, name: string): Promise<HTTPProxy & HTTPProxyWithStatus> {
   return (await kube().custom.getNamespacedCustomObject({ ...CONTOUR_API, namespace, name })) as HTTPProxy &
@@ -183,11 +180,11 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     expect(first).toMatchObject({ generation: 1, tls: false });
     expect(watched.seen.some((v) => v.tls && (v.generation ?? 0) > 1)).toBe(true);
     expect(watched.seen.map((v) => v.currentStatus)).not.toContain('invalid');
-    expect(condition(live, 'Routed')).toMatchObject({ status: 'True', reason: 'RoutesReady' });
-    expect(condition(live, 'Routed').message).toContain(
+    expect(domainCondition(live, 'Routed')).toMatchObject({ status: 'True', reason: 'RoutesReady' });
+    expect(domainCondition(live, 'Routed').message).toContain(
       `HTTPProxy portico-www (Contour) routes ${hostname} to Service web:80. TLS from Secret www-tls.`,
     );
-    expect(condition(live, 'Routed').message).toContain(
+    expect(domainCondition(live, 'Routed').message).toContain(
       'Contour took HTTPProxy portico-www (currentStatus valid).',
     );
 
@@ -230,10 +227,10 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     await kube().custom.createNamespacedCustomObject({ ...CONTOUR_API, namespace: ns, body: theirs });
     const asCreated = await readProxy(ns, 'theirs');
     const refused = await waitForCondition(ns, 'www', 'Routed', 'False', 'DuplicateVhost', 60_000);
-    expect(condition(refused, 'Routed').message).toBe(
+    expect(domainCondition(refused, 'Routed').message).toBe(
       `Contour marks HTTPProxy portico-www invalid: VirtualHostError (DuplicateVhost): fqdn "${hostname}" is used in multiple HTTPProxies: ${ns}/portico-www, ${ns}/theirs.`,
     );
-    expect(condition(refused, 'Ready')).toMatchObject({ status: 'False', reason: 'DuplicateVhost' });
+    expect(domainCondition(refused, 'Ready')).toMatchObject({ status: 'False', reason: 'DuplicateVhost' });
     const mine = await readProxy(ns, 'portico-www');
     expect(mine.status?.currentStatus).toBe('invalid');
 
@@ -266,7 +263,7 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     const asCreated = await readProxy(ns, 'portico-www');
     await servingDomain(ns, 'www', hostname);
     const inUse = await waitForCondition(ns, 'www', 'Routed', 'False', 'NameInUse', 60_000);
-    expect(condition(inUse, 'Routed').message).toContain(
+    expect(domainCondition(inUse, 'Routed').message).toContain(
       "HTTPProxy portico-www exists and is not Portico's (no app.kubernetes.io/managed-by=portico label)",
     );
     const kept = await readProxy(ns, 'portico-www');
@@ -298,10 +295,10 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     await dns.setCname(old, sandbox.platformCnameTarget);
     await createCustomDomain(ns, 'old', { hostname: old, redirect: { to: target, statusCode: 308 } });
     const live = await waitForCondition(ns, 'old', 'Ready', 'True', 'Live', 120_000);
-    expect(condition(live, 'Routed').message).toContain(
+    expect(domainCondition(live, 'Routed').message).toContain(
       `HTTPProxy portico-old (Contour) answers ${old} with 308 Permanent Redirect to https://${target}, keeping path and query.`,
     );
-    expect(condition(live, 'Routed').message).not.toContain('Note:');
+    expect(domainCondition(live, 'Routed').message).not.toContain('Note:');
 
     // Envoy's RedirectAction as Contour builds it, on HTTPS and (permitInsecure) on plain HTTP: the
     // target host, https, 308, and no path rewrite or strip_query (path and query kept).
@@ -352,10 +349,10 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     // Contour takes the Ingress instead (it publishes its address), and serves the hostname from it.
     const live = await waitFor('Routed by the Ingress', async () => {
       const cd = await getCustomDomain(ns, 'www');
-      const routed = condition(cd, 'Routed');
+      const routed = domainCondition(cd, 'Routed');
       return routed.status === 'True' && routed.message?.includes('Ingress portico-www') ? cd : undefined;
     });
-    expect(condition(live, 'Ready')).toMatchObject({ status: 'True', reason: 'Live' });
+    expect(domainCondition(live, 'Ready')).toMatchObject({ status: 'True', reason: 'Live' });
     const hosts = await xdsHostsOf(hostname, 2);
     expect(hosts.map((h) => h.routeConfig).sort()).toEqual([`https/${hostname}`, 'ingress_http']);
   });

@@ -12,16 +12,14 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import {
-  createCustomDomain,
-  createProject,
+  createServingDomain,
   deleteCustomDomain,
-  dns,
+  domainCondition,
   getCustomDomain,
   kube,
   postPebbleManagement,
   requestVerify,
   sandbox,
-  unique,
   waitFor,
   waitForCondition,
 } from './support/cluster.js';
@@ -33,26 +31,12 @@ import {
   withContourPaused,
 } from './support/contour.js';
 
-function condition(cd: CustomDomain, type: string): { status?: string; reason?: string; message?: string } {
-  return cd.status?.conditions?.find((c) => c.type === type) ?? {};
-}
-
 /**
  * A serial as uppercase hex without separators or leading zeros: Node's X509Certificate prints
  * whole bytes (a leading 0 nibble kept), the status may not.
  */
 function normalSerial(serial: string | undefined): string {
   return (serial ?? '').replaceAll(':', '').toUpperCase().replace(/^0+/, '');
-}
-
-/** A project with DNS pointing at the platform and a serving CustomDomain `www`. */
-async function domainOf(prefix: string): Promise<{ ns: string; hostname: string }> {
-  const ns = unique(prefix);
-  const hostname = `www.${ns}.example`;
-  await createProject(ns);
-  await dns.setCname(hostname, sandbox.platformCnameTarget);
-  await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
-  return { ns, hostname };
 }
 
 describe('Contour takes the Ingress of a domain', () => {
@@ -62,19 +46,19 @@ describe('Contour takes the Ingress of a domain', () => {
 
   beforeAll(async () => {
     expect(sandbox.dataPlane).toBe('contour');
-    ({ ns, hostname } = await domainOf('contour'));
+    ({ ns, hostname } = await createServingDomain('contour'));
     live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 90_000);
   });
 
   it("is Live once Contour published its address on the Ingress, and Routed says so in Contour's name", async () => {
     const ingress = await kube().networking.readNamespacedIngress({ namespace: ns, name: 'portico-www' });
     expect(ingress.status?.loadBalancer?.ingress).toEqual([{ ip: '127.0.0.1' }]);
-    expect(condition(live, 'Routed')).toMatchObject({ status: 'True' });
-    expect(condition(live, 'Routed').message).toContain(
+    expect(domainCondition(live, 'Routed')).toMatchObject({ status: 'True' });
+    expect(domainCondition(live, 'Routed').message).toContain(
       'Contour took Ingress portico-www (published address 127.0.0.1).',
     );
-    expect(condition(live, 'Routed').message).not.toContain('unconfirmed');
-    expect(condition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
+    expect(domainCondition(live, 'Routed').message).not.toContain('unconfirmed');
+    expect(domainCondition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
   });
 
   it("has, in Contour's xDS, a TLS filter chain for the hostname whose certificate is the one in Portico's Secret", async () => {
@@ -148,13 +132,13 @@ describe('Contour takes the Ingress of a domain', () => {
 describe('Contour not answering', () => {
   it('keeps a new domain waiting with a message naming Contour and since when, and Ready once Contour runs again', async () => {
     const { ns, hostname } = await withContourPaused(async () => {
-      const made = await domainOf('contour-paused');
+      const made = await createServingDomain('contour-paused');
       const waiting = await waitForCondition(made.ns, 'www', 'Routed', 'False', 'AwaitingDataPlane', 60_000);
       await waitForCondition(made.ns, 'www', 'CertificateReady', 'True', undefined, 90_000);
       const held = await getCustomDomain(made.ns, 'www');
-      expect(condition(held, 'Ready')).toMatchObject({ status: 'False', reason: 'AwaitingDataPlane' });
+      expect(domainCondition(held, 'Ready')).toMatchObject({ status: 'False', reason: 'AwaitingDataPlane' });
       expect(held.status?.phase).not.toBe('Live');
-      const message = condition(waiting, 'Routed').message ?? '';
+      const message = domainCondition(waiting, 'Routed').message ?? '';
       expect(message).toMatch(
         /^Ingress portico-www is written since \d{4}-\d\d-\d\dT[\d:.]+Z, but no address/,
       );
@@ -169,7 +153,7 @@ describe('Contour not answering', () => {
       return made;
     });
     const live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 60_000);
-    expect(condition(live, 'Routed').message).toContain('Contour took Ingress portico-www');
-    expect(condition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
+    expect(domainCondition(live, 'Routed').message).toContain('Contour took Ingress portico-www');
+    expect(domainCondition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
   });
 });

@@ -35,6 +35,7 @@ import { createProject, sandbox, unique, waitFor } from './support/cluster.js';
 import {
   clients,
   createPolicy,
+  envoyClientCheck,
   getPolicy,
   rateLimitClient,
   startProcess,
@@ -43,7 +44,6 @@ import {
 } from './ratelimit-helpers.js';
 
 const run = promisify(execFile);
-const RATELIMIT_CLIENT = path.join(sandbox.toolsBinDir, 'envoy-ratelimit-client');
 /** The sandbox operator's namespace and the defaults of its Contour flags (docs/ratelimits.md). */
 const OPERATOR_NAMESPACE = 'portico-system';
 const EXTENSION_CLUSTER = `extension/${OPERATOR_NAMESPACE}/portico-ratelimit`;
@@ -363,36 +363,9 @@ function entryFor(
   return { key: m.descriptor_key ?? 'header_match', value: m.descriptor_value };
 }
 
-interface ClientAnswer {
-  code: string;
-  limit: number | undefined;
-  remaining: number;
-  headers: Record<string, string>;
-}
-
-/** envoyproxy/ratelimit's client_cmd with one descriptor (its Go protobuf text answer parsed). */
-async function clientCmd(domain: string, entries: { key: string; value: string }[]): Promise<ClientAnswer> {
-  const descriptor = entries.map((e) => `${e.key}=${e.value}`).join(',');
-  const { stdout } = await run(
-    RATELIMIT_CLIENT,
-    ['-dial_string', sandbox.ratelimitGrpcAddr, '-domain', domain, '-descriptors', descriptor],
-    { timeout: 10_000 },
-  );
-  const line = stdout.split('\n').find((l) => l.startsWith('response:'));
-  if (line === undefined) throw new Error(`client_cmd printed no response: ${stdout}`);
-  const headers: Record<string, string> = {};
-  for (const m of line.matchAll(
-    /response_headers_to_add:\s*\{\s*key:\s*"([^"]+)"\s+value:\s*"([^"]*)"\s*\}/g,
-  )) {
-    headers[m[1] ?? ''] = m[2] ?? '';
-  }
-  const limit = /requests_per_unit:\s*(\d+)/.exec(line)?.[1];
-  return {
-    code: /overall_code:\s*(\w+)/.exec(line)?.[1] ?? 'UNKNOWN',
-    limit: limit === undefined ? undefined : Number(limit),
-    remaining: Number(/limit_remaining:\s*(\d+)/.exec(line)?.[1] ?? '0'),
-    headers,
-  };
+/** One descriptor's entries as client_cmd's `-descriptors` value, `key=value,key=value`. */
+function descriptorText(entries: readonly { key: string; value: string }[]): string {
+  return entries.map((e) => `${e.key}=${e.value}`).join(',');
 }
 
 /**
@@ -557,10 +530,10 @@ describe('a RateLimitPolicy attached to a root HTTPProxy', () => {
     const [pro] = withPlan;
     const [free] = noPlan;
     if (pro === undefined || free === undefined) throw new Error('no descriptors');
-    const proAnswer = await clientCmd(GATEWAY_DOMAIN, pro);
+    const proAnswer = await envoyClientCheck(GATEWAY_DOMAIN, descriptorText(pro));
     expect(proAnswer).toMatchObject({ code: 'OK', limit: 300, remaining: 299 });
     expect(proAnswer.headers['X-RateLimit-Limit']).toBe('300');
-    const freeAnswer = await clientCmd(GATEWAY_DOMAIN, free);
+    const freeAnswer = await envoyClientCheck(GATEWAY_DOMAIN, descriptorText(free));
     expect(freeAnswer).toMatchObject({ code: 'OK', limit: 60, remaining: 59 });
     expect(freeAnswer.headers['X-RateLimit-Remaining']).toBe('59');
   });

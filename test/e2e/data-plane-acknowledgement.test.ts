@@ -11,17 +11,14 @@
  */
 import { PatchStrategy, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CustomDomain } from '../../src/api/customdomain.js';
 import type { HTTPRoute, ListenerSet } from '../../src/routing/gateway.js';
 import {
-  createCustomDomain,
-  createProject,
+  createServingDomain,
   customDomainApi,
   deleteCustomDomain,
-  dns,
+  domainCondition,
   getCustomDomain,
   kube,
-  sandbox,
   unique,
   waitFor,
   waitForCondition,
@@ -62,20 +59,6 @@ afterAll(async () => {
   );
 });
 
-function condition(cd: CustomDomain, type: string): { status?: string; reason?: string; message?: string } {
-  return cd.status?.conditions?.find((c) => c.type === type) ?? {};
-}
-
-/** A project with DNS pointing at the platform and a serving CustomDomain `www`. */
-async function domainOf(prefix: string): Promise<{ ns: string; hostname: string }> {
-  const ns = unique(prefix);
-  const hostname = `www.${ns}.example`;
-  await createProject(ns);
-  await dns.setCname(hostname, sandbox.platformCnameTarget);
-  await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
-  return { ns, hostname };
-}
-
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 function statusCondition(
@@ -94,12 +77,12 @@ describe('with the data-plane acknowledgement off', () => {
   });
 
   it('is Ready, and Routed and Ready say the route is written but unconfirmed', async () => {
-    const { ns, hostname } = await domainOf('ack-off');
+    const { ns, hostname } = await createServingDomain('ack-off');
     const cd = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 60_000);
-    expect(condition(cd, 'Routed')).toMatchObject({ status: 'True', reason: 'RoutesReady' });
-    expect(condition(cd, 'Routed').message).toContain('Written, but unconfirmed');
-    expect(condition(cd, 'Ready').message).toContain('unconfirmed');
-    expect(condition(cd, 'Ready').message).not.toBe(`${hostname} serves over HTTPS.`);
+    expect(domainCondition(cd, 'Routed')).toMatchObject({ status: 'True', reason: 'RoutesReady' });
+    expect(domainCondition(cd, 'Routed').message).toContain('Written, but unconfirmed');
+    expect(domainCondition(cd, 'Ready').message).toContain('unconfirmed');
+    expect(domainCondition(cd, 'Ready').message).not.toBe(`${hostname} serves over HTTPS.`);
   });
 });
 
@@ -197,28 +180,33 @@ describe('gateway mode with the acknowledgement on (the test plays the Gateway: 
   let hostname = '';
 
   it("keeps a domain whose HTTPRoute the gateway (played by the test) does not accept not Ready, with the gateway's message; Ready once accepted", async () => {
-    ({ ns, hostname } = await domainOf('ack-gw'));
+    ({ ns, hostname } = await createServingDomain('ack-gw'));
     await waitForCondition(ns, 'www', 'CertificateReady', 'True', undefined, 60_000);
     const awaiting = await waitForCondition(ns, 'www', 'Routed', 'False', 'AwaitingDataPlane', 30_000);
     // The CRD's default status of a ListenerSet, which a Gateway without ListenerSet support leaves.
-    expect(condition(awaiting, 'Routed').message).toContain('Waiting for controller');
+    expect(domainCondition(awaiting, 'Routed').message).toContain('Waiting for controller');
 
     await programListenerSet(ns);
     await reportOnRoute(ns, false);
     const refused = await waitForCondition(ns, 'www', 'Routed', 'False', 'NotAllowedByListeners', 15_000);
-    expect(condition(refused, 'Routed').message).toContain(
+    expect(domainCondition(refused, 'Routed').message).toContain(
       `Gateway ${GATEWAY_NAMESPACE}/public on HTTPRoute portico-www (${CONTROLLER_NAME}): Accepted=False (NotAllowedByListeners): no listener of Gateway ${GATEWAY_NAMESPACE}/public admits routes for this hostname`,
     );
-    expect(condition(refused, 'Ready')).toMatchObject({ status: 'False', reason: 'NotAllowedByListeners' });
+    expect(domainCondition(refused, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'NotAllowedByListeners',
+    });
     expect(refused.status?.phase).not.toBe('Live');
 
     await reportOnRoute(ns, true);
     const live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 15_000);
-    expect(condition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
-    expect(condition(live, 'Routed').message).toContain(
+    expect(domainCondition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
+    expect(domainCondition(live, 'Routed').message).toContain(
       `Gateway ${GATEWAY_NAMESPACE}/public, ListenerSet ${ns}/portico-www accepted HTTPRoute portico-www.`,
     );
-    expect(condition(live, 'Routed').message).toContain('The gateway programmed ListenerSet portico-www.');
+    expect(domainCondition(live, 'Routed').message).toContain(
+      'The gateway programmed ListenerSet portico-www.',
+    );
   });
 
   it("a Live domain's ListenerSet has an HTTPS listener for its hostname that names its Secret, and the HTTPRoute names the ListenerSet", async () => {

@@ -7,12 +7,12 @@
  * `portico_customdomain_foreign_routes`; deleting the Ingress clears it.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { CustomDomain } from '../../src/api/customdomain.js';
 import {
   createCustomDomain,
   createProject,
   deleteCustomDomain,
   dns,
+  domainCondition,
   getCustomDomain,
   kube,
   sandbox,
@@ -22,10 +22,6 @@ import {
 } from './support/cluster.js';
 import { virtualHostsFor, type XdsRoute } from './support/contour.js';
 import { scrape } from './support/metrics.js';
-
-function condition(cd: CustomDomain, type: string): { status?: string; reason?: string; message?: string } {
-  return cd.status?.conditions?.find((c) => c.type === type) ?? {};
-}
 
 /** The clusters the routes of `routes` go to. */
 function clustersOf(routes: readonly XdsRoute[]): string[] {
@@ -131,9 +127,9 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
 
   it('sets Conflicted=True naming the Ingress, takes Ready down, records one Warning Event, and counts it', async () => {
     const cd = await waitForCondition(ns, 'www', 'Conflicted', 'True', 'ForeignRoute', 60_000);
-    expect(condition(cd, 'Conflicted').message).toContain(`Ingress ${other}/hijack`);
-    expect(condition(cd, 'Ready')).toMatchObject({ status: 'False', reason: 'ForeignRoute' });
-    expect(condition(cd, 'Ready').message).toContain(`Ingress ${other}/hijack`);
+    expect(domainCondition(cd, 'Conflicted').message).toContain(`Ingress ${other}/hijack`);
+    expect(domainCondition(cd, 'Ready')).toMatchObject({ status: 'False', reason: 'ForeignRoute' });
+    expect(domainCondition(cd, 'Ready').message).toContain(`Ingress ${other}/hijack`);
     const events = await waitFor('the ForeignRoute Warning Event', async () => {
       const list = await kube().core.listNamespacedEvent({ namespace: ns });
       const found = list.items.filter((e) => e.reason === 'ForeignRoute' && e.involvedObject.name === 'www');
@@ -176,11 +172,13 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
     });
     const cd = await waitFor('Conflicted naming both Ingresses', async () => {
       const found = await waitForCondition(ns, 'www', 'Conflicted', 'True', 'ForeignRoute');
-      return condition(found, 'Conflicted').message?.includes(`Ingress ${ns}/by-hand`) === true
+      return domainCondition(found, 'Conflicted').message?.includes(`Ingress ${ns}/by-hand`) === true
         ? found
         : undefined;
     });
-    expect(condition(cd, 'Conflicted').message).toContain(`Ingress ${other}/hijack; Ingress ${ns}/by-hand`);
+    expect(domainCondition(cd, 'Conflicted').message).toContain(
+      `Ingress ${other}/hijack; Ingress ${ns}/by-hand`,
+    );
     const events = await waitFor('a second ForeignRoute Event', async () => {
       const list = await kube().core.listNamespacedEvent({ namespace: ns });
       const found = list.items.filter((e) => e.reason === 'ForeignRoute');
@@ -193,7 +191,7 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
     await kube().networking.deleteNamespacedIngress({ namespace: ns, name: 'by-hand' });
     await waitFor('Conflicted naming the first Ingress only', async () => {
       const found = await getCustomDomain(ns, 'www');
-      const message = condition(found, 'Conflicted').message ?? '';
+      const message = domainCondition(found, 'Conflicted').message ?? '';
       return message.includes(`Ingress ${other}/hijack`) && !message.includes('by-hand') ? true : undefined;
     });
     const after = await kube().core.listNamespacedEvent({ namespace: ns });
@@ -214,7 +212,7 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
     });
     await waitFor('Conflicted naming the HTTPProxy', async () => {
       const found = await getCustomDomain(ns, 'www');
-      return condition(found, 'Conflicted').message?.includes(`HTTPProxy ${other}/theirs`) === true
+      return domainCondition(found, 'Conflicted').message?.includes(`HTTPProxy ${other}/theirs`) === true
         ? true
         : undefined;
     });
@@ -222,7 +220,7 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
     await kube().custom.deleteNamespacedCustomObject({ ...api, namespace: other, name: 'theirs' });
     await waitFor('the HTTPProxy no longer named', async () => {
       const found = await getCustomDomain(ns, 'www');
-      const message = condition(found, 'Conflicted').message ?? '';
+      const message = domainCondition(found, 'Conflicted').message ?? '';
       return message.includes(`Ingress ${other}/hijack`) && !message.includes(`HTTPProxy ${other}/theirs`)
         ? true
         : undefined;
@@ -232,7 +230,7 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
   it('clears the condition, brings Ready back and drops the metric once the Ingress is deleted', async () => {
     await kube().networking.deleteNamespacedIngress({ namespace: other, name: 'hijack' });
     const cd = await waitForCondition(ns, 'www', 'Conflicted', 'False', 'NoForeignRoute', 60_000);
-    expect(condition(cd, 'Conflicted').message).not.toContain('hijack');
+    expect(domainCondition(cd, 'Conflicted').message).not.toContain('hijack');
     await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 60_000);
     expect(await foreignRouteSamples(ns)).toEqual([]);
     // And Contour routes the hostname to the project again.

@@ -4,63 +4,19 @@
  * commit pinned in scripts/install-tools.sh) calls the sandbox's rate-limit server for one key while
  * Portico's own client calls it for another key of the same plan, in lockstep: after every pair of
  * calls the two answers must agree on the code, the limit, the remaining count and the headers.
- *
- * client_cmd prints Go's protobuf text format, which inserts random extra spaces on purpose, so the
- * parsing below allows any whitespace between tokens; proto3 leaves zero values out of it
- * (`limit_remaining: 0` is not printed).
+ * client_cmd's text answer is read by `parseClientCmd` (ratelimit-helpers.ts).
  */
-import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sandbox, unique } from './support/cluster.js';
+import { unique } from './support/cluster.js';
 import {
-  TOOLS_BIN,
   check,
   createNamespace,
   createPolicy,
+  envoyClientCheck,
   freshMinute,
   rateLimitClient,
   waitForPolicyCondition,
 } from './ratelimit-helpers.js';
-
-const run = promisify(execFile);
-const CLIENT = path.join(TOOLS_BIN, 'envoy-ratelimit-client');
-
-interface ParsedAnswer {
-  code: string;
-  limit: number | undefined;
-  remaining: number;
-  headers: Record<string, string>;
-}
-
-/** Reads client_cmd's `response: ...` line. */
-function parseClientCmd(stdout: string): ParsedAnswer {
-  const line = stdout.split('\n').find((l) => l.startsWith('response:'));
-  if (line === undefined) throw new Error(`client_cmd printed no response: ${stdout}`);
-  const headers: Record<string, string> = {};
-  for (const m of line.matchAll(
-    /response_headers_to_add:\s*\{\s*key:\s*"([^"]+)"\s+value:\s*"([^"]*)"\s*\}/g,
-  )) {
-    headers[m[1] ?? ''] = m[2] ?? '';
-  }
-  const limit = /requests_per_unit:\s*(\d+)/.exec(line)?.[1];
-  return {
-    code: /overall_code:\s*(\w+)/.exec(line)?.[1] ?? 'UNKNOWN',
-    limit: limit === undefined ? undefined : Number(limit),
-    remaining: Number(/limit_remaining:\s*(\d+)/.exec(line)?.[1] ?? '0'),
-    headers,
-  };
-}
-
-async function clientCmd(domain: string, descriptor: string): Promise<ParsedAnswer> {
-  const { stdout } = await run(
-    CLIENT,
-    ['-dial_string', sandbox.ratelimitGrpcAddr, '-domain', domain, '-descriptors', descriptor],
-    { timeout: 10_000 },
-  );
-  return parseClientCmd(stdout);
-}
 
 const ns = unique('rl-envoy');
 const name = 'public-api';
@@ -86,7 +42,7 @@ describe("envoyproxy/ratelimit's client_cmd", () => {
   it("gets the same answers as Portico's client, call for call, through the 61st", async () => {
     await freshMinute(30);
     for (let i = 1; i <= 61; i++) {
-      const theirs = await clientCmd(domain, 'key_id=envoy-key,plan=free');
+      const theirs = await envoyClientCheck(domain, 'key_id=envoy-key,plan=free');
       const ours = await check(domain, { key_id: 'portico-key', plan: 'free' });
       expect(theirs.code).toBe(ours.code);
       expect(theirs.code).toBe(i <= 60 ? 'OK' : 'OVER_LIMIT');
@@ -104,9 +60,9 @@ describe("envoyproxy/ratelimit's client_cmd", () => {
   });
 
   it('sees the plan and default plan rules the same way', async () => {
-    const pro = await clientCmd(domain, 'key_id=envoy-pro,plan=pro');
+    const pro = await envoyClientCheck(domain, 'key_id=envoy-pro,plan=pro');
     expect(pro).toMatchObject({ code: 'OK', limit: 300, remaining: 299 });
-    const unknown = await clientCmd(domain, 'key_id=envoy-unknown,plan=gold');
+    const unknown = await envoyClientCheck(domain, 'key_id=envoy-unknown,plan=gold');
     expect(unknown).toMatchObject({ code: 'OK', limit: 60, remaining: 59 });
   });
 });

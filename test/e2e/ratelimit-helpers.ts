@@ -3,13 +3,14 @@
  * RateLimitPolicy objects on the real API server, Redis, and extra real processes (a rate-limit
  * server with other flags, a Redis of its own, a Redis Cluster) started and stopped by pid.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import type { RateLimitPolicy, RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
@@ -282,4 +283,52 @@ export async function metricValue(metricsUrl: string, name: string, labelMatch =
     .split('\n')
     .filter((l) => l.startsWith(name) && l.includes(labelMatch))
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+}
+
+/** envoyproxy/ratelimit's `client_cmd` answer: the overall code, the first status's limit, headers. */
+export interface EnvoyClientAnswer {
+  code: string;
+  limit: number | undefined;
+  remaining: number;
+  headers: Record<string, string>;
+}
+
+/**
+ * Reads client_cmd's `response: ...` line. It prints Go's protobuf text format, which inserts random
+ * extra spaces on purpose, so any whitespace is allowed between tokens; proto3 leaves zero values out
+ * (`limit_remaining: 0` is not printed).
+ *
+ * @throws Error when the output has no response line
+ */
+export function parseClientCmd(stdout: string): EnvoyClientAnswer {
+  const line = stdout.split('\n').find((l) => l.startsWith('response:'));
+  if (line === undefined) throw new Error(`client_cmd printed no response: ${stdout}`);
+  const headers: Record<string, string> = {};
+  for (const m of line.matchAll(
+    /response_headers_to_add:\s*\{\s*key:\s*"([^"]+)"\s+value:\s*"([^"]*)"\s*\}/g,
+  )) {
+    headers[m[1] ?? ''] = m[2] ?? '';
+  }
+  const limit = /requests_per_unit:\s*(\d+)/.exec(line)?.[1];
+  return {
+    code: /overall_code:\s*(\w+)/.exec(line)?.[1] ?? 'UNKNOWN',
+    limit: limit === undefined ? undefined : Number(limit),
+    remaining: Number(/limit_remaining:\s*(\d+)/.exec(line)?.[1] ?? '0'),
+    headers,
+  };
+}
+
+/**
+ * One check of the sandbox's rate-limit server by envoyproxy/ratelimit's `client_cmd` (the stack's
+ * tools directory): `descriptor` is its `-descriptors` value, `key=value,key=value`.
+ *
+ * @throws Error when the client fails, runs over 10 s, or prints no response
+ */
+export async function envoyClientCheck(domain: string, descriptor: string): Promise<EnvoyClientAnswer> {
+  const { stdout } = await promisify(execFile)(
+    path.join(sandbox.toolsBinDir, 'envoy-ratelimit-client'),
+    ['-dial_string', sandbox.ratelimitGrpcAddr, '-domain', domain, '-descriptors', descriptor],
+    { timeout: 10_000 },
+  );
+  return parseClientCmd(stdout);
 }

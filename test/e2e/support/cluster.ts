@@ -130,6 +130,27 @@ export async function createCustomDomain(
   });
 }
 
+/**
+ * A project (createProject) whose hostname `www.<ns>.example` has its CNAME to the platform, and its
+ * serving CustomDomain `www` (Service `web`, port 80); `ns` is `unique(prefix)`.
+ */
+export async function createServingDomain(prefix: string): Promise<{ ns: string; hostname: string }> {
+  const ns = unique(prefix);
+  const hostname = `www.${ns}.example`;
+  await createProject(ns);
+  await dns.setCname(hostname, sandbox.platformCnameTarget);
+  await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+  return { ns, hostname };
+}
+
+/** The CustomDomain's condition `type` as status holds it; an empty object when it has none. */
+export function domainCondition(
+  cd: CustomDomain,
+  type: string,
+): { status?: string; reason?: string; message?: string } {
+  return cd.status?.conditions?.find((c) => c.type === type) ?? {};
+}
+
 export async function getCustomDomain(namespace: string, name: string): Promise<CustomDomain> {
   return (await kube().custom.getNamespacedCustomObject({
     ...customDomainApi,
