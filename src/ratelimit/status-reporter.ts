@@ -6,10 +6,11 @@
  * on shutdown the instance applies an empty data map, which removes its key (server-side apply drops
  * fields a manager no longer sets). See docs/adr/2026-11-22-ratelimit-enforced-reporting.md.
  */
-import { PatchStrategy, type KubernetesObjectApi } from '@kubernetes/client-node';
+import type { KubernetesObjectApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../api/customdomain.js';
 import { RATELIMIT_COMPONENT_LABEL, RATELIMIT_COMPONENT_VALUE } from '../api/ratelimitpolicy.js';
+import { serverSideApply } from '../kube/server-side-apply.js';
 import { HEARTBEAT_INTERVAL_MS, reportKey, type LoadReport } from './load-report.js';
 import type { LoadReportWriteResult } from './metrics.js';
 
@@ -90,7 +91,8 @@ export class StatusReporter {
   }
 
   async #apply(data: Record<string, string>): Promise<void> {
-    await this.#o.objects.patch(
+    await serverSideApply(
+      this.#o.objects,
       {
         apiVersion: 'v1',
         kind: 'ConfigMap',
@@ -104,11 +106,7 @@ export class StatusReporter {
         },
         data,
       },
-      undefined,
-      undefined,
-      `portico-ratelimit-server.${this.#o.instance}`.slice(0, 128),
-      true,
-      PatchStrategy.ServerSideApply,
+      { fieldManager: `portico-ratelimit-server.${this.#o.instance}`.slice(0, 128), force: true },
     );
   }
 }

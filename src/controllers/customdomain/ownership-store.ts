@@ -16,16 +16,12 @@
  *   deleted (one small Secret per released hostname).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  PatchStrategy,
-  type CoreV1Api,
-  type KubernetesObjectApi,
-  type V1Secret,
-} from '@kubernetes/client-node';
+import { type CoreV1Api, type KubernetesObjectApi, type V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { FIELD_MANAGER, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/customdomain.js';
 import { OWNERSHIP_KEY_MIN_BYTES, type HostnameRelease } from '../../dns/ownership.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
+import { serverSideApply } from '../../kube/server-side-apply.js';
 
 const KEY_FIELD = 'key';
 /** Label on every release record. */
@@ -138,14 +134,7 @@ export class OwnershipStore {
         releasedAt: b64(at.toISOString()),
       },
     };
-    await this.#objects.patch(
-      secret,
-      undefined,
-      undefined,
-      FIELD_MANAGER,
-      true,
-      PatchStrategy.ServerSideApply,
-    );
+    await serverSideApply(this.#objects, secret, { fieldManager: FIELD_MANAGER, force: true });
   }
 
   /**

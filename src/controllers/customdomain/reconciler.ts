@@ -63,6 +63,7 @@ import {
 import { conditionChanges, findCondition } from '../../kube/conditions.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { apiStatusCode, isNotFound } from '../../kube/errors.js';
+import { serverSideApply } from '../../kube/server-side-apply.js';
 import { backoffDelayMs, type BackoffPolicy } from '../../kube/backoff.js';
 import { lazyChild } from '../../observability/logger.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
@@ -833,14 +834,7 @@ export class CustomDomainReconciler {
   }
 
   async #apply(obj: KubernetesObject): Promise<void> {
-    await this.#d.objects.patch(
-      obj,
-      undefined,
-      undefined,
-      FIELD_MANAGER,
-      true,
-      PatchStrategy.ServerSideApply,
-    );
+    await serverSideApply(this.#d.objects, obj, { fieldManager: FIELD_MANAGER, force: true });
   }
 
   /**

@@ -7,13 +7,14 @@
  * Portico's fields (`portico-ratelimit/<policy>`) are noted as each object arrives, so the operator
  * knows where its fields are without a live read.
  */
-import { PatchStrategy, type KubeConfig, type KubernetesObjectApi } from '@kubernetes/client-node';
+import { type KubeConfig, type KubernetesObjectApi } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { FIELD_MANAGER } from '../../api/customdomain.js';
 import type { RateLimitPolicy } from '../../api/ratelimitpolicy.js';
 import { apiStatusCode, isNotFound } from '../../kube/errors.js';
 import { ResilientInformer } from '../../kube/informer.js';
+import { serverSideApply } from '../../kube/server-side-apply.js';
 import {
   attachmentFieldManager,
   attachmentManagersOn,
@@ -201,14 +202,7 @@ export class ContourAttacher {
       this.#options.headers,
     );
     try {
-      const applied = await this.#objects.patch(
-        body,
-        undefined,
-        undefined,
-        manager,
-        false,
-        PatchStrategy.ServerSideApply,
-      );
+      const applied = await serverSideApply(this.#objects, body, { fieldManager: manager, force: false });
       return { kind: 'applied', proxy: applied };
     } catch (err: unknown) {
       return this.#failed(err, `${namespace}/${name}`);
@@ -243,14 +237,7 @@ export class ContourAttacher {
     });
     let applied: HTTPProxy;
     try {
-      applied = await this.#objects.patch(
-        body,
-        undefined,
-        undefined,
-        manager,
-        false,
-        PatchStrategy.ServerSideApply,
-      );
+      applied = await serverSideApply(this.#objects, body, { fieldManager: manager, force: false });
     } catch (err: unknown) {
       if (isNotFound(err)) return;
       if (apiStatusCode(err) === 409) throw new StaleTargetError(`${namespace}/${name}`);
@@ -294,14 +281,10 @@ export class ContourAttacher {
   async applyExtensionService(): Promise<boolean> {
     const o = this.#options.extensionService;
     try {
-      await this.#objects.patch(
-        extensionServiceApply(o),
-        undefined,
-        undefined,
-        FIELD_MANAGER,
-        true,
-        PatchStrategy.ServerSideApply,
-      );
+      await serverSideApply(this.#objects, extensionServiceApply(o), {
+        fieldManager: FIELD_MANAGER,
+        force: true,
+      });
     } catch (err: unknown) {
       const message = apiFailure(err).message;
       if (!isNotFound(err) && !/unrecognized|not found|could not find/i.test(message)) throw err;

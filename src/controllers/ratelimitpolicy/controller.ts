@@ -30,7 +30,6 @@
  */
 import {
   CustomObjectsApi,
-  PatchStrategy,
   type KubeConfig,
   type KubernetesObjectApi,
   type V1ConfigMap,
@@ -61,6 +60,7 @@ import { findCondition, type ConditionInput } from '../../kube/conditions.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { ResilientInformer } from '../../kube/informer.js';
+import { serverSideApply } from '../../kube/server-side-apply.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
 import {
@@ -491,7 +491,8 @@ export class RateLimitPolicyController {
   }
 
   async #applyShard(write: ShardWrite): Promise<void> {
-    await this.#o.objects.patch(
+    await serverSideApply(
+      this.#o.objects,
       {
         apiVersion: 'v1',
         kind: 'ConfigMap',
@@ -505,11 +506,7 @@ export class RateLimitPolicyController {
         },
         data: { [RATELIMIT_CONFIG_KEY]: write.text },
       },
-      undefined,
-      undefined,
-      FIELD_MANAGER,
-      true,
-      PatchStrategy.ServerSideApply,
+      { fieldManager: FIELD_MANAGER, force: true },
     );
     this.#log.info(
       { configMap: `${this.#o.namespace}/${write.name}`, bytes: Buffer.byteLength(write.text, 'utf8') },
