@@ -198,6 +198,7 @@ function build(
     });
   const controller = new CustomDomainController({
     kubeConfig,
+    ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
     createReconciler,
     queue,
     metrics,

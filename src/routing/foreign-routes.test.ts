@@ -8,6 +8,8 @@ import {
   namedRoutes,
   newRoutes,
   routeId,
+  routeClassOf,
+  servedWithPortico,
   slimForeignRoute,
 } from './foreign-routes.js';
 
@@ -112,5 +114,60 @@ describe('slimForeignRoute', () => {
     const route = obj({ hostnames: ['b.example.com'], rules: [] });
     slimForeignRoute('HTTPRoute', route);
     expect((route as { spec?: unknown }).spec).toEqual({ hostnames: ['b.example.com'] });
+  });
+});
+
+describe('routeClassOf and servedWithPortico (the class a controller reads, as Contour v1.33.8)', () => {
+  const withClass = (spec: unknown, annotations?: Record<string, string>): KubernetesObject => ({
+    ...obj(spec),
+    metadata: { name: 'x', namespace: 'y', ...(annotations ? { annotations } : {}) },
+  });
+
+  it("reads projectcontour.io/ingress.class, then kubernetes.io/ingress.class, then spec.ingressClassName; '' for none and for an HTTPRoute", () => {
+    const both = { 'projectcontour.io/ingress.class': 'a', 'kubernetes.io/ingress.class': 'b' };
+    expect(routeClassOf('HTTPProxy', withClass({ ingressClassName: 'c' }, both))).toBe('a');
+    expect(
+      routeClassOf('Ingress', withClass({ ingressClassName: 'c' }, { 'kubernetes.io/ingress.class': 'b' })),
+    ).toBe('b');
+    expect(
+      routeClassOf('Ingress', withClass({ ingressClassName: 'c' }, { 'kubernetes.io/ingress.class': '' })),
+    ).toBe('c');
+    expect(routeClassOf('Ingress', withClass({}))).toBe('');
+    expect(routeClassOf('HTTPRoute', withClass({ ingressClassName: 'c' }))).toBe('');
+  });
+
+  it.each([
+    ['no class of Portico: every object counts', undefined, 'other', true],
+    ['the same class counts', 'portico-edge', 'portico-edge', true],
+    ['another class does not', 'portico-edge', 'contour', false],
+    ['no class does not, for a class other than contour', 'portico-edge', '', false],
+    ['no class counts with class contour (Contour without --ingress-class-name)', 'contour', '', true],
+  ])('%s', (_name, portico, theirs, served) => {
+    const spec = theirs === '' ? { virtualhost: { fqdn: 'a.example.com' } } : { ingressClassName: theirs };
+    expect(servedWithPortico('HTTPProxy', withClass(spec), portico)).toBe(served);
+    expect(servedWithPortico('Ingress', withClass(spec), portico)).toBe(served);
+  });
+
+  it('counts an HTTPRoute whatever the class', () => {
+    expect(servedWithPortico('HTTPRoute', obj({ hostnames: ['a.example.com'] }), 'portico-edge')).toBe(true);
+  });
+
+  it('trims a route of another class to no hostname, and keeps the class so that trimming again changes nothing', () => {
+    const theirs = withClass({
+      ingressClassName: 'contour',
+      virtualhost: { fqdn: 'a.example.com' },
+    });
+    slimForeignRoute('HTTPProxy', theirs, 'portico-edge');
+    expect(hostnamesOf('HTTPProxy', theirs).size).toBe(0);
+    const ours = withClass(
+      { rules: [{ host: 'b.example.com' }] },
+      {
+        'projectcontour.io/ingress.class': 'portico-edge',
+      },
+    );
+    slimForeignRoute('Ingress', ours, 'portico-edge');
+    slimForeignRoute('Ingress', ours, 'portico-edge');
+    expect([...hostnamesOf('Ingress', ours)]).toEqual(['b.example.com']);
+    expect(routeClassOf('Ingress', ours)).toBe('portico-edge');
   });
 });

@@ -62,6 +62,46 @@ export function hostnamesOf(kind: ForeignRouteKind, obj: KubernetesObject): Set<
   return out;
 }
 
+/** Contour's class when it is run without `--ingress-class-name` (internal/ingressclass). */
+export const CONTOUR_DEFAULT_CLASS = 'contour';
+
+/**
+ * The ingress class `obj` asks for, as Contour v1.33.8 reads it (internal/annotation
+ * `IngressClass`, internal/ingressclass): the annotation `projectcontour.io/ingress.class`, else
+ * `kubernetes.io/ingress.class`, else `spec.ingressClassName`; '' when none is set. An HTTPRoute
+ * has no class (it attaches to a Gateway through `parentRefs`): always ''.
+ */
+export function routeClassOf(kind: ForeignRouteKind, obj: KubernetesObject): string {
+  if (kind === 'HTTPRoute') return '';
+  const annotations = obj.metadata?.annotations ?? {};
+  for (const key of ['projectcontour.io/ingress.class', 'kubernetes.io/ingress.class']) {
+    const value = annotations[key];
+    if (typeof value === 'string' && value !== '') return value;
+  }
+  const spec = record((obj as { spec?: unknown }).spec);
+  return typeof spec.ingressClassName === 'string' ? spec.ingressClassName : '';
+}
+
+/**
+ * Whether the data plane that serves Portico's routes also serves the foreign `obj`, so that it can
+ * take traffic from a claimed hostname. `portico` is the operator's `--ingress-class-name`:
+ * - not set: every object counts (Portico cannot tell which controller serves what);
+ * - set: an Ingress or HTTPProxy counts only when its class (`routeClassOf`) is that class, or when
+ *   it names no class and that class is `contour`, which a Contour run without
+ *   `--ingress-class-name` serves together with classless objects. A controller given a class of
+ *   its own ignores objects of any other class and, Contour and ingress-nginx by default, those
+ *   with none (docs/routing.md, "A routing class of Portico's own"). An HTTPRoute always counts.
+ */
+export function servedWithPortico(
+  kind: ForeignRouteKind,
+  obj: KubernetesObject,
+  portico: string | undefined,
+): boolean {
+  if (portico === undefined || portico === '' || kind === 'HTTPRoute') return true;
+  const own = routeClassOf(kind, obj);
+  return own === portico || (own === '' && portico === CONTOUR_DEFAULT_CLASS);
+}
+
 /** `Kind namespace/name`: how a foreign object is named in messages and Events. */
 export function routeId(kind: string, obj: KubernetesObject): string {
   return `${kind} ${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
@@ -150,20 +190,28 @@ export function newRoutes(previousMessage: string | undefined, now: readonly str
 /**
  * Trims a foreign object to what the index reads, for the informer's `keep` (a cluster can hold
  * many Ingresses Portico does not own): metadata name, namespace and resourceVersion, and a spec in
- * the kind's own shape holding only its exact hostnames (`hostnamesOf` reads it the same way).
- * Idempotent; mutates `obj`; never throws.
+ * the kind's own shape holding only its exact hostnames (`hostnamesOf` reads it the same way), none
+ * when the object is not served with Portico's routes (`servedWithPortico` with `ingressClassName`,
+ * the operator's class). Idempotent; mutates `obj`; never throws.
  */
-export function slimForeignRoute(kind: ForeignRouteKind, obj: KubernetesObject): void {
-  const hosts = [...hostnamesOf(kind, obj)];
+export function slimForeignRoute(
+  kind: ForeignRouteKind,
+  obj: KubernetesObject,
+  ingressClassName?: string,
+): void {
+  const hosts = servedWithPortico(kind, obj, ingressClassName) ? [...hostnamesOf(kind, obj)] : [];
+  // The class is kept (as spec.ingressClassName) so that trimming again gives the same object.
+  const routeClass = routeClassOf(kind, obj);
+  const classField = routeClass === '' ? {} : { ingressClassName: routeClass };
   const { name = '', namespace = '', resourceVersion = '' } = obj.metadata ?? {};
   obj.metadata = { name, namespace, resourceVersion };
   let spec: unknown;
   switch (kind) {
     case 'Ingress':
-      spec = { rules: hosts.map((host) => ({ host })) };
+      spec = { ...classField, rules: hosts.map((host) => ({ host })) };
       break;
     case 'HTTPProxy':
-      spec = hosts[0] === undefined ? {} : { virtualhost: { fqdn: hosts[0] } };
+      spec = { ...classField, ...(hosts[0] === undefined ? {} : { virtualhost: { fqdn: hosts[0] } }) };
       break;
     case 'HTTPRoute':
       spec = { hostnames: hosts };

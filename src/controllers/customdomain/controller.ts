@@ -77,6 +77,12 @@ const FOREIGN_OPTIONAL_KINDS: ReadonlySet<string> = new Set([HTTPROUTE_KIND, HTT
 
 export interface CustomDomainControllerDeps {
   kubeConfig: KubeConfig;
+  /**
+   * The operator's `--ingress-class-name`: foreign Ingresses and HTTPProxies of another class are
+   * not served with Portico's routes and are not counted (routing/foreign-routes.ts
+   * `servedWithPortico`). Undefined: all count.
+   */
+  ingressClassName?: string;
   /** `view` also answers HostnameClaims' cache reads (`ClaimsCache`). */
   createReconciler: (view: ClusterView & ClaimsCache) => CustomDomainReconciler;
   queue: WorkQueue;
@@ -344,7 +350,7 @@ export class CustomDomainController {
       path,
       labelSelector: FOREIGN_SELECTOR,
       keep: (obj) => {
-        slimForeignRoute(kind, obj);
+        slimForeignRoute(kind, obj, this.#d.ingressClassName);
       },
       onChange: (obj, verb) => {
         const id = routeId(kind, obj);
