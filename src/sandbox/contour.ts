@@ -131,14 +131,21 @@ export async function applyRateLimitExtension(
   await runKubectl(kubectl, ['apply', '--server-side', '--field-manager=portico-controller', '-f', file]);
 }
 
-/** `contour serve`'s flags in the sandbox. */
+/**
+ * `contour serve`'s flags in the sandbox. `ingressClassName`: serve only Ingresses and HTTPProxies
+ * of that class (`--ingress-class-name`; Contour then ignores objects with no class), as a Contour
+ * of Portico's own would (docs/routing.md, "A routing class of Portico's own"); undefined: Contour's
+ * default, objects with no class or class `contour`.
+ */
 export function contourServeArgs(
   kubeconfig: string,
   configPath: string,
   ports: ContourPorts,
   rate: { qps: string; burst: string } = contourClientRate({}),
+  ingressClassName?: string,
 ): string[] {
   return [
+    ...(ingressClassName === undefined ? [] : ['--ingress-class-name', ingressClassName]),
     'serve',
     '--kubeconfig',
     kubeconfig,
@@ -191,9 +198,19 @@ export interface StartedContour {
   readonly healthUrl: string;
 }
 
+/** A second Contour beside the sandbox's, for one class (`startContour`'s last argument). */
+export interface ContourInstance {
+  /** Its process name (`<dir>/pids/<name>.pid`, `<dir>/logs/<name>.log`) and config file stem. */
+  readonly name: string;
+  /** `--ingress-class-name` (`contourServeArgs`). */
+  readonly ingressClassName: string;
+}
+
 /**
  * Writes Contour's configuration file into the sandbox, starts `contour serve`, and waits until its
- * `/healthz` answers 200.
+ * `/healthz` answers 200. Without `instance`, the sandbox's Contour (process `contour`, all
+ * classless objects); with it, another one serving only `instance.ingressClassName`, stopped with
+ * `stopProcess(paths, instance.name)`.
  *
  * @param binary the `contour` binary (scripts/install-tools.sh)
  * @throws ComponentStartError when it cannot start, exits, or is not healthy within 60 s
@@ -204,13 +221,16 @@ export async function startContour(
   kubeconfig: string,
   ports: ContourPorts,
   operatorNamespace: string,
+  instance?: ContourInstance,
 ): Promise<StartedContour> {
-  const configPath = paths.contourConfig;
+  const configPath =
+    instance === undefined ? paths.contourConfig : path.join(paths.dir, `${instance.name}.yaml`);
   await writeFile(configPath, stringify(contourConfig(operatorNamespace)));
+  const rate = contourClientRate(process.env);
   const proc = await startDetached(paths, {
-    name: CONTOUR,
+    name: instance?.name ?? CONTOUR,
     command: binary,
-    args: contourServeArgs(kubeconfig, configPath, ports, contourClientRate(process.env)),
+    args: contourServeArgs(kubeconfig, configPath, ports, rate, instance?.ingressClassName),
   });
   const healthUrl = `http://127.0.0.1:${ports.health}/healthz`;
   await waitUntilReady(proc, httpProbe(healthUrl), { timeoutMs: 60_000, intervalMs: 250 });

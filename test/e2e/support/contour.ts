@@ -52,11 +52,16 @@ export function splitTopLevelObjects(stdout: string): Record<string, unknown>[] 
  * it holds).
  *
  * @param timeoutMs how long to wait for the response, in milliseconds
+ * @param addr `host:port` of the Contour's xDS server (default: the stack's Contour)
  * @throws Error when no response arrives in time, or the client exits first (its stderr in the message)
  */
-export async function xdsResources(kind: XdsKind, timeoutMs = 15_000): Promise<XdsResource[]> {
+export async function xdsResources(
+  kind: XdsKind,
+  timeoutMs = 15_000,
+  addr: string = contourXdsAddr(),
+): Promise<XdsResource[]> {
   const contour = path.join(sandbox.toolsBinDir, 'contour');
-  const child = spawn(contour, ['cli', kind, '--contour', contourXdsAddr()], {
+  const child = spawn(contour, ['cli', kind, '--contour', addr], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -139,11 +144,15 @@ export interface XdsRoute {
   };
 }
 
-/** The virtual hosts for `hostname` in every RouteConfiguration, with the configuration's name. */
+/**
+ * The virtual hosts for `hostname` in every RouteConfiguration, with the configuration's name, of the
+ * Contour at `addr` (default: the stack's).
+ */
 export async function virtualHostsFor(
   hostname: string,
+  addr: string = contourXdsAddr(),
 ): Promise<{ routeConfig: string; routes: XdsRoute[]; rate_limits?: unknown[] }[]> {
-  const configs = (await xdsResources('rds')) as (XdsResource & {
+  const configs = (await xdsResources('rds', 15_000, addr)) as (XdsResource & {
     virtual_hosts?: { domains?: string[]; routes?: XdsRoute[]; rate_limits?: unknown[] }[];
   })[];
   return configs.flatMap((config) =>
