@@ -24,6 +24,13 @@ describe('contourServeArgs', () => {
     expect(args).toContain('--disable-leader-election');
     expect(after(args, '--kubernetes-client-qps')).toBe('100');
     expect(after(args, '--kubernetes-client-burst')).toBe('200');
+    expect(args).not.toContain('--ingress-class-name');
+  });
+
+  it("serves one class when given one (a serve flag: after 'serve')", () => {
+    const args = contourServeArgs('/k', '/c.yaml', ports, { qps: '5', burst: '10' }, 'portico-edge');
+    expect(args[0]).toBe('serve');
+    expect(after(args, '--ingress-class-name')).toBe('portico-edge');
   });
 });
 

@@ -145,8 +145,8 @@ export function contourServeArgs(
   ingressClassName?: string,
 ): string[] {
   return [
-    ...(ingressClassName === undefined ? [] : ['--ingress-class-name', ingressClassName]),
     'serve',
+    ...(ingressClassName === undefined ? [] : ['--ingress-class-name', ingressClassName]),
     '--kubeconfig',
     kubeconfig,
     '--config-path',

@@ -134,7 +134,7 @@ export async function sdsCertificateSerial(name: string): Promise<string | undef
 
 /** An Envoy route, as far as the tests read it. */
 export interface XdsRoute {
-  match?: { prefix?: string; path?: string };
+  match?: { prefix?: string; path?: string; path_separated_prefix?: string };
   route?: { cluster?: string; weighted_clusters?: { clusters?: { name: string }[] } };
   redirect?: {
     host_redirect?: string;
