@@ -287,7 +287,7 @@ const options = {
   'ingress-class': {
     type: 'string',
     env: 'PORTICO_INGRESS_CLASS',
-    help: 'spec.ingressClassName of created Ingresses (and HTTPProxies, flavor contour)',
+    help: 'spec.ingressClassName of created Ingresses (and HTTPProxies, flavor contour); foreign routes of another class are not counted',
   },
   'routing-mode': {
     type: 'string',
