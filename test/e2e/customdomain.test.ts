@@ -3,6 +3,8 @@
  * pebble-challtestsrv as the DNS server, the operator from dist/. Nothing here is mocked.
  */
 import { X509Certificate } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   createCustomDomain,
@@ -235,6 +237,58 @@ describe('removal', () => {
         return (err as { code?: number }).code === 404 ? true : undefined;
       }
     });
+  });
+});
+
+describe('removal of many Live domains at once', () => {
+  const ns = unique('bulk-rm');
+  const names = Array.from({ length: 20 }, (_, i) => `d${i}`);
+  const controllerLog = path.join(sandbox.sandboxDir, 'logs', 'portico-controller.log');
+
+  beforeAll(async () => {
+    await createProject(ns);
+    for (const name of names) await dns.setCname(`${name}.${ns}.example`, target);
+    await Promise.all(
+      names.map((name) =>
+        createCustomDomain(ns, name, {
+          hostname: `${name}.${ns}.example`,
+          service: { name: 'web', port: 80 },
+        }),
+      ),
+    );
+    for (const name of names) await waitForCondition(ns, name, 'Ready', 'True', 'Live', 120_000);
+  }, 180_000);
+
+  it('logs no error and records one Removed Event per domain (a key queued twice while its removal ran is no failure)', async () => {
+    const from = (await stat(controllerLog)).size;
+    await Promise.all(
+      names.map((name) =>
+        kube().custom.deleteNamespacedCustomObject({ ...customDomainApi, namespace: ns, name }),
+      ),
+    );
+    for (const name of names)
+      await waitFor(`${ns}/${name} to disappear`, async () => {
+        try {
+          await getCustomDomain(ns, name);
+          return undefined;
+        } catch (err) {
+          return (err as { code?: number }).code === 404 ? true : undefined;
+        }
+      });
+    // A failed reconcile is logged when it fails; give a queued second reconcile time to run.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const lines = (await readFile(controllerLog, 'utf8'))
+      .slice(from)
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level?: number; namespace?: string; msg?: string });
+    const errors = lines.filter((l) => (l.level ?? 0) >= 50 && JSON.stringify(l).includes(ns));
+    expect(errors.map((l) => l.msg)).toEqual([]);
+    expect(lines.filter((l) => l.namespace === ns && l.msg === 'removed')).toHaveLength(names.length);
+    const events = await kube().core.listNamespacedEvent({ namespace: ns });
+    const removed = events.items.filter((e) => e.reason === 'Removed');
+    expect(removed.map((e) => e.involvedObject.name).sort()).toEqual([...names].sort());
+    for (const e of removed) expect(e.count ?? 1).toBe(1);
   });
 });
 

@@ -495,6 +495,14 @@ export class CustomDomainReconciler {
       log.info('waiting for the routing objects to disappear before removing anything else');
       return { requeueAfterMs: 1_000 };
     }
+    // The cache may still hold a version an earlier reconcile already finalized (a key queued twice
+    // during the removal): the API server says whether there is anything left to do, so that the
+    // claim, the Event and the finalizer are handled once and a gone domain is no error.
+    const live = await this.#readLive(namespace, domain.metadata.name);
+    if (live === undefined || !(live.metadata.finalizers ?? []).includes(FINALIZER)) {
+      log.debug('already removed by an earlier reconcile');
+      return {};
+    }
     this.#cancelOrder(key);
     await this.#deleteIfCached(
       { apiVersion: 'v1', kind: 'Secret', metadata: { name: names.secret, namespace } },
@@ -510,23 +518,28 @@ export class CustomDomainReconciler {
       'Removed',
       `Routing for ${domain.spec.hostname} removed; traffic is no longer served. Certificate Secret ${names.secret} deleted.`,
     );
-    await this.#d.objects.patch(
-      {
-        apiVersion: domain.apiVersion,
-        kind: domain.kind,
-        metadata: {
-          name: domain.metadata.name,
-          namespace,
-          resourceVersion: domain.metadata.resourceVersion ?? '',
-          finalizers: (domain.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
+    try {
+      await this.#d.objects.patch(
+        {
+          apiVersion: domain.apiVersion,
+          kind: domain.kind,
+          metadata: {
+            name: domain.metadata.name,
+            namespace,
+            resourceVersion: live.metadata.resourceVersion ?? '',
+            finalizers: (live.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
+          },
         },
-      },
-      undefined,
-      undefined,
-      FIELD_MANAGER,
-      undefined,
-      PatchStrategy.MergePatch,
-    );
+        undefined,
+        undefined,
+        FIELD_MANAGER,
+        undefined,
+        PatchStrategy.MergePatch,
+      );
+    } catch (err) {
+      // Gone since it was read: its last finalizer was removed by someone else.
+      if (!isNotFound(err)) throw err;
+    }
     log.info('removed');
     return {};
   }
