@@ -18,11 +18,27 @@ export type RRsetAnswer =
   /** Any other failure: refused, connection refused, malformed reply. `code` is the resolver's code. */
   | { kind: 'error'; code: string };
 
+/**
+ * RRsets at a name besides CNAME, A and AAAA that a CNAME cannot share its name with (RFC 1034
+ * §3.6.2, RFC 2181 §10.1): MX values as `<preference> <exchange>`, TXT values with their
+ * character-strings joined, NS values as host names.
+ */
+export interface OtherRRsets {
+  mx: RRsetAnswer;
+  txt: RRsetAnswer;
+  ns: RRsetAnswer;
+}
+
 /** The RRsets read for one hostname. */
 export interface HostnameAnswers {
   cname: RRsetAnswer;
   a: RRsetAnswer;
   aaaa: RRsetAnswer;
+  /**
+   * Read only for a subdomain whose name exists without a CNAME (`DnsResolver.lookupHostname`);
+   * absent otherwise.
+   */
+  others?: OtherRRsets;
 }
 
 export { normalizeDnsName } from '../domain/hostname.js';

@@ -13,6 +13,10 @@ class TinyDnsServer {
   readonly addresses = new Map<string, string>();
   /** TXT records by name, each a list of character-strings. */
   readonly txt = new Map<string, string[][]>();
+  /** MX records by name. */
+  readonly mx = new Map<string, { preference: number; exchange: string }[]>();
+  /** NS records by name. */
+  readonly ns = new Map<string, string[]>();
   readonly asked: string[] = [];
   readonly #socket = createUdpSocket('udp4');
 
@@ -24,6 +28,8 @@ class TinyDnsServer {
       this.asked.push(`${question.type} ${question.name}`);
       const address = question.type === 'A' ? this.addresses.get(question.name) : undefined;
       const txt = question.type === 'TXT' ? (this.txt.get(question.name) ?? []) : [];
+      const mx = question.type === 'MX' ? (this.mx.get(question.name) ?? []) : [];
+      const ns = question.type === 'NS' ? (this.ns.get(question.name) ?? []) : [];
       const response = dnsPacket.encode({
         type: 'response',
         id: query.id,
@@ -34,6 +40,8 @@ class TinyDnsServer {
             ? []
             : [{ type: 'A' as const, name: question.name, ttl: 300, data: address }]),
           ...txt.map((strings) => ({ type: 'TXT' as const, name: question.name, ttl: 300, data: strings })),
+          ...mx.map((data) => ({ type: 'MX' as const, name: question.name, ttl: 300, data })),
+          ...ns.map((data) => ({ type: 'NS' as const, name: question.name, ttl: 300, data })),
         ],
       });
       this.#socket.send(response, peer.port, peer.address);
@@ -81,6 +89,21 @@ describe('DnsResolver against a DNS server over UDP', () => {
       values: ['portico-verification=abc', 'v=spf1 -all'],
     });
     expect(await resolver.lookupTxt('_portico-challenge.other.example')).toEqual({ kind: 'nodata' });
+  });
+
+  it('reads MX, TXT and NS at a name without a CNAME only when asked to (a subdomain), as presentation values', async () => {
+    server.mx.set('www.shop.example', [{ preference: 10, exchange: 'mail.shop.example' }]);
+    server.txt.set('www.shop.example', [['v=spf1 -all']]);
+    server.ns.set('www.shop.example', ['ns1.dns.example']);
+    const plain = await resolver.lookupHostname('www.shop.example');
+    expect(plain.others).toBeUndefined();
+    expect(server.asked.some((q) => q.startsWith('MX '))).toBe(false);
+    const full = await resolver.lookupHostname('www.shop.example', { otherRecords: true });
+    expect(full.others).toEqual({
+      mx: { kind: 'records', values: ['10 mail.shop.example'] },
+      txt: { kind: 'records', values: ['v=spf1 -all'] },
+      ns: { kind: 'records', values: ['ns1.dns.example'] },
+    });
   });
 
   it('answers 50 lookups (150 queries) in flight at once on its one channel', async () => {

@@ -65,14 +65,25 @@ export class DnsResolver {
     }
   }
 
-  /** The CNAME, A and AAAA answers for `name`, queried in parallel. Never throws. */
-  async lookupHostname(name: string): Promise<HostnameAnswers> {
+  /**
+   * The CNAME, A and AAAA answers for `name`, queried in parallel. With `otherRecords` (a subdomain,
+   * where a CNAME is wanted), also its MX, TXT and NS answers when the name exists but has no CNAME
+   * (NOERROR with no data): records a CNAME cannot share its name with (RFC 1034 §3.6.2), which
+   * the verdict names. A name that does not exist, or has a CNAME, costs no more queries. Never throws.
+   */
+  async lookupHostname(name: string, options: { otherRecords?: boolean } = {}): Promise<HostnameAnswers> {
     const [cname, a, aaaa] = await Promise.all([
       this.#query(name, (r, n) => r.resolveCname(n)),
       this.#query(name, (r, n) => r.resolve4(n)),
       this.#query(name, (r, n) => r.resolve6(n)),
     ]);
-    return { cname, a, aaaa };
+    if (options.otherRecords !== true || cname.kind !== 'nodata') return { cname, a, aaaa };
+    const [mx, txt, ns] = await Promise.all([
+      this.#query(name, async (r, n) => (await r.resolveMx(n)).map((m) => `${m.priority} ${m.exchange}`)),
+      this.lookupTxt(name),
+      this.#query(name, (r, n) => r.resolveNs(n)),
+    ]);
+    return { cname, a, aaaa, others: { mx, txt, ns } };
   }
 
   /**

@@ -39,6 +39,59 @@ describe('verifySubdomain', () => {
     expect(v.records).toEqual([{ type: 'A', name: host, value: '192.0.2.7' }]);
   });
 
+  it('names MX, TXT and NS records at the name as conflicting (RFC 1034 §3.6.2), not as RecordNotFound', () => {
+    const v = verifySubdomain(
+      host,
+      target,
+      answers({
+        others: { mx: rec('10 mail.example.com'), txt: rec('v=spf1 -all'), ns: nodata },
+      }),
+    );
+    expect(v).toMatchObject({ verified: false, reason: 'ConflictingRecord', transient: false });
+    expect(v.message).toContain(
+      'Found MX www.example.com -> 10 mail.example.com, TXT www.example.com -> v=spf1 -all where CNAME',
+    );
+    expect(v.message).toContain('RFC 1034 §3.6.2');
+    expect(v.message).not.toContain('zone of its own');
+    expect(v.records).toEqual([
+      { type: 'MX', name: host, value: '10 mail.example.com' },
+      { type: 'TXT', name: host, value: 'v=spf1 -all' },
+    ]);
+  });
+
+  it('says a delegated name (NS at it) is a zone whose apex cannot hold a CNAME', () => {
+    const v = verifySubdomain(
+      host,
+      target,
+      answers({ others: { mx: nodata, txt: nodata, ns: rec('ns1.dns.example', 'ns2.dns.example') } }),
+    );
+    expect(v.reason).toBe('ConflictingRecord');
+    expect(v.message).toContain(
+      'NS www.example.com -> ns1.dns.example, NS www.example.com -> ns2.dns.example',
+    );
+    expect(v.message).toContain(
+      `The NS records make ${host} a zone of its own, whose apex cannot hold a CNAME: remove the delegation, or create ALIAS (or ANAME) ${host} -> ${target} in that zone`,
+    );
+  });
+
+  it('lists addresses and other records together, and ignores a failed answer among the others', () => {
+    const v = verifySubdomain(
+      host,
+      target,
+      answers({
+        a: rec('192.0.2.7'),
+        others: { mx: { kind: 'servfail' }, txt: rec('hello'), ns: { kind: 'timeout' } },
+      }),
+    );
+    expect(v.reason).toBe('ConflictingRecord');
+    expect(v.records.map((r) => r.type)).toEqual(['A', 'TXT']);
+  });
+
+  it('is RecordNotFound when the others were read and hold nothing', () => {
+    const v = verifySubdomain(host, target, answers({ others: { mx: nodata, txt: nodata, ns: nodata } }));
+    expect(v.reason).toBe('RecordNotFound');
+  });
+
   it('tells NXDOMAIN from no data and carries the propagation note', () => {
     const nx = verifySubdomain(
       host,

@@ -3,7 +3,9 @@
  * create", §3 "Verify", §7 "Domain failures"). Pure: reads answers, returns a verdict.
  *
  * - A subdomain is verified by a CNAME whose value equals the platform target exactly
- *   (case-insensitive, trailing dot ignored, RFC 4343). Any other record at the name is a conflict.
+ *   (case-insensitive, trailing dot ignored, RFC 4343). Any other record at the name (A, AAAA, MX,
+ *   TXT, NS) is a conflict, named as such: a CNAME shares its name with no other data (RFC 1034
+ *   §3.6.2).
  * - An apex cannot hold a CNAME (RFC 1034 §3.6.2, RFC 2181 §10.1); its ALIAS/ANAME shows in DNS as
  *   A/AAAA records, which must equal the target's addresses. Any address beside them is a conflict.
  */
@@ -54,8 +56,16 @@ function observedRecords(hostname: string, answers: HostnameAnswers): ObservedRe
   for (const value of recordValues(answers.cname)) out.push({ type: 'CNAME', name: hostname, value });
   for (const value of recordValues(answers.a)) out.push({ type: 'A', name: hostname, value });
   for (const value of recordValues(answers.aaaa)) out.push({ type: 'AAAA', name: hostname, value });
+  if (answers.others !== undefined) {
+    for (const value of recordValues(answers.others.mx)) out.push({ type: 'MX', name: hostname, value });
+    for (const value of recordValues(answers.others.txt)) out.push({ type: 'TXT', name: hostname, value });
+    for (const value of recordValues(answers.others.ns)) out.push({ type: 'NS', name: hostname, value });
+  }
   return out;
 }
+
+/** Record types a CNAME cannot share its name with, as read here (RFC 1034 §3.6.2). */
+const CNAME_CONFLICTS: ReadonlySet<string> = new Set(['A', 'AAAA', 'MX', 'TXT', 'NS']);
 
 function describe(records: readonly ObservedRecord[]): string {
   return records.map((r) => `${r.type} ${r.name} -> ${r.value}`).join(', ');
@@ -97,7 +107,8 @@ function resolverFailure(
  *
  * @param hostname the customer's hostname, normalized
  * @param target the platform's CNAME target ({platform_cname_target}), normalized
- * @param answers the CNAME, A and AAAA answers for `hostname`
+ * @param answers the CNAME, A and AAAA answers for `hostname`, and its MX, TXT and NS answers when
+ *   read (`HostnameAnswers.others`); a failed answer among those is ignored
  */
 export function verifySubdomain(hostname: string, target: string, answers: HostnameAnswers): Verdict {
   const records = observedRecords(hostname, answers);
@@ -124,13 +135,18 @@ export function verifySubdomain(hostname: string, target: string, answers: Hostn
   }
   const failure = resolverFailure(hostname, [answers.cname], records);
   if (failure) return failure;
-  // No CNAME at the name: an address record there conflicts with the CNAME that is wanted.
-  const conflicting = records.filter((r) => r.type === 'A' || r.type === 'AAAA');
+  // No CNAME at the name: any other record there conflicts with the CNAME that is wanted, since a
+  // name with a CNAME holds no other data (RFC 1034 §3.6.2); DNS providers refuse to add the CNAME.
+  const conflicting = records.filter((r) => CNAME_CONFLICTS.has(r.type));
   if (conflicting.length > 0) {
+    const plural = conflicting.length > 1 ? 's' : '';
+    const delegated = conflicting.some((r) => r.type === 'NS')
+      ? ` The NS record${conflicting.filter((r) => r.type === 'NS').length > 1 ? 's make' : ' makes'} ${hostname} a zone of its own, whose apex cannot hold a CNAME: remove the delegation, or create ALIAS (or ANAME) ${hostname} -> ${target} in that zone and attach it as an apex.`
+      : '';
     return {
       verified: false,
       reason: 'ConflictingRecord',
-      message: `Found ${describe(conflicting)} where ${wanted} is wanted: delete the conflicting record${conflicting.length > 1 ? 's' : ''} and create the CNAME (a name with a CNAME can have no other records). ${PROPAGATION_NOTE}`,
+      message: `Found ${describe(conflicting)} where ${wanted} is wanted: a name with a CNAME can have no other records (RFC 1034 §3.6.2), so delete the conflicting record${plural} (move mail or TXT records elsewhere first if they are still needed) and create the CNAME.${delegated} ${PROPAGATION_NOTE}`,
       records,
       transient: false,
     };

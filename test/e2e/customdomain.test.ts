@@ -18,6 +18,7 @@ import {
   waitFor,
   waitForCondition,
   customDomainApi,
+  requestVerify,
 } from './support/cluster.js';
 import { scrape } from './support/metrics.js';
 
@@ -152,6 +153,24 @@ describe('a subdomain whose DNS is wrong stays unverified', () => {
     await expect(
       kube().networking.readNamespacedIngress({ namespace: ns, name: 'portico-a-record' }),
     ).rejects.toMatchObject({ code: 404 });
+  });
+
+  it("names a TXT record at the name as conflicting, with the rule, not as a missing CNAME (MX and NS: unit tests, the stack's DNS server cannot serve them)", async () => {
+    const hostname = `txt-record.${ns}.example`;
+    await dns.post('/set-txt', { host: `${hostname}.`, value: 'v=spf1 -all' });
+    await createCustomDomain(ns, 'txt-record', { hostname, service: { name: 'web' } });
+    const cd = await waitForCondition(ns, 'txt-record', 'DNSVerified', 'False', 'ConflictingRecord');
+    const message = cd.status?.conditions?.find((c) => c.type === 'DNSVerified')?.message ?? '';
+    expect(message).toContain(
+      `Found TXT ${hostname} -> v=spf1 -all where CNAME ${hostname} -> ${target} is wanted`,
+    );
+    expect(message).toContain('a name with a CNAME can have no other records (RFC 1034 §3.6.2)');
+    expect(cd.status?.observed?.records).toEqual([{ type: 'TXT', name: hostname, value: 'v=spf1 -all' }]);
+    // Once the customer removes it and creates the CNAME, the domain is verified.
+    await dns.post('/clear-txt', { host: `${hostname}.` });
+    await dns.setCname(hostname, target);
+    await requestVerify(ns, 'txt-record');
+    await waitForCondition(ns, 'txt-record', 'DNSVerified', 'True', 'RecordMatches');
   });
 
   it('names the CNAME to another value, and the CNAME wanted', async () => {

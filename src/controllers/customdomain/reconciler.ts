@@ -674,8 +674,9 @@ export class CustomDomainReconciler {
   }
 
   async #lookupVerdict(hostname: string, target: string): Promise<Verdict> {
-    const answers = await this.#d.resolver.lookupHostname(hostname);
-    if (!isApex(hostname)) return verifySubdomain(hostname, target, answers);
+    const apex = isApex(hostname);
+    const answers = await this.#d.resolver.lookupHostname(hostname, { otherRecords: !apex });
+    if (!apex) return verifySubdomain(hostname, target, answers);
     const configured = this.#d.apexAddresses;
     const targetAddresses =
       configured.length > 0
