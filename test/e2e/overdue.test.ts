@@ -2,7 +2,10 @@
  * Spec §3 / §7.3: a domain verified but still without a certificate after the threshold (30 min in
  * production) gets CertificateOverdue with the likely causes and the last failure. Run with an
  * operator whose threshold is 3 s and whose challenge server is not where the CA connects, so every
- * order fails at the HTTP-01 self-check (challenge requests not reaching the platform).
+ * order fails at the HTTP-01 self-check (challenge requests not reaching the platform). The threshold
+ * holds whatever the certificate waits for: a CAA refusal (before any order) and, with an operator
+ * whose ACME order budget is one order an hour (spent by a first domain), an order
+ * waiting for its turn are overdue too, with what they wait for in the message.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -70,5 +73,70 @@ describe('no certificate after the threshold', () => {
         : undefined;
     });
     expect(withFailure.message).toContain('did not serve the challenge response');
+  });
+});
+
+/**
+ * The CertificateOverdue message of `ns/www` once it carries `cause` (the overdue reason comes at the
+ * threshold; what the certificate waits for is known once the operator has looked).
+ */
+async function overdueMessageWith(ns: string, cause: string): Promise<string> {
+  return waitFor(`CertificateOverdue naming ${cause}`, async () => {
+    const current = await getCustomDomain(ns, 'www');
+    const c = current.status?.conditions?.find((x) => x.type === 'CertificateReady');
+    if (c?.reason === 'CertificateOverdue' && c.message.includes(cause)) return c.message;
+    throw new Error(`CertificateReady is ${c?.reason ?? 'absent'}: ${c?.message ?? ''}`);
+  });
+}
+
+describe('no certificate after the threshold, for a reason other than a failed order', () => {
+  it('is overdue when CAA forbids the CA, and says so with the CAA reason', async () => {
+    const ns = unique('overdue-caa');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    // At the customer's zone (the hostname's parent): the hostname itself holds the CNAME, and the
+    // CAA search climbs from the hostname (RFC 8659 §3).
+    const zone = `${ns}.example`;
+    await dns.post('/add-caa', { host: zone, policies: [{ tag: 'issue', value: 'digicert.com' }] });
+    try {
+      await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+      const message = await overdueMessageWith(ns, 'The last attempt failed (CAAForbidsIssuance):');
+      expect(message).toMatch(/No certificate \d+ seconds after verification/);
+      expect(message).toContain('digicert.com');
+    } finally {
+      await dns.post('/clear-caa', { host: zone });
+    }
+  });
+
+  it('is overdue while the order waits for the ACME budget, and says where it is in line', async () => {
+    if (operator) await stopOperator(operator);
+    operator = undefined;
+    if (!stack) throw new Error('the stack operator was not found');
+    operator = await startOperator(stack, 'overdue-queued', {
+      '--certificate-overdue-seconds': '3',
+      '--http01-listen-address': `127.0.0.1:${await freePort()}`,
+      '--acme-orders-per-window': '1',
+      '--acme-order-window-seconds': '3600',
+    });
+    const ns = unique('overdue-queued');
+    await createProject(ns);
+    // The first domain takes the hour's one order (it fails: the challenge server is unreachable).
+    const first = `first.${ns}.example`;
+    await dns.setCname(first, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'first', { hostname: first, service: { name: 'web' } });
+    await waitFor('the first order to be placed and fail', async () => {
+      const c = (await getCustomDomain(ns, 'first')).status?.conditions?.find(
+        (x) => x.type === 'CertificateReady',
+      );
+      return c?.message.includes('The last attempt failed') === true ? true : undefined;
+    });
+    const hostname = `www.${ns}.example`;
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const message = await overdueMessageWith(ns, 'The order is waiting (OrderQueued):');
+    expect(message).toMatch(
+      /Queued for the CA's order budget \(1 new orders per hour\): position \d+, expected at/,
+    );
   });
 });

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../api/customdomain.js';
 import { changedConditions } from '../../kube/conditions.js';
-import { asSentence, buildStatus, UNCONFIRMED_SENTENCE, type ObservedState } from './status.js';
+import {
+  asSentence,
+  buildStatus,
+  CERTIFICATE_THRESHOLD_MS,
+  UNCONFIRMED_SENTENCE,
+  type ObservedState,
+} from './status.js';
 import { dnsCheckDue, issuanceRetryDelayMs, nextDnsCheckDelayMs } from './schedule.js';
 
 const domain: CustomDomain = {
@@ -257,7 +263,52 @@ describe('buildStatus', () => {
       { verifiedAt },
       t0,
     );
-    expect(caa.conditions?.find((c) => c.type === 'CertificateReady')?.reason).toBe('CAAForbidsIssuance');
+    const caaLate = caa.conditions?.find((c) => c.type === 'CertificateReady');
+    expect(caaLate?.reason).toBe('CertificateOverdue');
+    expect(caaLate?.message).toContain('The last attempt failed (CAAForbidsIssuance): CAA x.');
+    const caaEarly = buildStatus(
+      domain,
+      {
+        ...observed,
+        certificate: { kind: 'failed', reason: 'CAAForbidsIssuance', message: 'CAA x', retryAt: t0 },
+      },
+      { verifiedAt: new Date(t0.getTime() - 29 * 60_000).toISOString() },
+      t0,
+    );
+    expect(caaEarly.conditions?.find((c) => c.type === 'CertificateReady')?.reason).toBe(
+      'CAAForbidsIssuance',
+    );
+  });
+
+  it('is overdue also while the order waits for the CA budget, keeping the wait in the message (spec §3, §7.3)', () => {
+    const queued: ObservedState = {
+      accepted,
+      dnsVerified: verified,
+      certificate: {
+        kind: 'queued',
+        limit: 'AccountOrderBudget',
+        message: 'Waiting for the account order budget: 3rd in line, expected at 2026-01-01T01:00:00.000Z',
+        position: 3,
+        expectedAt: new Date(t0.getTime() + 3_600_000),
+      },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
+    };
+    const at = (minutes: number) =>
+      buildStatus(
+        domain,
+        queued,
+        { verifiedAt: new Date(t0.getTime() - minutes * 60_000).toISOString() },
+        t0,
+      ).conditions?.find((c) => c.type === 'CertificateReady');
+    expect(at(29)?.reason).toBe('OrderQueued');
+    expect(at(30)?.reason).toBe('CertificateOverdue');
+    expect(at(30)?.message).toContain(
+      'The order is waiting (OrderQueued): Waiting for the account order budget: 3rd in line, expected at 2026-01-01T01:00:00.000Z.',
+    );
+  });
+
+  it('takes 30 minutes (1,800 s) as the threshold when none is given', () => {
+    expect(CERTIFICATE_THRESHOLD_MS).toBe(1_800_000);
   });
 
   it('shows a failed order as Failed with the retry time', () => {

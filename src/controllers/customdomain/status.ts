@@ -123,15 +123,27 @@ function conflictedCondition(
 }
 
 /**
- * Whether a missing certificate in `state` is reported as overdue once late: not while one serves,
- * not while waiting for the CA budget (no fault: the message says when its turn comes), not for a
- * CAA refusal (its own reason says more), and not while an unusable Secret is being replaced (the
- * domain had its certificate; the time since verification says nothing).
+ * Whether a missing certificate in `state` is reported as overdue once late (spec §3, §7.3: the
+ * troubleshooting threshold holds whatever the certificate waits for): always, but while one serves
+ * and while an unusable Secret is being replaced (the domain had its certificate; the time since
+ * verification says nothing). A domain waiting for the CA budget or refused by CAA is overdue too,
+ * and the message keeps what it waits for (`overdueCause`).
  */
 function overdueApplies(state: CertificateState): boolean {
-  if (state.kind === 'valid' || state.kind === 'queued') return false;
-  if (state.kind === 'failed') return !state.reason.startsWith('CAA');
+  if (state.kind === 'valid') return false;
   return !(state.kind === 'issuing' && state.replacing !== undefined);
+}
+
+/** What an overdue certificate waits for, with the reason it would have had: '' when issuing. */
+function overdueCause(state: CertificateState): string {
+  switch (state.kind) {
+    case 'failed':
+      return ` The last attempt failed (${state.reason}): ${asSentence(state.message)}`;
+    case 'queued':
+      return ` The order is waiting (OrderQueued): ${asSentence(state.message)}`;
+    default:
+      return '';
+  }
 }
 
 /**
@@ -148,12 +160,11 @@ function certificateCondition(
   sinceVerifyRequest = false,
 ): ConditionInput {
   if (lateSinceMs >= overdueMs && overdueApplies(state)) {
-    const last = state.kind === 'failed' ? ` The last attempt failed: ${state.message}.` : '';
     return {
       type: 'CertificateReady',
       status: 'False',
       reason: 'CertificateOverdue',
-      message: `No certificate ${lateSinceMs >= 60_000 ? `${Math.floor(lateSinceMs / 60_000)} minutes` : `${Math.floor(lateSinceMs / 1000)} seconds`} after ${sinceVerifyRequest ? 'the last verify request' : 'verification'} (it usually takes a couple of minutes).${last} ${LATE_CERTIFICATE_HINTS}`,
+      message: `No certificate ${lateSinceMs >= 60_000 ? `${Math.floor(lateSinceMs / 60_000)} minutes` : `${Math.floor(lateSinceMs / 1000)} seconds`} after ${sinceVerifyRequest ? 'the last verify request' : 'verification'} (it usually takes a couple of minutes).${overdueCause(state)} ${LATE_CERTIFICATE_HINTS}`,
     };
   }
   switch (state.kind) {
