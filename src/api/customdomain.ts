@@ -154,14 +154,19 @@ export interface OwnershipStatus {
   required: boolean;
   /**
    * Why: `PolicyAlways`, `PolicyNever`, `RecentlyClaimed` (another project released the hostname
-   * within `--ownership-recent-days`), `NotRecentlyClaimed`, or `VerifiedBefore` (verified before
-   * ownership verification existed).
+   * within `--ownership-recent-days`) or `NotRecentlyClaimed`.
    */
   reason: string;
   /** A sentence for a person. */
   message: string;
   /** RFC 3339: when the TXT record was found. Once set, the record may be removed. */
   verifiedAt?: string;
+  /**
+   * The operator's proof of this decision (src/dns/ownership.ts `ownershipProof`: an HMAC by its
+   * ownership key over the fields above and the CustomDomain's uid). A decision without a valid
+   * proof, e.g. written by anyone else with the right to write status, is made again.
+   */
+  proof?: string;
 }
 
 /**

@@ -15,7 +15,7 @@
  * in DNS by a former holder never verifies a new claimant), and impossible to compute from public
  * data (the uid is not a secret, the key is).
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { RequiredDnsRecord } from '../api/customdomain.js';
 import type { RRsetAnswer } from './answers.js';
 import { INSTRUCTED_TTL_SECONDS, registeredDomain, relativeName } from './records.js';
@@ -50,6 +50,57 @@ export function ownershipToken(key: Uint8Array, uid: string, hostname: string): 
     throw new RangeError(`the ownership key must be at least ${OWNERSHIP_KEY_MIN_BYTES} bytes`);
   if (uid === '') throw new RangeError('an ownership token needs the CustomDomain uid');
   return createHmac('sha256', key).update(`${uid}\n${hostname}`).digest('base64url');
+}
+
+/** The fields of an ownership decision a proof covers (`OwnershipStatus` without its message). */
+export interface OwnershipDecisionFields {
+  hostname: string;
+  required: boolean;
+  reason: string;
+  /** RFC 3339, when the TXT record was found. */
+  verifiedAt?: string | undefined;
+}
+
+/**
+ * The proof of an ownership decision written by the operator: base64url of
+ * HMAC-SHA256(key, `portico-ownership-decision/v1`, uid, hostname, required, reason, verifiedAt),
+ * one field per line (RFC 2104). `status.ownership` can be written by anyone allowed to write a
+ * CustomDomain's status; only a decision carrying the proof of this key and this CustomDomain
+ * counts (`isOwnershipProof`), so a decision written by anyone else is made again.
+ *
+ * @param key the operator's ownership key, at least 32 bytes
+ * @param uid the CustomDomain's metadata.uid
+ * @throws RangeError as `ownershipToken`
+ */
+export function ownershipProof(key: Uint8Array, uid: string, decision: OwnershipDecisionFields): string {
+  if (key.length < OWNERSHIP_KEY_MIN_BYTES)
+    throw new RangeError(`the ownership key must be at least ${OWNERSHIP_KEY_MIN_BYTES} bytes`);
+  if (uid === '') throw new RangeError('an ownership proof needs the CustomDomain uid');
+  const fields = [
+    'portico-ownership-decision/v1',
+    uid,
+    decision.hostname,
+    String(decision.required),
+    decision.reason,
+    decision.verifiedAt ?? '',
+  ];
+  return createHmac('sha256', key).update(fields.join('\n')).digest('base64url');
+}
+
+/**
+ * Whether `proof` is `ownershipProof(key, uid, decision)` (compared in constant time). False for a
+ * missing proof or an empty uid; never throws on its inputs' content.
+ */
+export function isOwnershipProof(
+  key: Uint8Array,
+  uid: string,
+  decision: OwnershipDecisionFields,
+  proof: string | undefined,
+): boolean {
+  if (proof === undefined || uid === '' || key.length < OWNERSHIP_KEY_MIN_BYTES) return false;
+  const expected = Buffer.from(ownershipProof(key, uid, decision));
+  const given = Buffer.from(proof);
+  return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
 /** The TXT record to create, for status.dnsRecords. */
@@ -135,7 +186,7 @@ export interface HostnameRelease {
 
 /** Why ownership is, or is not, required: `status.ownership.reason`. */
 export type OwnershipRequirementReason =
-  'PolicyAlways' | 'PolicyNever' | 'RecentlyClaimed' | 'NotRecentlyClaimed' | 'VerifiedBefore';
+  'PolicyAlways' | 'PolicyNever' | 'RecentlyClaimed' | 'NotRecentlyClaimed';
 
 export interface OwnershipRequirement {
   required: boolean;

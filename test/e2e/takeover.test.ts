@@ -19,6 +19,7 @@ import {
   getCustomDomain,
   kube,
   requestVerify,
+  customDomainApi,
   sandbox,
   unique,
   waitFor,
@@ -246,5 +247,44 @@ describe('ownership verification, always', () => {
     );
     expect(conditionOf(again, 'DNSVerified')).toMatchObject({ status: 'True', reason: 'RecordMatches' });
     expect(conditionOf(again, 'Ready')?.status).toBe('True');
+  });
+
+  it('does not take a decision written into status by someone else: a status writer cannot skip the TXT record', async () => {
+    const ns = unique('takeover-forged');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const waiting = await waitForCondition(ns, 'www', 'DNSVerified', 'False', 'OwnershipNotVerified', 60_000);
+    expectOwnershipWanted(waiting, hostname, 'PolicyAlways');
+    expect(waiting.status?.ownership?.proof).toMatch(/^[A-Za-z0-9_-]{43}$/);
+
+    // Anyone allowed to write the status subresource (here the admin) writes two forgeries: a
+    // decision that does not require the record, and the operator's own decision with a verifiedAt.
+    const forgeries = [
+      { hostname, required: false, reason: 'PolicyNever', message: 'not asked' },
+      { ...waiting.status?.ownership, verifiedAt: new Date().toISOString() },
+    ];
+    for (const ownership of forgeries) {
+      const current = await getCustomDomain(ns, 'www');
+      await kube().custom.replaceNamespacedCustomObjectStatus({
+        ...customDomainApi,
+        namespace: ns,
+        name: 'www',
+        body: { ...current, status: { ...current.status, ownership } },
+      });
+      const requested = new Date().toISOString();
+      await requestVerify(ns, 'www', requested);
+      const checked = await waitFor(
+        'a check after the forged status',
+        async () => {
+          const cd = await getCustomDomain(ns, 'www');
+          return cd.status?.lastVerifyRequest === requested ? cd : undefined;
+        },
+        30_000,
+      );
+      expectOwnershipWanted(checked, hostname, 'PolicyAlways');
+      expect(await ingressExists(ns, 'portico-www')).toBe(false);
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { CustomDomainStatus } from '../../api/customdomain.js';
+import type { CustomDomainStatus, OwnershipStatus } from '../../api/customdomain.js';
+import { isOwnershipProof, ownershipProof } from '../../dns/ownership.js';
 import { decideOwnership, standingOwnership } from './ownership-decision.js';
 
 const host = 'www.example.com';
@@ -7,26 +8,41 @@ const now = new Date('2026-03-01T00:00:00Z');
 const DAY = 86_400_000;
 
 describe('standingOwnership', () => {
+  const key = Buffer.alloc(32, 7);
+  const uid = 'uid-1';
+  const genuine = (o: OwnershipStatus): boolean => isOwnershipProof(key, uid, o, o.proof);
+  const signed = (o: OwnershipStatus): OwnershipStatus => ({ ...o, proof: ownershipProof(key, uid, o) });
+
   it('decides a new domain now', () => {
-    expect(standingOwnership(undefined, host)).toBeUndefined();
-    expect(standingOwnership({ phase: 'Pending' }, host)).toBeUndefined();
+    expect(standingOwnership(undefined, host, genuine)).toBeUndefined();
+    expect(standingOwnership({ phase: 'Pending' }, host, genuine)).toBeUndefined();
   });
 
-  it('keeps the decision made for this hostname, and decides again for another', () => {
+  it('keeps the decision the operator made for this hostname, and decides again for another', () => {
     const status: CustomDomainStatus = {
-      ownership: { hostname: host, required: true, reason: 'PolicyAlways', message: 'm' },
+      ownership: signed({ hostname: host, required: true, reason: 'PolicyAlways', message: 'm' }),
       verifiedAt: now.toISOString(),
     };
-    expect(standingOwnership(status, host)).toBe(status.ownership);
-    expect(standingOwnership(status, 'shop.example.com')).toBeUndefined();
+    expect(standingOwnership(status, host, genuine)).toBe(status.ownership);
+    expect(standingOwnership(status, 'shop.example.com', genuine)).toBeUndefined();
   });
 
-  it('does not ask a domain verified before ownership verification existed', () => {
-    expect(standingOwnership({ verifiedAt: now.toISOString() }, host)).toMatchObject({
-      hostname: host,
-      required: false,
-      reason: 'VerifiedBefore',
-    });
+  it('counts no decision without the proof of this key and this CustomDomain: written by someone else, changed, or of another domain', () => {
+    const real = signed({ hostname: host, required: true, reason: 'PolicyAlways', message: 'm' });
+    const forged = [
+      { hostname: host, required: false, reason: 'PolicyNever', message: 'm' },
+      { ...real, required: false },
+      { ...real, verifiedAt: now.toISOString() },
+      { ...real, proof: ownershipProof(key, 'uid-2', real) },
+      { ...real, proof: ownershipProof(Buffer.alloc(32, 8), uid, real) },
+      { ...real, proof: 'x' },
+    ];
+    for (const ownership of forged)
+      expect(standingOwnership({ ownership }, host, genuine), JSON.stringify(ownership)).toBeUndefined();
+  });
+
+  it('does not take a verifiedAt alone as a decision (formerly VerifiedBefore)', () => {
+    expect(standingOwnership({ verifiedAt: now.toISOString() }, host, genuine)).toBeUndefined();
   });
 });
 

@@ -6,26 +6,20 @@ import type { CustomDomainStatus, OwnershipStatus } from '../../api/customdomain
 import { ownershipRequirement, type HostnameRelease, type OwnershipPolicy } from '../../dns/ownership.js';
 
 /**
- * The decision that stands for `hostname` (normalized) without asking anything: the one in
- * `status` when made for this hostname; `VerifiedBefore` (not required) for a domain verified
- * before ownership verification existed (a `verifiedAt` and no decision); undefined when it must
- * be made now (`decideOwnership`).
+ * The decision that stands for `hostname` (normalized) without asking anything: the one in `status`
+ * when made for this hostname and genuine (`genuine`: it carries the operator's proof, i.e.
+ * `isOwnershipProof` with its key and the CustomDomain's uid); undefined when it must be made now
+ * (`decideOwnership`). Nothing in status counts without the proof: not a decision written by anyone
+ * else (any status writer could say `required: false`, or add a `verifiedAt`), and not a `verifiedAt`
+ * alone.
  */
 export function standingOwnership(
   status: CustomDomainStatus | undefined,
   hostname: string,
+  genuine: (decision: OwnershipStatus) => boolean,
 ): OwnershipStatus | undefined {
   const previous = status?.ownership;
-  if (previous?.hostname === hostname) return previous;
-  if (!previous && status?.verifiedAt !== undefined) {
-    return {
-      hostname,
-      required: false,
-      reason: 'VerifiedBefore',
-      message: 'Verified before ownership verification was in place; nothing to show.',
-    };
-  }
-  return undefined;
+  return previous?.hostname === hostname && genuine(previous) ? previous : undefined;
 }
 
 /**

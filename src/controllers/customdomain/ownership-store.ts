@@ -7,7 +7,7 @@
  * - the key of the ownership tokens (src/dns/ownership.ts): 32 random bytes in the Secret
  *   `--ownership-key-secret` (default `portico-ownership-key`), created by the first operator that
  *   needs it. Deleting it changes every token: domains still waiting for their TXT record then show
- *   a new value (domains already verified keep their `status.ownership.verifiedAt`).
+ *   a new value (every ownership decision, whose proof is keyed by it, is then made again: docs/customdomains.md).
  * - one release record per hostname whose claim was given up: the Secret
  *   `portico-release-<first 40 hex of SHA-256(hostname)>`, holding the hostname, the namespace that
  *   held it and when. Claims (HostnameClaim objects) keep their meaning, "held now"; these records

@@ -53,6 +53,8 @@ import { isApex, registeredDomain, requiredDnsRecords } from '../../dns/records.
 import type { DnsResolver } from '../../dns/resolver.js';
 import { verifyApex, verifySubdomain, type Verdict } from '../../dns/verdict.js';
 import {
+  isOwnershipProof,
+  ownershipProof,
   ownershipRecord,
   ownershipRecordName,
   ownershipToken,
@@ -218,6 +220,13 @@ interface CertificateOutcome {
 
 /** At most this many identifiers of certificates just stored wait for their first renewalInfo request. */
 const MAX_STORED_CERT_IDS = 4_096;
+
+/** `decision` with the operator's proof over it (src/dns/ownership.ts `ownershipProof`). */
+function withOwnershipProof(key: Buffer, uid: string, decision: OwnershipStatus): OwnershipStatus {
+  const { hostname, required, reason, message, verifiedAt } = decision;
+  const fields = { hostname, required, reason, message, ...(verifiedAt ? { verifiedAt } : {}) };
+  return { ...fields, proof: ownershipProof(key, uid, fields) };
+}
 
 export class CustomDomainReconciler {
   readonly #d: CustomDomainReconcilerDeps;
@@ -587,11 +596,11 @@ export class CustomDomainReconciler {
   async #verifyDns(domain: CustomDomain, key: string, now: Date, log: Logger): Promise<DnsOutcome> {
     const hostname = normalizeDnsName(domain.spec.hostname);
     const requested = domain.metadata.annotations?.[VERIFY_REQUESTED_AT_ANNOTATION];
-    const ownership = await this.#ownershipDecision(domain, hostname, now);
+    const ownershipKey = await this.#d.ownership.store.key();
+    const uid = domain.metadata.uid ?? '';
+    const ownership = await this.#ownershipDecision(domain, hostname, now, ownershipKey);
     const pending = ownership.required && ownership.verifiedAt === undefined;
-    const token = pending
-      ? ownershipToken(await this.#d.ownership.store.key(), domain.metadata.uid ?? '', hostname)
-      : undefined;
+    const token = pending ? ownershipToken(ownershipKey, uid, hostname) : undefined;
     const records = requiredDnsRecords(hostname, this.#d.platformCnameTarget, this.#d.apexAddresses);
     const base: DnsStatusBase = {
       dnsRecords: token === undefined ? records : [...records, ownershipRecord(hostname, token)],
@@ -610,7 +619,10 @@ export class CustomDomainReconciler {
       verdict = withOwnership(verdict, shown);
       if (shown.shown) {
         log.info('ownership TXT record found');
-        base.ownership = { ...ownership, verifiedAt: now.toISOString() };
+        base.ownership = withOwnershipProof(ownershipKey, uid, {
+          ...ownership,
+          verifiedAt: now.toISOString(),
+        });
         base.dnsRecords = records;
       }
     }
@@ -633,12 +645,21 @@ export class CustomDomainReconciler {
    *
    * @throws ApiException when the release record cannot be read (the work queue retries)
    */
-  async #ownershipDecision(domain: CustomDomain, hostname: string, now: Date): Promise<OwnershipStatus> {
-    const standing = standingOwnership(domain.status, hostname);
+  async #ownershipDecision(
+    domain: CustomDomain,
+    hostname: string,
+    now: Date,
+    key: Buffer,
+  ): Promise<OwnershipStatus> {
+    const uid = domain.metadata.uid ?? '';
+    const standing = standingOwnership(domain.status, hostname, (o) =>
+      isOwnershipProof(key, uid, o, o.proof),
+    );
     if (standing) return standing;
     const { policy, recentMs, store } = this.#d.ownership;
     const release = policy === 'recently-claimed' ? await store.lastRelease(hostname) : undefined;
-    return decideOwnership(hostname, domain.metadata.namespace, policy, release, recentMs, now);
+    const decided = decideOwnership(hostname, domain.metadata.namespace, policy, release, recentMs, now);
+    return withOwnershipProof(key, uid, decided);
   }
 
   /**
