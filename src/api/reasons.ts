@@ -23,6 +23,14 @@ export const CUSTOM_DOMAIN_REASONS = {
   PlanNotEligible: { severity: 'Warning', doc: 'custom domains need Pro or above (spec §1.2)' },
   NotDeployed: { severity: 'Warning', doc: 'the project has no successful deploy yet (spec §3)' },
   ReservedHostname: { severity: 'Warning', doc: "the hostname is one of the platform's own domains" },
+  HostnameNotPublic: {
+    severity: 'Warning',
+    doc: 'not under an ICANN public suffix, or cluster-internal or special-use (RFC 6761)',
+  },
+  HostnameDisallowedCharacter: {
+    severity: 'Warning',
+    doc: 'an internationalized label has a code point IDNA2008 disallows (RFC 5892), e.g. an emoji',
+  },
   HostnameAlreadyClaimed: { severity: 'Warning', doc: 'another project holds the hostname (spec §3)' },
   // DNSVerified (dns/verdict.ts)
   RecordMatches: { severity: 'Normal', doc: 'the CNAME (or apex ALIAS/ANAME addresses) match' },

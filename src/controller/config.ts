@@ -30,6 +30,11 @@ export interface ControllerConfig {
   apexAddresses: string[];
   /** The platform's own domains: no CustomDomain may claim them or a name under them. */
   reservedDomains: string[];
+  /**
+   * `--allow-special-use-hostnames`: names under `test` and `example` (RFC 6761) may be claimed
+   * (domain/claimable.ts); false on a platform.
+   */
+  allowSpecialUseHostnames: boolean;
   /** `host:port` DNS servers for verification; [] means the system's. */
   dnsServers: string[];
   dnsTimeoutMs: number;
@@ -167,6 +172,12 @@ const options = {
     type: 'string',
     env: 'PORTICO_RESERVED_DOMAINS',
     help: 'comma-separated platform domains no customer may claim (the CNAME target itself is always reserved)',
+  },
+  'allow-special-use-hostnames': {
+    type: 'string',
+    env: 'PORTICO_ALLOW_SPECIAL_USE_HOSTNAMES',
+    default: 'false',
+    help: 'true | false: let CustomDomains claim names under .test and .example (RFC 6761), for sandboxes and tests; never on a platform',
   },
   'dns-server': {
     type: 'string',
@@ -681,6 +692,7 @@ export function parseControllerConfig(
     platformCnameTarget: required('platform-cname-target').toLowerCase().replace(/\.$/, ''),
     apexAddresses: addresses(get('apex-addresses')),
     reservedDomains: reservedDomains(get('reserved-domains'), required('platform-cname-target')),
+    allowSpecialUseHostnames: bool('allow-special-use-hostnames', required('allow-special-use-hostnames')),
     dnsServers: list(get('dns-server')),
     dnsTimeoutMs: positiveInt('dns-timeout-ms', required('dns-timeout-ms')),
     dnsMismatchGraceMs:

@@ -162,6 +162,7 @@ function build(
     new CustomDomainReconciler({
       platformCnameTarget: config.platformCnameTarget,
       reservedDomains: config.reservedDomains,
+      allowSpecialUseHostnames: config.allowSpecialUseHostnames,
       apexAddresses: config.apexAddresses,
       certificateOverdueMs: config.certificateOverdueMs,
       dnsMismatchGraceMs: config.dnsMismatchGraceMs,

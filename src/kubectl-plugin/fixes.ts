@@ -17,6 +17,10 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     "Upgrade the project to Pro or above: the platform's tenant provisioning sets the namespace label `portico.dev/plan` (`kubectl get namespace <namespace> --show-labels`; missing means free). The domain is accepted as soon as the label changes.",
   NotDeployed:
     'Deploy the project: the Service in `spec.service` needs one ready endpoint (`kubectl get endpointslices -n <namespace>`). The domain is accepted as soon as one is ready.',
+  HostnameNotPublic:
+    'The hostname is not a public name (cluster-internal, local, special-use, or not under an ICANN public suffix): use a hostname under a domain the customer registered, in a new CustomDomain, and delete this one.',
+  HostnameDisallowedCharacter:
+    'An internationalized label has a character IDNA2008 does not allow (an emoji or other symbol): use a hostname of letters, digits and hyphens, in a new CustomDomain, and delete this one.',
   ReservedHostname:
     "The hostname is one of the platform's own domains (`--reserved-domains`, or the CNAME target): use the customer's own hostname in a new CustomDomain and delete this one.",
   HostnameAlreadyClaimed:

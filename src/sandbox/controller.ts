@@ -143,6 +143,9 @@ export async function startController(
         Object.entries(CHART_MALLOC_ENV).map(([name, value]) => [name, process.env[name] ?? value]),
       ),
       PORTICO_MEMORY_TARGET_MIB: process.env.PORTICO_MEMORY_TARGET_MIB ?? SANDBOX_MEMORY_TARGET_MIB,
+      // The sandbox's and the tests' hostnames are under .example and .test (RFC 6761), which a
+      // platform never lets customers claim (domain/claimable.ts).
+      PORTICO_ALLOW_SPECIAL_USE_HOSTNAMES: 'true',
       // Pebble has no order limit, and a benchmark or a long test run places more orders than
       // Let's Encrypt's 300 per 3 hours: the sandbox's budget is wide unless the caller sets one.
       PORTICO_ACME_ORDERS_PER_WINDOW: process.env.PORTICO_ACME_ORDERS_PER_WINDOW ?? SANDBOX_ORDERS_PER_WINDOW,

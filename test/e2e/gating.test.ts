@@ -309,4 +309,27 @@ describe('internationalized hostnames', () => {
     ).toBe(true);
     await waitForCondition(ns, 'good', 'Ready', 'True', undefined, 60_000);
   });
+
+  it('refuses a cluster-internal name and an emoji label (valid for browsers, not IDNA2008), claiming nothing', async () => {
+    const ns = unique('claimable');
+    const internal = 'kubernetes.default.svc.cluster.local';
+    const emoji = `xn--ls8h.${ns}.example`;
+    await Promise.all([createProject(ns), dns.setCname(emoji, target)]);
+    await createCustomDomain(ns, 'internal', { hostname: internal, service: { name: 'web' } });
+    await createCustomDomain(ns, 'emoji', { hostname: emoji, service: { name: 'web' } });
+    const notPublic = await waitForCondition(ns, 'internal', 'Accepted', 'False', 'HostnameNotPublic');
+    expect(notPublic.status?.conditions?.find((c) => c.type === 'Accepted')?.message).toContain(
+      `${internal} is under .local, a name that never resolves on the public internet`,
+    );
+    const disallowed = await waitForCondition(
+      ns,
+      'emoji',
+      'Accepted',
+      'False',
+      'HostnameDisallowedCharacter',
+    );
+    expect(disallowed.status?.conditions?.find((c) => c.type === 'Accepted')?.message).toContain('U+1F4A9');
+    expect(await getHostnameClaim(internal)).toBeUndefined();
+    expect(await getHostnameClaim(emoji)).toBeUndefined();
+  });
 });

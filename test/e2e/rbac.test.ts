@@ -285,6 +285,8 @@ describe('the controller as its ServiceAccount', () => {
         // 0.0.0.0:8089 and :8080 in a Pod; here the port the CA validates on, and a free one.
         PORTICO_HTTP01_LISTEN_ADDRESS: `127.0.0.1:${sandbox.http01Port}`,
         PORTICO_METRICS_LISTEN_ADDRESS: `127.0.0.1:${metricsPort}`,
+        // The test's hostname is under .example (RFC 6761), which the chart does not allow.
+        PORTICO_ALLOW_SPECIAL_USE_HOSTNAMES: 'true',
       },
       logName,
     );

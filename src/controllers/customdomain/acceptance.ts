@@ -9,6 +9,9 @@
  *   a rule existed (the API server does not re-check stored objects).
  * - Internationalized names: every `xn--` label must be a valid A-label (RFC 5891, UTS #46); the CRD's
  *   CEL rules cannot decode punycode, so this gate does (`invalidALabels`).
+ * - What may be claimed (domain/claimable.ts): a name under an ICANN public suffix, never a
+ *   cluster-internal or special-use one (`test` and `example` only with a setting), with labels
+ *   IDNA2008 allows.
  * - Reserved hostnames: the platform's own domains (configuration) cannot be claimed.
  * - Takeover safety: a hostname belongs to at most one CustomDomain in the cluster. The claim is a
  *   HostnameClaim taken atomically (hostname-claims.ts) once plan and reserved-name gates pass; the
@@ -16,6 +19,7 @@
  */
 import type { CustomDomain } from '../../api/customdomain.js';
 import { PLAN_LABEL } from '../../api/customdomain.js';
+import type { ClaimableProblem } from '../../domain/claimable.js';
 import type { ConditionInput } from '../../kube/conditions.js';
 import type { ClaimState } from './hostname-claims.js';
 
@@ -47,6 +51,11 @@ export interface AcceptanceFacts {
    */
   hostnameProblem?: { reason: string; message: string } | undefined;
   /**
+   * Why the hostname cannot be claimed at all (domain/claimable.ts: not public, special-use,
+   * cluster-internal, not IDNA2008); undefined when it can.
+   */
+  claimableProblem?: ClaimableProblem | undefined;
+  /**
    * The hostname claim (hostname-claims.ts): `held` by this CustomDomain or `taken` by another;
    * undefined when it was not asked because the plan or reserved-name gate failed first.
    */
@@ -74,6 +83,12 @@ export function acceptance(f: AcceptanceFacts): ConditionInput & { status: 'True
     return no(
       'InvalidHostname',
       `${hostname} has ${f.invalidALabels.length === 1 ? 'a label' : 'labels'} (${labels}) written as punycode that ${f.invalidALabels.length === 1 ? 'is not a valid A-label' : 'are not valid A-labels'} (RFC 5891): no CA issues a certificate for it. Write the name's A-labels as your registrar shows them, in a new CustomDomain (spec.hostname cannot be changed).`,
+    );
+  }
+  if (f.claimableProblem) {
+    return no(
+      f.claimableProblem.reason,
+      `${f.claimableProblem.message} Nothing was claimed; spec.hostname cannot be changed, so create a new CustomDomain.`,
     );
   }
   if (!ELIGIBLE_PLANS.has(f.plan)) {

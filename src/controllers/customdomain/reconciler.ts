@@ -48,6 +48,7 @@ import {
 import { parsedSecret } from '../../certificates/parsed-secret.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { normalizeDnsName, type RRsetAnswer } from '../../dns/answers.js';
+import { claimableProblem } from '../../domain/claimable.js';
 import { invalidALabels, validateHostname } from '../../domain/hostname.js';
 import { isApex, registeredDomain, requiredDnsRecords } from '../../dns/records.js';
 import type { DnsResolver } from '../../dns/resolver.js';
@@ -160,6 +161,8 @@ export interface CustomDomainReconcilerDeps {
   apexAddresses: readonly string[];
   /** The platform's own domains, which no CustomDomain may claim. */
   reservedDomains: readonly string[];
+  /** Names under `test` and `example` may be claimed (domain/claimable.ts). */
+  allowSpecialUseHostnames: boolean;
   view: ClusterView;
   /** The cluster-wide hostname claims (takeover safety, spec §3). */
   claims: HostnameClaims;
@@ -416,9 +419,14 @@ export class CustomDomainReconciler {
     const badLabels = invalidALabels(hostname);
     // The CRD's rules again, for an object stored before one of them existed (validateHostname).
     const hostnameProblem = validateHostname(domain.spec.hostname);
+    const notClaimable =
+      hostnameProblem === undefined && badLabels.length === 0
+        ? claimableProblem(hostname, { allowSpecialUse: this.#d.allowSpecialUseHostnames })
+        : undefined;
     const claimable =
       hostnameProblem === undefined &&
       badLabels.length === 0 &&
+      notClaimable === undefined &&
       ELIGIBLE_PLANS.has(plan) &&
       reservedDomain === undefined;
     const service = domain.spec.service?.name;
@@ -430,6 +438,7 @@ export class CustomDomainReconciler {
       reservedDomain,
       invalidALabels: badLabels,
       hostnameProblem,
+      claimableProblem: notClaimable,
       claim: claimable ? await this.#d.claims.acquire(domain) : undefined,
     });
   }
