@@ -1,0 +1,15 @@
+/** A release refused or failed; `message` says what happened and what to do. Nothing was changed when it is thrown before the release writes. */
+export class ReleaseError extends Error {
+  readonly code = 'PORTICO_RELEASE_ERROR';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ReleaseError';
+  }
+}
+
+/** True for a ReleaseError, also one from another copy of this module. */
+export function isReleaseError(err: unknown): err is ReleaseError {
+  return (
+    typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'PORTICO_RELEASE_ERROR'
+  );
+}
