@@ -187,31 +187,33 @@ async function sha256(file: string): Promise<string> {
 
 /** The plugin's archives (one executable each) and their krew manifest. */
 async function buildPlugin(options: Options, commit: string): Promise<void> {
-  const archives: PluginArchive[] = [];
-  for (const { arch } of PLUGIN_PLATFORMS) {
-    const dir = await mkdtemp(path.join(tmpdir(), 'portico-plugin-'));
-    try {
-      const started = Date.now();
-      await buildPluginSea(arch, path.join(dir, 'kubectl-portico'), { version: options.version, commit });
-      const file = pluginArchiveName(options.version, arch);
-      // Reproducible archives: fixed owner, mode and time.
-      await sh('tar', [
-        '--owner=0',
-        '--group=0',
-        '--numeric-owner',
-        '--mtime=1970-01-01',
-        '-czf',
-        path.join(options.out, file),
-        '-C',
-        dir,
-        'kubectl-portico',
-      ]);
-      archives.push({ arch, file, sha256: await sha256(path.join(options.out, file)) });
-      log(`built ${file} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  }
+  // Both platforms at once: each is mostly waiting on file copies, postject and gzip.
+  const archives = await Promise.all(
+    PLUGIN_PLATFORMS.map(async ({ arch }): Promise<PluginArchive> => {
+      const dir = await mkdtemp(path.join(tmpdir(), 'portico-plugin-'));
+      try {
+        const started = Date.now();
+        await buildPluginSea(arch, path.join(dir, 'kubectl-portico'), { version: options.version, commit });
+        const file = pluginArchiveName(options.version, arch);
+        // Reproducible archives: fixed owner, mode and time.
+        await sh('tar', [
+          '--owner=0',
+          '--group=0',
+          '--numeric-owner',
+          '--mtime=1970-01-01',
+          '-czf',
+          path.join(options.out, file),
+          '-C',
+          dir,
+          'kubectl-portico',
+        ]);
+        log(`built ${file} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        return { arch, file, sha256: await sha256(path.join(options.out, file)) };
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }),
+  );
   await writeFile(
     path.join(options.out, 'kubectl-portico.krew.yaml'),
     krewManifest(options.version, options.downloadUrl, archives),
@@ -224,20 +226,33 @@ async function buildArtifacts(options: Options, helm: string, commit: string): P
   await mkdir(options.out, { recursive: true });
   await sh(helm, ['package', CHART_DIR, '--destination', options.out]);
   const chart = path.join(options.out, `portico-${options.version}.tgz`);
-  if (options.artifacts.has('plugin')) await buildPlugin(options, commit);
-  if (options.artifacts.has('sbom')) {
-    const sbom = path.join(options.out, `portico-${options.version}.cdx.json`);
-    await sh('npx', [
-      '--no-install',
-      'cyclonedx-npm',
-      '--omit',
-      'dev',
-      '--output-format',
-      'JSON',
-      '--output-file',
-      sbom,
-    ]);
-  }
+  // The plugin and the SBOM at once; both settle before a failure is thrown, so that the
+  // roll-back never races a build still writing into --out.
+  const settled = (p: Promise<unknown>): Promise<Error | undefined> =>
+    p.then(
+      () => undefined,
+      (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+    );
+  const sbom = path.join(options.out, `portico-${options.version}.cdx.json`);
+  const failures = await Promise.all([
+    settled(options.artifacts.has('plugin') ? buildPlugin(options, commit) : Promise.resolve()),
+    settled(
+      options.artifacts.has('sbom')
+        ? sh('npx', [
+            '--no-install',
+            'cyclonedx-npm',
+            '--omit',
+            'dev',
+            '--output-format',
+            'JSON',
+            '--output-file',
+            sbom,
+          ])
+        : Promise.resolve(),
+    ),
+  ]);
+  const failure = failures.find((f) => f !== undefined);
+  if (failure !== undefined) throw failure;
   const sums = new Map<string, string>();
   for (const file of (await readdir(options.out)).filter((f) => f !== 'SHA256SUMS')) {
     sums.set(file, await sha256(path.join(options.out, file)));
