@@ -1,3 +1,5 @@
+// src/release/: the pure rules of `npm run release` (scripts/release.ts), run with tsx; not part of
+// the built package (tsconfig.build.json leaves them out) and never imported by runtime code.
 /** A release refused or failed; `message` says what happened and what to do. Nothing was changed when it is thrown before the release writes. */
 export class ReleaseError extends Error {
   readonly code = 'PORTICO_RELEASE_ERROR';
