@@ -188,6 +188,27 @@ afterAll(async () => {
   process.stderr.write(`release.test.ts timings (ms): ${JSON.stringify(timings)}\n`);
 }, 120_000);
 
+describe('what runs says its version', () => {
+  it('the operator and the rate-limit service export portico_build_info with the version and commit of the build', async () => {
+    const built = JSON.parse(await readFile(path.join(REPO, 'dist/build-info.json'), 'utf8')) as {
+      version: string;
+      commit: string;
+    };
+    const { version } = JSON.parse(await readFile(path.join(REPO, 'package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(built.version).toBe(version);
+    expect(built.commit).toMatch(/^([0-9a-f]{40}(-dirty)?|unknown)$/);
+    const series = `portico_build_info{version="${version}",commit="${built.commit}",node_version="${process.version}"} 1`;
+    for (const url of [sandbox.controllerMetricsUrl, sandbox.ratelimitMetricsUrl]) {
+      const text = await (await fetch(`${url}?name[]=portico_build_info`)).text();
+      expect(text, url).toContain(series);
+    }
+    const cli = await run(process.execPath, [path.join(REPO, 'dist/cli.js'), '--version']);
+    expect(cli.stdout).toBe(`portico ${version} (commit ${built.commit}, Node.js ${process.version})\n`);
+  });
+});
+
 describe('npm run release', () => {
   it('refuses a dirty tree, a version that is not SemVer and one not above the last, and changes nothing', async () => {
     const clean = await repoState();
