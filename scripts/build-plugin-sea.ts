@@ -110,14 +110,12 @@ async function defaultBuildInfo(): Promise<BuildInfo> {
 }
 
 /**
- * Builds the executable.
- * @param arch the target platform (linux).
- * @param outFile where to write it (mode 0755); its directory must exist.
- * @param info the version and commit compiled in.
- * @throws Error when the bundle, the blob or the injection fails.
+ * The preparation blob of the plugin: the plugin bundled into one CommonJS file with `info`
+ * compiled in, prepared by the running Node.js. Without snapshot or code cache, so one blob serves
+ * every platform of this Node.js version.
+ * @throws Error when the bundle or the blob fails.
  */
-export async function buildPluginSea(arch: PluginArch, outFile: string, info: BuildInfo): Promise<void> {
-  const node = await officialNode(arch);
+export async function pluginSeaBlob(info: BuildInfo): Promise<Buffer> {
   const work = await mkdtemp(path.join(tmpdir(), 'portico-sea-'));
   try {
     const main = path.join(work, 'kubectl-portico.cjs');
@@ -145,10 +143,26 @@ export async function buildPluginSea(arch: PluginArch, outFile: string, info: Bu
       }),
     );
     await run(process.execPath, ['--experimental-sea-config', config], { cwd: work });
+    return await readFile(blob);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Builds the executable for `arch`: a copy of that platform's official `node` with `blob` injected.
+ * @param blob from pluginSeaBlob (made by this Node.js version).
+ * @param outFile where to write it (mode 0755); its directory must exist.
+ * @throws Error when the node binary cannot be had or the injection fails.
+ */
+export async function buildPluginSea(arch: PluginArch, outFile: string, blob: Buffer): Promise<void> {
+  const node = await officialNode(arch);
+  const work = await mkdtemp(path.join(tmpdir(), 'portico-sea-'));
+  try {
     const target = path.join(work, 'kubectl-portico');
     await copyFile(node, target);
     await chmod(target, 0o755);
-    await inject(target, 'NODE_SEA_BLOB', await readFile(blob), { sentinelFuse: SEA_FUSE });
+    await inject(target, 'NODE_SEA_BLOB', blob, { sentinelFuse: SEA_FUSE });
     await copyFile(target, outFile);
     await chmod(outFile, 0o755);
   } finally {
@@ -174,10 +188,11 @@ async function main(): Promise<void> {
   }
   const info = await defaultBuildInfo();
   const started = Date.now();
-  await buildPluginSea(arch, path.resolve(values.out), {
+  const blob = await pluginSeaBlob({
     version: values.version ?? info.version,
     commit: values.commit ?? info.commit,
   });
+  await buildPluginSea(arch, path.resolve(values.out), blob);
   process.stderr.write(`built ${values.out} (${arch}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 }
 

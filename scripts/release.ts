@@ -47,7 +47,7 @@ import { releaseChangelog } from '../src/release/changelog.js';
 import { setChartVersion } from '../src/release/chart.js';
 import { ReleaseError, isReleaseError } from '../src/release/errors.js';
 import { checkNextVersion, versionsFromTags } from '../src/release/version.js';
-import { buildPluginSea } from './build-plugin-sea.js';
+import { buildPluginSea, pluginSeaBlob } from './build-plugin-sea.js';
 
 const exec = promisify(execFile);
 const REPO = fileURLToPath(new URL('..', import.meta.url));
@@ -187,13 +187,15 @@ async function sha256(file: string): Promise<string> {
 
 /** The plugin's archives (one executable each) and their krew manifest. */
 async function buildPlugin(options: Options, commit: string): Promise<void> {
-  // Both platforms at once: each is mostly waiting on file copies, postject and gzip.
+  // One blob for both platforms (no snapshot or code cache), then both at once: each is mostly
+  // file copies, postject and gzip.
+  const blob = await pluginSeaBlob({ version: options.version, commit });
   const archives = await Promise.all(
     PLUGIN_PLATFORMS.map(async ({ arch }): Promise<PluginArchive> => {
       const dir = await mkdtemp(path.join(tmpdir(), 'portico-plugin-'));
       try {
         const started = Date.now();
-        await buildPluginSea(arch, path.join(dir, 'kubectl-portico'), { version: options.version, commit });
+        await buildPluginSea(arch, path.join(dir, 'kubectl-portico'), blob);
         const file = pluginArchiveName(options.version, arch);
         // Reproducible archives: fixed owner, mode and time.
         await sh('tar', [
