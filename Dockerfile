@@ -2,19 +2,27 @@
 # The Portico image: one image for every component (`portico controller`,
 # `portico ratelimit-server`), Node.js 24 LTS, production dependencies only, non-root, no shell.
 #
-#   docker build -t ghcr.io/portico-dev/portico:0.1.0 .
+#   docker build --build-arg PORTICO_COMMIT=$(git rev-parse HEAD) -t ghcr.io/portico-dev/portico:<version> .
+#
+# (`npm run release` prints this command with the release's version and commit.)
 #
 # scripts/check-image.sh runs the steps below as plain commands in a temporary directory (there is no
 # Docker engine in CI) and checks the result, so keep to what it understands: ARG, FROM ... AS,
 # WORKDIR, COPY (from the context or --from=<stage>), RUN, ENV, USER, ENTRYPOINT, CMD, LABEL, EXPOSE;
 # paths in RUN relative to WORKDIR.
 
-ARG NODE_MAJOR=24
+# The base images, pinned by digest so that a rebuild of a release gets the same bases: Node.js 24
+# on Debian 12 for the build stages, distroless Node.js 24 for the runtime. The digests were taken
+# from public Dockerfiles that pin these tags (this machine cannot reach the registries to resolve
+# them); to refresh: `docker buildx imagetools inspect node:24-bookworm-slim` and
+# `... gcr.io/distroless/nodejs24-debian12:nonroot`, and keep both on the same Node.js major.
+ARG BUILD_IMAGE=node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d
+ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 
 # Production dependencies alone. --ignore-scripts: no dependency needs its install script (the only
 # one with a script, protobufjs, prints a version warning), and the package's own `prepare` (tsc)
 # needs the dev dependencies.
-FROM node:${NODE_MAJOR}-bookworm-slim AS deps
+FROM ${BUILD_IMAGE} AS deps
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
@@ -22,17 +30,20 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 RUN find node_modules -type f \( -name '*.map' -o -name '*.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -iname '*.md' \) -delete
 
 # The build: every dependency, then tsc into dist/ (the tests and the sourcemaps stay out).
-FROM node:${NODE_MAJOR}-bookworm-slim AS build
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY scripts/bundle.ts ./scripts/
+# The commit `portico --version` and portico_build_info report (dist/build-info.json); the context
+# has no .git.
+ARG PORTICO_COMMIT=unknown
 RUN npx tsc -p tsconfig.build.json --sourceMap false && npx tsx scripts/bundle.ts
 
 # The runtime: distroless Node.js (no shell, no package manager), user nonroot (65532).
-FROM gcr.io/distroless/nodejs${NODE_MAJOR}-debian12:nonroot
+FROM ${RUNTIME_IMAGE}
 LABEL org.opencontainers.image.title="portico" \
       org.opencontainers.image.description="Portico: custom domains and per-plan API rate limits for Kubernetes" \
       org.opencontainers.image.licenses="Apache-2.0"

@@ -26,9 +26,16 @@
 // copy acme-client uses. The .proto files of the rate-limit protocol are read at run time from
 // node_modules (@grpc/grpc-js-xds, src/ratelimit/protocol.ts), so node_modules stays beside dist/.
 //
+// It also writes dist/build-info.json, the version and commit that `portico --version` and the
+// operator's `portico_build_info` metric report (src/build-info.ts): the version from package.json,
+// the commit from $PORTICO_COMMIT (the Dockerfile's build argument, where there is no .git), else
+// `git rev-parse HEAD` with `-dirty` when tracked files have uncommitted changes, else `unknown`.
+//
 //   npx tsx scripts/bundle.ts      (part of `npm run build`)
-import { readFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
 import { build } from 'esbuild';
+import type { BuildInfo } from '../src/build-info.js';
 
 interface Bundle {
   entryPoint: string;
@@ -69,4 +76,24 @@ async function bundle({ entryPoint, outfile, external = [] }: Bundle): Promise<v
   }
 }
 
-await Promise.all(BUNDLES.map(bundle));
+/** The commit this build is made from (see the header); never throws. */
+function currentCommit(): string {
+  const given = process.env.PORTICO_COMMIT;
+  if (given) return given;
+  try {
+    const git = (...args: string[]): string =>
+      execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const sha = git('rev-parse', 'HEAD');
+    return git('status', '--porcelain', '--untracked-files=no') === '' ? sha : `${sha}-dirty`;
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function writeBuildInfo(): Promise<void> {
+  const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { version: string };
+  const info: BuildInfo = { version: pkg.version, commit: currentCommit() };
+  await writeFile('dist/build-info.json', `${JSON.stringify(info)}\n`);
+}
+
+await Promise.all([...BUNDLES.map(bundle), writeBuildInfo()]);

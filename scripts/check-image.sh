@@ -4,8 +4,8 @@
 # it, RUN through bash with the stage's ENV), then checks the final stage's filesystem and runs its
 # ENTRYPOINT:
 #
-#   - the Node.js running the steps has the major version of the Dockerfile's NODE_MAJOR, which is
-#     the one package.json's engines asks for;
+#   - the Node.js running the steps has the major version of the Dockerfile's base images (their
+#     names, pinned by digest), which is the one package.json's engines asks for;
 #   - the image holds package.json, dist/ and node_modules/ and nothing else, no sourcemaps, no tests;
 #   - node_modules has every production dependency (`npm ls --omit=dev`) and no dev dependency;
 #   - `portico --help` and `portico controller --help` (which loads every controller module and

@@ -5,12 +5,14 @@
 #
 #   PORTICO_TOOLS_DIR   where the binaries go (default: ${XDG_CACHE_HOME:-~/.cache}/portico/tools)
 #   --test              also build what only the tests run (npm test passes it; the sandbox does not):
-#                       helm, promtool and envoyproxy/ratelimit's client_cmd
+#                       helm, promtool, envoyproxy/ratelimit's client_cmd, the OCI registry, and
+#                       qemu-user with Debian's arm64 runtimes (to run the arm64 kubectl-portico)
 #   --bench             also build the benchmark's tools: envoyproxy/ratelimit's service_cmd and ghz
 #   --prometheus        also build the Prometheus server (same release as promtool), for
 #                       `npm run dashboard:render` (test/bench/render-dashboard.ts); not needed by npm test
 #
-# Requires: go (1.26+), curl. Installs redis-server from Debian's packages when it is missing.
+# Requires: go (1.26+), curl. Installs redis-server (and with --test, qemu-user) from Debian's
+# packages when missing.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +45,10 @@ PROMETHEUS_VERSION=v0.316.0
 # go.mod has no replace directives, so go install builds it as it is; its CRDs come from the same
 # module version (examples/contour/01-crds.yaml), copied beside the binary.
 CONTOUR_VERSION=v1.33.8
+# CNCF Distribution's registry: the OCI registry on loopback that the release test pushes the chart
+# to (`helm push`) and installs it from (test/e2e/release.test.ts). Its go.mod has no replace
+# directives, so go install builds it as it is.
+DISTRIBUTION_VERSION=v3.1.2
 
 bench=false
 prometheus=false
@@ -120,6 +126,8 @@ if [[ $test_tools == true ]]; then
   # An independent client of Envoy's rate-limit protocol, for the e2e tests.
   build_once envoy-ratelimit-client "$ENVOY_RATELIMIT_VERSION" \
     go_install_as envoy-ratelimit-client "github.com/envoyproxy/ratelimit/src/client_cmd@$ENVOY_RATELIMIT_VERSION"
+  build_once registry "$DISTRIBUTION_VERSION" go install -trimpath -ldflags "-s -w" \
+    "github.com/distribution/distribution/v3/cmd/registry@$DISTRIBUTION_VERSION"
 fi
 if [[ $bench == true ]]; then
   build_once envoy-ratelimit-server "$ENVOY_RATELIMIT_VERSION" \
@@ -141,5 +149,18 @@ if ! command -v redis-server >/dev/null 2>&1; then
   fi
 fi
 ln -sf "$(command -v redis-server)" "$bin_dir/redis-server"
+
+# The release test (test/e2e/release.test.ts) runs the linux-arm64 kubectl-portico under user-mode
+# emulation: qemu-aarch64 with Debian's arm64 C and C++ runtimes as its sysroot (/usr/aarch64-linux-gnu).
+if [[ $test_tools == true ]] && [[ $(uname -m) != aarch64 ]] &&
+  { ! command -v qemu-aarch64 >/dev/null 2>&1 || [[ ! -e /usr/aarch64-linux-gnu/lib/libstdc++.so.6 ]]; }; then
+  log "installing qemu-user and the arm64 runtimes from Debian's packages"
+  pkgs=(qemu-user libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross)
+  if [[ $(id -u) -eq 0 ]]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
+  fi
+fi
 
 echo "$bin_dir"

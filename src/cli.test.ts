@@ -37,3 +37,10 @@ describe('portico exit', () => {
     expect(ms).toBeGreaterThanOrEqual(5_000);
   }, 20_000);
 });
+
+describe('portico --version', () => {
+  it('prints the version and the commit (a development build from the sources)', async () => {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', CLI, '--version']);
+    expect(stdout).toBe(`portico 0.0.0-dev (commit unknown, Node.js ${process.version})\n`);
+  });
+});

@@ -14,6 +14,7 @@
  * (a clean stop leaves nothing behind; what does is a defect to fix, not a reason to hang).
  */
 import { existsSync } from 'node:fs';
+import { buildInfo, formatVersion } from './build-info.js';
 
 const usage = `usage: portico <command> [flags]
 
@@ -23,6 +24,7 @@ commands:
   sandbox up        start the local stack: API server, etcd, Pebble, DNS server, operator
   sandbox status    exit 0 when the local stack is up
   sandbox down      stop everything the sandbox started
+  --version         the version and the commit it was built from
 `;
 
 /** Milliseconds a command may leave work behind after it returned before the process exits anyway. */
@@ -74,6 +76,10 @@ async function main(argv: string[]): Promise<number> {
       const { runSandbox } = await import('./sandbox/cli.js');
       return runSandbox(rest);
     }
+    case '--version':
+    case 'version':
+      process.stdout.write(formatVersion('portico', buildInfo(), process.version));
+      return 0;
     case undefined:
     case '-h':
     case '--help':

@@ -30,6 +30,11 @@ describe('parsePluginArgs', () => {
     expect(parsePluginArgs(['status', '-h'])).toEqual({ kind: 'help' });
   });
 
+  it('answers --version without a command', () => {
+    expect(parsePluginArgs(['--version'])).toEqual({ kind: 'version' });
+    expect(parsePluginArgs(['-h', '--version'])).toEqual({ kind: 'help' });
+  });
+
   it.each([
     [[], 'no command given'],
     [['restart', 'www'], 'unknown command "restart"'],

@@ -20,6 +20,7 @@ flags:
       --kubeconfig <path> kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)
       --context <name>   kubeconfig context (default: the current context)
   -h, --help             this help
+      --version          the plugin's version and commit
 
 exit codes: 0 done, 1 error (e.g. the domain was not found), 2 usage
 `;
@@ -30,6 +31,7 @@ export type Command = (typeof COMMANDS)[number];
 /** A parsed command line. */
 export type PluginArgs =
   | { kind: 'help' }
+  | { kind: 'version' }
   | { kind: 'usage-error'; message: string }
   | {
       kind: 'run';
@@ -62,6 +64,7 @@ export function parsePluginArgs(argv: readonly string[]): PluginArgs {
         kubeconfig: { type: 'string' },
         context: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean' },
       },
     });
   } catch (err) {
@@ -69,6 +72,7 @@ export function parsePluginArgs(argv: readonly string[]): PluginArgs {
   }
   const { values, positionals } = parsed;
   if (values.help) return { kind: 'help' };
+  if (values.version) return { kind: 'version' };
   const [command, name, ...extra] = positionals;
   if (!isCommand(command)) {
     return {

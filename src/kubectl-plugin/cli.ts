@@ -25,6 +25,7 @@ import {
   VERSION,
   type CustomDomain,
 } from '../api/customdomain.js';
+import { buildInfo, formatVersion } from '../build-info.js';
 import { apiStatusCode } from '../kube/errors.js';
 import { parsePluginArgs, USAGE } from './args.js';
 import { explain, formatExplanation, formatStatus, statusReport, type DomainEvent } from './format.js';
@@ -154,6 +155,10 @@ export async function runPlugin(argv: readonly string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  if (args.kind === 'version') {
+    process.stdout.write(formatVersion('kubectl-portico', buildInfo(), process.version));
+    return 0;
+  }
   if (args.kind === 'usage-error') {
     process.stderr.write(`kubectl portico: ${args.message}\n\n${USAGE}`);
     return 2;
@@ -186,5 +191,6 @@ function describeError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-// Pipes and files are written synchronously on Linux, so exiting at once loses no output.
-process.exit(await runPlugin(process.argv.slice(2)));
+// Pipes and files are written synchronously on Linux, so exiting at once loses no output. No
+// top-level await: the single executable (scripts/build-plugin-sea.ts) bundles this as CommonJS.
+void runPlugin(process.argv.slice(2)).then((code) => process.exit(code));

@@ -8,6 +8,8 @@ import { ReadyTransitions, registerDomainMetrics, type CustomDomainSource } from
 import { VERDICT_REASONS } from '../dns/verdict.js';
 import { registerSharedMetrics } from './shared-metrics.js';
 import { REDUCTION_REASONS } from '../controller/memory-reducer.js';
+import { buildInfo } from '../build-info.js';
+import { registerBuildInfo } from './build-info-metric.js';
 
 /** The `result` values of `portico_acme_orders_total`. */
 export const ACME_ORDER_RESULTS = ['valid', 'failed', 'cancelled'] as const;
@@ -47,6 +49,7 @@ export function createControllerMetrics(): ControllerMetrics {
   // dashboards and alerts look for (#12).
   collectDefaultMetrics({ register: registry });
   registerSharedMetrics(registry);
+  registerBuildInfo(registry, buildInfo(), process.version);
   let domains: CustomDomainSource = () => [];
   registerDomainMetrics(registry, () => domains());
   const registers = [registry];

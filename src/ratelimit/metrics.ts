@@ -9,6 +9,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { BanLedger } from './ban-ledger.js';
 import { REQUEST_BOUNDS } from './request-limits.js';
+import { buildInfo } from '../build-info.js';
+import { registerBuildInfo } from '../observability/build-info-metric.js';
 
 /** The Redis commands the server sends: the check script (EVALSHA) and the clock measurement (TIME). */
 export const REDIS_COMMANDS = ['check', 'time'] as const;
@@ -157,6 +159,7 @@ export function createCheckMetrics(
 /** The config's metrics and Node's process metrics (standard names, `process_*` and `nodejs_*`), in `registry`. */
 export function createConfigMetrics(registry: Registry = new Registry()): ConfigMetrics {
   collectDefaultMetrics({ register: registry });
+  registerBuildInfo(registry, buildInfo(), process.version);
   const registers = [registry];
   const metrics: ConfigMetrics = {
     registry,
