@@ -744,7 +744,8 @@ export class CustomDomainReconciler {
       if (obj.kind !== HTTPROUTE_KIND && obj.kind !== LISTENERSET_KIND && obj.kind !== HTTPPROXY_KIND)
         continue;
       if (written.has(obj)) {
-        const who = obj.kind === HTTPPROXY_KIND ? 'Contour' : 'the gateway';
+        const who =
+          obj.kind === HTTPPROXY_KIND ? 'Contour' : (this.#d.routing.dataPlaneName ?? 'the gateway');
         parts.push({
           kind: 'awaiting',
           message: `${obj.kind} ${name} was written just now; waiting for ${who} to report on it.`,
@@ -753,9 +754,9 @@ export class CustomDomainReconciler {
         parts.push(httpProxyAcknowledgement(cached, name));
       } else if (obj.kind === HTTPROUTE_KIND) {
         const parents = (obj as HTTPRoute).spec.parentRefs;
-        parts.push(httpRouteAcknowledgement(cached, name, namespace, parents));
+        parts.push(httpRouteAcknowledgement(cached, name, namespace, parents, this.#d.routing.dataPlaneName));
       } else {
-        parts.push(listenerSetAcknowledgement(cached, name));
+        parts.push(listenerSetAcknowledgement(cached, name, this.#d.routing.dataPlaneName));
       }
     }
     return combine(parts);
