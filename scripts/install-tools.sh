@@ -135,18 +135,30 @@ build_envoy_gateway() {
   go install -trimpath -ldflags "$ldflags" \
     "github.com/envoyproxy/gateway/cmd/envoy-gateway@$ENVOY_GATEWAY_VERSION" \
     "github.com/envoyproxy/gateway/cmd/egctl@$ENVOY_GATEWAY_VERSION"
+}
+# envoy_gateway_crds FILE: the CRDs of the module version, from charts/gateway-crds-helm/templates/.
+# Each template is one `{{- if ... }}` ... `{{- end }}` block of plain YAML documents. Gateway API's
+# bundle also holds a ValidatingAdmissionPolicy and its binding (safe-upgrades) that refuse
+# experimental CRDs over standard ones: the e2e tests apply both channels to one API server
+# (test/e2e/support/routing-crds.ts), so those documents are left out (awk: a document is dropped
+# when its `kind:` line names them).
+envoy_gateway_crds() {
   local module_dir templates
   module_dir=$(go mod download -json "github.com/envoyproxy/gateway@$ENVOY_GATEWAY_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
   templates="$module_dir/charts/gateway-crds-helm/templates"
-  # Each template is one `{{- if ... }}` ... `{{- end }}` block of plain YAML documents.
-  grep -hv '^{{' "$templates/experimental-gatewayapi-crds.yaml" "$templates"/generated/*.yaml \
-    >"$GOBIN/envoy-gateway-crds.yaml"
-  chmod 0644 "$GOBIN/envoy-gateway-crds.yaml"
+  grep -hv '^{{' "$templates/experimental-gatewayapi-crds.yaml" "$templates"/generated/*.yaml |
+    awk '/^---$/ { head = $0 "\n"; in_head = 1; skip = 0; next }
+         in_head { head = head $0 "\n"; if ($0 ~ /^kind: /) { in_head = 0; skip = ($0 ~ /^kind: ValidatingAdmissionPolicy/); if (!skip) printf "%s", head }; next }
+         !skip { print }' >"$1.tmp"
+  chmod 0644 "$1.tmp"
+  mv "$1.tmp" "$1"
 }
 if [[ $envoy_gateway == true ]]; then
   build_once envoy-gateway "$ENVOY_GATEWAY_VERSION" build_envoy_gateway
-  ln -sf "$tools_dir/envoy-gateway-$ENVOY_GATEWAY_VERSION/egctl" "$bin_dir/egctl"
-  ln -sf "$tools_dir/envoy-gateway-$ENVOY_GATEWAY_VERSION/envoy-gateway-crds.yaml" "$bin_dir/envoy-gateway-crds.yaml"
+  eg_dir="$tools_dir/envoy-gateway-$ENVOY_GATEWAY_VERSION"
+  [[ -s "$eg_dir/envoy-gateway-crds.yaml" ]] || envoy_gateway_crds "$eg_dir/envoy-gateway-crds.yaml"
+  ln -sf "$eg_dir/egctl" "$bin_dir/egctl"
+  ln -sf "$eg_dir/envoy-gateway-crds.yaml" "$bin_dir/envoy-gateway-crds.yaml"
 fi
 if [[ $test_tools == true ]]; then
   build_once helm "$HELM_VERSION" go install -trimpath "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
