@@ -29,7 +29,7 @@
  *   status, never the Gateway's `Programmed` (docs/routing.md, "Envoy Gateway").
  */
 import { spawn } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 import { stringify } from 'yaml';
@@ -211,6 +211,33 @@ function runToCompletion(binary: string, args: string[], logPath: string): Promi
   });
 }
 
+/**
+ * Applies the Secret `envoy` (kubernetes.io/tls: `ca.crt`, `tls.crt`, `tls.key`) from the
+ * certificates `certgen --local` made for Envoy into Envoy Gateway's namespace, as `certgen` does in
+ * a cluster (internal/provider/kubernetes/secrets.go `CertsToSecret`): Envoy Gateway's translation
+ * refers to it for the Envoy it would run ("envoy TLS secret ... not found" otherwise). The other
+ * Secrets certgen makes there are not needed: `envoy-gateway` is read from /certs, and without
+ * `envoy-oidc-hmac` the Wasm cache server (a fixed port) stays off.
+ *
+ * @throws CommandFailedError when kubectl fails
+ */
+export async function applyEnvoyTlsSecret(kubectl: Kubectl, paths: SandboxPaths): Promise<void> {
+  const dir = path.join(envoyGatewayDir(paths), 'certs', 'envoy');
+  const [ca, crt, key] = await Promise.all(
+    ['ca.crt', 'tls.crt', 'tls.key'].map(async (f) => (await readFile(path.join(dir, f))).toString('base64')),
+  );
+  const secret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'envoy', namespace: ENVOY_GATEWAY_NAMESPACE },
+    type: 'kubernetes.io/tls',
+    data: { 'ca.crt': ca, 'tls.crt': crt, 'tls.key': key },
+  };
+  await runKubectl(kubectl, ['apply', '--server-side', '--field-manager=portico-sandbox', '-f', '-'], {
+    input: JSON.stringify(secret),
+  });
+}
+
 /** A running Envoy Gateway. */
 export interface StartedEnvoyGateway {
   readonly process: StartedProcess;
@@ -219,20 +246,22 @@ export interface StartedEnvoyGateway {
 }
 
 /**
- * Makes Envoy Gateway's control-plane certificates (`envoy-gateway certgen --local`), writes its
- * configuration, starts `envoy-gateway server` in a private mount namespace with those certificates
- * on `/certs`, and waits until its admin API answers `/api/server_info`.
+ * Makes Envoy Gateway's control-plane certificates (`envoy-gateway certgen --local`), applies the
+ * Secret `envoy` from them (namespace `envoy-gateway-system` must exist), writes its configuration,
+ * starts `envoy-gateway server` in a private mount namespace with its certificates on `/certs`, and
+ * waits until its admin API answers `/api/server_info`.
  *
  * @param binary the `envoy-gateway` binary (scripts/install-tools.sh --envoy-gateway)
- * @param kubeconfig the API server it watches and writes status to
+ * @param kubectl the API server it watches and writes status to (its kubeconfig)
  * @param adminPort the admin API's port on 127.0.0.1
  * @throws ComponentStartError when not run as root (the mount namespace needs CAP_SYS_ADMIN), when
- *   certgen fails, or when the server exits or does not answer within 60 s
+ *   certgen fails, or when the server exits or does not answer within 60 s; CommandFailedError when
+ *   kubectl fails
  */
 export async function startEnvoyGateway(
   paths: SandboxPaths,
   binary: string,
-  kubeconfig: string,
+  kubectl: Kubectl,
   adminPort: number,
 ): Promise<StartedEnvoyGateway> {
   const logPath = paths.log(ENVOY_GATEWAY);
@@ -244,6 +273,7 @@ export async function startEnvoyGateway(
   const dir = envoyGatewayDir(paths);
   await mkdir(dir, { recursive: true });
   await runToCompletion(binary, ['certgen', '--local', '--config-home', dir], logPath);
+  await applyEnvoyTlsSecret(kubectl, paths);
   const configPath = path.join(dir, 'envoy-gateway.yaml');
   await writeFile(configPath, stringify(envoyGatewayConfig(adminPort)));
   // The mount point; empty on the host, the stack's own certificates inside the namespace.
@@ -267,7 +297,7 @@ export async function startEnvoyGateway(
       '--config-path',
       configPath,
     ],
-    env: { KUBECONFIG: kubeconfig },
+    env: { KUBECONFIG: kubectl.kubeconfig },
   });
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   await waitUntilReady(proc, httpProbe(`${adminUrl}/api/server_info`), {

@@ -315,12 +315,7 @@ async function startStack(
     );
     await installEnvoyGatewayCrds(kubectl, tools.envoyGatewayCrds);
     await ensureNamespace(kubectl, ENVOY_GATEWAY_NAMESPACE);
-    envoyGateway = await startEnvoyGateway(
-      paths,
-      tools.envoyGateway,
-      cluster.kubeconfig,
-      ports.envoyGatewayAdmin,
-    );
+    envoyGateway = await startEnvoyGateway(paths, tools.envoyGateway, kubectl, ports.envoyGatewayAdmin);
     step(
       `applying GatewayClass ${SANDBOX_GATEWAY.gatewayClassName} and Gateway ${gatewayParentRefsArg(SANDBOX_GATEWAY)}`,
     );

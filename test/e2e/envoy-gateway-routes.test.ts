@@ -58,6 +58,7 @@ import {
   type ControllerCommand,
   type OperatorProcess,
 } from './support/stack-controller.js';
+import { selfSignedCertificate } from '../support/stand-in-ingress.js';
 
 const GATEWAY_API = { group: 'gateway.networking.k8s.io', version: 'v1' } as const;
 
@@ -158,16 +159,16 @@ async function routesFor(hostname: string): Promise<{ routeConfig: string; route
     filter_chains?: FilterChain[];
     default_filter_chain?: FilterChain;
   })[];
-  const names = new Set<string>();
-  for (const l of listeners)
-    for (const chain of [
-      ...(l.filter_chains ?? []),
-      ...(l.default_filter_chain ? [l.default_filter_chain] : []),
-    ])
-      for (const f of chain.filters ?? []) {
-        const name = f.typed_config?.rds?.route_config_name;
-        if (name !== undefined) names.add(name);
-      }
+  const chains = listeners.flatMap((l) => [
+    ...(l.filter_chains ?? []),
+    ...(l.default_filter_chain ? [l.default_filter_chain] : []),
+  ]);
+  const names = new Set(
+    chains
+      .flatMap((chain) => chain.filters ?? [])
+      .map((f) => f.typed_config?.rds?.route_config_name)
+      .filter((n): n is string => n !== undefined),
+  );
   if (names.size === 0) return [];
   const configs = (await xdsResources(XDS_TYPE.routeConfiguration, [...names])) as (XdsResource & {
     virtual_hosts?: { domains?: string[]; routes?: XdsRoute[] }[];
@@ -319,5 +320,97 @@ describe('Envoy Gateway takes a redirect domain', () => {
         host_redirect: target,
         response_code: 'PERMANENT_REDIRECT',
       });
+  });
+});
+
+describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
+  it("a ListenerSet whose Secret does not exist (the certificate held back by a CAA record for another CA): Routed=False with Envoy Gateway's InvalidCertificateRef", async () => {
+    const ns = unique('eg-nocert');
+    await createProject(ns);
+    const hostname = `www.${ns}.example`;
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await dns.post('/add-caa', { host: hostname, policies: [{ tag: 'issue', value: 'digicert.com' }] });
+    try {
+      await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+      const cd = await waitForCondition(ns, 'www', 'Routed', 'False', 'InvalidCertificateRef', 60_000);
+      const set = await read<ListenerSetWithStatus>('listenersets', ns, 'portico-www');
+      const listener = set.status?.listeners?.find((l) => l.name === 'https');
+      const resolved = condition(listener?.conditions, 'ResolvedRefs');
+      expect(resolved).toMatchObject({ status: 'False', reason: 'InvalidCertificateRef' });
+      expect(domainCondition(cd, 'Routed').message).toContain(
+        `ListenerSet portico-www listener https: ResolvedRefs=False (InvalidCertificateRef): ${resolved?.message ?? ''}`,
+      );
+      expect(domainCondition(cd, 'Ready').status).toBe('False');
+    } finally {
+      await dns.post('/clear-caa', { host: hostname });
+    }
+  });
+
+  it("a hostname another ListenerSet on the Gateway holds already: Routed=False with Envoy Gateway's HostnameConflict", async () => {
+    const ns = unique('eg-taken');
+    await createProject(ns);
+    const hostname = `www.${ns}.example`;
+    const other = unique('eg-other');
+    await kube().core.createNamespace({ body: { metadata: { name: other } } });
+    const pem = await selfSignedCertificate('CN=first', [hostname]);
+    await kube().core.createNamespacedSecret({
+      namespace: other,
+      body: {
+        metadata: { name: 'first-tls' },
+        type: 'kubernetes.io/tls',
+        data: {
+          'tls.crt': Buffer.from(pem.certPem).toString('base64'),
+          'tls.key': Buffer.from(pem.keyPem).toString('base64'),
+        },
+      },
+    });
+    await kube().custom.createNamespacedCustomObject({
+      ...GATEWAY_API,
+      plural: 'listenersets',
+      namespace: other,
+      body: {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'ListenerSet',
+        metadata: { name: 'first', namespace: other },
+        spec: {
+          parentRef: {
+            group: 'gateway.networking.k8s.io',
+            kind: 'Gateway',
+            name: SANDBOX_GATEWAY.name,
+            namespace: SANDBOX_GATEWAY.namespace,
+          },
+          listeners: [
+            {
+              name: 'https',
+              hostname,
+              port: 443,
+              protocol: 'HTTPS',
+              tls: { mode: 'Terminate', certificateRefs: [{ kind: 'Secret', name: 'first-tls' }] },
+            },
+          ],
+        },
+      },
+    });
+    await waitFor(
+      'Envoy Gateway to accept the other ListenerSet',
+      async () => {
+        const set = await read<ListenerSetWithStatus>('listenersets', other, 'first');
+        const accepted = condition(set.status?.conditions, 'Accepted');
+        if (accepted?.status === 'False') throw new Error(`refused: ${JSON.stringify(set.status)}`);
+        return accepted?.status === 'True' ? true : undefined;
+      },
+      20_000,
+    );
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+    // Until the certificate is issued the listener's ResolvedRefs is False (InvalidCertificateRef);
+    // the conflict is what stays.
+    const cd = await waitForCondition(ns, 'www', 'Routed', 'False', 'HostnameConflict', 60_000);
+    const set = await read<ListenerSetWithStatus>('listenersets', ns, 'portico-www');
+    const listener = set.status?.listeners?.find((l) => l.name === 'https');
+    const refusal = condition(listener?.conditions, 'Conflicted');
+    expect(refusal).toMatchObject({ status: 'True', reason: 'HostnameConflict' });
+    expect(domainCondition(cd, 'Ready').status).toBe('False');
+    expect(domainCondition(cd, 'Routed').message).toContain(refusal?.message ?? '');
   });
 });

@@ -72,7 +72,7 @@ export async function startStackEnvoyGateway(): Promise<StackEnvoyGateway> {
   const started = await startEnvoyGateway(
     paths,
     path.join(sandbox.toolsBinDir, 'envoy-gateway'),
-    sandbox.kubeconfig,
+    kubectl,
     await freePort(),
   );
   await applyPlatformGateway(kubectl, paths, SANDBOX_GATEWAY);
