@@ -5,8 +5,11 @@
 #
 #   PORTICO_TOOLS_DIR   where the binaries go (default: ${XDG_CACHE_HOME:-~/.cache}/portico/tools)
 #   --test              also build what only the tests run (npm test passes it; the sandbox does not):
-#                       helm, promtool, envoyproxy/ratelimit's client_cmd, the OCI registry, and
-#                       qemu-user with Debian's arm64 runtimes (to run the arm64 kubectl-portico)
+#                       helm, promtool, envoyproxy/ratelimit's client_cmd, Envoy Gateway, the OCI
+#                       registry, and qemu-user with Debian's arm64 runtimes (to run the arm64
+#                       kubectl-portico)
+#   --envoy-gateway     also build Envoy Gateway and egctl, with its CRDs (`sandbox up --data-plane
+#                       envoy-gateway` passes it; --test implies it)
 #   --bench             also build the benchmark's tools: envoyproxy/ratelimit's service_cmd and ghz
 #   --prometheus        also build the Prometheus server (same release as promtool), for
 #                       `npm run dashboard:render` (test/bench/render-dashboard.ts); not needed by npm test
@@ -49,16 +52,25 @@ CONTOUR_VERSION=v1.33.8
 # to (`helm push`) and installs it from (test/e2e/release.test.ts). Its go.mod has no replace
 # directives, so go install builds it as it is.
 DISTRIBUTION_VERSION=v3.1.2
+# Envoy Gateway, the Gateway API implementation the sandbox (`--data-plane envoy-gateway`) and the
+# test/e2e/envoy-gateway-*.test.ts tests run (docs/routing.md, "Envoy Gateway"), and egctl, its CLI.
+# Its go.mod (go 1.26.7) has no replace directives, so go install builds both as they are. The CRDs
+# come from the same module version: charts/gateway-crds-helm/templates/, whose Helm `{{ }}` lines
+# are stripped: Gateway API's experimental channel (the Gateway API version Envoy Gateway requires)
+# and Envoy Gateway's own (EnvoyPatchPolicy, EnvoyProxy, ...), one file beside the binary.
+ENVOY_GATEWAY_VERSION=v1.9.1
 
 bench=false
 prometheus=false
 test_tools=false
+envoy_gateway=false
 for arg in "$@"; do
   case $arg in
-    --test) test_tools=true ;;
+    --test) test_tools=true; envoy_gateway=true ;;
+    --envoy-gateway) envoy_gateway=true ;;
     --bench) bench=true ;;
     --prometheus) prometheus=true ;;
-    *) printf 'usage: %s [--test] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
+    *) printf 'usage: %s [--test] [--envoy-gateway] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
   esac
 done
 
@@ -118,6 +130,43 @@ build_contour() {
 }
 build_once contour "$CONTOUR_VERSION" build_contour
 ln -sf "$tools_dir/contour-$CONTOUR_VERSION/contour-crds.yaml" "$bin_dir/contour-crds.yaml"
+# Two listeners of the server are fixed in v1.9.1 and bound on every interface: controller-runtime's
+# metrics (:8080, its metricsserver.DefaultBindAddress) and the health probe (:8081, the Kubernetes
+# provider's healthProbeBindAddress). Both are package variables, set to "0" (controller-runtime: do
+# not listen) at link time, so parallel stacks cannot collide on them; the sandbox reads Envoy
+# Gateway's admin API, on a port it picks (src/sandbox/envoy-gateway.ts).
+build_envoy_gateway() {
+  local ldflags="-s -w -X github.com/envoyproxy/gateway/internal/cmd/version.envoyGatewayVersion=$ENVOY_GATEWAY_VERSION"
+  ldflags+=" -X sigs.k8s.io/controller-runtime/pkg/metrics/server.DefaultBindAddress=0"
+  ldflags+=" -X github.com/envoyproxy/gateway/internal/provider/kubernetes.healthProbeBindAddress=0"
+  go install -trimpath -ldflags "$ldflags" \
+    "github.com/envoyproxy/gateway/cmd/envoy-gateway@$ENVOY_GATEWAY_VERSION" \
+    "github.com/envoyproxy/gateway/cmd/egctl@$ENVOY_GATEWAY_VERSION"
+}
+# envoy_gateway_crds FILE: the CRDs of the module version, from charts/gateway-crds-helm/templates/.
+# Each template is one `{{- if ... }}` ... `{{- end }}` block of plain YAML documents. Gateway API's
+# bundle also holds a ValidatingAdmissionPolicy and its binding (safe-upgrades) that refuse
+# experimental CRDs over standard ones: the e2e tests apply both channels to one API server
+# (test/e2e/support/routing-crds.ts), so those documents are left out (awk: a document is dropped
+# when its `kind:` line names them).
+envoy_gateway_crds() {
+  local module_dir templates
+  module_dir=$(go mod download -json "github.com/envoyproxy/gateway@$ENVOY_GATEWAY_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  templates="$module_dir/charts/gateway-crds-helm/templates"
+  grep -hv '^{{' "$templates/experimental-gatewayapi-crds.yaml" "$templates"/generated/*.yaml |
+    awk '/^---$/ { head = $0 "\n"; in_head = 1; skip = 0; next }
+         in_head { head = head $0 "\n"; if ($0 ~ /^kind: /) { in_head = 0; skip = ($0 ~ /^kind: ValidatingAdmissionPolicy/); if (!skip) printf "%s", head }; next }
+         !skip { print }' >"$1.tmp"
+  chmod 0644 "$1.tmp"
+  mv "$1.tmp" "$1"
+}
+if [[ $envoy_gateway == true ]]; then
+  build_once envoy-gateway "$ENVOY_GATEWAY_VERSION" build_envoy_gateway
+  eg_dir="$tools_dir/envoy-gateway-$ENVOY_GATEWAY_VERSION"
+  [[ -s "$eg_dir/envoy-gateway-crds.yaml" ]] || envoy_gateway_crds "$eg_dir/envoy-gateway-crds.yaml"
+  ln -sf "$eg_dir/egctl" "$bin_dir/egctl"
+  ln -sf "$eg_dir/envoy-gateway-crds.yaml" "$bin_dir/envoy-gateway-crds.yaml"
+fi
 if [[ $test_tools == true ]]; then
   build_once helm "$HELM_VERSION" go install -trimpath "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   build_once promtool "$PROMETHEUS_VERSION" go install -trimpath \

@@ -90,6 +90,22 @@ describe('httpRouteAcknowledgement', () => {
     });
   });
 
+  it('names the data plane and the controllerName it wrote in the confirmation when --data-plane-name is set', () => {
+    const defaulted = { ...gateway, group: 'gateway.networking.k8s.io', kind: 'Gateway' } as const;
+    const ack = httpRouteAcknowledgement(
+      route([accepted(defaulted), accepted(set)]),
+      'portico-www',
+      'shop',
+      [gateway, set],
+      'Envoy Gateway',
+    );
+    expect(ack).toEqual({
+      kind: 'confirmed',
+      message:
+        'Envoy Gateway (example.com/gateway) accepted HTTPRoute portico-www on Gateway infra/public, ListenerSet shop/portico-www.',
+    });
+  });
+
   it("is refused with the gateway's own reason and message", () => {
     const refused = {
       parentRef: gateway,
@@ -189,6 +205,16 @@ describe('listenerSetAcknowledgement', () => {
         'portico-www',
       ),
     ).toEqual({ kind: 'confirmed', message: 'The gateway programmed ListenerSet portico-www.' });
+  });
+
+  it('names the data plane in the confirmation when --data-plane-name is set', () => {
+    expect(
+      listenerSetAcknowledgement(
+        set({ conditions: [cond('Accepted', 'True'), cond('Programmed', 'True')] }),
+        'portico-www',
+        'Envoy Gateway',
+      ),
+    ).toEqual({ kind: 'confirmed', message: 'Envoy Gateway programmed ListenerSet portico-www.' });
   });
 
   it("awaits the CRD's default status, which a Gateway without ListenerSet support leaves", () => {

@@ -195,13 +195,15 @@ function judge(
  * wrote), some entry of `status.parents` has `Accepted` and `ResolvedRefs` True at the route's
  * `metadata.generation`; `refused` (the gateway's reason and message) when an entry of the current
  * generation says False; else `awaiting`. Every parent that is not confirmed is named in the message;
- * the reason is the first refusal's.
+ * the reason is the first refusal's. `dataPlaneName` (e.g. `Envoy Gateway`, the `--data-plane-name`
+ * setting) names the implementation in the confirmation, with the `controllerName` it wrote.
  */
 export function httpRouteAcknowledgement(
   route: HTTPRouteWithStatus | undefined,
   name: string,
   namespace: string,
   parentRefs: readonly RouteParentRef[],
+  dataPlaneName?: string,
 ): Acknowledgement {
   if (route === undefined)
     return { kind: 'awaiting', message: `HTTPRoute ${name} is not in the operator's cache yet.` };
@@ -229,7 +231,11 @@ export function httpRouteAcknowledgement(
   const open = outcomes.filter((o): o is Exclude<Acknowledgement, { kind: 'confirmed' }> => o !== undefined);
   if (open.length === 0) {
     const parents = parentRefs.map((ref) => describeParent(ref, namespace)).join(', ');
-    return { kind: 'confirmed', message: `${parents} accepted HTTPRoute ${name}.` };
+    if (dataPlaneName === undefined)
+      return { kind: 'confirmed', message: `${parents} accepted HTTPRoute ${name}.` };
+    const controllers = [...new Set(entries.map((e) => e.controllerName).filter(Boolean))].join(', ');
+    const by = controllers === '' ? dataPlaneName : `${dataPlaneName} (${controllers})`;
+    return { kind: 'confirmed', message: `${by} accepted HTTPRoute ${name} on ${parents}.` };
   }
   return combine(open);
 }
@@ -237,11 +243,13 @@ export function httpRouteAcknowledgement(
 /**
  * The ListenerSet as cached: `confirmed` when `Accepted` and `Programmed` are True at its
  * generation and its HTTPS listener's entry reports no refusal; `refused` with the gateway's reason
- * and message; else `awaiting`.
+ * and message; else `awaiting`. `dataPlaneName` names the implementation in the confirmation
+ * (default "The gateway").
  */
 export function listenerSetAcknowledgement(
   set: ListenerSetWithStatus | undefined,
   name: string,
+  dataPlaneName?: string,
 ): Acknowledgement {
   if (set === undefined)
     return { kind: 'awaiting', message: `ListenerSet ${name} is not in the operator's cache yet.` };
@@ -250,7 +258,12 @@ export function listenerSetAcknowledgement(
   const refused = listenerRefusal(listener?.conditions, generation);
   if (refused) return refusal(refused, `ListenerSet ${name} listener ${HTTPS_LISTENER_NAME}`);
   const judged = judge(set.status?.conditions, ['Accepted', 'Programmed'], generation, `ListenerSet ${name}`);
-  return judged ?? { kind: 'confirmed', message: `The gateway programmed ListenerSet ${name}.` };
+  return (
+    judged ?? {
+      kind: 'confirmed',
+      message: `${dataPlaneName ?? 'The gateway'} programmed ListenerSet ${name}.`,
+    }
+  );
 }
 
 /**

@@ -10,7 +10,7 @@ import path from 'node:path';
 
 import { parseArgs } from 'node:util';
 
-import { SANDBOX_DATA_PLANES, type SandboxDataPlane } from './contour.js';
+import { SANDBOX_DATA_PLANES, type SandboxDataPlane } from './data-plane.js';
 import { SandboxError } from './errors.js';
 import { defaultSandboxDir } from './paths.js';
 import { sandboxDown, sandboxStatus, sandboxUp } from './stack.js';
@@ -18,10 +18,11 @@ import { envVariables, type SandboxEnv } from './state.js';
 
 const usage = `usage: portico sandbox <up|down|status> [flags]
 
-  up [--no-examples] [--data-plane contour|none]
+  up [--no-examples] [--data-plane contour|envoy-gateway|none]
                        start the stack (or see that it runs) and apply examples/; writes .sandbox/env.
                        --data-plane: the controller that takes the routes (default contour, a real
-                       Contour whose acknowledgement Routed waits for; none: routes are unconfirmed)
+                       Contour whose acknowledgement Routed waits for; envoy-gateway: a real Envoy
+                       Gateway, Portico in Gateway API mode; none: routes are unconfirmed)
   status               print each component; exit 0 when everything is up
   down                 stop every process the sandbox started (logs stay in .sandbox/logs/)
 

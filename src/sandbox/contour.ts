@@ -27,9 +27,7 @@ import { httpProbe, waitUntilReady } from './readiness.js';
 
 export const CONTOUR = 'contour';
 
-/** The data planes the sandbox can run: a real Contour, or none (routes are then unconfirmed). */
-export type SandboxDataPlane = 'contour' | 'none';
-export const SANDBOX_DATA_PLANES: readonly SandboxDataPlane[] = ['contour', 'none'];
+export { SANDBOX_DATA_PLANES, type SandboxDataPlane } from './data-plane.js';
 
 /** The address Contour publishes in each Ingress's `status.loadBalancer.ingress`. */
 export const CONTOUR_INGRESS_STATUS_ADDRESS = '127.0.0.1';

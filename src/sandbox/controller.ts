@@ -37,6 +37,11 @@ export interface ControllerOptions {
   readonly dataPlaneName?: string;
   /** Wire RateLimitPolicy targets into Contour (`--contour-attachment`): where Contour runs. */
   readonly contourAttachment: boolean;
+  /**
+   * Gateway API mode (`--routing-mode gateway`): the HTTPRoutes' parent Gateway, `namespace/name`
+   * (`--gateway-parent-refs`); undefined routes with Ingress.
+   */
+  readonly gatewayParentRefs?: string;
 }
 
 /** `portico controller`'s flags. */
@@ -79,6 +84,11 @@ export function controllerArgs(options: ControllerOptions): string[] {
     // (docs/ratelimits.md, "Attaching to Contour"): only where Contour runs.
     '--contour-attachment',
     String(options.contourAttachment),
+    // With Envoy Gateway in the sandbox: an HTTPRoute and a ListenerSet per domain on its Gateway
+    // (docs/routing.md, "Envoy Gateway").
+    ...(options.gatewayParentRefs === undefined
+      ? []
+      : ['--routing-mode', 'gateway', '--gateway-parent-refs', options.gatewayParentRefs]),
   ];
 }
 

@@ -4,7 +4,8 @@
  * it.
  *
  * Start order: tools → ports → certificates → [etcd → kube-apiserver] beside the DNS server, Pebble
- * and Redis (in parallel) → namespace and CRDs → Contour (with `dataPlane: 'contour'`) → operator →
+ * and Redis (in parallel) → namespace and CRDs → Contour (with `dataPlane: 'contour'`) or Envoy
+ * Gateway with its GatewayClass and Gateway (with `dataPlane: 'envoy-gateway'`) → operator →
  * rate-limit server → env files → examples. Every start begins
  * from scratch: empty etcd, fresh certificates and ports. A failure before the env files are written
  * stops every process of the sandbox (logs stay); a failure of the examples leaves the stack running
@@ -30,6 +31,17 @@ import {
 } from './contour.js';
 import { CONTROLLER, startController } from './controller.js';
 import { DNS_SERVER, startDnsServer, type DnsManagementClient } from './dns-server.js';
+import {
+  ENVOY_GATEWAY,
+  ENVOY_GATEWAY_NAME,
+  ENVOY_GATEWAY_NAMESPACE,
+  SANDBOX_GATEWAY,
+  applyPlatformGateway,
+  gatewayParentRefsArg,
+  installEnvoyGatewayCrds,
+  startEnvoyGateway,
+  type StartedEnvoyGateway,
+} from './envoy-gateway.js';
 import { SandboxError } from './errors.js';
 import { ETCD, startEtcd } from './etcd.js';
 import { applyExamples, waitForCustomDomainsReady } from './examples.js';
@@ -75,8 +87,9 @@ export interface SandboxUpOptions {
   readonly env?: NodeJS.ProcessEnv;
   /**
    * The control plane that takes Portico's routes (default `contour`): a real Contour, whose
-   * acknowledgement the operator waits for, or `none` (the operator's acknowledgement is off, and
-   * Routed says the route is unconfirmed).
+   * acknowledgement the operator waits for; a real Envoy Gateway (`envoy-gateway`), the operator in
+   * gateway mode; or `none` (the operator's acknowledgement is off, and Routed says the route is
+   * unconfirmed).
    */
   readonly dataPlane?: SandboxDataPlane;
   /** Also build the tools only the tests run (install-tools.sh `--test`: helm, promtool, ...). */
@@ -162,7 +175,17 @@ export async function sandboxDown(dir: string): Promise<StoppedProcess[]> {
 }
 
 /** Stop order: the operator first, storage last; names not listed go in between. */
-const STOP_ORDER = [CONTOUR, RATELIMIT_SERVER, CONTROLLER, PEBBLE, DNS_SERVER, REDIS, KUBE_APISERVER, ETCD];
+const STOP_ORDER = [
+  CONTOUR,
+  ENVOY_GATEWAY,
+  RATELIMIT_SERVER,
+  CONTROLLER,
+  PEBBLE,
+  DNS_SERVER,
+  REDIS,
+  KUBE_APISERVER,
+  ETCD,
+];
 
 async function stopAll(paths: SandboxPaths): Promise<StoppedProcess[]> {
   const names = await listPidNames(paths);
@@ -215,6 +238,7 @@ const PORT_KINDS = {
   contourMetrics: 'tcp',
   contourHealth: 'tcp',
   contourDebug: 'tcp',
+  envoyGatewayAdmin: 'tcp',
 } as const;
 
 async function startStack(
@@ -225,8 +249,12 @@ async function startStack(
 ): Promise<StartedStack> {
   const external = externalKubeconfig(options.env ?? process.env);
   const dataPlane = options.dataPlane ?? 'contour';
-  step(`installing tools (scripts/install-tools.sh${options.testTools === true ? ' --test' : ''})`);
-  const tools = await installTools(repoRoot, process.stderr, { test: options.testTools === true });
+  const toolFlags = `${options.testTools === true ? ' --test' : ''}${dataPlane === 'envoy-gateway' ? ' --envoy-gateway' : ''}`;
+  step(`installing tools (scripts/install-tools.sh${toolFlags})`);
+  const tools = await installTools(repoRoot, process.stderr, {
+    test: options.testTools === true,
+    envoyGateway: dataPlane === 'envoy-gateway',
+  });
   const ports = await pickFreePorts(PORT_KINDS);
   step('generating certificates');
   const certs = await generateSandboxCertificates();
@@ -280,6 +308,20 @@ async function startStack(
     );
   }
 
+  let envoyGateway: StartedEnvoyGateway | undefined;
+  if (dataPlane === 'envoy-gateway') {
+    step(
+      `installing Envoy Gateway's and Gateway API's CRDs; starting Envoy Gateway (admin on 127.0.0.1:${ports.envoyGatewayAdmin})`,
+    );
+    await installEnvoyGatewayCrds(kubectl, tools.envoyGatewayCrds);
+    await ensureNamespace(kubectl, ENVOY_GATEWAY_NAMESPACE);
+    envoyGateway = await startEnvoyGateway(paths, tools.envoyGateway, kubectl, ports.envoyGatewayAdmin);
+    step(
+      `applying GatewayClass ${SANDBOX_GATEWAY.gatewayClassName} and Gateway ${gatewayParentRefsArg(SANDBOX_GATEWAY)}`,
+    );
+    await applyPlatformGateway(kubectl, paths, SANDBOX_GATEWAY);
+  }
+
   step('starting the operator (portico controller)');
   const acmeCaBundle = paths.cert(CERT_FILES.pebbleCaCert);
   const controller = await startController(paths, repoRoot, {
@@ -294,6 +336,9 @@ async function startStack(
     namespace: OPERATOR_NAMESPACE,
     dataPlaneAcknowledgement: dataPlane !== 'none',
     ...(dataPlane === 'contour' ? { dataPlaneName: 'Contour' } : {}),
+    ...(dataPlane === 'envoy-gateway'
+      ? { dataPlaneName: ENVOY_GATEWAY_NAME, gatewayParentRefs: gatewayParentRefsArg(SANDBOX_GATEWAY) }
+      : {}),
     contourAttachment: dataPlane === 'contour',
   });
 
@@ -332,6 +377,9 @@ async function startStack(
           contourHealthUrl: contour.healthUrl,
           contourMetricsUrl: contour.metricsUrl,
         }),
+    ...(envoyGateway === undefined
+      ? {}
+      : { envoyGatewayAdminUrl: envoyGateway.adminUrl, gateway: gatewayParentRefsArg(SANDBOX_GATEWAY) }),
   };
   await writeSandboxEnv(paths, env);
   step(`stack up; wrote ${paths.envFile}`);

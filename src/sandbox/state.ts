@@ -5,7 +5,7 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 
 import { SandboxNotFoundError } from './errors.js';
-import type { SandboxDataPlane } from './contour.js';
+import type { SandboxDataPlane } from './data-plane.js';
 import type { SandboxPaths } from './paths.js';
 
 /** The facts about a running sandbox. Paths are absolute; URLs have no trailing slash. */
@@ -50,7 +50,8 @@ export interface SandboxEnv {
   readonly ratelimitReadyzUrl: string;
   /**
    * The control plane that takes Portico's routes: `contour` (a real Contour; the operator waits
-   * for its acknowledgement) or `none` (the operator runs with the acknowledgement off).
+   * for its acknowledgement), `envoy-gateway` (a real Envoy Gateway; the operator in gateway mode
+   * waits for it) or `none` (the operator runs with the acknowledgement off).
    */
   readonly dataPlane: SandboxDataPlane;
   /** `127.0.0.1:<port>` of Contour's xDS server (`contour cli lds --contour <addr>`); with `contour`. */
@@ -59,6 +60,13 @@ export interface SandboxEnv {
   readonly contourHealthUrl?: string;
   /** Contour's Prometheus endpoint; with `contour`. */
   readonly contourMetricsUrl?: string;
+  /**
+   * Envoy Gateway's admin API (`/api/server_info`, `/api/config_dump`: the resources as it holds
+   * them); with `envoy-gateway`.
+   */
+  readonly envoyGatewayAdminUrl?: string;
+  /** The Gateway Portico's routes attach to, `namespace/name`; with `envoy-gateway`. */
+  readonly gateway?: string;
 }
 
 /** The shell variables of `<dir>/env`, in file order. */
@@ -84,6 +92,10 @@ export function envVariables(env: SandboxEnv): [string, string][] {
     ...(env.contourMetricsUrl === undefined
       ? []
       : [['CONTOUR_METRICS_URL', env.contourMetricsUrl] as [string, string]]),
+    ...(env.envoyGatewayAdminUrl === undefined
+      ? []
+      : [['ENVOY_GATEWAY_ADMIN_URL', env.envoyGatewayAdminUrl] as [string, string]]),
+    ...(env.gateway === undefined ? [] : [['GATEWAY', env.gateway] as [string, string]]),
   ];
 }
 

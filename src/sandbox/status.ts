@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 
 import { CONTOUR } from './contour.js';
 import { CONTROLLER } from './controller.js';
+import { ENVOY_GATEWAY } from './envoy-gateway.js';
 import { DNS_SERVER, dnsProbe } from './dns-server.js';
 import { SandboxNotFoundError } from './errors.js';
 import { ETCD } from './etcd.js';
@@ -81,6 +82,13 @@ async function checksFor(env: SandboxEnv): Promise<Check[]> {
   );
   if (env.contourHealthUrl !== undefined) {
     checks.push({ name: CONTOUR, hasProcess: true, probe: httpProbe(env.contourHealthUrl) });
+  }
+  if (env.envoyGatewayAdminUrl !== undefined) {
+    checks.push({
+      name: ENVOY_GATEWAY,
+      hasProcess: true,
+      probe: httpProbe(`${env.envoyGatewayAdminUrl}/api/server_info`),
+    });
   }
   return checks;
 }

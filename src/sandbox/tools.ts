@@ -22,12 +22,25 @@ export interface Tools {
   readonly contour: string;
   /** Contour's CRDs, from the module version the binary was built from. */
   readonly contourCrds: string;
+  /**
+   * Envoy Gateway (`envoy-gateway`), its CLI (`egctl`) and its CRDs with Gateway API's experimental
+   * channel, from the module version the binaries were built from. Present (checked) only when built:
+   * the `envoyGateway` or `test` tool set.
+   */
+  readonly envoyGateway: string;
+  readonly egctl: string;
+  readonly envoyGatewayCrds: string;
 }
 
 /** Which of the script's tool sets to build besides the sandbox's own. */
 export interface ToolSets {
-  /** helm, promtool and envoyproxy/ratelimit's client, which only the e2e tests run (`--test`). */
+  /**
+   * helm, promtool, envoyproxy/ratelimit's client, which only the e2e tests run, and Envoy Gateway
+   * (`--test`).
+   */
   readonly test?: boolean;
+  /** Envoy Gateway and egctl with their CRDs (`--envoy-gateway`), for `--data-plane envoy-gateway`. */
+  readonly envoyGateway?: boolean;
 }
 
 /**
@@ -46,7 +59,11 @@ export async function installTools(
   sets: ToolSets = {},
 ): Promise<Tools> {
   const script = path.join(repoRoot, 'scripts', 'install-tools.sh');
-  const stdout = await runScript(script, sets.test === true ? ['--test'] : [], stderr);
+  const flags = [
+    ...(sets.test === true ? ['--test'] : []),
+    ...(sets.envoyGateway === true ? ['--envoy-gateway'] : []),
+  ];
+  const stdout = await runScript(script, flags, stderr);
   const binDir = stdout.trim().split('\n').at(-1)?.trim() ?? '';
   if (binDir === '') throw new ToolsInstallError(`${script} printed no bin directory`);
   const tools: Tools = {
@@ -59,7 +76,11 @@ export async function installTools(
     redisServer: path.join(binDir, 'redis-server'),
     contour: path.join(binDir, 'contour'),
     contourCrds: path.join(binDir, 'contour-crds.yaml'),
+    envoyGateway: path.join(binDir, 'envoy-gateway'),
+    egctl: path.join(binDir, 'egctl'),
+    envoyGatewayCrds: path.join(binDir, 'envoy-gateway-crds.yaml'),
   };
+  const withEnvoyGateway = sets.test === true || sets.envoyGateway === true;
   for (const file of [
     tools.etcd,
     tools.kubeApiserver,
@@ -68,6 +89,7 @@ export async function installTools(
     tools.pebbleChalltestsrv,
     tools.redisServer,
     tools.contour,
+    ...(withEnvoyGateway ? [tools.envoyGateway, tools.egctl] : []),
   ]) {
     try {
       await access(file, constants.X_OK);
@@ -75,10 +97,12 @@ export async function installTools(
       throw new ToolsInstallError(`${script} finished but ${file} is missing or not executable`);
     }
   }
-  try {
-    await access(tools.contourCrds, constants.R_OK);
-  } catch {
-    throw new ToolsInstallError(`${script} finished but ${tools.contourCrds} is missing or not readable`);
+  for (const file of [tools.contourCrds, ...(withEnvoyGateway ? [tools.envoyGatewayCrds] : [])]) {
+    try {
+      await access(file, constants.R_OK);
+    } catch {
+      throw new ToolsInstallError(`${script} finished but ${file} is missing or not readable`);
+    }
   }
   return tools;
 }

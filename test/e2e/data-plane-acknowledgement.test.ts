@@ -111,6 +111,9 @@ describe('gateway mode with the acknowledgement on (the test plays the Gateway: 
     await runOperator('ack-gateway', {
       '--routing-mode': 'gateway',
       '--gateway-parent-refs': `${GATEWAY_NAMESPACE}/public`,
+      // The stack's operator is started with `--data-plane-name Contour`; the gateway here is the
+      // test's, which has no name: the messages say "the gateway".
+      '--data-plane-name': '',
     });
   });
 

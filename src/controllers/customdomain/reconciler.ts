@@ -789,21 +789,26 @@ export class CustomDomainReconciler {
       if (obj.kind !== HTTPROUTE_KIND && obj.kind !== LISTENERSET_KIND && obj.kind !== HTTPPROXY_KIND)
         continue;
       if (written.has(obj)) {
-        const who = obj.kind === HTTPPROXY_KIND ? 'Contour' : 'the gateway';
         parts.push({
           kind: 'awaiting',
-          message: `${obj.kind} ${name} was written just now; waiting for ${who} to report on it.`,
+          message: `${obj.kind} ${name} was written just now; waiting for ${this.#reporter(obj.kind)} to report on it.`,
         });
       } else if (obj.kind === HTTPPROXY_KIND) {
         parts.push(httpProxyAcknowledgement(cached, name));
       } else if (obj.kind === HTTPROUTE_KIND) {
         const parents = (obj as HTTPRoute).spec.parentRefs;
-        parts.push(httpRouteAcknowledgement(cached, name, namespace, parents));
+        parts.push(httpRouteAcknowledgement(cached, name, namespace, parents, this.#d.routing.dataPlaneName));
       } else {
-        parts.push(listenerSetAcknowledgement(cached, name));
+        parts.push(listenerSetAcknowledgement(cached, name, this.#d.routing.dataPlaneName));
       }
     }
     return combine(parts);
+  }
+
+  /** Who reports on an object of `kind`: Contour for an HTTPProxy, else the data plane's name or "the gateway". */
+  #reporter(kind: string | undefined): string {
+    if (kind === HTTPPROXY_KIND) return 'Contour';
+    return this.#d.routing.dataPlaneName ?? 'the gateway';
   }
 
   /**

@@ -1,0 +1,12 @@
+/**
+ * The data planes the sandbox can run (`portico sandbox up --data-plane`): the controller that takes
+ * Portico's routes and whose acknowledgement the operator waits for.
+ *
+ * - `contour` (default): a real Contour; the operator routes with Ingress (contour.ts).
+ * - `envoy-gateway`: a real Envoy Gateway; the operator runs in gateway mode, an HTTPRoute and a
+ *   ListenerSet per domain on the sandbox's Gateway (envoy-gateway.ts).
+ * - `none`: nothing takes the routes; the operator's acknowledgement is off and Routed says the
+ *   route is unconfirmed.
+ */
+export type SandboxDataPlane = 'contour' | 'envoy-gateway' | 'none';
+export const SANDBOX_DATA_PLANES: readonly SandboxDataPlane[] = ['contour', 'envoy-gateway', 'none'];

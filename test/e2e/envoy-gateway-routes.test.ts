@@ -1,0 +1,416 @@
+/**
+ * Gateway API mode judged by a real Envoy Gateway v1.9.1 (issue 29, items 1 to 3): the file starts
+ * Envoy Gateway in the stack (support/envoy-gateway.ts) with the sandbox's GatewayClass and Gateway,
+ * and runs an operator of its own in gateway mode with the acknowledgement on and `--data-plane-name
+ * "Envoy Gateway"`. Every assertion about the data plane reads what Envoy Gateway wrote (HTTPRoute
+ * and ListenerSet status) or what it serves an Envoy over xDS (its ADS stream). The test writes no
+ * status.
+ *
+ * No Envoy runs here: Envoy Gateway's Envoy Deployment never starts, so the Gateway stays
+ * `Programmed=False` (`AddressNotAssigned`); Portico does not read the Gateway's conditions, only
+ * the HTTPRoute's and the ListenerSet's, which Envoy Gateway sets from its translation
+ * (docs/routing.md, "Envoy Gateway").
+ */
+import { X509Certificate } from 'node:crypto';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CustomDomain } from '../../src/api/customdomain.js';
+import type {
+  HTTPRouteWithStatus,
+  ListenerSetWithStatus,
+  StatusCondition,
+} from '../../src/routing/acknowledgement.js';
+import {
+  ENVOY_GATEWAY_CONTROLLER_NAME,
+  ENVOY_GATEWAY_NAME,
+  SANDBOX_GATEWAY,
+  gatewayParentRefsArg,
+} from '../../src/sandbox/envoy-gateway.js';
+import {
+  createCustomDomain,
+  createProject,
+  createServingDomain,
+  deleteCustomDomain,
+  dns,
+  domainCondition,
+  getCustomDomain,
+  kube,
+  postPebbleManagement,
+  requestVerify,
+  sandbox,
+  unique,
+  waitFor,
+  waitForCondition,
+} from './support/cluster.js';
+import {
+  XDS_TYPE,
+  startStackEnvoyGateway,
+  stopStackEnvoyGateway,
+  xdsResources,
+  type XdsResource,
+} from './support/envoy-gateway.js';
+import {
+  restartStackController,
+  runAll,
+  startOperator,
+  stopOperator,
+  stopStackController,
+  type ControllerCommand,
+  type OperatorProcess,
+} from './support/stack-controller.js';
+import { selfSignedCertificate } from '../support/stand-in-ingress.js';
+
+const GATEWAY_API = { group: 'gateway.networking.k8s.io', version: 'v1' } as const;
+
+let stack: ControllerCommand | undefined;
+let operator: OperatorProcess | undefined;
+let egStarted = false;
+
+beforeAll(async () => {
+  await startStackEnvoyGateway();
+  egStarted = true;
+  stack = await stopStackController();
+  if (!stack) throw new Error('the stack operator was not found');
+  operator = await startOperator(stack, 'envoy-gateway-routes', {
+    '--routing-mode': 'gateway',
+    '--gateway-parent-refs': gatewayParentRefsArg(SANDBOX_GATEWAY),
+    '--data-plane-acknowledgement': 'true',
+    '--data-plane-name': ENVOY_GATEWAY_NAME,
+    '--contour-attachment': 'false',
+  });
+});
+
+afterAll(async () => {
+  await runAll(
+    async () => {
+      if (operator) await stopOperator(operator);
+    },
+    () => restartStackController(stack),
+    async () => {
+      if (egStarted) await stopStackEnvoyGateway();
+    },
+  );
+});
+
+async function read<T>(plural: string, namespace: string, name: string): Promise<T> {
+  return (await kube().custom.getNamespacedCustomObject({ ...GATEWAY_API, plural, namespace, name })) as T;
+}
+
+function condition(conditions: StatusCondition[] | undefined, type: string): StatusCondition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+/**
+ * A serial as uppercase hex without separators or leading zeros: Node's X509Certificate prints
+ * whole bytes (a leading 0 nibble kept), the status may not.
+ */
+function normalSerial(serial: string | undefined): string {
+  return (serial ?? '').replaceAll(':', '').toUpperCase().replace(/^0+/, '');
+}
+
+/** A listener's filter chain, as far as the tests read it. */
+interface FilterChain {
+  name?: string;
+  filter_chain_match?: { server_names?: string[] };
+  transport_socket?: {
+    typed_config?: {
+      common_tls_context?: { tls_certificate_sds_secret_configs?: { name: string }[] };
+    };
+  };
+  filters?: { name: string; typed_config?: { rds?: { route_config_name?: string } } }[];
+}
+
+/** The filter chains, in every listener Envoy Gateway serves the Gateway, that match SNI `hostname`. */
+async function filterChainsFor(hostname: string): Promise<FilterChain[]> {
+  const listeners = (await xdsResources(XDS_TYPE.listener)) as (XdsResource & {
+    filter_chains?: FilterChain[];
+  })[];
+  return listeners.flatMap((l) =>
+    (l.filter_chains ?? []).filter((c) => c.filter_chain_match?.server_names?.includes(hostname)),
+  );
+}
+
+/** The SDS secret a filter chain's TLS context names. */
+function sdsSecretName(chain: FilterChain): string | undefined {
+  return chain.transport_socket?.typed_config?.common_tls_context?.tls_certificate_sds_secret_configs?.[0]
+    ?.name;
+}
+
+/** The serial of the leaf certificate in SDS secret `name`, as Envoy Gateway serves it. */
+async function sdsSerial(name: string): Promise<string | undefined> {
+  const [secret] = (await xdsResources(XDS_TYPE.secret, [name])) as (XdsResource & {
+    tls_certificate?: { certificate_chain?: { inline_bytes?: string } };
+  })[];
+  const bytes = secret?.tls_certificate?.certificate_chain?.inline_bytes;
+  return bytes === undefined ? undefined : new X509Certificate(Buffer.from(bytes, 'base64')).serialNumber;
+}
+
+/** An Envoy route, as far as the tests read it. */
+interface XdsRoute {
+  name?: string;
+  match?: { prefix?: string; path_separated_prefix?: string };
+  route?: { cluster?: string };
+  redirect?: { host_redirect?: string; scheme_redirect?: string; response_code?: string };
+}
+
+/** The routes of the virtual hosts for `hostname` in the RouteConfigurations the listeners name. */
+async function routesFor(hostname: string): Promise<{ routeConfig: string; routes: XdsRoute[] }[]> {
+  const listeners = (await xdsResources(XDS_TYPE.listener)) as (XdsResource & {
+    filter_chains?: FilterChain[];
+    default_filter_chain?: FilterChain;
+  })[];
+  const chains = listeners.flatMap((l) => [
+    ...(l.filter_chains ?? []),
+    ...(l.default_filter_chain ? [l.default_filter_chain] : []),
+  ]);
+  const names = new Set(
+    chains
+      .flatMap((chain) => chain.filters ?? [])
+      .map((f) => f.typed_config?.rds?.route_config_name)
+      .filter((n): n is string => n !== undefined),
+  );
+  if (names.size === 0) return [];
+  const configs = (await xdsResources(XDS_TYPE.routeConfiguration, [...names])) as (XdsResource & {
+    virtual_hosts?: { domains?: string[]; routes?: XdsRoute[] }[];
+  })[];
+  return configs.flatMap((config) =>
+    (config.virtual_hosts ?? [])
+      .filter((vh) => vh.domains?.includes(hostname) === true)
+      .map((vh) => ({ routeConfig: config.name ?? '', routes: vh.routes ?? [] })),
+  );
+}
+
+describe('Envoy Gateway takes the HTTPRoute and ListenerSet of a serving domain', () => {
+  let ns: string;
+  let hostname: string;
+  let live: CustomDomain;
+
+  beforeAll(async () => {
+    ({ ns, hostname } = await createServingDomain('eg'));
+    live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 90_000);
+  });
+
+  it("is Live once Envoy Gateway accepted the HTTPRoute and programmed the ListenerSet, and Routed says so in Envoy Gateway's name", async () => {
+    const route = await read<HTTPRouteWithStatus>('httproutes', ns, 'portico-www');
+    const parents = route.status?.parents ?? [];
+    expect(parents.length).toBe(2); // the Gateway and the domain's ListenerSet
+    for (const parent of parents) {
+      expect(parent.controllerName).toBe(ENVOY_GATEWAY_CONTROLLER_NAME);
+      expect(condition(parent.conditions, 'Accepted')).toMatchObject({ status: 'True' });
+      expect(condition(parent.conditions, 'ResolvedRefs')).toMatchObject({ status: 'True' });
+    }
+    const set = await read<ListenerSetWithStatus>('listenersets', ns, 'portico-www');
+    expect(condition(set.status?.conditions, 'Accepted')).toMatchObject({ status: 'True' });
+    expect(condition(set.status?.conditions, 'Programmed')).toMatchObject({ status: 'True' });
+    const listener = set.status?.listeners?.find((l) => l.name === 'https');
+    expect(condition(listener?.conditions, 'ResolvedRefs')).toMatchObject({ status: 'True' });
+
+    const routed = domainCondition(live, 'Routed');
+    expect(routed).toMatchObject({ status: 'True' });
+    expect(routed.message).toContain(
+      `Envoy Gateway (${ENVOY_GATEWAY_CONTROLLER_NAME}) accepted HTTPRoute portico-www on Gateway ${gatewayParentRefsArg(SANDBOX_GATEWAY)}`,
+    );
+    expect(routed.message).toContain('Envoy Gateway programmed ListenerSet portico-www.');
+    expect(routed.message).not.toContain('unconfirmed');
+    expect(domainCondition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
+  });
+
+  it('leaves the Gateway Programmed=False (AddressNotAssigned: its Envoy never runs here), which Portico does not wait for', async () => {
+    const gateway = await read<{ status?: { conditions?: StatusCondition[] } }>(
+      'gateways',
+      SANDBOX_GATEWAY.namespace,
+      SANDBOX_GATEWAY.name,
+    );
+    expect(condition(gateway.status?.conditions, 'Accepted')).toMatchObject({ status: 'True' });
+    expect(condition(gateway.status?.conditions, 'Programmed')).toMatchObject({
+      status: 'False',
+      reason: 'AddressNotAssigned',
+    });
+    expect(live.status?.phase).toBe('Live');
+  });
+
+  it("has, in Envoy Gateway's xDS, a TLS filter chain for the hostname whose certificate is the one in Portico's Secret", async () => {
+    const serial = normalSerial(live.status?.certificate?.serialNumber);
+    expect(serial).not.toBe('');
+    const chains = await waitFor('a TLS filter chain for the hostname in LDS', async () => {
+      const found = await filterChainsFor(hostname);
+      return found.length > 0 ? found : undefined;
+    });
+    expect(chains).toHaveLength(1);
+    const secretName = sdsSecretName(chains[0] ?? {});
+    // Envoy Gateway names SDS secrets <namespace>/<name> of the Kubernetes Secret.
+    expect(secretName).toBe(`${ns}/www-tls`);
+    expect(normalSerial(await sdsSerial(secretName ?? ''))).toBe(serial);
+  });
+
+  it("routes the hostname to the project's Service", async () => {
+    const hosts = await routesFor(hostname);
+    expect(hosts.length).toBeGreaterThan(0);
+    const clusters = hosts.flatMap((h) => h.routes.map((r) => r.route?.cluster)).filter(Boolean);
+    // Envoy Gateway's cluster per HTTPRoute rule: httproute/<namespace>/<name>/rule/<index>.
+    expect(clusters).toContainEqual(`httproute/${ns}/portico-www/rule/0`);
+    const clusterNames = (await xdsResources(XDS_TYPE.cluster)).map((c) => c.name);
+    expect(clusterNames).toContain(`httproute/${ns}/portico-www/rule/0`);
+  });
+
+  it('serves the renewed certificate after a renewal (a new serial in SDS)', async () => {
+    const before = normalSerial(live.status?.certificate?.serialNumber);
+    const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
+    const pem = Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
+    const past = Date.now() - 3_600_000;
+    await postPebbleManagement('/set-renewal-info/', {
+      Certificate: pem,
+      ARIResponse: JSON.stringify({
+        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
+      }),
+    });
+    await requestVerify(ns, 'www', 'renew-on-envoy-gateway');
+    const renewed = await waitFor(
+      'a renewed certificate in status',
+      async () => {
+        const cd = await getCustomDomain(ns, 'www');
+        const serial = normalSerial(cd.status?.certificate?.serialNumber);
+        return serial !== '' && serial !== before ? serial : undefined;
+      },
+      90_000,
+    );
+    const served = await waitFor('the renewed serial in SDS', async () => {
+      const serial = normalSerial(await sdsSerial(`${ns}/www-tls`));
+      return serial === renewed ? serial : undefined;
+    });
+    expect(served).toBe(renewed);
+    expect(served).not.toBe(before);
+  });
+
+  it('leaves nothing for the hostname in Envoy Gateway after the domain is deleted', async () => {
+    await deleteCustomDomain(ns, 'www');
+    await waitFor('no filter chain and no virtual host for the hostname', async () => {
+      const [chains, hosts] = await Promise.all([filterChainsFor(hostname), routesFor(hostname)]);
+      return chains.length === 0 && hosts.length === 0 ? true : undefined;
+    });
+    expect(await filterChainsFor(hostname)).toEqual([]);
+    expect(await routesFor(hostname)).toEqual([]);
+  });
+});
+
+describe('Envoy Gateway takes a redirect domain', () => {
+  it('answers the hostname with the redirect: https, the target host, response code 308 (PERMANENT_REDIRECT)', async () => {
+    const ns = unique('eg-redir');
+    await createProject(ns);
+    const target = `www.${ns}.example`;
+    const hostname = `old.${ns}.example`;
+    await dns.setCname(target, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname: target, service: { name: 'web', port: 80 } });
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'old', {
+      hostname,
+      service: { name: 'web', port: 80 },
+      redirect: { to: target, statusCode: 308 },
+    });
+    await waitForCondition(ns, 'old', 'Ready', 'True', 'Live', 90_000);
+    const hosts = await waitFor('the redirect route in RDS', async () => {
+      const found = await routesFor(hostname);
+      return found.some((h) => h.routes.some((r) => r.redirect !== undefined)) ? found : undefined;
+    });
+    const redirects = hosts.flatMap((h) => h.routes.map((r) => r.redirect)).filter((r) => r !== undefined);
+    expect(redirects.length).toBeGreaterThan(0);
+    for (const redirect of redirects)
+      expect(redirect).toMatchObject({
+        scheme_redirect: 'https',
+        host_redirect: target,
+        response_code: 'PERMANENT_REDIRECT',
+      });
+  });
+});
+
+describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
+  it("a ListenerSet whose Secret does not exist (the certificate held back by a CAA record for another CA): Routed=False with Envoy Gateway's InvalidCertificateRef", async () => {
+    const ns = unique('eg-nocert');
+    await createProject(ns);
+    const hostname = `www.${ns}.example`;
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await dns.post('/add-caa', { host: hostname, policies: [{ tag: 'issue', value: 'digicert.com' }] });
+    try {
+      await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+      const cd = await waitForCondition(ns, 'www', 'Routed', 'False', 'InvalidCertificateRef', 60_000);
+      const set = await read<ListenerSetWithStatus>('listenersets', ns, 'portico-www');
+      const listener = set.status?.listeners?.find((l) => l.name === 'https');
+      const resolved = condition(listener?.conditions, 'ResolvedRefs');
+      expect(resolved).toMatchObject({ status: 'False', reason: 'InvalidCertificateRef' });
+      expect(domainCondition(cd, 'Routed').message).toContain(
+        `ListenerSet portico-www listener https: ResolvedRefs=False (InvalidCertificateRef): ${resolved?.message ?? ''}`,
+      );
+      expect(domainCondition(cd, 'Ready').status).toBe('False');
+    } finally {
+      await dns.post('/clear-caa', { host: hostname });
+    }
+  });
+
+  it("a hostname another ListenerSet on the Gateway holds already: Routed=False with Envoy Gateway's HostnameConflict", async () => {
+    const ns = unique('eg-taken');
+    await createProject(ns);
+    const hostname = `www.${ns}.example`;
+    const other = unique('eg-other');
+    await kube().core.createNamespace({ body: { metadata: { name: other } } });
+    const pem = await selfSignedCertificate('CN=first', [hostname]);
+    await kube().core.createNamespacedSecret({
+      namespace: other,
+      body: {
+        metadata: { name: 'first-tls' },
+        type: 'kubernetes.io/tls',
+        data: {
+          'tls.crt': Buffer.from(pem.certPem).toString('base64'),
+          'tls.key': Buffer.from(pem.keyPem).toString('base64'),
+        },
+      },
+    });
+    await kube().custom.createNamespacedCustomObject({
+      ...GATEWAY_API,
+      plural: 'listenersets',
+      namespace: other,
+      body: {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'ListenerSet',
+        metadata: { name: 'first', namespace: other },
+        spec: {
+          parentRef: {
+            group: 'gateway.networking.k8s.io',
+            kind: 'Gateway',
+            name: SANDBOX_GATEWAY.name,
+            namespace: SANDBOX_GATEWAY.namespace,
+          },
+          listeners: [
+            {
+              name: 'https',
+              hostname,
+              port: 443,
+              protocol: 'HTTPS',
+              tls: { mode: 'Terminate', certificateRefs: [{ kind: 'Secret', name: 'first-tls' }] },
+            },
+          ],
+        },
+      },
+    });
+    await waitFor(
+      'Envoy Gateway to accept the other ListenerSet',
+      async () => {
+        const set = await read<ListenerSetWithStatus>('listenersets', other, 'first');
+        const accepted = condition(set.status?.conditions, 'Accepted');
+        if (accepted?.status === 'False') throw new Error(`refused: ${JSON.stringify(set.status)}`);
+        return accepted?.status === 'True' ? true : undefined;
+      },
+      20_000,
+    );
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+    // Until the certificate is issued the listener's ResolvedRefs is False (InvalidCertificateRef);
+    // the conflict is what stays.
+    const cd = await waitForCondition(ns, 'www', 'Routed', 'False', 'HostnameConflict', 60_000);
+    const set = await read<ListenerSetWithStatus>('listenersets', ns, 'portico-www');
+    const listener = set.status?.listeners?.find((l) => l.name === 'https');
+    const refusal = condition(listener?.conditions, 'Conflicted');
+    expect(refusal).toMatchObject({ status: 'True', reason: 'HostnameConflict' });
+    expect(domainCondition(cd, 'Ready').status).toBe('False');
+    expect(domainCondition(cd, 'Routed').message).toContain(refusal?.message ?? '');
+  });
+});

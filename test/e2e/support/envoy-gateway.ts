@@ -1,0 +1,218 @@
+/**
+ * Envoy Gateway in the e2e stack, and what it would push to Envoy.
+ *
+ * Lifecycle: the stack's default data plane is Contour (global-setup.ts), so a test file that needs
+ * Envoy Gateway starts it with {@link startStackEnvoyGateway} in its `beforeAll` (the sandbox's own
+ * start: src/sandbox/envoy-gateway.ts; its pid file in the stack's directory, so `sandboxDown` stops
+ * it too) and stops it in `afterAll`. Files run one at a time (vitest.config.ts), so no two run it at
+ * once, and the files that do not need it pay nothing.
+ *
+ * Evidence: Envoy Gateway's xDS server, read as an Envoy would read it. {@link xdsResources} opens an
+ * Aggregated Discovery Service stream (envoy.service.discovery.v3, State of the World) to
+ * 127.0.0.1:18000 with the client certificate `envoy-gateway certgen` made for Envoy, names the
+ * Gateway's IR key (`<namespace>/<name>`) as its node's cluster, the way Envoy Gateway's bootstrap
+ * does, and returns the first DiscoveryResponse's resources decoded with Envoy's own .proto files
+ * (from @grpc/grpc-js-xds, as src/ratelimit/protocol.ts). `egctl x translate` would not do: v1.9.1's
+ * translate does not load ListenerSets, which carry the certificates. Port 18000 is a constant of
+ * Envoy Gateway; a second stack's Envoy Gateway on the same host could hold it, and then the stream
+ * fails its TLS handshake (each stack's certgen makes its own CA) instead of reading another stack.
+ */
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { existsSync } from 'node:fs';
+
+import { credentials, makeGenericClientConstructor, type ClientDuplexStream } from '@grpc/grpc-js';
+import protobuf from 'protobufjs';
+
+import { protoIncludeDirs } from '../../../src/ratelimit/protocol.js';
+import { ensureNamespace } from '../../../src/sandbox/cluster.js';
+import {
+  ENVOY_GATEWAY,
+  ENVOY_GATEWAY_NAMESPACE,
+  SANDBOX_GATEWAY,
+  applyPlatformGateway,
+  envoyGatewayDir,
+  installEnvoyGatewayCrds,
+  startEnvoyGateway,
+  type PlatformGateway,
+} from '../../../src/sandbox/envoy-gateway.js';
+import type { Kubectl } from '../../../src/sandbox/kubectl.js';
+import { sandboxPaths } from '../../../src/sandbox/paths.js';
+import { stopProcess } from '../../../src/sandbox/processes.js';
+import { sandbox } from './cluster.js';
+import { freePort } from './stack-controller.js';
+
+const paths = sandboxPaths(sandbox.sandboxDir);
+
+/** Envoy Gateway's xDS server: a constant address and port in v1.9.1 (bootstrap.DefaultXdsServerPort). */
+export const ENVOY_GATEWAY_XDS_ADDR = '127.0.0.1:18000';
+
+/** The stack's kubectl. */
+export function stackKubectl(): Kubectl {
+  return { binary: path.join(sandbox.toolsBinDir, 'kubectl'), kubeconfig: sandbox.kubeconfig };
+}
+
+/** A running Envoy Gateway of the stack. */
+export interface StackEnvoyGateway {
+  readonly adminUrl: string;
+  readonly gateway: PlatformGateway;
+}
+
+/**
+ * Installs Envoy Gateway's and Gateway API's experimental CRDs on the stack's API server (the
+ * routing tests may have applied Gateway API's standard channel since), starts Envoy Gateway, and
+ * applies the sandbox's GatewayClass and Gateway; resolves once Envoy Gateway accepted both.
+ */
+export async function startStackEnvoyGateway(): Promise<StackEnvoyGateway> {
+  await stopProcess(paths, ENVOY_GATEWAY); // a leftover of an interrupted run
+  const kubectl = stackKubectl();
+  await installEnvoyGatewayCrds(kubectl, path.join(sandbox.toolsBinDir, 'envoy-gateway-crds.yaml'));
+  await ensureNamespace(kubectl, ENVOY_GATEWAY_NAMESPACE);
+  const started = await startEnvoyGateway(
+    paths,
+    path.join(sandbox.toolsBinDir, 'envoy-gateway'),
+    kubectl,
+    await freePort(),
+  );
+  await applyPlatformGateway(kubectl, paths, SANDBOX_GATEWAY);
+  return { adminUrl: started.adminUrl, gateway: SANDBOX_GATEWAY };
+}
+
+/** Stops the stack's Envoy Gateway (SIGTERM, SIGKILL after 5 s). */
+export async function stopStackEnvoyGateway(): Promise<void> {
+  await stopProcess(paths, ENVOY_GATEWAY);
+}
+
+/** xDS type URLs of the resources the tests read. */
+export const XDS_TYPE = {
+  listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
+  routeConfiguration: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+  cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+  secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
+} as const;
+
+/** The .proto files whose messages the responses carry (their imports are loaded with them). */
+const PROTO_FILES = [
+  'envoy/service/discovery/v3/ads.proto',
+  'envoy/config/listener/v3/listener.proto',
+  'envoy/config/route/v3/route.proto',
+  'envoy/config/cluster/v3/cluster.proto',
+  'envoy/extensions/transport_sockets/tls/v3/tls.proto',
+  'envoy/extensions/transport_sockets/tls/v3/secret.proto',
+  'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
+  'envoy/extensions/filters/http/router/v3/router.proto',
+  'envoy/extensions/filters/http/ratelimit/v3/rate_limit.proto',
+  'envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.proto',
+  'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
+];
+
+let protoRoot: protobuf.Root | undefined;
+
+/** Envoy's API as a protobufjs Root, field names as in the .proto files (loaded once, about 1 s). */
+function envoyProtos(): protobuf.Root {
+  if (protoRoot !== undefined) return protoRoot;
+  const dirs = protoIncludeDirs();
+  const root = new protobuf.Root();
+  root.resolvePath = (_origin, target) => {
+    for (const dir of dirs) {
+      const file = path.join(dir, target);
+      if (existsSync(file)) return file;
+    }
+    // protobufjs's bundled google/protobuf/*.proto
+    const require = createRequire(import.meta.url);
+    return path.join(path.dirname(require.resolve('protobufjs/package.json')), target);
+  };
+  root.loadSync(PROTO_FILES, { keepCase: true });
+  root.resolveAll();
+  protoRoot = root;
+  return root;
+}
+
+/** One xDS resource as protobufjs renders it in JSON form: an `Any` with `@type` and the fields. */
+export type XdsResource = Record<string, unknown> & { '@type': string; name?: string };
+
+/** The certificates Envoy uses to talk to this stack's Envoy Gateway (certgen's `envoy` ones). */
+async function envoyClientCredentials(): Promise<ReturnType<typeof credentials.createSsl>> {
+  const dir = path.join(envoyGatewayDir(paths), 'certs', 'envoy');
+  const [ca, key, cert] = await Promise.all(
+    ['ca.crt', 'tls.key', 'tls.crt'].map((f) => readFile(path.join(dir, f))),
+  );
+  return credentials.createSsl(ca, key, cert);
+}
+
+/**
+ * The resources of `typeUrl` in the first DiscoveryResponse Envoy Gateway sends a node of the
+ * Gateway `gateway` (node cluster `<namespace>/<name>`), for `resourceNames` (none: every resource,
+ * for Listener and Cluster; Envoy Gateway's cache answers RouteConfiguration and Secret requests
+ * only for the names asked).
+ *
+ * @param timeoutMs how long to wait for the response, in milliseconds
+ * @throws Error when no response arrives in time or the stream fails (TLS, connection)
+ */
+export async function xdsResources(
+  typeUrl: string,
+  resourceNames: string[] = [],
+  gateway: PlatformGateway = SANDBOX_GATEWAY,
+  timeoutMs = 10_000,
+): Promise<XdsResource[]> {
+  const root = envoyProtos();
+  const request = root.lookupType('envoy.service.discovery.v3.DiscoveryRequest');
+  const response = root.lookupType('envoy.service.discovery.v3.DiscoveryResponse');
+  const Client = makeGenericClientConstructor(
+    {
+      StreamAggregatedResources: {
+        path: '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources',
+        requestStream: true,
+        responseStream: true,
+        requestSerialize: (m: Record<string, unknown>) =>
+          Buffer.from(request.encode(request.fromObject(m)).finish()),
+        requestDeserialize: (b: Buffer) => request.decode(b),
+        responseSerialize: (m: protobuf.Message) => Buffer.from(response.encode(m).finish()),
+        responseDeserialize: (b: Buffer) => response.decode(b),
+      },
+    },
+    'AggregatedDiscoveryService',
+  );
+  const client = new Client(ENVOY_GATEWAY_XDS_ADDR, await envoyClientCredentials(), {
+    // The server's certificate names the Service envoy-gateway (certgen).
+    'grpc.ssl_target_name_override': 'envoy-gateway',
+    'grpc.default_authority': 'envoy-gateway',
+  });
+  const stream = (
+    client as unknown as {
+      StreamAggregatedResources: () => ClientDuplexStream<Record<string, unknown>, protobuf.Message>;
+    }
+  ).StreamAggregatedResources();
+  try {
+    return await new Promise<XdsResource[]>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new Error(`xDS ${typeUrl}: no DiscoveryResponse within ${timeoutMs} ms`));
+      }, timeoutMs);
+      stream.on('data', (message: protobuf.Message) => {
+        clearTimeout(timer);
+        const object = response.toObject(message, {
+          json: true,
+          longs: String,
+          enums: String,
+          bytes: String,
+        }) as {
+          resources?: XdsResource[];
+        };
+        resolve(object.resources ?? []);
+      });
+      stream.on('error', (err: Error) => {
+        clearTimeout(timer);
+        reject(new Error(`xDS ${typeUrl} from ${ENVOY_GATEWAY_XDS_ADDR}: ${err.message}`));
+      });
+      stream.write({
+        node: { id: 'portico-e2e', cluster: `${gateway.namespace}/${gateway.name}` },
+        type_url: typeUrl,
+        resource_names: resourceNames,
+      });
+    });
+  } finally {
+    stream.cancel();
+    client.close();
+  }
+}
