@@ -31,6 +31,10 @@ export interface CheckMetrics {
   readonly checkDuration: Histogram;
   /** Checks Redis could not answer, answered by the failure mode instead. */
   readonly storeFailuresTotal: Counter<'failure_mode'>;
+  /** Checks answered from this replica's counts while Redis could not answer, by the local decision's reason. */
+  readonly degradedChecksTotal: Counter<'reason'>;
+  /** 1 while checks skip Redis because it failed to answer (the breaker is open), else 0. */
+  readonly degraded: Gauge;
   /** Bans started. */
   readonly bansTotal: Counter<'domain'>;
   /** 1 while connected to Redis. */
@@ -102,8 +106,19 @@ export function createCheckMetrics(
     }),
     storeFailuresTotal: new Counter({
       name: 'portico_ratelimit_store_failures_total',
-      help: 'Checks Redis could not answer; answered by the failure mode (allow or deny).',
+      help: 'Checks Redis could not answer (or that skipped it while it did not answer); answered by the failure mode (local, allow or deny).',
       labelNames: ['failure_mode'],
+      registers,
+    }),
+    degradedChecksTotal: new Counter({
+      name: 'portico_ratelimit_degraded_checks_total',
+      help: "Checks answered from this replica's own counts while Redis could not answer (failure mode local or allow), by the local decision's reason (admitted, minute, day, banned).",
+      labelNames: ['reason'],
+      registers,
+    }),
+    degraded: new Gauge({
+      name: 'portico_ratelimit_degraded',
+      help: '1 while checks are answered without Redis because it did not answer (one check at a time probes it), else 0.',
       registers,
     }),
     bansTotal: new Counter({

@@ -6,7 +6,7 @@ describe('parseRateLimitServerConfig', () => {
     expect(parseRateLimitServerConfig(['--redis-url', 'redis://127.0.0.1:6379'], {})).toMatchObject({
       grpcListenAddress: '0.0.0.0:8081',
       metricsListenAddress: '0.0.0.0:8082',
-      failureMode: 'allow',
+      failureMode: 'local',
       gatewayDomain: 'portico-gateway',
       redisCluster: false,
       configNamespace: 'portico-system',
@@ -37,7 +37,7 @@ describe('parseRateLimitServerConfig', () => {
     expect(() => parseRateLimitServerConfig(['--redis-url', 'http://x'], {})).toThrow(/redis:\/\//);
     expect(() =>
       parseRateLimitServerConfig(['--redis-url', 'redis://x:1', '--failure-mode', 'maybe'], {}),
-    ).toThrow(/--failure-mode/);
+    ).toThrow('--failure-mode must be one of local, allow, deny, got "maybe"');
     expect(() =>
       parseRateLimitServerConfig(['--redis-url', 'redis://x:1', '--grpc-listen-address', 'nope'], {}),
     ).toThrow(/--grpc-listen-address/);

@@ -14,7 +14,7 @@ import {
 import { gatewayDomainProblem } from '../gateway-domain.js';
 import { ServerConfigError } from '../errors.js';
 import { HEARTBEAT_INTERVAL_MS, MAX_HEARTBEAT_INTERVAL_SECONDS } from '../load-report.js';
-import type { FailureMode } from '../service.js';
+import { FAILURE_MODES, type FailureMode } from '../service.js';
 
 export interface RateLimitServerConfig {
   /** `host:port` of the gRPC listener. */
@@ -24,7 +24,10 @@ export interface RateLimitServerConfig {
   redisCluster: boolean;
   /** Milliseconds a Redis command may take before the failure mode answers. */
   redisTimeoutMs: number;
-  /** What to answer when Redis cannot: `allow` (OK) or `deny` (OVER_LIMIT). */
+  /**
+   * What answers a check Redis cannot: `local` (this replica's own counts), `allow` (OK, with the
+   * local counts' headers) or `deny` (OVER_LIMIT); service.ts.
+   */
   failureMode: FailureMode;
   /**
    * The one domain a gateway sends for every policy (Contour's `rateLimitService.domain`): a check with
@@ -71,8 +74,8 @@ const options = {
   'failure-mode': {
     type: 'string',
     env: ['PORTICO_RATELIMIT_FAILURE_MODE'],
-    default: 'allow',
-    help: 'answer when Redis is down: allow (OK) or deny (OVER_LIMIT)',
+    default: 'local',
+    help: "answer when Redis is down: local (decide on this replica's own counts), allow (always OK, headers from local counts) or deny (OVER_LIMIT)",
   },
   'gateway-domain': {
     type: 'string',
@@ -174,8 +177,10 @@ export function parseRateLimitServerConfig(
   if ('help' in flags) return flags;
   const { get, required } = flags;
   const failureMode = required('failure-mode');
-  if (failureMode !== 'allow' && failureMode !== 'deny') {
-    throw new ServerConfigError(`--failure-mode must be allow or deny, got "${failureMode}"`);
+  if (!(FAILURE_MODES as readonly string[]).includes(failureMode)) {
+    throw new ServerConfigError(
+      `--failure-mode must be one of ${FAILURE_MODES.join(', ')}, got "${failureMode}"`,
+    );
   }
   const logLevel = required('log-level');
   if (!LEVELS.has(logLevel))
@@ -200,7 +205,7 @@ export function parseRateLimitServerConfig(
     redisUrl: checkRedisUrl(required('redis-url')),
     redisCluster: TRUE.has((get('redis-cluster') ?? '').toLowerCase()),
     redisTimeoutMs: timeout,
-    failureMode,
+    failureMode: failureMode as FailureMode,
     gatewayDomain,
     configNamespace: required('config-namespace'),
     configName: required('config-name'),
