@@ -23,8 +23,9 @@
 //
 // acme-client stays outside the controller's bundle (loaded from node_modules):
 // src/acme/request-timeout.ts reaches its copy of axios through node_modules, which must be the very
-// copy acme-client uses. The .proto files of the rate-limit protocol are read at run time from
-// node_modules (@grpc/grpc-js-xds, src/ratelimit/protocol.ts), so node_modules stays beside dist/.
+// copy acme-client uses, so node_modules stays beside dist/. The .proto files of the rate-limit
+// protocol are read at run time from the repository's proto/ (src/ratelimit/protocol.ts), which the
+// image ships beside dist/.
 //
 //   npx tsx scripts/bundle.ts      (part of `npm run build`)
 import { readFile } from 'node:fs/promises';

@@ -154,7 +154,7 @@ describe("the rate-limit service's /metrics", () => {
       ),
     ).toBeGreaterThanOrEqual(1);
     expect(
-      await metricValue(server.metricsUrl, 'portico_ratelimit_store_failures_total', 'failure_mode="allow"'),
+      await metricValue(server.metricsUrl, 'portico_ratelimit_store_failures_total', 'failure_mode="local"'),
     ).toBe(1);
   });
 

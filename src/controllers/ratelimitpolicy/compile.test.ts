@@ -60,7 +60,8 @@ describe('compilePolicy', () => {
     expect(byDefault.ok && unset.ok && byDefault.text === unset.text).toBe(true);
     expect(unset.ok && unset.text.includes('missingKeyId')).toBe(false);
     const stored = compilePolicy(policy({ ...SPEC, missingKeyId: 'Ignore' as 'Refuse' }));
-    expect(stored).toMatchObject({ ok: false, message: expect.stringContaining('missingKeyId') });
+    expect(stored.ok).toBe(false);
+    expect(stored.ok ? '' : stored.message).toContain('missingKeyId');
   });
 
   it('accepts the largest policy the CRD allows with ASCII key ids', () => {
