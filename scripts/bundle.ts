@@ -40,7 +40,12 @@ interface Bundle {
 const BUNDLES: readonly Bundle[] = [
   { entryPoint: 'dist/controller/main.js', outfile: 'dist/controller.bundle.js', external: ['acme-client'] },
   { entryPoint: 'dist/ratelimit/server/main.js', outfile: 'dist/ratelimit-server.bundle.js' },
-  { entryPoint: 'dist/ratelimit/server/check-worker.js', outfile: 'dist/ratelimit-check-worker.bundle.js' },
+  // grpc-health-check reads its health.proto from its own directory (`__dirname`), which a bundle has not.
+  {
+    entryPoint: 'dist/ratelimit/server/check-worker.js',
+    outfile: 'dist/ratelimit-check-worker.bundle.js',
+    external: ['grpc-health-check'],
+  },
 ];
 
 async function bundle({ entryPoint, outfile, external = [] }: Bundle): Promise<void> {

@@ -46,6 +46,8 @@ export async function startRateLimitServer(
 ): Promise<RunningRateLimitServer> {
   const checks = await CheckThread.start({
     grpcListenAddress: config.grpcListenAddress,
+    connection: config.grpcConnection,
+    tls: config.grpcTls,
     redisUrl: config.redisUrl,
     redisCluster: config.redisCluster,
     redisTimeoutMs: config.redisTimeoutMs,
@@ -53,7 +55,14 @@ export async function startRateLimitServer(
     gatewayDomain: config.gatewayDomain,
     logLevel: config.logLevel,
   });
-  log.info({ address: config.grpcListenAddress, port: checks.grpcPort }, 'gRPC listening');
+  log.info(
+    {
+      address: config.grpcListenAddress,
+      port: checks.grpcPort,
+      tls: config.grpcTls === undefined ? 'off' : config.grpcTls.clientCaFile === undefined ? 'tls' : 'mtls',
+    },
+    'gRPC listening',
+  );
   const metrics = createConfigMetrics(new JoinedRegistry(() => checks.metrics()));
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const state = new ConfigState(metrics, log);
