@@ -35,6 +35,10 @@ export interface CheckMetrics {
   readonly degradedChecksTotal: Counter<'reason'>;
   /** 1 while checks skip Redis because it failed to answer (the breaker is open), else 0. */
   readonly degraded: Gauge;
+  /** Shadow mode: descriptors that would have been refused, by domain and reason. */
+  readonly shadowRefusalsTotal: Counter<'domain' | 'reason'>;
+  /** Checks of keys over their limit or banned answered from memory, without Redis. */
+  readonly overLimitCacheHitsTotal: Counter;
   /** Bans started. */
   readonly bansTotal: Counter<'domain'>;
   /** 1 while connected to Redis. */
@@ -114,6 +118,17 @@ export function createCheckMetrics(
       name: 'portico_ratelimit_degraded_checks_total',
       help: "Checks answered from this replica's own counts while Redis could not answer (failure mode local or allow), by the local decision's reason (admitted, minute, day, banned).",
       labelNames: ['reason'],
+      registers,
+    }),
+    shadowRefusalsTotal: new Counter({
+      name: 'portico_ratelimit_shadow_refusals_total',
+      help: 'Shadow mode: descriptors answered OK that would have been refused, by rate-limit domain and reason (minute, day, banned, no_key_id).',
+      labelNames: ['domain', 'reason'],
+      registers,
+    }),
+    overLimitCacheHitsTotal: new Counter({
+      name: 'portico_ratelimit_over_limit_cache_hits_total',
+      help: 'Checks of keys already over their limit or banned, answered from memory without a Redis round trip.',
       registers,
     }),
     degraded: new Gauge({

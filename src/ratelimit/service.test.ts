@@ -74,12 +74,18 @@ class MemoryStore implements CounterStore {
   }
 }
 
-function setup(failureMode: FailureMode = 'allow', requestLimits?: RequestLimits, now = () => NOW) {
+function setup(
+  failureMode: FailureMode = 'allow',
+  requestLimits?: RequestLimits,
+  now = () => NOW,
+  extra: { shadowMode?: boolean; policies?: PolicySnapshot } = {},
+) {
   const store = new MemoryStore();
   const metrics = createRateLimitMetrics(now);
   const logLines: string[] = [];
   const service = new RateLimitService({
-    policies: () => snapshot,
+    policies: () => extra.policies ?? snapshot,
+    ...(extra.shadowMode === undefined ? {} : { shadowMode: extra.shadowMode }),
     store,
     failureMode,
     now,
@@ -555,5 +561,56 @@ describe('RateLimitService', () => {
     expect(await metricLines(metrics, 'portico_ratelimit_check_duration_seconds_count')).toEqual([
       'portico_ratelimit_check_duration_seconds_count 2',
     ]);
+  });
+
+  it('in shadow mode counts and decides as ever but answers OK, without Retry-After, and counts what it would refuse', async () => {
+    const { service, metrics, store } = setup('local', undefined, () => NOW, { shadowMode: true });
+    await service.shouldRateLimit(check('s', { hits_addend: 60 }));
+    const would = await service.shouldRateLimit(check('s'));
+    expect(would.overall_code).toBe('OK');
+    expect(would.statuses[0]?.code).toBe('OVER_LIMIT');
+    expect(headers(would.response_headers_to_add)).toEqual({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': MINUTE_END_S,
+    });
+    expect(store.calls).toHaveLength(2);
+    expect(await metricLines(metrics, 'portico_ratelimit_shadow_refusals_total')).toEqual([
+      `portico_ratelimit_shadow_refusals_total{domain="${DOMAIN}",reason="minute"} 1`,
+    ]);
+    expect(await metricLines(metrics, 'portico_ratelimit_checks_total')).toContain(
+      `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OVER_LIMIT",reason="minute"} 1`,
+    );
+  });
+
+  it('answers a key whose window is full from memory until the window ends (a policy without a ban)', async () => {
+    const noBan = indexPolicy({ ...policy, ban: undefined });
+    let now = NOW;
+    const { service, metrics, store } = setup('local', undefined, () => now, {
+      policies: { byDomain: new Map([[DOMAIN, noBan]]) },
+    });
+    await service.shouldRateLimit(check('full', { hits_addend: 60 }));
+    const first = await service.shouldRateLimit(check('full'));
+    const again = await service.shouldRateLimit(check('full'));
+    expect(store.calls).toHaveLength(2);
+    expect(again).toEqual(first);
+    expect(again.overall_code).toBe('OVER_LIMIT');
+    expect(await metricLines(metrics, 'portico_ratelimit_over_limit_cache_hits_total')).toEqual([
+      'portico_ratelimit_over_limit_cache_hits_total 1',
+    ]);
+    now += 50_000; // the next minute: Redis again
+    expect((await service.shouldRateLimit(check('full'))).overall_code).toBe('OK');
+    expect(store.calls).toHaveLength(3);
+  });
+
+  it('sends refusals of a policy with a ban to Redis (they count toward it), and answers the ban from memory', async () => {
+    const { service, store } = setup();
+    await service.shouldRateLimit(check('b', { hits_addend: 60 }));
+    for (let i = 0; i < 3; i++) await service.shouldRateLimit(check('b'));
+    expect(store.calls).toHaveLength(4); // the third refusal started the ban
+    const banned = await service.shouldRateLimit(check('b'));
+    expect(banned.overall_code).toBe('OVER_LIMIT');
+    expect(headers(banned.response_headers_to_add)['Retry-After']).toBe('900');
+    expect(store.calls).toHaveLength(4);
   });
 });

@@ -31,6 +31,7 @@
 import type { Logger } from 'pino';
 import {
   decide,
+  HEADER_RETRY_AFTER,
   headlineDecision,
   rateLimitHeaders,
   type CounterOutcome,
@@ -44,6 +45,7 @@ import type { CheckMetrics } from './metrics.js';
 import type { PolicySnapshot } from './policy-set.js';
 import type { DescriptorStatus, RateLimitRequest, RateLimitResponse } from './protocol.js';
 import { LocalCounterStore } from './local-counts.js';
+import { OverLimitCache } from './over-limit-cache.js';
 import { counterKeys, type CounterKeys } from './redis-keys.js';
 import type { CheckArgs, CounterStore } from './redis-store.js';
 import { StoreBreaker } from './store-breaker.js';
@@ -77,6 +79,13 @@ export interface RateLimitServiceDeps {
   readonly breakerOpenMs?: number;
   /** A monotonic clock for the breaker, ms; `performance.now()` when unset. */
   readonly monotonicNow?: () => number;
+  /**
+   * Shadow mode (`--shadow-mode`): decide and count as ever, but answer OK (without `Retry-After`);
+   * `portico_ratelimit_shadow_refusals_total` counts what would have been refused.
+   */
+  readonly shadowMode?: boolean;
+  /** Keys over their limit or banned, answered from memory; a new OverLimitCache when unset. */
+  readonly overLimitCache?: OverLimitCache;
 }
 
 const FAILURE_LOG_INTERVAL_MS = 10_000;
@@ -105,6 +114,7 @@ export class RateLimitService {
   readonly #local: LocalCounterStore;
   readonly #breaker: StoreBreaker;
   readonly #monotonicNow: () => number;
+  readonly #overLimit: OverLimitCache;
   readonly #failureLog = new RateLimitedLog();
   readonly #unknownDomainLog = new RateLimitedLog();
 
@@ -113,6 +123,7 @@ export class RateLimitService {
     this.#local = deps.localStore ?? new LocalCounterStore(deps.now);
     this.#breaker = new StoreBreaker(deps.breakerOpenMs);
     this.#monotonicNow = deps.monotonicNow ?? (() => performance.now());
+    this.#overLimit = deps.overLimitCache ?? new OverLimitCache();
     // At 0 from the start, so that `increase()` sees the first failure (metrics.ts).
     deps.metrics.storeFailuresTotal.inc({ failure_mode: deps.failureMode }, 0);
   }
@@ -131,19 +142,26 @@ export class RateLimitService {
       if (isInvalidRequestError(err)) this.#d.metrics.invalidRequestsTotal.inc({ bound: err.bound });
       throw err;
     }
+    let response = await this.#respond(request);
+    if (this.#d.shadowMode === true && response.overall_code === 'OVER_LIMIT') response = shadowed(response);
+    this.#d.metrics.checkDuration.observe((performance.now() - startedMs) / 1000);
+    return response;
+  }
+
+  /** The answer to a request within the bounds: each descriptor's status and the headline's headers. */
+  async #respond(request: RateLimitRequest): Promise<RateLimitResponse> {
     const requestDomain = request.domain ?? '';
     const byDomain = this.#d.policies().byDomain;
     const gatewayDomain = this.#d.gatewayDomain ?? DEFAULT_GATEWAY_DOMAIN;
     const hits = request.hits_addend !== undefined && request.hits_addend > 0 ? request.hits_addend : 1;
     const nowMs = this.#d.now();
     const descriptors = request.descriptors ?? [];
-    let response: RateLimitResponse;
     if (descriptors.length === 1) {
       // The common case (one descriptor per API request): no Promise.all, no intermediate arrays.
       const entries = descriptors[0]?.entries ?? [];
       const domain = descriptorDomain(requestDomain, entries, gatewayDomain);
       const answer = await this.#answer(domain, lookupLimits(byDomain.get(domain), entries), hits, nowMs);
-      response = {
+      return {
         overall_code: answer.status.code,
         statuses: [answer.status],
         response_headers_to_add: answer.decision ? rateLimitHeaders(answer.decision) : [],
@@ -157,14 +175,12 @@ export class RateLimitService {
         }),
       );
       const headline = headlineDecision(answers.flatMap((a) => (a.decision ? [a.decision] : [])));
-      response = {
+      return {
         overall_code: answers.some((a) => a.status.code === 'OVER_LIMIT') ? 'OVER_LIMIT' : 'OK',
         statuses: answers.map((a) => a.status),
         response_headers_to_add: headline ? rateLimitHeaders(headline) : [],
       };
     }
-    this.#d.metrics.checkDuration.observe((performance.now() - startedMs) / 1000);
-    return response;
   }
 
   async #answer(domain: string, lookup: LimitLookup, hits: number, nowMs: number): Promise<DescriptorAnswer> {
@@ -181,10 +197,17 @@ export class RateLimitService {
     if (lookup.kind === 'noKeyId') {
       const decision = refusalWithoutKeyId(nowMs);
       this.#d.metrics.checksTotal.inc({ domain, code: 'OVER_LIMIT', reason: 'no_key_id' });
+      if (this.#d.shadowMode === true)
+        this.#d.metrics.shadowRefusalsTotal.inc({ domain, reason: 'no_key_id' });
       return { status: statusOf(decision, nowMs), decision };
     }
     const keys = counterKeys(domain, lookup.keyId, currentWindows(nowMs), lookup.subject);
     const args = checkArgs(lookup, hits, nowMs);
+    const cached = this.#overLimit.get(keys.ban, lookup.limits, nowMs);
+    if (cached !== undefined) {
+      this.#d.metrics.overLimitCacheHitsTotal.inc();
+      return this.#decided(domain, lookup, cached, hits, nowMs);
+    }
     let outcome: CounterOutcome;
     if (!this.#breaker.tryStore(this.#monotonicNow())) {
       return this.#degradedAnswer(domain, lookup, keys, args, nowMs, undefined);
@@ -202,10 +225,28 @@ export class RateLimitService {
       this.#d.metrics.degraded.set(0);
       this.#d.log.info('Redis answers again: checks are counted in Redis');
     }
+    this.#overLimit.remember(keys.ban, lookup.limits, outcome, args.banThreshold, nowMs);
+    this.#noteBan(domain, lookup, outcome, nowMs);
+    return this.#decided(domain, lookup, outcome, hits, nowMs);
+  }
+
+  #decided(
+    domain: string,
+    lookup: Limited,
+    outcome: CounterOutcome,
+    hits: number,
+    nowMs: number,
+  ): DescriptorAnswer {
     const decision = decide(lookup.limits, outcome, hits, nowMs);
     this.#d.metrics.checksTotal.inc({ domain, code: decision.code, reason: decision.reason });
-    this.#noteBan(domain, lookup, outcome, nowMs);
+    this.#noteShadow(domain, decision);
     return { status: statusOf(decision, nowMs), decision };
+  }
+
+  #noteShadow(domain: string, decision: DescriptorDecision): void {
+    if (this.#d.shadowMode === true && decision.code === 'OVER_LIMIT') {
+      this.#d.metrics.shadowRefusalsTotal.inc({ domain, reason: decision.reason });
+    }
   }
 
   #noteBan(domain: string, lookup: Limited, outcome: CounterOutcome, nowMs: number): void {
@@ -264,6 +305,7 @@ export class RateLimitService {
       decision = mode === 'allow' ? admittedAnyway(local) : local;
     }
     this.#d.metrics.checksTotal.inc({ domain, code: decision.code, reason: 'store_unavailable' });
+    this.#noteShadow(domain, decision);
     return { status: { ...statusOf(decision, nowMs), ...degradedLimit(decision) }, decision };
   }
 }
@@ -281,6 +323,19 @@ function degradedLimit(decision: DescriptorDecision): Pick<DescriptorStatus, 'cu
       unit: decision.report.window === 'minute' ? 'MINUTE' : 'DAY',
       name: DEGRADED_STATUS_NAME,
     },
+  };
+}
+
+/**
+ * Shadow mode: the answer Envoy acts on is OK; the statuses keep each descriptor's real code (as
+ * envoyproxy/ratelimit's `SHADOW_MODE` leaves them), the headers stay but `Retry-After`, which only
+ * a 429 carries (spec §8).
+ */
+function shadowed(response: RateLimitResponse): RateLimitResponse {
+  return {
+    ...response,
+    overall_code: 'OK',
+    response_headers_to_add: response.response_headers_to_add.filter((h) => h.key !== HEADER_RETRY_AFTER),
   };
 }
 

@@ -69,7 +69,7 @@ beforeAll(async () => {
   ]);
   started.push(server);
   await waitFor('the config loaded', async () =>
-    (await metricValue(server.metricsUrl, 'portico_ratelimit_policies ')) === 1 ? true : undefined,
+    (await metricValue(server.metricsUrl, 'portico_ratelimit_policies')) === 1 ? true : undefined,
   );
 });
 

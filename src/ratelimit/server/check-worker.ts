@@ -31,6 +31,8 @@ export interface CheckWorkerOptions {
   readonly redisCluster: boolean;
   readonly redisTimeoutMs: number;
   readonly failureMode: FailureMode;
+  /** Shadow mode (service.ts); off when unset. */
+  readonly shadowMode?: boolean;
   /** `--gateway-domain` (service.ts); `DEFAULT_GATEWAY_DOMAIN` when unset. */
   readonly gatewayDomain?: string;
   /** Keepalive and maximum connection age; grpc.ts's defaults when unset. */
@@ -79,6 +81,7 @@ async function run(port: MessagePort, options: CheckWorkerOptions): Promise<void
     policies: () => snapshot,
     store,
     failureMode: options.failureMode,
+    shadowMode: options.shadowMode === true,
     ...(options.gatewayDomain === undefined ? {} : { gatewayDomain: options.gatewayDomain }),
     now: () => Date.now(),
     metrics,

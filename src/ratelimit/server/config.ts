@@ -39,6 +39,8 @@ export interface RateLimitServerConfig {
    * local counts' headers) or `deny` (OVER_LIMIT); service.ts.
    */
   failureMode: FailureMode;
+  /** Answer every check OK while deciding and counting as ever (service.ts, shadow mode). */
+  shadowMode: boolean;
   /**
    * The one domain a gateway sends for every policy (Contour's `rateLimitService.domain`): a check with
    * it names its policy in each descriptor's first entry, `portico.dev/policy` (gateway-domain.ts).
@@ -131,6 +133,11 @@ const options = {
     env: ['PORTICO_RATELIMIT_FAILURE_MODE'],
     default: 'local',
     help: "answer when Redis is down: local (decide on this replica's own counts), allow (always OK, headers from local counts) or deny (OVER_LIMIT)",
+  },
+  'shadow-mode': {
+    type: 'boolean',
+    env: ['PORTICO_RATELIMIT_SHADOW_MODE'],
+    help: 'decide and count as ever, but answer every check OK (headers still sent); portico_ratelimit_shadow_refusals_total counts what would have been refused',
   },
   'gateway-domain': {
     type: 'string',
@@ -340,6 +347,7 @@ export function parseRateLimitServerConfig(
     redisCluster: TRUE.has((get('redis-cluster') ?? '').toLowerCase()),
     redisTimeoutMs: timeout,
     failureMode: failureMode as FailureMode,
+    shadowMode: TRUE.has((get('shadow-mode') ?? '').toLowerCase()),
     gatewayDomain,
     configNamespace: required('config-namespace'),
     configName: required('config-name'),

@@ -52,6 +52,7 @@ export async function startRateLimitServer(
     redisCluster: config.redisCluster,
     redisTimeoutMs: config.redisTimeoutMs,
     failureMode: config.failureMode,
+    shadowMode: config.shadowMode,
     gatewayDomain: config.gatewayDomain,
     logLevel: config.logLevel,
   });
@@ -146,6 +147,7 @@ export async function runRateLimitServer(args: string[]): Promise<number> {
   log.info(
     {
       failureMode: parsed.failureMode,
+      shadowMode: parsed.shadowMode,
       gatewayDomain: parsed.gatewayDomain,
       config: `${parsed.configNamespace}/${parsed.configName}`,
       instance: parsed.instance,
