@@ -7,7 +7,10 @@
  *   one of another CA, is refused in the handshake, and the server goes on serving;
  * - a certificate replaced on disk is served to new connections without a restart;
  * - grpc.health.v1.Health answers SERVING for "" and the RateLimitService;
- * - SIGTERM: a check in flight (waiting on a paused Redis) is answered, then the process exits 0.
+ * - SIGTERM: a check in flight (waiting on a paused Redis) is answered, then the process exits 0;
+ * - shadow mode (issue 30 item 4): the 61st check of a 60/min plan is answered OK with the headers and
+ *   counted as a would-be refusal; without it, a key over its limit is answered from memory (no
+ *   Redis command) until the window ends.
  */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
@@ -27,6 +30,8 @@ import { unique, waitFor } from './support/cluster.js';
 import {
   clients,
   createNamespace,
+  freshMinute,
+  metricValue,
   startTestRedis,
   startTestServer,
   toAnswer,
@@ -268,5 +273,66 @@ describe('grpc.health.v1.Health and SIGTERM', () => {
     } finally {
       process.kill(pid, 'SIGCONT');
     }
+  });
+});
+
+describe('shadow mode and keys over their limit', () => {
+  it('answers OK in shadow mode, headers kept, and counts the would-be refusal', async () => {
+    const { port } = await pickFreePorts({ port: 'tcp' });
+    const redis = await startTestRedis(port);
+    started.push(redis);
+    const s = await startTestServer([
+      '--redis-url',
+      `redis://127.0.0.1:${port}`,
+      '--config-namespace',
+      ns,
+      '--instance',
+      'shadow',
+      '--shadow-mode',
+    ]);
+    started.push(s);
+    await waitUntilLoaded(ns, 'shadow', ENTRY);
+    await freshMinute(20);
+    const request = { ...CHECK, hits_addend: 60 };
+    expect(toAnswer(await s.client.shouldRateLimit(request)).code).toBe('OK');
+    const would = toAnswer(await s.client.shouldRateLimit(CHECK));
+    expect(would.code).toBe('OK');
+    expect(would.response.statuses[0]?.code).toBe('OVER_LIMIT');
+    expect(would.headers).toMatchObject({ 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '0' });
+    expect(would.headers['Retry-After']).toBeUndefined();
+    expect(
+      await metricValue(s.metricsUrl, 'portico_ratelimit_shadow_refusals_total', 'reason="minute"'),
+    ).toBe(1);
+  });
+
+  it('answers a key over its limit from memory, without a Redis command, until its window ends', async () => {
+    const { port } = await pickFreePorts({ port: 'tcp' });
+    const redis = await startTestRedis(port);
+    started.push(redis);
+    const s = await startTestServer([
+      '--redis-url',
+      `redis://127.0.0.1:${port}`,
+      '--config-namespace',
+      ns,
+      '--instance',
+      'cache',
+    ]);
+    started.push(s);
+    await waitUntilLoaded(ns, 'cache', ENTRY);
+    await freshMinute(20);
+    await s.client.shouldRateLimit({ ...CHECK, hits_addend: 60 });
+    const first = toAnswer(await s.client.shouldRateLimit(CHECK));
+    expect(first.code).toBe('OVER_LIMIT');
+    const commands = (): Promise<number> =>
+      metricValue(s.metricsUrl, 'portico_ratelimit_redis_command_duration_seconds_count', 'command="check"');
+    const sent = await commands();
+    const again = [];
+    for (let i = 0; i < 20; i++) again.push(toAnswer(await s.client.shouldRateLimit(CHECK)));
+    expect(again.every((a) => a.code === 'OVER_LIMIT' && a.headers['X-RateLimit-Remaining'] === '0')).toBe(
+      true,
+    );
+    expect(again[19]?.headers['X-RateLimit-Reset']).toBe(first.headers['X-RateLimit-Reset']);
+    expect(await commands()).toBe(sent);
+    expect(await metricValue(s.metricsUrl, 'portico_ratelimit_over_limit_cache_hits_total')).toBe(20);
   });
 });
