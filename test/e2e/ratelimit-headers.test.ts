@@ -49,7 +49,7 @@ afterAll(() => {
 
 describe('a check without key_id', () => {
   it('is limited by remote_address with the default plan, apart from a key id of the same text', async () => {
-    await freshMinute(20);
+    await freshMinute(5);
     const domain = `${ns}/by-address`;
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push(await envoyClientCheck(domain, 'remote_address=192.0.2.7'));

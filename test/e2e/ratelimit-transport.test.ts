@@ -292,7 +292,7 @@ describe('shadow mode and keys over their limit', () => {
     ]);
     started.push(s);
     await waitUntilLoaded(ns, 'shadow', ENTRY);
-    await freshMinute(20);
+    await freshMinute(5);
     const request = { ...CHECK, hits_addend: 60 };
     expect(toAnswer(await s.client.shouldRateLimit(request)).code).toBe('OK');
     const would = toAnswer(await s.client.shouldRateLimit(CHECK));
@@ -319,7 +319,7 @@ describe('shadow mode and keys over their limit', () => {
     ]);
     started.push(s);
     await waitUntilLoaded(ns, 'cache', ENTRY);
-    await freshMinute(20);
+    await freshMinute(5);
     await s.client.shouldRateLimit({ ...CHECK, hits_addend: 60 });
     const first = toAnswer(await s.client.shouldRateLimit(CHECK));
     expect(first.code).toBe('OVER_LIMIT');
