@@ -52,6 +52,8 @@ WORKDIR /app
 COPY package.json ./
 COPY --from=deps /src/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
+# The Envoy rate-limit protos the rate-limit server loads at run time (src/ratelimit/protocol.ts).
+COPY proto ./proto
 # Numeric, so that the kubelet can check runAsNonRoot.
 USER 65532:65532
 EXPOSE 8080 8081 8082 8089

@@ -23,8 +23,9 @@
 //
 // acme-client stays outside the controller's bundle (loaded from node_modules):
 // src/acme/request-timeout.ts reaches its copy of axios through node_modules, which must be the very
-// copy acme-client uses. The .proto files of the rate-limit protocol are read at run time from
-// node_modules (@grpc/grpc-js-xds, src/ratelimit/protocol.ts), so node_modules stays beside dist/.
+// copy acme-client uses, so node_modules stays beside dist/. The .proto files of the rate-limit
+// protocol are read at run time from the repository's proto/ (src/ratelimit/protocol.ts), which the
+// image ships beside dist/.
 //
 // It also writes dist/build-info.json, the version and commit that `portico --version` and the
 // operator's `portico_build_info` metric report (src/build-info.ts): the version from package.json,
@@ -46,7 +47,12 @@ interface Bundle {
 const BUNDLES: readonly Bundle[] = [
   { entryPoint: 'dist/controller/main.js', outfile: 'dist/controller.bundle.js', external: ['acme-client'] },
   { entryPoint: 'dist/ratelimit/server/main.js', outfile: 'dist/ratelimit-server.bundle.js' },
-  { entryPoint: 'dist/ratelimit/server/check-worker.js', outfile: 'dist/ratelimit-check-worker.bundle.js' },
+  // grpc-health-check reads its health.proto from its own directory (`__dirname`), which a bundle has not.
+  {
+    entryPoint: 'dist/ratelimit/server/check-worker.js',
+    outfile: 'dist/ratelimit-check-worker.bundle.js',
+    external: ['grpc-health-check'],
+  },
 ];
 
 async function bundle({ entryPoint, outfile, external = [] }: Bundle): Promise<void> {

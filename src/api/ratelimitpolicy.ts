@@ -83,6 +83,16 @@ export interface BanSpec {
   duration: string;
 }
 
+/**
+ * What a check whose descriptor has no `key_id` gets (issue 30 item 1: never silently unlimited):
+ * `LimitByRemoteAddress` limits it by the descriptor entry `remote_address` (Envoy's `remote_address`
+ * action) with the plan's limits, and refuses it when that entry is missing too; `Refuse` refuses it
+ * (OVER_LIMIT, `X-RateLimit-Limit: 0`). docs/ratelimits.md, "Checks without a key id".
+ */
+export type MissingKeyId = 'LimitByRemoteAddress' | 'Refuse';
+export const MISSING_KEY_ID_VALUES: readonly MissingKeyId[] = ['LimitByRemoteAddress', 'Refuse'];
+export const DEFAULT_MISSING_KEY_ID: MissingKeyId = 'LimitByRemoteAddress';
+
 export interface RateLimitPolicySpec {
   /** Where the gateway side is kept in step; absent or empty: the gateway is wired by hand. */
   targetRefs?: PolicyTargetRef[];
@@ -92,6 +102,8 @@ export interface RateLimitPolicySpec {
   overrides?: KeyOverride[];
   /** Absent: keys are never banned. */
   ban?: BanSpec;
+  /** A check without `key_id`; absent means `LimitByRemoteAddress` (the CRD's default). */
+  missingKeyId?: MissingKeyId;
 }
 
 export interface RateLimitPolicyStatus {

@@ -81,6 +81,12 @@ export const compiledPolicySchema = z
         durationSeconds: z.number().int().min(1).max(MAX_BAN_SECONDS),
       })
       .optional(),
+    /**
+     * What a descriptor without `key_id` gets (`limits.ts`). Absent: `LimitByRemoteAddress`. A server
+     * of an earlier version ignores the field (zod drops unknown keys) and leaves such a descriptor
+     * unlimited, as it always did.
+     */
+    missingKeyId: z.enum(['LimitByRemoteAddress', 'Refuse']).optional(),
   })
   .refine((p) => unique(p.plans, (x) => x.name), { message: 'plan names must be unique', path: ['plans'] })
   .refine((p) => p.plans.some((x) => x.name === p.defaultPlan), {

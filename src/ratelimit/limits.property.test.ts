@@ -5,14 +5,22 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DESCRIPTOR_KEY_ID, DESCRIPTOR_PLAN } from '../api/ratelimitpolicy.js';
+import { DESCRIPTOR_KEY_ID, DESCRIPTOR_PLAN, type MissingKeyId } from '../api/ratelimitpolicy.js';
 import { lookupLimits, type DescriptorEntry, type IndexedPolicy, type WindowLimits } from './limits.js';
 
 const limits: fc.Arbitrary<WindowLimits> = fc.record({
   perMinute: fc.integer({ min: 1, max: 100_000 }),
   perDay: fc.integer({ min: 1, max: 10_000_000 }),
 });
-const planName = fc.constantFrom('free', 'pro', 'business', 'enterprise', 'Pro', 'team');
+/** Plan names as the CRD allows them (lowercase). */
+const planName = fc.constantFrom('free', 'pro', 'business', 'enterprise', 'team');
+/** A plan as a gateway may send it: any case of a name (matched without regard to case). */
+const sentPlanName = fc.oneof(
+  planName,
+  planName.map((n) => n.toUpperCase()),
+  planName.map((n) => `${n.charAt(0).toUpperCase()}${n.slice(1)}`),
+  fc.constantFrom('platinum', 'PLATINUM'),
+);
 const keyId = fc.oneof(
   fc.constantFrom('acme-corp-prod', 'k1', 'k2'),
   fc.string({ minLength: 1, maxLength: 20 }),
@@ -38,6 +46,7 @@ const policy: fc.Arbitrary<IndexedPolicy> = fc
         }),
         { nil: undefined },
       ),
+      missingKeyId: fc.constantFrom<MissingKeyId>('LimitByRemoteAddress', 'Refuse'),
     }),
   );
 
@@ -54,7 +63,7 @@ const otherEntry: fc.Arbitrary<DescriptorEntry> = fc.record(
 const descriptor = fc
   .tuple(
     fc.option(keyId, { nil: undefined }),
-    fc.option(planName, { nil: undefined }),
+    fc.option(sentPlanName, { nil: undefined }),
     fc.array(otherEntry, { maxLength: 4 }),
     fc.nat(),
   )
@@ -69,21 +78,36 @@ const descriptor = fc
   });
 
 describe('lookupLimits properties', () => {
-  it('applies an override, else the plan sent when the policy has it, else the default plan', () => {
+  it('applies an override, else the plan sent (any case) when the policy has it, else the default plan', () => {
     fc.assert(
       fc.property(policy, descriptor, (p, { id, plan, entries }) => {
         const lookup = lookupLimits(p, entries);
+        const known = plan !== undefined && p.plans.has(plan.toLowerCase());
+        const planLimits = known ? p.plans.get(plan.toLowerCase()) : p.plans.get(p.defaultPlan);
         if (id === undefined) {
-          expect(lookup).toEqual({ kind: 'noKeyId' });
+          const address = entries.find((e) => e.key === 'remote_address')?.value ?? '';
+          if (p.missingKeyId === 'Refuse' || address === '') {
+            expect(lookup).toEqual({ kind: 'noKeyId' });
+          } else {
+            expect(lookup).toEqual({
+              kind: 'limited',
+              keyId: address,
+              subject: 'remoteAddress',
+              plan: known ? plan.toLowerCase() : p.defaultPlan,
+              source: known ? 'plan' : 'defaultPlan',
+              limits: planLimits,
+              ban: p.ban,
+            });
+          }
           return;
         }
-        const known = plan !== undefined && p.plans.has(plan);
         const override = p.overrides.get(id);
-        const expected = override ?? (known ? p.plans.get(plan) : p.plans.get(p.defaultPlan));
+        const expected = override ?? planLimits;
         expect(lookup).toEqual({
           kind: 'limited',
           keyId: id,
-          plan: known ? plan : p.defaultPlan,
+          subject: 'keyId',
+          plan: known ? plan.toLowerCase() : p.defaultPlan,
           source: override ? 'override' : known ? 'plan' : 'defaultPlan',
           limits: expected,
           ban: p.ban,
@@ -99,27 +123,30 @@ describe('lookupLimits properties', () => {
         descriptor,
         fc.array(otherEntry, { maxLength: 3 }),
         keyId,
-        planName,
+        sentPlanName,
         (p, { plan, entries }, tail, laterId, laterPlan) => {
           // A later plan entry counts only when the descriptor has none before it.
           const later: DescriptorEntry[] = [...tail, { key: DESCRIPTOR_KEY_ID, value: laterId }];
           if (plan !== undefined) later.push({ key: DESCRIPTOR_PLAN, value: laterPlan });
           const first = lookupLimits(p, entries);
           const withLater = lookupLimits(p, [...entries, ...later]);
-          if (first.kind === 'limited') expect(withLater).toEqual(first);
+          if (first.kind === 'limited' && first.subject === 'keyId') expect(withLater).toEqual(first);
           else expect(withLater).toMatchObject({ kind: 'limited', keyId: laterId });
         },
       ),
     );
   });
 
-  it('leaves a descriptor with an empty or valueless key_id, or a domain without policy, unlimited', () => {
+  it('never leaves a descriptor with an empty or valueless key_id unlimited; a domain without policy is', () => {
     fc.assert(
       fc.property(policy, fc.array(otherEntry, { maxLength: 4 }), fc.boolean(), (p, others, valueless) => {
         const empty: DescriptorEntry = valueless
           ? { key: DESCRIPTOR_KEY_ID }
           : { key: DESCRIPTOR_KEY_ID, value: '' };
-        expect(lookupLimits(p, [...others, empty]).kind).toBe('noKeyId');
+        const lookup = lookupLimits(p, [...others, empty]);
+        expect(
+          lookup.kind === 'noKeyId' || (lookup.kind === 'limited' && lookup.subject === 'remoteAddress'),
+        ).toBe(true);
         expect(lookupLimits(undefined, [...others, { key: DESCRIPTOR_KEY_ID, value: 'k1' }]).kind).toBe(
           'unknownDomain',
         );

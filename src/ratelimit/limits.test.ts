@@ -46,8 +46,41 @@ describe('lookupLimits', () => {
     });
   });
 
-  it('does not limit an unknown domain or a descriptor without key_id', () => {
+  it('matches the plan sent without regard to case, as the namespace label is', () => {
+    for (const plan of ['Pro', 'PRO', 'pRo']) {
+      expect(lookupLimits(indexed, entries({ key_id: 'k', plan }))).toMatchObject({
+        source: 'plan',
+        plan: 'pro',
+        limits: { perMinute: 300, perDay: 10000 },
+      });
+    }
+  });
+
+  it('does not limit an unknown domain', () => {
     expect(lookupLimits(undefined, entries({ key_id: 'k' }))).toEqual({ kind: 'unknownDomain' });
+  });
+
+  it('limits a descriptor without key_id by remote_address by default, with the plan sent or the default', () => {
+    expect(lookupLimits(indexed, entries({ remote_address: '10.0.0.7', plan: 'pro' }))).toEqual({
+      kind: 'limited',
+      keyId: '10.0.0.7',
+      subject: 'remoteAddress',
+      plan: 'pro',
+      source: 'plan',
+      limits: { perMinute: 300, perDay: 10000 },
+      ban: { afterRejectedRequests: 20, durationMs: 900_000 },
+    });
+    // An override names a key id, never an address.
+    expect(lookupLimits(indexed, entries({ remote_address: 'acme-corp-prod' }))).toMatchObject({
+      subject: 'remoteAddress',
+      source: 'defaultPlan',
+      limits: { perMinute: 60, perDay: 1000 },
+    });
+  });
+
+  it('refuses a descriptor without key_id and without remote_address, or when the policy says Refuse', () => {
     expect(lookupLimits(indexed, entries({ plan: 'pro' }))).toEqual({ kind: 'noKeyId' });
+    const refusing = indexPolicy({ ...policy, missingKeyId: 'Refuse' });
+    expect(lookupLimits(refusing, entries({ remote_address: '10.0.0.7' }))).toEqual({ kind: 'noKeyId' });
   });
 });

@@ -6,11 +6,23 @@
  *   2. else the plan the gateway sent in the `plan` entry, if the policy has that plan;
  *   3. else the policy's `defaultPlan` (a missing or unknown plan).
  *
- * A domain no policy names, and a descriptor without `key_id`, are not limited (as in Envoy's own
- * rate-limit service, a descriptor that matches no configured limit is answered OK).
- * Pure: no I/O.
+ * The plan sent is matched without regard to case (`Pro` is `pro`), as the namespace label
+ * `portico.dev/plan` is (`planOf`, controllers/customdomain/acceptance.ts); the CRD keeps plan names
+ * lowercase, so no two plans differ only by case.
+ *
+ * A descriptor without `key_id` (absent or empty) is never silently unlimited (issue 30 item 1); its
+ * policy's `missingKeyId` decides:
+ *
+ *   - `LimitByRemoteAddress` (the default): limited by the client's address, the descriptor entry
+ *     `remote_address` (what Envoy's `remote_address` rate-limit action sends), with the limits of the
+ *     plan sent or the default plan (overrides name key ids, so none applies); its counters are apart
+ *     from every key id's. Without a `remote_address` entry either, the descriptor is refused;
+ *   - `Refuse`: refused.
+ *
+ * A domain no policy names is not limited (as in Envoy's own rate-limit service, a descriptor that
+ * matches no configured limit is answered OK). Pure: no I/O.
  */
-import { DESCRIPTOR_KEY_ID, DESCRIPTOR_PLAN } from '../api/ratelimitpolicy.js';
+import { DESCRIPTOR_KEY_ID, DESCRIPTOR_PLAN, type MissingKeyId } from '../api/ratelimitpolicy.js';
 import type { CompiledPolicy } from './config-schema.js';
 
 export interface WindowLimits {
@@ -37,17 +49,28 @@ export interface IndexedPolicy {
   readonly defaultPlan: string;
   readonly overrides: ReadonlyMap<string, WindowLimits>;
   readonly ban: BanRule | undefined;
+  /** What a descriptor without `key_id` gets. */
+  readonly missingKeyId: MissingKeyId;
 }
+
+/** The descriptor entry Envoy's `remote_address` action sends: the client's address. */
+export const DESCRIPTOR_REMOTE_ADDRESS = 'remote_address';
 
 /** Where a key's limits came from. */
 export type LimitSource = 'override' | 'plan' | 'defaultPlan';
 
+/** Whose counters a check uses: an API key's, or (without `key_id`) a client address's. */
+export type CounterSubject = 'keyId' | 'remoteAddress';
+
 export type LimitLookup =
   | { readonly kind: 'unknownDomain' }
+  /** No `key_id`, and the policy's `missingKeyId` refuses it (or no `remote_address` to limit by). */
   | { readonly kind: 'noKeyId' }
   | {
       readonly kind: 'limited';
+      /** The API key id, or with `subject: 'remoteAddress'` the client's address. */
       readonly keyId: string;
+      readonly subject: CounterSubject;
       /** The plan whose limits apply (for an override: the plan the key has, or the default). */
       readonly plan: string;
       readonly source: LimitSource;
@@ -71,9 +94,12 @@ export function indexPolicy(policy: CompiledPolicy): IndexedPolicy {
     uid: policy.uid,
     generation: policy.generation,
     plans: new Map(
-      policy.plans.map((p) => [p.name, { perMinute: p.requestsPerMinute, perDay: p.requestsPerDay }]),
+      policy.plans.map((p) => [
+        p.name.toLowerCase(),
+        { perMinute: p.requestsPerMinute, perDay: p.requestsPerDay },
+      ]),
     ),
-    defaultPlan: policy.defaultPlan,
+    defaultPlan: policy.defaultPlan.toLowerCase(),
     overrides: new Map(
       policy.overrides.map((o) => [o.keyId, { perMinute: o.requestsPerMinute, perDay: o.requestsPerDay }]),
     ),
@@ -84,6 +110,7 @@ export function indexPolicy(policy: CompiledPolicy): IndexedPolicy {
             afterRejectedRequests: policy.ban.afterRejectedRequests,
             durationMs: policy.ban.durationSeconds * 1000,
           },
+    missingKeyId: policy.missingKeyId ?? 'LimitByRemoteAddress',
   };
 }
 
@@ -93,6 +120,44 @@ function entryValue(entries: readonly DescriptorEntry[], key: string): string | 
   return undefined;
 }
 
+/** The plan a descriptor names, matched without regard to case; undefined when the policy has none. */
+function planLimits(
+  policy: IndexedPolicy,
+  sent: string | undefined,
+): { name: string; limits: WindowLimits } | undefined {
+  if (sent === undefined) return undefined;
+  const exact = policy.plans.get(sent);
+  if (exact !== undefined) return { name: sent, limits: exact };
+  const lower = sent.toLowerCase();
+  const limits = policy.plans.get(lower);
+  return limits === undefined ? undefined : { name: lower, limits };
+}
+
+/** The limits of `policy`'s default plan (the schema guarantees it is a plan). */
+function defaultLimits(policy: IndexedPolicy): WindowLimits | undefined {
+  return policy.plans.get(policy.defaultPlan);
+}
+
+/** A descriptor without `key_id`: by the policy's `missingKeyId`. */
+function withoutKeyId(policy: IndexedPolicy, entries: readonly DescriptorEntry[]): LimitLookup {
+  const sent = planLimits(policy, entryValue(entries, DESCRIPTOR_PLAN));
+  const limits = sent?.limits ?? defaultLimits(policy);
+  if (limits === undefined) return { kind: 'unknownDomain' };
+  const address = entryValue(entries, DESCRIPTOR_REMOTE_ADDRESS);
+  if (policy.missingKeyId === 'Refuse' || address === undefined || address === '') {
+    return { kind: 'noKeyId' };
+  }
+  return {
+    kind: 'limited',
+    keyId: address,
+    subject: 'remoteAddress',
+    plan: sent?.name ?? policy.defaultPlan,
+    source: sent === undefined ? 'defaultPlan' : 'plan',
+    limits,
+    ban: policy.ban,
+  };
+}
+
 /** Picks the limits for one descriptor of a check on `policy` (undefined: no policy for the domain). */
 export function lookupLimits(
   policy: IndexedPolicy | undefined,
@@ -100,15 +165,22 @@ export function lookupLimits(
 ): LimitLookup {
   if (policy === undefined) return { kind: 'unknownDomain' };
   const keyId = entryValue(entries, DESCRIPTOR_KEY_ID);
-  if (keyId === undefined || keyId === '') return { kind: 'noKeyId' };
-  const sent = entryValue(entries, DESCRIPTOR_PLAN);
-  const planLimits = sent === undefined ? undefined : policy.plans.get(sent);
-  const plan = planLimits === undefined ? policy.defaultPlan : (sent ?? policy.defaultPlan);
+  if (keyId === undefined || keyId === '') return withoutKeyId(policy, entries);
+  const sent = planLimits(policy, entryValue(entries, DESCRIPTOR_PLAN));
+  const plan = sent?.name ?? policy.defaultPlan;
   const override = policy.overrides.get(keyId);
   if (override !== undefined) {
-    return { kind: 'limited', keyId, plan, source: 'override', limits: override, ban: policy.ban };
+    return {
+      kind: 'limited',
+      keyId,
+      subject: 'keyId',
+      plan,
+      source: 'override',
+      limits: override,
+      ban: policy.ban,
+    };
   }
-  const limits = planLimits ?? policy.plans.get(policy.defaultPlan);
+  const limits = sent?.limits ?? defaultLimits(policy);
   if (limits === undefined) {
     // The schema guarantees defaultPlan is a plan; this keeps the function total.
     return { kind: 'unknownDomain' };
@@ -116,8 +188,9 @@ export function lookupLimits(
   return {
     kind: 'limited',
     keyId,
+    subject: 'keyId',
     plan,
-    source: planLimits === undefined ? 'defaultPlan' : 'plan',
+    source: sent === undefined ? 'defaultPlan' : 'plan',
     limits,
     ban: policy.ban,
   };

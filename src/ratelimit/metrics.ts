@@ -33,6 +33,14 @@ export interface CheckMetrics {
   readonly checkDuration: Histogram;
   /** Checks Redis could not answer, answered by the failure mode instead. */
   readonly storeFailuresTotal: Counter<'failure_mode'>;
+  /** Checks answered from this replica's counts while Redis could not answer, by the local decision's reason. */
+  readonly degradedChecksTotal: Counter<'reason'>;
+  /** 1 while checks skip Redis because it failed to answer (the breaker is open), else 0. */
+  readonly degraded: Gauge;
+  /** Shadow mode: descriptors that would have been refused, by domain and reason. */
+  readonly shadowRefusalsTotal: Counter<'domain' | 'reason'>;
+  /** Checks of keys over their limit or banned answered from memory, without Redis. */
+  readonly overLimitCacheHitsTotal: Counter;
   /** Bans started. */
   readonly bansTotal: Counter<'domain'>;
   /** 1 while connected to Redis. */
@@ -104,8 +112,30 @@ export function createCheckMetrics(
     }),
     storeFailuresTotal: new Counter({
       name: 'portico_ratelimit_store_failures_total',
-      help: 'Checks Redis could not answer; answered by the failure mode (allow or deny).',
+      help: 'Checks Redis could not answer (or that skipped it while it did not answer); answered by the failure mode (local, allow or deny).',
       labelNames: ['failure_mode'],
+      registers,
+    }),
+    degradedChecksTotal: new Counter({
+      name: 'portico_ratelimit_degraded_checks_total',
+      help: "Checks answered from this replica's own counts while Redis could not answer (failure mode local or allow), by the local decision's reason (admitted, minute, day, banned).",
+      labelNames: ['reason'],
+      registers,
+    }),
+    shadowRefusalsTotal: new Counter({
+      name: 'portico_ratelimit_shadow_refusals_total',
+      help: 'Shadow mode: descriptors answered OK that would have been refused, by rate-limit domain and reason (minute, day, banned, no_key_id).',
+      labelNames: ['domain', 'reason'],
+      registers,
+    }),
+    overLimitCacheHitsTotal: new Counter({
+      name: 'portico_ratelimit_over_limit_cache_hits_total',
+      help: 'Checks of keys already over their limit or banned, answered from memory without a Redis round trip.',
+      registers,
+    }),
+    degraded: new Gauge({
+      name: 'portico_ratelimit_degraded',
+      help: '1 while checks are answered without Redis because it did not answer (one check at a time probes it), else 0.',
       registers,
     }),
     bansTotal: new Counter({

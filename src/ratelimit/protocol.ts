@@ -2,16 +2,18 @@
  * Envoy's rate-limit protocol, `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit`
  * (envoy/service/ratelimit/v3/rls.proto), loaded at run time with @grpc/proto-loader.
  *
- * The .proto files come from the npm package @grpc/grpc-js-xds (pinned exactly in package.json), which
- * ships Envoy's API tree under `deps/envoy-api` with its dependencies (`deps/xds`, `deps/googleapis`,
- * `deps/protoc-gen-validate`), all Apache-2.0; see docs/adr/2026-11-22-ratelimit-protocol-and-counters.md.
+ * The .proto files are vendored in the repository's `proto/` (Envoy's, Apache-2.0, trimmed to the
+ * messages of this protocol with names, numbers and types unchanged: proto/README.md), so the server
+ * has no runtime dependency on another package's copy of Envoy's API; `protocol.test.ts` checks their
+ * wire format against Envoy's complete files. The image ships `proto/` beside `dist/`.
  *
  * The TypeScript types below are the subset of the messages Portico reads and writes, in the shape
  * proto-loader produces with LOADER_OPTIONS (field names as in the .proto, enums as strings, 64-bit
  * integers as numbers, unset scalar fields absent, unset repeated fields empty).
  */
-import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { loadPackageDefinition, type ServiceDefinition } from '@grpc/grpc-js';
 import { loadSync, type Options } from '@grpc/proto-loader';
 
@@ -67,11 +69,24 @@ export interface RateLimitResponse {
   response_headers_to_add: HeaderValueMessage[];
 }
 
-/** The directories proto-loader resolves imports in, inside @grpc/grpc-js-xds. */
+/**
+ * The directory of the vendored .proto files: `proto/` at the package's root, found from this
+ * module's place (src/ratelimit/ and dist/ratelimit/ are two levels below the root, the bundles in
+ * dist/ one).
+ *
+ * @throws Error when no `proto/` with rls.proto is found above this module
+ */
 export function protoIncludeDirs(): string[] {
-  const require = createRequire(import.meta.url);
-  const root = path.dirname(require.resolve('@grpc/grpc-js-xds/package.json'));
-  return ['envoy-api', 'xds', 'googleapis', 'protoc-gen-validate'].map((d) => path.join(root, 'deps', d));
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 4; i++) {
+    const candidate = path.join(dir, 'proto');
+    if (existsSync(path.join(candidate, RLS_PROTO))) return [candidate];
+    dir = path.dirname(dir);
+  }
+  throw new Error(
+    `the vendored ${RLS_PROTO} was not found in a proto/ directory above ${fileURLToPath(import.meta.url)}; ` +
+      'the package must ship proto/ beside dist/',
+  );
 }
 
 interface LoadedService {

@@ -10,7 +10,7 @@ import type { RateLimitRequest } from './protocol.js';
 import type { CounterKeys } from './redis-keys.js';
 import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
 import type { CheckArgs, CounterStore } from './redis-store.js';
-import { RateLimitService, type FailureMode } from './service.js';
+import { DEGRADED_STATUS_NAME, RateLimitService, type FailureMode } from './service.js';
 
 /** 2026-11-22T12:34:10Z: 50 s to the end of the minute. */
 const NOW = Date.parse('2026-11-22T12:34:10.000Z');
@@ -74,15 +74,22 @@ class MemoryStore implements CounterStore {
   }
 }
 
-function setup(failureMode: FailureMode = 'allow', requestLimits?: RequestLimits, now = () => NOW) {
+function setup(
+  failureMode: FailureMode = 'allow',
+  requestLimits?: RequestLimits,
+  now = () => NOW,
+  extra: { shadowMode?: boolean; policies?: PolicySnapshot } = {},
+) {
   const store = new MemoryStore();
   const metrics = createRateLimitMetrics(now);
   const logLines: string[] = [];
   const service = new RateLimitService({
-    policies: () => snapshot,
+    policies: () => extra.policies ?? snapshot,
+    ...(extra.shadowMode === undefined ? {} : { shadowMode: extra.shadowMode }),
     store,
     failureMode,
     now,
+    monotonicNow: now,
     metrics,
     ...(requestLimits === undefined ? {} : { requestLimits }),
     log: pino(
@@ -248,21 +255,68 @@ describe('RateLimitService', () => {
     expect(Math.max(...logLines.map((l) => l.length))).toBeLessThan(1_000);
   });
 
-  it('answers OK without limits for an unknown domain and a descriptor without key_id', async () => {
-    const { service, store, metrics } = setup();
+  it('answers an unknown domain OK without headers, counted and logged with the domain', async () => {
+    const { service, store, metrics, logLines } = setup();
     const unknown = await service.shouldRateLimit({ ...check('k3'), domain: 'nobody/here' });
     expect(unknown).toEqual({ overall_code: 'OK', statuses: [{ code: 'OK' }], response_headers_to_add: [] });
-    const noKey = await service.shouldRateLimit(check(undefined));
-    expect(noKey).toEqual({ overall_code: 'OK', statuses: [{ code: 'OK' }], response_headers_to_add: [] });
+    await service.shouldRateLimit({ ...check('k3'), domain: 'nobody/here' });
     const none = await service.shouldRateLimit({ domain: DOMAIN });
     expect(none).toEqual({ overall_code: 'OK', statuses: [], response_headers_to_add: [] });
     expect(store.calls).toHaveLength(0);
-    expect(await metricLines(metrics, 'portico_ratelimit_checks_total')).toEqual(
-      expect.arrayContaining([
-        'portico_ratelimit_checks_total{domain="",code="OK",reason="unknown_domain"} 1',
-        `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OK",reason="no_key_id"} 1`,
-      ]),
-    );
+    expect(await metricLines(metrics, 'portico_ratelimit_checks_total')).toEqual([
+      'portico_ratelimit_checks_total{domain="",code="OK",reason="unknown_domain"} 2',
+    ]);
+    // One line for both checks (at most one every 10 s), naming the domain.
+    const lines = logLines.filter((l) => l.includes('no loaded policy names'));
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({ domain: 'nobody/here', checks: 1, level: 40 });
+  });
+
+  it('refuses a descriptor without key_id nor remote_address, with the headers (Limit 0)', async () => {
+    const { service, store, metrics } = setup();
+    const noKey = await service.shouldRateLimit(check(undefined));
+    expect(noKey.overall_code).toBe('OVER_LIMIT');
+    expect(noKey.statuses).toEqual([
+      {
+        code: 'OVER_LIMIT',
+        current_limit: { requests_per_unit: 0, unit: 'MINUTE' },
+        limit_remaining: 0,
+        duration_until_reset: { seconds: 50 },
+      },
+    ]);
+    expect(headers(noKey.response_headers_to_add)).toEqual({
+      'X-RateLimit-Limit': '0',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': MINUTE_END_S,
+      'Retry-After': '50',
+    });
+    expect(store.calls).toHaveLength(0);
+    expect(await metricLines(metrics, 'portico_ratelimit_checks_total')).toEqual([
+      `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OVER_LIMIT",reason="no_key_id"} 1`,
+    ]);
+  });
+
+  it('limits a descriptor without key_id by its remote_address, on counters apart from any key id', async () => {
+    const { service, store } = setup();
+    const byAddress = (address: string): RateLimitRequest => ({
+      domain: DOMAIN,
+      descriptors: [{ entries: [{ key: 'remote_address', value: address }] }],
+    });
+    const first = await service.shouldRateLimit(byAddress('192.0.2.1'));
+    expect(first.overall_code).toBe('OK');
+    expect(headers(first.response_headers_to_add)).toMatchObject({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '59',
+    });
+    expect(store.calls[0]?.keys.minute).toMatch(/^prl:\{platform-api%2Fpublic-api\|@192\.0\.2\.1\}:m:/);
+    // A key id that reads like the address has counters of its own.
+    await service.shouldRateLimit(check('@192.0.2.1'));
+    expect(store.calls[1]?.keys.minute).toMatch(/^prl:\{platform-api%2Fpublic-api\|%40192\.0\.2\.1\}:m:/);
+    expect(
+      headers((await service.shouldRateLimit(byAddress('192.0.2.1'))).response_headers_to_add)[
+        'X-RateLimit-Remaining'
+      ],
+    ).toBe('58');
   });
 
   it('maps a check with the gateway domain to the policy its descriptors name, sharing its counters', async () => {
@@ -350,8 +404,9 @@ describe('RateLimitService', () => {
       ],
     });
     expect(r.overall_code).toBe('OVER_LIMIT');
-    expect(r.statuses.map((s) => s.code)).toEqual(['OK', 'OK', 'OVER_LIMIT']);
-    expect(r.statuses[1]).toEqual({ code: 'OK' });
+    // The second has no key_id and no remote_address: refused (never silently unlimited).
+    expect(r.statuses.map((s) => s.code)).toEqual(['OK', 'OVER_LIMIT', 'OVER_LIMIT']);
+    expect(r.statuses[1]?.current_limit?.requests_per_unit).toBe(0);
     expect(headers(r.response_headers_to_add)['Retry-After']).toBe('50');
   });
 
@@ -367,13 +422,83 @@ describe('RateLimitService', () => {
     });
   });
 
-  it('answers by the failure mode when the store fails', async () => {
+  it('answers from local counts with headers when the store fails (local, the default), and refuses past the limit', async () => {
+    const local = setup('local');
+    local.store.failing = true;
+    const first = await local.service.shouldRateLimit(check('k', { hits_addend: 59 }));
+    expect(first).toEqual({
+      overall_code: 'OK',
+      statuses: [
+        {
+          code: 'OK',
+          current_limit: { requests_per_unit: 60, unit: 'MINUTE', name: DEGRADED_STATUS_NAME },
+          limit_remaining: 1,
+          duration_until_reset: { seconds: 50 },
+        },
+      ],
+      response_headers_to_add: [
+        { key: 'X-RateLimit-Limit', value: '60' },
+        { key: 'X-RateLimit-Remaining', value: '1' },
+        { key: 'X-RateLimit-Reset', value: MINUTE_END_S },
+      ],
+    });
+    await local.service.shouldRateLimit(check('k'));
+    const refused = await local.service.shouldRateLimit(check('k'));
+    expect(refused.overall_code).toBe('OVER_LIMIT');
+    expect(headers(refused.response_headers_to_add)).toEqual({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': MINUTE_END_S,
+      'Retry-After': '50',
+    });
+    // The breaker opened at the first failure: the later checks did not wait for the store.
+    expect(local.store.calls).toHaveLength(1);
+    expect(await metricLines(local.metrics, 'portico_ratelimit_degraded_checks_total')).toEqual([
+      'portico_ratelimit_degraded_checks_total{reason="admitted"} 2',
+      'portico_ratelimit_degraded_checks_total{reason="minute"} 1',
+    ]);
+    expect(await metricLines(local.metrics, 'portico_ratelimit_degraded')).toEqual([
+      'portico_ratelimit_degraded 1',
+    ]);
+    expect(await metricLines(local.metrics, 'portico_ratelimit_store_failures_total')).toEqual([
+      'portico_ratelimit_store_failures_total{failure_mode="local"} 3',
+    ]);
+    const logged = local.logLines.filter((l) => l.includes('Redis unavailable'));
+    expect(logged).toHaveLength(1);
+  });
+
+  it('goes back to the store once a probe after the open interval succeeds; local counts are not replayed', async () => {
+    let now = NOW;
+    const local = setup('local', undefined, () => now);
+    local.store.failing = true;
+    await local.service.shouldRateLimit(check('p', { hits_addend: 10 }));
+    local.store.failing = false;
+    // Within the open interval (1 s by default): local, no store call.
+    await local.service.shouldRateLimit(check('p'));
+    expect(local.store.calls).toHaveLength(1);
+    now += 1_050;
+    const probe = await local.service.shouldRateLimit(check('p'));
+    expect(local.store.calls).toHaveLength(2);
+    // The store never saw the 11 hits counted locally.
+    expect(headers(probe.response_headers_to_add)['X-RateLimit-Remaining']).toBe('59');
+    expect(probe.statuses[0]?.current_limit?.name).toBeUndefined();
+    expect(await metricLines(local.metrics, 'portico_ratelimit_degraded')).toEqual([
+      'portico_ratelimit_degraded 0',
+    ]);
+    await local.service.shouldRateLimit(check('p'));
+    expect(local.store.calls).toHaveLength(3);
+  });
+
+  it('with allow, answers OK with the local counts in the headers, even past the limit', async () => {
     const allow = setup('allow');
     allow.store.failing = true;
-    expect(await allow.service.shouldRateLimit(check('k'))).toEqual({
-      overall_code: 'OK',
-      statuses: [{ code: 'OK' }],
-      response_headers_to_add: [],
+    await allow.service.shouldRateLimit(check('k', { hits_addend: 60 }));
+    const past = await allow.service.shouldRateLimit(check('k'));
+    expect(past.overall_code).toBe('OK');
+    expect(headers(past.response_headers_to_add)).toEqual({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': MINUTE_END_S,
     });
     const deny = setup('deny');
     deny.store.failing = true;
@@ -381,7 +506,7 @@ describe('RateLimitService', () => {
     expect(r.overall_code).toBe('OVER_LIMIT');
     expect(r.statuses[0]).toEqual({
       code: 'OVER_LIMIT',
-      current_limit: { requests_per_unit: 60, unit: 'MINUTE' },
+      current_limit: { requests_per_unit: 60, unit: 'MINUTE', name: DEGRADED_STATUS_NAME },
       limit_remaining: 0,
       duration_until_reset: { seconds: 1 },
     });
@@ -436,5 +561,56 @@ describe('RateLimitService', () => {
     expect(await metricLines(metrics, 'portico_ratelimit_check_duration_seconds_count')).toEqual([
       'portico_ratelimit_check_duration_seconds_count 2',
     ]);
+  });
+
+  it('in shadow mode counts and decides as ever but answers OK, without Retry-After, and counts what it would refuse', async () => {
+    const { service, metrics, store } = setup('local', undefined, () => NOW, { shadowMode: true });
+    await service.shouldRateLimit(check('s', { hits_addend: 60 }));
+    const would = await service.shouldRateLimit(check('s'));
+    expect(would.overall_code).toBe('OK');
+    expect(would.statuses[0]?.code).toBe('OVER_LIMIT');
+    expect(headers(would.response_headers_to_add)).toEqual({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': MINUTE_END_S,
+    });
+    expect(store.calls).toHaveLength(2);
+    expect(await metricLines(metrics, 'portico_ratelimit_shadow_refusals_total')).toEqual([
+      `portico_ratelimit_shadow_refusals_total{domain="${DOMAIN}",reason="minute"} 1`,
+    ]);
+    expect(await metricLines(metrics, 'portico_ratelimit_checks_total')).toContain(
+      `portico_ratelimit_checks_total{domain="${DOMAIN}",code="OVER_LIMIT",reason="minute"} 1`,
+    );
+  });
+
+  it('answers a key whose window is full from memory until the window ends (a policy without a ban)', async () => {
+    const noBan = indexPolicy({ ...policy, ban: undefined });
+    let now = NOW;
+    const { service, metrics, store } = setup('local', undefined, () => now, {
+      policies: { byDomain: new Map([[DOMAIN, noBan]]) },
+    });
+    await service.shouldRateLimit(check('full', { hits_addend: 60 }));
+    const first = await service.shouldRateLimit(check('full'));
+    const again = await service.shouldRateLimit(check('full'));
+    expect(store.calls).toHaveLength(2);
+    expect(again).toEqual(first);
+    expect(again.overall_code).toBe('OVER_LIMIT');
+    expect(await metricLines(metrics, 'portico_ratelimit_over_limit_cache_hits_total')).toEqual([
+      'portico_ratelimit_over_limit_cache_hits_total 1',
+    ]);
+    now += 50_000; // the next minute: Redis again
+    expect((await service.shouldRateLimit(check('full'))).overall_code).toBe('OK');
+    expect(store.calls).toHaveLength(3);
+  });
+
+  it('sends refusals of a policy with a ban to Redis (they count toward it), and answers the ban from memory', async () => {
+    const { service, store } = setup();
+    await service.shouldRateLimit(check('b', { hits_addend: 60 }));
+    for (let i = 0; i < 3; i++) await service.shouldRateLimit(check('b'));
+    expect(store.calls).toHaveLength(4); // the third refusal started the ban
+    const banned = await service.shouldRateLimit(check('b'));
+    expect(banned.overall_code).toBe('OVER_LIMIT');
+    expect(headers(banned.response_headers_to_add)['Retry-After']).toBe('900');
+    expect(store.calls).toHaveLength(4);
   });
 });

@@ -4,14 +4,26 @@
  * each descriptor (`limits.ts`), check and count in Redis (`CounterStore`), and answer with the code,
  * one DescriptorStatus per descriptor and the headers (`decision.ts`).
  *
- * `hits_addend` is honoured: 0 or unset counts 1 (rls.proto). When Redis cannot answer, each limited
- * descriptor is answered by the failure mode:
- * - `allow` (fail open, the default): OK, without rate-limit headers, since the counts are unknown;
+ * `hits_addend` is honoured: 0 or unset counts 1 (rls.proto). Every answer to a limited descriptor
+ * carries the rate-limit headers (spec §8: "present on every API response"). When Redis cannot answer,
+ * each limited descriptor is answered by the failure mode (issue 30 item 1):
+ * - `local` (the default): decided on this replica's own counts (`local-counts.ts`: the same windows,
+ *   limits and ban as the Redis script), with the headers of that decision;
+ * - `allow` (fail open): the same local counts give the headers, but the answer is always OK (no
+ *   `Retry-After`);
  * - `deny` (fail closed): OVER_LIMIT with `Retry-After: 1`, `X-RateLimit-Remaining: 0` and the
  *   minute limit.
- * Either way the failure is counted (`portico_ratelimit_store_failures_total`) and logged at most once
- * every 10 s with the number of failures since the last line. A check answered by the failure mode is
- * never counted later (the store's script refuses to count past its deadline: `redis-store.ts`).
+ * Each such check is counted (`portico_ratelimit_store_failures_total{failure_mode}`,
+ * `portico_ratelimit_degraded_checks_total{reason}`) and logged at most once every 10 s with the
+ * number since the last line. A check answered by the failure mode is never counted in Redis later
+ * (the store's script refuses to count past its deadline: `redis-store.ts`), and local counts are
+ * never replayed into Redis. After a check Redis did not answer, the next checks are answered locally
+ * at once, without waiting for Redis, and one check at a time probes Redis until it answers again
+ * (`store-breaker.ts`).
+ *
+ * A descriptor without `key_id` is answered by its policy's `missingKeyId` rule (`limits.ts`); a
+ * domain no policy names is answered OK without headers (no limit is configured for it), counted
+ * with `reason="unknown_domain"` and logged at most once every 10 s with the domain.
  *
  * A request over the bounds of `request-limits.ts` is refused before anything is looked up or
  * counted: `shouldRateLimit` throws InvalidRequestError (the gRPC layer answers INVALID_ARGUMENT).
@@ -19,6 +31,7 @@
 import type { Logger } from 'pino';
 import {
   decide,
+  HEADER_RETRY_AFTER,
   headlineDecision,
   rateLimitHeaders,
   type CounterOutcome,
@@ -31,12 +44,17 @@ import { lookupLimits, type LimitLookup } from './limits.js';
 import type { CheckMetrics } from './metrics.js';
 import type { PolicySnapshot } from './policy-set.js';
 import type { DescriptorStatus, RateLimitRequest, RateLimitResponse } from './protocol.js';
-import { counterKeys } from './redis-keys.js';
-import type { CounterStore } from './redis-store.js';
+import { LocalCounterStore } from './local-counts.js';
+import { OverLimitCache } from './over-limit-cache.js';
+import { counterKeys, type CounterKeys } from './redis-keys.js';
+import type { CheckArgs, CounterStore } from './redis-store.js';
+import { StoreBreaker } from './store-breaker.js';
 import { checkRequestLimits, DEFAULT_REQUEST_LIMITS, type RequestLimits } from './request-limits.js';
-import { counterTtlMs, currentWindows, secondsUntil } from './windows.js';
+import { counterTtlMs, currentWindows, secondsUntil, windowEndMs } from './windows.js';
 
-export type FailureMode = 'allow' | 'deny';
+/** What answers a check Redis cannot answer (`--failure-mode`); see the module's docstring. */
+export type FailureMode = 'local' | 'allow' | 'deny';
+export const FAILURE_MODES: readonly FailureMode[] = ['local', 'allow', 'deny'];
 
 export interface RateLimitServiceDeps {
   /** The snapshot of loaded policies (read once per call). */
@@ -55,6 +73,19 @@ export interface RateLimitServiceDeps {
    * (`gateway-domain.ts`). `DEFAULT_GATEWAY_DOMAIN` when unset.
    */
   readonly gatewayDomain?: string;
+  /** The counts of checks Redis cannot answer; a new LocalCounterStore on `now` when unset. */
+  readonly localStore?: LocalCounterStore;
+  /** How long checks skip Redis after it failed to answer one, ms (`store-breaker.ts`). */
+  readonly breakerOpenMs?: number;
+  /** A monotonic clock for the breaker, ms; `performance.now()` when unset. */
+  readonly monotonicNow?: () => number;
+  /**
+   * Shadow mode (`--shadow-mode`): decide and count as ever, but answer OK (without `Retry-After`);
+   * `portico_ratelimit_shadow_refusals_total` counts what would have been refused.
+   */
+  readonly shadowMode?: boolean;
+  /** Keys over their limit or banned, answered from memory; a new OverLimitCache when unset. */
+  readonly overLimitCache?: OverLimitCache;
 }
 
 const FAILURE_LOG_INTERVAL_MS = 10_000;
@@ -80,11 +111,19 @@ function statusOf(decision: DescriptorDecision, nowMs: number): DescriptorStatus
 
 export class RateLimitService {
   readonly #d: RateLimitServiceDeps;
-  #failuresSinceLog = 0;
-  #lastFailureLogMs = 0;
+  readonly #local: LocalCounterStore;
+  readonly #breaker: StoreBreaker;
+  readonly #monotonicNow: () => number;
+  readonly #overLimit: OverLimitCache;
+  readonly #failureLog = new RateLimitedLog();
+  readonly #unknownDomainLog = new RateLimitedLog();
 
   constructor(deps: RateLimitServiceDeps) {
     this.#d = deps;
+    this.#local = deps.localStore ?? new LocalCounterStore(deps.now);
+    this.#breaker = new StoreBreaker(deps.breakerOpenMs);
+    this.#monotonicNow = deps.monotonicNow ?? (() => performance.now());
+    this.#overLimit = deps.overLimitCache ?? new OverLimitCache();
     // At 0 from the start, so that `increase()` sees the first failure (metrics.ts).
     deps.metrics.storeFailuresTotal.inc({ failure_mode: deps.failureMode }, 0);
   }
@@ -103,19 +142,26 @@ export class RateLimitService {
       if (isInvalidRequestError(err)) this.#d.metrics.invalidRequestsTotal.inc({ bound: err.bound });
       throw err;
     }
+    let response = await this.#respond(request);
+    if (this.#d.shadowMode === true && response.overall_code === 'OVER_LIMIT') response = shadowed(response);
+    this.#d.metrics.checkDuration.observe((performance.now() - startedMs) / 1000);
+    return response;
+  }
+
+  /** The answer to a request within the bounds: each descriptor's status and the headline's headers. */
+  async #respond(request: RateLimitRequest): Promise<RateLimitResponse> {
     const requestDomain = request.domain ?? '';
     const byDomain = this.#d.policies().byDomain;
     const gatewayDomain = this.#d.gatewayDomain ?? DEFAULT_GATEWAY_DOMAIN;
     const hits = request.hits_addend !== undefined && request.hits_addend > 0 ? request.hits_addend : 1;
     const nowMs = this.#d.now();
     const descriptors = request.descriptors ?? [];
-    let response: RateLimitResponse;
     if (descriptors.length === 1) {
       // The common case (one descriptor per API request): no Promise.all, no intermediate arrays.
       const entries = descriptors[0]?.entries ?? [];
       const domain = descriptorDomain(requestDomain, entries, gatewayDomain);
       const answer = await this.#answer(domain, lookupLimits(byDomain.get(domain), entries), hits, nowMs);
-      response = {
+      return {
         overall_code: answer.status.code,
         statuses: [answer.status],
         response_headers_to_add: answer.decision ? rateLimitHeaders(answer.decision) : [],
@@ -129,92 +175,216 @@ export class RateLimitService {
         }),
       );
       const headline = headlineDecision(answers.flatMap((a) => (a.decision ? [a.decision] : [])));
-      response = {
+      return {
         overall_code: answers.some((a) => a.status.code === 'OVER_LIMIT') ? 'OVER_LIMIT' : 'OK',
         statuses: answers.map((a) => a.status),
         response_headers_to_add: headline ? rateLimitHeaders(headline) : [],
       };
     }
-    this.#d.metrics.checkDuration.observe((performance.now() - startedMs) / 1000);
-    return response;
   }
 
   async #answer(domain: string, lookup: LimitLookup, hits: number, nowMs: number): Promise<DescriptorAnswer> {
-    if (lookup.kind !== 'limited') {
-      const reason = lookup.kind === 'unknownDomain' ? 'unknown_domain' : 'no_key_id';
-      this.#d.metrics.checksTotal.inc({
-        domain: lookup.kind === 'unknownDomain' ? '' : domain,
-        code: 'OK',
-        reason,
+    if (lookup.kind === 'unknownDomain') {
+      this.#d.metrics.checksTotal.inc({ domain: '', code: 'OK', reason: 'unknown_domain' });
+      this.#unknownDomainLog.note(nowMs, (count) => {
+        this.#d.log.warn(
+          { domain: domain.slice(0, LOG_KEY_ID_CHARS), checks: count },
+          'checks for a domain no loaded policy names are answered OK without limits: is the policy applied and Enforced, and does the gateway send its domain?',
+        );
       });
       return { status: { code: 'OK' } };
     }
+    if (lookup.kind === 'noKeyId') {
+      const decision = refusalWithoutKeyId(nowMs);
+      this.#d.metrics.checksTotal.inc({ domain, code: 'OVER_LIMIT', reason: 'no_key_id' });
+      if (this.#d.shadowMode === true)
+        this.#d.metrics.shadowRefusalsTotal.inc({ domain, reason: 'no_key_id' });
+      return { status: statusOf(decision, nowMs), decision };
+    }
+    const keys = counterKeys(domain, lookup.keyId, currentWindows(nowMs), lookup.subject);
+    const args = checkArgs(lookup, hits, nowMs);
+    const cached = this.#overLimit.get(keys.ban, lookup.limits, nowMs);
+    if (cached !== undefined) {
+      this.#d.metrics.overLimitCacheHitsTotal.inc();
+      return this.#decided(domain, lookup, cached, hits, nowMs);
+    }
     let outcome: CounterOutcome;
+    if (!this.#breaker.tryStore(this.#monotonicNow())) {
+      return this.#degradedAnswer(domain, lookup, keys, args, nowMs, undefined);
+    }
     try {
-      outcome = await this.#count(domain, lookup, hits, nowMs);
+      outcome = await this.#d.store.checkAndCount(keys, args);
     } catch (err: unknown) {
       if (!isRateLimitError(err)) throw err;
-      return this.#failureAnswer(domain, lookup, nowMs, err);
+      this.#breaker.failure(this.#monotonicNow());
+      this.#d.metrics.degraded.set(1);
+      return this.#degradedAnswer(domain, lookup, keys, args, nowMs, err);
     }
+    if (this.#breaker.degraded) {
+      this.#breaker.success();
+      this.#d.metrics.degraded.set(0);
+      this.#d.log.info('Redis answers again: checks are counted in Redis');
+    }
+    this.#overLimit.remember(keys.ban, lookup.limits, outcome, args.banThreshold, nowMs);
+    this.#noteBan(domain, lookup, outcome, nowMs);
+    return this.#decided(domain, lookup, outcome, hits, nowMs);
+  }
+
+  #decided(
+    domain: string,
+    lookup: Limited,
+    outcome: CounterOutcome,
+    hits: number,
+    nowMs: number,
+  ): DescriptorAnswer {
     const decision = decide(lookup.limits, outcome, hits, nowMs);
     this.#d.metrics.checksTotal.inc({ domain, code: decision.code, reason: decision.reason });
-    if (outcome.kind === 'bannedNow') {
-      this.#d.metrics.bansTotal.inc({ domain });
-      this.#d.metrics.bans.started(domain, nowMs, outcome.banTtlMs);
-      this.#d.log.info(
-        {
-          domain,
-          keyId: keyIdForLog(lookup.keyId),
-          keyIdLength: lookup.keyId.length,
-          banSeconds: Math.round(outcome.banTtlMs / 1000),
-        },
-        'key banned: it kept sending while limited',
-      );
-    }
+    this.#noteShadow(domain, decision);
     return { status: statusOf(decision, nowMs), decision };
   }
 
-  #count(domain: string, lookup: Limited, hits: number, nowMs: number): Promise<CounterOutcome> {
-    const windows = currentWindows(nowMs);
-    return this.#d.store.checkAndCount(counterKeys(domain, lookup.keyId, windows), {
-      hits,
-      minuteLimit: lookup.limits.perMinute,
-      dayLimit: lookup.limits.perDay,
-      minuteTtlMs: counterTtlMs(windows.minute, nowMs),
-      dayTtlMs: counterTtlMs(windows.day, nowMs),
-      banThreshold: lookup.ban?.afterRejectedRequests ?? 0,
-      banDurationMs: lookup.ban?.durationMs ?? 0,
-    });
+  #noteShadow(domain: string, decision: DescriptorDecision): void {
+    if (this.#d.shadowMode === true && decision.code === 'OVER_LIMIT') {
+      this.#d.metrics.shadowRefusalsTotal.inc({ domain, reason: decision.reason });
+    }
   }
 
-  #failureAnswer(domain: string, lookup: Limited, nowMs: number, err: Error): DescriptorAnswer {
+  #noteBan(domain: string, lookup: Limited, outcome: CounterOutcome, nowMs: number): void {
+    if (outcome.kind !== 'bannedNow') return;
+    this.#d.metrics.bansTotal.inc({ domain });
+    this.#d.metrics.bans.started(domain, nowMs, outcome.banTtlMs);
+    this.#d.log.info(
+      {
+        domain,
+        keyId: keyIdForLog(lookup.keyId),
+        keyIdLength: lookup.keyId.length,
+        subject: lookup.subject,
+        banSeconds: Math.round(outcome.banTtlMs / 1000),
+      },
+      'key banned: it kept sending while limited',
+    );
+  }
+
+  /**
+   * A check Redis did not answer (`err`), or that the open breaker kept from Redis (`err` undefined):
+   * answered by the failure mode, from this replica's counts for `local` and `allow`.
+   */
+  #degradedAnswer(
+    domain: string,
+    lookup: Limited,
+    keys: CounterKeys,
+    args: CheckArgs,
+    nowMs: number,
+    err: Error | undefined,
+  ): DescriptorAnswer {
     const mode = this.#d.failureMode;
     this.#d.metrics.storeFailuresTotal.inc({ failure_mode: mode });
-    this.#d.metrics.checksTotal.inc({
-      domain,
-      code: mode === 'allow' ? 'OK' : 'OVER_LIMIT',
-      reason: 'store_unavailable',
+    this.#failureLog.note(nowMs, (count) => {
+      this.#d.log.error(
+        {
+          err: err?.message ?? 'Redis did not answer the last probe; answering without asking it',
+          failureMode: mode,
+          failures: count,
+        },
+        `Redis unavailable: answering checks by failure mode "${mode}"`,
+      );
     });
-    this.#logFailure(err, nowMs);
-    if (mode === 'allow') return { status: { code: 'OK' } };
-    const decision: DescriptorDecision = {
-      code: 'OVER_LIMIT',
-      reason: 'minute',
-      report: { window: 'minute', limit: lookup.limits.perMinute, remaining: 0, resetMs: nowMs + 1000 },
-      retryAfterSeconds: 1,
-    };
-    return { status: statusOf(decision, nowMs), decision };
+    let decision: DescriptorDecision;
+    if (mode === 'deny') {
+      decision = {
+        code: 'OVER_LIMIT',
+        reason: 'minute',
+        report: { window: 'minute', limit: lookup.limits.perMinute, remaining: 0, resetMs: nowMs + 1000 },
+        retryAfterSeconds: 1,
+      };
+    } else {
+      const outcome = this.#local.checkAndCountNow(keys, args);
+      this.#noteBan(domain, lookup, outcome, nowMs);
+      const local = decide(lookup.limits, outcome, args.hits, nowMs);
+      this.#d.metrics.degradedChecksTotal.inc({ reason: local.reason });
+      decision = mode === 'allow' ? admittedAnyway(local) : local;
+    }
+    this.#d.metrics.checksTotal.inc({ domain, code: decision.code, reason: 'store_unavailable' });
+    this.#noteShadow(domain, decision);
+    return { status: { ...statusOf(decision, nowMs), ...degradedLimit(decision) }, decision };
   }
+}
 
-  #logFailure(err: Error, nowMs: number): void {
-    this.#failuresSinceLog += 1;
-    if (nowMs - this.#lastFailureLogMs < FAILURE_LOG_INTERVAL_MS) return;
-    this.#d.log.error(
-      { err: err.message, failureMode: this.#d.failureMode, failures: this.#failuresSinceLog },
-      `Redis unavailable: answering checks by failure mode "${this.#d.failureMode}"`,
-    );
-    this.#failuresSinceLog = 0;
-    this.#lastFailureLogMs = nowMs;
+/**
+ * The `current_limit.name` of a status answered without Redis, so that a reader of the gRPC answer
+ * (Envoy's logs, a test) can tell it from a counted one; the headers are the same.
+ */
+export const DEGRADED_STATUS_NAME = 'portico:store_unavailable';
+
+function degradedLimit(decision: DescriptorDecision): Pick<DescriptorStatus, 'current_limit'> {
+  return {
+    current_limit: {
+      requests_per_unit: decision.report.limit,
+      unit: decision.report.window === 'minute' ? 'MINUTE' : 'DAY',
+      name: DEGRADED_STATUS_NAME,
+    },
+  };
+}
+
+/**
+ * Shadow mode: the answer Envoy acts on is OK; the statuses keep each descriptor's real code (as
+ * envoyproxy/ratelimit's `SHADOW_MODE` leaves them), the headers stay but `Retry-After`, which only
+ * a 429 carries (spec §8).
+ */
+function shadowed(response: RateLimitResponse): RateLimitResponse {
+  return {
+    ...response,
+    overall_code: 'OK',
+    response_headers_to_add: response.response_headers_to_add.filter((h) => h.key !== HEADER_RETRY_AFTER),
+  };
+}
+
+/** `allow`: the local decision's headers, but admitted (no Retry-After). */
+function admittedAnyway(decision: DescriptorDecision): DescriptorDecision {
+  if (decision.code === 'OK') return decision;
+  return { code: 'OK', reason: 'admitted', report: decision.report };
+}
+
+/**
+ * The answer to a descriptor without `key_id` that its policy refuses (`limits.ts`): OVER_LIMIT with
+ * `X-RateLimit-Limit: 0` (no request without a key id is admitted), `Remaining: 0`, and `Reset` and
+ * `Retry-After` at the end of the current minute (spec §8 asks for the headers on every answer and
+ * `Retry-After` on every 429; a retry without a key id is refused again).
+ */
+export function refusalWithoutKeyId(nowMs: number): DescriptorDecision {
+  const resetMs = windowEndMs('minute', nowMs);
+  return {
+    code: 'OVER_LIMIT',
+    reason: 'minute',
+    report: { window: 'minute', limit: 0, remaining: 0, resetMs },
+    retryAfterSeconds: secondsUntil(resetMs, nowMs),
+  };
+}
+
+function checkArgs(lookup: Limited, hits: number, nowMs: number): CheckArgs {
+  const windows = currentWindows(nowMs);
+  return {
+    hits,
+    minuteLimit: lookup.limits.perMinute,
+    dayLimit: lookup.limits.perDay,
+    minuteTtlMs: counterTtlMs(windows.minute, nowMs),
+    dayTtlMs: counterTtlMs(windows.day, nowMs),
+    banThreshold: lookup.ban?.afterRejectedRequests ?? 0,
+    banDurationMs: lookup.ban?.durationMs ?? 0,
+  };
+}
+
+/** Logs at most once every FAILURE_LOG_INTERVAL_MS, with the number of events since the last line. */
+class RateLimitedLog {
+  #since = 0;
+  #lastMs = Number.NEGATIVE_INFINITY;
+
+  note(nowMs: number, write: (count: number) => void): void {
+    this.#since += 1;
+    if (nowMs - this.#lastMs < FAILURE_LOG_INTERVAL_MS) return;
+    write(this.#since);
+    this.#since = 0;
+    this.#lastMs = nowMs;
   }
 }
 

@@ -46,7 +46,7 @@ function admitted(): RateLimitResponse {
   };
 }
 
-const server = createRateLimitGrpcServer(() => Promise.resolve(admitted()), pino({ level: 'silent' }));
+const { server } = createRateLimitGrpcServer(() => Promise.resolve(admitted()), pino({ level: 'silent' }));
 await bindServer(server, grpcAddress);
 const colon = metricsAddress.lastIndexOf(':');
 createServer((_request, response) => {

@@ -228,7 +228,7 @@ const BAD_VALUES: { name: string; sets: string[]; message: RegExp }[] = [
   {
     name: 'a failure mode other than allow or deny',
     sets: ['platform.cnameTarget=sites.example.net', 'rateLimit.failureMode=open'],
-    message: /at '\/rateLimit\/failureMode': value must be one of 'allow', 'deny'/,
+    message: /at '\/rateLimit\/failureMode': value must be one of 'local', 'allow', 'deny'/,
   },
   {
     name: 'the rate-limit service without a Redis',

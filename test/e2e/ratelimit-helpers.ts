@@ -276,12 +276,15 @@ export async function startTestServer(args: readonly string[]): Promise<TestServ
   };
 }
 
-/** The value of a Prometheus counter or gauge line (`name{labels} value`), summed over matching lines. */
+/**
+ * The value of a Prometheus counter or gauge line (`name{labels} value`), summed over matching lines.
+ * `name` is the whole name (`portico_ratelimit_degraded` does not match `…_degraded_checks_total`).
+ */
 export async function metricValue(metricsUrl: string, name: string, labelMatch = ''): Promise<number> {
   const text = await (await fetch(metricsUrl)).text();
   return text
     .split('\n')
-    .filter((l) => l.startsWith(name) && l.includes(labelMatch))
+    .filter((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && l.includes(labelMatch))
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
 

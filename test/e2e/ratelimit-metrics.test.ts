@@ -69,7 +69,7 @@ beforeAll(async () => {
   ]);
   started.push(server);
   await waitFor('the config loaded', async () =>
-    (await metricValue(server.metricsUrl, 'portico_ratelimit_policies ')) === 1 ? true : undefined,
+    (await metricValue(server.metricsUrl, 'portico_ratelimit_policies')) === 1 ? true : undefined,
   );
 });
 
@@ -154,7 +154,7 @@ describe("the rate-limit service's /metrics", () => {
       ),
     ).toBeGreaterThanOrEqual(1);
     expect(
-      await metricValue(server.metricsUrl, 'portico_ratelimit_store_failures_total', 'failure_mode="allow"'),
+      await metricValue(server.metricsUrl, 'portico_ratelimit_store_failures_total', 'failure_mode="local"'),
     ).toBe(1);
   });
 

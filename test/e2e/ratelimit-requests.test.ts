@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
 import type { RateLimitDescriptor, RateLimitRequest } from '../../src/ratelimit/protocol.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
+import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
 import { currentWindows } from '../../src/ratelimit/windows.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { unique, waitFor } from './support/cluster.js';
@@ -26,9 +27,11 @@ import {
   clients,
   createNamespace,
   freshMinute,
+  metricValue,
   startTestRedis,
   startTestServer,
   toAnswer,
+  type Answer,
   type TestProcess,
   type TestServer,
   waitUntilLoaded,
@@ -229,30 +232,54 @@ describe('a check answered by the failure mode', () => {
     expect(before.headers['X-RateLimit-Remaining']).toBe(String(1_000_000 - 1));
     const keys = counterKeys(DOMAIN, 'stalled', currentWindows(Date.now()));
 
+    const timeoutsBefore = await metricValue(
+      server.metricsUrl,
+      'portico_ratelimit_redis_errors_total',
+      'command="check",error="timeout"',
+    );
     process.kill(pid, 'SIGSTOP');
     let answeredByFailureMode = 0;
+    const degraded = (a: Answer): boolean =>
+      a.code === 'OK' &&
+      a.headers['X-RateLimit-Limit'] === '1000000' &&
+      a.response.statuses[0]?.current_limit?.name === DEGRADED_STATUS_NAME;
     try {
-      // Sequential and parallel checks; each is written to the open connection and times out.
+      // Sequential and parallel checks. The first is written to the open connection and times out;
+      // it opens the breaker, so the next ones are answered from local counts without asking Redis.
       for (let i = 0; i < 5; i++) {
         const a = await check(DOMAIN, { key_id: 'stalled' }, undefined, server.client);
-        expect(a).toMatchObject({ code: 'OK', headers: {} });
+        expect(degraded(a), JSON.stringify(a.response)).toBe(true);
         answeredByFailureMode += 1;
       }
       const parallel = await Promise.all(
         Array.from({ length: 20 }, () => check(DOMAIN, { key_id: 'stalled' }, undefined, server.client)),
       );
-      for (const a of parallel) expect(a).toMatchObject({ code: 'OK', headers: {} });
+      for (const a of parallel) expect(degraded(a), JSON.stringify(a.response)).toBe(true);
       answeredByFailureMode += parallel.length;
+      // The local counts went on from zero on this replica (25 checks).
+      expect(parallel.map((a) => Number(a.headers['X-RateLimit-Remaining'])).sort((x, y) => x - y)[0]).toBe(
+        1_000_000 - 25,
+      );
     } finally {
       process.kill(pid, 'SIGCONT');
     }
     expect(answeredByFailureMode).toBe(25);
+    // Far fewer checks went to the stalled Redis than were answered: the first, and a probe at most
+    // once a second (the breaker's open interval).
+    const timeouts =
+      (await metricValue(
+        server.metricsUrl,
+        'portico_ratelimit_redis_errors_total',
+        'command="check",error="timeout"',
+      )) - timeoutsBefore;
+    expect(timeouts).toBeGreaterThanOrEqual(1);
+    expect(timeouts).toBeLessThanOrEqual(3);
 
     // Once Redis runs again it executes the commands it had received; the next check on the same
     // connection comes after them.
     const after = await waitFor('counting to resume', async () => {
       const a = await check(DOMAIN, { key_id: 'stalled' }, undefined, server.client);
-      return a.code === 'OK' && a.headers['X-RateLimit-Remaining'] !== undefined
+      return a.code === 'OK' && a.response.statuses[0]?.current_limit?.name !== DEGRADED_STATUS_NAME
         ? toAnswer(a.response)
         : undefined;
     });

@@ -1,6 +1,7 @@
 /**
  * The rate-limit server when things go wrong, with real processes (issue 4): Redis down answered by
- * the configured failure mode (allow or deny), logged and counted; Redis back, counting again, also
+ * the configured failure mode (local, allow or deny; issue 30: with the headers of each replica's own
+ * counts for local and allow), logged and counted; Redis back, counting again, also
  * when it is killed and restarted under load (issue 10); a
  * Redis Cluster (hash tags keep one key's counters in one slot); a config the service rejects shows
  * Enforced=False with its reason; and the CRD's validation rules.
@@ -17,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitPolicy, RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
 import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
+import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
 import { currentWindows } from '../../src/ratelimit/windows.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { unique, waitFor } from './support/cluster.js';
@@ -36,6 +38,7 @@ import {
   type TestProcess,
   type TestServer,
   waitUntilLoaded,
+  windowEnds,
 } from './ratelimit-helpers.js';
 
 const run = promisify(execFile);
@@ -93,7 +96,49 @@ async function loaded(instance: string): Promise<void> {
 }
 
 describe('when Redis is down', () => {
-  it('fails open with --failure-mode allow: OK, no headers; logged and counted', async () => {
+  it('decides on its own counts by default (local): the limit holds, with the headers; logged and counted', async () => {
+    const { dead } = await pickFreePorts({ dead: 'tcp' });
+    const s = await server(`redis://127.0.0.1:${dead}`, ['--instance', 'local']);
+    await loaded('local');
+    await freshMinute(20);
+    const answers = [];
+    for (let i = 0; i < 61; i++) answers.push(await check(DOMAIN, { key_id: 'k' }, undefined, s.client));
+    expect(answers.slice(0, 60).every((a) => a.code === 'OK')).toBe(true);
+    expect(answers.map((a) => a.headers['X-RateLimit-Remaining']).slice(0, 60)).toEqual(
+      Array.from({ length: 60 }, (_, i) => String(59 - i)),
+    );
+    const last = answers[60];
+    expect(last?.code).toBe('OVER_LIMIT');
+    expect(last?.headers).toMatchObject({
+      'X-RateLimit-Limit': '60',
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(windowEnds().minute),
+    });
+    expect(Number(last?.headers['Retry-After'])).toBeGreaterThan(0);
+    // Each status says it was answered without Redis.
+    expect(answers.every((a) => a.response.statuses[0]?.current_limit?.name === DEGRADED_STATUS_NAME)).toBe(
+      true,
+    );
+    expect(
+      await metricValue(s.metricsUrl, 'portico_ratelimit_store_failures_total', 'failure_mode="local"'),
+    ).toBe(61);
+    expect(
+      await metricValue(s.metricsUrl, 'portico_ratelimit_degraded_checks_total', 'reason="admitted"'),
+    ).toBe(60);
+    expect(
+      await metricValue(s.metricsUrl, 'portico_ratelimit_degraded_checks_total', 'reason="minute"'),
+    ).toBe(1);
+    expect(await metricValue(s.metricsUrl, 'portico_ratelimit_degraded')).toBe(1);
+    // One log line for the 61 (at most one every 10 s).
+    const lines = s
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('Redis unavailable: answering checks'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('failure mode \\"local\\"');
+  });
+
+  it('fails open with --failure-mode allow: OK, with the headers of the local counts; logged and counted', async () => {
     const { dead } = await pickFreePorts({ dead: 'tcp' });
     const s = await server(`redis://127.0.0.1:${dead}`, ['--failure-mode', 'allow', '--instance', 'allow']);
     await loaded('allow');
@@ -101,10 +146,13 @@ describe('when Redis is down', () => {
     const a = await check(DOMAIN, { key_id: 'k' }, undefined, s.client);
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(a.code).toBe('OK');
-    expect(a.headers).toEqual({});
+    expect(a.headers).toMatchObject({ 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '59' });
+    const past = await check(DOMAIN, { key_id: 'k' }, 60, s.client);
+    expect(past.code).toBe('OK');
+    expect(past.headers['Retry-After']).toBeUndefined();
     expect(
       await metricValue(s.metricsUrl, 'portico_ratelimit_store_failures_total', 'failure_mode="allow"'),
-    ).toBe(1);
+    ).toBe(2);
     expect(s.output()).toContain('Redis unavailable: answering checks by failure mode \\"allow\\"');
   });
 
@@ -163,13 +211,15 @@ describe('Redis restarted under load', () => {
         const keyId = `load-${w}-${(n += 1)}`;
         const startedAt = Date.now();
         const answer = await check(DOMAIN, { key_id: keyId }, undefined, s.client);
-        // Counted: OK with the headers; by the failure mode (allow): OK without them.
+        // Counted in Redis, or by the failure mode (allow) from local counts: OK with the headers
+        // either way; the status's limit name tells them apart.
         expect(answer.code).toBe('OK');
+        expect(answer.headers['X-RateLimit-Limit']).toBe('60');
         sent.push({
           keyId,
           startedAt,
           tookMs: Date.now() - startedAt,
-          counted: answer.headers['X-RateLimit-Limit'] !== undefined,
+          counted: answer.response.statuses[0]?.current_limit?.name !== DEGRADED_STATUS_NAME,
         });
       }
     };
@@ -202,7 +252,7 @@ describe('Redis restarted under load', () => {
     // Never a wait past the failure mode's deadline (200 ms Redis timeout here, plus scheduling).
     expect(Math.max(...sent.map((x) => x.tookMs))).toBeLessThan(1_000);
     // The new Redis (no persistence) holds exactly the checks it counted: one hit for each key id
-    // answered with headers, none for a check answered by the failure mode.
+    // counted, none for a check answered by the failure mode (local counts are never replayed).
     const client = new Redis({ port, lazyConnect: true });
     try {
       await client.connect();

@@ -52,6 +52,18 @@ describe('compilePolicy', () => {
     if (result.ok) expect(JSON.parse(result.text)).toEqual(result.entry);
   });
 
+  it('compiles missingKeyId: Refuse, and leaves out the default so the bytes stay those of before', () => {
+    const refusing = compilePolicy(policy({ ...SPEC, missingKeyId: 'Refuse' }));
+    expect(refusing).toMatchObject({ ok: true, entry: { missingKeyId: 'Refuse' } });
+    const byDefault = compilePolicy(policy({ ...SPEC, missingKeyId: 'LimitByRemoteAddress' }));
+    const unset = compilePolicy(policy(SPEC));
+    expect(byDefault.ok && unset.ok && byDefault.text === unset.text).toBe(true);
+    expect(unset.ok && unset.text.includes('missingKeyId')).toBe(false);
+    const stored = compilePolicy(policy({ ...SPEC, missingKeyId: 'Ignore' as 'Refuse' }));
+    expect(stored.ok).toBe(false);
+    expect(stored.ok ? '' : stored.message).toContain('missingKeyId');
+  });
+
   it('accepts the largest policy the CRD allows with ASCII key ids', () => {
     const overrides = Array.from({ length: 1000 }, (_, i) => ({
       keyId: `k${i}-`.padEnd(256, 'x'),

@@ -9,7 +9,12 @@
  * ConfigMap (`shards.ts`). A policy that fails them is not Accepted; the service keeps enforcing the
  * entry already in the config for it, if any, so a bad edit never lifts a limit.
  */
-import { policyDomain, type RateLimitPolicy } from '../../api/ratelimitpolicy.js';
+import {
+  DEFAULT_MISSING_KEY_ID,
+  policyDomain,
+  type MissingKeyId,
+  type RateLimitPolicy,
+} from '../../api/ratelimitpolicy.js';
 import {
   compiledPolicySchema,
   MAX_BAN_SECONDS,
@@ -71,6 +76,15 @@ function keyIdBytesProblem(policy: RateLimitPolicy, problems: string[]): void {
   );
 }
 
+/**
+ * `missingKeyId` as compiled: left out at the default (`LimitByRemoteAddress`), so the config of a
+ * policy that does not set it is the same bytes as before the field existed.
+ */
+function missingKeyIdOf(policy: RateLimitPolicy): { missingKeyId?: MissingKeyId } {
+  const value = policy.spec.missingKeyId;
+  return value === undefined || value === DEFAULT_MISSING_KEY_ID ? {} : { missingKeyId: value };
+}
+
 /** Compiles one policy; on failure, the message lists every broken rule. */
 export function compilePolicy(policy: RateLimitPolicy): CompileResult {
   const problems: string[] = [];
@@ -98,6 +112,7 @@ export function compilePolicy(policy: RateLimitPolicy): CompileResult {
       requestsPerDay: o.requestsPerDay,
     })),
     ...(ban === undefined ? {} : { ban }),
+    ...missingKeyIdOf(policy),
   };
   const checked = compiledPolicySchema.safeParse(candidate);
   if (!checked.success) {

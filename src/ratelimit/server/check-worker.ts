@@ -16,7 +16,8 @@
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { LevelWithSilent, Logger } from 'pino';
-import { bindServer, createRateLimitGrpcServer, shutdownServer } from '../grpc.js';
+import { bindServer, createRateLimitGrpcServer, serverCredentials, shutdownServer } from '../grpc.js';
+import type { GrpcConnectionSettings, GrpcTlsFiles } from '../grpc-settings.js';
 import { createCheckMetrics, type CheckMetrics } from '../metrics.js';
 import { EMPTY_SNAPSHOT, type PolicySnapshot } from '../policy-set.js';
 import { RedisCounterStore } from '../redis-store.js';
@@ -30,8 +31,14 @@ export interface CheckWorkerOptions {
   readonly redisCluster: boolean;
   readonly redisTimeoutMs: number;
   readonly failureMode: FailureMode;
+  /** Shadow mode (service.ts); off when unset. */
+  readonly shadowMode?: boolean;
   /** `--gateway-domain` (service.ts); `DEFAULT_GATEWAY_DOMAIN` when unset. */
   readonly gatewayDomain?: string;
+  /** Keepalive and maximum connection age; grpc.ts's defaults when unset. */
+  readonly connection?: GrpcConnectionSettings;
+  /** TLS (mTLS with a client CA) of the gRPC listener; plaintext when unset. */
+  readonly tls?: GrpcTlsFiles | undefined;
   readonly logLevel: LevelWithSilent;
 }
 
@@ -74,15 +81,20 @@ async function run(port: MessagePort, options: CheckWorkerOptions): Promise<void
     policies: () => snapshot,
     store,
     failureMode: options.failureMode,
+    shadowMode: options.shadowMode === true,
     ...(options.gatewayDomain === undefined ? {} : { gatewayDomain: options.gatewayDomain }),
     now: () => Date.now(),
     metrics,
     log,
   });
-  const grpc = createRateLimitGrpcServer((request) => service.shouldRateLimit(request), log);
+  const { server: grpc, setServing } = createRateLimitGrpcServer(
+    (request) => service.shouldRateLimit(request),
+    log,
+    options.connection,
+  );
   let grpcPort: number;
   try {
-    grpcPort = await bindServer(grpc, options.grpcListenAddress);
+    grpcPort = await bindServer(grpc, options.grpcListenAddress, serverCredentials(options.tls));
   } catch (err) {
     await store.close();
     throw err;
@@ -108,7 +120,9 @@ async function run(port: MessagePort, options: CheckWorkerOptions): Promise<void
         );
         return;
       case 'stop':
-        // The main thread terminates this thread after the reply.
+        // Health says NOT_SERVING to whoever watches it; no new call is taken, those in flight are
+        // answered (up to the grace). The main thread terminates this thread after the reply.
+        setServing(false);
         void shutdownServer(grpc, message.graceMs)
           .then(() => store.close())
           .finally(() => {

@@ -6,7 +6,7 @@ describe('parseRateLimitServerConfig', () => {
     expect(parseRateLimitServerConfig(['--redis-url', 'redis://127.0.0.1:6379'], {})).toMatchObject({
       grpcListenAddress: '0.0.0.0:8081',
       metricsListenAddress: '0.0.0.0:8082',
-      failureMode: 'allow',
+      failureMode: 'local',
       gatewayDomain: 'portico-gateway',
       redisCluster: false,
       configNamespace: 'portico-system',
@@ -37,7 +37,7 @@ describe('parseRateLimitServerConfig', () => {
     expect(() => parseRateLimitServerConfig(['--redis-url', 'http://x'], {})).toThrow(/redis:\/\//);
     expect(() =>
       parseRateLimitServerConfig(['--redis-url', 'redis://x:1', '--failure-mode', 'maybe'], {}),
-    ).toThrow(/--failure-mode/);
+    ).toThrow('--failure-mode must be one of local, allow, deny, got "maybe"');
     expect(() =>
       parseRateLimitServerConfig(['--redis-url', 'redis://x:1', '--grpc-listen-address', 'nope'], {}),
     ).toThrow(/--grpc-listen-address/);
@@ -60,5 +60,55 @@ describe('parseRateLimitServerConfig', () => {
         PORTICO_RATELIMIT_GATEWAY_DOMAIN: 'contour',
       }),
     ).toMatchObject({ gatewayDomain: 'contour' });
+  });
+
+  it('reads keepalive and the maximum connection age in seconds, with the documented defaults', () => {
+    const base = ['--redis-url', 'redis://x:1'];
+    expect(parseRateLimitServerConfig(base, {})).toMatchObject({
+      grpcTls: undefined,
+      grpcConnection: {
+        keepaliveTimeMs: 30_000,
+        keepaliveTimeoutMs: 10_000,
+        maxConnectionAgeMs: 300_000,
+        maxConnectionAgeGraceMs: 10_000,
+      },
+    });
+    expect(
+      parseRateLimitServerConfig([...base, '--grpc-max-connection-age-seconds', '60'], {}),
+    ).toMatchObject({ grpcConnection: { maxConnectionAgeMs: 60_000 } });
+    expect(() => parseRateLimitServerConfig([...base, '--grpc-keepalive-time-seconds', '0'], {})).toThrow(
+      '--grpc-keepalive-time-seconds must be a whole number of seconds from 1 to 7200, got "0"',
+    );
+  });
+
+  it('takes TLS files together, mTLS only with them, and refuses a file it cannot read', () => {
+    const base = ['--redis-url', 'redis://x:1'];
+    const here = new URL(import.meta.url).pathname;
+    expect(
+      parseRateLimitServerConfig(
+        [
+          ...base,
+          '--grpc-tls-cert-file',
+          here,
+          '--grpc-tls-key-file',
+          here,
+          '--grpc-tls-client-ca-file',
+          here,
+        ],
+        {},
+      ),
+    ).toMatchObject({ grpcTls: { certFile: here, keyFile: here, clientCaFile: here, refreshMs: 60_000 } });
+    expect(() => parseRateLimitServerConfig([...base, '--grpc-tls-cert-file', here], {})).toThrow(
+      '--grpc-tls-cert-file and --grpc-tls-key-file go together',
+    );
+    expect(() => parseRateLimitServerConfig([...base, '--grpc-tls-client-ca-file', here], {})).toThrow(
+      '--grpc-tls-client-ca-file needs --grpc-tls-cert-file and --grpc-tls-key-file',
+    );
+    expect(() =>
+      parseRateLimitServerConfig(
+        [...base, '--grpc-tls-cert-file', '/nonexistent/tls.crt', '--grpc-tls-key-file', here],
+        {},
+      ),
+    ).toThrow('--grpc-tls-cert-file "/nonexistent/tls.crt" cannot be read');
   });
 });

@@ -46,14 +46,24 @@ export async function startRateLimitServer(
 ): Promise<RunningRateLimitServer> {
   const checks = await CheckThread.start({
     grpcListenAddress: config.grpcListenAddress,
+    connection: config.grpcConnection,
+    tls: config.grpcTls,
     redisUrl: config.redisUrl,
     redisCluster: config.redisCluster,
     redisTimeoutMs: config.redisTimeoutMs,
     failureMode: config.failureMode,
+    shadowMode: config.shadowMode,
     gatewayDomain: config.gatewayDomain,
     logLevel: config.logLevel,
   });
-  log.info({ address: config.grpcListenAddress, port: checks.grpcPort }, 'gRPC listening');
+  log.info(
+    {
+      address: config.grpcListenAddress,
+      port: checks.grpcPort,
+      tls: config.grpcTls === undefined ? 'off' : config.grpcTls.clientCaFile === undefined ? 'tls' : 'mtls',
+    },
+    'gRPC listening',
+  );
   const metrics = createConfigMetrics(new JoinedRegistry(() => checks.metrics()));
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const state = new ConfigState(metrics, log);
@@ -137,6 +147,7 @@ export async function runRateLimitServer(args: string[]): Promise<number> {
   log.info(
     {
       failureMode: parsed.failureMode,
+      shadowMode: parsed.shadowMode,
       gatewayDomain: parsed.gatewayDomain,
       config: `${parsed.configNamespace}/${parsed.configName}`,
       instance: parsed.instance,
