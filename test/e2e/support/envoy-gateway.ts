@@ -25,7 +25,6 @@ import { existsSync } from 'node:fs';
 import { credentials, makeGenericClientConstructor, type ClientDuplexStream } from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 
-import { protoIncludeDirs } from '../../../src/ratelimit/protocol.js';
 import { ensureNamespace } from '../../../src/sandbox/cluster.js';
 import {
   ENVOY_GATEWAY,
@@ -107,12 +106,22 @@ const PROTO_FILES = [
   'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
 ];
 
+/**
+ * Envoy's complete API protos, as @grpc/grpc-js-xds (a devDependency) ships them: the service keeps
+ * only a trimmed copy of the rate-limit ones in proto/.
+ */
+function envoyApiIncludeDirs(): string[] {
+  const require = createRequire(import.meta.url);
+  const root = path.dirname(require.resolve('@grpc/grpc-js-xds/package.json'));
+  return ['envoy-api', 'xds', 'googleapis', 'protoc-gen-validate'].map((d) => path.join(root, 'deps', d));
+}
+
 let protoRoot: protobuf.Root | undefined;
 
 /** Envoy's API as a protobufjs Root, field names as in the .proto files (loaded once, about 1 s). */
 function envoyProtos(): protobuf.Root {
   if (protoRoot !== undefined) return protoRoot;
-  const dirs = protoIncludeDirs();
+  const dirs = envoyApiIncludeDirs();
   const root = new protobuf.Root();
   root.resolvePath = (_origin, target) => {
     for (const dir of dirs) {
