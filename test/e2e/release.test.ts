@@ -29,7 +29,7 @@ import {
   waitFor,
   waitForCondition,
 } from './support/cluster.js';
-import { REPO, helm, kubectl, toolsBin, type Manifest } from './support/helm.js';
+import { REPO, helm, kubectl, run, runOk, toolsBin, type Manifest } from './support/helm.js';
 
 const id = unique('rel');
 const CRD_GROUP = `${id}.portico.dev`;
@@ -66,48 +66,6 @@ function freePort(): Promise<number> {
   });
 }
 
-/**
- * Runs `command` to completion with no standard input (support/helm.ts `run` writes an empty one,
- * which a child that exits at once, as npm refusing a release does, can answer with EPIPE).
- */
-function runNoInput(
-  command: string,
-  args: readonly string[],
-  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: options.cwd ?? REPO,
-      env: options.env ?? process.env,
-      timeout: options.timeoutMs ?? 120_000,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** Like runNoInput, but throws with stderr when the exit code is not 0. */
-async function runOk(
-  command: string,
-  args: readonly string[],
-  options: Parameters<typeof runNoInput>[2] = {},
-): Promise<string> {
-  const result = await runNoInput(command, args, options);
-  if (result.code !== 0) {
-    throw new Error(
-      `${command} ${args.join(' ')} exited ${String(result.code)}:\n${result.stderr}${result.stdout}`,
-    );
-  }
-  return result.stdout;
-}
-
 /** `git` in the copy. */
 function git(args: readonly string[]): Promise<string> {
   return runOk('git', args, { cwd: copy, env: { ...process.env, ...GIT_IDENTITY } });
@@ -118,7 +76,7 @@ async function release(
   args: readonly string[],
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const started = Date.now();
-  const result = await runNoInput('npm', ['run', '--silent', 'release', '--', ...args], {
+  const result = await run('npm', ['run', '--silent', 'release', '--', ...args], {
     cwd: copy,
     env: {
       ...process.env,
@@ -206,7 +164,7 @@ beforeAll(async () => {
     '-c',
     `git -C "${REPO}" ls-files -z --cached --others --exclude-standard | tar --null -C "${REPO}" -T - -cf - | tar -C "${copy}" -xf -`,
   ]);
-  const linked = await runNoInput('cp', ['-al', `${REPO}node_modules`, path.join(copy, 'node_modules')]);
+  const linked = await run('cp', ['-al', `${REPO}node_modules`, path.join(copy, 'node_modules')]);
   if (linked.code !== 0) await runOk('cp', ['-a', `${REPO}node_modules`, path.join(copy, 'node_modules')]);
   await renameCrds();
   await git(['init', '--quiet']);
@@ -246,7 +204,7 @@ describe('what runs says its version', () => {
       const text = await (await fetch(`${url}?name[]=portico_build_info`)).text();
       expect(text, url).toContain(series);
     }
-    const cli = await runNoInput(process.execPath, [path.join(REPO, 'dist/cli.js'), '--version']);
+    const cli = await run(process.execPath, [path.join(REPO, 'dist/cli.js'), '--version']);
     expect(cli.stdout).toBe(`portico ${version} (commit ${built.commit}, Node.js ${process.version})\n`);
   });
 });
@@ -485,13 +443,13 @@ describe('the released kubectl-portico executable', () => {
     expect(await readdir(pathDir())).toEqual(['kubectl-portico']);
     const env = { PATH: pathDir(), HOME: work, KUBECONFIG: sandbox.kubeconfig };
     const kubectlBin = `${bin}/kubectl`;
-    const version = await runNoInput(kubectlBin, ['portico', '--version'], { env });
+    const version = await run(kubectlBin, ['portico', '--version'], { env });
     expect(version.code, version.stderr).toBe(0);
     const commit = (await git(['rev-parse', `v${v1}^{commit}`])).trim();
     expect(version.stdout).toBe(`kubectl-portico ${v1} (commit ${commit}, Node.js ${process.version})\n`);
-    const plugins = await runNoInput(kubectlBin, ['plugin', 'list'], { env });
+    const plugins = await run(kubectlBin, ['plugin', 'list'], { env });
     expect(plugins.stdout).toContain(path.join(pathDir(), 'kubectl-portico'));
-    const explained = await runNoInput(kubectlBin, ['portico', 'explain', 'www', '-n', ns], { env });
+    const explained = await run(kubectlBin, ['portico', 'explain', 'www', '-n', ns], { env });
     expect(explained.code, explained.stderr).toBe(0);
     expect(explained.stdout).toContain('PlanNotEligible');
   });
@@ -501,7 +459,7 @@ describe('the released kubectl-portico executable', () => {
     const header = (await readFile(executable)).subarray(0, 20);
     expect(header.readUInt16LE(18)).toBe(0xb7); // ELF e_machine EM_AARCH64
     const qemu = (await runOk('bash', ['-c', 'command -v qemu-aarch64'])).trim();
-    const explained = await runNoInput(
+    const explained = await run(
       qemu,
       [
         '-L',

@@ -23,7 +23,11 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs `command` to completion; never throws for a non-zero exit (the caller asserts on it). */
+/**
+ * Runs `command` to completion; never throws for a non-zero exit (the caller asserts on it). Without
+ * `input` the child gets no standard input (/dev/null): writing an empty one to a child that exits at
+ * once, as npm refusing a release does, could fail with EPIPE.
+ */
 export function run(
   command: string,
   args: readonly string[],
@@ -34,17 +38,17 @@ export function run(
       cwd: options.cwd ?? REPO,
       env: options.env ?? process.env,
       timeout: options.timeoutMs ?? 120_000,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    child.stdout?.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr?.setEncoding('utf8').on('data', (c: string) => (stderr += c));
     child.on('error', reject);
     child.on('close', (code) => {
       resolve({ code, stdout, stderr });
     });
-    child.stdin.end(options.input ?? '');
+    if (options.input !== undefined) child.stdin?.end(options.input);
   });
 }
 
