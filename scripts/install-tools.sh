@@ -6,8 +6,8 @@
 #   PORTICO_TOOLS_DIR   where the binaries go (default: ${XDG_CACHE_HOME:-~/.cache}/portico/tools)
 #   --test              also build what only the tests run (npm test passes it; the sandbox does not):
 #                       helm, promtool, envoyproxy/ratelimit's client_cmd, Envoy Gateway, the OCI
-#                       registry, and qemu-user with Debian's arm64 runtimes (to run the arm64
-#                       kubectl-portico)
+#                       registry, qemu-user with Debian's arm64 runtimes (to run the arm64
+#                       kubectl-portico), and Knot DNS and BIND 9 from Debian's packages
 #   --envoy-gateway     also build Envoy Gateway and egctl, with its CRDs (`sandbox up --data-plane
 #                       envoy-gateway` passes it; --test implies it)
 #   --bench             also build the benchmark's tools: envoyproxy/ratelimit's service_cmd and ghz
@@ -198,6 +198,22 @@ if ! command -v redis-server >/dev/null 2>&1; then
   fi
 fi
 ln -sf "$(command -v redis-server)" "$bin_dir/redis-server"
+
+# Knot DNS, the authoritative server of the DNS-01 challenge zone the e2e tests update with RFC 2136,
+# and BIND 9 as the resolver a second Pebble validates through (test/e2e/dns-update-knot.test.ts,
+# dns01-delegation.test.ts).
+if [[ $test_tools == true ]] && { [[ ! -x /usr/sbin/knotd ]] || [[ ! -x /usr/sbin/named ]]; }; then
+  log "installing knot (Knot DNS) and bind9 from Debian's packages"
+  if [[ $(id -u) -eq 0 ]]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq knot bind9 >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq knot bind9 >/dev/null
+  fi
+fi
+if [[ $test_tools == true ]]; then
+  ln -sf /usr/sbin/knotd "$bin_dir/knotd"
+  ln -sf /usr/sbin/named "$bin_dir/named"
+fi
 
 # The release test (test/e2e/release.test.ts) runs the linux-arm64 kubectl-portico under user-mode
 # emulation: qemu-aarch64 with Debian's arm64 C and C++ runtimes as its sysroot (/usr/aarch64-linux-gnu).

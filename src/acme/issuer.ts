@@ -1,7 +1,9 @@
 /**
  * Issues one certificate over ACME (RFC 8555 §7.4): new order, HTTP-01 for each pending
  * authorization (key authorization served by the operator, self-checked, then the challenge is
- * answered), finalize with a fresh ECDSA P-256 key, download the chain.
+ * answered) or, for a hostname that delegates `_acme-challenge` to the platform's challenge zone,
+ * DNS-01 (the TXT record written there by an RFC 2136 update), finalize with a fresh ECDSA P-256
+ * key, download the chain.
  *
  * A cancelled order (the domain was removed) stops at once: its key authorization is withdrawn the
  * moment the signal fires, even while a request to the CA is still waiting for an answer, and
@@ -91,7 +93,23 @@ export interface IssueOptions {
    * withdrawn at once. Default: the signal of the `IssuanceTracker` run this call is part of.
    */
   signal?: AbortSignal;
+  /**
+   * Answer DNS-01 instead of HTTP-01, with the TXT record written at this name in the platform's
+   * challenge zone, which `_acme-challenge.<hostname>` is a CNAME of (`dns/challenge-delegation.ts`).
+   * Needs `IssuerOptions.dns01`.
+   */
+  dns01RecordName?: string;
 }
+
+/** Writes and removes DNS-01 TXT records in the platform's challenge zone (`dns/update-client.ts`). */
+export interface Dns01Publisher {
+  /** @throws when the zone's server refuses or cannot be reached */
+  publishTxt(name: string, value: string, ttlSeconds: number): Promise<void>;
+  withdrawTxt(name: string, value: string): Promise<void>;
+}
+
+/** TTL of a DNS-01 TXT record, in seconds: short, as it lives only for one validation. */
+export const DNS01_TXT_TTL_SECONDS = 60;
 
 export interface IssuerOptions {
   /** The ACME profile to request (draft-ietf-acme-profiles); undefined lets the CA choose. */
@@ -101,6 +119,8 @@ export interface IssuerOptions {
   /** The port the CA's HTTP-01 validation connects to (80, or Pebble's httpPort in the sandbox). */
   http01Port: number;
   selfCheck: { attempts: number; intervalMs: number; timeoutMs: number };
+  /** The challenge zone's publisher; without it an order asking for DNS-01 fails. */
+  dns01?: Dns01Publisher;
 }
 
 export class AcmeIssuer {
@@ -209,7 +229,8 @@ export class AcmeIssuer {
     const authorizations = await ca('authorization', () => client.getAuthorizations(order));
     for (const authz of authorizations) {
       if (authz.status === 'valid') continue;
-      await this.#solveHttp01(client, order, authz, log, signal);
+      if (options.dns01RecordName === undefined) await this.#solveHttp01(client, order, authz, log, signal);
+      else await this.#solveDns01(client, order, authz, options.dns01RecordName, log, signal);
     }
     const [keyPem, csr] = await acme.crypto.createCsr(
       { ...(hostname.length <= 64 ? { commonName: hostname } : {}), altNames: [hostname] },
@@ -284,6 +305,68 @@ export class AcmeIssuer {
     }
     const verdict = evaluateCaa(found.owner, found.records, identities);
     if (!verdict.allowed) throw new CaaForbidsIssuanceError(verdict.message);
+  }
+
+  /**
+   * DNS-01 through the platform's challenge zone (RFC 8555 §8.4): the TXT record (base64url of the
+   * key authorization's SHA-256) written at `recordName` by an RFC 2136 update, the challenge
+   * answered, the record removed afterwards whatever the outcome. The zone's server confirmed the
+   * write (its NOERROR answer, signed); that the customer's CNAME leads there was checked before
+   * DNS-01 was chosen.
+   *
+   * @throws AcmeIssuanceError when the CA offers no dns-01 challenge, no publisher is configured, the
+   *   zone refuses the write (the server's RCODE in the message) or the CA finds the challenge invalid
+   */
+  async #solveDns01(
+    client: acme.Client,
+    order: acme.Order,
+    authz: acme.Authorization,
+    recordName: string,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const hostname = authz.identifier.value;
+    const publisher = this.#options.dns01;
+    if (publisher === undefined) {
+      throw new AcmeIssuanceError(`dns-01 was asked for ${hostname} but no challenge zone is configured`);
+    }
+    const challenge = authz.challenges.find((c) => c.type === 'dns-01');
+    if (!challenge) {
+      throw new AcmeIssuanceError(
+        `the CA offered no dns-01 challenge for ${hostname} (offered: ${authz.challenges.map((c) => c.type).join(', ')})`,
+      );
+    }
+    const value = await client.getChallengeKeyAuthorization(challenge);
+    if (signal?.aborted) throw new IssuanceCancelledError(hostname);
+    try {
+      await publisher.publishTxt(recordName, value, DNS01_TXT_TTL_SECONDS);
+    } catch (err) {
+      throw new AcmeIssuanceError(
+        `could not write the dns-01 record of ${hostname} at ${recordName}: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
+    }
+    log.info({ authorization: authz.url, recordName }, 'dns-01 TXT record written in the challenge zone');
+    try {
+      await this.#ca('challenge response', hostname, signal, () => client.completeChallenge(challenge));
+      await this.#ca('challenge validation', hostname, signal, () =>
+        client.waitForValidStatus(challenge).catch(async (err: unknown) => {
+          if (isStepError(err)) throw err;
+          throw await validationError(
+            err,
+            hostname,
+            () => authorizationInvalid(client, order, authz.url),
+            'dns-01',
+          );
+        }),
+      );
+      log.info({ authorization: authz.url }, 'dns-01 challenge valid');
+    } finally {
+      // Never fails the order: a record left behind answers nothing once the challenge is done.
+      await publisher.withdrawTxt(recordName, value).catch((err: unknown) => {
+        log.warn({ err, authorization: authz.url, recordName }, 'could not remove the dns-01 TXT record');
+      });
+    }
   }
 
   async #solveHttp01(
@@ -398,17 +481,21 @@ export async function validationError(
   err: unknown,
   hostname: string,
   isInvalid: () => Promise<boolean>,
+  challengeType: 'http-01' | 'dns-01' = 'http-01',
 ): Promise<AcmeIssuanceError> {
   const message = err instanceof Error ? err.message : String(err);
   if (await isInvalid()) {
-    return new AcmeIssuanceError(`the CA could not validate http-01 for ${hostname}: ${message}`, {
+    return new AcmeIssuanceError(`the CA could not validate ${challengeType} for ${hostname}: ${message}`, {
       cause: err,
       validationFailed: true,
     });
   }
-  return new AcmeIssuanceError(`the http-01 validation for ${hostname} did not complete: ${message}`, {
-    cause: err,
-  });
+  return new AcmeIssuanceError(
+    `the ${challengeType} validation for ${hostname} did not complete: ${message}`,
+    {
+      cause: err,
+    },
+  );
 }
 
 /**

@@ -39,10 +39,12 @@ async function stackPebbleBinary(): Promise<string> {
  *
  * @param name its component name, distinct from `pebble`
  * @param profiles the profiles it offers, by name (validity periods in seconds)
+ * @param dnsServer the DNS server its validation asks (`host:port`); default the stack's own
  */
 export async function startSecondPebble(
   name: string,
   profiles: Readonly<Record<string, PebbleProfile>>,
+  dnsServer: string = sandbox.dnsServer,
 ): Promise<SecondPebble> {
   const ports = await pickFreePorts({ listen: 'tcp', management: 'tcp', http01: 'tcp', tlsAlpn01: 'tcp' });
   const started = await startPebble(
@@ -54,7 +56,7 @@ export async function startSecondPebble(
       managementPort: ports.management,
       httpPort: ports.http01,
       tlsPort: ports.tlsAlpn01,
-      dnsServer: sandbox.dnsServer,
+      dnsServer,
       profiles,
     },
     { name, configPath: path.join(paths.dir, `${name}.json`) },
