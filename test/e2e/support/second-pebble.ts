@@ -39,12 +39,18 @@ async function stackPebbleBinary(): Promise<string> {
  *
  * @param name its component name, distinct from `pebble`
  * @param profiles the profiles it offers, by name (validity periods in seconds)
+ * @param more.httpPort the port its HTTP-01 validation connects to (default: a free one); the
+ *   stack's `--http01-self-check-port` makes it validate on the operator's challenge server
+ * @param more.externalAccountMacKeys require external account binding with these keys (key id →
+ *   base64url HMAC key)
  */
 export async function startSecondPebble(
   name: string,
   profiles: Readonly<Record<string, PebbleProfile>>,
+  more: { httpPort?: number; externalAccountMacKeys?: Readonly<Record<string, string>> } = {},
 ): Promise<SecondPebble> {
-  const ports = await pickFreePorts({ listen: 'tcp', management: 'tcp', http01: 'tcp', tlsAlpn01: 'tcp' });
+  const picked = await pickFreePorts({ listen: 'tcp', management: 'tcp', http01: 'tcp', tlsAlpn01: 'tcp' });
+  const ports = { ...picked, http01: more.httpPort ?? picked.http01 };
   const started = await startPebble(
     paths,
     await stackPebbleBinary(),
@@ -56,6 +62,7 @@ export async function startSecondPebble(
       tlsPort: ports.tlsAlpn01,
       dnsServer: sandbox.dnsServer,
       profiles,
+      ...(more.externalAccountMacKeys ? { externalAccountMacKeys: more.externalAccountMacKeys } : {}),
     },
     { name, configPath: path.join(paths.dir, `${name}.json`) },
   );
