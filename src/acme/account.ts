@@ -20,7 +20,8 @@ import { ReplayNoncePool, reuseReplayNonces } from './replay-nonces.js';
 import { holdRequests } from './request-hold.js';
 import { failFastOnServerError } from './server-error.js';
 import { AcmeEndpoints, observeAcmeRequests } from './request-metrics.js';
-import { acmeClientAxios, limitAcmeRequests } from './request-timeout.js';
+import { acmeClientAxios, limitAcmeRequests, type RequestAdapter } from './request-timeout.js';
+import { unreachable } from './issuer-selection.js';
 
 export const ACCOUNT_KEY_FIELD = 'private-key.pem';
 
@@ -84,6 +85,35 @@ export function onAccountGone(instance: ResponseTransformHost, onGone: () => voi
   });
 }
 
+/**
+ * The CA could not be reached (the connection was refused or dropped, its name did not resolve): a
+ * CA failure for failover (issuer-selection.ts). It carries no request config, so acme-client
+ * passes it through instead of retrying the request.
+ */
+export class AcmeCaUnreachableError extends Error {
+  readonly code = 'ACME_CA_UNREACHABLE';
+  readonly reason = 'IssuanceFailed';
+  readonly caFailure = true;
+  constructor(url: string, options?: ErrorOptions) {
+    const cause = options?.cause instanceof Error ? `: ${options.cause.message}` : '';
+    super(`the ACME CA could not be reached at ${url}${cause}`, options);
+    this.name = 'AcmeCaUnreachableError';
+  }
+}
+
+/** `send`, with a request the CA's address refuses or drops failing as `AcmeCaUnreachableError`. */
+export function failFastWhenUnreachable(send: RequestAdapter): RequestAdapter {
+  return async (config) => {
+    try {
+      return await send(config);
+    } catch (err) {
+      if ((err as { response?: unknown } | null)?.response === undefined && unreachable(err))
+        throw new AcmeCaUnreachableError(config.url ?? '', { cause: err });
+      throw err;
+    }
+  };
+}
+
 /** The origin of a URL, '' for anything else. */
 function originOf(url: unknown): string {
   if (typeof url !== 'string') return '';
@@ -112,6 +142,13 @@ export interface AcmeAccountOptions {
    * account of the process must be given the same list.
    */
   trustedCertificates?: readonly string[];
+  /**
+   * A request the CA's address refuses or drops (ECONNREFUSED, ...) fails at once with
+   * `AcmeCaUnreachableError` instead of acme-client retrying it 5 times over 75 s: with another
+   * issuer to fail over to, waiting for a CA that is down only delays the order. Process-wide (one
+   * HTTP client); set it the same on every account.
+   */
+  failFastWhenUnreachable?: boolean;
   /** Where the account key is kept. */
   secret: { namespace: string; name: string };
   /** Polling backoff of the ACME client, milliseconds. */
@@ -227,7 +264,8 @@ export class AcmeAccount {
     // status, and timed, as it reaches the CA.
     acme.axios.defaults.httpsAgent = this.#agent;
     const { httpAdapter, settle } = acmeClientAxios();
-    const observed = observeAcmeRequests(httpAdapter, ACME_ENDPOINTS, recordAcmeRequest);
+    const counted = observeAcmeRequests(httpAdapter, ACME_ENDPOINTS, recordAcmeRequest);
+    const observed = this.#options.failFastWhenUnreachable ? failFastWhenUnreachable(counted) : counted;
     const relief = this.#options.relief;
     limitAcmeRequests(
       acme.axios,

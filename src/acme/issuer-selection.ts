@@ -71,8 +71,12 @@ const UNREACHABLE_CODES = new Set([
   'UND_ERR_SOCKET',
 ]);
 
-/** The `code` of `err` or of an error in its `cause` chain that names an unreachable CA. */
-function unreachable(err: unknown): boolean {
+/**
+ * Whether `err`, or an error in its `cause` chain (or among an AggregateError's errors), carries a
+ * Node or axios code of a CA that could not be reached or dropped the connection (ECONNREFUSED,
+ * ECONNRESET, ENOTFOUND, EHOSTUNREACH, ...).
+ */
+export function unreachable(err: unknown): boolean {
   for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 8; depth += 1) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return true;

@@ -90,6 +90,8 @@ export function buildIssuers(
             }
           : {}),
         ...(trusted ? { trustedCertificates: trusted } : {}),
+        // With another issuer to go to, a CA that is down fails the order at once.
+        failFastWhenUnreachable: settings.length > 1,
         secret: { namespace: deps.namespace, name: s.accountSecretName },
         pollMinMs: 250,
         pollMaxMs: 5_000,

@@ -216,7 +216,7 @@ describe('several ACME issuers', () => {
 
   it.runIf(SLOW)(
     'the first CA stopped mid-burst: every domain Ready, those ordered after the stop from the second (slow)',
-    { timeout: 300_000 },
+    { timeout: 480_000 },
     async () => {
       const op = await runOperator(
         'acme-failover-burst',
@@ -263,7 +263,7 @@ describe('several ACME issuers', () => {
       const stoppedAt = Date.now();
       const byIssuer: Record<string, number> = {};
       for (const { ns, hostname } of domains) {
-        const cd = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 180_000);
+        const cd = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 300_000);
         const leaf = await leafOf(ns);
         expect(leaf.checkHost(hostname)).toBe(hostname);
         const acmeIssuer = cd.status?.certificate?.acmeIssuer ?? '';
