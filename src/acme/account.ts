@@ -20,9 +20,40 @@ import { ReplayNoncePool, reuseReplayNonces } from './replay-nonces.js';
 import { holdRequests } from './request-hold.js';
 import { failFastOnServerError } from './server-error.js';
 import { AcmeEndpoints, observeAcmeRequests } from './request-metrics.js';
-import { acmeClientAxios, limitAcmeRequests } from './request-timeout.js';
+import { acmeClientAxios, limitAcmeRequests, type RequestAdapter } from './request-timeout.js';
+import { unreachable } from './issuer-selection.js';
 
 export const ACCOUNT_KEY_FIELD = 'private-key.pem';
+
+/**
+ * How long a refused external account binding is kept before the account registers again:
+ * 60 s. Every order in between fails at once with the same error, without a request to the CA.
+ */
+export const BINDING_REFUSAL_HOLD_MS = 60_000;
+
+/**
+ * The account could not be registered with its external account binding (RFC 8555 §7.3.4): the CA
+ * refused it (a wrong HMAC key, an unknown key id), or its HMAC key's Secret is missing. The CA is
+ * unusable until it is fixed: a CA failure for failover (issuer-selection.ts), and the
+ * CertificateReady reason of the orders it failed.
+ */
+export class AcmeAccountBindingError extends Error {
+  readonly code = 'ACME_ACCOUNT_BINDING_FAILED';
+  readonly reason = 'ExternalAccountBindingFailed';
+  readonly caFailure = true;
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'AcmeAccountBindingError';
+  }
+}
+
+/**
+ * Whether `err` is a problem document the CA answered (RFC 8555 §6.7), as acme-client throws it: a
+ * plain `Error` with the problem's detail. Portico's own errors and axios's are subclasses.
+ */
+function isCaProblem(err: unknown): boolean {
+  return err instanceof Error && Object.getPrototypeOf(err) === Error.prototype;
+}
 
 /** RFC 8555 §6.7: the request names an account (its `kid`) that the CA does not know. */
 export const ACCOUNT_DOES_NOT_EXIST_PROBLEM = 'urn:ietf:params:acme:error:accountDoesNotExist';
@@ -30,23 +61,67 @@ export const ACCOUNT_DOES_NOT_EXIST_PROBLEM = 'urn:ietf:params:acme:error:accoun
 const ON_ACCOUNT_GONE = Symbol.for('portico.acme.onAccountGone');
 
 /**
- * Calls `onGone` whenever the CA answers a request of acme-client's HTTP client with the problem
- * `accountDoesNotExist` (RFC 8555 §6.7): the CA lost or dropped the account, e.g. a CA whose state
- * was reset. The answer itself is left to acme-client, which fails the request with its detail.
- * Installs one response transform per process (acme-client has one HTTP client); a later call only
- * replaces `onGone`.
+ * Calls `onGone` whenever the CA at `origin` answers a request of acme-client's HTTP client with the
+ * problem `accountDoesNotExist` (RFC 8555 §6.7): the CA lost or dropped the account, e.g. a CA whose
+ * state was reset. The answer itself is left to acme-client, which fails the request with its
+ * detail. Installs one response transform per process (acme-client has one HTTP client); a later
+ * call for the same origin only replaces its `onGone`. An answer from an origin with no callback of
+ * its own goes to the one registered without an origin, if any.
  *
  * @param instance acme-client's axios instance, `acme.axios`
+ * @param origin the CA's origin (`https://ca.example:14000`), as `new URL(directoryUrl).origin`
  */
-export function onAccountGone(instance: ResponseTransformHost, onGone: () => void): void {
-  const host = instance as ResponseTransformHost & { [ON_ACCOUNT_GONE]?: () => void };
+export function onAccountGone(instance: ResponseTransformHost, onGone: () => void, origin = ''): void {
+  const host = instance as ResponseTransformHost & { [ON_ACCOUNT_GONE]?: Map<string, () => void> };
   const installed = host[ON_ACCOUNT_GONE] !== undefined;
-  host[ON_ACCOUNT_GONE] = onGone;
+  const callbacks = (host[ON_ACCOUNT_GONE] ??= new Map());
+  callbacks.set(origin, onGone);
   if (installed) return;
-  appendResponseTransform(instance, (data) => {
-    if (problemOf(data).problemType === ACCOUNT_DOES_NOT_EXIST_PROBLEM) host[ON_ACCOUNT_GONE]?.();
+  appendResponseTransform(instance, function (data) {
+    if (problemOf(data).problemType !== ACCOUNT_DOES_NOT_EXIST_PROBLEM) return data;
+    const url = (this as { url?: unknown } | undefined)?.url;
+    (callbacks.get(originOf(url)) ?? callbacks.get(''))?.();
     return data;
   });
+}
+
+/**
+ * The CA could not be reached (the connection was refused or dropped, its name did not resolve): a
+ * CA failure for failover (issuer-selection.ts). It carries no request config, so acme-client
+ * passes it through instead of retrying the request.
+ */
+export class AcmeCaUnreachableError extends Error {
+  readonly code = 'ACME_CA_UNREACHABLE';
+  readonly reason = 'IssuanceFailed';
+  readonly caFailure = true;
+  constructor(url: string, options?: ErrorOptions) {
+    const cause = options?.cause instanceof Error ? `: ${options.cause.message}` : '';
+    super(`the ACME CA could not be reached at ${url}${cause}`, options);
+    this.name = 'AcmeCaUnreachableError';
+  }
+}
+
+/** `send`, with a request the CA's address refuses or drops failing as `AcmeCaUnreachableError`. */
+export function failFastWhenUnreachable(send: RequestAdapter): RequestAdapter {
+  return async (config) => {
+    try {
+      return await send(config);
+    } catch (err) {
+      if ((err as { response?: unknown } | null)?.response === undefined && unreachable(err))
+        throw new AcmeCaUnreachableError(config.url ?? '', { cause: err });
+      throw err;
+    }
+  };
+}
+
+/** The origin of a URL, '' for anything else. */
+function originOf(url: unknown): string {
+  if (typeof url !== 'string') return '';
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '';
+  }
 }
 
 /** The URLs of the CAs this process talks to, by resource: one map, as acme-client has one HTTP client. */
@@ -56,8 +131,24 @@ export interface AcmeAccountOptions {
   directoryUrl: string;
   /** Contact address; `mailto:` is added. Optional for CAs that do not require one. */
   email?: string;
-  /** External account binding (RFC 8555 §7.3.4), for CAs that require it. */
-  externalAccountBinding?: { kid: string; hmacKey: string };
+  /**
+   * External account binding (RFC 8555 §7.3.4), for CAs that require it: the key id and the HMAC key
+   * (base64url), given or read at registration from a key of a Secret in `secret.namespace`.
+   */
+  externalAccountBinding?: { kid: string; hmacKey: string | { secretRef: { name: string; key: string } } };
+  /**
+   * Certificates trusted for the CA's HTTPS instead of Node's default set (which already holds
+   * NODE_EXTRA_CA_CERTS); undefined keeps the default. acme-client has one HTTP client, so every
+   * account of the process must be given the same list.
+   */
+  trustedCertificates?: readonly string[];
+  /**
+   * A request the CA's address refuses or drops (ECONNREFUSED, ...) fails at once with
+   * `AcmeCaUnreachableError` instead of acme-client retrying it 5 times over 75 s: with another
+   * issuer to fail over to, waiting for a CA that is down only delays the order. Process-wide (one
+   * HTTP client); set it the same on every account.
+   */
+  failFastWhenUnreachable?: boolean;
   /** Where the account key is kept. */
   secret: { namespace: string; name: string };
   /** Polling backoff of the ACME client, milliseconds. */
@@ -86,12 +177,19 @@ export class AcmeAccount {
    * acme-client's connections to the CA: kept alive between requests (an idle one for 5 s, as Node's
    * global agent does), destroyed by `close`.
    */
-  readonly #agent = new HttpsAgent({ keepAlive: true, timeout: 5_000 });
+  readonly #agent: HttpsAgent;
+  /** A binding the CA refused, kept until `untilMs` so each order does not register again. */
+  #refused: { err: AcmeAccountBindingError; untilMs: number } | undefined;
 
   constructor(core: CoreV1Api, options: AcmeAccountOptions, log: Logger) {
     this.#core = core;
     this.#options = options;
     this.#log = log;
+    this.#agent = new HttpsAgent({
+      keepAlive: true,
+      timeout: 5_000,
+      ...(options.trustedCertificates ? { ca: [...options.trustedCertificates] } : {}),
+    });
   }
 
   /**
@@ -102,8 +200,13 @@ export class AcmeAccount {
    * registration's error (`AcmeRequestTimeoutError`, a Kubernetes API error, an ACME problem).
    */
   client(): Promise<acme.Client> {
+    const refused = this.#refused;
+    if (refused && Date.now() < refused.untilMs) return Promise.reject(refused.err);
     this.#client ??= outsideIssuance(() => this.#register()).catch((err: unknown) => {
       this.#client = undefined;
+      if (err instanceof AcmeAccountBindingError) {
+        this.#refused = { err, untilMs: Date.now() + BINDING_REFUSAL_HOLD_MS };
+      }
       throw err;
     });
     return this.#client;
@@ -147,9 +250,13 @@ export class AcmeAccount {
     // A CA that no longer knows the account answers every order with accountDoesNotExist: the
     // next order registers again (newAccount with the same key; RFC 8555 §7.3) instead of every
     // order failing until the operator restarts.
-    onAccountGone(acme.axios, () => {
-      this.#forgetRegistration();
-    });
+    onAccountGone(
+      acme.axios,
+      () => {
+        this.#forgetRegistration();
+      },
+      new URL(this.#options.directoryUrl).origin,
+    );
     // Every request to the CA gets a deadline, and one of a cancelled order stops at once. Beneath
     // the deadline, acme-client's nonce requests are answered with the nonces of the CA's earlier
     // answers (acme-client would ask for a fresh one before each signed request). Beneath the
@@ -157,7 +264,8 @@ export class AcmeAccount {
     // status, and timed, as it reaches the CA.
     acme.axios.defaults.httpsAgent = this.#agent;
     const { httpAdapter, settle } = acmeClientAxios();
-    const observed = observeAcmeRequests(httpAdapter, ACME_ENDPOINTS, recordAcmeRequest);
+    const counted = observeAcmeRequests(httpAdapter, ACME_ENDPOINTS, recordAcmeRequest);
+    const observed = this.#options.failFastWhenUnreachable ? failFastWhenUnreachable(counted) : counted;
     const relief = this.#options.relief;
     limitAcmeRequests(
       acme.axios,
@@ -165,25 +273,59 @@ export class AcmeAccount {
       reuseReplayNonces(relief ? holdRequests(observed, relief) : observed, settle, new ReplayNoncePool()),
     );
     const accountKey = await this.#loadOrCreateKey();
+    const binding = this.#options.externalAccountBinding;
+    const hmacKey = binding ? await this.#hmacKey(binding.hmacKey) : undefined;
     const client = new acme.Client({
       directoryUrl: this.#options.directoryUrl,
       accountKey,
       backoffAttempts: this.#options.pollAttempts,
       backoffMin: this.#options.pollMinMs,
       backoffMax: this.#options.pollMaxMs,
-      ...(this.#options.externalAccountBinding
-        ? { externalAccountBinding: this.#options.externalAccountBinding }
-        : {}),
+      ...(binding && hmacKey ? { externalAccountBinding: { kid: binding.kid, hmacKey } } : {}),
     });
-    await client.createAccount({
-      termsOfServiceAgreed: true,
-      ...(this.#options.email ? { contact: [`mailto:${this.#options.email}`] } : {}),
-    });
+    try {
+      await client.createAccount({
+        termsOfServiceAgreed: true,
+        ...(this.#options.email ? { contact: [`mailto:${this.#options.email}`] } : {}),
+      });
+    } catch (err) {
+      // A problem the CA answered to a newAccount with a binding (RFC 8555 §7.3.4: the CA checks
+      // the key id and the MAC): the binding is refused (a wrong HMAC key, an unknown key id).
+      if (binding && isCaProblem(err)) {
+        throw new AcmeAccountBindingError(
+          `the ACME CA ${this.#options.directoryUrl} refused the account's external account binding (key id ${binding.kid}): ${(err as Error).message}`,
+          { cause: err },
+        );
+      }
+      throw err;
+    }
     this.#log.info(
       { accountUrl: client.getAccountUrl(), directoryUrl: this.#options.directoryUrl },
       'ACME account ready',
     );
     return client;
+  }
+
+  /** The HMAC key, given or read from its Secret. Throws AcmeAccountBindingError when it is missing. */
+  async #hmacKey(source: string | { secretRef: { name: string; key: string } }): Promise<string> {
+    if (typeof source === 'string') return source;
+    const { namespace } = this.#options.secret;
+    const { name, key } = source.secretRef;
+    let secret;
+    try {
+      secret = await this.#core.readNamespacedSecret({ namespace, name });
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      throw new AcmeAccountBindingError(
+        `the Secret ${namespace}/${name} with the external account binding's HMAC key does not exist`,
+      );
+    }
+    const data = secret.data?.[key];
+    if (!data)
+      throw new AcmeAccountBindingError(
+        `the Secret ${namespace}/${name} has no key ${key} with the external account binding's HMAC key`,
+      );
+    return Buffer.from(data, 'base64').toString('utf8').trim();
   }
 
   async #loadOrCreateKey(): Promise<string> {

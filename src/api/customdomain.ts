@@ -128,7 +128,13 @@ export interface CertificateStatus {
   /** RFC 3339: when the operator renews. */
   renewalTime: string;
   serialNumber: string;
+  /** The issuer's distinguished name, from the certificate. */
   issuer: string;
+  /**
+   * The configured ACME issuer (`--acme-issuers` name, `default` with the single-issuer flags) that
+   * issued it; absent for a certificate stored before issuers had names or not stored by Portico.
+   */
+  acmeIssuer?: string;
   dnsNames: string[];
   /** The ARI identifier of the certificate this one replaced (RFC 9773 §5). */
   replaces?: string;
@@ -233,6 +239,9 @@ export function splitKey(key: string): { namespace: string; name: string } {
 
 /** Annotation on the TLS Secret: the ARI identifier of the certificate it replaced. */
 export const REPLACES_ANNOTATION = 'portico.dev/replaces';
+
+/** Annotation on the TLS Secret: the configured ACME issuer (`--acme-issuers` name) that issued it. */
+export const ACME_ISSUER_ANNOTATION = 'portico.dev/acme-issuer';
 
 /** The names of the objects Portico owns for one CustomDomain. Pure. */
 export function ownedNames(domain: Pick<CustomDomain, 'metadata'>): { ingress: string; secret: string } {

@@ -68,6 +68,10 @@ export const CUSTOM_DOMAIN_REASONS = {
   CAALookupFailed: { severity: 'Warning', doc: 'the CAA lookup failed (RFC 8659 §5.4)' },
   IssuanceFailed: { severity: 'Warning', doc: 'the order failed' },
   CARateLimited: { severity: 'Warning', doc: 'the CA answered 429 rateLimited' },
+  ExternalAccountBindingFailed: {
+    severity: 'Warning',
+    doc: "the CA refused the ACME account's external account binding, or its HMAC key's Secret is missing",
+  },
   OrderQueued: { severity: 'Normal', doc: "the order waits for the CA budget's turn" },
   CertificateOverdue: {
     severity: 'Warning',

@@ -216,4 +216,60 @@ describe('parseControllerConfig', () => {
       parseControllerConfig([...required, '--serving-check-project-header', 'X Bad=1'], {}),
     ).toThrow(/--serving-check-project-header must be name\[=value\]/);
   });
+
+  it('makes the single-issuer flags a list of one issuer named default, with the budget flags', () => {
+    const c = parseControllerConfig(
+      [...required, '--acme-max-orders-in-flight', '7', '--acme-profile', 'classic'],
+      {},
+    );
+    if ('help' in c) throw new Error('unexpected help');
+    expect(c.acmeIssuers).toEqual([
+      {
+        name: 'default',
+        directoryUrl: 'https://ca.example/dir',
+        profile: 'classic',
+        caaIdentities: [],
+        accountSecretName: 'portico-acme-account',
+        orderBudget: { orders: 300, windowMs: 10_800_000, maxInFlight: 7 },
+      },
+    ]);
+    expect(c.acmeFailover).toEqual({
+      failuresBeforeFailover: 3,
+      longRetryAfterMs: 600_000,
+      passOverMs: 600_000,
+    });
+  });
+
+  it('reads --acme-issuers instead of --acme-directory-url, and the failover flags', () => {
+    const c = parseControllerConfig(
+      ['--platform-cname-target', 't.example', '--acme-failover-after-failures', '1'],
+      {
+        PORTICO_ACME_ISSUERS:
+          '[{"name":"a","directoryUrl":"https://a.example/dir"},{"name":"b","directoryUrl":"https://b.example/dir"}]',
+      },
+    );
+    if ('help' in c) throw new Error('unexpected help');
+    expect(c.acmeIssuers.map((i) => [i.name, i.accountSecretName])).toEqual([
+      ['a', 'portico-acme-account'],
+      ['b', 'portico-acme-account-b'],
+    ]);
+    expect(c.acmeDirectoryUrl).toBe('https://a.example/dir');
+    expect(c.acmeFailover.failuresBeforeFailover).toBe(1);
+  });
+
+  it('stops at start on a bad issuer list, naming the entry and the field', () => {
+    const issuers =
+      '[{"name":"a","directoryUrl":"https://a.example/dir","externalAccountBinding":{"keyId":"kid"}}]';
+    expect(() =>
+      parseControllerConfig(['--platform-cname-target', 't.example', '--acme-issuers', issuers], {}),
+    ).toThrow(ConfigError);
+    expect(() =>
+      parseControllerConfig(['--platform-cname-target', 't.example', '--acme-issuers', issuers], {}),
+    ).toThrow(
+      /acme\.issuers\[0\] \(a\)\.externalAccountBinding: keyId is set but hmacKeySecretRef\.name is not/,
+    );
+    expect(() => parseControllerConfig([...required, '--acme-failover-after-failures', '0'], {})).toThrow(
+      /--acme-failover-after-failures must be a positive integer/,
+    );
+  });
 });

@@ -7,6 +7,13 @@
 import { isIP } from 'node:net';
 import type { LevelWithSilent } from 'pino';
 import { flagUsage, readFlags, type FlagSpec } from '../command-flags.js';
+import {
+  IssuerConfigError,
+  parseIssuers,
+  singleIssuer,
+  type AcmeIssuerSettings,
+} from '../acme/issuer-config.js';
+import type { FailoverPolicy } from '../acme/issuer-selection.js';
 import { DEFAULT_ATTACHMENT_HEADERS } from '../controllers/ratelimitpolicy/attachment.js';
 import type { ContourAttachmentOptions } from '../controllers/ratelimitpolicy/contour-attacher.js';
 import { OWNERSHIP_POLICIES, type OwnershipPolicy } from '../dns/ownership.js';
@@ -56,7 +63,15 @@ export interface ControllerConfig {
     /** The Secret, in the operator's namespace, that holds the token key. */
     keySecretName: string;
   };
+  /** The first ACME issuer's directory URL (for the log). */
   acmeDirectoryUrl: string;
+  /**
+   * The ACME issuers, in order (src/acme/issuer-config.ts): `--acme-issuers`, else one issuer named
+   * `default` from the single-issuer flags.
+   */
+  acmeIssuers: AcmeIssuerSettings[];
+  /** When an issuer is passed over for the next (src/acme/issuer-selection.ts). */
+  acmeFailover: FailoverPolicy;
   acmeEmail: string | undefined;
   acmeEab: { kid: string; hmacKey: string } | undefined;
   acmeAccountSecretName: string;
@@ -223,7 +238,30 @@ const options = {
   'acme-directory-url': {
     type: 'string',
     env: 'PORTICO_ACME_DIRECTORY_URL',
-    help: 'required: ACME directory URL',
+    help: 'required unless --acme-issuers is set: ACME directory URL',
+  },
+  'acme-issuers': {
+    type: 'string',
+    env: 'PORTICO_ACME_ISSUERS',
+    help: 'YAML or JSON list of ACME issuers in order (name, directoryUrl, externalAccountBinding, profile, caBundleFile, orderBudget; docs/install.md); replaces --acme-directory-url, --acme-eab-*, --acme-profile and --acme-caa-identities',
+  },
+  'acme-failover-after-failures': {
+    type: 'string',
+    env: 'PORTICO_ACME_FAILOVER_AFTER_FAILURES',
+    default: '3',
+    help: 'orders an ACME issuer fails in a row (5xx, no answer, unreachable) before new orders go to the next issuer',
+  },
+  'acme-failover-retry-after-seconds': {
+    type: 'string',
+    env: 'PORTICO_ACME_FAILOVER_RETRY_AFTER_SECONDS',
+    default: '600',
+    help: 'a rateLimited answer whose Retry-After is at least this many seconds away sends new orders to the next issuer at once',
+  },
+  'acme-failover-pass-over-seconds': {
+    type: 'string',
+    env: 'PORTICO_ACME_FAILOVER_PASS_OVER_SECONDS',
+    default: '600',
+    help: 'seconds a failed-over ACME issuer is passed over before it is tried again',
   },
   'acme-email': { type: 'string', env: 'PORTICO_ACME_EMAIL', help: 'ACME account contact' },
   'acme-eab-kid': { type: 'string', env: 'PORTICO_ACME_EAB_KID', help: 'external account binding key id' },
@@ -640,6 +678,55 @@ function servingCheckSettings(
   return { address, intervalMs, timeoutMs, ...(projectHeader ? { projectHeader } : {}) };
 }
 
+/**
+ * The ACME issuers: `--acme-issuers` when set, else the single-issuer flags as a list of one. The
+ * order budget and account Secret flags are every issuer's defaults.
+ *
+ * @throws ConfigError for a bad list (IssuerConfigError's message), a missing or non-http(s)
+ *   `--acme-directory-url`, or only one of `--acme-eab-kid` and `--acme-eab-hmac-key`
+ */
+function acmeIssuers(
+  get: (name: OptionName) => string | undefined,
+  required: (name: OptionName) => string,
+): AcmeIssuerSettings[] {
+  const email = get('acme-email');
+  const defaults = {
+    ...(email ? { email } : {}),
+    accountSecretName: required('acme-account-secret'),
+    orderBudget: {
+      orders: positiveInt('acme-orders-per-window', required('acme-orders-per-window')),
+      windowMs: positiveInt('acme-order-window-seconds', required('acme-order-window-seconds')) * 1000,
+      maxInFlight: positiveInt('acme-max-orders-in-flight', required('acme-max-orders-in-flight')),
+    },
+  };
+  const listed = get('acme-issuers');
+  if (listed) {
+    try {
+      return parseIssuers(listed, defaults);
+    } catch (err) {
+      if (err instanceof IssuerConfigError) throw new ConfigError(err.message);
+      throw err;
+    }
+  }
+  const directory = required('acme-directory-url');
+  if (!/^https?:\/\//.test(directory))
+    throw new ConfigError(`--acme-directory-url must be an http(s) URL, got "${directory}"`);
+  const kid = get('acme-eab-kid');
+  const hmacKey = get('acme-eab-hmac-key');
+  if (Boolean(kid) !== Boolean(hmacKey))
+    throw new ConfigError('--acme-eab-kid and --acme-eab-hmac-key go together');
+  const profile = get('acme-profile');
+  return singleIssuer(
+    {
+      directoryUrl: directory,
+      eab: kid && hmacKey ? { keyId: kid, hmacKey } : undefined,
+      profile,
+      caaIdentities: list(get('acme-caa-identities')),
+    },
+    defaults,
+  );
+}
+
 /** A comma-separated list, trimmed, without empty entries. */
 function list(value: string | undefined): string[] {
   return (value ?? '')
@@ -677,13 +764,10 @@ export function parseControllerConfig(
   const { get, required } = flags;
   const logLevel = required('log-level');
   if (!LEVELS.has(logLevel)) throw new ConfigError(`--log-level must be one of ${[...LEVELS].join(', ')}`);
-  const directory = required('acme-directory-url');
-  if (!/^https?:\/\//.test(directory))
-    throw new ConfigError(`--acme-directory-url must be an http(s) URL, got "${directory}"`);
+  const issuers = acmeIssuers(get, required);
+  const directory = issuers[0]?.directoryUrl ?? '';
   const kid = get('acme-eab-kid');
   const hmacKey = get('acme-eab-hmac-key');
-  if (Boolean(kid) !== Boolean(hmacKey))
-    throw new ConfigError('--acme-eab-kid and --acme-eab-hmac-key go together');
   const http01Service = get('http01-service');
   const ingressClass = get('ingress-class');
   return {
@@ -700,6 +784,18 @@ export function parseControllerConfig(
     danglingAfterMs: positiveInt('dangling-after-seconds', required('dangling-after-seconds')) * 1000,
     ownershipVerification: ownershipSettings(required),
     acmeDirectoryUrl: directory,
+    acmeIssuers: issuers,
+    acmeFailover: {
+      failuresBeforeFailover: positiveInt(
+        'acme-failover-after-failures',
+        required('acme-failover-after-failures'),
+      ),
+      longRetryAfterMs:
+        positiveInt('acme-failover-retry-after-seconds', required('acme-failover-retry-after-seconds')) *
+        1000,
+      passOverMs:
+        positiveInt('acme-failover-pass-over-seconds', required('acme-failover-pass-over-seconds')) * 1000,
+    },
     acmeEmail: get('acme-email'),
     acmeEab: kid && hmacKey ? { kid, hmacKey } : undefined,
     acmeAccountSecretName: required('acme-account-secret'),

@@ -9,14 +9,12 @@ import { hostname } from 'node:os';
 import type { Server } from 'node:http';
 import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { AcmeAccount } from '../acme/account.js';
 import { ConfigMapChallengeStore } from '../acme/challenge-store.js';
 import { createHttp01Server } from '../acme/http01-server.js';
 import { IssuanceTracker, type IssuanceOutcome } from '../acme/issuance-tracker.js';
-import type { OrderBudget, OrderOutcome } from '../acme/order-budget.js';
-import { OrderQueue } from '../acme/order-queue.js';
-import { AcmeDirectory } from '../acme/directory.js';
-import { AcmeIssuer } from '../acme/issuer.js';
+import type { OrderOutcome } from '../acme/order-budget.js';
+import type { AcmeIssuerSet } from '../acme/issuer-set.js';
+import { budgetOf, buildIssuers, type BuiltIssuer } from '../acme/issuers.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
 import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
 import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.js';
@@ -75,10 +73,11 @@ function build(
   objects: KubernetesObjectApi;
   rateLimitPolicies: RateLimitPolicyController;
   tracker: IssuanceTracker;
-  orders: OrderQueue;
+  /** Each configured ACME issuer's account, directory and order queue, in order. */
+  issuers: BuiltIssuer[];
   kubeConfig: PooledKubeConfig;
-  account: AcmeAccount;
-  issuer: AcmeIssuer;
+  /** The issuers with failover: order turns and orders. */
+  issuer: AcmeIssuerSet;
   /** The CustomDomain work queue. */
   queue: WorkQueue;
   /** Engaged by the memory reducer; holds the reconcile workers and the requests to the CA. */
@@ -93,49 +92,33 @@ function build(
   const store = new ConfigMapChallengeStore(kubeConfig, objects, config.namespace, log);
   const memoryHold = new MemoryHold(metrics.memoryHoldSecondsTotal);
   const relief = (): Promise<void> | undefined => memoryHold.relief();
-  const account = new AcmeAccount(
+  const queue = new WorkQueue(undefined, { name: 'customdomain' });
+  // Per configured issuer: its account, directory, issuer and order queue (src/acme/issuers.ts).
+  const { set: issuer, issuers } = buildIssuers(config.acmeIssuers, config.acmeFailover, {
     core,
-    {
-      directoryUrl: config.acmeDirectoryUrl,
-      ...(config.acmeEmail ? { email: config.acmeEmail } : {}),
-      ...(config.acmeEab ? { externalAccountBinding: config.acmeEab } : {}),
-      secret: { namespace: config.namespace, name: config.acmeAccountSecretName },
-      pollMinMs: 250,
-      pollMaxMs: 5_000,
-      pollAttempts: 20,
-      requestTimeoutMs: config.acmeRequestTimeoutMs,
-      relief,
-    },
-    log,
-  );
-  const directory = new AcmeDirectory(config.acmeDirectoryUrl);
-  const issuer = new AcmeIssuer(account, directory, store, resolver, {
-    ...(config.acmeProfile ? { profile: config.acmeProfile } : {}),
-    ...(config.acmeCaaIdentities.length > 0 ? { caaIdentities: config.acmeCaaIdentities } : {}),
+    namespace: config.namespace,
+    store,
+    resolver,
+    requestTimeoutMs: config.acmeRequestTimeoutMs,
+    relief,
     http01Port: config.http01SelfCheckPort,
     selfCheck: { attempts: 5, intervalMs: 1_000, timeoutMs: 5_000 },
-  });
-  const queue = new WorkQueue(undefined, { name: 'customdomain' });
-  const orders = new OrderQueue(
-    {
-      limits: {
-        accountOrders: { limit: config.acmeOrderBudget.orders, windowMs: config.acmeOrderBudget.windowMs },
-        maxInFlight: config.acmeOrderBudget.maxInFlight,
-      },
-    },
     // A domain whose turn came holds a free order slot: at high priority it places its order ahead
     // of a backlog (a burst's first reconciles), which at normal priority left the slot unused for
     // seconds and made every waiting domain's expected time too late (docs/performance.md, twelfth
     // round).
-    (key) => {
+    requeue: (key) => {
       queue.addHighPriority(key);
     },
-  );
+    log,
+  });
+  const directory = issuers[0]?.directory;
+  if (!directory) throw new ConfigError('no ACME issuer is configured');
   const tracker: IssuanceTracker = new IssuanceTracker((key) => {
     // The order ended: its slot is free (the domains whose turn came are re-queued), and the domain
     // reads its outcome at high priority: a stored certificate makes it Live without waiting
     // behind a backlog.
-    orders.settled(key, orderOutcome(tracker.lastOutcome(key)), new Date());
+    issuer.settled(key, orderOutcome(tracker.lastOutcome(key)), new Date());
     queue.addHighPriority(key);
   });
   const ownership = new OwnershipStore(
@@ -189,7 +172,7 @@ function build(
       resolver,
       issuer,
       tracker,
-      budget: orders,
+      budget: issuer,
       renewal: new RenewalPlanner(directory),
       ...(serving ? { serving } : {}),
       events: new EventRecorder(core, 'portico-controller', log),
@@ -208,7 +191,7 @@ function build(
     resyncMs: config.resyncMs,
     relief,
     onSynced: (domains) => {
-      seedOrderBudget(orders.budget, domains, new Date());
+      seedOrderBudgets(issuers, domains, new Date());
     },
     onCustomDomainChange: (domain, verb) => {
       metrics.readyTransitions.onChange(domain, verb);
@@ -234,9 +217,8 @@ function build(
     objects,
     rateLimitPolicies,
     tracker,
-    orders,
+    issuers,
     kubeConfig,
-    account,
     issuer,
     queue,
     memoryHold,
@@ -251,10 +233,17 @@ const NOT_BEFORE_BACKDATE_MS = 60 * 60_000;
  * certificates of their registered domains, at notBefore plus an hour (CAs backdate notBefore) or
  * now if sooner, so the budget does not start empty. Failed orders before the restart are not known.
  */
-function seedOrderBudget(budget: OrderBudget, domains: readonly CustomDomain[], now: Date): void {
+function seedOrderBudgets(
+  issuers: readonly BuiltIssuer[],
+  domains: readonly CustomDomain[],
+  now: Date,
+): void {
   for (const domain of domains) {
     const notBefore = Date.parse(domain.status?.certificate?.notBefore ?? '');
     if (Number.isNaN(notBefore)) continue;
+    // The budget of the issuer that issued it (the first for a certificate that names none).
+    const budget = budgetOf(issuers, domain.status?.certificate?.acmeIssuer);
+    if (!budget) continue;
     const at = new Date(Math.min(now.getTime(), notBefore + NOT_BEFORE_BACKDATE_MS));
     budget.recordPastOrder(at);
     budget.recordPastCertificate(registeredDomain(normalizeDnsName(domain.spec.hostname)), at);
@@ -314,9 +303,8 @@ export async function runController(args: string[]): Promise<number> {
     objects,
     rateLimitPolicies,
     tracker,
-    orders,
+    issuers,
     kubeConfig,
-    account,
     issuer,
     queue,
     memoryHold,
@@ -353,7 +341,10 @@ export async function runController(args: string[]): Promise<number> {
       controller.start();
       rateLimitPolicies.start();
       log.info(
-        { platformCnameTarget: config.platformCnameTarget, acmeDirectoryUrl: config.acmeDirectoryUrl },
+        {
+          platformCnameTarget: config.platformCnameTarget,
+          acmeIssuers: config.acmeIssuers.map((i) => `${i.name} ${i.directoryUrl}`),
+        },
         'controller started',
       );
     };
@@ -368,10 +359,10 @@ export async function runController(args: string[]): Promise<number> {
   log.info({ reason }, 'shutting down');
   // Orders in flight are abandoned, not waited for: their challenges are withdrawn and the CA is
   // asked nothing more; the next leader places new ones.
-  orders.stop();
+  for (const built of issuers) built.queue.stop();
   reducer?.stop();
   await Promise.all([controller.stop(), rateLimitPolicies.stop(), tracker.stop()]);
-  account.close();
+  for (const built of issuers) built.account.close();
   await elector?.stop();
   await store.stop();
   await kubeConfig.close();

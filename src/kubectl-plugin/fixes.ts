@@ -71,6 +71,8 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     "Read the CA's words in the message (e.g. the challenge at `/.well-known/acme-challenge/` not reaching the platform, an unknown ACME profile, the CA down). Fix the cause, then `kubectl portico verify <name> -n <namespace>` for an attempt now; otherwise the next attempt follows the backoff (1, 2, 4 … 60 minutes).",
   CARateLimited:
     'Wait: nothing is sent to the CA for this name before the Retry-After the message gives. If it repeats, the order budget (chart values `acme.orderBudget.*`) is above what the CA allows the account: lower it.',
+  ExternalAccountBindingFailed:
+    "Check the issuer the message names: its `externalAccountBinding.keyId` and the HMAC key in the Secret `hmacKeySecretRef` names (in the operator's namespace) must be the pair the CA gave (base64url, as given). Fix the Secret or the key id; the account registers again within a minute, and the next attempt follows the backoff (or `kubectl portico verify <name> -n <namespace>` at once). With several issuers, new orders go to the next issuer meanwhile.",
   OrderQueued:
     "Nothing to do: the order waits for the ACME account's budget; the message gives its place in line and the expected time.",
   CertificateOverdue:

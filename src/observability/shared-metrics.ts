@@ -91,8 +91,28 @@ function budgetGauge(name: string, help: string, read: (s: OrderBudgetSnapshot) 
 
 const PRIORITIES = ['high', 'normal', 'low'] as const;
 
+/**
+ * The metrics of the ACME issuers (src/acme/issuer-set.ts), by `ca`: the configured issuer names
+ * (`--acme-issuers`), so a bounded set.
+ */
+export const issuerMetrics = {
+  ordersTotal: new Counter<'ca' | 'result'>({
+    name: 'portico_acme_issuer_orders_total',
+    help: 'ACME orders by the configured issuer they went to (ca) and how they ended: valid, ca-failure (5xx, no answer, unreachable, account or binding refused), rate-limited, not-the-ca (validation, CAA, cancelled).',
+    labelNames: ['ca', 'result'],
+    registers: [],
+  }),
+  passedOver: new Gauge<'ca'>({
+    name: 'portico_acme_issuer_passed_over',
+    help: 'ACME issuer failover: 1 while the configured issuer (ca) is passed over after failing orders (new orders go to the next issuer in order), else 0.',
+    labelNames: ['ca'],
+    registers: [],
+  }),
+};
+
 /** The metrics of this module, one set per process. */
 export const sharedMetrics = {
+  ...issuerMetrics,
   acmeRequestsTotal: new Counter<'endpoint' | 'status'>({
     name: 'portico_acme_requests_total',
     help: 'Requests to the ACME CA by endpoint (the directory resource or CA-created resource the URL belongs to) and status (the HTTP status code, or timeout, cancelled, error when there was no answer).',

@@ -54,7 +54,22 @@ export interface PebbleOptions {
    * that names no profile gets a random one.
    */
   readonly profiles?: Readonly<Record<string, PebbleProfile>>;
+  /**
+   * External account binding (RFC 8555 §7.3.4): when given, every newAccount must carry a binding
+   * made with one of these HMAC keys (key id → key, base64url), as CAs such as ZeroSSL require.
+   * Absent: no binding is asked for (the sandbox's own Pebble).
+   */
+  readonly externalAccountMacKeys?: Readonly<Record<string, string>>;
 }
+
+/**
+ * The sandbox's external account binding key for a Pebble that requires one: the key id and its
+ * HMAC key (base64url of 32 fixed bytes; a test key, not a secret).
+ */
+export const SANDBOX_EAB_KEY = {
+  keyId: 'portico-sandbox-eab',
+  hmacKey: Buffer.from('portico sandbox eab hmac key 32b!').toString('base64url'),
+} as const;
 
 /**
  * Which Pebble process: its component name (log and pid files) and its config file. The sandbox's
@@ -77,7 +92,8 @@ export function pebbleConfig(paths: SandboxPaths, options: PebbleOptions): unkno
       httpPort: options.httpPort,
       tlsPort: options.tlsPort,
       ocspResponderURL: '',
-      externalAccountBindingRequired: false,
+      externalAccountBindingRequired: options.externalAccountMacKeys !== undefined,
+      ...(options.externalAccountMacKeys ? { externalAccountMACKeys: options.externalAccountMacKeys } : {}),
       // What the directory's meta.caaIdentities lists: the issuer-domain a CAA record must name.
       caaIdentities: [PEBBLE_CAA_IDENTITY],
       keyAlgorithm: 'ecdsa',

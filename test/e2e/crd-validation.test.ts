@@ -395,7 +395,7 @@ describe('kubectl get', () => {
     const out = await kubectlOk(['get', 'cd', name, '-n', NAMESPACE, '-o', 'wide']);
     const [head, row] = out.split('\n');
     expect(head?.trim()).toMatch(
-      /^NAME\s+HOSTNAME\s+PHASE\s+READY\s+EXPIRES\s+REASON\s+NEXT ATTEMPT\s+MESSAGE\s+AGE$/,
+      /^NAME\s+HOSTNAME\s+PHASE\s+READY\s+EXPIRES\s+REASON\s+ISSUER\s+NEXT ATTEMPT\s+MESSAGE\s+AGE$/,
     );
     expect(row).toContain(ready);
   });

@@ -98,7 +98,7 @@ beforeAll(async () => {
     },
     { host: probeHost, address: '192.0.2.10' },
   );
-  pebble = await startSecondPebble(PEBBLE_NAME, {}, `${bind.server.host}:${bind.server.port}`);
+  pebble = await startSecondPebble(PEBBLE_NAME, {}, { dnsServer: `${bind.server.host}:${bind.server.port}` });
 
   // acme-client's HTTPS agent trusts the default CAs: add the sandbox's Pebble listener CA to them
   // for this file, as NODE_EXTRA_CA_CERTS does for the operator process.

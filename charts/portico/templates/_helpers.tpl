@@ -112,3 +112,19 @@ app.kubernetes.io/component: {{ .component }}
 {{- fail "platform.cnameTarget is required: the hostname every customer CNAME points to, e.g. --set platform.cnameTarget=sites.example.net" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The ACME issuers as the controller reads them (PORTICO_ACME_ISSUERS, JSON): acme.issuers with each
+caBundle ConfigMap turned into the file it is mounted as (caBundleFile).
+*/}}
+{{- define "portico.acmeIssuers" -}}
+{{- $out := list -}}
+{{- range .Values.acme.issuers -}}
+{{- $issuer := omit . "caBundle" -}}
+{{- if and .caBundle .caBundle.configMapName -}}
+{{- $_ := set $issuer "caBundleFile" (printf "/etc/portico/acme-ca-issuers/%s/%s" .name (.caBundle.key | default "ca.crt")) -}}
+{{- end -}}
+{{- $out = append $out $issuer -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}

@@ -16,9 +16,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { ORDER_ABANDONED, SHUTTING_DOWN, type IssuanceTracker } from '../../acme/issuance-tracker.js';
 import { AriError, ariCertificateId } from '../../acme/ari.js';
-import { IssuanceCancelledError, type AcmeIssuer, type IssuedCertificate } from '../../acme/issuer.js';
+import { IssuanceCancelledError } from '../../acme/issuer.js';
+import type { AcmeIssuerSet, IssuedByCertificate } from '../../acme/issuer-set.js';
 import type { OrderKind } from '../../acme/order-budget.js';
-import type { OrderQueue } from '../../acme/order-queue.js';
 import {
   CUSTOM_DOMAIN_LABEL,
   CUSTOM_DOMAIN_PLURAL,
@@ -27,6 +27,7 @@ import {
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
   REPLACES_ANNOTATION,
+  ACME_ISSUER_ANNOTATION,
   GROUP,
   VERIFY_REQUESTED_AT_ANNOTATION,
   VERSION,
@@ -171,10 +172,11 @@ export interface CustomDomainReconcilerDeps {
   core: CoreV1Api;
   objects: KubernetesObjectApi;
   resolver: DnsResolver;
-  issuer: AcmeIssuer;
+  /** The configured ACME issuers, in order, with failover (src/acme/issuer-set.ts). */
+  issuer: Pick<AcmeIssuerSet, 'issue'>;
   tracker: IssuanceTracker;
-  /** The ACME account's order budget: every order, first or renewal, waits for its turn here. */
-  budget: Pick<OrderQueue, 'request' | 'withdraw'>;
+  /** The ACME accounts' order budgets: every order, first or renewal, waits for its turn here. */
+  budget: Pick<AcmeIssuerSet, 'request' | 'withdraw'>;
   renewal: RenewalPlanner;
   /** The serving check (src/serving/checker.ts, --serving-check-address); undefined: off. */
   serving?: ServingChecker;
@@ -925,11 +927,13 @@ export class CustomDomainReconciler {
     if (now >= new Date(facts.notAfter))
       return problem(`holds a certificate that expired at ${facts.notAfter}`);
     const replaces = secret.metadata?.annotations?.[REPLACES_ANNOTATION];
+    const acmeIssuer = secret.metadata?.annotations?.[ACME_ISSUER_ANNOTATION];
     const status: CertificateStatus = {
       ...facts,
       secretName,
       renewalTime: defaultRenewalTime(facts).toISOString(),
       ...(replaces ? { replaces } : {}),
+      ...(acmeIssuer ? { acmeIssuer } : {}),
     };
     const ariCertId = (): Promise<string | undefined> =>
       this.#ariCertId(domain, facts, secret, header.metadata);
@@ -1111,6 +1115,7 @@ export class CustomDomainReconciler {
         hostname,
         registeredDomain: registeredDomain(hostname),
         kind,
+        issuedBy: domain.status?.certificate?.acmeIssuer,
         // The moment of asking, not the reconcile's start: a reconcile that began earlier but asks
         // later (its DNS check took longer) must not go ahead of a domain already told its place.
         queuedAt: this.#d.now(),
@@ -1254,6 +1259,7 @@ export class CustomDomainReconciler {
         try {
           const issued = await this.#d.issuer.issue(hostname, log, {
             ...(replaces ? { replaces } : {}),
+            issuedBy: domain.status?.certificate?.acmeIssuer,
             signal,
           });
           if (signal.aborted) return;
@@ -1297,7 +1303,7 @@ export class CustomDomainReconciler {
   async #storeCertificate(
     domain: CustomDomain,
     key: string,
-    issued: IssuedCertificate,
+    issued: IssuedByCertificate,
     replaces?: string,
   ): Promise<void> {
     const current = await this.#readLive(domain.metadata.namespace, domain.metadata.name);
@@ -1308,7 +1314,7 @@ export class CustomDomainReconciler {
       kind: 'Secret',
       metadata: {
         ...ownedMetadata(current, ownedNames(current).secret),
-        annotations: { [REPLACES_ANNOTATION]: replaces ?? '' },
+        annotations: { [REPLACES_ANNOTATION]: replaces ?? '', [ACME_ISSUER_ANNOTATION]: issued.acmeIssuer },
       },
       type: 'kubernetes.io/tls',
       data: {

@@ -39,14 +39,23 @@ async function stackPebbleBinary(): Promise<string> {
  *
  * @param name its component name, distinct from `pebble`
  * @param profiles the profiles it offers, by name (validity periods in seconds)
- * @param dnsServer the DNS server its validation asks (`host:port`); default the stack's own
+ * @param more.httpPort the port its HTTP-01 validation connects to (default: a free one); the
+ *   stack's `--http01-self-check-port` makes it validate on the operator's challenge server
+ * @param more.externalAccountMacKeys require external account binding with these keys (key id →
+ *   base64url HMAC key)
+ * @param more.dnsServer the DNS server its validation asks (`host:port`); default the stack's own
  */
 export async function startSecondPebble(
   name: string,
   profiles: Readonly<Record<string, PebbleProfile>>,
-  dnsServer: string = sandbox.dnsServer,
+  more: {
+    httpPort?: number;
+    externalAccountMacKeys?: Readonly<Record<string, string>>;
+    dnsServer?: string;
+  } = {},
 ): Promise<SecondPebble> {
-  const ports = await pickFreePorts({ listen: 'tcp', management: 'tcp', http01: 'tcp', tlsAlpn01: 'tcp' });
+  const picked = await pickFreePorts({ listen: 'tcp', management: 'tcp', http01: 'tcp', tlsAlpn01: 'tcp' });
+  const ports = { ...picked, http01: more.httpPort ?? picked.http01 };
   const started = await startPebble(
     paths,
     await stackPebbleBinary(),
@@ -56,8 +65,9 @@ export async function startSecondPebble(
       managementPort: ports.management,
       httpPort: ports.http01,
       tlsPort: ports.tlsAlpn01,
-      dnsServer,
+      dnsServer: more.dnsServer ?? sandbox.dnsServer,
       profiles,
+      ...(more.externalAccountMacKeys ? { externalAccountMacKeys: more.externalAccountMacKeys } : {}),
     },
     { name, configPath: path.join(paths.dir, `${name}.json`) },
   );

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { AcmeCaUnreachableError, failFastWhenUnreachable } from './account.js';
+import { orderResultOf } from './issuer-selection.js';
+
+describe('failFastWhenUnreachable', () => {
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:14000'), { code: 'ECONNREFUSED' });
+
+  it('turns a refused connection into AcmeCaUnreachableError, which carries no request config and counts as a CA failure', async () => {
+    const send = failFastWhenUnreachable(() => Promise.reject(refused));
+    const err: unknown = await send({ url: 'https://127.0.0.1:14000/dir', method: 'get' }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(AcmeCaUnreachableError);
+    expect((err as Error).message).toBe(
+      'the ACME CA could not be reached at https://127.0.0.1:14000/dir: connect ECONNREFUSED 127.0.0.1:14000',
+    );
+    expect((err as { config?: unknown }).config).toBeUndefined();
+    expect(orderResultOf(err)).toEqual({ kind: 'ca-failure' });
+  });
+
+  it('passes answers and other errors on as they are', async () => {
+    const answer = { status: 200 };
+    expect(await failFastWhenUnreachable(() => Promise.resolve(answer))({ url: 'u' })).toBe(answer);
+    const withResponse = Object.assign(new Error('reset after the answer'), {
+      code: 'ECONNRESET',
+      response: { status: 500 },
+    });
+    const other = new Error('bad');
+    await expect(failFastWhenUnreachable(() => Promise.reject(withResponse))({ url: 'u' })).rejects.toBe(
+      withResponse,
+    );
+    await expect(failFastWhenUnreachable(() => Promise.reject(other))({ url: 'u' })).rejects.toBe(other);
+  });
+});
