@@ -31,6 +31,7 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { ConnectionOptions } from 'node:tls';
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 import type { CounterOutcome } from './decision.js';
 import { StoreUnavailableError } from './errors.js';
@@ -78,6 +79,13 @@ export interface CheckArgs {
 export interface CounterStore {
   /** @throws StoreUnavailableError when Redis cannot answer */
   checkAndCount(keys: CounterKeys, args: CheckArgs): Promise<CounterOutcome>;
+  /**
+   * Which part of the store answers these keys, for the circuit breaker (`service.ts`): the same
+   * string for keys one failure takes away together. One server: always ''. A Redis Cluster: the
+   * primary that serves the keys' slot, so a primary that is down opens the breaker of its own keys
+   * only and the others go on being counted in Redis.
+   */
+  shardOf?(keys: CounterKeys): string;
   /** True while connected. */
   readonly connected: boolean;
   close(): Promise<void>;
@@ -292,6 +300,12 @@ export class RedisCounterStore implements CounterStore {
       );
     }
     return deadline;
+  }
+
+  shardOf(keys: CounterKeys): string {
+    if (!(this.#client instanceof Cluster)) return '';
+    const slot = calculateSlot(keys.minute);
+    return this.#client.slots[slot]?.[0] ?? `slot ${slot}`;
   }
 
   get connected(): boolean {
