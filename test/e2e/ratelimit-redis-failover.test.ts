@@ -11,8 +11,10 @@
  *   keys whose slots the others serve go on being counted in Redis, keys of the dead one's slots are
  *   answered from local counts, with the headers.
  *
- * Both take 20-40 s and run with PORTICO_E2E_SLOW=1; without it, the Sentinel case only checks that
- * the server finds the primary through the sentinels and counts there.
+ * - A sentinel that names a primary nobody can reach: local answers with the headers at once.
+ *
+ * The failover and the Cluster take 20-40 s and run with PORTICO_E2E_SLOW=1; without it, the
+ * Sentinel case only checks that the server finds the primary through the sentinels and counts there.
  */
 import { execFile } from 'node:child_process';
 import { writeFileSync, mkdtempSync } from 'node:fs';
@@ -304,6 +306,53 @@ describe('Redis Sentinel', () => {
       }
     },
   );
+});
+
+describe('a sentinel that names an unreachable primary', () => {
+  it('answers from local counts with the headers at once, not after a hang, and says why', async () => {
+    const master = 'nowhere';
+    const ports = await pickFreePorts({ dead: 'tcp', s: 'tcp' });
+    // Sentinel keeps naming a primary it cannot reach while no replica can take over.
+    const conf = path.join(dir, `sentinel-${ports.s}.conf`);
+    writeFileSync(
+      conf,
+      [
+        `port ${ports.s}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${master} 127.0.0.1 ${ports.dead} 1`,
+        '',
+      ].join('\n'),
+    );
+    track(startProcess(path.join(TOOLS_BIN, 'redis-sentinel'), [conf]));
+    await waitFor(
+      'the sentinel to answer',
+      async () => ((await redisPingProbe(`127.0.0.1:${ports.s}`)()) === true ? true : undefined),
+      10_000,
+      50,
+    );
+    const s = await server('sentinel-nowhere', [
+      '--redis-sentinels',
+      `127.0.0.1:${ports.s}`,
+      '--redis-sentinel-master-name',
+      master,
+    ]);
+    const startMs = performance.now();
+    const a = await check(DOMAIN, { key_id: 'nowhere' }, undefined, s.client);
+    // The Redis timeout is 200 ms; no connection means no wait at all.
+    expect(performance.now() - startMs).toBeLessThan(1_000);
+    expect(a.code).toBe('OK');
+    expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
+    expect(a.headers).toMatchObject({ 'X-RateLimit-Limit': '1000000', 'X-RateLimit-Remaining': '999999' });
+    await waitFor('a connection error in the metric', async () =>
+      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total')) > 0
+        ? true
+        : undefined,
+    );
+    expect(s.output()).toContain('Redis connection error');
+    expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(0);
+    expect(s.child.exitCode).toBeNull();
+  });
 });
 
 describe.runIf(SLOW)('Redis Cluster', () => {
