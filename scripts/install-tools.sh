@@ -14,8 +14,8 @@
 #   --prometheus        also build the Prometheus server (same release as promtool), for
 #                       `npm run dashboard:render` (test/bench/render-dashboard.ts); not needed by npm test
 #
-# Requires: go (1.26+), curl. Installs redis-server (and with --test, qemu-user) from Debian's
-# packages when missing.
+# Requires: go (1.26+), curl. Installs redis-server, redis-sentinel, redis-cli (and with --test,
+# qemu-user) from Debian's packages when missing.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -189,15 +189,23 @@ if [[ $prometheus == true ]]; then
     "github.com/prometheus/prometheus/cmd/prometheus@$PROMETHEUS_VERSION"
 fi
 
-if ! command -v redis-server >/dev/null 2>&1; then
-  log "installing redis-server from Debian's packages"
+# redis-server for the counters; redis-sentinel and redis-cli for the failover and Cluster tests
+# (test/e2e/ratelimit-redis-*.test.ts): Debian's redis-server, redis-sentinel and redis-tools.
+redis_pkgs=()
+command -v redis-server >/dev/null 2>&1 || redis_pkgs+=(redis-server)
+command -v redis-sentinel >/dev/null 2>&1 || redis_pkgs+=(redis-sentinel)
+command -v redis-cli >/dev/null 2>&1 || redis_pkgs+=(redis-tools)
+if [[ ${#redis_pkgs[@]} -gt 0 ]]; then
+  log "installing ${redis_pkgs[*]} from Debian's packages"
   if [[ $(id -u) -eq 0 ]]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${redis_pkgs[@]}" >/dev/null
   else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${redis_pkgs[@]}" >/dev/null
   fi
 fi
-ln -sf "$(command -v redis-server)" "$bin_dir/redis-server"
+for tool in redis-server redis-sentinel redis-cli; do
+  ln -sf "$(command -v "$tool")" "$bin_dir/$tool"
+done
 
 # Knot DNS, the authoritative server of the DNS-01 challenge zone the e2e tests update with RFC 2136,
 # and BIND 9 as the resolver a second Pebble validates through (test/e2e/dns-update-knot.test.ts,

@@ -56,6 +56,20 @@ describe('LocalCounterStore', () => {
     expect(store.checkAndCountNow(keys, args).kind).toBe('limited');
   });
 
+  it('forgets refusals at the end of the window that refused them (not its counters, which keep a grace)', () => {
+    let now = NOW; // 50 s left in the minute
+    const store = new LocalCounterStore(() => now);
+    const keysAt = (t: number) => counterKeys('ns/p', 'w', currentWindows(t));
+    const argsNow = (t: number) => argsAt(t, { minuteLimit: 1, banThreshold: 2, banDurationMs: 60_000 });
+    // Minute N: the limit, then two refusals (as many as allowed without a ban).
+    const first = [0, 1, 2].map(() => store.checkAndCountNow(keysAt(now), argsNow(now)).kind);
+    expect(first).toEqual(['admitted', 'limited', 'limited']);
+    // Minute N+1: two refusals more are allowed again; the third within this window bans.
+    now += 50_500;
+    const next = [0, 1, 2, 3].map(() => store.checkAndCountNow(keysAt(now), argsNow(now)).kind);
+    expect(next).toEqual(['admitted', 'limited', 'limited', 'bannedNow']);
+  });
+
   it('keeps at most maxKeys keys, dropping the oldest written first', () => {
     const store = new LocalCounterStore(() => NOW, 8);
     for (let i = 0; i < 10; i++) {

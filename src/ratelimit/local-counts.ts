@@ -22,6 +22,7 @@
  */
 import type { CounterOutcome } from './decision.js';
 import type { CounterKeys } from './redis-keys.js';
+import { COUNTER_GRACE_MS } from './windows.js';
 import type { CheckArgs, CounterStore } from './redis-store.js';
 
 /** Live keys kept at most by default: 4 keys a check, so about 50,000 API keys. */
@@ -132,7 +133,9 @@ export class LocalCounterStore implements CounterStore {
     if (args.banThreshold > 0) {
       const rejected = this.#incr(keys.rejected, 1, 1, nowMs);
       // The script re-arms the TTL on every refusal: until the refusing window resets.
-      this.#set(keys.rejected, rejected, dayOver ? args.dayTtlMs : args.minuteTtlMs, nowMs);
+      // Until the refusing window's end: the counters' TTL less their grace (as the script does).
+      const windowTtlMs = (dayOver ? args.dayTtlMs : args.minuteTtlMs) - COUNTER_GRACE_MS;
+      this.#set(keys.rejected, rejected, Math.max(1, windowTtlMs), nowMs);
       if (rejected > args.banThreshold) {
         this.#set(keys.ban, 1, args.banDurationMs, nowMs);
         this.#entries.delete(keys.rejected);

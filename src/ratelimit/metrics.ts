@@ -8,6 +8,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { BanLedger } from './ban-ledger.js';
+import { REDIS_CONNECTION_ERROR_KINDS } from './redis-connection.js';
 import { REQUEST_BOUNDS } from './request-limits.js';
 import { buildInfo } from '../build-info.js';
 import { registerBuildInfo } from '../observability/build-info-metric.js';
@@ -53,6 +54,8 @@ export interface CheckMetrics {
   readonly redisCommandDuration: Histogram<'command'>;
   /** Redis commands that failed, by command and kind of error. */
   readonly redisErrorsTotal: Counter<'command' | 'error'>;
+  /** Errors on the connections to Redis, by kind (`redis-connection.ts`). */
+  readonly redisConnectionErrorsTotal: Counter<'reason'>;
 }
 
 /** What loading the config records. */
@@ -168,7 +171,14 @@ export function createCheckMetrics(
       labelNames: ['command', 'error'],
       registers,
     }),
+    redisConnectionErrorsTotal: new Counter({
+      name: 'portico_ratelimit_redis_connection_errors_total',
+      help: 'Errors on the connections to Redis, by reason: auth (username or password refused), tls (TLS handshake failed: certificate not trusted, expired, of another name, or refused), sentinel (no sentinel answered or knew the primary), connection (refused, reset, closed).',
+      labelNames: ['reason'],
+      registers,
+    }),
   };
+  for (const reason of REDIS_CONNECTION_ERROR_KINDS) metrics.redisConnectionErrorsTotal.inc({ reason }, 0);
   for (const command of REDIS_COMMANDS) {
     for (const error of REDIS_ERROR_KINDS) metrics.redisErrorsTotal.inc({ command, error }, 0);
   }

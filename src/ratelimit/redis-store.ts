@@ -1,5 +1,7 @@
 /**
- * The counters in Redis (ioredis), a single server or a Redis Cluster. One check is one EVALSHA of
+ * The counters in Redis (ioredis): a single server, a Redis Cluster, or the primary Redis Sentinel
+ * names, with TLS and ACL credentials (`redis-connection.ts`; the TLS files are read again every
+ * `tlsFiles.refreshMs` and a change is used from the next connection on). One check is one EVALSHA of
  * the script in `script.ts` (ioredis `defineCommand` sends EVALSHA and falls back to EVAL once per
  * connection when Redis does not know the script yet).
  *
@@ -26,10 +28,23 @@
  * CLOCK_MEASURE_INTERVAL_MS, and at once when Redis says a check came too late; a check before the
  * first measurement waits for it.
  */
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import type { ConnectionOptions } from 'node:tls';
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 import type { CounterOutcome } from './decision.js';
 import { StoreUnavailableError } from './errors.js';
 import type { RedisCommand, RedisErrorKind } from './metrics.js';
+import {
+  redisClientOptions,
+  redisConnectionErrorKind,
+  tlsConnectionOptions,
+  type RedisConnectionErrorKind,
+  type RedisConnectionSettings,
+  type RedisTlsFiles,
+  type RedisTlsMaterial,
+} from './redis-connection.js';
 import { parseRedisTime, RedisClockOffset, scriptBudgetMs, type ClockSample } from './redis-clock.js';
 import type { CounterKeys } from './redis-keys.js';
 import { CHECK_AND_COUNT_KEYS, CHECK_AND_COUNT_LUA, parseScriptReply } from './script.js';
@@ -64,19 +79,30 @@ export interface CheckArgs {
 export interface CounterStore {
   /** @throws StoreUnavailableError when Redis cannot answer */
   checkAndCount(keys: CounterKeys, args: CheckArgs): Promise<CounterOutcome>;
+  /**
+   * Which part of the store answers these keys, for the circuit breaker (`service.ts`): the same
+   * string for keys one failure takes away together. One server: always ''. A Redis Cluster: the
+   * primary that serves the keys' slot, so a primary that is down opens the breaker of its own keys
+   * only and the others go on being counted in Redis.
+   */
+  shardOf?(keys: CounterKeys): string;
   /** True while connected. */
   readonly connected: boolean;
   close(): Promise<void>;
 }
 
 export interface RedisStoreOptions {
-  /** `redis://[user:password@]host:port[/db]` or `rediss://...`; a seed node for a cluster. */
-  readonly url: string;
-  readonly cluster: boolean;
+  /** One server, a cluster or Sentinel; TLS and credentials (redis-connection.ts). */
+  readonly connection: RedisConnectionSettings;
   /** Milliseconds a command may take before it fails. */
   readonly commandTimeoutMs: number;
   /** Called on connection state changes, for logs and metrics. */
   readonly onStateChange?: (state: 'ready' | 'error', err?: Error) => void;
+  /**
+   * Called for each error on a connection (ioredis's `error` event: a refused password, a TLS
+   * handshake that failed, no sentinel answering, a refused or reset connection), with its kind.
+   */
+  readonly onConnectionError?: (kind: RedisConnectionErrorKind, err: Error) => void;
   /** Local monotonic clock, ms; `performance.now()` when unset. */
   readonly monotonicNow?: () => number;
   /**
@@ -106,23 +132,26 @@ function withScript(client: Redis | Cluster): ScriptCommand {
   return command.bind(client);
 }
 
-interface SeedOptions {
-  username?: string;
-  password?: string;
-  tls?: Record<string, never>;
+/** Reads the TLS files that are set. @throws the file system's error when one cannot be read */
+function readTlsFilesSync(files: RedisTlsFiles): RedisTlsMaterial {
+  return {
+    ca: files.caFile === undefined ? undefined : readFileSync(files.caFile),
+    cert: files.certFile === undefined ? undefined : readFileSync(files.certFile),
+    key: files.keyFile === undefined ? undefined : readFileSync(files.keyFile),
+  };
 }
 
-function clusterSeed(url: string): { host: string; port: number; options: SeedOptions } {
-  const u = new URL(url);
-  return {
-    host: u.hostname,
-    port: u.port === '' ? 6379 : Number(u.port),
-    options: {
-      ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
-      ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
-      ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
-    },
-  };
+async function readTlsFiles(files: RedisTlsFiles): Promise<RedisTlsMaterial> {
+  const read = (file: string | undefined): Promise<Buffer | undefined> =>
+    file === undefined ? Promise.resolve(undefined) : readFile(file);
+  const [ca, cert, key] = await Promise.all([read(files.caFile), read(files.certFile), read(files.keyFile)]);
+  return { ca, cert, key };
+}
+
+function sameMaterial(a: RedisTlsMaterial, b: RedisTlsMaterial): boolean {
+  const same = (x: Buffer | undefined, y: Buffer | undefined): boolean =>
+    x === undefined ? y === undefined : y !== undefined && x.equals(y);
+  return same(a.ca, b.ca) && same(a.cert, b.cert) && same(a.key, b.key);
 }
 
 /** A CounterStore on Redis. */
@@ -140,24 +169,31 @@ export class RedisCounterStore implements CounterStore {
   /** The measurement in flight, if any (one at a time). */
   #measuring: Promise<void> | undefined;
   readonly #measureTimer: NodeJS.Timeout;
+  /** The TLS options every connection is opened with (shared with ioredis); undefined: plaintext. */
+  #tls: ConnectionOptions | undefined;
+  #tlsMaterial: RedisTlsMaterial | undefined;
+  #tlsTimer: NodeJS.Timeout | undefined;
 
   constructor(options: RedisStoreOptions) {
     this.#now = options.monotonicNow ?? (() => performance.now());
     this.#commandTimeoutMs = options.commandTimeoutMs;
     this.#onCommand = options.onCommand ?? (() => undefined);
     this.#budgetMs = scriptBudgetMs(options.commandTimeoutMs);
-    const perConnection = { maxRetriesPerRequest: 0, commandTimeout: options.commandTimeoutMs };
-    const common = { ...perConnection, enableOfflineQueue: false, enableAutoPipelining: false };
-    if (options.cluster) {
-      const seed = clusterSeed(options.url);
-      this.#client = new Cluster([{ host: seed.host, port: seed.port }], {
-        enableOfflineQueue: false,
-        enableAutoPipelining: false,
-        redisOptions: { ...seed.options, ...perConnection },
-      });
-    } else {
-      this.#client = new Redis(options.url, common);
+    const { connection } = options;
+    const usesTls =
+      connection.tls || (connection.topology.kind === 'sentinel' && connection.topology.sentinelTls);
+    if (usesTls) {
+      this.#tlsMaterial = readTlsFilesSync(connection.tlsFiles);
+      this.#tls = tlsConnectionOptions(this.#tlsMaterial, connection.tlsFiles.serverName);
     }
+    const client = redisClientOptions(connection, this.#tls, {
+      maxRetriesPerRequest: 0,
+      commandTimeout: options.commandTimeoutMs,
+      enableOfflineQueue: false,
+      enableAutoPipelining: false,
+    });
+    this.#client =
+      client.kind === 'cluster' ? new Cluster(client.seeds, client.options) : new Redis(client.options);
     this.#client.on('ready', () => {
       this.#connected = true;
       options.onStateChange?.('ready');
@@ -168,7 +204,10 @@ export class RedisCounterStore implements CounterStore {
       if (this.#connected) options.onStateChange?.('error', err ?? new Error('connection closed'));
       this.#connected = false;
     };
-    this.#client.on('error', lost);
+    this.#client.on('error', (err: Error) => {
+      options.onConnectionError?.(redisConnectionErrorKind(err), err);
+      lost(err);
+    });
     this.#client.on('close', () => {
       lost();
     });
@@ -178,6 +217,34 @@ export class RedisCounterStore implements CounterStore {
     this.#check = withScript(this.#client);
     this.#measureTimer = setInterval(() => void this.#measureClock(), CLOCK_MEASURE_INTERVAL_MS);
     this.#measureTimer.unref();
+    if (this.#tls !== undefined) {
+      const files = connection.tlsFiles;
+      this.#tlsTimer = setInterval(() => void this.#reloadTls(files), files.refreshMs);
+      this.#tlsTimer.unref();
+    }
+  }
+
+  /**
+   * Reads the TLS files again; when they changed, the next connection (a reconnect, a new cluster
+   * node, the primary after a failover) uses them. The object ioredis holds is updated in place.
+   * A file that cannot be read keeps the last good contents.
+   */
+  async #reloadTls(files: RedisTlsFiles): Promise<void> {
+    const tls = this.#tls;
+    if (tls === undefined) return;
+    let material: RedisTlsMaterial;
+    try {
+      material = await readTlsFiles(files);
+    } catch {
+      return;
+    }
+    if (this.#tlsMaterial !== undefined && sameMaterial(material, this.#tlsMaterial)) return;
+    this.#tlsMaterial = material;
+    const next = tlsConnectionOptions(material, files.serverName);
+    delete tls.ca;
+    delete tls.cert;
+    delete tls.key;
+    Object.assign(tls, next);
   }
 
   /** The nodes whose clocks matter: the server, or every master of a cluster. */
@@ -235,6 +302,12 @@ export class RedisCounterStore implements CounterStore {
     return deadline;
   }
 
+  shardOf(keys: CounterKeys): string {
+    if (!(this.#client instanceof Cluster)) return '';
+    const slot = calculateSlot(keys.minute);
+    return this.#client.slots[slot]?.[0] ?? `slot ${slot}`;
+  }
+
   get connected(): boolean {
     return this.#connected;
   }
@@ -284,6 +357,7 @@ export class RedisCounterStore implements CounterStore {
   /** Closes the connection(s); pending commands fail. */
   async close(): Promise<void> {
     clearInterval(this.#measureTimer);
+    clearInterval(this.#tlsTimer);
     try {
       await this.#client.quit();
     } catch {

@@ -26,6 +26,7 @@
  * mode since 7).
  */
 import type { CounterOutcome } from './decision.js';
+import { COUNTER_GRACE_MS } from './windows.js';
 
 export const CHECK_AND_COUNT_LUA = `
 local time = redis.call('TIME')
@@ -53,11 +54,9 @@ end
 local threshold = tonumber(ARGV[6])
 if threshold > 0 then
   local rejected = redis.call('INCR', KEYS[4])
-  if dayOver then
-    redis.call('PEXPIRE', KEYS[4], ARGV[5])
-  else
-    redis.call('PEXPIRE', KEYS[4], ARGV[4])
-  end
+  -- Until the refusing window's end: the counters' TTL less their grace.
+  local windowTtl = tonumber(dayOver and ARGV[5] or ARGV[4])
+  redis.call('PEXPIRE', KEYS[4], math.max(1, windowTtl - ${COUNTER_GRACE_MS}))
   if rejected > threshold then
     redis.call('SET', KEYS[3], '1', 'PX', ARGV[7])
     redis.call('DEL', KEYS[4])

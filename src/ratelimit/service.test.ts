@@ -614,3 +614,51 @@ describe('RateLimitService', () => {
     expect(store.calls).toHaveLength(4);
   });
 });
+
+describe('a store in shards (a Redis Cluster)', () => {
+  /** Keys of key ids starting with `down-` live on a primary that does not answer. */
+  class ShardedStore extends MemoryStore {
+    shardOf(keys: CounterKeys): string {
+      return keys.minute.includes('down-') ? 'primary-down' : 'primary-up';
+    }
+
+    override checkAndCount(keys: CounterKeys, args: CheckArgs): Promise<CounterOutcome> {
+      if (this.shardOf(keys) === 'primary-down') {
+        this.calls.push({ keys, args });
+        return Promise.reject(new StoreUnavailableError('Connection is closed.'));
+      }
+      return super.checkAndCount(keys, args);
+    }
+  }
+
+  it('opens the breaker of the shard that failed only: the others are still counted in the store', async () => {
+    const store = new ShardedStore();
+    const metrics = createRateLimitMetrics(() => NOW);
+    const service = new RateLimitService({
+      policies: () => snapshot,
+      store,
+      failureMode: 'local',
+      now: () => NOW,
+      monotonicNow: () => NOW,
+      metrics,
+      log: pino({ level: 'silent' }),
+    });
+    const down = await service.shouldRateLimit(check('down-1'));
+    expect(down.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
+    expect(headers(down.response_headers_to_add)['X-RateLimit-Remaining']).toBe('59');
+    // A second key of the down shard skips the store (its breaker is open)...
+    await service.shouldRateLimit(check('down-2'));
+    expect(store.calls.filter((c) => c.keys.minute.includes('down-'))).toHaveLength(1);
+    // ...while keys of the other shard are counted in the store.
+    const up = await service.shouldRateLimit(check('up-1'));
+    const upAgain = await service.shouldRateLimit(check('up-1'));
+    expect(up.statuses[0]?.current_limit?.name).toBeUndefined();
+    expect(headers(upAgain.response_headers_to_add)['X-RateLimit-Remaining']).toBe('58');
+    expect(
+      [...store.counts.entries()].filter(([k, v]) => k.includes('up-1') && k.includes(':m:') && v === 2),
+    ).toHaveLength(1);
+    expect(await metricLines(metrics, 'portico_ratelimit_degraded')).toEqual([
+      'portico_ratelimit_degraded 1',
+    ]);
+  });
+});

@@ -112,7 +112,13 @@ function statusOf(decision: DescriptorDecision, nowMs: number): DescriptorStatus
 export class RateLimitService {
   readonly #d: RateLimitServiceDeps;
   readonly #local: LocalCounterStore;
-  readonly #breaker: StoreBreaker;
+  /**
+   * One breaker per shard of the store (`CounterStore.shardOf`): one for a single Redis, one per
+   * primary of a Redis Cluster. Entries are few (the primaries), never removed.
+   */
+  readonly #breakers = new Map<string, StoreBreaker>();
+  /** Breakers open now; the `degraded` gauge is 1 while any is. */
+  #openBreakers = 0;
   readonly #monotonicNow: () => number;
   readonly #overLimit: OverLimitCache;
   readonly #failureLog = new RateLimitedLog();
@@ -121,7 +127,6 @@ export class RateLimitService {
   constructor(deps: RateLimitServiceDeps) {
     this.#d = deps;
     this.#local = deps.localStore ?? new LocalCounterStore(deps.now);
-    this.#breaker = new StoreBreaker(deps.breakerOpenMs);
     this.#monotonicNow = deps.monotonicNow ?? (() => performance.now());
     this.#overLimit = deps.overLimitCache ?? new OverLimitCache();
     // At 0 from the start, so that `increase()` sees the first failure (metrics.ts).
@@ -209,25 +214,39 @@ export class RateLimitService {
       return this.#decided(domain, lookup, cached, hits, nowMs);
     }
     let outcome: CounterOutcome;
-    if (!this.#breaker.tryStore(this.#monotonicNow())) {
+    const breaker = this.#breakerOf(keys);
+    if (!breaker.tryStore(this.#monotonicNow())) {
       return this.#degradedAnswer(domain, lookup, keys, args, nowMs, undefined);
     }
     try {
       outcome = await this.#d.store.checkAndCount(keys, args);
     } catch (err: unknown) {
       if (!isRateLimitError(err)) throw err;
-      this.#breaker.failure(this.#monotonicNow());
+      if (!breaker.degraded) this.#openBreakers += 1;
+      breaker.failure(this.#monotonicNow());
       this.#d.metrics.degraded.set(1);
       return this.#degradedAnswer(domain, lookup, keys, args, nowMs, err);
     }
-    if (this.#breaker.degraded) {
-      this.#breaker.success();
-      this.#d.metrics.degraded.set(0);
+    if (breaker.degraded) {
+      breaker.success();
+      this.#openBreakers -= 1;
+      this.#d.metrics.degraded.set(this.#openBreakers > 0 ? 1 : 0);
       this.#d.log.info('Redis answers again: checks are counted in Redis');
     }
     this.#overLimit.remember(keys.ban, lookup.limits, outcome, args.banThreshold, nowMs);
     this.#noteBan(domain, lookup, outcome, nowMs);
     return this.#decided(domain, lookup, outcome, hits, nowMs);
+  }
+
+  /** The breaker of the store's shard that holds `keys`. */
+  #breakerOf(keys: CounterKeys): StoreBreaker {
+    const shard = this.#d.store.shardOf?.(keys) ?? '';
+    let breaker = this.#breakers.get(shard);
+    if (breaker === undefined) {
+      breaker = new StoreBreaker(this.#d.breakerOpenMs);
+      this.#breakers.set(shard, breaker);
+    }
+    return breaker;
   }
 
   #decided(

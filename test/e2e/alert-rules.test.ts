@@ -115,6 +115,7 @@ describe('the PrometheusRule', () => {
       'PorticoAcmeOrderBudgetNearlySpent',
       'PorticoRateLimitAbsent',
       'PorticoRateLimitFailingOpen',
+      'PorticoRateLimitDegraded',
       'PorticoRateLimitLoadReportFailing',
     ]);
     const cases = tests.tests.flatMap((t) => t.alert_rule_test ?? []);

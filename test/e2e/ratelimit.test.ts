@@ -7,10 +7,13 @@
  * Where a test counts within one clock minute it first makes sure enough of the minute is left
  * (`freshMinute`), so a window boundary cannot split it.
  */
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import type { RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
 import { findCondition } from '../../src/kube/conditions.js';
 import { createRateLimitClient } from '../../src/ratelimit/grpc.js';
@@ -19,6 +22,7 @@ import { counterKeys } from '../../src/ratelimit/redis-keys.js';
 import { currentWindows } from '../../src/ratelimit/windows.js';
 import { sandbox, unique, waitFor } from './support/cluster.js';
 import {
+  REPO,
   check,
   clients,
   createNamespace,
@@ -43,6 +47,7 @@ const FREE_PRO: RateLimitPolicySpec = {
 };
 
 const OPERATOR_NAMESPACE = 'portico-system';
+const SLOW = process.env.PORTICO_E2E_SLOW === '1';
 const ns = unique('rl');
 let redis: Redis;
 
@@ -163,6 +168,77 @@ describe('ShouldRateLimit', () => {
     const after = await check(domain, { key_id: 'k-ban' });
     expect(after.code).toBe('OVER_LIMIT');
     expect(after.headers['X-RateLimit-Reset']).toBe(String(windowEnds().minute));
+  });
+
+  it.runIf(SLOW)(
+    'forgets refusals at the end of the window that refused them: a ban needs them in one window',
+    { timeout: 120_000 },
+    async () => {
+      const domain = await enforced('ban-window', {
+        plans: [{ name: 'free', requestsPerMinute: 3, requestsPerDay: 100 }],
+        defaultPlan: 'free',
+        ban: { afterRejectedRequests: 2, duration: '1m' },
+      });
+      await freshMinute(10);
+      // Minute N: the limit, then two refusals (the most allowed without a ban).
+      for (let i = 0; i < 3; i++) expect((await check(domain, { key_id: 'k-bw' })).code).toBe('OK');
+      for (let i = 0; i < 2; i++) expect((await check(domain, { key_id: 'k-bw' })).code).toBe('OVER_LIMIT');
+      // Minute N+1: the refusals of minute N are gone with it.
+      await sleep(windowEnds().minute * 1000 - Date.now() + 200);
+      for (let i = 0; i < 3; i++) expect((await check(domain, { key_id: 'k-bw' })).code).toBe('OK');
+      const ends = windowEnds();
+      for (let i = 0; i < 2; i++) {
+        const refused = await check(domain, { key_id: 'k-bw' });
+        expect(refused.code).toBe('OVER_LIMIT');
+        // Limited by the minute, not banned: it resets with the minute.
+        expect(refused.headers['X-RateLimit-Reset']).toBe(String(ends.minute));
+      }
+      // The third refusal within this one window starts the ban.
+      const banned = await check(domain, { key_id: 'k-bw' });
+      expect(banned.code).toBe('OVER_LIMIT');
+      expect(banned.headers['Retry-After']).toBe('60');
+    },
+  );
+
+  it("enforces each plan of the spec's table as examples/03-shop-api-ratelimits.yaml gives it: the minute and the day", async () => {
+    const example = parse(
+      await readFile(path.join(REPO, 'examples', '03-shop-api-ratelimits.yaml'), 'utf8'),
+    ) as { spec: RateLimitPolicySpec };
+    const domain = await enforced('shop-api', example.spec);
+    expect(example.spec.plans.map((p) => p.name)).toEqual(['free', 'pro', 'business', 'enterprise']);
+    await freshMinute(15);
+    const ends = windowEnds();
+    for (const plan of example.spec.plans) {
+      const key = `example-${plan.name}`;
+      // The whole minute at once (hits_addend), then one more.
+      const full = await check(domain, { key_id: key, plan: plan.name }, plan.requestsPerMinute);
+      expect(full.code, plan.name).toBe('OK');
+      expect(full.headers, plan.name).toMatchObject({
+        'X-RateLimit-Limit': String(plan.requestsPerMinute),
+        'X-RateLimit-Remaining': '0',
+      });
+      const over = await check(domain, { key_id: key, plan: plan.name });
+      expect(over.code, plan.name).toBe('OVER_LIMIT');
+      expect(over.headers, plan.name).toMatchObject({
+        'X-RateLimit-Limit': String(plan.requestsPerMinute),
+        'X-RateLimit-Reset': String(ends.minute),
+      });
+      // A key that used all but one of its day earlier today (written into the day counter).
+      const dayKey = `example-${plan.name}-day`;
+      const keys = counterKeys(domain, dayKey, currentWindows(Date.now()));
+      await redis.set(keys.day, String(plan.requestsPerDay - 1), 'PX', 60_000);
+      const last = await check(domain, { key_id: dayKey, plan: plan.name });
+      expect(last.code, plan.name).toBe('OK');
+      expect(last.headers, plan.name).toMatchObject({
+        'X-RateLimit-Limit': String(plan.requestsPerDay),
+        'X-RateLimit-Remaining': '0',
+        'X-RateLimit-Reset': String(ends.day),
+      });
+      const dayOver = await check(domain, { key_id: dayKey, plan: plan.name });
+      expect(dayOver.code, plan.name).toBe('OVER_LIMIT');
+      expect(dayOver.response.statuses[0]?.current_limit?.unit, plan.name).toBe('DAY');
+      expect(dayOver.headers['X-RateLimit-Limit'], plan.name).toBe(String(plan.requestsPerDay));
+    }
   });
 
   it("uses an override's negotiated limits whatever the plan", async () => {

@@ -24,8 +24,19 @@ const snapshot: PolicySnapshot = {
 // Nothing listens on port 1: every check meets a Redis that is down, answered by the failure mode.
 const options = {
   grpcListenAddress: '127.0.0.1:0',
-  redisUrl: 'redis://127.0.0.1:1',
-  redisCluster: false,
+  redis: {
+    topology: { kind: 'standalone', host: '127.0.0.1', port: 1, db: 0 },
+    tls: false,
+    tlsFiles: {
+      caFile: undefined,
+      certFile: undefined,
+      keyFile: undefined,
+      serverName: undefined,
+      refreshMs: 60_000,
+    },
+    username: undefined,
+    password: undefined,
+  },
   redisTimeoutMs: 200,
   failureMode: 'deny',
   logLevel: 'silent',

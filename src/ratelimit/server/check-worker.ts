@@ -20,6 +20,7 @@ import { bindServer, createRateLimitGrpcServer, serverCredentials, shutdownServe
 import type { GrpcConnectionSettings, GrpcTlsFiles } from '../grpc-settings.js';
 import { createCheckMetrics, type CheckMetrics } from '../metrics.js';
 import { EMPTY_SNAPSHOT, type PolicySnapshot } from '../policy-set.js';
+import type { RedisConnectionErrorKind, RedisConnectionSettings } from '../redis-connection.js';
 import { RedisCounterStore } from '../redis-store.js';
 import { RateLimitService, type FailureMode } from '../service.js';
 import { createServerLogger } from './logger.js';
@@ -27,8 +28,8 @@ import { createServerLogger } from './logger.js';
 /** What the check thread needs to start (`workerData`). */
 export interface CheckWorkerOptions {
   readonly grpcListenAddress: string;
-  readonly redisUrl: string;
-  readonly redisCluster: boolean;
+  /** One server, a cluster or Sentinel; TLS and credentials. */
+  readonly redis: RedisConnectionSettings;
   readonly redisTimeoutMs: number;
   readonly failureMode: FailureMode;
   /** Shadow mode (service.ts); off when unset. */
@@ -55,18 +56,60 @@ export type FromCheckWorker =
   | { readonly type: 'listening'; readonly port: number }
   | { readonly type: 'done'; readonly id: number; readonly text?: string };
 
+/** A connection error is logged when its kind or message changes, else at most once per this, ms. */
+export const CONNECTION_ERROR_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * Logs connection errors: the first of each kind and message at once, a repeat at most every
+ * CONNECTION_ERROR_LOG_INTERVAL_MS with the number since the last line (ioredis retries every
+ * 50 ms to 2 s, and a wrong password fails each attempt).
+ */
+function connectionErrorLogger(
+  log: Logger,
+  options: CheckWorkerOptions,
+): (kind: RedisConnectionErrorKind, err: Error) => void {
+  let last = '';
+  let lastAt = 0;
+  let since = 0;
+  return (kind, err) => {
+    since += 1;
+    const what = `${kind}: ${err.message}`;
+    const now = Date.now();
+    if (what === last && now - lastAt < CONNECTION_ERROR_LOG_INTERVAL_MS) return;
+    const hint =
+      kind === 'auth'
+        ? 'Redis refused the username or password (check the Secret of --redis-password / --redis-username)'
+        : kind === 'tls'
+          ? 'the TLS handshake with Redis failed (check --redis-tls-ca-file, the client certificate and --redis-tls-server-name)'
+          : kind === 'sentinel'
+            ? 'no sentinel named a reachable primary (check --redis-sentinels and --redis-sentinel-master-name)'
+            : 'cannot connect to Redis';
+    log.error(
+      { reason: kind, err: err.message, errors: since, failureMode: options.failureMode },
+      `Redis connection error: ${hint}`,
+    );
+    last = what;
+    lastAt = now;
+    since = 0;
+  };
+}
+
 function createStore(options: CheckWorkerOptions, metrics: CheckMetrics, log: Logger): RedisCounterStore {
+  const logConnectionError = connectionErrorLogger(log, options);
   return new RedisCounterStore({
-    url: options.redisUrl,
-    cluster: options.redisCluster,
+    connection: options.redis,
     commandTimeoutMs: options.redisTimeoutMs,
     onCommand: (command, seconds, error) => {
       metrics.redisCommandDuration.observe({ command }, seconds);
       if (error !== undefined) metrics.redisErrorsTotal.inc({ command, error });
     },
+    onConnectionError: (kind, err) => {
+      metrics.redisConnectionErrorsTotal.inc({ reason: kind });
+      logConnectionError(kind, err);
+    },
     onStateChange: (state, err) => {
       metrics.redisConnected.set(state === 'ready' ? 1 : 0);
-      if (state === 'ready') log.info({ cluster: options.redisCluster }, 'connected to Redis');
+      if (state === 'ready') log.info({ topology: options.redis.topology.kind }, 'connected to Redis');
       else log.error({ err: err?.message, failureMode: options.failureMode }, 'lost the connection to Redis');
     },
   });

@@ -8,7 +8,12 @@ describe('parseRateLimitServerConfig', () => {
       metricsListenAddress: '0.0.0.0:8082',
       failureMode: 'local',
       gatewayDomain: 'portico-gateway',
-      redisCluster: false,
+      redis: {
+        topology: { kind: 'standalone', host: '127.0.0.1', port: 6379, db: 0 },
+        tls: false,
+        username: undefined,
+        password: undefined,
+      },
       configNamespace: 'portico-system',
       configName: 'portico-ratelimit-config',
       statusName: 'portico-ratelimit-status',
@@ -25,8 +30,7 @@ describe('parseRateLimitServerConfig', () => {
       POD_NAME: 'rl-0',
     });
     expect(config).toMatchObject({
-      redisUrl: 'redis://r:1',
-      redisCluster: true,
+      redis: { topology: { kind: 'cluster', seeds: [{ host: 'r', port: 1 }] } },
       failureMode: 'deny',
       instance: 'rl-0',
     });

@@ -19,6 +19,7 @@ import {
   type GrpcTlsFiles,
 } from '../grpc-settings.js';
 import { ServerConfigError } from '../errors.js';
+import type { HostPort, RedisConnectionSettings, RedisTlsFiles, RedisTopology } from '../redis-connection.js';
 import { HEARTBEAT_INTERVAL_MS, MAX_HEARTBEAT_INTERVAL_SECONDS } from '../load-report.js';
 import { FAILURE_MODES, type FailureMode } from '../service.js';
 
@@ -29,9 +30,8 @@ export interface RateLimitServerConfig {
   grpcTls: GrpcTlsFiles | undefined;
   /** Keepalive and maximum connection age of gRPC connections. */
   grpcConnection: GrpcConnectionSettings;
-  /** `redis://host:port` (or `rediss://`, with credentials); a seed node with `redisCluster`. */
-  redisUrl: string;
-  redisCluster: boolean;
+  /** One Redis server, a Redis Cluster or Sentinel; TLS and credentials (redis-connection.ts). */
+  redis: RedisConnectionSettings;
   /** Milliseconds a Redis command may take before the failure mode answers. */
   redisTimeoutMs: number;
   /**
@@ -115,12 +115,88 @@ const options = {
   'redis-url': {
     type: 'string',
     env: ['PORTICO_RATELIMIT_REDIS_URL'],
-    help: 'required: redis://host:port of the counters',
+    help: 'redis://[user:password@]host:port[/db] of the counters (rediss:// for TLS); a seed node with --redis-cluster; required unless --redis-sentinels',
   },
   'redis-cluster': {
     type: 'boolean',
     env: ['PORTICO_RATELIMIT_REDIS_CLUSTER'],
     help: 'Redis is a Redis Cluster (redis-url is a seed node)',
+  },
+  'redis-cluster-nodes': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_CLUSTER_NODES'],
+    help: 'more seed nodes of the Redis Cluster, host:port,host:port (with --redis-cluster)',
+  },
+  'redis-sentinels': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_SENTINELS'],
+    help: 'Redis Sentinel: host:port,host:port of the sentinels that name the primary (instead of --redis-url)',
+  },
+  'redis-sentinel-master-name': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_SENTINEL_MASTER_NAME'],
+    help: 'the name the sentinels monitor the primary under (required with --redis-sentinels)',
+  },
+  'redis-sentinel-username': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_SENTINEL_USERNAME'],
+    help: 'ACL user of the sentinels (default: none)',
+  },
+  'redis-sentinel-password': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_SENTINEL_PASSWORD'],
+    help: "the sentinels' password (requirepass of sentinel.conf); prefer the variable, flags show in the process list",
+  },
+  'redis-sentinel-tls': {
+    type: 'boolean',
+    env: ['PORTICO_RATELIMIT_REDIS_SENTINEL_TLS'],
+    help: 'the sentinels speak TLS (with the --redis-tls-* files)',
+  },
+  'redis-db': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_DB'],
+    help: "logical database with --redis-sentinels (a URL's /db otherwise); default 0",
+  },
+  'redis-username': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_USERNAME'],
+    help: "ACL user of the Redis nodes; wins over the URL's",
+  },
+  'redis-password': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_PASSWORD'],
+    help: "password of the Redis nodes; wins over the URL's; prefer the variable, flags show in the process list",
+  },
+  'redis-tls': {
+    type: 'boolean',
+    env: ['PORTICO_RATELIMIT_REDIS_TLS'],
+    help: 'TLS to the Redis nodes (also implied by a rediss:// URL)',
+  },
+  'redis-tls-ca-file': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_TLS_CA_FILE'],
+    help: "PEM CA bundle that signed the Redis servers' certificates (default: the system's CAs)",
+  },
+  'redis-tls-cert-file': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_TLS_CERT_FILE'],
+    help: 'PEM client certificate (chain) for Redis, with --redis-tls-key-file (tls-auth-clients)',
+  },
+  'redis-tls-key-file': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_TLS_KEY_FILE'],
+    help: 'PEM private key of --redis-tls-cert-file',
+  },
+  'redis-tls-server-name': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_TLS_SERVER_NAME'],
+    help: "the name Redis's certificates are checked against (and SNI), instead of the host connected to",
+  },
+  'redis-tls-refresh-seconds': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_TLS_REFRESH_SECONDS'],
+    default: '60',
+    help: 'seconds between reads of the Redis TLS files (a rotated certificate is used on the next connection)',
   },
   'redis-timeout-ms': {
     type: 'string',
@@ -204,6 +280,10 @@ export function rateLimitServerUsage(): string {
 const LEVELS = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
 const TRUE = new Set(['1', 'true', 'yes']);
 
+function isTrue(value: string | undefined): boolean {
+  return TRUE.has((value ?? '').toLowerCase());
+}
+
 function checkHostPort(name: OptionName, value: string): string {
   const at = value.lastIndexOf(':');
   const port = Number(value.slice(at + 1));
@@ -265,7 +345,46 @@ function tlsFiles(
   return { certFile, keyFile, clientCaFile, refreshMs };
 }
 
-function checkRedisUrl(value: string): string {
+/**
+ * A comma-separated list of `host:port`.
+ *
+ * @throws ServerConfigError naming the flag for an empty list or an entry that is not host:port
+ */
+export function hostPortList(name: OptionName, value: string): HostPort[] {
+  const entries = value
+    .split(',')
+    .map((e) => e.trim())
+    .filter((e) => e !== '');
+  if (entries.length === 0) throw new ServerConfigError(`--${name} must list host:port, got "${value}"`);
+  return entries.map((entry) => {
+    const at = entry.lastIndexOf(':');
+    const host = entry.slice(0, at).replace(/^\[(.*)\]$/, '$1');
+    const port = Number(entry.slice(at + 1));
+    if (at <= 0 || host === '' || !Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new ServerConfigError(`--${name} must list host:port, got "${entry}"`);
+    }
+    return { host, port };
+  });
+}
+
+interface ParsedRedisUrl {
+  readonly host: string;
+  readonly port: number;
+  readonly db: number;
+  readonly tls: boolean;
+  readonly username: string | undefined;
+  readonly password: string | undefined;
+}
+
+function database(name: OptionName, value: string): number {
+  const db = Number(value);
+  if (value === '' || !Number.isInteger(db) || db < 0) {
+    throw new ServerConfigError(`--${name} must name a database by its number (0, 1, ...), got "${value}"`);
+  }
+  return db;
+}
+
+function parseRedisUrl(value: string): ParsedRedisUrl {
   let url: URL;
   try {
     url = new URL(value);
@@ -275,7 +394,136 @@ function checkRedisUrl(value: string): string {
   if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
     throw new ServerConfigError(`--redis-url must start with redis:// or rediss://, got "${value}"`);
   }
-  return value;
+  const path = url.pathname.replace(/^\//, '');
+  return {
+    host: url.hostname.replace(/^\[(.*)\]$/, '$1'),
+    port: url.port === '' ? 6379 : Number(url.port),
+    db: path === '' ? 0 : database('redis-url', path),
+    tls: url.protocol === 'rediss:',
+    username: url.username === '' ? undefined : decodeURIComponent(url.username),
+    password: url.password === '' ? undefined : decodeURIComponent(url.password),
+  };
+}
+
+function readable(flag: OptionName, file: string | undefined): string | undefined {
+  if (file === undefined) return undefined;
+  try {
+    accessSync(file, constants.R_OK);
+  } catch (err) {
+    throw new ServerConfigError(`--${flag} "${file}" cannot be read: ${(err as Error).message}`);
+  }
+  return file;
+}
+
+/** @param anyTls whether a connection uses TLS; the TLS files without it are refused */
+function redisTlsFiles(get: (name: OptionName) => string | undefined, anyTls: boolean): RedisTlsFiles {
+  const refreshMs = seconds('redis-tls-refresh-seconds', get('redis-tls-refresh-seconds') ?? '60', 1, 3600);
+  const tlsOnly = firstSet(get, ['redis-tls-ca-file', 'redis-tls-cert-file', 'redis-tls-server-name']);
+  if (!anyTls && tlsOnly !== undefined) {
+    throw new ServerConfigError(
+      `--${tlsOnly} needs TLS: a rediss:// URL, --redis-tls or --redis-sentinel-tls`,
+    );
+  }
+  const certFile = readable('redis-tls-cert-file', get('redis-tls-cert-file'));
+  const keyFile = readable('redis-tls-key-file', get('redis-tls-key-file'));
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new ServerConfigError(
+      '--redis-tls-cert-file and --redis-tls-key-file go together: set both or neither',
+    );
+  }
+  return {
+    caFile: readable('redis-tls-ca-file', get('redis-tls-ca-file')),
+    certFile,
+    keyFile,
+    serverName: get('redis-tls-server-name'),
+    refreshMs,
+  };
+}
+
+function sentinelTopology(get: (name: OptionName) => string | undefined, sentinels: string): RedisTopology {
+  if (isTrue(get('redis-cluster'))) {
+    throw new ServerConfigError('--redis-cluster and --redis-sentinels: a Redis Cluster has no sentinels');
+  }
+  const masterName = get('redis-sentinel-master-name');
+  if (masterName === undefined) {
+    throw new ServerConfigError(
+      '--redis-sentinels needs --redis-sentinel-master-name: the name the sentinels monitor the primary under',
+    );
+  }
+  const db = get('redis-db');
+  return {
+    kind: 'sentinel',
+    sentinels: hostPortList('redis-sentinels', sentinels),
+    masterName,
+    db: db === undefined ? 0 : database('redis-db', db),
+    sentinelTls: isTrue(get('redis-sentinel-tls')),
+    sentinelUsername: get('redis-sentinel-username'),
+    sentinelPassword: get('redis-sentinel-password'),
+  };
+}
+
+/** The first of these flags that is set, if any. */
+function firstSet(
+  get: (name: OptionName) => string | undefined,
+  names: readonly OptionName[],
+): OptionName | undefined {
+  return names.find((n) => get(n) !== undefined);
+}
+
+/**
+ * The Redis connection: `--redis-url` (one server, or a cluster's seed with `--redis-cluster`) or
+ * `--redis-sentinels`; TLS from a rediss:// URL or `--redis-tls`; credentials from the URL, the
+ * flags winning.
+ *
+ * @throws ServerConfigError for both or neither of --redis-url and --redis-sentinels, flags of one
+ *   topology given with another, TLS files without TLS, or a file that cannot be read
+ */
+export function redisConnectionSettings(
+  get: (name: OptionName) => string | undefined,
+): RedisConnectionSettings {
+  const urlValue = get('redis-url');
+  const sentinels = get('redis-sentinels');
+  if ((urlValue === undefined) === (sentinels === undefined)) {
+    throw new ServerConfigError(
+      urlValue === undefined
+        ? "--redis-url (or $PORTICO_RATELIMIT_REDIS_URL) is required: the counters' Redis, or --redis-sentinels for Redis Sentinel"
+        : '--redis-url and --redis-sentinels name Redis in two ways: set one',
+    );
+  }
+  const url = urlValue === undefined ? undefined : parseRedisUrl(urlValue);
+  const topology = url === undefined ? sentinelTopology(get, sentinels ?? '') : urlTopology(get, url);
+  const tls = url?.tls === true || isTrue(get('redis-tls'));
+  return {
+    topology,
+    tls,
+    tlsFiles: redisTlsFiles(get, tls || (topology.kind === 'sentinel' && topology.sentinelTls)),
+    username: get('redis-username') ?? url?.username,
+    password: get('redis-password') ?? url?.password,
+  };
+}
+
+/** One server or a cluster, from `--redis-url`. */
+function urlTopology(get: (name: OptionName) => string | undefined, url: ParsedRedisUrl): RedisTopology {
+  const sentinelOnly = firstSet(get, [
+    'redis-sentinel-master-name',
+    'redis-sentinel-username',
+    'redis-sentinel-password',
+    'redis-sentinel-tls',
+    'redis-db',
+  ]);
+  if (sentinelOnly !== undefined) throw new ServerConfigError(`--${sentinelOnly} needs --redis-sentinels`);
+  const cluster = isTrue(get('redis-cluster'));
+  const more = get('redis-cluster-nodes');
+  if (!cluster) {
+    if (more !== undefined) throw new ServerConfigError('--redis-cluster-nodes needs --redis-cluster');
+    return { kind: 'standalone', host: url.host, port: url.port, db: url.db };
+  }
+  if (url.db !== 0) {
+    throw new ServerConfigError(`--redis-url: a Redis Cluster has only database 0, got /${url.db}`);
+  }
+  const seeds = [{ host: url.host, port: url.port }];
+  if (more !== undefined) seeds.push(...hostPortList('redis-cluster-nodes', more));
+  return { kind: 'cluster', seeds };
 }
 
 function connectionSettings(required: (name: OptionName) => string): GrpcConnectionSettings {
@@ -343,8 +591,7 @@ export function parseRateLimitServerConfig(
     grpcListenAddress: checkHostPort('grpc-listen-address', required('grpc-listen-address')),
     grpcTls: tlsFiles(get, refreshMs),
     grpcConnection: connectionSettings(required),
-    redisUrl: checkRedisUrl(required('redis-url')),
-    redisCluster: TRUE.has((get('redis-cluster') ?? '').toLowerCase()),
+    redis: redisConnectionSettings(get),
     redisTimeoutMs: timeout,
     failureMode: failureMode as FailureMode,
     shadowMode: TRUE.has((get('shadow-mode') ?? '').toLowerCase()),

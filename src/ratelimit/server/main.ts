@@ -48,8 +48,7 @@ export async function startRateLimitServer(
     grpcListenAddress: config.grpcListenAddress,
     connection: config.grpcConnection,
     tls: config.grpcTls,
-    redisUrl: config.redisUrl,
-    redisCluster: config.redisCluster,
+    redis: config.redis,
     redisTimeoutMs: config.redisTimeoutMs,
     failureMode: config.failureMode,
     shadowMode: config.shadowMode,
@@ -121,6 +120,29 @@ export async function startRateLimitServer(
   };
 }
 
+/** How the server reaches Redis, for its start-up log line (no password). */
+function describeRedis(redis: RateLimitServerConfig['redis']): Record<string, unknown> {
+  const t = redis.topology;
+  const where =
+    t.kind === 'standalone'
+      ? { address: `${t.host}:${t.port}`, db: t.db }
+      : t.kind === 'cluster'
+        ? { seeds: t.seeds.map((s) => `${s.host}:${s.port}`) }
+        : {
+            sentinels: t.sentinels.map((s) => `${s.host}:${s.port}`),
+            masterName: t.masterName,
+            sentinelTls: t.sentinelTls,
+          };
+  return {
+    topology: t.kind,
+    ...where,
+    tls: redis.tls,
+    clientCertificate: redis.tlsFiles.certFile !== undefined,
+    username: redis.username,
+    password: redis.password !== undefined,
+  };
+}
+
 /**
  * Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 1 if the check thread
  * ended on its own, 2 for bad configuration.
@@ -151,6 +173,7 @@ export async function runRateLimitServer(args: string[]): Promise<number> {
       gatewayDomain: parsed.gatewayDomain,
       config: `${parsed.configNamespace}/${parsed.configName}`,
       instance: parsed.instance,
+      redis: describeRedis(parsed.redis),
     },
     'rate-limit server started',
   );

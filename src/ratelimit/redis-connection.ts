@@ -1,0 +1,206 @@
+/**
+ * How `portico ratelimit-server` reaches Redis: one server, a Redis Cluster (seed nodes) or a
+ * primary found through Redis Sentinel; TLS with a CA and a client certificate from PEM files;
+ * ACL username and password. `server/config.ts` reads these settings from flags; `redis-store.ts`
+ * turns them into an ioredis client with `redisClientOptions` (pure, so the mapping is unit-tested).
+ *
+ * Sources of the rules: ioredis's README ("Sentinel", "Cluster", "TLS Options": `dnsLookup` for
+ * TLS endpoints of a cluster, `enableTLSForSentinelMode` and `sentinelTLS`), Redis's documentation
+ * ("High availability with Redis Sentinel", "Redis cluster specification", "TLS", "ACL").
+ */
+import type { ConnectionOptions } from 'node:tls';
+import type { ClusterOptions, RedisOptions } from 'ioredis';
+
+/** A `host:port` pair. */
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** Where the counters live. */
+export type RedisTopology =
+  /** One Redis server (`db`: its logical database, 0 by default). */
+  | { readonly kind: 'standalone'; readonly host: string; readonly port: number; readonly db: number }
+  /** A Redis Cluster, found from these seed nodes (any of them answering is enough). */
+  | { readonly kind: 'cluster'; readonly seeds: readonly HostPort[] }
+  /** The primary of `masterName`, as the sentinels name it (and name it again after a failover). */
+  | {
+      readonly kind: 'sentinel';
+      readonly sentinels: readonly HostPort[];
+      readonly masterName: string;
+      readonly db: number;
+      /** The sentinels speak TLS (the same CA and client certificate as the Redis nodes). */
+      readonly sentinelTls: boolean;
+      readonly sentinelUsername: string | undefined;
+      readonly sentinelPassword: string | undefined;
+    };
+
+/** PEM files of the TLS connections to Redis (and to the sentinels with `sentinelTls`). */
+export interface RedisTlsFiles {
+  /** CA bundle that signed the servers' certificates; the system's CAs when unset. */
+  readonly caFile: string | undefined;
+  /** Client certificate (chain), for a Redis with `tls-auth-clients yes`; with `keyFile`. */
+  readonly certFile: string | undefined;
+  readonly keyFile: string | undefined;
+  /** The name the servers' certificates are checked against (and sent as SNI) instead of the host. */
+  readonly serverName: string | undefined;
+  /** How often the files are read again, ms (a rotated certificate is used on the next connection). */
+  readonly refreshMs: number;
+}
+
+/** Everything `RedisCounterStore` needs to connect. Plain data (it crosses to the check thread). */
+export interface RedisConnectionSettings {
+  readonly topology: RedisTopology;
+  /** TLS to the Redis nodes; plaintext when false. */
+  readonly tls: boolean;
+  /** Used when `tls` or the sentinels' TLS is on. */
+  readonly tlsFiles: RedisTlsFiles;
+  /** ACL user (Redis 6+); `default` when unset. */
+  readonly username: string | undefined;
+  readonly password: string | undefined;
+}
+
+/** The contents of the TLS files, as read. */
+export interface RedisTlsMaterial {
+  readonly ca?: Buffer | undefined;
+  readonly cert?: Buffer | undefined;
+  readonly key?: Buffer | undefined;
+}
+
+/** Options every connection gets (the command timeout, no offline queue), from `redis-store.ts`. */
+export interface RedisCommonOptions {
+  readonly commandTimeout: number;
+  readonly maxRetriesPerRequest: number;
+  readonly enableOfflineQueue: boolean;
+  readonly enableAutoPipelining: boolean;
+}
+
+/** ioredis's options without `replyMapping` (its constructors' overloads pick it; left at the default). */
+export type ClientRedisOptions = Omit<RedisOptions, 'replyMapping'>;
+export type ClientClusterOptions = Omit<ClusterOptions, 'redisOptions'> & {
+  readonly redisOptions: Omit<NonNullable<ClusterOptions['redisOptions']>, 'replyMapping'>;
+};
+
+/** What to construct: `new Redis(options)` or `new Cluster(seeds, options)`. */
+export type RedisClientOptions =
+  | { readonly kind: 'redis'; readonly options: ClientRedisOptions }
+  | { readonly kind: 'cluster'; readonly seeds: HostPort[]; readonly options: ClientClusterOptions };
+
+/** node:tls options from the files' contents; node:tls uses the system's CAs without `ca`. */
+export function tlsConnectionOptions(
+  material: RedisTlsMaterial,
+  serverName: string | undefined,
+): ConnectionOptions {
+  return {
+    ...(material.ca === undefined ? {} : { ca: material.ca }),
+    ...(material.cert === undefined ? {} : { cert: material.cert }),
+    ...(material.key === undefined ? {} : { key: material.key }),
+    ...(serverName === undefined ? {} : { servername: serverName }),
+  };
+}
+
+/**
+ * The ioredis options for `settings`. `tls` is the object every TLS connection is opened with: the
+ * store updates it in place when the files change (ioredis passes this same object to
+ * `tls.connect` on each connection), so it is shared, never copied, here.
+ *
+ * Cluster: `dnsLookup` hands each node's address to `tls.connect` as it is, so a TLS endpoint is
+ * checked against the host name the cluster announces rather than an IP address it resolves to
+ * (ioredis README, "Special note: AWS ElastiCache Clusters with TLS"). Sentinel: the failover
+ * detector subscribes to the sentinels' `+switch-master` and reconnects as soon as they announce
+ * the new primary, instead of waiting for the old connection to fail.
+ */
+export function redisClientOptions(
+  settings: RedisConnectionSettings,
+  tls: ConnectionOptions | undefined,
+  common: RedisCommonOptions,
+): RedisClientOptions {
+  const auth = {
+    ...(settings.username === undefined ? {} : { username: settings.username }),
+    ...(settings.password === undefined ? {} : { password: settings.password }),
+  };
+  const nodeTls = settings.tls && tls !== undefined ? { tls } : {};
+  const t = settings.topology;
+  switch (t.kind) {
+    case 'standalone':
+      return {
+        kind: 'redis',
+        options: { host: t.host, port: t.port, db: t.db, ...auth, ...nodeTls, ...common },
+      };
+    case 'cluster':
+      return {
+        kind: 'cluster',
+        seeds: t.seeds.map(({ host, port }) => ({ host, port })),
+        options: {
+          enableOfflineQueue: common.enableOfflineQueue,
+          enableAutoPipelining: common.enableAutoPipelining,
+          ...(settings.tls
+            ? {
+                dnsLookup: (address: string, callback: (err: null, address: string) => void) => {
+                  callback(null, address);
+                },
+              }
+            : {}),
+          redisOptions: {
+            ...auth,
+            ...nodeTls,
+            commandTimeout: common.commandTimeout,
+            maxRetriesPerRequest: common.maxRetriesPerRequest,
+          },
+        },
+      };
+    case 'sentinel':
+      return {
+        kind: 'redis',
+        options: {
+          sentinels: t.sentinels.map(({ host, port }) => ({ host, port })),
+          name: t.masterName,
+          db: t.db,
+          ...auth,
+          ...(t.sentinelUsername === undefined ? {} : { sentinelUsername: t.sentinelUsername }),
+          ...(t.sentinelPassword === undefined ? {} : { sentinelPassword: t.sentinelPassword }),
+          ...(t.sentinelTls && tls !== undefined ? { sentinelTLS: tls } : {}),
+          ...(settings.tls && tls !== undefined ? { tls, enableTLSForSentinelMode: true } : {}),
+          sentinelCommandTimeout: common.commandTimeout,
+          failoverDetector: true,
+          ...common,
+        },
+      };
+  }
+}
+
+/**
+ * Why a connection to Redis failed, for the log and `portico_ratelimit_redis_connection_errors_total`:
+ * `auth` (Redis refused the username or password: WRONGPASS, NOAUTH, or AUTH without a password set),
+ * `tls` (the TLS handshake failed: a certificate not trusted, expired, of another name, or refused
+ * by Redis), `sentinel` (no sentinel answered, or none knows the primary), else `connection`.
+ */
+export type RedisConnectionErrorKind = 'auth' | 'tls' | 'sentinel' | 'connection';
+
+export const REDIS_CONNECTION_ERROR_KINDS: readonly RedisConnectionErrorKind[] = [
+  'auth',
+  'tls',
+  'sentinel',
+  'connection',
+];
+
+/** node:tls's and OpenSSL's codes of a certificate that does not verify. */
+const TLS_CODES =
+  /^(ERR_TLS_|ERR_SSL_|CERT_|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_(GET|VERIFY)_|ERR_OSSL_)/;
+
+/** The kind of an error ioredis emitted on its connection (`error` event). */
+export function redisConnectionErrorKind(err: unknown): RedisConnectionErrorKind {
+  if (!(err instanceof Error)) return 'connection';
+  const code = (err as { code?: unknown }).code;
+  if (/^(WRONGPASS|NOAUTH|NOPERM)\b/.test(err.message) || /AUTH .*no password is set/i.test(err.message)) {
+    return 'auth';
+  }
+  if (
+    (typeof code === 'string' && TLS_CODES.test(code)) ||
+    /\b(SSL|TLS) (alert|routines)|certificate/i.test(err.message)
+  ) {
+    return 'tls';
+  }
+  if (/sentinel/i.test(err.message)) return 'sentinel';
+  return 'connection';
+}

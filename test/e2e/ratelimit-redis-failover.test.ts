@@ -1,0 +1,472 @@
+/**
+ * The rate-limit server on a highly available Redis, real processes on loopback (Debian's
+ * redis-server and redis-sentinel):
+ *
+ * - Sentinel: a primary, a replica and three sentinels; the server in Sentinel mode answers a steady
+ *   load from gRPC callers; the primary is killed (SIGKILL). Measured and asserted against the bounds
+ *   of docs/ratelimits.md ("Redis Sentinel: what a failover costs"), derived from the sentinels'
+ *   settings below: checks that failed (none: the failure mode answers each), the time until checks
+ *   are counted in Redis again, and the counts lost (the primary's writes the replica never got).
+ * - Cluster: three primaries without replicas (`cluster-require-full-coverage no`); one is killed;
+ *   keys whose slots the others serve go on being counted in Redis, keys of the dead one's slots are
+ *   answered from local counts, with the headers.
+ *
+ * - A sentinel that names a primary nobody can reach: local answers with the headers at once.
+ *
+ * The failover and the Cluster take 20-40 s and run with PORTICO_E2E_SLOW=1; without it, the
+ * Sentinel case only checks that the server finds the primary through the sentinels and counts there.
+ */
+import { execFile } from 'node:child_process';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import calculateSlot from 'cluster-key-slot';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
+import type { RateLimitClient } from '../../src/ratelimit/grpc.js';
+import { counterKeys } from '../../src/ratelimit/redis-keys.js';
+import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
+import { currentWindows } from '../../src/ratelimit/windows.js';
+import { pickFreePorts } from '../../src/sandbox/ports.js';
+import { redisArgs, redisPingProbe } from '../../src/sandbox/redis.js';
+import { unique, waitFor } from './support/cluster.js';
+import {
+  TOOLS_BIN,
+  check,
+  clients,
+  createNamespace,
+  freshMinute,
+  metricValue,
+  startProcess,
+  startTestServer,
+  waitUntilLoaded,
+  type TestProcess,
+  type TestServer,
+} from './ratelimit-helpers.js';
+
+const SLOW = process.env.PORTICO_E2E_SLOW === '1';
+const run = promisify(execFile);
+
+const ns = unique('rl-ha');
+const DOMAIN = `${ns}/api`;
+const ENTRY: CompiledPolicy = {
+  domain: DOMAIN,
+  uid: 'test',
+  generation: 1,
+  // Far above what the load sends: every check is admitted, so each admitted one is one count.
+  plans: [{ name: 'free', requestsPerMinute: 1_000_000, requestsPerDay: 10_000_000 }],
+  defaultPlan: 'free',
+  overrides: [],
+};
+
+/** The sentinels' settings the bounds derive from (docs/ratelimits.md). */
+const DOWN_AFTER_MS = 1_000;
+const FAILOVER_TIMEOUT_MS = 3_000;
+/**
+ * Kill to the first check counted in Redis again, at most: the primary seen down by each sentinel
+ * (down-after-milliseconds), the failover start spread by up to 1 s across sentinels
+ * (SENTINEL_MAX_DESYNC in sentinel.c), one failed leader election retried after twice
+ * failover-timeout, two 1 s INFO periods for the promotion to be seen, and the client's reconnect
+ * delay (ioredis: at most 2 s between attempts).
+ */
+const RECOVERY_BOUND_MS = DOWN_AFTER_MS + 1_000 + 2 * FAILOVER_TIMEOUT_MS + 2 * 1_000 + 2_000;
+/** Callers of the steady load, each with one check in flight at a time. */
+const CALLERS = 8;
+/** The bound on counts lost or counted without an answer from Redis: one check in flight per caller. */
+const COUNTS_BOUND = CALLERS;
+
+const started: TestProcess[] = [];
+function track<T extends TestProcess>(p: T): T {
+  started.push(p);
+  return p;
+}
+
+const dir = mkdtempSync(path.join(tmpdir(), 'portico-redis-ha-'));
+
+/** A redis-server of this test on `port`, with `extra` flags; waits until it answers PING. */
+async function redisServer(port: number, extra: readonly string[] = []): Promise<TestProcess> {
+  const data = mkdtempSync(path.join(dir, `redis-${port}-`));
+  const proc = track(
+    startProcess(path.join(TOOLS_BIN, 'redis-server'), [...redisArgs(port, data), ...extra]),
+  );
+  const probe = redisPingProbe(`127.0.0.1:${port}`);
+  await waitFor(
+    `redis-server on ${port}`,
+    async () => ((await probe()) === true ? true : undefined),
+    10_000,
+    50,
+  );
+  return proc;
+}
+
+/** A redis-sentinel on `port` watching the primary at `primaryPort` as `master`, quorum 2. */
+function sentinel(port: number, primaryPort: number, master: string): TestProcess {
+  const conf = path.join(dir, `sentinel-${port}.conf`);
+  writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      'bind 127.0.0.1',
+      `dir ${dir}`,
+      `sentinel monitor ${master} 127.0.0.1 ${primaryPort} 2`,
+      `sentinel down-after-milliseconds ${master} ${DOWN_AFTER_MS}`,
+      `sentinel failover-timeout ${master} ${FAILOVER_TIMEOUT_MS}`,
+      `sentinel parallel-syncs ${master} 1`,
+      '',
+    ].join('\n'),
+  );
+  return track(startProcess(path.join(TOOLS_BIN, 'redis-sentinel'), [conf]));
+}
+
+/** A rate-limit server of this test, reading this test's config. */
+async function server(instance: string, extra: readonly string[]): Promise<TestServer> {
+  const s = track(
+    await startTestServer([
+      '--config-namespace',
+      ns,
+      '--redis-timeout-ms',
+      '200',
+      '--instance',
+      instance,
+      ...extra,
+    ]),
+  );
+  await waitUntilLoaded(ns, instance, ENTRY);
+  return s;
+}
+
+beforeAll(async () => {
+  await createNamespace(ns);
+  await clients().core.createNamespacedConfigMap({
+    namespace: ns,
+    body: {
+      metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
+      data: { 'config.json': renderCompiledConfig([ENTRY]) },
+    },
+  });
+});
+
+afterAll(async () => {
+  for (const p of started.reverse()) await p.stop();
+});
+
+/** One answer of the load: from Redis, from local counts, or an error (no answer). */
+interface Sample {
+  readonly startMs: number;
+  readonly endMs: number;
+  readonly source: 'redis' | 'local' | 'error';
+  readonly code: string;
+}
+
+/** A steady load: CALLERS loops, each one check at a time and 10 ms between checks. */
+function steadyLoad(
+  client: RateLimitClient,
+  keyId: string,
+): { samples: Sample[]; stop: () => Promise<void> } {
+  const samples: Sample[] = [];
+  let running = true;
+  const loop = async (): Promise<void> => {
+    while (running) {
+      const startMs = performance.now();
+      try {
+        const r = await client.shouldRateLimit(
+          { domain: DOMAIN, descriptors: [{ entries: [{ key: 'key_id', value: keyId }] }] },
+          2_000,
+        );
+        const local = r.statuses[0]?.current_limit?.name === DEGRADED_STATUS_NAME;
+        samples.push({
+          startMs,
+          endMs: performance.now(),
+          source: local ? 'local' : 'redis',
+          code: r.overall_code,
+        });
+      } catch {
+        samples.push({ startMs, endMs: performance.now(), source: 'error', code: 'ERROR' });
+      }
+      await sleep(10);
+    }
+  };
+  const loops = Array.from({ length: CALLERS }, () => loop());
+  return {
+    samples,
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** Flat `[field, value, ...]` of a SENTINEL reply as a record. */
+function fields(reply: unknown): Record<string, string> {
+  const list = reply as string[];
+  const out: Record<string, string> = {};
+  for (let i = 0; i + 1 < list.length; i += 2) out[list[i] ?? ''] = list[i + 1] ?? '';
+  return out;
+}
+
+describe('Redis Sentinel', () => {
+  it(
+    SLOW
+      ? 'survives the primary killed under load: no failed check, recovery and lost counts within the documented bounds'
+      : 'finds the primary through the sentinels and counts there',
+    { timeout: 120_000 },
+    async () => {
+      const master = 'counters';
+      const ports = await pickFreePorts({ primary: 'tcp', replica: 'tcp', s1: 'tcp', s2: 'tcp', s3: 'tcp' });
+      const primary = await redisServer(ports.primary);
+      await redisServer(ports.replica, ['--replicaof', '127.0.0.1', String(ports.primary)]);
+      const sentinelPorts = [ports.s1, ports.s2, ports.s3];
+      for (const p of sentinelPorts) sentinel(p, ports.primary, master);
+      const ask = new Redis(ports.s1, '127.0.0.1', { maxRetriesPerRequest: 1 });
+      try {
+        // Each sentinel must know the replica and the two other sentinels before a failover can happen.
+        await waitFor(
+          'the sentinels to see the replica and each other',
+          async () => {
+            const m = fields(await ask.call('SENTINEL', 'MASTER', master));
+            return Number(m['num-slaves']) >= 1 && Number(m['num-other-sentinels']) >= 2 ? true : undefined;
+          },
+          30_000,
+          200,
+        );
+        const s = await server('sentinel', [
+          '--redis-sentinels',
+          sentinelPorts.map((p) => `127.0.0.1:${p}`).join(','),
+          '--redis-sentinel-master-name',
+          master,
+        ]);
+        await freshMinute(SLOW ? 45 : 10);
+        const first = await check(DOMAIN, { key_id: 'warm' }, undefined, s.client);
+        expect(first.response.statuses[0]?.current_limit?.name).toBeUndefined();
+        expect(first.headers['X-RateLimit-Remaining']).toBe('999999');
+        const onPrimary = new Redis(ports.primary, '127.0.0.1');
+        const warmKeys = counterKeys(DOMAIN, 'warm', currentWindows(Date.now()));
+        expect(await onPrimary.get(warmKeys.minute)).toBe('1');
+        onPrimary.disconnect();
+        if (!SLOW) return;
+
+        const keyId = 'failover';
+        const load = steadyLoad(s.client, keyId);
+        await sleep(3_000);
+        const killMs = performance.now();
+        primary.child.kill('SIGKILL');
+        const recovered = await waitFor(
+          'a check counted in Redis after the kill',
+          () => load.samples.find((x) => x.startMs > killMs && x.source === 'redis'),
+          RECOVERY_BOUND_MS + 10_000,
+          50,
+        );
+        await sleep(2_000);
+        await load.stop();
+
+        const before = load.samples.filter((x) => x.endMs < killMs);
+        const failed = load.samples.filter((x) => x.source === 'error');
+        const local = load.samples.filter((x) => x.source === 'local');
+        const admittedByRedis = load.samples.filter((x) => x.source === 'redis' && x.code === 'OK').length;
+        const recoveryMs = recovered.endMs - killMs;
+
+        // The sentinels now name the replica as the primary; read the counts there.
+        const addr = (await ask.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', master)) as string[];
+        expect(Number(addr[1])).toBe(ports.replica);
+        const promoted = new Redis(ports.replica, '127.0.0.1');
+        const firstMinute = currentWindows(Date.now() - 60_000).minute.index;
+        const lastMinute = currentWindows(Date.now()).minute.index;
+        let counted = 0;
+        for (let m = firstMinute; m <= lastMinute; m++) {
+          const key = counterKeys(DOMAIN, keyId, currentWindows(m * 60_000)).minute;
+          counted += Number((await promoted.get(key)) ?? '0');
+        }
+        promoted.disconnect();
+        const report = {
+          checks: load.samples.length,
+          failed: failed.length,
+          answeredLocally: local.length,
+          recoveryMs: Math.round(recoveryMs),
+          recoveryBoundMs: RECOVERY_BOUND_MS,
+          admittedByRedis,
+          countedInRedis: counted,
+          lost: admittedByRedis - counted,
+        };
+        console.log(`sentinel failover: ${JSON.stringify(report)}`);
+
+        expect(before.length).toBeGreaterThan(100);
+        expect(before.every((x) => x.source === 'redis')).toBe(true);
+        expect(failed).toEqual([]);
+        expect(local.length).toBeGreaterThan(0);
+        expect(recoveryMs).toBeLessThanOrEqual(RECOVERY_BOUND_MS);
+        // Every check answered locally was sent between the kill and the recovery.
+        expect(local.every((x) => x.endMs >= killMs && x.startMs <= recovered.endMs)).toBe(true);
+        expect(Math.abs(admittedByRedis - counted)).toBeLessThanOrEqual(COUNTS_BOUND);
+        expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(1);
+      } finally {
+        ask.disconnect();
+      }
+    },
+  );
+});
+
+describe('a sentinel that names an unreachable primary', () => {
+  it('answers from local counts with the headers at once, not after a hang, and says why', async () => {
+    const master = 'nowhere';
+    const ports = await pickFreePorts({ dead: 'tcp', s: 'tcp' });
+    // Sentinel keeps naming a primary it cannot reach while no replica can take over.
+    const conf = path.join(dir, `sentinel-${ports.s}.conf`);
+    writeFileSync(
+      conf,
+      [
+        `port ${ports.s}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `sentinel monitor ${master} 127.0.0.1 ${ports.dead} 1`,
+        '',
+      ].join('\n'),
+    );
+    track(startProcess(path.join(TOOLS_BIN, 'redis-sentinel'), [conf]));
+    await waitFor(
+      'the sentinel to answer',
+      async () => ((await redisPingProbe(`127.0.0.1:${ports.s}`)()) === true ? true : undefined),
+      10_000,
+      50,
+    );
+    const s = await server('sentinel-nowhere', [
+      '--redis-sentinels',
+      `127.0.0.1:${ports.s}`,
+      '--redis-sentinel-master-name',
+      master,
+    ]);
+    const startMs = performance.now();
+    const a = await check(DOMAIN, { key_id: 'nowhere' }, undefined, s.client);
+    // The Redis timeout is 200 ms; no connection means no wait at all.
+    expect(performance.now() - startMs).toBeLessThan(1_000);
+    expect(a.code).toBe('OK');
+    expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
+    expect(a.headers).toMatchObject({ 'X-RateLimit-Limit': '1000000', 'X-RateLimit-Remaining': '999999' });
+    await waitFor('a connection error in the metric', async () =>
+      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total')) > 0
+        ? true
+        : undefined,
+    );
+    expect(s.output()).toContain('Redis connection error');
+    expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(0);
+    expect(s.child.exitCode).toBeNull();
+  });
+});
+
+describe.runIf(SLOW)('Redis Cluster', () => {
+  it(
+    "with one primary down, keys of the others' slots are counted in Redis and its own answered locally with the headers",
+    { timeout: 120_000 },
+    async () => {
+      const ports = Object.values(await pickFreePorts({ a: 'tcp', b: 'tcp', c: 'tcp' }));
+      const nodes: TestProcess[] = [];
+      for (const p of ports) {
+        const conf = path.join(mkdtempSync(path.join(dir, 'cluster-')), 'nodes.conf');
+        nodes.push(
+          await redisServer(p, [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            conf,
+            '--cluster-node-timeout',
+            '1000',
+            '--cluster-require-full-coverage',
+            'no',
+          ]),
+        );
+      }
+      await run(
+        path.join(TOOLS_BIN, 'redis-cli'),
+        [
+          '--cluster',
+          'create',
+          ...ports.map((p) => `127.0.0.1:${p}`),
+          '--cluster-replicas',
+          '0',
+          '--cluster-yes',
+        ],
+        { timeout: 30_000 },
+      );
+      const probe = new Redis(ports[0] ?? 0, '127.0.0.1');
+      try {
+        await waitFor('cluster_state:ok', async () =>
+          (await probe.cluster('INFO')).includes('cluster_state:ok') ? true : undefined,
+        );
+        // Which port serves each slot.
+        const ranges = await probe.cluster('SLOTS');
+        const portOfSlot = (slot: number): number =>
+          ranges.find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1] ?? -1;
+        const s = await server('cluster', [
+          '--redis-url',
+          `redis://127.0.0.1:${ports[0] ?? 0}`,
+          '--redis-cluster',
+          '--redis-cluster-nodes',
+          ports
+            .slice(1)
+            .map((p) => `127.0.0.1:${p}`)
+            .join(','),
+        ]);
+        await freshMinute(30);
+        // One key id per primary; all four keys of one key id in one slot.
+        const keyOf = new Map<number, string>();
+        for (let i = 0; keyOf.size < ports.length; i++) {
+          const keyId = `ha-key-${i}`;
+          const k = counterKeys(DOMAIN, keyId, currentWindows(Date.now()));
+          const slots = new Set([k.minute, k.day, k.rejected, k.ban].map((key) => calculateSlot(key)));
+          expect(slots.size).toBe(1);
+          const port = portOfSlot([...slots][0] ?? -1);
+          if (!keyOf.has(port)) keyOf.set(port, keyId);
+        }
+        for (const keyId of keyOf.values()) {
+          const a = await check(DOMAIN, { key_id: keyId }, undefined, s.client);
+          expect(a.response.statuses[0]?.current_limit?.name).toBeUndefined();
+        }
+        const downPort = ports[2] ?? 0;
+        const downKey = keyOf.get(downPort) ?? '';
+        nodes[2]?.child.kill('SIGKILL');
+        // The first check of the dead primary's key meets the lost connection or the timeout and
+        // opens its breaker; from then on: 20 rounds of one check per key.
+        await check(DOMAIN, { key_id: downKey }, undefined, s.client);
+        const rounds = 20;
+        const answers: { keyId: string; source: string; headers: Record<string, string> }[] = [];
+        for (let r = 0; r < rounds; r++) {
+          for (const keyId of keyOf.values()) {
+            const a = await check(DOMAIN, { key_id: keyId }, undefined, s.client);
+            answers.push({
+              keyId,
+              source:
+                a.response.statuses[0]?.current_limit?.name === DEGRADED_STATUS_NAME ? 'local' : 'redis',
+              headers: a.headers,
+            });
+          }
+          await sleep(100);
+        }
+        const down = answers.filter((a) => a.keyId === downKey);
+        const up = answers.filter((a) => a.keyId !== downKey);
+        expect(up.map((a) => a.source)).toEqual(up.map(() => 'redis'));
+        expect(down.map((a) => a.source)).toEqual(down.map(() => 'local'));
+        expect(
+          down.every(
+            (a) =>
+              a.headers['X-RateLimit-Limit'] === '1000000' &&
+              a.headers['X-RateLimit-Remaining'] !== undefined,
+          ),
+        ).toBe(true);
+        // The live primaries counted every check of their keys: 1 before the kill, `rounds` after.
+        for (const [port, keyId] of keyOf) {
+          if (port === downPort) continue;
+          const node = new Redis(port, '127.0.0.1');
+          expect(await node.get(counterKeys(DOMAIN, keyId, currentWindows(Date.now())).minute)).toBe(
+            String(rounds + 1),
+          );
+          node.disconnect();
+        }
+        expect(await metricValue(s.metricsUrl, 'portico_ratelimit_degraded')).toBe(1);
+      } finally {
+        probe.disconnect();
+      }
+    },
+  );
+});

@@ -1,0 +1,224 @@
+/**
+ * The rate-limit server on a Redis that requires TLS with client certificates and an ACL user
+ * (Debian's redis-server with `tls-port`, `tls-auth-clients yes` and `user ... on >password`;
+ * certificates made by openssl): with the CA, a client certificate and the password it counts in
+ * Redis; with a wrong password, or without a client certificate, it keeps running and answers from
+ * local counts with the headers, and says why in a log line and
+ * `portico_ratelimit_redis_connection_errors_total`.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
+import { counterKeys } from '../../src/ratelimit/redis-keys.js';
+import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
+import { currentWindows } from '../../src/ratelimit/windows.js';
+import { pickFreePorts } from '../../src/sandbox/ports.js';
+import { unique, waitFor } from './support/cluster.js';
+import {
+  TOOLS_BIN,
+  check,
+  clients,
+  createNamespace,
+  freshMinute,
+  metricValue,
+  startProcess,
+  startTestServer,
+  waitUntilLoaded,
+  type TestProcess,
+  type TestServer,
+} from './ratelimit-helpers.js';
+
+const run = promisify(execFile);
+const ns = unique('rl-tls');
+const DOMAIN = `${ns}/api`;
+const ENTRY: CompiledPolicy = {
+  domain: DOMAIN,
+  uid: 'test',
+  generation: 1,
+  plans: [{ name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 }],
+  defaultPlan: 'free',
+  overrides: [],
+};
+const USER = 'portico';
+const PASSWORD = 'counter-secret';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'portico-redis-tls-'));
+const file = (name: string): string => path.join(dir, name);
+const started: TestProcess[] = [];
+let tlsPort = 0;
+
+/** A CA, a server certificate for 127.0.0.1/localhost and a client certificate, all signed by it. */
+async function makeCertificates(): Promise<void> {
+  const script = [
+    'set -e',
+    'openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 1 -subj "/CN=redis test CA"',
+    'for leaf in server client; do',
+    '  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $leaf.key -out $leaf.csr -subj "/CN=$leaf"',
+    'done',
+    'printf "subjectAltName=IP:127.0.0.1,DNS:localhost\\n" > server.ext',
+    'printf "extendedKeyUsage=clientAuth\\n" > client.ext',
+    'for leaf in server client; do',
+    '  openssl x509 -req -in $leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $leaf.pem -days 1 -extfile $leaf.ext',
+    'done',
+  ].join('\n');
+  await run('sh', ['-c', script], { cwd: dir });
+}
+
+/** A rate-limit server of this test on the TLS Redis, with `extra` flags. */
+async function server(instance: string, extra: readonly string[]): Promise<TestServer> {
+  const s = await startTestServer([
+    '--config-namespace',
+    ns,
+    '--redis-timeout-ms',
+    '200',
+    '--instance',
+    instance,
+    '--redis-url',
+    `rediss://127.0.0.1:${tlsPort}`,
+    '--redis-tls-ca-file',
+    file('ca.pem'),
+    '--redis-username',
+    USER,
+    ...extra,
+  ]);
+  started.push(s);
+  await waitUntilLoaded(ns, instance, ENTRY);
+  return s;
+}
+
+beforeAll(async () => {
+  await makeCertificates();
+  tlsPort = (await pickFreePorts({ tls: 'tcp' })).tls;
+  const conf = file('redis.conf');
+  writeFileSync(
+    conf,
+    [
+      'port 0',
+      `tls-port ${tlsPort}`,
+      'bind 127.0.0.1',
+      `tls-cert-file ${file('server.pem')}`,
+      `tls-key-file ${file('server.key')}`,
+      `tls-ca-cert-file ${file('ca.pem')}`,
+      'tls-auth-clients yes',
+      'save ""',
+      'appendonly no',
+      `dir ${dir}`,
+      'user default off',
+      `user ${USER} on >${PASSWORD} ~* &* +@all`,
+      '',
+    ].join('\n'),
+  );
+  const redis = startProcess(path.join(TOOLS_BIN, 'redis-server'), [conf]);
+  started.push(redis);
+  await waitFor(
+    'redis-server with TLS',
+    () => (redis.output().includes('Ready to accept connections') ? true : undefined),
+    10_000,
+    50,
+  );
+  await createNamespace(ns);
+  await clients().core.createNamespacedConfigMap({
+    namespace: ns,
+    body: {
+      metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
+      data: { 'config.json': renderCompiledConfig([ENTRY]) },
+    },
+  });
+});
+
+afterAll(async () => {
+  for (const p of started.reverse()) await p.stop();
+});
+
+/** A client of the test's own on the TLS Redis, as the ACL user. */
+function testClient(): Redis {
+  return new Redis({
+    host: '127.0.0.1',
+    port: tlsPort,
+    username: USER,
+    password: PASSWORD,
+    tls: {
+      ca: readFileSync(file('ca.pem')),
+      cert: readFileSync(file('client.pem')),
+      key: readFileSync(file('client.key')),
+    },
+  });
+}
+
+describe('Redis with TLS, client certificates and an ACL user', () => {
+  it('counts in Redis with the CA, a client certificate and the password', async () => {
+    const s = await server('tls-ok', [
+      '--redis-tls-cert-file',
+      file('client.pem'),
+      '--redis-tls-key-file',
+      file('client.key'),
+      '--redis-password',
+      PASSWORD,
+    ]);
+    await freshMinute(10);
+    const a = await check(DOMAIN, { key_id: 'tls' }, undefined, s.client);
+    expect(a.code).toBe('OK');
+    expect(a.response.statuses[0]?.current_limit?.name).toBeUndefined();
+    expect(a.headers['X-RateLimit-Remaining']).toBe('59');
+    const redis = testClient();
+    try {
+      expect(await redis.get(counterKeys(DOMAIN, 'tls', currentWindows(Date.now())).minute)).toBe('1');
+    } finally {
+      redis.disconnect();
+    }
+    expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(1);
+    expect(s.output()).toContain('connected to Redis');
+  });
+
+  it('with a wrong password: runs on, answers from local counts with the headers, says auth in the log and the metric', async () => {
+    const s = await server('tls-wrongpass', [
+      '--redis-tls-cert-file',
+      file('client.pem'),
+      '--redis-tls-key-file',
+      file('client.key'),
+      '--redis-password',
+      'not-the-password',
+    ]);
+    const a = await check(DOMAIN, { key_id: 'wrongpass' }, undefined, s.client);
+    expect(a.code).toBe('OK');
+    expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
+    expect(a.headers).toMatchObject({ 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '59' });
+    await waitFor('an auth connection error in the metric', async () =>
+      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total', 'reason="auth"')) >
+      0
+        ? true
+        : undefined,
+    );
+    // Still running some seconds later (ioredis retries; the process neither exits nor restarts).
+    await sleep(3_000);
+    expect(s.child.exitCode).toBeNull();
+    const lines = s
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('Redis refused the username or password'));
+    expect(lines.length).toBeGreaterThanOrEqual(1);
+    // Repeats of the same error are logged at most every 10 s.
+    expect(lines.length).toBeLessThanOrEqual(2);
+    expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(0);
+  });
+
+  it('without a client certificate: the handshake is refused, reported as tls, answered locally', async () => {
+    const s = await server('tls-nocert', ['--redis-password', PASSWORD]);
+    const a = await check(DOMAIN, { key_id: 'nocert' }, undefined, s.client);
+    expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
+    expect(a.headers['X-RateLimit-Limit']).toBe('60');
+    await waitFor('a tls connection error in the metric', async () =>
+      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total', 'reason="tls"')) > 0
+        ? true
+        : undefined,
+    );
+    expect(s.output()).toContain('the TLS handshake with Redis failed');
+    expect(s.child.exitCode).toBeNull();
+  });
+});
