@@ -110,14 +110,8 @@ import type { HostnameClaims } from './hostname-claims.js';
 import type { ClusterView } from './cluster-view.js';
 import type { RenewalPlanner } from './renewal.js';
 import { dnsCheckDue } from './schedule.js';
-import {
-  abandonsOrderInFlight,
-  issuanceStatus,
-  lastIssuanceFailure,
-  overdueClockStart,
-  pendingRetry,
-  type IssuanceFailure,
-} from './issuance-state.js';
+import { issuanceStatus, lastIssuanceFailure, pendingRetry, type IssuanceFailure } from './issuance-state.js';
+import { abandonsOrderInFlight, overdueClockStart } from './overdue.js';
 import {
   buildStatus,
   CONFLICTED_CONDITION,
@@ -304,7 +298,7 @@ export class CustomDomainReconciler {
     );
     await this.#writeStatus(domain, status, log);
     // Without a certificate, look again when it becomes overdue, so the condition says so on time.
-    // The clock restarts with a verify request acted on (issuance-state.ts overdueClockStart).
+    // The clock restarts with a verify request acted on (overdue.ts overdueClockStart).
     const overdueClock = overdueClockStart(dns.carried.verifiedAt, dns.carried.lastVerifyRequest, now);
     const overdueAt =
       verified && certificate.kind !== 'valid' && overdueClock
@@ -1129,7 +1123,7 @@ export class CustomDomainReconciler {
 
   /**
    * For a domain without a certificate: abandons the order in flight when a verify request is acted
-   * on past the overdue threshold (issuance-state.ts `abandonsOrderInFlight`). The run is aborted
+   * on past the overdue threshold (overdue.ts `abandonsOrderInFlight`). The run is aborted
    * (the issuer withdraws its challenge; its end records no outcome, so no failure and no failed
    * validation) and its in-flight slot in the order budget is freed (the order stays counted in the
    * account window). True when an order was abandoned.

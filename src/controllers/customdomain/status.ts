@@ -11,7 +11,7 @@ import type {
   Phase,
 } from '../../api/customdomain.js';
 import { setCondition, type ConditionInput } from '../../kube/conditions.js';
-import { overdueClockStart } from './issuance-state.js';
+import { overdueClockStart } from './overdue.js';
 import type { ServingReadiness } from '../../serving/schedule.js';
 import { conflictMessage } from '../../routing/foreign-routes.js';
 
@@ -327,7 +327,7 @@ export function buildStatus(
 ): CustomDomainStatus {
   const generation = domain.metadata.generation ?? 0;
   const verified = observed.dnsVerified.status === 'True';
-  // Counted from the later of verifiedAt and the verify request acted on (issuance-state.ts).
+  // Counted from the later of verifiedAt and the verify request acted on (overdue.ts).
   const clock = verified ? overdueClockStart(carried.verifiedAt, carried.lastVerifyRequest, now) : undefined;
   const lateSinceMs = clock ? now.getTime() - clock.since.getTime() : 0;
   let conditions: Condition[] = domain.status?.conditions ?? [];
