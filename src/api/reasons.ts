@@ -117,7 +117,7 @@ export const CUSTOM_DOMAIN_REASONS = {
   NoForeignRoute: { severity: 'Normal', doc: 'the foreign routes that named the hostname are gone' },
   // Ready
   Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
-  // Ready, the serving check (serving/verdict.ts SERVING_REASONS, serving/schedule.ts)
+  // Ready, the serving check (serving/verdict.ts SERVING_REASONS picks its own from here, serving/schedule.ts)
   CertificateNotServed: {
     severity: 'Warning',
     doc: 'the data plane serves another certificate for the hostname than the one Portico issued',
