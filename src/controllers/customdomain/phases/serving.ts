@@ -1,6 +1,6 @@
 /**
  * The serving phase of a CustomDomain reconcile: whether the data plane serves the domain's
- * certificate and the project over HTTPS (src/serving/checker.ts, docs/customdomains.md "Serving
+ * certificate and the project over HTTPS (src/serving/checker.ts, docs/routing.md "Serving
  * check"), asked only once nothing else keeps the domain from Ready.
  */
 import type { Logger } from 'pino';
