@@ -1,8 +1,8 @@
 /**
  * The catalogue of every reason a CustomDomain's conditions and Events carry: its severity (the
  * Event type recorded when a condition turns to it) and one line on what it means. One place, so a
- * new reason cannot be written without saying whether a person must act (issue 10, item 13: a reason
- * missing from a hand-kept list of Warning reasons was recorded as Normal). docs/customdomains.md has
+ * new reason cannot be written without saying whether a person must act (a reason missing from a
+ * hand-kept list of Warning reasons was once recorded as Normal). docs/customdomains.md has
  * a row for each (checked by reasons.test.ts).
  */
 

@@ -1,6 +1,6 @@
 /**
- * What the serving check saw, and what it means for the domain (issue 11, item 3: "Live" is "the
- * domain serves the project over HTTPS", spec §3). Pure: the I/O is in serving-check.ts, which
+ * What the serving check saw, and what it means for the domain (docs/routing.md, "Serving check": "Live" means
+ * the domain serves the project over HTTPS). Pure: the I/O is in serving-check.ts, which
  * gathers the observations this module judges and words.
  *
  * The verdicts, in the order they are decided:

@@ -5,7 +5,7 @@
  * acknowledgement is seen at once), HostnameClaims, Namespaces (the plan label),
  * EndpointSlices (the first ready endpoint), every Service, trimmed to its ports (the port a
  * domain names must exist), and the Ingresses, HTTPProxies and HTTPRoutes Portico does not own
- * (label-selected `managed-by!=portico`, trimmed to their hostnames: foreign routes, issue 28,
+ * (label-selected `managed-by!=portico`, trimmed to their hostnames: foreign routes, docs/routing.md,
  * routing/foreign-routes.ts), feeds a de-duplicating work queue, and runs N workers.
  * The reconcile reads all of these from the caches (`view()`), so a pass that changes nothing sends
  * no request. Events find the domains they affect through an index, never a scan of every domain.
@@ -69,7 +69,7 @@ const OPTIONAL_OWNED_KINDS = [
 ] as const;
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /**
- * Routes Portico does not own (issue 28): only these are cached for the foreign-route index, so its
+ * Routes Portico does not own (docs/routing.md, "Foreign routes"): only these are cached for the foreign-route index, so its
  * own 10,000 Ingresses are not held twice.
  */
 const FOREIGN_SELECTOR = `${MANAGED_BY_LABEL}!=${MANAGED_BY_VALUE}`;

@@ -6,7 +6,7 @@
  * not in memory): while the process lives, its memory is the source (the status may lag it by one
  * write); a process that has no outcome for the domain (a restart, a new leader, or an order that
  * was dropped) resumes from status, so no order is placed before the recorded next attempt. A
- * re-verify (spec §3) starts a fresh attempt now, whatever either says.
+ * re-verify (docs/customdomains.md, "Verify and re-verify") starts a fresh attempt now, whatever either says.
  */
 import type { IssuanceOutcome } from '../../acme/issuance-tracker.js';
 import type { IssuanceStatus } from '../../api/customdomain.js';
@@ -36,7 +36,7 @@ export interface IssuanceFailure {
  * - no `memory`: `recorded` (status.issuance) as written, unless `freshAttempt`; a record whose
  *   times do not parse counts as none.
  *
- * @param freshAttempt a re-verify is being acted on (spec §3): the attempt starts now
+ * @param freshAttempt a re-verify is being acted on: the attempt starts now
  */
 export function lastIssuanceFailure(
   memory: IssuanceOutcome | undefined,

@@ -5,11 +5,11 @@
  */
 
 /**
- * When the CertificateOverdue clock of a verified domain without a certificate started (spec §3:
- * "Verified, no certificate after 30 minutes"; §7.3): the later of `verifiedAt` and the verify
- * request last acted on (`status.lastVerifyRequest`), since a re-verify starts a fresh attempt and
- * the clock with it (issue #11, item 6). Undefined when `verifiedAt` does not parse. A request time
- * that does not parse, or lies after `now` (a client clock ahead of the operator's), is not counted.
+ * When the CertificateOverdue clock of a verified domain without a certificate started
+ * (docs/customdomains.md, "Verify and re-verify"; docs/troubleshooting.md, CertificateOverdue):
+ * the later of `verifiedAt` and the verify request last acted on (`status.lastVerifyRequest`),
+ * since a re-verify starts a fresh attempt and the clock with it. Undefined when `verifiedAt` does
+ * not parse. A request time that does not parse, or lies after `now` (a client clock ahead of the operator's), is not counted.
  *
  * @param verifiedAt status.verifiedAt, RFC 3339
  * @param lastVerifyRequest status.lastVerifyRequest (the annotation's value), RFC 3339
@@ -29,8 +29,9 @@ export function overdueClockStart(
 
 /**
  * Whether a verify request acted on now abandons the certificate order in flight for a fresh one
- * (spec §3 table: "Verified, no certificate after 30 minutes → Re-verify → a fresh certificate
- * attempt is triggered"; issue #11, item 6: "also when an order is stuck in flight"). True when the
+ * (docs/customdomains.md, "Verify and re-verify": a re-verify of a verified domain with no
+ * certificate after 30 minutes triggers a fresh certificate attempt, also when an order is stuck in
+ * flight). True when the
  * domain has no certificate, is past the overdue threshold by the clock as it stood before this
  * request (`overdueClockStart` of the status before it), and the order in flight was placed before
  * it became overdue: an order placed after that is itself the fresh attempt. Pure.

@@ -1,9 +1,8 @@
 /**
  * The acceptance phase of a CustomDomain reconcile: the Accepted condition (../acceptance.ts, pure)
  * from what the caches hold (the namespace's plan, the Service's endpoints) and the hostname claim,
- * taken atomically in the API server only when the plan and hostname gates pass (takeover safety,
- * docs/customdomains.md "Who holds a
- * hostname").
+ * taken atomically in the API server only when the plan and hostname gates pass (takeover
+ * safety, docs/customdomains.md "Who holds a hostname").
  */
 import type { CustomDomain } from '../../../api/customdomain.js';
 import { normalizeDnsName } from '../../../dns/answers.js';

@@ -64,7 +64,7 @@ export class CertificatePhase {
    * The certificate part of a reconcile, with what status.issuance should say. The failure the next
    * attempt waits for comes from the tracker's memory while this process has an outcome for the
    * domain, else from the domain's status.issuance (a restarted operator or a new leader resumes the
-   * backoff); a verify request (spec §3, re-verify) starts afresh (issuance-state.ts).
+   * backoff); a verify request (docs/customdomains.md, "Verify and re-verify") starts afresh (issuance-state.ts).
    *
    * @param verifyRequested a verify request is pending: ask the CA for renewal information again,
    *   and attempt a failed order now
@@ -196,7 +196,7 @@ export class CertificatePhase {
 
   /**
    * The certificate in the domain's Secret when it can serve the hostname now (`usable`); else
-   * `unusable` with what is wrong, in words (issue 10, item 5: the key is not the certificate's, the
+   * `unusable` with what is wrong, in words (docs/customdomains.md, "Certificates": the key is not the certificate's, the
    * certificate names other hostnames, is not yet or no longer valid, or does not parse); undefined
    * when there is no Secret. Reads the Secret cache; `live` reads the API server instead (see
    * `#certificate`).

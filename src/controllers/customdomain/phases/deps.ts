@@ -26,7 +26,7 @@ export interface ReconcileResult {
 
 export interface CustomDomainReconcilerDeps {
   platformCnameTarget: string;
-  /** Milliseconds verified without a certificate before CertificateReady says it is overdue (spec §7.3: 30 min). */
+  /** Milliseconds verified without a certificate before CertificateReady says it is overdue (docs/troubleshooting.md, CertificateOverdue: 30 min). */
   certificateOverdueMs: number;
   /**
    * Milliseconds a verified domain stays verified while DNS answers that its record no longer
@@ -52,7 +52,7 @@ export interface CustomDomainReconcilerDeps {
   /** Names under `test` and `example` may be claimed (domain/claimable.ts). */
   allowSpecialUseHostnames: boolean;
   view: ClusterView;
-  /** The cluster-wide hostname claims (takeover safety, spec §3). */
+  /** The cluster-wide hostname claims (docs/customdomains.md, "Who holds a hostname"). */
   claims: HostnameClaims;
   routing: RoutingOptions;
   customObjects: CustomObjectsApi;

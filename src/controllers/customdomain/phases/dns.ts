@@ -54,7 +54,7 @@ export class DnsPhase {
     const due = dnsCheckDue(domain, now);
     const carried = due ? undefined : carriedDnsOutcome(domain.status, base, now);
     if (carried) return carried;
-    // Re-verify (spec §3): a verified domain whose order failed gets a fresh attempt.
+    // Re-verify (docs/customdomains.md, "Verify and re-verify"): a verified domain whose order failed gets a fresh attempt.
     if (due === 'requested') this.#d.tracker.clearFailure(key);
     let verdict = await this.#lookupVerdict(hostname, this.#d.platformCnameTarget);
     if (token !== undefined) {
