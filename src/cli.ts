@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `portico` command: one binary, one subcommand per component (DESIGN.md, "Components").
+ * The `portico` command: one binary, one subcommand per component (docs/architecture.md).
  *
  *   portico controller [flags]            the operator
  *   portico ratelimit-server [flags]      the rate-limit service the gateway calls

@@ -49,6 +49,7 @@
  * everything once per shortest window. Memory: one entry per waiting or in-flight key, plus the
  * events still inside their windows; older events are forgotten as the clock passes.
  */
+import type { OrderBudgetSnapshot } from '../observability/shared-metrics.js';
 
 const SECOND_MS = 1_000;
 const MINUTE_MS = 60 * SECOND_MS;
@@ -188,22 +189,8 @@ export interface OrderBudgetOptions {
   readonly staleAfterMs?: number;
 }
 
-/** Figures for metrics. */
-export interface OrderBudgetSnapshot {
-  /** Orders counted in the account window now. */
-  readonly ordersInWindow: number;
-  readonly orderLimit: number;
-  readonly orderWindowMs: number;
-  /** Orders admitted and not settled. */
-  readonly inFlight: number;
-  readonly maxInFlight: number;
-  /** Waiting keys by kind, for any reason. */
-  readonly waiting: { readonly renewal: number; readonly firstIssuance: number };
-  /** Of the waiting keys, those held back by their own registered domain's budget. */
-  readonly waitingForRegisteredDomain: number;
-  /** Of the waiting keys, those held back by their own hostname's failed-validation limit. */
-  readonly waitingForFailedValidation: number;
-}
+/** Figures for metrics (the gauges of observability/shared-metrics.ts read them). */
+export type { OrderBudgetSnapshot };
 
 /** Where a waiting entry is: in the shared line, parked by its registered domain or its hostname. */
 type EntryState = 'active' | 'domain' | 'host' | 'gone';

@@ -10,6 +10,7 @@
  * answer and carries the Retry-After time; `RateLimitGate` then keeps the issuer from sending the CA
  * another request for that name before that time.
  */
+import { AcmeStepError, type AcmeStepContext } from './step-error.js';
 
 /** RFC 8555 §6.7. */
 export const RATE_LIMITED_PROBLEM = 'urn:ietf:params:acme:error:rateLimited';
@@ -47,10 +48,7 @@ export interface RateLimitAnswer {
 }
 
 /** Where in the issuance the CA said no, for the message: set by the issuer. */
-export interface RateLimitContext {
-  /** The ACME step, e.g. `new order`, `finalize`. */
-  readonly step: string;
-  readonly hostname: string;
+export interface RateLimitContext extends AcmeStepContext {
   /** True when this attempt sent nothing: an earlier answer's Retry-After has not passed yet. */
   readonly withheld?: boolean;
 }
@@ -59,17 +57,15 @@ export interface RateLimitContext {
  * The CA rate-limited a request of the order (or an earlier answer's Retry-After still holds).
  * `reason` becomes the CertificateReady reason; `retryAfter` is the earliest time to ask again.
  */
-export class AcmeRateLimitedError extends Error {
-  readonly code = 'ACME_RATE_LIMITED';
-  readonly reason = 'CARateLimited';
+export class AcmeRateLimitedError extends AcmeStepError<RateLimitAnswer, RateLimitContext> {
+  override readonly code = 'ACME_RATE_LIMITED';
+  override readonly reason = 'CARateLimited';
   readonly answer: RateLimitAnswer;
-  readonly context: RateLimitContext | undefined;
 
   constructor(answer: RateLimitAnswer, context?: RateLimitContext, options?: ErrorOptions) {
-    super(rateLimitMessage(answer, context), options);
+    super(rateLimitMessage(answer, context), context, options);
     this.name = 'AcmeRateLimitedError';
     this.answer = answer;
-    this.context = context;
   }
 
   /** The earliest time the CA accepts another request, or undefined when it named none. */
@@ -77,9 +73,8 @@ export class AcmeRateLimitedError extends Error {
     return this.answer.retryAfter;
   }
 
-  /** The same answer, placed at `step` of the order for `hostname`. */
-  during(step: string, hostname: string): AcmeRateLimitedError {
-    return new AcmeRateLimitedError(this.answer, { step, hostname }, { cause: this });
+  protected get facts(): RateLimitAnswer {
+    return this.answer;
   }
 }
 

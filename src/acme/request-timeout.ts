@@ -12,6 +12,7 @@
  * request config, which acme-client passes through untouched: `AcmeRequestTimeoutError` at the
  * deadline, the run signal's reason on cancellation (as `fetch` does).
  */
+import { AcmeStepError, type AcmeStepContext } from './step-error.js';
 import { createRequire } from 'node:module';
 import { currentIssuanceSignal } from './issuance-tracker.js';
 
@@ -24,34 +25,27 @@ export interface UnansweredRequest {
   readonly timeoutMs: number;
 }
 
-/** Where in the issuance the CA did not answer, for the message: set by the issuer. */
-export interface RequestTimeoutContext {
-  /** The ACME step, e.g. `new order`, `finalize`. */
-  readonly step: string;
-  readonly hostname: string;
-}
+/** Where in the issuance it happened, for the message: set by the issuer. */
+export type RequestTimeoutContext = AcmeStepContext;
 
 /**
  * The ACME CA did not answer a request within the configured time (`--acme-request-timeout-seconds`);
  * the request was abandoned. A normal failed attempt: `reason` becomes the CertificateReady reason
  * and the next attempt follows the published backoff.
  */
-export class AcmeRequestTimeoutError extends Error {
-  readonly code = 'ACME_REQUEST_TIMEOUT';
-  readonly reason = 'IssuanceFailed';
+export class AcmeRequestTimeoutError extends AcmeStepError<UnansweredRequest> {
+  override readonly code = 'ACME_REQUEST_TIMEOUT';
+  override readonly reason = 'IssuanceFailed';
   readonly request: UnansweredRequest;
-  readonly context: RequestTimeoutContext | undefined;
 
   constructor(request: UnansweredRequest, context?: RequestTimeoutContext, options?: ErrorOptions) {
-    super(requestTimeoutMessage(request, context), options);
+    super(requestTimeoutMessage(request, context), context, options);
     this.name = 'AcmeRequestTimeoutError';
     this.request = request;
-    this.context = context;
   }
 
-  /** The same timeout, placed at `step` of the order for `hostname`. */
-  during(step: string, hostname: string): AcmeRequestTimeoutError {
-    return new AcmeRequestTimeoutError(this.request, { step, hostname }, { cause: this });
+  protected get facts(): UnansweredRequest {
+    return this.request;
   }
 }
 

@@ -13,6 +13,7 @@
  * the next attempt follows the published back-off (docs/customdomains.md). Requests without a body
  * to sign (GET) keep acme-client's own retries.
  */
+import { AcmeStepError, type AcmeStepContext } from './step-error.js';
 import { appendResponseTransform, problemOf, type ResponseTransformHost } from './rate-limit.js';
 
 /** What the CA answered. */
@@ -25,33 +26,26 @@ export interface ServerErrorAnswer {
   readonly detail: string | undefined;
 }
 
-/** Where in the issuance the CA failed, for the message: set by the issuer. */
-export interface ServerErrorContext {
-  /** The ACME step, e.g. `new order`, `finalize`. */
-  readonly step: string;
-  readonly hostname: string;
-}
+/** Where in the issuance it happened, for the message: set by the issuer. */
+export type ServerErrorContext = AcmeStepContext;
 
 /**
  * The CA answered a signed request with a server error (HTTP 5xx). A normal failed attempt:
  * `reason` becomes the CertificateReady reason and the next attempt follows the published back-off.
  */
-export class AcmeServerError extends Error {
-  readonly code = 'ACME_SERVER_ERROR';
-  readonly reason = 'IssuanceFailed';
+export class AcmeServerError extends AcmeStepError<ServerErrorAnswer> {
+  override readonly code = 'ACME_SERVER_ERROR';
+  override readonly reason = 'IssuanceFailed';
   readonly answer: ServerErrorAnswer;
-  readonly context: ServerErrorContext | undefined;
 
   constructor(answer: ServerErrorAnswer, context?: ServerErrorContext, options?: ErrorOptions) {
-    super(serverErrorMessage(answer, context), options);
+    super(serverErrorMessage(answer, context), context, options);
     this.name = 'AcmeServerError';
     this.answer = answer;
-    this.context = context;
   }
 
-  /** The same answer, placed at `step` of the order for `hostname`. */
-  during(step: string, hostname: string): AcmeServerError {
-    return new AcmeServerError(this.answer, { step, hostname }, { cause: this });
+  protected get facts(): ServerErrorAnswer {
+    return this.answer;
   }
 }
 

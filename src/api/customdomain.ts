@@ -1,5 +1,5 @@
 /**
- * The CustomDomain API, group `portico.dev`, version `v1alpha1` (DESIGN.md, "API").
+ * The CustomDomain API, group `portico.dev`, version `v1alpha1` (docs/customdomains.md).
  * These types mirror `crds/portico.dev_customdomains.yaml`; the CRD schema is the authority.
  */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
@@ -10,11 +10,11 @@ export const API_VERSION = `${GROUP}/${VERSION}`;
 export const CUSTOM_DOMAIN_KIND = 'CustomDomain';
 export const CUSTOM_DOMAIN_PLURAL = 'customdomains';
 
-/** The finalizer that removes routing before the object disappears (spec §3, "Remove"). */
+/** The finalizer that removes routing before the object disappears (docs/customdomains.md, "Removal"). */
 export const FINALIZER = 'portico.dev/finalizer';
-/** Changing this annotation's value asks for a DNS check now (spec §3, Verify / Re-verify). */
+/** Changing this annotation's value asks for a DNS check now (docs/customdomains.md, "Verify and re-verify"). */
 export const VERIFY_REQUESTED_AT_ANNOTATION = 'portico.dev/verify-requested-at';
-/** The namespace label that carries the tenant's plan (DESIGN.md). */
+/** The namespace label that carries the tenant's plan (docs/tenant-rbac.md). */
 export const PLAN_LABEL = 'portico.dev/plan';
 /** Labels on every object the operator creates, so its informers watch only those. */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
@@ -61,7 +61,7 @@ export interface AlternativeDnsRecord {
 }
 
 /**
- * A record the customer must create at their DNS provider (spec §2, "DNS record"), written so that a
+ * A record the customer must create at their DNS provider (docs/customdomains.md, "DNS instructions"), written so that a
  * dashboard can show it as it is (src/dns/records.ts; docs/customdomains.md, "DNS instructions").
  */
 export interface RequiredDnsRecord {
@@ -180,7 +180,7 @@ export interface OwnershipStatus {
  * `status.failedIssuanceAttempts` and `status.lastFailureTime` on a Certificate) so that a restarted
  * operator, or a new leader, resumes the backoff where it was instead of ordering at once
  * (src/controllers/customdomain/issuance-state.ts; docs/customdomains.md, "Issuance state").
- * Absent before the first failure, once a certificate is stored, and after a re-verify (spec §3:
+ * Absent before the first failure, once a certificate is stored, and after a re-verify (docs/customdomains.md, "Issuance state":
  * a fresh attempt now). Times RFC 3339.
  */
 export interface IssuanceStatus {

@@ -3,7 +3,7 @@
  * `crds/portico.dev_hostnameclaims.yaml`; the CRD schema is the authority.
  *
  * A HostnameClaim's name is the hostname it claims, so creating it is the atomic step that gives a
- * hostname to exactly one CustomDomain (spec §3, takeover safety).
+ * hostname to exactly one CustomDomain (docs/customdomains.md, "Who holds a hostname").
  */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { API_VERSION } from './customdomain.js';

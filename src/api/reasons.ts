@@ -1,8 +1,8 @@
 /**
  * The catalogue of every reason a CustomDomain's conditions and Events carry: its severity (the
  * Event type recorded when a condition turns to it) and one line on what it means. One place, so a
- * new reason cannot be written without saying whether a person must act (issue 10, item 13: a reason
- * missing from a hand-kept list of Warning reasons was recorded as Normal). docs/customdomains.md has
+ * new reason cannot be written without saying whether a person must act (a reason missing from a
+ * hand-kept list of Warning reasons was once recorded as Normal). docs/customdomains.md has
  * a row for each (checked by reasons.test.ts).
  */
 
@@ -121,7 +121,7 @@ export const CUSTOM_DOMAIN_REASONS = {
   NoForeignRoute: { severity: 'Normal', doc: 'the foreign routes that named the hostname are gone' },
   // Ready
   Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
-  // Ready, the serving check (serving/verdict.ts SERVING_REASONS, serving/schedule.ts)
+  // Ready, the serving check (serving/verdict.ts SERVING_REASONS picks its own from here, serving/schedule.ts)
   CertificateNotServed: {
     severity: 'Warning',
     doc: 'the data plane serves another certificate for the hostname than the one Portico issued',

@@ -44,13 +44,21 @@ export function inspectCertificate(chainPem: string): CertificateFacts {
   return certificateFacts(leafCertificate(chainPem));
 }
 
-/** The facts of a parsed certificate. */
-export function certificateFacts(cert: X509Certificate): CertificateFacts {
-  const dnsNames = (cert.subjectAltName ?? '')
+/**
+ * The dNSName entries (RFC 5280 §4.2.1.6) of `cert`'s subjectAltName extension, in order, as
+ * node:crypto prints them (`DNS:www.example.com, DNS:example.com`); [] when it has none.
+ */
+export function subjectAltDnsNames(cert: Pick<X509Certificate, 'subjectAltName'>): string[] {
+  return (cert.subjectAltName ?? '')
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s.startsWith('DNS:'))
     .map((s) => s.slice(4));
+}
+
+/** The facts of a parsed certificate. */
+export function certificateFacts(cert: X509Certificate): CertificateFacts {
+  const dnsNames = subjectAltDnsNames(cert);
   return {
     notBefore: new Date(cert.validFromDate).toISOString(),
     notAfter: new Date(cert.validToDate).toISOString(),

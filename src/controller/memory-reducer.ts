@@ -37,6 +37,7 @@
 import { Session } from 'node:inspector/promises';
 import type { Logger } from 'pino';
 import type { Counter } from 'prom-client';
+import type { REDUCTION_REASONS } from '../observability/metrics.js';
 
 const MiB = 1024 * 1024;
 
@@ -70,7 +71,6 @@ export interface MemoryReducerPolicy {
 export const TARGET_REACHED_SHARE = 0.95;
 
 /** Why a reduction is due: growth while busy, growth once idle, or the memory target. */
-export const REDUCTION_REASONS = ['growth', 'idle', 'target'] as const;
 export type ReductionReason = (typeof REDUCTION_REASONS)[number];
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Ownership verification by a TXT record (issue #10, "Takeover"). Pure: no I/O; the clock and the
+ * Ownership verification by a TXT record (docs/customdomains.md, "Ownership verification"). Pure: no I/O; the clock and the
  * key are inputs.
  *
  * A CNAME to the platform proves only that a hostname points at the platform, not who owns it: a

@@ -1,5 +1,5 @@
 /**
- * Which hostnames a CustomDomain may claim at all (issue 31, "What may be claimed"), beyond the
+ * Which hostnames a CustomDomain may claim at all (docs/customdomains.md, "Who holds a hostname"), beyond the
  * syntax rules of hostname.ts: a name a public CA can issue for and that the public DNS can point at
  * the platform. Pure: no I/O; the Public Suffix List comes with the `tldts` package.
  *

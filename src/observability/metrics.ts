@@ -7,9 +7,14 @@ import { TextFamiliesRegistry } from './text-families.js';
 import { ReadyTransitions, registerDomainMetrics, type CustomDomainSource } from './domain-metrics.js';
 import { VERDICT_REASONS } from '../dns/verdict.js';
 import { registerSharedMetrics } from './shared-metrics.js';
-import { REDUCTION_REASONS } from '../controller/memory-reducer.js';
 import { buildInfo } from '../build-info.js';
 import { registerBuildInfo } from './build-info-metric.js';
+
+/**
+ * Why a memory reduction ran (the `reason` label of `portico_memory_reductions_total`): growth while
+ * busy, growth once idle, or the memory target (src/controller/memory-reducer.ts decides which).
+ */
+export const REDUCTION_REASONS = ['growth', 'idle', 'target'] as const;
 
 /** The `result` values of `portico_acme_orders_total`. */
 export const ACME_ORDER_RESULTS = ['valid', 'failed', 'cancelled'] as const;

@@ -7,8 +7,6 @@
  * scrapes.
  */
 import { Counter, Gauge, Histogram, type Metric, type Registry } from 'prom-client';
-import type { AcmeEndpoint } from '../acme/request-metrics.js';
-import type { OrderBudgetSnapshot } from '../acme/order-budget.js';
 
 /**
  * Objects alive now, held weakly: one that is garbage-collected leaves on its own, so a part that
@@ -49,6 +47,23 @@ export interface LeaderElectionView {
   /** The Lease's name. */
   readonly leaseName: string;
   readonly leading: boolean;
+}
+
+/** Figures of an ACME account's order budget (src/acme/order-budget.ts `OrderQueue.snapshot`), for the gauges below. */
+export interface OrderBudgetSnapshot {
+  /** Orders counted in the account window now. */
+  readonly ordersInWindow: number;
+  readonly orderLimit: number;
+  readonly orderWindowMs: number;
+  /** Orders admitted and not settled. */
+  readonly inFlight: number;
+  readonly maxInFlight: number;
+  /** Waiting keys by kind, for any reason. */
+  readonly waiting: { readonly renewal: number; readonly firstIssuance: number };
+  /** Of the waiting keys, those held back by their own registered domain's budget. */
+  readonly waitingForRegisteredDomain: number;
+  /** Of the waiting keys, those held back by their own hostname's failed-validation limit. */
+  readonly waitingForFailedValidation: number;
 }
 
 /** What the order-budget gauges read. */
@@ -212,8 +227,12 @@ export const sharedMetrics = {
   }),
 };
 
-/** Records one ACME request (request-metrics.ts `AcmeRequestRecorder`). */
-export function recordAcmeRequest(endpoint: AcmeEndpoint, status: string, seconds: number): void {
+/**
+ * Records one ACME request (src/acme/request-metrics.ts `AcmeRequestRecorder`).
+ *
+ * @param endpoint the resource asked for, one of src/acme/request-metrics.ts `ACME_ENDPOINTS`
+ */
+export function recordAcmeRequest(endpoint: string, status: string, seconds: number): void {
   sharedMetrics.acmeRequestsTotal.inc({ endpoint, status });
   sharedMetrics.acmeRequestDuration.observe({ endpoint }, seconds);
 }

@@ -9,7 +9,10 @@
  * | RATELIMIT_SERVER_CONFIG       | a flag or variable of `portico ratelimit-server` is wrong      |
  * | RATELIMIT_INVALID_REQUEST     | a check is over a bound of `request-limits.ts` (INVALID_ARGUMENT) |
  */
-import type { RequestBound } from './request-limits.js';
+/** The bounds a request may break (the `bound` label of `portico_ratelimit_invalid_requests_total`). */
+export const REQUEST_BOUNDS = ['descriptors', 'entries', 'entry_length', 'domain_length'] as const;
+/** Which bound a request broke. */
+export type RequestBound = (typeof REQUEST_BOUNDS)[number];
 
 /** Base class, so callers can tell the service's failures from programming errors. */
 export class RateLimitError extends Error {

@@ -20,9 +20,12 @@
  * servers in general cap the message size the same way (STYLE.md, "Bound what one request may cost").
  * Pure: no I/O.
  */
-import { InvalidRequestError } from './errors.js';
+import { InvalidRequestError, type RequestBound } from './errors.js';
 import type { DescriptorEntry } from './limits.js';
 import type { RateLimitRequest } from './protocol.js';
+
+// The bounds live beside InvalidRequestError, which names the one broken; exported here too.
+export { REQUEST_BOUNDS, type RequestBound } from './errors.js';
 
 /** Bytes of one serialized `RateLimitRequest` the gRPC server accepts (16 KiB). */
 export const MAX_REQUEST_MESSAGE_BYTES = 16 * 1024;
@@ -50,11 +53,6 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxEntryLength: 1024,
   maxDomainLength: 512,
 };
-
-/** The bounds a request may break (the `bound` label of `portico_ratelimit_invalid_requests_total`). */
-export const REQUEST_BOUNDS = ['descriptors', 'entries', 'entry_length', 'domain_length'] as const;
-/** Which bound a request broke. */
-export type RequestBound = (typeof REQUEST_BOUNDS)[number];
 
 function tooLong(what: string, length: number, max: number, bound: RequestBound): InvalidRequestError {
   return new InvalidRequestError(

@@ -1,5 +1,5 @@
 /**
- * The serving check as the CustomDomain reconcile runs it (issue 11, item 3): which domains are due
+ * The serving check as the CustomDomain reconcile runs it (docs/routing.md, "Serving check"): which domains are due
  * (schedule.ts), at most `maxConcurrent` checks at once (serving-check.ts), and what Ready says
  * meanwhile. One instance per operator process; its memory is lost on restart, so every domain is
  * checked once again after one.

@@ -1,5 +1,5 @@
 /**
- * When the serving check runs, and what Ready says from its verdicts (issue 11, item 3). Pure: the
+ * When the serving check runs, and what Ready says from its verdicts (docs/routing.md, "Serving check"). Pure: the
  * clock is a parameter.
  *
  * - The first check, and the first after each renewal: at once. A renewal is seen as the Secret's
@@ -12,8 +12,8 @@
  *   from a domain whose last conclusive check for the same serial found it serving, for
  *   `unreachableGraceMs` (default 5 minutes) after the failures began: a restarting ingress
  *   controller or a dropped connection is not the domain's fault (as a transient DNS error never
- *   unverifies a domain, DESIGN.md). A definite answer (another certificate, the default backend)
- *   takes it away at once.
+ *   unverifies a domain: docs/customdomains.md, "DNS faults on a verified domain"). A definite
+ *   answer (another certificate, the default backend) takes it away at once.
  */
 import type { ServingReason, ServingResult, ServingVerdict } from './verdict.js';
 import { normalizeSerial } from './verdict.js';

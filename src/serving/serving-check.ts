@@ -1,5 +1,5 @@
 /**
- * The serving check (issue 11, item 3): does the data plane serve a domain with the certificate
+ * The serving check (docs/routing.md, "Serving check"): does the data plane serve a domain with the certificate
  * Portico issued, and does a request for the hostname reach the domain's route rather than the
  * default backend? The I/O half: it connects and observes; verdict.ts judges and words the verdict.
  *

@@ -1,6 +1,6 @@
 /**
- * What the serving check saw, and what it means for the domain (issue 11, item 3: "Live" is "the
- * domain serves the project over HTTPS", spec §3). Pure: the I/O is in serving-check.ts, which
+ * What the serving check saw, and what it means for the domain (docs/routing.md, "Serving check": "Live" means
+ * the domain serves the project over HTTPS). Pure: the I/O is in serving-check.ts, which
  * gathers the observations this module judges and words.
  *
  * The verdicts, in the order they are decided:
@@ -25,26 +25,19 @@
  * answer without it (or with another value) is not the project's.
  */
 import type { X509Certificate } from 'node:crypto';
+import { CUSTOM_DOMAIN_REASONS, type ReasonEntry } from '../api/reasons.js';
+import { subjectAltDnsNames } from '../certificates/inspect.js';
 
 /** The Ready reasons of the serving check (Kubernetes API conventions: UpperCamelCase). */
 export type ServingReason = 'Live' | 'CertificateNotServed' | 'ProjectNotReached' | 'DataPlaneUnreachable';
 
-/** The entries for src/api/reasons.ts's catalogue (severity, one line of meaning). */
+/** The catalogue entries (severity, one line of meaning) of these reasons: src/api/reasons.ts's. */
 export const SERVING_REASONS = {
-  Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
-  CertificateNotServed: {
-    severity: 'Warning',
-    doc: 'the data plane serves another certificate for the hostname than the one Portico issued',
-  },
-  ProjectNotReached: {
-    severity: 'Warning',
-    doc: "a request for the hostname gets the data plane's default backend, not the project",
-  },
-  DataPlaneUnreachable: {
-    severity: 'Warning',
-    doc: 'the serving check could not connect to the data plane or got no answer',
-  },
-} as const satisfies Record<ServingReason, { severity: 'Normal' | 'Warning'; doc: string }>;
+  Live: CUSTOM_DOMAIN_REASONS.Live,
+  CertificateNotServed: CUSTOM_DOMAIN_REASONS.CertificateNotServed,
+  ProjectNotReached: CUSTOM_DOMAIN_REASONS.ProjectNotReached,
+  DataPlaneUnreachable: CUSTOM_DOMAIN_REASONS.DataPlaneUnreachable,
+} as const satisfies Record<ServingReason, ReasonEntry>;
 
 /** The Host (and SNI, for the default certificate) no route can match: RFC 6761 §6.4. */
 export const UNROUTED_HOSTNAME = 'portico-serving-check.invalid';
@@ -175,11 +168,7 @@ export function normalizeSerial(serial: string): string {
 
 /** The facts of `cert` (node:crypto's parsed certificate) served when `hostname` was asked for. */
 export function servedCertificate(cert: X509Certificate, hostname: string): ServedCertificate {
-  const dnsNames = (cert.subjectAltName ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.startsWith('DNS:'))
-    .map((s) => s.slice(4));
+  const dnsNames = subjectAltDnsNames(cert);
   return {
     serialNumber: normalizeSerial(cert.serialNumber),
     subject: oneLine(cert.subject),

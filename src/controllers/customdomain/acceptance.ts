@@ -1,9 +1,9 @@
 /**
  * Whether a CustomDomain is accepted at all, before any DNS check: the Accepted condition. Pure.
  *
- * - Plan [spec §1.2, §8]: custom domains need Pro or above. The plan is the namespace label
- *   `portico.dev/plan`; a missing label means free (DESIGN.md).
- * - Deploy [spec §3]: the project must have had a successful deploy: its Service has had at least
+ * - Plan (docs/customdomains.md, PlanNotEligible): custom domains need Pro or above. The plan is the namespace label
+ *   `portico.dev/plan`; a missing label means free (docs/tenant-rbac.md).
+ * - Deploy (docs/customdomains.md, NotDeployed): the project must have had a successful deploy: its Service has had at least
  *   one ready endpoint. Once accepted, a later scale-to-zero does not revoke it.
  * - The hostname rules of the CRD (domain/hostname.ts), checked again for an object stored before
  *   a rule existed (the API server does not re-check stored objects).

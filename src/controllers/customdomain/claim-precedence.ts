@@ -1,5 +1,5 @@
 /**
- * Which CustomDomain a HostnameClaim should name (spec §3, takeover safety; issue #10 item 3). Pure:
+ * Which CustomDomain a HostnameClaim should name (docs/customdomains.md, "Who holds a hostname"). Pure:
  * every input is a value, the clock included; hostname-claims.ts reads the claim, its holder and the
  * rivals and acts on the verdict.
  *

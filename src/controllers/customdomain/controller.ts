@@ -5,7 +5,7 @@
  * acknowledgement is seen at once), HostnameClaims, Namespaces (the plan label),
  * EndpointSlices (the first ready endpoint), every Service, trimmed to its ports (the port a
  * domain names must exist), and the Ingresses, HTTPProxies and HTTPRoutes Portico does not own
- * (label-selected `managed-by!=portico`, trimmed to their hostnames: foreign routes, issue 28,
+ * (label-selected `managed-by!=portico`, trimmed to their hostnames: foreign routes, docs/routing.md,
  * routing/foreign-routes.ts), feeds a de-duplicating work queue, and runs N workers.
  * The reconcile reads all of these from the caches (`view()`), so a pass that changes nothing sends
  * no request. Events find the domains they affect through an index, never a scan of every domain.
@@ -29,11 +29,12 @@ import {
 import { HOSTNAME_CLAIM_PLURAL, type HostnameClaim } from '../../api/hostnameclaim.js';
 import { backoffDelayMs } from '../../kube/backoff.js';
 import { findCondition } from '../../kube/conditions.js';
-import { apiStatusCode, isConflict, isNotFound } from '../../kube/errors.js';
+import { apiStatusCode, isNotFound } from '../../kube/errors.js';
 import { normalizeDnsName } from '../../domain/hostname.js';
 import { collectionLister, collectionPath, ResilientInformer } from '../../kube/informer.js';
 import { slimTlsSecret } from '../../certificates/parsed-secret.js';
 import { WorkQueue } from '../../kube/work-queue.js';
+import { runWorkers } from '../../kube/workers.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
 import type { ObjectHeader } from '../../routing/plan.js';
 import { GATEWAY_API_VERSION, HTTPROUTE_KIND, LISTENERSET_KIND } from '../../routing/gateway.js';
@@ -68,7 +69,7 @@ const OPTIONAL_OWNED_KINDS = [
 ] as const;
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /**
- * Routes Portico does not own (issue 28): only these are cached for the foreign-route index, so its
+ * Routes Portico does not own (docs/routing.md, "Foreign routes"): only these are cached for the foreign-route index, so its
  * own 10,000 Ingresses are not held twice.
  */
 const FOREIGN_SELECTOR = `${MANAGED_BY_LABEL}!=${MANAGED_BY_VALUE}`;
@@ -170,7 +171,6 @@ export class CustomDomainController {
   readonly #absentKinds = new Set<string>();
   #optionalKindsProbed = false;
   /** `onSynced` has been called. */
-  #seeded = false;
   /** Aborted by `stop`: ends the probe's wait between attempts at once. */
   readonly #stopped = new AbortController();
   #running: Promise<void>[] = [];
@@ -466,7 +466,18 @@ export class CustomDomainController {
   start(): void {
     for (const informer of [...this.#informers, ...this.#owned.values(), ...this.#foreignInformers.values()])
       informer.start();
-    this.#running = [this.#probe(), ...Array.from({ length: this.#d.workers }, () => this.#work())];
+    const workers = runWorkers(this.#d.workers, {
+      controller: CONTROLLER,
+      queue: this.#d.queue,
+      metrics: this.#d.metrics,
+      log: this.#d.log,
+      reconcile: async (key) => (await this.#reconciler.reconcile(key)).requeueAfterMs,
+      synced: () => this.synced,
+      stopping: () => this.#stopping,
+      onSynced: () => this.#d.onSynced?.(this.#domains.list()),
+      relief: () => this.#d.relief?.(),
+    });
+    this.#running = [this.#probe(), ...workers];
   }
 
   /** Probes the optional kinds, retrying with backoff until it succeeds or the controller stops. */
@@ -483,10 +494,6 @@ export class CustomDomainController {
     }
   }
 
-  async #waitForSync(): Promise<void> {
-    while (!this.synced && !this.#stopping) await new Promise((r) => setTimeout(r, 50));
-  }
-
   /** Stops the watches, lets each worker finish its current key, and returns. */
   async stop(): Promise<void> {
     this.#stopping = true;
@@ -496,44 +503,5 @@ export class CustomDomainController {
     );
     this.#d.queue.shutDown();
     await Promise.all(this.#running);
-  }
-
-  async #work(): Promise<void> {
-    await this.#waitForSync();
-    if (!this.#seeded && !this.#stopping) {
-      this.#seeded = true;
-      this.#d.onSynced?.(this.#domains.list());
-    }
-    for (;;) {
-      const held = this.#d.relief?.();
-      if (held) await held;
-      const key = await this.#d.queue.get();
-      if (key === undefined) return;
-      this.#d.metrics.workqueueDepth.set({ controller: CONTROLLER }, this.#d.queue.length);
-      await this.#process(key);
-      this.#d.queue.done(key);
-    }
-  }
-
-  async #process(key: string): Promise<void> {
-    const end = this.#d.metrics.reconcileDuration.startTimer({ controller: CONTROLLER });
-    try {
-      const result = await this.#reconciler.reconcile(key);
-      this.#d.queue.forget(key);
-      if (result.requeueAfterMs !== undefined) this.#d.queue.addAfter(key, result.requeueAfterMs);
-      this.#d.metrics.reconcileTotal.inc({ controller: CONTROLLER, result: 'success' });
-    } catch (err) {
-      if (isConflict(err)) {
-        // Someone wrote the object since it was read: read it again, quietly.
-        this.#d.metrics.reconcileTotal.inc({ controller: CONTROLLER, result: 'conflict' });
-        this.#d.queue.addAfter(key, 100);
-      } else {
-        const retryInMs = this.#d.queue.addRateLimited(key);
-        this.#d.metrics.reconcileTotal.inc({ controller: CONTROLLER, result: 'error' });
-        this.#d.log.error({ err, key, retryInMs }, 'reconcile failed; retrying with backoff');
-      }
-    } finally {
-      end();
-    }
   }
 }

@@ -73,7 +73,7 @@ export function carriedDnsOutcome(
  * been unverified (the DNSVerified condition's lastTransitionTime); `verifiedAt` is kept while the
  * domain stays verified and set when it turns verified.
  *
- * A verified domain is not taken out of service by one answer (issue 10, item 9): a transient
+ * A verified domain is not taken out of service by one answer (docs/customdomains.md, "DNS faults on a verified domain"): a transient
  * failure (SERVFAIL, timeout, another resolver error) never unverifies it, and a definite answer
  * that no longer matches (the record missing, changed or conflicting) does only once DNS has
  * disagreed for `graceMs` (milliseconds), counted from `observed.failingSince`, the first
@@ -81,7 +81,7 @@ export function carriedDnsOutcome(
  * and Ready holds) and its message says what the latest check found and until when the verified
  * answer stands.
  *
- * A dangling record (issue #10, "Takeover"): once the grace period is over, a domain that was
+ * A dangling record (docs/customdomains.md, "Dangling records"): once the grace period is over, a domain that was
  * verified (`verifiedAt`: its routing and certificate stay, and its claim on the hostname) keeps
  * `observed.failingSince` while DNS still definitely disagrees; from `danglingAfterMs`
  * (milliseconds) after it, DNSVerified's reason is `DanglingRecord` and its message says that the

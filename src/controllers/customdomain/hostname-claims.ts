@@ -1,5 +1,5 @@
 /**
- * Takeover safety (spec §3): a hostname belongs to at most one CustomDomain in the cluster.
+ * Takeover safety (docs/customdomains.md, "Who holds a hostname"): a hostname belongs to at most one CustomDomain in the cluster.
  *
  * The claim is a cluster-scoped HostnameClaim named after the hostname (crds/
  * portico.dev_hostnameclaims.yaml). Creating it is atomic in the API server: when two CustomDomains
@@ -145,7 +145,7 @@ export class HostnameClaims {
 
   /**
    * Gives up `domain`'s claim on its hostname if it holds it (same uid); a claim held by another
-   * CustomDomain is left alone. Call it only once the domain's routing is gone (spec §3: a hostname
+   * CustomDomain is left alone. Call it only once the domain's routing is gone (docs/customdomains.md, "Removal": a hostname
    * moves to another project only after its routing is removed).
    *
    * The release is recorded first (`releases`), so a failure leaves the claim in place and the

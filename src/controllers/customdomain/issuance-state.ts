@@ -6,7 +6,7 @@
  * not in memory): while the process lives, its memory is the source (the status may lag it by one
  * write); a process that has no outcome for the domain (a restart, a new leader, or an order that
  * was dropped) resumes from status, so no order is placed before the recorded next attempt. A
- * re-verify (spec §3) starts a fresh attempt now, whatever either says.
+ * re-verify (docs/customdomains.md, "Verify and re-verify") starts a fresh attempt now, whatever either says.
  */
 import type { IssuanceOutcome } from '../../acme/issuance-tracker.js';
 import type { IssuanceStatus } from '../../api/customdomain.js';
@@ -36,7 +36,7 @@ export interface IssuanceFailure {
  * - no `memory`: `recorded` (status.issuance) as written, unless `freshAttempt`; a record whose
  *   times do not parse counts as none.
  *
- * @param freshAttempt a re-verify is being acted on (spec §3): the attempt starts now
+ * @param freshAttempt a re-verify is being acted on: the attempt starts now
  */
 export function lastIssuanceFailure(
   memory: IssuanceOutcome | undefined,
@@ -106,54 +106,4 @@ export function issuanceStatus(
     nextAttemptTime: failure.nextAttemptTime.toISOString(),
     ...(failure.retryAfter ? { retryAfter: failure.retryAfter.toISOString() } : {}),
   };
-}
-
-/**
- * When the CertificateOverdue clock of a verified domain without a certificate started (spec §3:
- * "Verified, no certificate after 30 minutes"; §7.3): the later of `verifiedAt` and the verify
- * request last acted on (`status.lastVerifyRequest`), since a re-verify starts a fresh attempt and
- * the clock with it (issue #11, item 6). Undefined when `verifiedAt` does not parse. A request time
- * that does not parse, or lies after `now` (a client clock ahead of the operator's), is not counted.
- *
- * @param verifiedAt status.verifiedAt, RFC 3339
- * @param lastVerifyRequest status.lastVerifyRequest (the annotation's value), RFC 3339
- */
-export function overdueClockStart(
-  verifiedAt: string | undefined,
-  lastVerifyRequest: string | undefined,
-  now: Date,
-): { since: Date; byVerifyRequest: boolean } | undefined {
-  const verified = verifiedAt === undefined ? NaN : Date.parse(verifiedAt);
-  if (Number.isNaN(verified)) return undefined;
-  const requested = lastVerifyRequest === undefined ? NaN : Date.parse(lastVerifyRequest);
-  if (Number.isNaN(requested) || requested <= verified || requested > now.getTime())
-    return { since: new Date(verified), byVerifyRequest: false };
-  return { since: new Date(requested), byVerifyRequest: true };
-}
-
-/**
- * Whether a verify request acted on now abandons the certificate order in flight for a fresh one
- * (spec §3 table: "Verified, no certificate after 30 minutes → Re-verify → a fresh certificate
- * attempt is triggered"; issue #11, item 6: "also when an order is stuck in flight"). True when the
- * domain has no certificate, is past the overdue threshold by the clock as it stood before this
- * request (`overdueClockStart` of the status before it), and the order in flight was placed before
- * it became overdue: an order placed after that is itself the fresh attempt. Pure.
- *
- * @param at.orderStartedAt when the order in flight started; undefined when none is in flight
- * @param at.overdueMs the threshold (`--certificate-overdue-seconds`), milliseconds
- */
-export function abandonsOrderInFlight(at: {
-  verifyRequested: boolean;
-  hasCertificate: boolean;
-  orderStartedAt: Date | undefined;
-  verifiedAt: string | undefined;
-  lastVerifyRequest: string | undefined;
-  overdueMs: number;
-  now: Date;
-}): boolean {
-  if (!at.verifyRequested || at.hasCertificate || at.orderStartedAt === undefined) return false;
-  const clock = overdueClockStart(at.verifiedAt, at.lastVerifyRequest, at.now);
-  if (!clock) return false;
-  const overdueAt = clock.since.getTime() + at.overdueMs;
-  return at.now.getTime() >= overdueAt && at.orderStartedAt.getTime() <= overdueAt;
 }

@@ -25,7 +25,7 @@ export function otherOwner(obj: KubernetesObject | undefined, domain: CustomDoma
 
 /**
  * Kinds where an object without Portico's `app.kubernetes.io/managed-by=portico` label is someone
- * else's and never overwritten or deleted: HTTPProxy (issue 28). A platform team writes its own
+ * else's and never overwritten or deleted: HTTPProxy (docs/routing.md, "Foreign routes"). A platform team writes its own
  * HTTPProxies (e.g. the API's, which RateLimitPolicies target) in the same namespaces, and one at
  * `portico-<name>` is theirs, not a leftover of Portico's. (Other kinds keep the rule of
  * `otherOwner`: an unlabelled object at Portico's name is Portico's to replace.)

@@ -1,6 +1,6 @@
 /**
  * The status a CustomDomain should show, from what the reconcile observed. Pure: every input is a
- * value, the clock included. Conditions follow DESIGN.md: Accepted, DNSVerified, CertificateReady,
+ * value, the clock included. Conditions as docs/customdomains.md lists them: Accepted, DNSVerified, CertificateReady,
  * Routed, and Ready (all four).
  */
 import type {
@@ -11,11 +11,11 @@ import type {
   Phase,
 } from '../../api/customdomain.js';
 import { setCondition, type ConditionInput } from '../../kube/conditions.js';
-import { overdueClockStart } from './issuance-state.js';
+import { overdueClockStart } from './overdue.js';
 import type { ServingReadiness } from '../../serving/schedule.js';
 import { conflictMessage } from '../../routing/foreign-routes.js';
 
-/** The condition of routes Portico does not own naming the hostname (issue 28). Abnormal-true, as Gateway API's `Conflicted`. */
+/** The condition of routes Portico does not own naming the hostname (docs/routing.md, "Foreign routes"). Abnormal-true, as Gateway API's `Conflicted`. */
 export const CONFLICTED_CONDITION = 'Conflicted';
 /** Conflicted=True, and Ready=False for it, and the Warning Event per newly seen object. */
 export const FOREIGN_ROUTE_REASON = 'ForeignRoute';
@@ -58,10 +58,10 @@ export type RenewalState =
   | { kind: 'failed'; reason: string; message: string; retryAt: Date }
   | QueuedOrder;
 
-/** Spec §7.3 and §8.3: no certificate this long after verification is a problem of its own. */
+/** No certificate this long after verification is a problem of its own (docs/troubleshooting.md, CertificateOverdue). */
 export const CERTIFICATE_THRESHOLD_MS = 30 * 60_000;
 
-/** What a person can do when the certificate is late (spec §7.3), for the condition message. */
+/** What a person can do when the certificate is late (docs/troubleshooting.md, CertificateOverdue), for the condition message. */
 const LATE_CERTIFICATE_HINTS =
   'Likely causes: CAA records that exclude the platform\'s certificate authority, /.well-known/acme-challenge/ not reaching the platform, or the CA rate-limiting. Fix the cause, then re-verify to start a fresh attempt: kubectl annotate customdomain <name> portico.dev/verify-requested-at="$(date -u +%FT%TZ)" --overwrite.';
 
@@ -123,7 +123,7 @@ function conflictedCondition(
 }
 
 /**
- * Whether a missing certificate in `state` is reported as overdue once late (spec §3, §7.3: the
+ * Whether a missing certificate in `state` is reported as overdue once late (docs/customdomains.md, CertificateOverdue: the
  * troubleshooting threshold holds whatever the certificate waits for): always, but while one serves
  * and while an unusable Secret is being replaced (the domain had its certificate; the time since
  * verification says nothing). A domain waiting for the CA budget or refused by CAA is overdue too,
@@ -149,7 +149,7 @@ function overdueCause(state: CertificateState): string {
 /**
  * @param lateSinceMs how long the domain has been verified without a certificate (since the last
  *   verify request acted on, when later), milliseconds; past `overdueMs` a missing certificate gets
- *   its own reason (spec §3, §7.3)
+ *   its own reason (docs/troubleshooting.md, CertificateOverdue)
  * @param sinceVerifyRequest the clock counts from a verify request, not from verification
  */
 function certificateCondition(
@@ -327,7 +327,7 @@ export function buildStatus(
 ): CustomDomainStatus {
   const generation = domain.metadata.generation ?? 0;
   const verified = observed.dnsVerified.status === 'True';
-  // Counted from the later of verifiedAt and the verify request acted on (issuance-state.ts).
+  // Counted from the later of verifiedAt and the verify request acted on (overdue.ts).
   const clock = verified ? overdueClockStart(carried.verifiedAt, carried.lastVerifyRequest, now) : undefined;
   const lateSinceMs = clock ? now.getTime() - clock.since.getTime() : 0;
   let conditions: Condition[] = domain.status?.conditions ?? [];

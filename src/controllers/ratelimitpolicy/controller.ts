@@ -57,11 +57,12 @@ import {
 } from '../../api/ratelimitpolicy.js';
 import { RATE_LIMIT_ATTACHED_REASONS, type RateLimitAttachedReason } from '../../api/reasons.js';
 import { findCondition, type ConditionInput } from '../../kube/conditions.js';
-import { isConflict, isNotFound } from '../../kube/errors.js';
+import { isNotFound } from '../../kube/errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { ResilientInformer } from '../../kube/informer.js';
 import { serverSideApply } from '../../kube/server-side-apply.js';
 import { WorkQueue } from '../../kube/work-queue.js';
+import { runWorkers } from '../../kube/workers.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
 import {
   CONFIG_SHARD_BUDGET_BYTES,
@@ -283,7 +284,15 @@ export class RateLimitPolicyController {
       this.#queue.add(EXTENSION_SERVICE_KEY);
       this.#awaitProxiesListed();
     }
-    this.#running = Array.from({ length: this.#o.workers ?? 2 }, () => this.#work());
+    this.#running = runWorkers(this.#o.workers ?? 2, {
+      controller: CONTROLLER,
+      queue: this.#queue,
+      metrics: this.#o.metrics,
+      log: this.#log,
+      reconcile: (key) => this.#reconcileKey(key),
+      synced: () => this.synced,
+      stopping: () => this.#stopping,
+    });
   }
 
   /** Stops the watches, lets each worker finish its key, and returns. */
@@ -393,41 +402,15 @@ export class RateLimitPolicyController {
     return [...this.#shards.values()].sort((a, b) => a.index - b.index);
   }
 
-  async #work(): Promise<void> {
-    while (!this.synced && !this.#stopping) await new Promise((r) => setTimeout(r, 50));
-    for (;;) {
-      const key = await this.#queue.get();
-      if (key === undefined) return;
-      this.#o.metrics.workqueueDepth.set({ controller: CONTROLLER }, this.#queue.length);
-      await this.#process(key);
-      this.#queue.done(key);
+  /** The reconcile of one key of the queue: the config shards, the extension service, a swept HTTPProxy, or a policy. */
+  async #reconcileKey(key: string): Promise<number | undefined> {
+    if (key === CONFIG_KEY) return this.#reconcileConfig();
+    if (key === EXTENSION_SERVICE_KEY) return this.#applyExtensionService();
+    if (key.startsWith(PROXY_KEY_PREFIX)) {
+      await this.#sweepProxy(key.slice(PROXY_KEY_PREFIX.length));
+      return undefined;
     }
-  }
-
-  async #process(key: string): Promise<void> {
-    const metrics = this.#o.metrics;
-    const end = metrics.reconcileDuration.startTimer({ controller: CONTROLLER });
-    try {
-      let requeueAfterMs: number | undefined;
-      if (key === CONFIG_KEY) requeueAfterMs = await this.#reconcileConfig();
-      else if (key === EXTENSION_SERVICE_KEY) requeueAfterMs = await this.#applyExtensionService();
-      else if (key.startsWith(PROXY_KEY_PREFIX)) await this.#sweepProxy(key.slice(PROXY_KEY_PREFIX.length));
-      else requeueAfterMs = await this.#reconcilePolicy(key);
-      this.#queue.forget(key);
-      if (requeueAfterMs !== undefined) this.#queue.addAfter(key, requeueAfterMs);
-      metrics.reconcileTotal.inc({ controller: CONTROLLER, result: 'success' });
-    } catch (err) {
-      if (isConflict(err)) {
-        metrics.reconcileTotal.inc({ controller: CONTROLLER, result: 'conflict' });
-        this.#queue.addAfter(key, 100);
-      } else {
-        const retryInMs = this.#queue.addRateLimited(key);
-        metrics.reconcileTotal.inc({ controller: CONTROLLER, result: 'error' });
-        this.#log.error({ err, key, retryInMs }, 'reconcile failed; retrying with backoff');
-      }
-    } finally {
-      end();
-    }
+    return this.#reconcilePolicy(key);
   }
 
   /**

@@ -1,0 +1,74 @@
+/**
+ * The acceptance phase of a CustomDomain reconcile: the Accepted condition (../acceptance.ts, pure)
+ * from what the caches hold (the namespace's plan, the Service's endpoints) and the hostname claim,
+ * taken atomically in the API server only when the plan and hostname gates pass (takeover
+ * safety, docs/customdomains.md "Who holds a hostname").
+ */
+import type { CustomDomain } from '../../../api/customdomain.js';
+import { normalizeDnsName } from '../../../dns/answers.js';
+import { claimableProblem } from '../../../domain/claimable.js';
+import { invalidALabels, validateHostname } from '../../../domain/hostname.js';
+import { findCondition } from '../../../kube/conditions.js';
+import { acceptance, ELIGIBLE_PLANS, planOf, reservedDomainOf } from '../acceptance.js';
+import type { CustomDomainReconcilerDeps } from './deps.js';
+
+/**
+ * The Accepted condition. The plan and reserved-name gates come from the caches; the hostname
+ * claim is taken (atomically, in the API server) only when they pass.
+ */
+export async function accepted(
+  d: Pick<CustomDomainReconcilerDeps, 'view' | 'reservedDomains' | 'allowSpecialUseHostnames' | 'claims'>,
+  domain: CustomDomain,
+): Promise<ReturnType<typeof acceptance>> {
+  const { view } = d;
+  const hostname = normalizeDnsName(domain.spec.hostname);
+  const plan = planOf(view.namespaceLabels(domain.metadata.namespace));
+  const reservedDomain = reservedDomainOf(hostname, d.reservedDomains);
+  const badLabels = invalidALabels(hostname);
+  // The CRD's rules again, for an object stored before one of them existed (validateHostname).
+  const hostnameProblem = validateHostname(domain.spec.hostname);
+  const notClaimable =
+    hostnameProblem === undefined && badLabels.length === 0
+      ? claimableProblem(hostname, { allowSpecialUse: d.allowSpecialUseHostnames })
+      : undefined;
+  const claimable =
+    hostnameProblem === undefined &&
+    badLabels.length === 0 &&
+    notClaimable === undefined &&
+    ELIGIBLE_PLANS.has(plan) &&
+    reservedDomain === undefined;
+  const service = domain.spec.service?.name;
+  return acceptance({
+    domain,
+    plan,
+    readyEndpoints: service ? view.readyEndpoints(domain.metadata.namespace, service) : undefined,
+    previouslyAccepted: findCondition(domain.status?.conditions, 'Accepted')?.status === 'True',
+    reservedDomain,
+    invalidALabels: badLabels,
+    hostnameProblem,
+    claimableProblem: notClaimable,
+    claim: claimable ? await d.claims.acquire(domain) : undefined,
+  });
+}
+
+/**
+ * Whether a domain refused for `reason` lets its hostname claim go, once its routing is gone: a
+ * holder whose plan no longer allows custom domains, or whose hostname is reserved or invalid,
+ * does; a NotDeployed holder keeps it; HostnameAlreadyClaimed holds nothing.
+ */
+export function releasesClaim(reason: string): boolean {
+  return reason === 'PlanNotEligible' || reason === 'ReservedHostname' || reason === 'InvalidHostname';
+}
+
+/** What DNSVerified and Routed say while the domain is not accepted. */
+export const NOT_ACCEPTED_DNS = {
+  type: 'DNSVerified',
+  status: 'Unknown',
+  reason: 'NotAccepted',
+  message: 'DNS is checked once the domain is accepted.',
+} as const;
+export const NOT_ACCEPTED_ROUTING = {
+  kind: 'not-routed',
+  reason: 'NotAccepted',
+  message: 'The domain is routed once it is accepted and verified.',
+} as const;

@@ -1,0 +1,134 @@
+/**
+ * The DNS phase of a CustomDomain reconcile: whether the domain must show the ownership TXT record,
+ * the records it must publish, and, when a check is due (schedule.ts dnsCheckDue) the resolver's
+ * answers judged by src/dns/verdict.ts; otherwise the outcome its status carries (dns-outcome.ts).
+ * A verify request clears the order's failure (a fresh attempt, docs/customdomains.md "Verify and
+ * re-verify"). I/O: the DNS resolver and the ownership store.
+ */
+import type { Logger } from 'pino';
+import {
+  VERIFY_REQUESTED_AT_ANNOTATION,
+  type CustomDomain,
+  type OwnershipStatus,
+} from '../../../api/customdomain.js';
+import { isIPv4, isIPv6 } from 'node:net';
+import { normalizeDnsName, type RRsetAnswer } from '../../../dns/answers.js';
+import { isApex, requiredDnsRecords } from '../../../dns/records.js';
+import { verifyApex, verifySubdomain, type Verdict } from '../../../dns/verdict.js';
+import {
+  isOwnershipProof,
+  ownershipProof,
+  ownershipRecord,
+  ownershipRecordName,
+  ownershipToken,
+  verifyOwnership,
+  withOwnership,
+} from '../../../dns/ownership.js';
+import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome, type DnsStatusBase } from '../dns-outcome.js';
+import { decideOwnership, standingOwnership } from '../ownership-decision.js';
+import { dnsCheckDue } from '../schedule.js';
+import type { CustomDomainReconcilerDeps } from './deps.js';
+
+/** The DNS phase: ownership decision, the DNS check when due (else the carried outcome), the verdict. */
+export class DnsPhase {
+  readonly #d: CustomDomainReconcilerDeps;
+
+  constructor(deps: CustomDomainReconcilerDeps) {
+    this.#d = deps;
+  }
+
+  async verify(domain: CustomDomain, key: string, now: Date, log: Logger): Promise<DnsOutcome> {
+    const hostname = normalizeDnsName(domain.spec.hostname);
+    const requested = domain.metadata.annotations?.[VERIFY_REQUESTED_AT_ANNOTATION];
+    const ownershipKey = await this.#d.ownership.store.key();
+    const uid = domain.metadata.uid ?? '';
+    const ownership = await this.#ownershipDecision(domain, hostname, now, ownershipKey);
+    const pending = ownership.required && ownership.verifiedAt === undefined;
+    const token = pending ? ownershipToken(ownershipKey, uid, hostname) : undefined;
+    const records = requiredDnsRecords(hostname, this.#d.platformCnameTarget, this.#d.apexAddresses);
+    const base: DnsStatusBase = {
+      dnsRecords: token === undefined ? records : [...records, ownershipRecord(hostname, token)],
+      lastVerifyRequest: requested ?? domain.status?.lastVerifyRequest,
+      ownership,
+    };
+    const due = dnsCheckDue(domain, now);
+    const carried = due ? undefined : carriedDnsOutcome(domain.status, base, now);
+    if (carried) return carried;
+    // Re-verify (docs/customdomains.md, "Verify and re-verify"): a verified domain whose order failed gets a fresh attempt.
+    if (due === 'requested') this.#d.tracker.clearFailure(key);
+    let verdict = await this.#lookupVerdict(hostname, this.#d.platformCnameTarget);
+    if (token !== undefined) {
+      const txt = await this.#d.resolver.lookupTxt(ownershipRecordName(hostname));
+      const shown = verifyOwnership(hostname, token, txt);
+      verdict = withOwnership(verdict, shown);
+      if (shown.shown) {
+        log.info('ownership TXT record found');
+        base.ownership = withOwnershipProof(ownershipKey, uid, {
+          ...ownership,
+          verifiedAt: now.toISOString(),
+        });
+        base.dnsRecords = records;
+      }
+    }
+    this.#d.metrics.dnsChecksTotal.inc({ reason: verdict.reason });
+    log.debug({ due, verdict: verdict.reason }, 'DNS checked');
+    return freshDnsOutcome(
+      verdict,
+      domain.status,
+      base,
+      now,
+      this.#d.dnsMismatchGraceMs,
+      this.#d.danglingAfterMs,
+    );
+  }
+
+  /**
+   * Whether `domain` must show the ownership TXT record: the decision in its status when made for
+   * this hostname; else made now (docs/customdomains.md, "Ownership verification"). A domain
+   * verified before ownership verification existed (no decision in its status) is not asked.
+   *
+   * @throws ApiException when the release record cannot be read (the work queue retries)
+   */
+  async #ownershipDecision(
+    domain: CustomDomain,
+    hostname: string,
+    now: Date,
+    key: Buffer,
+  ): Promise<OwnershipStatus> {
+    const uid = domain.metadata.uid ?? '';
+    const standing = standingOwnership(domain.status, hostname, (o) =>
+      isOwnershipProof(key, uid, o, o.proof),
+    );
+    if (standing) return standing;
+    const { policy, recentMs, store } = this.#d.ownership;
+    const release = policy === 'recently-claimed' ? await store.lastRelease(hostname) : undefined;
+    const decided = decideOwnership(hostname, domain.metadata.namespace, policy, release, recentMs, now);
+    return withOwnershipProof(key, uid, decided);
+  }
+
+  async #lookupVerdict(hostname: string, target: string): Promise<Verdict> {
+    const apex = isApex(hostname);
+    const answers = await this.#d.resolver.lookupHostname(hostname, { otherRecords: !apex });
+    if (!apex) return verifySubdomain(hostname, target, answers);
+    const configured = this.#d.apexAddresses;
+    const targetAddresses =
+      configured.length > 0
+        ? {
+            a: recordsOrNodata(configured.filter((ip) => isIPv4(ip))),
+            aaaa: recordsOrNodata(configured.filter((ip) => isIPv6(ip))),
+          }
+        : await this.#d.resolver.lookupAddresses(target);
+    return verifyApex(hostname, target, answers, targetAddresses);
+  }
+}
+
+/** `decision` with the operator's proof over it (src/dns/ownership.ts `ownershipProof`). */
+function withOwnershipProof(key: Buffer, uid: string, decision: OwnershipStatus): OwnershipStatus {
+  const { hostname, required, reason, message, verifiedAt } = decision;
+  const fields = { hostname, required, reason, message, ...(verifiedAt ? { verifiedAt } : {}) };
+  return { ...fields, proof: ownershipProof(key, uid, fields) };
+}
+
+export function recordsOrNodata(values: string[]): RRsetAnswer {
+  return values.length > 0 ? { kind: 'records', values } : { kind: 'nodata' };
+}

@@ -1,0 +1,209 @@
+/**
+ * The routing phase of a CustomDomain reconcile: the desired routing objects (src/routing/plan.ts,
+ * pure) applied through the owned-objects adapter, stale ones deleted, and the data plane's
+ * acknowledgement read from the caches (src/routing/acknowledgement.ts), as a RoutingState for
+ * status.ts.
+ */
+import type { KubernetesObject, V1Secret } from '@kubernetes/client-node';
+import {
+  CUSTOM_DOMAIN_LABEL,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  ownedNames,
+  type CustomDomain,
+} from '../../../api/customdomain.js';
+import { parsedSecret } from '../../../certificates/parsed-secret.js';
+import { CONTOUR_API_VERSION, HTTPPROXY_KIND } from '../../../routing/contour.js';
+import {
+  combine,
+  httpProxyAcknowledgement,
+  httpRouteAcknowledgement,
+  ingressAcknowledgement,
+  listenerSetAcknowledgement,
+  type Acknowledgement,
+} from '../../../routing/acknowledgement.js';
+import {
+  GATEWAY_API_VERSION,
+  HTTPROUTE_KIND,
+  LISTENERSET_KIND,
+  type HTTPRoute,
+} from '../../../routing/gateway.js';
+import { desiredRouting, staleRoutingObjects, type RoutingLookups } from '../../../routing/plan.js';
+import type { RoutingState } from '../status.js';
+import type { CustomDomainReconcilerDeps } from './deps.js';
+import type { OwnedObjects } from './objects.js';
+
+/** The routing phase: apply the plan, delete what it no longer has, read the data plane's acknowledgement. */
+export class RoutingPhase {
+  readonly #d: CustomDomainReconcilerDeps;
+  readonly #objects: OwnedObjects;
+
+  constructor(deps: CustomDomainReconcilerDeps, objects: OwnedObjects) {
+    this.#d = deps;
+    this.#objects = objects;
+  }
+
+  /**
+   * Applies the routing plan (in its order), then deletes what an earlier plan made and this one
+   * does not; then reads from the caches whether the data plane took what was applied
+   * (`#acknowledgement`), unless that check is off.
+   */
+  async apply(domain: CustomDomain): Promise<RoutingState> {
+    const lookups = this.#routingLookups(domain);
+    const plan = desiredRouting(domain, this.#d.routing, lookups);
+    const taken: string[] = [];
+    const foreign: string[] = [];
+    const written = new Set<KubernetesObject>();
+    for (const obj of plan.apply) {
+      const applied = await this.#objects.applyIfChanged(obj, domain);
+      const what = `${obj.kind ?? ''} ${obj.metadata?.name ?? ''}`;
+      if (applied.owner !== undefined) taken.push(`${what} (CustomDomain ${applied.owner})`);
+      if (applied.foreign) foreign.push(what);
+      if (applied.wrote) written.add(obj);
+    }
+    for (const header of staleRoutingObjects(plan)) await this.#objects.deleteIfCached(header, domain);
+    const inUse = nameInUse(taken, foreign);
+    if (inUse) return inUse;
+    if (!plan.routed) return { kind: 'not-routed', reason: plan.reason, message: plan.message };
+    if (plan.unservable) return { kind: 'not-routed', ...plan.unservable };
+    if (this.#d.routing.dataPlaneAcknowledgement === false)
+      return { kind: 'routed', message: plan.message, confirmed: false };
+    const ack = this.#acknowledgement(plan.apply, written, domain);
+    if (ack.kind === 'confirmed')
+      return { kind: 'routed', message: `${plan.message} ${ack.message}`, confirmed: true };
+    return {
+      kind: 'not-routed',
+      reason: ack.kind === 'refused' ? ack.reason : 'AwaitingDataPlane',
+      message: ack.message,
+    };
+  }
+
+  /**
+   * Whether the data plane took the applied Ingresses, HTTPRoute and ListenerSet, or HTTPProxy, from
+   * their cached status (routing/acknowledgement.ts); a change of that status re-queues the domain
+   * through the owned objects' watch. An HTTPRoute, ListenerSet or HTTPProxy written in this pass is
+   * awaited: its cached copy is of the previous generation, and so is the status on it.
+   */
+  #acknowledgement(
+    applied: readonly KubernetesObject[],
+    written: ReadonlySet<KubernetesObject>,
+    domain: CustomDomain,
+  ): Acknowledgement {
+    const { namespace } = domain.metadata;
+    const parts: Acknowledgement[] = [];
+    for (const obj of applied) {
+      const name = obj.metadata?.name ?? '';
+      const header = {
+        apiVersion: obj.apiVersion ?? '',
+        kind: obj.kind ?? '',
+        metadata: { name, namespace },
+      };
+      const seen = this.#d.view.owned(header);
+      const cached = seen.cached ? seen.object : undefined;
+      if (obj.kind === 'Ingress') {
+        parts.push(
+          ingressAcknowledgement(
+            cached,
+            name,
+            this.#d.routing.ingressClassName,
+            this.#d.routing.dataPlaneName,
+          ),
+        );
+        continue;
+      }
+      if (obj.kind !== HTTPROUTE_KIND && obj.kind !== LISTENERSET_KIND && obj.kind !== HTTPPROXY_KIND)
+        continue;
+      if (written.has(obj)) {
+        parts.push({
+          kind: 'awaiting',
+          message: `${obj.kind} ${name} was written just now; waiting for ${this.#reporter(obj.kind)} to report on it.`,
+        });
+      } else if (obj.kind === HTTPPROXY_KIND) {
+        parts.push(httpProxyAcknowledgement(cached, name));
+      } else if (obj.kind === HTTPROUTE_KIND) {
+        const parents = (obj as HTTPRoute).spec.parentRefs;
+        parts.push(httpRouteAcknowledgement(cached, name, namespace, parents, this.#d.routing.dataPlaneName));
+      } else {
+        parts.push(listenerSetAcknowledgement(cached, name, this.#d.routing.dataPlaneName));
+      }
+    }
+    return combine(parts);
+  }
+
+  /** Who reports on an object of `kind`: Contour for an HTTPProxy, else the data plane's name or "the gateway". */
+  #reporter(kind: string | undefined): string {
+    if (kind === HTTPPROXY_KIND) return 'Contour';
+    return this.#d.routing.dataPlaneName ?? 'the gateway';
+  }
+
+  /**
+   * What the routing plan reads of the caches: the ports of the Service a serving domain names
+   * (routing/plan.ts checks the port); for a redirect, the CustomDomains of its namespace and the
+   * HostnameClaims, from which routing/redirect.ts judges its target.
+   */
+  #routingLookups(domain: CustomDomain): RoutingLookups {
+    const view = this.#d.view;
+    const lookups: RoutingLookups = {
+      listenerSetsServed: view.serves(GATEWAY_API_VERSION, LISTENERSET_KIND),
+      httpProxiesServed: view.serves(CONTOUR_API_VERSION, HTTPPROXY_KIND),
+    };
+    if (this.#d.routing.ingressFlavor === 'contour') lookups.tlsSecretReady = this.#tlsSecretReady(domain);
+    if (domain.spec.redirect) {
+      lookups.redirectTarget = {
+        domainsInNamespace: view.customDomainsInNamespace(domain.metadata.namespace),
+        holderOf: (hostname) => {
+          const ref = view.hostnameClaim(hostname)?.spec.customDomainRef;
+          return ref && { namespace: ref.namespace, name: ref.name };
+        },
+      };
+    }
+    const service = domain.spec.service;
+    const ports = service && view.servicePorts(domain.metadata.namespace, service.name);
+    if (ports !== undefined) lookups.servicePorts = ports;
+    return lookups;
+  }
+
+  /**
+   * Whether the domain's TLS Secret, as its cache holds it, has a `tls.crt` that parses and the
+   * `tls.key` of that certificate (`parsedSecret`): Contour takes an HTTPProxy that names the
+   * Secret only when both parse (routing/contour.ts). Workers start once the caches have synced;
+   * an unsynced cache would answer false (no TLS block until the next reconcile).
+   */
+  #tlsSecretReady(domain: CustomDomain): boolean {
+    const seen = this.#d.view.owned({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { namespace: domain.metadata.namespace, name: ownedNames(domain).secret },
+    });
+    const secret = seen.cached ? (seen.object as V1Secret | undefined) : undefined;
+    return secret !== undefined && parsedSecret(secret)?.keyMatches === true;
+  }
+}
+
+/**
+ * Routed=False `NameInUse` when objects at Portico's names are not this domain's: `taken`, each
+ * `Kind name (CustomDomain other)`, by another domain's label; `foreign`, each `Kind name`, not
+ * Portico's at all (object-holder.ts `foreignKind`). Undefined when both are empty.
+ */
+export function nameInUse(taken: readonly string[], foreign: readonly string[]): RoutingState | undefined {
+  const sentences: string[] = [];
+  if (taken.length > 0)
+    sentences.push(
+      `${taken.join(', ')} belongs to another CustomDomain by its ${CUSTOM_DOMAIN_LABEL} label; Portico never overwrites another domain's object. Remove that object or correct its label.`,
+    );
+  if (foreign.length > 0)
+    sentences.push(
+      `${foreign.join(', ')} exists and is not Portico's (no ${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE} label); Portico never overwrites an HTTPProxy it did not write. Remove or rename that object.`,
+    );
+  return sentences.length > 0
+    ? { kind: 'not-routed', reason: 'NameInUse', message: sentences.join(' ') }
+    : undefined;
+}
+
+export function notRouted(): RoutingState {
+  return {
+    kind: 'not-routed',
+    reason: 'AwaitingDNSVerification',
+    message: 'The domain is routed once DNS verification succeeds.',
+  };
+}
