@@ -359,6 +359,55 @@ describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
     }
   });
 
+  it("a Secret that is not a usable certificate (its tls.crt no PEM; the CA held back by CAA, so Portico issues none to replace it): Routed=False with Envoy Gateway's InvalidCertificateRef and its parse error", async () => {
+    const ns = unique('eg-badcert');
+    await createProject(ns);
+    const hostname = `www.${ns}.example`;
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await dns.post('/add-caa', { host: hostname, policies: [{ tag: 'issue', value: 'digicert.com' }] });
+    try {
+      await kube().core.createNamespacedSecret({
+        namespace: ns,
+        body: {
+          metadata: { name: 'www-tls' },
+          type: 'kubernetes.io/tls',
+          data: {
+            'tls.crt': Buffer.from('not a certificate').toString('base64'),
+            'tls.key': Buffer.from('not a key').toString('base64'),
+          },
+        },
+      });
+      await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+      // Envoy Gateway's words for a Secret that holds data but no certificate (not the "does not
+      // exist" of a missing one): what its listener says is what Routed carries.
+      const cd = await waitFor(
+        "Envoy Gateway's verdict on the unusable Secret in Routed",
+        async () => {
+          const found = await getCustomDomain(ns, 'www');
+          const routed = domainCondition(found, 'Routed');
+          return routed.status === 'False' &&
+            routed.reason === 'InvalidCertificateRef' &&
+            !(routed.message ?? '').includes('does not exist')
+            ? found
+            : undefined;
+        },
+        60_000,
+      );
+      const set = await read<ListenerSetWithStatus>('listenersets', ns, 'portico-www');
+      const listener = set.status?.listeners?.find((l) => l.name === 'https');
+      const resolved = condition(listener?.conditions, 'ResolvedRefs');
+      expect(resolved).toMatchObject({ status: 'False', reason: 'InvalidCertificateRef' });
+      expect(resolved?.message).not.toContain('does not exist');
+      expect(resolved?.message).toContain('www-tls');
+      expect(domainCondition(cd, 'Routed').message).toContain(
+        `ListenerSet portico-www listener https: ResolvedRefs=False (InvalidCertificateRef): ${resolved?.message ?? ''}`,
+      );
+      expect(domainCondition(cd, 'Ready').status).toBe('False');
+    } finally {
+      await dns.post('/clear-caa', { host: hostname });
+    }
+  });
+
   it("a hostname another ListenerSet on the Gateway holds already: Routed=False with Envoy Gateway's HostnameConflict", async () => {
     const ns = unique('eg-taken');
     await createProject(ns);
