@@ -226,6 +226,7 @@ function build(
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
     contour: config.contourAttachment,
+    envoyGateway: config.envoyGatewayAttachment,
   });
   return {
     controller,

@@ -271,6 +271,8 @@ export type TargetOutcome =
 export interface TargetVerdict {
   readonly ref: PolicyTargetRef;
   readonly wired: boolean;
+  /** Not wired yet, for a reason that passes by itself (the data plane has not reported yet). */
+  readonly pending?: boolean;
   readonly reason: RateLimitAttachedReason;
   readonly message: string;
 }
@@ -331,7 +333,7 @@ export function targetVerdict(
         ref,
         wired: false,
         reason: 'UnsupportedTarget',
-        message: `${what}: only ${CONTOUR_GROUP}/${HTTPPROXY_KIND} targets are supported`,
+        message: `${what}: only ${CONTOUR_GROUP}/${HTTPPROXY_KIND} and gateway.networking.k8s.io/HTTPRoute targets are supported (a Gateway is not yet: target its HTTPRoutes)`,
       };
     case 'disabled':
       return {
@@ -370,7 +372,8 @@ export function targetVerdict(
 
 /**
  * The `Attached` condition from every target's verdict (undefined when the policy has no targets:
- * nothing to attach, so no condition). True when every target is wired; else False with the reason of
+ * nothing to attach, so no condition). True when every target is wired; Unknown when every target
+ * that is not wired is pending (its data plane has not reported yet); else False with the reason of
  * the first target that is not, and a message naming each such target.
  */
 export function attachedCondition(
@@ -388,10 +391,11 @@ export function attachedCondition(
     };
   }
   const ok = verdicts.length - failing.length;
+  const blocking = failing.find((v) => v.pending !== true);
   return {
     type: 'Attached',
-    status: 'False',
-    reason: first.reason,
+    status: blocking === undefined ? 'Unknown' : 'False',
+    reason: (blocking ?? first).reason,
     message: `${failing.map((v) => v.message).join('; ')} (${ok} of ${verdicts.length} targets wired)`,
   };
 }
