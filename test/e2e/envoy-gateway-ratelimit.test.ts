@@ -1,13 +1,13 @@
 /**
- * Portico's rate-limit wiring for Envoy Gateway v1.9.1 judged by the real Envoy Gateway: the
- * EnvoyPatchPolicy `envoyGatewayRateLimitPatch` builds (src/routing/envoy-gateway-ratelimit.ts) for
- * the HTTPRoute and ListenerSet of a Live domain, and what Envoy Gateway makes of it: its status on
- * the EnvoyPatchPolicy, and the xDS it would push an Envoy (read over ADS as the routes test reads
- * it: support/envoy-gateway.ts).
+ * Portico's rate-limit wiring for Envoy Gateway v1.9.1 judged by the real Envoy Gateway: a
+ * RateLimitPolicy targets the HTTPRoute of a Live domain, the operator (`--envoy-gateway-attachment`)
+ * writes the Gateway's EnvoyPatchPolicy (src/controllers/ratelimitpolicy/envoy-gateway-attacher.ts),
+ * and the test reads what Envoy Gateway makes of it: its status on the EnvoyPatchPolicy, the xDS it
+ * would push an Envoy (read over ADS as the routes test reads it: support/envoy-gateway.ts), and the
+ * policy's `Attached`, which the operator derives from that status.
  *
- * The operator does not write the EnvoyPatchPolicy yet (a RateLimitPolicy target of a Gateway API
- * kind is still `UnsupportedTarget`): the test applies what the builder returns, as the operator
- * will, and every verdict read here is Envoy Gateway's own.
+ * The one patch the test writes itself is the refused one: the operator names only route
+ * configurations its HTTPRoute's listeners have, so it cannot produce that refusal on purpose.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_GATEWAY_DOMAIN, type RateLimitPolicy } from '../../src/api/ratelimitpolicy.js';
@@ -65,13 +65,14 @@ beforeAll(async () => {
     '--data-plane-acknowledgement': 'true',
     '--data-plane-name': ENVOY_GATEWAY_NAME,
     '--contour-attachment': 'false',
+    '--envoy-gateway-attachment': 'true',
   });
 });
 
 afterAll(async () => {
   await runAll(
     async () => {
-      for (const name of created)
+      for (const name of [...created, RATELIMIT_CLUSTER_NAME])
         await kube()
           .custom.deleteNamespacedCustomObject({ ...EG, namespace: SANDBOX_GATEWAY.namespace, name })
           .catch(() => undefined);
@@ -116,6 +117,27 @@ async function patchConditions(name: string): Promise<StatusCondition[]> {
   });
 }
 
+const RLP = { group: 'portico.dev', version: 'v1alpha1', plural: 'ratelimitpolicies' } as const;
+
+/** The policy's `Attached` condition once it has the status wanted. */
+async function attachedOf(
+  namespace: string,
+  name: string,
+  status: 'True' | 'False',
+): Promise<StatusCondition> {
+  return waitFor(
+    `RateLimitPolicy ${namespace}/${name} Attached=${status}`,
+    async () => {
+      const p = (await kube().custom.getNamespacedCustomObject({ ...RLP, namespace, name })) as {
+        status?: { conditions?: StatusCondition[] };
+      };
+      const attached = p.status?.conditions?.find((c) => c.type === 'Attached');
+      return attached?.status === status ? attached : undefined;
+    },
+    90_000,
+  );
+}
+
 async function apply(body: Record<string, unknown>): Promise<void> {
   const name = (body.metadata as { name: string }).name;
   created.push(name);
@@ -147,7 +169,11 @@ describe('the rate-limit EnvoyPatchPolicy for a Live domain on Envoy Gateway', (
     apiVersion: 'portico.dev/v1alpha1',
     kind: 'RateLimitPolicy',
     metadata: { namespace, name: 'public-api' },
-    spec: { plans: [{ name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 }], defaultPlan: 'free' },
+    spec: {
+      plans: [{ name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 }],
+      defaultPlan: 'free',
+      targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'portico-www' }],
+    },
   });
 
   beforeAll(async () => {
@@ -155,22 +181,22 @@ describe('the rate-limit EnvoyPatchPolicy for a Live domain on Envoy Gateway', (
     await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 90_000);
   });
 
-  it("is accepted by Envoy Gateway (Accepted and Programmed True), and its xDS carries the filter first, the cluster, and the descriptors on the HTTPRoute's routes", async () => {
-    const httpsRouteConfig = `${SANDBOX_GATEWAY.namespace}/${SANDBOX_GATEWAY.name}/${ns}/portico-www/https`;
-    await apply(
-      envoyGatewayRateLimitPatch({
-        gateway: SANDBOX_GATEWAY,
-        ports: [SANDBOX_GATEWAY.httpPort, 443],
-        routes: [
-          {
-            policy: policy(ns),
-            httpRoute: { namespace: ns, name: 'portico-www' },
-            routeConfigurations: [`http-${SANDBOX_GATEWAY.httpPort}`, httpsRouteConfig],
-          },
-        ],
-        service,
-      }),
+  it("the operator writes the Gateway's EnvoyPatchPolicy for a policy targeting the HTTPRoute; Envoy Gateway programs it, the policy reads Attached=True, and the xDS carries the filter first, the cluster, and the descriptors on the HTTPRoute's routes", async () => {
+    await kube().custom.createNamespacedCustomObject({ ...RLP, namespace: ns, body: policy(ns) });
+    const attached = await attachedOf(ns, 'public-api', 'True');
+    expect(attached.reason).toBe('Attached');
+    expect(attached.message).toContain(
+      `EnvoyPatchPolicy ${SANDBOX_GATEWAY.namespace}/${RATELIMIT_CLUSTER_NAME} programmed by Envoy Gateway`,
     );
+    const epp = (await kube().custom.getNamespacedCustomObject({
+      ...EG,
+      namespace: SANDBOX_GATEWAY.namespace,
+      name: RATELIMIT_CLUSTER_NAME,
+    })) as { metadata: { annotations?: Record<string, string>; managedFields?: { manager?: string }[] } };
+    expect(epp.metadata.annotations?.['portico.dev/ratelimit-policies']).toMatch(
+      new RegExp(`^${ns}/public-api@\\d+$`),
+    );
+    expect(epp.metadata.managedFields?.map((f) => f.manager)).toContain('portico-controller');
     const conditions = await patchConditions(RATELIMIT_CLUSTER_NAME);
     expect(conditions.find((c) => c.type === 'Accepted')).toMatchObject({ status: 'True' });
     expect(
@@ -267,7 +293,7 @@ describe('the rate-limit EnvoyPatchPolicy for a Live domain on Envoy Gateway', (
     for (const route of ours) expect(protoJson(route.route?.rate_limits)).toMatchObject(expected);
   });
 
-  it("a patch Envoy Gateway refuses (its jsonPath finds nothing in the route configuration): Programmed=False with Envoy Gateway's reason and message", async () => {
+  it("a patch Envoy Gateway refuses, written by the test (the operator cannot produce it: it names only route configurations its HTTPRoute's listeners have): Programmed=False with Envoy Gateway's reason and message", async () => {
     // Only the route patch of a wiring whose HTTPRoute has no route there (the cluster and the
     // filter are the first policy's already).
     const refused = envoyGatewayRateLimitPatch({
@@ -291,5 +317,21 @@ describe('the rate-limit EnvoyPatchPolicy for a Live domain on Envoy Gateway', (
     const programmed = conditions.find((c) => c.type === 'Programmed');
     expect(programmed).toMatchObject({ status: 'False', reason: 'Invalid' });
     expect(programmed?.message).toContain('No jsonPointers were found while evaluating the jsonPath');
+  });
+
+  it('the policy deleted, the operator deletes the EnvoyPatchPolicy no policy needs any more', async () => {
+    await kube().custom.deleteNamespacedCustomObject({ ...RLP, namespace: ns, name: 'public-api' });
+    await waitFor('the EnvoyPatchPolicy deleted', async () => {
+      try {
+        await kube().custom.getNamespacedCustomObject({
+          ...EG,
+          namespace: SANDBOX_GATEWAY.namespace,
+          name: RATELIMIT_CLUSTER_NAME,
+        });
+        return undefined;
+      } catch (err: unknown) {
+        return (err as { code?: number }).code === 404 ? true : undefined;
+      }
+    });
   });
 });
