@@ -183,7 +183,7 @@ export const RATE_LIMIT_ATTACHED_REASONS = {
   },
   UnsupportedTarget: {
     severity: 'Warning',
-    doc: 'the target is not a projectcontour.io HTTPProxy (the only kind supported today)',
+    doc: 'the target is neither a projectcontour.io HTTPProxy nor a gateway.networking.k8s.io HTTPRoute (a Gateway target is not supported yet)',
   },
   NotRootProxy: {
     severity: 'Warning',
@@ -200,6 +200,22 @@ export const RATE_LIMIT_ATTACHED_REASONS = {
   ApplyFailed: {
     severity: 'Warning',
     doc: 'the API server refused the apply for another reason (its message follows)',
+  },
+  AwaitingEnvoyGateway: {
+    severity: 'Normal',
+    doc: "Unknown: the Gateway's EnvoyPatchPolicy is being applied, or Envoy Gateway has not yet reported on its generation",
+  },
+  RefusedByEnvoyGateway: {
+    severity: 'Warning',
+    doc: "Envoy Gateway refuses the Gateway's EnvoyPatchPolicy (Accepted or Programmed False; its reason and message follow)",
+  },
+  NoParentGateway: {
+    severity: 'Warning',
+    doc: 'the HTTPRoute has no parent Gateway or ListenerSet the operator could read with an HTTP or HTTPS listener',
+  },
+  EnvoyGatewayAttachmentDisabled: {
+    severity: 'Warning',
+    doc: 'the operator runs with --envoy-gateway-attachment=false and writes no EnvoyPatchPolicy',
   },
   ContourAttachmentDisabled: {
     severity: 'Warning',

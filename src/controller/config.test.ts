@@ -139,6 +139,31 @@ describe('parseControllerConfig', () => {
     );
   });
 
+  it('reads the Envoy Gateway attachment: off by default, else the rate-limit Service Envoy calls', () => {
+    const off = parseControllerConfig(required, {});
+    if ('help' in off) throw new Error('unexpected help');
+    expect(off.envoyGatewayAttachment).toBeUndefined();
+    const on = parseControllerConfig(
+      [...required, '--envoy-gateway-attachment', 'true', '--ratelimit-service', 'rls:9000'],
+      { PORTICO_CLUSTER_DOMAIN: 'example.internal', PORTICO_NAMESPACE: 'portico' },
+    );
+    if ('help' in on) throw new Error('unexpected help');
+    expect(on.envoyGatewayAttachment).toEqual({
+      serviceName: 'rls',
+      serviceNamespace: on.namespace,
+      servicePort: 9000,
+      clusterDomain: 'example.internal',
+      timeoutMs: 1000,
+      headers: { keyId: 'x-api-key-id', plan: 'x-api-plan' },
+    });
+    expect(() =>
+      parseControllerConfig(
+        [...required, '--envoy-gateway-attachment', 'true', '--cluster-domain', 'Bad_Domain'],
+        {},
+      ),
+    ).toThrow(/--cluster-domain must be a DNS domain/);
+  });
+
   it('reads the data-plane acknowledgement (on by default) and the gateway HTTPS port (443 by default)', () => {
     const byDefault = parseControllerConfig(required, {});
     const off = parseControllerConfig([...required, '--gateway-https-port', '8443'], {

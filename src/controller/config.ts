@@ -16,6 +16,7 @@ import {
 import type { FailoverPolicy } from '../acme/issuer-selection.js';
 import { DEFAULT_ATTACHMENT_HEADERS } from '../controllers/ratelimitpolicy/attachment.js';
 import type { ContourAttachmentOptions } from '../controllers/ratelimitpolicy/contour-attacher.js';
+import type { RateLimitServiceTarget } from '../routing/envoy-gateway-ratelimit.js';
 import { OWNERSHIP_POLICIES, type OwnershipPolicy } from '../dns/ownership.js';
 import {
   checkRoutingOptions,
@@ -129,6 +130,13 @@ export interface ControllerConfig {
    * undefined when `--contour-attachment=false`.
    */
   contourAttachment: ContourAttachmentOptions | undefined;
+  /**
+   * Attaching RateLimitPolicy HTTPRoute `spec.targetRefs` through one EnvoyPatchPolicy per Gateway
+   * (docs/routing.md, "Envoy Gateway"): where Envoy finds the rate-limit service (`--ratelimit-service`
+   * in the ExtensionService's namespace, `--cluster-domain`); undefined when
+   * `--envoy-gateway-attachment=false` (the default).
+   */
+  envoyGatewayAttachment: RateLimitServiceTarget | undefined;
   metricsListenAddress: string;
   /** Workers reconciling in parallel. */
   workers: number;
@@ -412,6 +420,18 @@ const options = {
     default: 'true',
     help: "true | false: wire RateLimitPolicy targetRefs into Contour's HTTPProxies and write the rate-limit ExtensionService",
   },
+  'envoy-gateway-attachment': {
+    type: 'string',
+    env: 'PORTICO_ENVOY_GATEWAY_ATTACHMENT',
+    default: 'false',
+    help: 'true | false: wire RateLimitPolicy targetRefs of kind HTTPRoute into Envoy Gateway with one EnvoyPatchPolicy per Gateway (needs extensionApis.enableEnvoyPatchPolicy and XDSNameSchemeV2)',
+  },
+  'cluster-domain': {
+    type: 'string',
+    env: 'PORTICO_CLUSTER_DOMAIN',
+    default: 'cluster.local',
+    help: "the cluster's DNS domain: Envoy Gateway's Envoy reaches the rate-limit Service at <name>.<namespace>.svc.<domain>",
+  },
   'ratelimit-extension-service': {
     type: 'string',
     env: 'PORTICO_RATELIMIT_EXTENSION_SERVICE',
@@ -620,6 +640,32 @@ function contourAttachmentSettings(
   required: (name: OptionName) => string,
 ): ControllerConfig['contourAttachment'] {
   if (!bool('contour-attachment', required('contour-attachment'))) return undefined;
+  return rateLimitWiring(required);
+}
+
+/** The Envoy Gateway attachment settings; undefined when --envoy-gateway-attachment=false. */
+function envoyGatewayAttachmentSettings(
+  required: (name: OptionName) => string,
+): ControllerConfig['envoyGatewayAttachment'] {
+  if (!bool('envoy-gateway-attachment', required('envoy-gateway-attachment'))) return undefined;
+  const wiring = rateLimitWiring(required);
+  const clusterDomain = required('cluster-domain');
+  if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(clusterDomain))
+    throw new ConfigError(
+      `--cluster-domain must be a DNS domain such as cluster.local, got "${clusterDomain}"`,
+    );
+  return {
+    serviceName: wiring.extensionService.serviceName,
+    serviceNamespace: wiring.extensionService.namespace,
+    servicePort: wiring.extensionService.servicePort,
+    clusterDomain,
+    timeoutMs: wiring.extensionService.timeoutMs,
+    headers: wiring.headers,
+  };
+}
+
+/** The rate-limit service and headers both attachments wire (the `--ratelimit-*` flags). */
+function rateLimitWiring(required: (name: OptionName) => string): ContourAttachmentOptions {
   const namespace = required('namespace');
   const ext = required('ratelimit-extension-service');
   const slash = ext.indexOf('/');
@@ -817,6 +863,7 @@ export function parseControllerConfig(
     routing: routingSettings(get, required),
     servingCheck: servingCheckSettings(get, required),
     contourAttachment: contourAttachmentSettings(required),
+    envoyGatewayAttachment: envoyGatewayAttachmentSettings(required),
     metricsListenAddress: required('metrics-listen-address'),
     workers: positiveInt('workers', required('workers')),
     resyncMs: positiveInt('resync-seconds', required('resync-seconds')) * 1000,

@@ -209,6 +209,7 @@ function build(
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
     contour: config.contourAttachment,
+    envoyGateway: config.envoyGatewayAttachment,
   });
   return {
     controller,

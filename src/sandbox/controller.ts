@@ -38,6 +38,11 @@ export interface ControllerOptions {
   /** Wire RateLimitPolicy targets into Contour (`--contour-attachment`): where Contour runs. */
   readonly contourAttachment: boolean;
   /**
+   * Wire RateLimitPolicy HTTPRoute targets into Envoy Gateway (`--envoy-gateway-attachment`): where
+   * Envoy Gateway runs.
+   */
+  readonly envoyGatewayAttachment?: boolean;
+  /**
    * Gateway API mode (`--routing-mode gateway`): the HTTPRoutes' parent Gateway, `namespace/name`
    * (`--gateway-parent-refs`); undefined routes with Ingress.
    */
@@ -84,6 +89,10 @@ export function controllerArgs(options: ControllerOptions): string[] {
     // (docs/ratelimits.md, "Attaching to Contour"): only where Contour runs.
     '--contour-attachment',
     String(options.contourAttachment),
+    // RateLimitPolicy HTTPRoute targets through an EnvoyPatchPolicy per Gateway (docs/routing.md,
+    // "Envoy Gateway"): only where Envoy Gateway runs.
+    '--envoy-gateway-attachment',
+    String(options.envoyGatewayAttachment ?? false),
     // With Envoy Gateway in the sandbox: an HTTPRoute and a ListenerSet per domain on its Gateway
     // (docs/routing.md, "Envoy Gateway").
     ...(options.gatewayParentRefs === undefined

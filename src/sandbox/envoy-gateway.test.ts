@@ -11,7 +11,7 @@ import { SandboxError } from './errors.js';
 import { renderEnvFile, type SandboxEnv } from './state.js';
 
 describe('envoyGatewayConfig', () => {
-  it('runs the Kubernetes provider without leader election, with EnvoyPatchPolicy, the admin API on loopback at the port given, and no fixed-port listener it can turn off', () => {
+  it('runs the Kubernetes provider without leader election, with EnvoyPatchPolicy and listener names tcp-<port> (XDSNameSchemeV2), the admin API on loopback at the port given, and no fixed-port listener it can turn off', () => {
     const config = envoyGatewayConfig(4321);
     expect(config).toMatchObject({
       apiVersion: 'gateway.envoyproxy.io/v1alpha1',
@@ -24,6 +24,7 @@ describe('envoyGatewayConfig', () => {
       admin: { address: { host: '127.0.0.1', port: 4321 } },
       telemetry: { metrics: { prometheus: { disable: true } } },
       extensionApis: { enableEnvoyPatchPolicy: true },
+      runtimeFlags: { enabled: ['XDSNameSchemeV2'] },
     });
   });
 

@@ -76,8 +76,9 @@ export function gatewayParentRefsArg(gateway: PlatformGateway): string {
 
 /**
  * The `EnvoyGateway` configuration file (`envoy-gateway server --config-path`): Kubernetes provider,
- * EnvoyPatchPolicy enabled (Portico wires its rate-limit service through one), the admin API on
- * 127.0.0.1:`adminPort`, no Prometheus endpoint, no topology-injector webhook.
+ * EnvoyPatchPolicy enabled (Portico wires its rate-limit service through one) with the runtime flag
+ * `XDSNameSchemeV2` (stable listener names to patch), the admin API on 127.0.0.1:`adminPort`, no
+ * Prometheus endpoint, no topology-injector webhook.
  *
  * @param adminPort the admin API's port (1-65535)
  * @throws SandboxError for a port outside 1-65535
@@ -99,6 +100,9 @@ export function envoyGatewayConfig(adminPort: number): Record<string, unknown> {
     admin: { address: { host: '127.0.0.1', port: adminPort } },
     telemetry: { metrics: { prometheus: { disable: true } } },
     extensionApis: { enableEnvoyPatchPolicy: true },
+    // Envoy listeners named `tcp-<port>`, whatever Gateway API listeners share the port: the names
+    // Portico's rate-limit EnvoyPatchPolicy patches (routing/envoy-gateway-ratelimit.ts).
+    runtimeFlags: { enabled: ['XDSNameSchemeV2'] },
     logging: { level: { default: 'info' } },
   };
 }

@@ -340,6 +340,7 @@ async function startStack(
       ? { dataPlaneName: ENVOY_GATEWAY_NAME, gatewayParentRefs: gatewayParentRefsArg(SANDBOX_GATEWAY) }
       : {}),
     contourAttachment: dataPlane === 'contour',
+    envoyGatewayAttachment: dataPlane === 'envoy-gateway',
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');

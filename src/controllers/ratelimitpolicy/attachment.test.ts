@@ -209,7 +209,7 @@ describe('the Attached verdict', () => {
       [
         { kind: 'unsupported' },
         'UnsupportedTarget',
-        'only projectcontour.io/HTTPProxy targets are supported',
+        'only projectcontour.io/HTTPProxy and gateway.networking.k8s.io/HTTPRoute targets are supported (a Gateway is not yet: target its HTTPRoutes)',
       ],
       [{ kind: 'conflict', message: 'conflict with "kubectl"' }, 'FieldConflict', 'conflict with "kubectl"'],
       [{ kind: 'applyFailed', message: 'forbidden' }, 'ApplyFailed', 'forbidden'],
@@ -227,7 +227,7 @@ describe('the Attached verdict', () => {
     expect(attachedCondition([])).toBeUndefined();
     const ok = targetVerdict(proxyRef, { kind: 'applied', proxy: proxy() }, 'ns');
     expect(attachedCondition([ok])).toMatchObject({ type: 'Attached', status: 'True', reason: 'Attached' });
-    const route = { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'web' };
+    const route = { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'web' };
     const missing = targetVerdict({ ...proxyRef, name: 'gone' }, { kind: 'notFound' }, 'ns');
     const unsupported = targetVerdict(route, { kind: 'unsupported' }, 'ns');
     expect(attachedCondition([ok, missing, unsupported])).toEqual({
@@ -235,8 +235,9 @@ describe('the Attached verdict', () => {
       status: 'False',
       reason: 'TargetNotFound',
       message:
-        'projectcontour.io/HTTPProxy gone: not found in namespace ns; gateway.networking.k8s.io/HTTPRoute web: ' +
-        'only projectcontour.io/HTTPProxy targets are supported (1 of 3 targets wired)',
+        'projectcontour.io/HTTPProxy gone: not found in namespace ns; gateway.networking.k8s.io/Gateway web: ' +
+        'only projectcontour.io/HTTPProxy and gateway.networking.k8s.io/HTTPRoute targets are supported ' +
+        '(a Gateway is not yet: target its HTTPRoutes) (1 of 3 targets wired)',
     });
   });
 });

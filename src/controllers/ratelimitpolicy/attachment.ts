@@ -21,15 +21,9 @@
  */
 import { createHash } from 'node:crypto';
 import type { Condition } from '../../api/customdomain.js';
-import {
-  DESCRIPTOR_KEY_ID,
-  DESCRIPTOR_PLAN,
-  DESCRIPTOR_POLICY,
-  policyDomain,
-  type PolicyTargetRef,
-  type RateLimitPolicy,
-} from '../../api/ratelimitpolicy.js';
+import { type PolicyTargetRef, type RateLimitPolicy } from '../../api/ratelimitpolicy.js';
 import type { RateLimitAttachedReason } from '../../api/reasons.js';
+import { policyDescriptors, type RateLimitHeaders } from '../../routing/ratelimit-descriptors.js';
 
 export const CONTOUR_GROUP = 'projectcontour.io';
 export const HTTPPROXY_KIND = 'HTTPProxy';
@@ -44,19 +38,8 @@ export const ATTACHMENT_MANAGER_PREFIX = 'portico-ratelimit/';
 /** The API server's bound on a field manager's name (characters). */
 const MAX_FIELD_MANAGER_CHARS = 128;
 
-/**
- * The value of the `header_match` entry Envoy sends for a request without the plan header (Contour
- * fixes that entry's key). The server ignores the entry; the value says why it is there.
- */
-export const NO_PLAN_HEADER_VALUE = 'no-plan-header';
-
 /** The request headers the gateway's auth layer sets (the controller's flags). */
-export interface AttachmentHeaders {
-  /** Lowercase header carrying the API key id, e.g. `x-api-key-id`. */
-  readonly keyId: string;
-  /** Lowercase header carrying the plan, e.g. `x-api-plan`. */
-  readonly plan: string;
-}
+export type AttachmentHeaders = RateLimitHeaders;
 
 /** Defaults of `--ratelimit-key-id-header` and `--ratelimit-plan-header`. */
 export const DEFAULT_ATTACHMENT_HEADERS: AttachmentHeaders = { keyId: 'x-api-key-id', plan: 'x-api-plan' };
@@ -157,35 +140,30 @@ export function targetsOf(policy: RateLimitPolicy): PolicyTargetRef[] {
 }
 
 /**
- * Contour's `spec.virtualhost.rateLimitPolicy.global.descriptors` for a policy (see the file's
- * docstring for why two): with the plan header, `[portico.dev/policy, key_id, plan]`; without it,
+ * Contour's `spec.virtualhost.rateLimitPolicy.global.descriptors` for a policy: the policy's
+ * descriptors (routing/ratelimit-descriptors.ts, the one definition) in Contour's terms. With the plan
+ * header, `[portico.dev/policy, key_id, plan]`; without it,
  * `[portico.dev/policy, key_id, header_match=no-plan-header]`.
  */
 export function contourDescriptors(policy: RateLimitPolicy, headers: AttachmentHeaders): unknown[] {
-  const identity = { genericKey: { key: DESCRIPTOR_POLICY, value: policyDomain(policy) } };
-  const keyId = { requestHeader: { headerName: headers.keyId, descriptorKey: DESCRIPTOR_KEY_ID } };
-  return [
-    {
-      entries: [
-        identity,
-        keyId,
-        { requestHeader: { headerName: headers.plan, descriptorKey: DESCRIPTOR_PLAN } },
-      ],
-    },
-    {
-      entries: [
-        identity,
-        keyId,
-        {
-          requestHeaderValueMatch: {
-            headers: [{ name: headers.plan, notpresent: true }],
-            expectMatch: true,
-            value: NO_PLAN_HEADER_VALUE,
-          },
-        },
-      ],
-    },
-  ];
+  return policyDescriptors(policy, headers).map((entries) => ({
+    entries: entries.map((entry) => {
+      switch (entry.kind) {
+        case 'fixed':
+          return { genericKey: { key: entry.key, value: entry.value } };
+        case 'header':
+          return { requestHeader: { headerName: entry.header, descriptorKey: entry.key } };
+        case 'headerAbsent':
+          return {
+            requestHeaderValueMatch: {
+              headers: [{ name: entry.header, notpresent: true }],
+              expectMatch: true,
+              value: entry.value,
+            },
+          };
+      }
+    }),
+  }));
 }
 
 /**
@@ -293,6 +271,8 @@ export type TargetOutcome =
 export interface TargetVerdict {
   readonly ref: PolicyTargetRef;
   readonly wired: boolean;
+  /** Not wired yet, for a reason that passes by itself (the data plane has not reported yet). */
+  readonly pending?: boolean;
   readonly reason: RateLimitAttachedReason;
   readonly message: string;
 }
@@ -353,7 +333,7 @@ export function targetVerdict(
         ref,
         wired: false,
         reason: 'UnsupportedTarget',
-        message: `${what}: only ${CONTOUR_GROUP}/${HTTPPROXY_KIND} targets are supported`,
+        message: `${what}: only ${CONTOUR_GROUP}/${HTTPPROXY_KIND} and gateway.networking.k8s.io/HTTPRoute targets are supported (a Gateway is not yet: target its HTTPRoutes)`,
       };
     case 'disabled':
       return {
@@ -392,7 +372,8 @@ export function targetVerdict(
 
 /**
  * The `Attached` condition from every target's verdict (undefined when the policy has no targets:
- * nothing to attach, so no condition). True when every target is wired; else False with the reason of
+ * nothing to attach, so no condition). True when every target is wired; Unknown when every target
+ * that is not wired is pending (its data plane has not reported yet); else False with the reason of
  * the first target that is not, and a message naming each such target.
  */
 export function attachedCondition(
@@ -410,10 +391,11 @@ export function attachedCondition(
     };
   }
   const ok = verdicts.length - failing.length;
+  const blocking = failing.find((v) => v.pending !== true);
   return {
     type: 'Attached',
-    status: 'False',
-    reason: first.reason,
+    status: blocking === undefined ? 'Unknown' : 'False',
+    reason: (blocking ?? first).reason,
     message: `${failing.map((v) => v.message).join('; ')} (${ok} of ${verdicts.length} targets wired)`,
   };
 }

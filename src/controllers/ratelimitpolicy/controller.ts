@@ -78,9 +78,13 @@ import {
   targetVerdict,
   type HTTPProxy,
   type TargetOutcome,
+  type TargetVerdict,
 } from './attachment.js';
 import { compilePolicy, desiredEntries, readShard } from './compile.js';
 import { ContourAttacher, type ContourAttachmentOptions } from './contour-attacher.js';
+import { EnvoyGatewayAttacher, envoyGatewayDisabledVerdict, targetKey } from './envoy-gateway-attacher.js';
+import { isEnvoyGatewayTarget } from './envoy-gateway-attachment.js';
+import type { RateLimitServiceTarget } from '../../routing/envoy-gateway-ratelimit.js';
 import { liveReports } from './enforced.js';
 import { reportChanges, type ReportChanges } from './report-changes.js';
 import { ReportLiveness } from './report-liveness.js';
@@ -98,6 +102,12 @@ const PROXY_KEY_PREFIX = 'httpproxy:';
 const PROXIES_LISTED_POLL_MS = 1_000;
 /** How soon the ExtensionService is applied again while the API server does not serve the kind. */
 const EXTENSION_SERVICE_RETRY_MS = 60_000;
+/** The prefix of a Gateway's EnvoyPatchPolicy key (`envoypatchpolicy:<namespace>/<name>` of the Gateway). */
+const EPP_KEY_PREFIX = 'envoypatchpolicy:';
+/** The key that queues every Gateway whose EnvoyPatchPolicy Portico keeps (at start and each resync). */
+const EPP_LIST_KEY = 'envoypatchpolicies';
+/** How soon a policy whose HTTPRoute targets wait on Envoy Gateway is looked at again. */
+const ENVOY_GATEWAY_PENDING_MS = 2_000;
 const SELECTOR = `${RATELIMIT_COMPONENT_LABEL}=${RATELIMIT_COMPONENT_VALUE}`;
 
 export interface RateLimitPolicyControllerOptions {
@@ -121,6 +131,11 @@ export interface RateLimitPolicyControllerOptions {
   readonly events?: EventRecorder;
   /** Attaching `spec.targetRefs` to Contour's HTTPProxies; undefined: off (`--contour-attachment=false`). */
   readonly contour?: ContourAttachmentOptions | undefined;
+  /**
+   * Attaching HTTPRoute `spec.targetRefs` through an EnvoyPatchPolicy per Gateway: where Envoy finds
+   * the rate-limit service; undefined: off (`--envoy-gateway-attachment=false`).
+   */
+  readonly envoyGateway?: RateLimitServiceTarget | undefined;
 }
 
 /** Reasons that ask a person to act, recorded as Warning Events; the rest are Normal. */
@@ -185,6 +200,8 @@ export class RateLimitPolicyController {
   #stopping = false;
   /** The HTTPProxy side (undefined when Contour attachment is off). */
   readonly #contour: ContourAttacher | undefined;
+  /** The EnvoyPatchPolicy side (undefined when Envoy Gateway attachment is off). */
+  readonly #envoyGateway: EnvoyGatewayAttacher | undefined;
   /** Looks whether the HTTPProxies have been listed, until they have. */
   #listedPoll: NodeJS.Timeout | undefined;
 
@@ -217,6 +234,7 @@ export class RateLimitPolicyController {
         for (const p of policies) this.#queue.addLowPriority(objectKey(p));
         this.#queue.addLowPriority(CONFIG_KEY);
         if (this.#contour !== undefined) this.#queue.addLowPriority(EXTENSION_SERVICE_KEY);
+        if (this.#envoyGateway !== undefined) this.#queue.addLowPriority(EPP_LIST_KEY);
       },
       resyncMs,
       log: this.#log,
@@ -242,6 +260,15 @@ export class RateLimitPolicyController {
             onProxy: (proxy) => {
               this.#onProxy(proxy);
             },
+          });
+    this.#envoyGateway =
+      options.envoyGateway === undefined
+        ? undefined
+        : new EnvoyGatewayAttacher({
+            kubeConfig: options.kubeConfig,
+            objects: options.objects,
+            service: options.envoyGateway,
+            log: this.#log,
           });
   }
 
@@ -280,6 +307,7 @@ export class RateLimitPolicyController {
     this.#configMaps.start();
     this.#contour?.start();
     this.#queue.add(CONFIG_KEY);
+    if (this.#envoyGateway !== undefined) this.#queue.add(EPP_LIST_KEY);
     if (this.#contour !== undefined) {
       this.#queue.add(EXTENSION_SERVICE_KEY);
       this.#awaitProxiesListed();
@@ -526,9 +554,15 @@ export class RateLimitPolicyController {
    * Unknown (`TargetsNotRead`) until the HTTPProxies are listed; every policy with targets is queued
    * again then (`#awaitProxiesListed`).
    */
-  async #attach(policy: RateLimitPolicy): Promise<{ condition: ConditionInput | undefined }> {
+  async #attach(
+    policy: RateLimitPolicy,
+  ): Promise<{ condition: ConditionInput | undefined; requeueAfterMs?: number }> {
     const targets = targetsOf(policy);
     if (targets.length === 0) return { condition: undefined };
+    const eg = await this.#envoyGatewayVerdicts(policy);
+    const withEnvoyGateway = (verdicts: readonly TargetVerdict[]): TargetVerdict[] =>
+      verdicts.map((v) => eg.verdicts.get(targetKey(v.ref)) ?? v);
+    const requeue = eg.pending ? { requeueAfterMs: ENVOY_GATEWAY_PENDING_MS } : {};
     const contour = this.#contour;
     if (contour === undefined) {
       const outcome = (supported: boolean): TargetOutcome => ({
@@ -537,7 +571,7 @@ export class RateLimitPolicyController {
       const verdicts = targets.map((r) =>
         targetVerdict(r, outcome(isSupportedTarget(r)), policy.metadata.namespace),
       );
-      return { condition: attachedCondition(verdicts) };
+      return { condition: attachedCondition(withEnvoyGateway(verdicts)), ...requeue };
     }
     if (!contour.listed && targets.some(isSupportedTarget)) {
       const reason: RateLimitAttachedReason = 'TargetsNotRead';
@@ -550,7 +584,46 @@ export class RateLimitPolicyController {
         },
       };
     }
-    return { condition: attachedCondition(await contour.attach(policy)) };
+    return { condition: attachedCondition(withEnvoyGateway(await contour.attach(policy))), ...requeue };
+  }
+
+  /**
+   * The verdicts of the policy's HTTPRoute targets (disabled when Envoy Gateway attachment is off),
+   * queuing the EnvoyPatchPolicy of each Gateway that does not carry this generation of the policy yet.
+   */
+  async #envoyGatewayVerdicts(
+    policy: RateLimitPolicy,
+  ): Promise<{ verdicts: ReadonlyMap<string, TargetVerdict>; pending: boolean }> {
+    const refs = targetsOf(policy).filter(isEnvoyGatewayTarget);
+    const eg = this.#envoyGateway;
+    if (eg === undefined) {
+      return {
+        verdicts: new Map(refs.map((r) => [targetKey(r), envoyGatewayDisabledVerdict(r)])),
+        pending: false,
+      };
+    }
+    const read = await eg.verdicts(policy, this.#policies.list());
+    for (const gateway of read.behind) this.#queue.add(`${EPP_KEY_PREFIX}${gateway}`);
+    return read;
+  }
+
+  /**
+   * The Envoy Gateway keys, handled with the policies' (`#reconcilePolicy`): a Gateway's
+   * EnvoyPatchPolicy applied (or deleted) and the policies whose entry changed queued; or every
+   * Gateway whose EnvoyPatchPolicy Portico keeps queued.
+   */
+  async #reconcileEnvoyGateway(key: string): Promise<void> {
+    const eg = this.#envoyGateway;
+    if (eg === undefined) return;
+    if (key === EPP_LIST_KEY) {
+      for (const epp of await eg.patchPolicies()) {
+        const gateway = (epp as { spec?: { targetRef?: { name?: string } } }).spec?.targetRef?.name;
+        if (gateway !== undefined) this.#queue.add(`${EPP_KEY_PREFIX}${epp.metadata.namespace}/${gateway}`);
+      }
+      return;
+    }
+    const changed = await eg.syncGateway(key.slice(EPP_KEY_PREFIX.length), this.#policies.list());
+    for (const policyKey of changed) if (this.#policy(policyKey) !== undefined) this.#queue.add(policyKey);
   }
 
   /** Applies the ExtensionService; while Contour's CRDs are not installed, looks again in a minute. */
@@ -594,11 +667,17 @@ export class RateLimitPolicyController {
 
   /** Writes one policy's status (nothing when it is as desired); returns when to look again, if due. */
   async #reconcilePolicy(key: string): Promise<number | undefined> {
+    if (key === EPP_LIST_KEY || key.startsWith(EPP_KEY_PREFIX)) {
+      await this.#reconcileEnvoyGateway(key);
+      return undefined;
+    }
     const policy = this.#policy(key);
     if (policy === undefined) {
       this.#queue.remove(key);
       const slash = key.indexOf('/');
       this.#sweepUntargeted(key.slice(0, slash), key.slice(slash + 1), new Set());
+      for (const gateway of (await this.#envoyGateway?.gatewaysCarrying(key)) ?? [])
+        this.#queue.add(`${EPP_KEY_PREFIX}${gateway}`);
       return undefined;
     }
     const attached = await this.#attach(policy);
@@ -612,7 +691,7 @@ export class RateLimitPolicyController {
       ),
     );
     await this.#writeStatus(policy, attached.condition);
-    return undefined;
+    return attached.requeueAfterMs;
   }
 
   /** Writes the status of `policy` with `attached` (nothing when it is as desired). */

@@ -7,13 +7,16 @@
  * it too) and stops it in `afterAll`. Files run one at a time (vitest.config.ts), so no two run it at
  * once, and the files that do not need it pay nothing.
  *
- * Evidence: Envoy Gateway's xDS server, read as an Envoy would read it. {@link xdsResources} opens an
+ * Evidence: Envoy Gateway's xDS server, read as an Envoy would read it. {@link withAdsStream} opens an
  * Aggregated Discovery Service stream (envoy.service.discovery.v3, State of the World) to
  * 127.0.0.1:18000 with the client certificate `envoy-gateway certgen` made for Envoy, names the
  * Gateway's IR key (`<namespace>/<name>`) as its node's cluster, the way Envoy Gateway's bootstrap
- * does, and returns the first DiscoveryResponse's resources decoded with Envoy's own .proto files
- * (from @grpc/grpc-js-xds, as src/ratelimit/protocol.ts). `egctl x translate` would not do: v1.9.1's
- * translate does not load ListenerSets, which carry the certificates. Port 18000 is a constant of
+ * does, and decodes the DiscoveryResponses with Envoy's own .proto files (from @grpc/grpc-js-xds, as
+ * src/ratelimit/protocol.ts). Envoy Gateway's cache runs in ADS mode, where a request that names
+ * resources is answered only when it names every resource of its type in the snapshot: RDS and SDS
+ * requests name all that the Listeners refer to, as Envoy's do ({@link xdsSecrets}). `egctl x
+ * translate` would not do: v1.9.1's translate does not load ListenerSets, which carry the
+ * certificates. Port 18000 is a constant of
  * Envoy Gateway; a second stack's Envoy Gateway on the same host could hold it, and then the stream
  * fails its TLS handshake (each stack's certgen makes its own CA) instead of reading another stack.
  */
@@ -150,21 +153,11 @@ async function envoyClientCredentials(): Promise<ReturnType<typeof credentials.c
   return credentials.createSsl(ca, key, cert);
 }
 
-/**
- * The resources of `typeUrl` in the first DiscoveryResponse Envoy Gateway sends a node of the
- * Gateway `gateway` (node cluster `<namespace>/<name>`), for `resourceNames` (none: every resource,
- * for Listener and Cluster; Envoy Gateway's cache answers RouteConfiguration and Secret requests
- * only for the names asked).
- *
- * @param timeoutMs how long to wait for the response, in milliseconds
- * @throws Error when no response arrives in time or the stream fails (TLS, connection)
- */
-export async function xdsResources(
-  typeUrl: string,
-  resourceNames: string[] = [],
-  gateway: PlatformGateway = SANDBOX_GATEWAY,
-  timeoutMs = 10_000,
-): Promise<XdsResource[]> {
+/** The DiscoveryResponse message type and the generic ADS client constructor. */
+function adsClient(): {
+  response: protobuf.Type;
+  Client: ReturnType<typeof makeGenericClientConstructor>;
+} {
   const root = envoyProtos();
   const request = root.lookupType('envoy.service.discovery.v3.DiscoveryRequest');
   const response = root.lookupType('envoy.service.discovery.v3.DiscoveryResponse');
@@ -183,6 +176,41 @@ export async function xdsResources(
     },
     'AggregatedDiscoveryService',
   );
+  return { response, Client };
+}
+
+/** One ADS stream to Envoy Gateway, as one Envoy node: ask for a type, get its next response. */
+export interface AdsStream {
+  /** Sends a DiscoveryRequest for `typeUrl` and `resourceNames` without waiting for its response. */
+  send(typeUrl: string, resourceNames?: string[]): void;
+  /** The resources of the last response of `typeUrl` received on this stream, if any. */
+  received(typeUrl: string): XdsResource[] | undefined;
+  /**
+   * Sends a DiscoveryRequest for `typeUrl` and `resourceNames` (none: a wildcard request) and returns
+   * the resources of the next DiscoveryResponse of that type.
+   *
+   * @throws Error when no response of that type arrives within the stream's timeout, or the stream fails
+   */
+  request(typeUrl: string, resourceNames?: string[]): Promise<XdsResource[]>;
+}
+
+/**
+ * Runs `use` on one Aggregated Discovery Service stream (State of the World) of a node of the
+ * Gateway `gateway` (node cluster `<namespace>/<name>`), then closes the stream.
+ *
+ * One stream, as an Envoy keeps one: the Listeners, then the RouteConfigurations or Secrets they
+ * name, in one conversation with the node's snapshot. Should the snapshot change between the two
+ * (another domain's certificate added), the named request goes unanswered and times out: callers
+ * that can meet that ask again (waitFor).
+ *
+ * @param timeoutMs how long each request waits for its response, in milliseconds
+ */
+export async function withAdsStream<T>(
+  use: (stream: AdsStream) => Promise<T>,
+  gateway: PlatformGateway = SANDBOX_GATEWAY,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const { response, Client } = adsClient();
   const client = new Client(ENVOY_GATEWAY_XDS_ADDR, await envoyClientCredentials(), {
     // The server's certificate names the Service envoy-gateway (certgen).
     'grpc.ssl_target_name_override': 'envoy-gateway',
@@ -193,35 +221,140 @@ export async function xdsResources(
       StreamAggregatedResources: () => ClientDuplexStream<Record<string, unknown>, protobuf.Message>;
     }
   ).StreamAggregatedResources();
-  try {
-    return await new Promise<XdsResource[]>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new Error(`xDS ${typeUrl}: no DiscoveryResponse within ${timeoutMs} ms`));
-      }, timeoutMs);
-      stream.on('data', (message: protobuf.Message) => {
-        clearTimeout(timer);
-        const object = response.toObject(message, {
-          json: true,
-          longs: String,
-          enums: String,
-          bytes: String,
-        }) as {
-          resources?: XdsResource[];
-        };
-        resolve(object.resources ?? []);
-      });
-      stream.on('error', (err: Error) => {
-        clearTimeout(timer);
-        reject(new Error(`xDS ${typeUrl} from ${ENVOY_GATEWAY_XDS_ADDR}: ${err.message}`));
-      });
-      stream.write({
-        node: { id: 'portico-e2e', cluster: `${gateway.namespace}/${gateway.name}` },
-        type_url: typeUrl,
-        resource_names: resourceNames,
-      });
+  /** Waiters by type URL; a response no one waits for is dropped. */
+  const waiting = new Map<string, { resolve: (r: XdsResource[]) => void; reject: (e: Error) => void }>();
+  /** The resources of the last response of each type. */
+  const last = new Map<string, XdsResource[]>();
+  let failure: Error | undefined;
+  stream.on('data', (message: protobuf.Message) => {
+    const object = response.toObject(message, {
+      json: true,
+      longs: String,
+      enums: String,
+      bytes: String,
+    }) as {
+      type_url?: string;
+      resources?: XdsResource[];
+    };
+    last.set(object.type_url ?? '', object.resources ?? []);
+    const waiter = waiting.get(object.type_url ?? '');
+    if (waiter === undefined) return;
+    waiting.delete(object.type_url ?? '');
+    waiter.resolve(object.resources ?? []);
+  });
+  stream.on('error', (err: Error) => {
+    failure = new Error(`xDS stream to ${ENVOY_GATEWAY_XDS_ADDR}: ${err.message}`);
+    for (const waiter of waiting.values()) waiter.reject(failure);
+    waiting.clear();
+  });
+  let first = true;
+  const send = (typeUrl: string, resourceNames: string[] = []): void => {
+    stream.write({
+      // Envoy sends its node on the first request of a stream; Envoy Gateway reads it from there.
+      ...(first ? { node: { id: 'portico-e2e', cluster: `${gateway.namespace}/${gateway.name}` } } : {}),
+      type_url: typeUrl,
+      resource_names: resourceNames,
     });
+    first = false;
+  };
+  const ads: AdsStream = {
+    send,
+    received: (typeUrl) => last.get(typeUrl),
+    request(typeUrl, resourceNames = []) {
+      if (failure !== undefined) return Promise.reject(failure);
+      return new Promise<XdsResource[]>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiting.delete(typeUrl);
+          reject(
+            new Error(
+              `xDS ${typeUrl} ${JSON.stringify(resourceNames)}: no DiscoveryResponse within ${timeoutMs} ms`,
+            ),
+          );
+        }, timeoutMs);
+        waiting.set(typeUrl, {
+          resolve: (r) => {
+            clearTimeout(timer);
+            resolve(r);
+          },
+          reject: (e) => {
+            clearTimeout(timer);
+            reject(e);
+          },
+        });
+        send(typeUrl, resourceNames);
+      });
+    },
+  };
+  try {
+    return await use(ads);
   } finally {
     stream.cancel();
     client.close();
   }
+}
+
+/**
+ * The resources of `typeUrl` in the first DiscoveryResponse Envoy Gateway sends a node of the
+ * Gateway `gateway`, for `resourceNames` (none: every resource, for Listener and Cluster).
+ *
+ * Envoy Gateway's cache runs in ADS mode (go-control-plane `NewSnapshotCache(ads=true)`): a request
+ * naming resources is answered only when it names EVERY resource of that type in the snapshot
+ * (`createResponse`: "ADS mode: not responding to request" otherwise, and the request is dropped).
+ * For RouteConfiguration ask for every name the Listeners carry; for Secrets use {@link xdsSecrets}.
+ *
+ * @param timeoutMs how long to wait for the response, in milliseconds
+ * @throws Error when no response arrives in time or the stream fails (TLS, connection)
+ */
+export async function xdsResources(
+  typeUrl: string,
+  resourceNames: string[] = [],
+  gateway: PlatformGateway = SANDBOX_GATEWAY,
+  timeoutMs = 10_000,
+): Promise<XdsResource[]> {
+  return withAdsStream((ads) => ads.request(typeUrl, resourceNames), gateway, timeoutMs);
+}
+
+/**
+ * Every SDS secret name an xDS resource refers to: the `name` of each `SdsSecretConfig` (fields
+ * `tls_certificate_sds_secret_configs`, `validation_context_sds_secret_config`, ...) anywhere in it,
+ * transport sockets of filter chains and clusters included.
+ */
+export function sdsSecretNames(resource: unknown): string[] {
+  const names = new Set<string>();
+  const walk = (value: unknown, key: string): void => {
+    if (Array.isArray(value)) {
+      for (const v of value) walk(v, key);
+      return;
+    }
+    if (typeof value !== 'object' || value === null) return;
+    const object = value as Record<string, unknown>;
+    if (/sds_secret_configs?$/.test(key) && typeof object.name === 'string') names.add(object.name);
+    for (const [k, v] of Object.entries(object)) walk(v, k);
+  };
+  walk(resource, '');
+  return [...names];
+}
+
+/**
+ * The Secrets Envoy Gateway serves a node of `gateway`, read the way Envoy reads them: on one
+ * stream, the Listeners and Clusters first, then one SDS request naming every secret they refer to.
+ * A request naming fewer than the snapshot holds gets no answer at all from Envoy Gateway's ADS-mode
+ * cache (see {@link xdsResources}), which is why a request for one secret by name stalls as soon as
+ * the Gateway carries a second certificate (another domain's ListenerSet).
+ *
+ * @throws Error when a response does not arrive in time or the stream fails
+ */
+export async function xdsSecrets(gateway: PlatformGateway = SANDBOX_GATEWAY): Promise<XdsResource[]> {
+  return withAdsStream(async (ads) => {
+    // A wildcard Cluster request gets no response while the snapshot has no Cluster (its version is
+    // the request's empty one), so it is not awaited: the server answers an ADS stream's requests in
+    // the order they came (one ordered response channel per stream, sotw/v3/ads.go), so a Cluster
+    // response it had to give has arrived before the Listeners' response.
+    ads.send(XDS_TYPE.cluster);
+    const listeners = await ads.request(XDS_TYPE.listener);
+    const clusters = ads.received(XDS_TYPE.cluster) ?? [];
+    const names = [...new Set([...sdsSecretNames(listeners), ...sdsSecretNames(clusters)])];
+    if (names.length === 0) return [];
+    return ads.request(XDS_TYPE.secret, names);
+  }, gateway);
 }

@@ -1,0 +1,189 @@
+/**
+ * The EnvoyPatchPolicy (gateway.envoyproxy.io/v1alpha1, `type: JSONPatch`) that wires Portico's
+ * rate-limit service into what Envoy Gateway generates for one Gateway (docs/routing.md, "Envoy
+ * Gateway"): Envoy Gateway's own global rate limiting runs envoyproxy/ratelimit and cannot call
+ * another service, so the filter, its cluster and the routes' descriptors are patched into its xDS.
+ * Pure: what the patch says; who applies it is the caller's.
+ *
+ * Facts of Envoy Gateway v1.9.1 this rests on (internal/xds/translator/jsonpatch.go, listener.go):
+ * - an `add` with an empty `path` and no `jsonPath` adds its value as a whole new resource (the
+ *   cluster); `path` must be present all the same, or the patch is refused ("A patch operation must
+ *   specify a path or jsonPath.");
+ * - `jsonPath` (RFC 9535) selects inside the named resource, and `path` is appended to each pointer it
+ *   finds; the resource is read in proto field names (protojson `UseProtoNames`); a `jsonPath` that
+ *   finds nothing is an error of the policy;
+ * - with the runtime flag `XDSNameSchemeV2` the Envoy listener of a port is `tcp-<port>` (its external
+ *   port), whatever Gateway API listeners share it; without it, it is named after the first of them;
+ * - the policy must be in its target Gateway's namespace, and Envoy Gateway applies it only when its
+ *   configuration sets `extensionApis.enableEnvoyPatchPolicy: true`.
+ */
+import { DEFAULT_GATEWAY_DOMAIN, type RateLimitPolicy } from '../api/ratelimitpolicy.js';
+import { envoyRateLimits, type RateLimitHeaders } from './ratelimit-descriptors.js';
+
+export const ENVOY_PATCH_POLICY_API_VERSION = 'gateway.envoyproxy.io/v1alpha1';
+export const ENVOY_PATCH_POLICY_KIND = 'EnvoyPatchPolicy';
+export const ENVOY_PATCH_POLICY_PLURAL = 'envoypatchpolicies';
+
+/** The name of the Envoy cluster the patch adds for the rate-limit service. */
+export const RATELIMIT_CLUSTER_NAME = 'portico-ratelimit';
+/** Envoy's name of the ratelimit HTTP filter. */
+export const RATELIMIT_FILTER_NAME = 'envoy.filters.http.ratelimit';
+
+const TYPE = {
+  listener: 'type.googleapis.com/envoy.config.listener.v3.Listener',
+  routeConfiguration: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
+  cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
+} as const;
+
+/** Where Envoy finds the rate-limit service, and how it calls it (the controller's flags). */
+export interface RateLimitServiceTarget {
+  /** The rate-limit server's Service: name, namespace, gRPC port. */
+  readonly serviceName: string;
+  readonly serviceNamespace: string;
+  readonly servicePort: number;
+  /** The cluster's DNS domain, e.g. `cluster.local`: the Service is `<name>.<namespace>.svc.<domain>`. */
+  readonly clusterDomain: string;
+  /** How long Envoy waits for an answer, milliseconds (the filter's `timeout`). */
+  readonly timeoutMs: number;
+  readonly headers: RateLimitHeaders;
+}
+
+/** One HTTPRoute a policy targets, and the Envoy route configurations its rules land in. */
+export interface TargetedRoute {
+  readonly policy: RateLimitPolicy;
+  readonly httpRoute: { readonly namespace: string; readonly name: string };
+  /** Names of the RouteConfigurations holding its routes (see docs/routing.md for how they are named). */
+  readonly routeConfigurations: readonly string[];
+}
+
+/** The wiring of one Gateway. */
+export interface GatewayRateLimitWiring {
+  readonly gateway: { readonly namespace: string; readonly name: string };
+  /** The Gateway's HTTP and HTTPS ports (Envoy listeners `tcp-<port>` get the filter). */
+  readonly ports: readonly number[];
+  readonly routes: readonly TargetedRoute[];
+  readonly service: RateLimitServiceTarget;
+  /** The policy's name; default `portico-ratelimit`. */
+  readonly name?: string;
+}
+
+/** Milliseconds as a protobuf JSON Duration (`1.5s`). */
+function duration(ms: number): string {
+  return `${ms / 1000}s`;
+}
+
+/** The ratelimit HTTP filter (envoy.extensions.filters.http.ratelimit.v3.RateLimit), as for Contour. */
+export function rateLimitFilter(service: RateLimitServiceTarget): Record<string, unknown> {
+  return {
+    name: RATELIMIT_FILTER_NAME,
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit',
+      // The one domain the server's --gateway-domain expects; each descriptor names its policy.
+      domain: DEFAULT_GATEWAY_DOMAIN,
+      // Fail open, as Contour's `rateLimitService.failOpen: true`: the server's own failure mode
+      // answers first (its timeout is below this one).
+      failure_mode_deny: false,
+      timeout: duration(service.timeoutMs),
+      rate_limit_service: {
+        grpc_service: { envoy_grpc: { cluster_name: RATELIMIT_CLUSTER_NAME } },
+        transport_api_version: 'V3',
+      },
+    },
+  };
+}
+
+/** The cluster of the rate-limit service: the Service's DNS name, plaintext HTTP/2 (gRPC). */
+export function rateLimitCluster(service: RateLimitServiceTarget): Record<string, unknown> {
+  return {
+    name: RATELIMIT_CLUSTER_NAME,
+    type: 'STRICT_DNS',
+    connect_timeout: duration(Math.max(service.timeoutMs, 250)),
+    load_assignment: {
+      cluster_name: RATELIMIT_CLUSTER_NAME,
+      endpoints: [
+        {
+          lb_endpoints: [
+            {
+              endpoint: {
+                address: {
+                  socket_address: {
+                    address: `${service.serviceName}.${service.serviceNamespace}.svc.${service.clusterDomain}`,
+                    port_value: service.servicePort,
+                  },
+                },
+              },
+            },
+          ],
+        },
+      ],
+    },
+    typed_extension_protocol_options: {
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+        '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        explicit_http_config: { http2_protocol_options: {} },
+      },
+    },
+  };
+}
+
+/**
+ * The EnvoyPatchPolicy of one Gateway: in the Gateway's namespace, targeting it; the cluster added
+ * whole; the ratelimit filter first in every HTTP connection manager of the listeners `tcp-<port>`;
+ * and for each targeted HTTPRoute, the policy's `rate_limits` on each of its routes (Envoy names
+ * them `httproute/<namespace>/<name>/rule/...`) in the route configurations named.
+ *
+ * @throws RangeError for a Gateway without ports, or a targeted route without route configurations
+ */
+export function envoyGatewayRateLimitPatch(wiring: GatewayRateLimitWiring): Record<string, unknown> {
+  if (wiring.ports.length === 0) throw new RangeError('the Gateway has no ports to wire');
+  const patches: Record<string, unknown>[] = [
+    {
+      type: TYPE.cluster,
+      name: RATELIMIT_CLUSTER_NAME,
+      // An empty path (it must be present: ir.JSONPatchOperation.Validate) adds the value whole.
+      operation: { op: 'add', path: '', value: rateLimitCluster(wiring.service) },
+    },
+  ];
+  for (const port of [...new Set(wiring.ports)].sort((a, b) => a - b)) {
+    patches.push({
+      type: TYPE.listener,
+      name: `tcp-${port}`,
+      operation: {
+        op: 'add',
+        jsonPath: '$..http_filters',
+        path: '/0',
+        value: rateLimitFilter(wiring.service),
+      },
+    });
+  }
+  for (const route of wiring.routes) {
+    if (route.routeConfigurations.length === 0)
+      throw new RangeError(
+        `HTTPRoute ${route.httpRoute.namespace}/${route.httpRoute.name}: no route configuration to wire`,
+      );
+    const prefix = `httproute/${route.httpRoute.namespace}/${route.httpRoute.name}/rule/`;
+    for (const routeConfiguration of route.routeConfigurations) {
+      patches.push({
+        type: TYPE.routeConfiguration,
+        name: routeConfiguration,
+        operation: {
+          op: 'add',
+          // Kubernetes names have no quote or backslash; `.` is the one regex metacharacter they may hold.
+          jsonPath: `$.virtual_hosts[*].routes[?(@.name =~ '^${prefix.replaceAll('.', '[.]')}')].route`,
+          path: '/rate_limits',
+          value: envoyRateLimits(route.policy, wiring.service.headers),
+        },
+      });
+    }
+  }
+  return {
+    apiVersion: ENVOY_PATCH_POLICY_API_VERSION,
+    kind: ENVOY_PATCH_POLICY_KIND,
+    metadata: { name: wiring.name ?? RATELIMIT_CLUSTER_NAME, namespace: wiring.gateway.namespace },
+    spec: {
+      type: 'JSONPatch',
+      targetRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: wiring.gateway.name },
+      jsonPatches: patches,
+    },
+  };
+}
