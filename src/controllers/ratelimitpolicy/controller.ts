@@ -82,8 +82,15 @@ import {
 } from './attachment.js';
 import { compilePolicy, desiredEntries, readShard } from './compile.js';
 import { ContourAttacher, type ContourAttachmentOptions } from './contour-attacher.js';
-import { EnvoyGatewayAttacher, envoyGatewayDisabledVerdict, targetKey } from './envoy-gateway-attacher.js';
-import { isEnvoyGatewayTarget } from './envoy-gateway-attachment.js';
+import { EnvoyGatewayAttacher, targetKey } from './envoy-gateway-attacher.js';
+import {
+  ENVOY_GATEWAY_PENDING_MS,
+  EPP_LIST_KEY,
+  envoyGatewayVerdicts,
+  envoyPatchPolicyKey,
+  isEnvoyGatewayKey,
+  reconcileEnvoyGatewayKey,
+} from './envoy-gateway-keys.js';
 import type { RateLimitServiceTarget } from '../../routing/envoy-gateway-ratelimit.js';
 import { liveReports } from './enforced.js';
 import { reportChanges, type ReportChanges } from './report-changes.js';
@@ -102,12 +109,6 @@ const PROXY_KEY_PREFIX = 'httpproxy:';
 const PROXIES_LISTED_POLL_MS = 1_000;
 /** How soon the ExtensionService is applied again while the API server does not serve the kind. */
 const EXTENSION_SERVICE_RETRY_MS = 60_000;
-/** The prefix of a Gateway's EnvoyPatchPolicy key (`envoypatchpolicy:<namespace>/<name>` of the Gateway). */
-const EPP_KEY_PREFIX = 'envoypatchpolicy:';
-/** The key that queues every Gateway whose EnvoyPatchPolicy Portico keeps (at start and each resync). */
-const EPP_LIST_KEY = 'envoypatchpolicies';
-/** How soon a policy whose HTTPRoute targets wait on Envoy Gateway is looked at again. */
-const ENVOY_GATEWAY_PENDING_MS = 2_000;
 const SELECTOR = `${RATELIMIT_COMPONENT_LABEL}=${RATELIMIT_COMPONENT_VALUE}`;
 
 export interface RateLimitPolicyControllerOptions {
@@ -559,7 +560,9 @@ export class RateLimitPolicyController {
   ): Promise<{ condition: ConditionInput | undefined; requeueAfterMs?: number }> {
     const targets = targetsOf(policy);
     if (targets.length === 0) return { condition: undefined };
-    const eg = await this.#envoyGatewayVerdicts(policy);
+    const eg = await envoyGatewayVerdicts(this.#envoyGateway, policy, this.#policies.list(), (k) => {
+      this.#queue.add(k);
+    });
     const withEnvoyGateway = (verdicts: readonly TargetVerdict[]): TargetVerdict[] =>
       verdicts.map((v) => eg.verdicts.get(targetKey(v.ref)) ?? v);
     const requeue = eg.pending ? { requeueAfterMs: ENVOY_GATEWAY_PENDING_MS } : {};
@@ -585,45 +588,6 @@ export class RateLimitPolicyController {
       };
     }
     return { condition: attachedCondition(withEnvoyGateway(await contour.attach(policy))), ...requeue };
-  }
-
-  /**
-   * The verdicts of the policy's HTTPRoute targets (disabled when Envoy Gateway attachment is off),
-   * queuing the EnvoyPatchPolicy of each Gateway that does not carry this generation of the policy yet.
-   */
-  async #envoyGatewayVerdicts(
-    policy: RateLimitPolicy,
-  ): Promise<{ verdicts: ReadonlyMap<string, TargetVerdict>; pending: boolean }> {
-    const refs = targetsOf(policy).filter(isEnvoyGatewayTarget);
-    const eg = this.#envoyGateway;
-    if (eg === undefined) {
-      return {
-        verdicts: new Map(refs.map((r) => [targetKey(r), envoyGatewayDisabledVerdict(r)])),
-        pending: false,
-      };
-    }
-    const read = await eg.verdicts(policy, this.#policies.list());
-    for (const gateway of read.behind) this.#queue.add(`${EPP_KEY_PREFIX}${gateway}`);
-    return read;
-  }
-
-  /**
-   * The Envoy Gateway keys, handled with the policies' (`#reconcilePolicy`): a Gateway's
-   * EnvoyPatchPolicy applied (or deleted) and the policies whose entry changed queued; or every
-   * Gateway whose EnvoyPatchPolicy Portico keeps queued.
-   */
-  async #reconcileEnvoyGateway(key: string): Promise<void> {
-    const eg = this.#envoyGateway;
-    if (eg === undefined) return;
-    if (key === EPP_LIST_KEY) {
-      for (const epp of await eg.patchPolicies()) {
-        const gateway = (epp as { spec?: { targetRef?: { name?: string } } }).spec?.targetRef?.name;
-        if (gateway !== undefined) this.#queue.add(`${EPP_KEY_PREFIX}${epp.metadata.namespace}/${gateway}`);
-      }
-      return;
-    }
-    const changed = await eg.syncGateway(key.slice(EPP_KEY_PREFIX.length), this.#policies.list());
-    for (const policyKey of changed) if (this.#policy(policyKey) !== undefined) this.#queue.add(policyKey);
   }
 
   /** Applies the ExtensionService; while Contour's CRDs are not installed, looks again in a minute. */
@@ -667,8 +631,17 @@ export class RateLimitPolicyController {
 
   /** Writes one policy's status (nothing when it is as desired); returns when to look again, if due. */
   async #reconcilePolicy(key: string): Promise<number | undefined> {
-    if (key === EPP_LIST_KEY || key.startsWith(EPP_KEY_PREFIX)) {
-      await this.#reconcileEnvoyGateway(key);
+    if (isEnvoyGatewayKey(key)) {
+      const enqueue = (k: string): void => {
+        this.#queue.add(k);
+      };
+      await reconcileEnvoyGatewayKey(
+        this.#envoyGateway,
+        key,
+        this.#policies.list(),
+        enqueue,
+        (k) => this.#policy(k) !== undefined,
+      );
       return undefined;
     }
     const policy = this.#policy(key);
@@ -677,7 +650,7 @@ export class RateLimitPolicyController {
       const slash = key.indexOf('/');
       this.#sweepUntargeted(key.slice(0, slash), key.slice(slash + 1), new Set());
       for (const gateway of (await this.#envoyGateway?.gatewaysCarrying(key)) ?? [])
-        this.#queue.add(`${EPP_KEY_PREFIX}${gateway}`);
+        this.#queue.add(envoyPatchPolicyKey(gateway));
       return undefined;
     }
     const attached = await this.#attach(policy);
