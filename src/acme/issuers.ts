@@ -36,6 +36,11 @@ export interface IssuerDeps {
   readonly relief: () => Promise<void> | undefined;
   readonly http01Port: number;
   readonly selfCheck: IssuerOptions['selfCheck'];
+  /**
+   * Writes DNS-01 TXT records in the platform's challenge zone (RFC 2136); every issuer uses it.
+   * Undefined when no challenge zone is configured: orders answer HTTP-01 only.
+   */
+  readonly dns01?: IssuerOptions['dns01'];
   /** Queues a domain whose order turn came. */
   readonly requeue: (key: string) => void;
   readonly log: Logger;
@@ -107,6 +112,7 @@ export function buildIssuers(
       ...(s.caaIdentities.length > 0 ? { caaIdentities: s.caaIdentities } : {}),
       http01Port: deps.http01Port,
       selfCheck: deps.selfCheck,
+      ...(deps.dns01 ? { dns01: deps.dns01 } : {}),
     });
     const queue = new OrderQueue(
       {

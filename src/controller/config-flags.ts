@@ -4,6 +4,7 @@
  */
 import type { FlagSpec } from '../command-flags.js';
 import { DEFAULT_ATTACHMENT_HEADERS } from '../controllers/ratelimitpolicy/attachment.js';
+import { TSIG_ALGORITHMS } from '../dns/dynamic-update.js';
 
 export const controllerOptions = {
   kubeconfig: { type: 'string', env: 'KUBECONFIG', help: 'kubeconfig path (default: in-cluster)' },
@@ -144,6 +145,32 @@ export const controllerOptions = {
     type: 'string',
     env: 'PORTICO_ACME_PROFILE',
     help: 'ACME profile to request, e.g. classic or shortlived (default: the CA chooses)',
+  },
+  'dns01-challenge-zone': {
+    type: 'string',
+    env: 'PORTICO_DNS01_CHALLENGE_ZONE',
+    help: 'the platform zone DNS-01 records are written in for hostnames whose _acme-challenge is a CNAME into it (unset: off)',
+  },
+  'dns01-server': {
+    type: 'string',
+    env: 'PORTICO_DNS01_SERVER',
+    help: "host:port of the challenge zone's authoritative server, which takes RFC 2136 updates over TCP",
+  },
+  'dns01-tsig-key-name': {
+    type: 'string',
+    env: 'PORTICO_DNS01_TSIG_KEY_NAME',
+    help: 'name of the TSIG key the challenge zone accepts updates signed with',
+  },
+  'dns01-tsig-algorithm': {
+    type: 'string',
+    env: 'PORTICO_DNS01_TSIG_ALGORITHM',
+    default: 'hmac-sha256',
+    help: `TSIG algorithm: ${TSIG_ALGORITHMS.join(', ')}`,
+  },
+  'dns01-tsig-secret': {
+    type: 'string',
+    env: 'PORTICO_DNS01_TSIG_SECRET',
+    help: 'the TSIG key secret, base64 (as BIND and Knot configurations hold it); from a Secret in the chart',
   },
   'acme-caa-identities': {
     type: 'string',

@@ -65,6 +65,52 @@ describe('parseControllerConfig', () => {
     expect(() => parseControllerConfig([...required, '--no-such-flag'], {})).toThrow();
   });
 
+  it('reads the DNS-01 challenge zone settings, off without a zone, and says what is missing or wrong', () => {
+    const off = parseControllerConfig(required, {});
+    if ('help' in off) throw new Error('unexpected help');
+    expect(off.dns01).toBeUndefined();
+
+    const secret = Buffer.alloc(32, 3).toString('base64');
+    const on = parseControllerConfig(
+      [
+        ...required,
+        '--dns01-challenge-zone',
+        'ACME-Challenges.Example.NET.',
+        '--dns01-server',
+        'ns1.example.net:53',
+      ],
+      { PORTICO_DNS01_TSIG_KEY_NAME: 'portico-challenge.', PORTICO_DNS01_TSIG_SECRET: secret },
+    );
+    if ('help' in on) throw new Error('unexpected help');
+    expect(on.dns01).toEqual({
+      zone: 'acme-challenges.example.net',
+      server: { host: 'ns1.example.net', port: 53 },
+      key: { name: 'portico-challenge.', algorithm: 'hmac-sha256', secret: Buffer.alloc(32, 3) },
+    });
+
+    expect(() => parseControllerConfig([...required, '--dns01-challenge-zone', 'z.example'], {})).toThrow(
+      '--dns01-challenge-zone needs --dns01-server, --dns01-tsig-key-name, --dns01-tsig-secret too',
+    );
+    const base = [
+      ...required,
+      '--dns01-challenge-zone',
+      'z.example',
+      '--dns01-server',
+      'ns:53',
+      '--dns01-tsig-key-name',
+      'k',
+    ];
+    expect(() => parseControllerConfig([...base, '--dns01-tsig-secret', 'not base64!'], {})).toThrow(
+      '--dns01-tsig-secret must be the key secret in base64',
+    );
+    expect(() =>
+      parseControllerConfig(
+        [...base, '--dns01-tsig-secret', secret, '--dns01-tsig-algorithm', 'hmac-md5'],
+        {},
+      ),
+    ).toThrow(/--dns01-tsig-algorithm must be one of hmac-sha256/);
+  });
+
   it('reads the ownership verification and dangling settings, and refuses an unknown policy', () => {
     const c = parseControllerConfig(required, {});
     if ('help' in c) throw new Error('unexpected help');

@@ -18,6 +18,7 @@ import type { FailoverPolicy } from '../acme/issuer-selection.js';
 import type { ContourAttachmentOptions } from '../controllers/ratelimitpolicy/contour-attacher.js';
 import type { RateLimitServiceTarget } from '../routing/envoy-gateway-ratelimit.js';
 import { OWNERSHIP_POLICIES, type OwnershipPolicy } from '../dns/ownership.js';
+import { TSIG_ALGORITHMS, type TsigAlgorithm, type TsigKey } from '../dns/dynamic-update.js';
 import {
   checkRoutingOptions,
   parseGatewayParentRefs,
@@ -90,6 +91,12 @@ export interface ControllerConfig {
   acmeProfile: string | undefined;
   /** CAA issuer domain names of the CA; [] means the directory's `meta.caaIdentities`. */
   acmeCaaIdentities: string[];
+  /**
+   * DNS-01 through the platform's challenge zone (src/dns/challenge-delegation.ts,
+   * docs/customdomains.md "Certificates before the move"): the zone, its authoritative server for
+   * RFC 2136 updates and the TSIG key. Undefined when --dns01-challenge-zone is unset (off).
+   */
+  dns01: { zone: string; server: { host: string; port: number }; key: TsigKey } | undefined;
   /** `host:port` the HTTP-01 challenge server listens on. */
   http01ListenAddress: string;
   /** The port the CA connects to for HTTP-01, used by the self-check. */
@@ -196,6 +203,32 @@ function hostPort(name: OptionName, value: string): { fqdn: string; port: number
   const at = value.lastIndexOf(':');
   if (at <= 0) throw new ConfigError(`--${name} must be host:port, got "${value}"`);
   return { fqdn: value.slice(0, at), port: positiveInt(name, value.slice(at + 1)) };
+}
+
+/** The DNS-01 challenge zone settings; undefined when --dns01-challenge-zone is unset. */
+function dns01Settings(get: (name: OptionName) => string | undefined): ControllerConfig['dns01'] {
+  const zone = get('dns01-challenge-zone');
+  if (zone === undefined || zone === '') return undefined;
+  const missing = (['dns01-server', 'dns01-tsig-key-name', 'dns01-tsig-secret'] as const).filter(
+    (n) => !get(n),
+  );
+  if (missing.length > 0)
+    throw new ConfigError(`--dns01-challenge-zone needs ${missing.map((n) => `--${n}`).join(', ')} too`);
+  const server = hostPort('dns01-server', get('dns01-server') ?? '');
+  const algorithm = get('dns01-tsig-algorithm') ?? 'hmac-sha256';
+  if (!(TSIG_ALGORITHMS as readonly string[]).includes(algorithm))
+    throw new ConfigError(
+      `--dns01-tsig-algorithm must be one of ${TSIG_ALGORITHMS.join(', ')}, got "${algorithm}"`,
+    );
+  const encoded = (get('dns01-tsig-secret') ?? '').trim();
+  const secret = Buffer.from(encoded, 'base64');
+  if (secret.length === 0 || secret.toString('base64').replace(/=+$/, '') !== encoded.replace(/=+$/, ''))
+    throw new ConfigError('--dns01-tsig-secret must be the key secret in base64');
+  return {
+    zone: zone.toLowerCase().replace(/\.$/, ''),
+    server: { host: server.fqdn, port: server.port },
+    key: { name: get('dns01-tsig-key-name') ?? '', algorithm: algorithm as TsigAlgorithm, secret },
+  };
 }
 
 function bool(name: OptionName, value: string): boolean {
@@ -502,6 +535,7 @@ export function parseControllerConfig(
       maxInFlight: positiveInt('acme-max-orders-in-flight', required('acme-max-orders-in-flight')),
     },
     acmeCaaIdentities: list(get('acme-caa-identities')),
+    dns01: dns01Settings(get),
     http01ListenAddress: required('http01-listen-address'),
     http01SelfCheckPort: positiveInt('http01-self-check-port', required('http01-self-check-port')),
     http01Service: http01Service ? hostPort('http01-service', http01Service) : undefined,

@@ -23,6 +23,7 @@ import { OwnershipStore } from '../controllers/customdomain/ownership-store.js';
 import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
+import { DNS_UPDATE_TIMEOUT_MS, DnsUpdateClient } from '../dns/update-client.js';
 import { normalizeDnsName } from '../domain/hostname.js';
 import { registeredDomain } from '../dns/records.js';
 import type { CustomDomain } from '../api/customdomain.js';
@@ -103,6 +104,16 @@ function build(
     relief,
     http01Port: config.http01SelfCheckPort,
     selfCheck: { attempts: 5, intervalMs: 1_000, timeoutMs: 5_000 },
+    ...(config.dns01
+      ? {
+          dns01: new DnsUpdateClient({
+            server: config.dns01.server,
+            zone: config.dns01.zone,
+            key: config.dns01.key,
+            timeoutMs: DNS_UPDATE_TIMEOUT_MS,
+          }),
+        }
+      : {}),
     // A domain whose turn came holds a free order slot: at high priority it places its order ahead
     // of a backlog (a burst's first reconciles), which at normal priority left the slot unused for
     // seconds and made every waiting domain's expected time too late (docs/performance.md, twelfth

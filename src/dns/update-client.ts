@@ -14,6 +14,12 @@ import {
   type UpdateResponse,
 } from './dynamic-update.js';
 
+/**
+ * How long the controller gives one update, connection included, in milliseconds: an update is one
+ * TCP exchange with a server that writes its journal before it answers.
+ */
+export const DNS_UPDATE_TIMEOUT_MS = 10_000;
+
 export interface DnsUpdateClientOptions {
   /** The authoritative server: host (name or address) and TCP port. */
   server: { host: string; port: number };
