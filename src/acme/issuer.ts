@@ -25,6 +25,7 @@ import * as acme from 'acme-client';
 import type { Logger } from 'pino';
 import { evaluateCaa } from '../dns/caa.js';
 import type { DnsResolver } from '../dns/resolver.js';
+import { DnsUpdateTransportError } from '../dns/update-client.js';
 import type { AcmeDirectory } from './directory.js';
 import type { AcmeAccount } from './account.js';
 import type { ChallengeStore } from './challenge-store.js';
@@ -54,6 +55,25 @@ export class AcmeIssuanceError extends Error {
     this.validationFailed = options?.validationFailed ?? false;
   }
 }
+
+/**
+ * The DNS-01 TXT record could not be written in the platform's challenge zone (RFC 2136): the
+ * zone's server refused the update (`ChallengeZoneRefused`: its RCODE and TSIG error are in the
+ * message; a wrong TSIG key, a zone that takes no updates from the key) or could not be reached
+ * (`ChallengeZoneUnreachable`). The CertificateReady reason of the order (docs/troubleshooting.md);
+ * not the CA's failure, so it moves no order to another CA.
+ */
+export class Dns01PublishError extends AcmeIssuanceError {
+  readonly reason: 'ChallengeZoneRefused' | 'ChallengeZoneUnreachable';
+  constructor(message: string, unreachable: boolean, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'Dns01PublishError';
+    this.reason = unreachable ? 'ChallengeZoneUnreachable' : 'ChallengeZoneRefused';
+  }
+}
+
+/** The CertificateReady reasons of `Dns01PublishError`: the order after one answers HTTP-01 where it can. */
+export const DNS01_PUBLISH_REASONS: readonly string[] = ['ChallengeZoneRefused', 'ChallengeZoneUnreachable'];
 
 /** Thrown when the order was cancelled (the domain was removed): nothing more is asked of the CA. */
 export class IssuanceCancelledError extends Error {
@@ -341,8 +361,9 @@ export class AcmeIssuer {
     try {
       await publisher.publishTxt(recordName, value, DNS01_TXT_TTL_SECONDS);
     } catch (err) {
-      throw new AcmeIssuanceError(
+      throw new Dns01PublishError(
         `could not write the dns-01 record of ${hostname} at ${recordName}: ${err instanceof Error ? err.message : String(err)}`,
+        err instanceof DnsUpdateTransportError,
         { cause: err },
       );
     }

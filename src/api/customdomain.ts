@@ -89,6 +89,12 @@ export interface RequiredDnsRecord {
   ttl: number;
   note?: string;
   /**
+   * True for a record the customer may add but need not: the DNS-01 delegation
+   * `_acme-challenge.<hostname> CNAME <target>` (docs/customdomains.md, "Certificates before the
+   * move"). Absent on the records the domain needs.
+   */
+  optional?: boolean;
+  /**
    * For an ALIAS: the records that do the same job at a provider without ALIAS/ANAME (create these
    * instead, all of them): the platform's addresses. Absent when the platform configures no fixed
    * addresses (`note` then says so) and on every other type.
@@ -117,6 +123,22 @@ export interface ObservedDns {
    * (`--dns-mismatch-grace-seconds`). Absent while DNS matches.
    */
   failingSince?: string;
+  /**
+   * The CNAME at `_acme-challenge.<hostname>` as the last check found it, when the platform has a
+   * DNS-01 challenge zone (`--dns01-challenge-zone`; docs/customdomains.md, "Certificates before the
+   * move"): `Delegated` (it names `target`), `Absent`, `PointsElsewhere` (it names `found`) or
+   * `Unknown` (the lookup failed). Absent when no challenge zone is configured.
+   */
+  challengeDelegation?: ChallengeDelegationStatus;
+}
+
+/** `status.observed.challengeDelegation`. */
+export interface ChallengeDelegationStatus {
+  result: 'Delegated' | 'Absent' | 'PointsElsewhere' | 'Unknown';
+  /** The name `_acme-challenge.<hostname>` must be a CNAME of, in the platform's challenge zone. */
+  target: string;
+  /** PointsElsewhere: the name the CNAME names instead; Unknown: the failed answer (SERVFAIL, timeout, ...). */
+  found?: string;
 }
 
 export interface CertificateStatus {

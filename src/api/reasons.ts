@@ -72,6 +72,18 @@ export const CUSTOM_DOMAIN_REASONS = {
     severity: 'Warning',
     doc: "the CA refused the ACME account's external account binding, or its HMAC key's Secret is missing",
   },
+  ChallengeZoneRefused: {
+    severity: 'Warning',
+    doc: "the challenge zone's server refused the DNS-01 record update (RFC 2136): a wrong TSIG key, or a zone that takes no updates from it",
+  },
+  ChallengeZoneUnreachable: {
+    severity: 'Warning',
+    doc: "the challenge zone's server did not answer the DNS-01 record update in time, or the connection failed",
+  },
+  ChallengeDelegationMismatch: {
+    severity: 'Warning',
+    doc: "_acme-challenge.<hostname> is a CNAME to another name than the domain's in the challenge zone: no certificate before DNS verification",
+  },
   OrderQueued: { severity: 'Normal', doc: "the order waits for the CA budget's turn" },
   CertificateOverdue: {
     severity: 'Warning',

@@ -158,6 +158,7 @@ function build(
       reservedDomains: config.reservedDomains,
       allowSpecialUseHostnames: config.allowSpecialUseHostnames,
       apexAddresses: config.apexAddresses,
+      dns01ChallengeZone: config.dns01?.zone,
       certificateOverdueMs: config.certificateOverdueMs,
       dnsMismatchGraceMs: config.dnsMismatchGraceMs,
       danglingAfterMs: config.danglingAfterMs,

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { acmeChallengeName, delegationTarget, delegationVerdict } from './challenge-delegation.js';
+import {
+  acmeChallengeName,
+  delegationStatus,
+  delegationTarget,
+  delegationVerdict,
+  recordedDelegation,
+  type DelegationVerdict,
+} from './challenge-delegation.js';
 
 const ZONE = 'acme-challenges.example.net';
 
@@ -44,5 +51,29 @@ describe('delegationVerdict', () => {
 
   it('names the record where the CA looks (RFC 8555 §8.4)', () => {
     expect(acmeChallengeName('www.example.com')).toBe('_acme-challenge.www.example.com');
+  });
+});
+
+describe('delegationStatus and recordedDelegation', () => {
+  const target = `c7eb670a80b02eaca845cdd5d4f39e25.${ZONE}`;
+  it.each([
+    [{ kind: 'delegated' }, { result: 'Delegated', target }],
+    [{ kind: 'absent' }, { result: 'Absent', target }],
+    [
+      { kind: 'pointsElsewhere', target: 'x.other.net' },
+      { result: 'PointsElsewhere', target, found: 'x.other.net' },
+    ],
+    [
+      { kind: 'unknown', answer: 'servfail' },
+      { result: 'Unknown', target, found: 'servfail' },
+    ],
+  ] as const)('records %o as status and reads it back', (verdict, status) => {
+    expect(delegationStatus(verdict as DelegationVerdict, target)).toEqual(status);
+    expect(recordedDelegation(status, target)).toEqual(verdict);
+  });
+
+  it('reads no verdict from a status made for another target (another namespace or zone)', () => {
+    expect(recordedDelegation({ result: 'Delegated', target: `other.${ZONE}` }, target)).toBeUndefined();
+    expect(recordedDelegation(undefined, target)).toBeUndefined();
   });
 });

@@ -15,6 +15,7 @@
  * record must not serve.
  */
 import { createHash } from 'node:crypto';
+import type { ChallengeDelegationStatus } from '../api/customdomain.js';
 import type { RRsetAnswer } from './answers.js';
 
 /** The label RFC 8555 §8.4 puts before the hostname for DNS-01. */
@@ -73,5 +74,40 @@ export function delegationVerdict(cname: RRsetAnswer, target: string): Delegatio
       return { kind: 'absent' };
     default:
       return { kind: 'unknown', answer: cname.kind };
+  }
+}
+
+/** `verdict` as `status.observed.challengeDelegation` records it. */
+export function delegationStatus(verdict: DelegationVerdict, target: string): ChallengeDelegationStatus {
+  switch (verdict.kind) {
+    case 'delegated':
+      return { result: 'Delegated', target };
+    case 'absent':
+      return { result: 'Absent', target };
+    case 'pointsElsewhere':
+      return { result: 'PointsElsewhere', target, found: verdict.target };
+    case 'unknown':
+      return { result: 'Unknown', target, found: verdict.answer };
+  }
+}
+
+/**
+ * The verdict a recorded `status.observed.challengeDelegation` stands for, when it was made for
+ * `target` (a status written for another namespace or zone counts as no verdict: undefined).
+ */
+export function recordedDelegation(
+  status: ChallengeDelegationStatus | undefined,
+  target: string,
+): DelegationVerdict | undefined {
+  if (status === undefined || status.target !== target) return undefined;
+  switch (status.result) {
+    case 'Delegated':
+      return { kind: 'delegated' };
+    case 'Absent':
+      return { kind: 'absent' };
+    case 'PointsElsewhere':
+      return { kind: 'pointsElsewhere', target: status.found ?? '' };
+    case 'Unknown':
+      return { kind: 'unknown', answer: status.found ?? '' };
   }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RequiredDnsRecord } from '../api/customdomain.js';
-import { isApex, ownerName, relativeName, requiredDnsRecords } from './records.js';
+import { delegationRecord, isApex, ownerName, relativeName, requiredDnsRecords } from './records.js';
 
 /**
  * The records as a dashboard shows them, one row per record with the fields as they are (no
@@ -98,5 +98,24 @@ describe('relativeName', () => {
   it('returns a name outside the zone whole', () => {
     expect(relativeName('www.other.example', 'example.com')).toBe('www.other.example');
     expect(relativeName('notexample.com', 'example.com')).toBe('notexample.com');
+  });
+});
+
+describe('delegationRecord', () => {
+  it('is the optional CNAME at _acme-challenge.<hostname>, named relative to the zone', () => {
+    const record = delegationRecord('www.shop.example.co.uk', 'abc.challenges.platform.net');
+    expect(record).toMatchObject({
+      type: 'CNAME',
+      name: '_acme-challenge.www.shop.example.co.uk',
+      relativeName: '_acme-challenge.www.shop',
+      zone: 'example.co.uk',
+      value: 'abc.challenges.platform.net',
+      ttl: 3600,
+      optional: true,
+    });
+    expect(record.note).toMatch(/^Optional: /);
+    expect(delegationRecord('example.com', 'abc.challenges.platform.net').relativeName).toBe(
+      '_acme-challenge',
+    );
   });
 });

@@ -107,3 +107,23 @@ export function requiredDnsRecords(
   }
   return [{ type: 'CNAME', ...owner, value: target, ttl: INSTRUCTED_TTL_SECONDS }];
 }
+
+/**
+ * The optional DNS-01 delegation record (docs/customdomains.md, "Certificates before the move"):
+ * `_acme-challenge.<hostname> CNAME <target>`, where `target` is the domain's name in the platform's
+ * challenge zone (`challenge-delegation.ts delegationTarget`). With it the certificate is issued by
+ * DNS-01 before the hostname's own record points at the platform.
+ *
+ * @param hostname normalized customer hostname
+ * @param target the delegation target, normalized
+ */
+export function delegationRecord(hostname: string, target: string): RequiredDnsRecord {
+  return {
+    type: 'CNAME',
+    ...ownerName(`_acme-challenge.${hostname}`),
+    value: target,
+    ttl: INSTRUCTED_TTL_SECONDS,
+    optional: true,
+    note: `Optional: with this record the certificate for ${hostname} is issued before ${hostname} points at the platform, so a live site moves without a certificate warning. Keep it: renewals use it too.`,
+  };
+}

@@ -94,6 +94,11 @@ export class DnsResolver {
     return this.#query(name, async (r, n) => (await r.resolveTxt(n)).map((chunks) => chunks.join('')));
   }
 
+  /** The CNAME RRset at `name` (e.g. `_acme-challenge.<hostname>`, `challenge-delegation.ts`). Never throws. */
+  async lookupCname(name: string): Promise<RRsetAnswer> {
+    return this.#query(name, (r, n) => r.resolveCname(n));
+  }
+
   /** The A and AAAA answers for `name` (following CNAMEs). Never throws. */
   async lookupAddresses(name: string): Promise<{ a: RRsetAnswer; aaaa: RRsetAnswer }> {
     const [a, aaaa] = await Promise.all([

@@ -73,6 +73,12 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     'Wait: nothing is sent to the CA for this name before the Retry-After the message gives. If it repeats, the order budget (chart values `acme.orderBudget.*`) is above what the CA allows the account: lower it.',
   ExternalAccountBindingFailed:
     "Check the issuer the message names: its `externalAccountBinding.keyId` and the HMAC key in the Secret `hmacKeySecretRef` names (in the operator's namespace) must be the pair the CA gave (base64url, as given). Fix the Secret or the key id; the account registers again within a minute, and the next attempt follows the backoff (or `kubectl portico verify <name> -n <namespace>` at once). With several issuers, new orders go to the next issuer meanwhile.",
+  ChallengeZoneRefused:
+    "A platform fix: the message quotes the server's RCODE and TSIG error. BADKEY, BADSIG or NOTAUTH: the operator's `dns01.tsigKey` (name, algorithm, the secret in the Secret) must be the key the zone's server holds; REFUSED: the server's update policy must let that key write TXT records in the zone. The next attempt follows the backoff (or `kubectl portico verify <name> -n <namespace>` at once); a verified domain answers HTTP-01 meanwhile.",
+  ChallengeZoneUnreachable:
+    "A platform fix: `dns01.server` must be the challenge zone's authoritative server, reachable from the operator over TCP (port 53 by default). The next attempt follows the backoff; a verified domain answers HTTP-01 meanwhile.",
+  ChallengeDelegationMismatch:
+    'Point `_acme-challenge.<hostname>` at the target the optional record in `status.dnsRecords` gives (the message names both), or remove it and let the certificate be issued by HTTP-01 once DNS is verified.',
   OrderQueued:
     "Nothing to do: the order waits for the ACME account's budget; the message gives its place in line and the expected time.",
   CertificateOverdue:

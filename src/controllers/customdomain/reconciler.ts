@@ -102,7 +102,7 @@ export class CustomDomainReconciler {
       requeueAfterMs: certificateRequeue,
       orderStarted,
       issuance,
-    } = await this.#certificates.run(domain, key, verified, verifyRequested, now, log);
+    } = await this.#certificates.run(domain, key, verified, verifyRequested, now, log, dns.delegation);
     // A verify request is answered by the status write that records it (lastVerifyRequest): held
     // back, an order failing within the delay would meet the same request again, have its backoff
     // cleared and be placed again, over and over.

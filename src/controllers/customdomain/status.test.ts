@@ -182,6 +182,29 @@ describe('buildStatus', () => {
     });
   });
 
+  it('says on CertificateReady that the DNS-01 delegation points elsewhere, naming both names', () => {
+    const observed: ObservedState = {
+      accepted,
+      dnsVerified: { type: 'DNSVerified', status: 'False', reason: 'CNAMEMismatch', message: 'elsewhere' },
+      certificate: {
+        kind: 'not-requested',
+        delegationElsewhere: {
+          name: '_acme-challenge.www.example.com',
+          found: 'x.other-dns.net',
+          wanted: 'abc.challenges.platform.net',
+        },
+      },
+      routing: { kind: 'not-routed', reason: 'AwaitingDNSVerification', message: 'later' },
+    };
+    const condition = buildStatus(domain, observed, {}, t0).conditions?.find(
+      (c) => c.type === 'CertificateReady',
+    );
+    expect(condition).toMatchObject({ status: 'False', reason: 'ChallengeDelegationMismatch' });
+    expect(condition?.message).toBe(
+      '_acme-challenge.www.example.com is a CNAME to x.other-dns.net, not to abc.challenges.platform.net: the certificate is not issued before DNS verification. Point it at abc.challenges.platform.net to have it issued now, or wait for DNS verification (HTTP-01).',
+    );
+  });
+
   it('says why it is not Ready, and keeps transition times that did not flip', () => {
     const awaiting: ObservedState = {
       accepted,

@@ -23,7 +23,14 @@ export const FOREIGN_ROUTE_REASON = 'ForeignRoute';
 /** The state of the domain's certificate, as the reconcile found it. */
 export type CertificateState =
   | { kind: 'valid'; certificate: CertificateStatus; renewal?: RenewalState }
-  | { kind: 'not-requested' }
+  | {
+      kind: 'not-requested';
+      /**
+       * `_acme-challenge.<hostname>` is a CNAME to `found`, not to `wanted` in the platform's
+       * challenge zone (docs/customdomains.md, "Certificates before the move").
+       */
+      delegationElsewhere?: { name: string; found: string; wanted: string };
+    }
   | {
       kind: 'issuing';
       since: Date;
@@ -187,6 +194,13 @@ function certificateCondition(
         message: state.message,
       };
     case 'not-requested':
+      if (!verified && state.delegationElsewhere)
+        return {
+          type: 'CertificateReady',
+          status: 'False',
+          reason: 'ChallengeDelegationMismatch',
+          message: `${state.delegationElsewhere.name} is a CNAME to ${state.delegationElsewhere.found}, not to ${state.delegationElsewhere.wanted}: the certificate is not issued before DNS verification. Point it at ${state.delegationElsewhere.wanted} to have it issued now, or wait for DNS verification (HTTP-01).`,
+        };
       return {
         type: 'CertificateReady',
         status: 'False',

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { CertificateStatus } from '../../../api/customdomain.js';
+import type { DelegationVerdict } from '../../../dns/challenge-delegation.js';
 import type { IssuanceFailure } from '../issuance-state.js';
 import type { QueuedOrder } from '../status.js';
 import {
   decideCertificate,
+  dns01RecordName,
+  mayOrder,
   orderMayStart,
   queuedRecheckMs,
   type CertificateDecision,
@@ -52,6 +55,19 @@ const rateLimitedLater: IssuanceFailure = {
   retryAfter: at(65 * MIN),
 };
 const failedPast = failure('IssuanceFailed', at(55 * MIN));
+const zoneRefusedPast = failure('ChallengeZoneRefused', at(55 * MIN));
+const zoneRefusedLater = failure('ChallengeZoneRefused', at(70 * MIN));
+const zoneUnreachablePast = failure('ChallengeZoneUnreachable', at(55 * MIN));
+
+/** The DNS-01 delegation of www.example.com into the challenge zone, with the last check's verdict. */
+const TARGET = '0123456789abcdef0123456789abcdef.challenges.platform.test';
+const delegation = (verdict: DelegationVerdict | undefined): CertificateDecisionInput['delegation'] => ({
+  name: '_acme-challenge.www.example.com',
+  target: TARGET,
+  verdict,
+});
+const delegatedIn = delegation({ kind: 'delegated' });
+const elsewhere = delegation({ kind: 'pointsElsewhere', target: 'x.other-dns.test' });
 
 const base: CertificateDecisionInput = {
   verified: true,
@@ -86,6 +102,9 @@ function summary(d: CertificateDecision): Record<string, unknown> {
         ...(state.kind === 'valid' && state.renewal ? { renewal: state.renewal.kind } : {}),
         ...(state.kind === 'issuing' && state.replacing ? { replacing: true } : {}),
         ...(state.kind === 'failed' ? { reason: state.reason } : {}),
+        ...(state.kind === 'not-requested' && state.delegationElsewhere
+          ? { delegationElsewhere: state.delegationElsewhere.found }
+          : {}),
         ...(state.kind === 'valid' && state.renewal?.kind === 'failed'
           ? { reason: state.renewal.reason }
           : {}),
@@ -101,6 +120,7 @@ function summary(d: CertificateDecision): Record<string, unknown> {
         priorFailures: d.priorFailures,
         ...(d.replaces ? { replaces: d.replaces } : {}),
         ...(d.unusable ? { unusable: true } : {}),
+        ...(d.dns01RecordName ? { dns01: d.dns01RecordName } : {}),
         orderStarted: d.started.orderStarted ?? false,
       };
   }
@@ -233,6 +253,96 @@ const rows: Row[] = [
     },
     { action: 'report', state: 'valid', renewal: 'in-progress' },
   ],
+  // DNS-01 by delegation (docs/customdomains.md, "Certificates before the move").
+  [
+    'not verified but delegated: order a first certificate by DNS-01',
+    { verified: false, delegation: delegatedIn },
+    { action: 'order', kind: 'first-issuance', priorFailures: 0, dns01: TARGET, orderStarted: true },
+  ],
+  [
+    'verified and delegated: DNS-01 too',
+    { delegation: delegatedIn },
+    { action: 'order', kind: 'first-issuance', priorFailures: 0, dns01: TARGET, orderStarted: true },
+  ],
+  [
+    'verified, delegation absent: HTTP-01 as without a challenge zone',
+    { delegation: delegation({ kind: 'absent' }) },
+    { action: 'order', kind: 'first-issuance', priorFailures: 0, orderStarted: true },
+  ],
+  [
+    'verified, delegation points elsewhere: HTTP-01',
+    { delegation: elsewhere },
+    { action: 'order', kind: 'first-issuance', priorFailures: 0, orderStarted: true },
+  ],
+  [
+    'not verified, delegation points elsewhere: not requested, the state names the CNAME found',
+    { verified: false, delegation: elsewhere },
+    { action: 'withdraw', state: 'not-requested', delegationElsewhere: 'x.other-dns.test' },
+  ],
+  [
+    'not verified, delegation absent or not yet checked: not requested',
+    { verified: false, delegation: delegation(undefined) },
+    { action: 'withdraw', state: 'not-requested' },
+  ],
+  [
+    'not verified, delegation unknown (lookup failed, nothing recorded): not requested',
+    { verified: false, delegation: delegation({ kind: 'unknown', answer: 'servfail' }) },
+    { action: 'withdraw', state: 'not-requested' },
+  ],
+  [
+    'delegated, not verified, the zone refused and its backoff is ahead: failed with its reason',
+    { verified: false, delegation: delegatedIn, failure: zoneRefusedLater },
+    { action: 'report', state: 'failed', reason: 'ChallengeZoneRefused', requeueAfterMs: 10 * MIN },
+  ],
+  [
+    'delegated, not verified, the zone refused, backoff over: DNS-01 again (HTTP-01 cannot work)',
+    { verified: false, delegation: delegatedIn, failure: zoneRefusedPast },
+    { action: 'order', kind: 'first-issuance', priorFailures: 2, dns01: TARGET, orderStarted: true },
+  ],
+  [
+    'delegated and verified, the zone refused, backoff over: HTTP-01 this time',
+    { delegation: delegatedIn, failure: zoneRefusedPast },
+    { action: 'order', kind: 'first-issuance', priorFailures: 2, orderStarted: true },
+  ],
+  [
+    'delegated and verified, the zone unreachable, backoff over: HTTP-01 this time',
+    { delegation: delegatedIn, failure: zoneUnreachablePast },
+    { action: 'order', kind: 'first-issuance', priorFailures: 2, orderStarted: true },
+  ],
+  [
+    'delegated and verified, another failure, backoff over: DNS-01 again',
+    { delegation: delegatedIn, failure: failedPast },
+    { action: 'order', kind: 'first-issuance', priorFailures: 2, dns01: TARGET, orderStarted: true },
+  ],
+  [
+    'due, not verified but delegated: renew by DNS-01',
+    { verified: false, delegation: delegatedIn, stored: { kind: 'usable', certificate: due } },
+    {
+      action: 'order',
+      kind: 'renewal',
+      priorFailures: 0,
+      replaces: 'aki.serial',
+      dns01: TARGET,
+      orderStarted: true,
+    },
+  ],
+  [
+    'due, verified and delegated: renew by DNS-01',
+    { delegation: delegatedIn, stored: { kind: 'usable', certificate: due } },
+    {
+      action: 'order',
+      kind: 'renewal',
+      priorFailures: 0,
+      replaces: 'aki.serial',
+      dns01: TARGET,
+      orderStarted: true,
+    },
+  ],
+  [
+    'due, not verified, delegation points elsewhere: awaits verification',
+    { verified: false, delegation: elsewhere, stored: { kind: 'usable', certificate: due } },
+    { action: 'report', state: 'valid', renewal: 'awaiting-verification' },
+  ],
 ];
 
 describe('decideCertificate', () => {
@@ -273,6 +383,18 @@ describe('orderMayStart', () => {
     expect(orderMayStart(false, undefined, undefined, now)).toBe(false);
     expect(orderMayStart(true, { startedAt: now }, undefined, now)).toBe(false);
     expect(orderMayStart(true, undefined, caaLater, now)).toBe(false);
+  });
+});
+
+describe('mayOrder and dns01RecordName', () => {
+  it('may order when verified or delegated, and names the TXT record only when delegated', () => {
+    expect(mayOrder({ verified: false, delegation: delegatedIn })).toBe(true);
+    expect(mayOrder({ verified: false, delegation: elsewhere })).toBe(false);
+    expect(mayOrder({ verified: false })).toBe(false);
+    expect(mayOrder({ verified: true })).toBe(true);
+    expect(dns01RecordName({ verified: true, delegation: delegatedIn, failure: undefined })).toBe(TARGET);
+    expect(dns01RecordName({ verified: true, delegation: elsewhere, failure: undefined })).toBeUndefined();
+    expect(dns01RecordName({ verified: true, failure: undefined })).toBeUndefined();
   });
 });
 

@@ -15,14 +15,29 @@
  * - a verify request past the overdue threshold, with an order stuck in flight that was placed
  *   before the domain became overdue, abandons that order for a fresh one (overdue.ts);
  * - every order waits for its turn in the ACME account's order budget (src/acme/order-budget.ts);
- *   a domain that lost its verification gives up its place in line.
+ *   a domain that lost its verification gives up its place in line;
+ * - DNS-01 by delegation (docs/customdomains.md, "Certificates before the move"): a domain whose
+ *   `_acme-challenge.<hostname>` is a CNAME into the platform's challenge zone orders, and renews,
+ *   by DNS-01 even while its own record does not point at the platform yet (RFC 8555 §8.4); where
+ *   the hostname is verified and the zone refused the last attempt's record, the next one answers
+ *   HTTP-01 instead. A delegation pointing elsewhere is said on CertificateReady while the domain
+ *   is not verified.
  */
 import type { CertificateStatus, IssuanceStatus } from '../../../api/customdomain.js';
+import { DNS01_PUBLISH_REASONS } from '../../../acme/issuer.js';
 import type { OrderKind } from '../../../acme/order-budget.js';
+import type { DelegationVerdict } from '../../../dns/challenge-delegation.js';
 import type { IssuanceFailure } from '../issuance-state.js';
 import { pendingRetry } from '../issuance-state.js';
 import { abandonsOrderInFlight } from '../overdue.js';
 import type { CertificateState, QueuedOrder } from '../status.js';
+
+/** The DNS-01 delegation of a domain's challenge (src/dns/challenge-delegation.ts). */
+export interface ChallengeDelegation {
+  readonly name: string;
+  readonly target: string;
+  readonly verdict: DelegationVerdict | undefined;
+}
 
 /** What the certificate part of a reconcile found or did. */
 export interface CertificateOutcome {
@@ -59,6 +74,12 @@ export interface CertificateDecisionInput {
   readonly lastVerifyRequest: string | undefined;
   /** The CertificateOverdue threshold, milliseconds (`--certificate-overdue-seconds`). */
   readonly overdueMs: number;
+  /**
+   * With a DNS-01 challenge zone: `name` (`_acme-challenge.<hostname>`), the `target` it must be a
+   * CNAME of (where the TXT record is written) and the last check's verdict on it (undefined before
+   * the first). Undefined when no challenge zone is configured.
+   */
+  readonly delegation?: ChallengeDelegation | undefined;
   /** The tracker refused to abandon the order in flight (it settled meanwhile): do not ask again. */
   readonly abandonRefused?: boolean;
   readonly now: Date;
@@ -84,14 +105,16 @@ export type CertificateDecision =
       readonly replaces?: string;
       readonly priorFailures: number;
       readonly unusable?: string;
+      /** Answer DNS-01 with the TXT record at this name in the challenge zone (else HTTP-01). */
+      readonly dns01RecordName?: string;
       readonly started: CertificateOutcome;
       readonly queued: (turn: QueuedOrder) => CertificateOutcome;
     };
 
 /**
  * Whether an order could be placed in this reconcile, were the certificate missing or due: DNS
- * verified, no order in flight, and no failure whose next attempt is still ahead. The runner reads
- * the Secret live only then (an order costs the CA budget).
+ * verified (or the challenge delegated, `mayOrder`), no order in flight, and no failure whose next
+ * attempt is still ahead. The runner reads the Secret live only then (an order costs the CA budget).
  */
 export function orderMayStart(
   verified: boolean,
@@ -102,17 +125,34 @@ export function orderMayStart(
   return verified && !inFlight && !pendingRetry(failure, now);
 }
 
+/** Whether the challenge of `_acme-challenge.<hostname>` is delegated into the challenge zone. */
+export function delegated(delegation: CertificateDecisionInput['delegation']): boolean {
+  return delegation?.verdict?.kind === 'delegated';
+}
+
+/** An order may be placed: the hostname is verified, or its DNS-01 challenge is delegated. */
+export function mayOrder(input: Pick<CertificateDecisionInput, 'verified' | 'delegation'>): boolean {
+  return input.verified || delegated(input.delegation);
+}
+
+/**
+ * The TXT record name of the next order when it answers DNS-01: the delegation target when the
+ * challenge is delegated, unless the hostname is verified and the challenge zone refused the last
+ * attempt's record (HTTP-01 then). Undefined: HTTP-01.
+ */
+export function dns01RecordName(
+  input: Pick<CertificateDecisionInput, 'verified' | 'delegation' | 'failure'>,
+): string | undefined {
+  if (!delegated(input.delegation) || input.delegation === undefined) return undefined;
+  const zoneFailed = input.failure !== undefined && DNS01_PUBLISH_REASONS.includes(input.failure.reason);
+  return input.verified && zoneFailed ? undefined : input.delegation.target;
+}
+
 /** The certificate decision of one reconcile (see the module comment for the rules). Pure. */
 export function decideCertificate(input: CertificateDecisionInput): CertificateDecision {
   if (input.stored.kind === 'usable') return decideRenewal(input, input.stored.certificate);
-  const { verified, inFlight, now } = input;
-  if (!verified) {
-    const outcome = { state: { kind: 'not-requested' } } as const;
-    // A domain that lost its verification while waiting in line gives its place to the next: kept,
-    // it stood at the front unasked, and the room it was given went unused until the line's
-    // staleness sweep (an hour).
-    return inFlight ? { action: 'report', outcome } : { action: 'withdraw', outcome };
-  }
+  const { inFlight, now } = input;
+  if (!mayOrder(input)) return notOrderable(input);
   const unusable = input.stored.kind === 'unusable' ? input.stored.problem : undefined;
   const replacing = unusable !== undefined ? { replacing: unusable } : {};
   const abandon =
@@ -142,22 +182,42 @@ export function decideCertificate(input: CertificateDecisionInput): CertificateD
       },
     };
   }
+  const recordName = dns01RecordName(input);
   return {
     action: 'order',
     kind: 'first-issuance',
     priorFailures: input.failure?.failedAttempts ?? 0,
     ...(unusable !== undefined ? { unusable } : {}),
+    ...(recordName !== undefined ? { dns01RecordName: recordName } : {}),
     started: { state: { kind: 'issuing', since: now, ...replacing }, orderStarted: unusable === undefined },
     queued: (turn) => ({ state: turn, requeueAfterMs: queuedRecheckMs(turn, now) }),
   };
 }
 
+/**
+ * Neither verified nor delegated: no certificate is requested (the state says where a delegation
+ * points instead, when it does), and a domain that lost its verification while waiting in line
+ * gives its place to the next: kept, it stood at the front unasked, and the room it was given went
+ * unused until the line's staleness sweep (an hour).
+ */
+function notOrderable(input: CertificateDecisionInput): CertificateDecision {
+  const verdict = input.delegation?.verdict;
+  const delegationElsewhere =
+    verdict?.kind === 'pointsElsewhere' && input.delegation
+      ? { name: input.delegation.name, found: verdict.target, wanted: input.delegation.target }
+      : undefined;
+  const outcome: CertificateOutcome = {
+    state: delegationElsewhere ? { kind: 'not-requested', delegationElsewhere } : { kind: 'not-requested' },
+  };
+  return input.inFlight ? { action: 'report', outcome } : { action: 'withdraw', outcome };
+}
+
 /** A certificate serves: renew it when due (ARI or 2/3 of its lifetime) and DNS is verified. */
 function decideRenewal(input: CertificateDecisionInput, serving: CertificateStatus): CertificateDecision {
-  const { verified, inFlight, now } = input;
+  const { inFlight, now } = input;
   const failed = pendingRetry(input.failure, now);
   const renewalMs = Date.parse(serving.renewalTime) - now.getTime();
-  const due = renewalMs <= 0 && verified;
+  const due = renewalMs <= 0 && mayOrder(input);
   if (due && inFlight) {
     // The tracker re-queues the domain when the order settles; no timed re-check is needed.
     const renewal = { kind: 'in-progress', since: inFlight.startedAt } as const;
@@ -174,10 +234,12 @@ function decideRenewal(input: CertificateDecisionInput, serving: CertificateStat
     };
   }
   if (due) {
+    const recordName = dns01RecordName(input);
     return {
       action: 'order',
       kind: 'renewal',
       ...(serving.ari?.certId ? { replaces: serving.ari.certId } : {}),
+      ...(recordName !== undefined ? { dns01RecordName: recordName } : {}),
       priorFailures: input.failure?.failedAttempts ?? 0,
       started: {
         state: { kind: 'valid', certificate: serving, renewal: { kind: 'in-progress', since: now } },

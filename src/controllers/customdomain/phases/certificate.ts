@@ -26,7 +26,9 @@ import type { OwnedObjects } from './objects.js';
 import { leafAriCertId, TLS_CERT, type Issuance } from './issuance.js';
 import {
   decideCertificate,
+  mayOrder,
   orderMayStart,
+  type ChallengeDelegation,
   type CertificateDecision,
   type CertificateDecisionInput,
   type CertificateOutcome,
@@ -77,6 +79,7 @@ export class CertificatePhase {
     verifyRequested: boolean,
     now: Date,
     log: Logger,
+    delegation?: ChallengeDelegation,
   ): Promise<CertificateOutcome> {
     const failure = lastIssuanceFailure(
       this.#d.tracker.lastOutcome(key),
@@ -86,7 +89,7 @@ export class CertificatePhase {
     const outcome = await this.#certificateState(
       domain,
       key,
-      { verified, verifyRequested, failure },
+      { verified, verifyRequested, failure, delegation },
       now,
       log,
     );
@@ -97,13 +100,22 @@ export class CertificatePhase {
   async #certificateState(
     domain: CustomDomain,
     key: string,
-    at: { verified: boolean; verifyRequested: boolean; failure: IssuanceFailure | undefined },
+    at: {
+      verified: boolean;
+      verifyRequested: boolean;
+      failure: IssuanceFailure | undefined;
+      delegation: ChallengeDelegation | undefined;
+    },
     now: Date,
     log: Logger,
   ): Promise<CertificateOutcome> {
-    const { verified, verifyRequested, failure } = at;
+    const { verified, verifyRequested, failure, delegation } = at;
     const inFlight = this.#d.tracker.inFlight(key);
-    const seen = await this.#storedCertificate(domain, key, orderMayStart(verified, inFlight, failure, now));
+    const seen = await this.#storedCertificate(
+      domain,
+      key,
+      orderMayStart(mayOrder({ verified, delegation }), inFlight, failure, now),
+    );
     // What Portico owns is checked on every pass: a Secret that cannot serve (edited by hand, or a
     // certificate past its validity) is replaced at once, and the status says why (not held back).
     const stored = await this.#judged(domain, seen, verifyRequested, now, log);
@@ -116,6 +128,7 @@ export class CertificatePhase {
       verifiedAt: domain.status?.verifiedAt,
       lastVerifyRequest: domain.status?.lastVerifyRequest,
       overdueMs: this.#d.certificateOverdueMs,
+      ...(delegation ? { delegation } : {}),
       now,
     };
     let decision = decideCertificate(input);
@@ -189,6 +202,7 @@ export class CertificatePhase {
         this.#issuance.start(domain, key, log, {
           priorFailures: decision.priorFailures,
           ...(decision.replaces ? { replaces: decision.replaces } : {}),
+          ...(decision.dns01RecordName ? { dns01RecordName: decision.dns01RecordName } : {}),
         });
         return decision.started;
       }

@@ -44,6 +44,13 @@ export interface CustomDomainReconcilerDeps {
     recentMs: number;
     store: Pick<OwnershipStore, 'key' | 'lastRelease'>;
   };
+  /**
+   * The platform's DNS-01 challenge zone (`--dns01-challenge-zone`; docs/customdomains.md,
+   * "Certificates before the move"): with it, each check also looks up the CNAME at
+   * `_acme-challenge.<hostname>`, and a domain delegated into the zone is issued its certificate by
+   * DNS-01. Undefined: off.
+   */
+  dns01ChallengeZone?: string | undefined;
   /** Addresses an apex's A/AAAA records must equal; [] means the target's own addresses. */
   apexAddresses: readonly string[];
   /** The platform's own domains, which no CustomDomain may claim. */

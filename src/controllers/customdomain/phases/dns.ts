@@ -10,10 +10,19 @@ import {
   VERIFY_REQUESTED_AT_ANNOTATION,
   type CustomDomain,
   type OwnershipStatus,
+  type RequiredDnsRecord,
 } from '../../../api/customdomain.js';
 import { isIPv4, isIPv6 } from 'node:net';
 import { normalizeDnsName, type RRsetAnswer } from '../../../dns/answers.js';
-import { isApex, requiredDnsRecords } from '../../../dns/records.js';
+import { delegationRecord, isApex, requiredDnsRecords } from '../../../dns/records.js';
+import {
+  acmeChallengeName,
+  delegationStatus,
+  delegationTarget,
+  delegationVerdict,
+  recordedDelegation,
+  type DelegationVerdict,
+} from '../../../dns/challenge-delegation.js';
 import { verifyApex, verifySubdomain, type Verdict } from '../../../dns/verdict.js';
 import {
   isOwnershipProof,
@@ -26,8 +35,18 @@ import {
 } from '../../../dns/ownership.js';
 import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome, type DnsStatusBase } from '../dns-outcome.js';
 import { decideOwnership, standingOwnership } from '../ownership-decision.js';
+import type { ChallengeDelegation } from './certificate-decision.js';
 import { dnsCheckDue } from '../schedule.js';
 import type { CustomDomainReconcilerDeps } from './deps.js';
+
+/**
+ * What the DNS phase found: the outcome (condition and the DNS part of the status), and with a
+ * DNS-01 challenge zone configured, the delegation of `_acme-challenge.<hostname>` (`target`, the
+ * name it must be a CNAME of, and the verdict of the last check; undefined before the first).
+ */
+export interface DnsPhaseOutcome extends DnsOutcome {
+  readonly delegation?: ChallengeDelegation;
+}
 
 /** The DNS phase: ownership decision, the DNS check when due (else the carried outcome), the verdict. */
 export class DnsPhase {
@@ -37,7 +56,7 @@ export class DnsPhase {
     this.#d = deps;
   }
 
-  async verify(domain: CustomDomain, key: string, now: Date, log: Logger): Promise<DnsOutcome> {
+  async verify(domain: CustomDomain, key: string, now: Date, log: Logger): Promise<DnsPhaseOutcome> {
     const hostname = normalizeDnsName(domain.spec.hostname);
     const requested = domain.metadata.annotations?.[VERIFY_REQUESTED_AT_ANNOTATION];
     const ownershipKey = await this.#d.ownership.store.key();
@@ -45,7 +64,7 @@ export class DnsPhase {
     const ownership = await this.#ownershipDecision(domain, hostname, now, ownershipKey);
     const pending = ownership.required && ownership.verifiedAt === undefined;
     const token = pending ? ownershipToken(ownershipKey, uid, hostname) : undefined;
-    const records = requiredDnsRecords(hostname, this.#d.platformCnameTarget, this.#d.apexAddresses);
+    const { records, target } = this.#records(domain, hostname);
     const base: DnsStatusBase = {
       dnsRecords: token === undefined ? records : [...records, ownershipRecord(hostname, token)],
       lastVerifyRequest: requested ?? domain.status?.lastVerifyRequest,
@@ -53,10 +72,14 @@ export class DnsPhase {
     };
     const due = dnsCheckDue(domain, now);
     const carried = due ? undefined : carriedDnsOutcome(domain.status, base, now);
-    if (carried) return carried;
+    if (carried) return withCarriedDelegation(carried, hostname, target);
     // Re-verify (docs/customdomains.md, "Verify and re-verify"): a verified domain whose order failed gets a fresh attempt.
     if (due === 'requested') this.#d.tracker.clearFailure(key);
-    let verdict = await this.#lookupVerdict(hostname, this.#d.platformCnameTarget);
+    const [hostnameVerdict, delegation] = await Promise.all([
+      this.#lookupVerdict(hostname, this.#d.platformCnameTarget),
+      this.#lookupDelegation(hostname, target, domain),
+    ]);
+    let verdict = hostnameVerdict;
     if (token !== undefined) {
       const txt = await this.#d.resolver.lookupTxt(ownershipRecordName(hostname));
       const shown = verifyOwnership(hostname, token, txt);
@@ -72,7 +95,7 @@ export class DnsPhase {
     }
     this.#d.metrics.dnsChecksTotal.inc({ reason: verdict.reason });
     log.debug({ due, verdict: verdict.reason }, 'DNS checked');
-    return freshDnsOutcome(
+    const outcome = freshDnsOutcome(
       verdict,
       domain.status,
       base,
@@ -80,6 +103,35 @@ export class DnsPhase {
       this.#d.dnsMismatchGraceMs,
       this.#d.danglingAfterMs,
     );
+    return withFreshDelegation(outcome, hostname, target, delegation);
+  }
+
+  /**
+   * The records for `status.dnsRecords`, and with a DNS-01 challenge zone the delegation target of
+   * the domain (`challenge-delegation.ts delegationTarget`) and its optional record.
+   */
+  #records(domain: CustomDomain, hostname: string): { records: RequiredDnsRecord[]; target?: string } {
+    const required = requiredDnsRecords(hostname, this.#d.platformCnameTarget, this.#d.apexAddresses);
+    const zone = this.#d.dns01ChallengeZone;
+    if (zone === undefined) return { records: required };
+    const target = delegationTarget(zone, domain.metadata.namespace, hostname);
+    return { records: [...required, delegationRecord(hostname, target)], target };
+  }
+
+  /**
+   * The verdict on the CNAME at `_acme-challenge.<hostname>` (challenge-delegation.ts). A failed
+   * lookup keeps the verdict the status holds, so one SERVFAIL does not take DNS-01 away.
+   */
+  async #lookupDelegation(
+    hostname: string,
+    target: string | undefined,
+    domain: CustomDomain,
+  ): Promise<DelegationVerdict | undefined> {
+    if (target === undefined) return undefined;
+    const answer = await this.#d.resolver.lookupCname(acmeChallengeName(hostname));
+    const verdict = delegationVerdict(answer, target);
+    if (verdict.kind !== 'unknown') return verdict;
+    return recordedDelegation(domain.status?.observed?.challengeDelegation, target) ?? verdict;
   }
 
   /**
@@ -120,6 +172,38 @@ export class DnsPhase {
         : await this.#d.resolver.lookupAddresses(target);
     return verifyApex(hostname, target, answers, targetAddresses);
   }
+}
+
+/** A carried outcome with the delegation verdict its status records (none without a challenge zone). */
+function withCarriedDelegation(
+  carried: DnsOutcome,
+  hostname: string,
+  target: string | undefined,
+): DnsPhaseOutcome {
+  if (target === undefined) return carried;
+  const verdict = recordedDelegation(carried.carried.observed?.challengeDelegation, target);
+  return { ...carried, delegation: { name: acmeChallengeName(hostname), target, verdict } };
+}
+
+/** A fresh outcome with the delegation just checked, recorded in `observed.challengeDelegation`. */
+function withFreshDelegation(
+  outcome: DnsOutcome,
+  hostname: string,
+  target: string | undefined,
+  verdict: DelegationVerdict | undefined,
+): DnsPhaseOutcome {
+  if (target === undefined || verdict === undefined) return outcome;
+  const observed = outcome.carried.observed;
+  return {
+    ...outcome,
+    carried: {
+      ...outcome.carried,
+      ...(observed
+        ? { observed: { ...observed, challengeDelegation: delegationStatus(verdict, target) } }
+        : {}),
+    },
+    delegation: { name: acmeChallengeName(hostname), target, verdict },
+  };
 }
 
 /** `decision` with the operator's proof over it (src/dns/ownership.ts `ownershipProof`). */

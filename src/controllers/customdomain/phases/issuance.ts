@@ -68,15 +68,17 @@ export class Issuance {
    * @param order.replaces the ARI identifier of the certificate being renewed (RFC 9773 §5)
    * @param order.priorFailures failed attempts in a row before this one, for a tracker that has no
    *   outcome of its own for the domain (a fresh process resuming from status.issuance)
+   * @param order.dns01RecordName answer DNS-01 with the TXT record at this name in the challenge
+   *   zone (docs/customdomains.md, "Certificates before the move"); absent: HTTP-01
    */
   start(
     domain: CustomDomain,
     key: string,
     log: Logger,
-    order: { replaces?: string; priorFailures: number },
+    order: { replaces?: string; priorFailures: number; dns01RecordName?: string },
   ): void {
     const { hostname } = domain.spec;
-    const { replaces } = order;
+    const { replaces, dns01RecordName } = order;
     const started = this.#d.tracker.start(
       key,
       hostname,
@@ -84,6 +86,7 @@ export class Issuance {
         try {
           const issued = await this.#d.issuer.issue(hostname, log, {
             ...(replaces ? { replaces } : {}),
+            ...(dns01RecordName ? { dns01RecordName } : {}),
             issuedBy: domain.status?.certificate?.acmeIssuer,
             signal,
           });
@@ -117,7 +120,11 @@ export class Issuance {
       },
       order.priorFailures,
     );
-    if (started) log.info({ priorFailures: order.priorFailures }, 'certificate order started');
+    if (started)
+      log.info(
+        { priorFailures: order.priorFailures, challenge: dns01RecordName ? 'dns-01' : 'http-01' },
+        'certificate order started',
+      );
   }
 
   /**
