@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Condition, CustomDomain } from '../api/customdomain.js';
-import { requiredDnsRecords } from '../dns/records.js';
+import { delegationRecord, requiredDnsRecords } from '../dns/records.js';
 import {
   explain,
   formatExplanation,
@@ -163,6 +163,18 @@ describe('statusReport and formatStatus', () => {
     );
     // A record an older operator wrote (no zone, no relativeName) still shows on one line.
     expect(formatStatus(statusReport(live, [], now), now)).not.toContain('at the DNS provider of');
+  });
+
+  it('shows the DNS-01 delegation record as optional, with its name at the DNS provider', () => {
+    const dnsRecords = [
+      ...requiredDnsRecords('www.shop.example.co.uk', 'sites.example.net'),
+      delegationRecord('www.shop.example.co.uk', 'abc.challenges.example.net'),
+    ];
+    const text = formatStatus(statusReport(domain(liveConditions, { dnsRecords }), [], now), now);
+    expect(text).toContain(
+      '  may add: CNAME _acme-challenge.www.shop.example.co.uk -> abc.challenges.example.net  (TTL 3600; Optional: ',
+    );
+    expect(text).toContain('           at the DNS provider of example.co.uk: name _acme-challenge.www.shop');
   });
 
   it('keeps the last 10 Events by time, newest last', () => {

@@ -227,7 +227,9 @@ function recordLine(r: { type: string; name: string; value: string }): string {
  * a provider without ALIAS/ANAME.
  */
 function wantedLines(r: RequiredDnsRecord): string[] {
-  const lines = [`  wanted:  ${recordLine(r)}  (TTL ${r.ttl}${r.note ? `; ${r.note}` : ''})`];
+  // An optional record (the DNS-01 delegation) is offered ("may add"), not asked for.
+  const label = r.optional === true ? 'may add: ' : 'wanted:  ';
+  const lines = [`  ${label}${recordLine(r)}  (TTL ${r.ttl}${r.note ? `; ${r.note}` : ''})`];
   if (r.zone !== undefined && r.relativeName !== undefined) {
     lines.push(`           at the DNS provider of ${r.zone}: name ${r.relativeName}`);
   }
