@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { AcmeDirectoryError } from './directory.js';
-import { AcmeIssuanceError, CaaForbidsIssuanceError, IssuanceCancelledError } from './issuer.js';
+import {
+  AcmeIssuanceError,
+  CaaForbidsIssuanceError,
+  Dns01PublishError,
+  IssuanceCancelledError,
+} from './issuer.js';
+import { DnsUpdateTransportError } from '../dns/update-client.js';
 import {
   HEALTHY,
   orderResultOf,
@@ -68,6 +74,18 @@ describe('orderResultOf', () => {
       { kind: 'not-the-ca' },
     ],
     ['a CAA refusal', new CaaForbidsIssuanceError('no'), { kind: 'not-the-ca' }],
+    [
+      'the DNS-01 challenge zone refused the update',
+      new Dns01PublishError('refused: NOTAUTH, TSIG BADSIG', false),
+      { kind: 'not-the-ca' },
+    ],
+    [
+      'the DNS-01 challenge zone unreachable (a refused connection in its cause, still not the CA)',
+      new Dns01PublishError('zone down', true, {
+        cause: new DnsUpdateTransportError('127.0.0.1:5353', connectionRefused()),
+      }),
+      { kind: 'not-the-ca' },
+    ],
     ['a cancellation', new IssuanceCancelledError('www.example.com'), { kind: 'not-the-ca' }],
     ['a problem the CA answered', new Error('Order is not ready'), { kind: 'not-the-ca' }],
     ['not an error at all', 'boom', { kind: 'not-the-ca' }],

@@ -93,11 +93,13 @@ export function unreachable(err: unknown): boolean {
  * `AcmeDirectoryError`, an error whose `caFailure` is true (the account registration the CA
  * refused, account.ts) and an error with a connection code (ECONNREFUSED, ...) anywhere in its
  * `cause` chain are CA failures; `AcmeRateLimitedError` is a rate limit; anything else is not the
- * CA's.
+ * CA's, and so is an error whose `caFailure` is false whatever its cause (the DNS-01 challenge zone
+ * that could not be reached, issuer.ts `Dns01PublishError`: another CA would meet the same zone).
  *
  * @param nowMs for a Retry-After the CA gave as a date
  */
 export function orderResultOf(err: unknown): OrderResult {
+  if ((err as { caFailure?: unknown } | null)?.caFailure === false) return { kind: 'not-the-ca' };
   if (err instanceof AcmeRateLimitedError) {
     const at = err.retryAfter?.getTime();
     return at === undefined ? { kind: 'rate-limited' } : { kind: 'rate-limited', retryAfterMs: at };

@@ -65,6 +65,8 @@ export class AcmeIssuanceError extends Error {
  */
 export class Dns01PublishError extends AcmeIssuanceError {
   readonly reason: 'ChallengeZoneRefused' | 'ChallengeZoneUnreachable';
+  /** Not the CA's failure, even when a refused connection is in its cause (issuer-selection.ts). */
+  readonly caFailure = false;
   constructor(message: string, unreachable: boolean, options?: ErrorOptions) {
     super(message, options);
     this.name = 'Dns01PublishError';
