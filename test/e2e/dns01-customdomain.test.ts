@@ -1,0 +1,275 @@
+/**
+ * DNS-01 by CNAME delegation through the CustomDomain reconcile (docs/customdomains.md,
+ * "Certificates before the move"), on real parts: Knot DNS serves the platform's challenge zone and
+ * takes TSIG-signed RFC 2136 updates; a BIND 9 resolver follows the customer's
+ * `_acme-challenge.<hostname>` CNAME from pebble-challtestsrv (the stack's DNS) into Knot for a
+ * second Pebble, which validates through it; this file's operator runs with that Pebble and the
+ * `--dns01-*` flags while the stack's operator is stopped (only one operator reconciles). Nothing
+ * is mocked: the CA, both DNS servers, the resolver and the API server are the real processes.
+ *
+ * - A domain whose hostname still points elsewhere (an A record of another provider) and whose
+ *   delegation is in place gets its certificate while DNSVerified is False; when its CNAME moves to
+ *   the platform it goes Ready with that same certificate, with no second order.
+ * - An operator with the wrong TSIG secret: CertificateReady says ChallengeZoneRefused with the
+ *   server's RCODE and TSIG error, and the next attempt waits for the backoff (no loop).
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CustomDomain } from '../../src/api/customdomain.js';
+import { acmeChallengeName, delegationTarget } from '../../src/dns/challenge-delegation.js';
+import type { TsigKey } from '../../src/dns/dynamic-update.js';
+import { BIND_RESOLVER, startBindResolver } from '../../src/sandbox/bind-resolver.js';
+import { KNOT, startKnot } from '../../src/sandbox/knot.js';
+import { sandboxPaths } from '../../src/sandbox/paths.js';
+import { pickFreePorts } from '../../src/sandbox/ports.js';
+import { stopProcess } from '../../src/sandbox/processes.js';
+import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
+import {
+  createCustomDomain,
+  createProject,
+  deleteCustomDomain,
+  dns,
+  domainCondition,
+  getCustomDomain,
+  kube,
+  sandbox,
+  unique,
+  waitFor,
+  waitForCondition,
+} from './support/cluster.js';
+import { scrape } from './support/metrics.js';
+import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
+import {
+  restartStackController,
+  runAll,
+  startOperator,
+  stopOperator,
+  stopStackController,
+  type ControllerCommand,
+  type OperatorProcess,
+} from './support/stack-controller.js';
+
+const CHALLENGE_ZONE = 'acme-challenges.portico.test';
+const PEBBLE_NAME = 'pebble-dns01cd';
+const key: TsigKey = { name: 'portico-challenge.', algorithm: 'hmac-sha256', secret: randomBytes(32) };
+const paths = sandboxPaths(sandbox.sandboxDir);
+/** An address of another provider (TEST-NET-2): where the live site runs before the move. */
+const ELSEWHERE = '198.51.100.7';
+
+let stack: ControllerCommand | undefined;
+let pebble: SecondPebble | undefined;
+let zoneServer: { host: string; port: number };
+let operator: OperatorProcess | undefined;
+const created: { namespace: string; name: string }[] = [];
+const accountSecrets: string[] = [];
+
+/** The stack operator's HTTP-01 port: where the second Pebble validates HTTP-01. */
+function challengePort(command: ControllerCommand): number {
+  const at = command.args.indexOf('--http01-self-check-port');
+  const port = Number(at >= 0 ? command.args[at + 1] : command.env.PORTICO_HTTP01_SELF_CHECK_PORT);
+  if (!Number.isInteger(port) || port <= 0)
+    throw new Error('the stack operator has no --http01-self-check-port');
+  return port;
+}
+
+/** Starts this file's operator with the second Pebble, a fresh account and the challenge zone's flags. */
+async function runOperator(name: string, tsigSecret: Buffer): Promise<OperatorProcess> {
+  if (!stack || !pebble) throw new Error('the stack operator is not stopped');
+  if (operator) await stopOperator(operator);
+  const accountSecret = `dns01cd-${Date.now().toString(36)}`;
+  accountSecrets.push(accountSecret);
+  operator = await startOperator(stack, name, {
+    '--acme-directory-url': pebble.directoryUrl,
+    '--acme-account-secret': accountSecret,
+    '--dns01-challenge-zone': CHALLENGE_ZONE,
+    '--dns01-server': `${zoneServer.host}:${zoneServer.port}`,
+    '--dns01-tsig-key-name': key.name,
+    '--dns01-tsig-algorithm': key.algorithm,
+    '--dns01-tsig-secret': tsigSecret.toString('base64'),
+  });
+  return operator;
+}
+
+/**
+ * A project with a CustomDomain `www` whose hostname has another provider's A record (not
+ * the platform's CNAME) and whose `_acme-challenge` CNAME names its delegation target.
+ */
+async function movingDomain(prefix: string): Promise<{ ns: string; hostname: string; target: string }> {
+  const ns = unique(prefix);
+  const hostname = `www.${ns}.example`;
+  await createProject(ns);
+  await dns.addA(hostname, [ELSEWHERE]);
+  const target = delegationTarget(CHALLENGE_ZONE, ns, hostname);
+  await dns.setCname(acmeChallengeName(hostname), target);
+  await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+  created.push({ namespace: ns, name: 'www' });
+  return { ns, hostname, target };
+}
+
+/** The sum of the samples of `name` whose labels include `labels`, at the operator's /metrics. */
+async function metric(op: OperatorProcess, name: string, labels: Record<string, string>): Promise<number> {
+  const samples = await scrape(`http://127.0.0.1:${op.metricsPort}/metrics`);
+  return samples
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
+}
+
+/** The operator's log lines (JSON) about `hostname` with message `msg`. */
+async function logLines(
+  op: OperatorProcess,
+  hostname: string,
+  msg: string,
+): Promise<Record<string, unknown>[]> {
+  const text = await readFile(op.log, 'utf8');
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((entry) => entry.hostname === hostname && entry.msg === msg);
+}
+
+async function deleteCreated(): Promise<void> {
+  for (const { namespace, name } of created.splice(0)) {
+    await deleteCustomDomain(namespace, name).catch(() => undefined);
+    await waitFor(`${namespace}/${name} to be gone`, async () => {
+      try {
+        await getCustomDomain(namespace, name);
+        return undefined;
+      } catch {
+        return true;
+      }
+    }).catch((err: unknown) => {
+      process.stderr.write(`dns01-customdomain cleanup: ${(err as Error).message}\n`);
+    });
+  }
+}
+
+beforeAll(async () => {
+  const ports = await pickFreePorts({ knot: 'tcp+udp', bind: 'tcp+udp' });
+  zoneServer = (
+    await startKnot(paths, path.join(sandbox.toolsBinDir, 'knotd'), ports.knot, key, [
+      { name: CHALLENGE_ZONE, updatable: true },
+    ])
+  ).server;
+  const [dnsHost = '127.0.0.1', dnsPort = '53'] = sandbox.dnsServer.split(':');
+  const probeHost = `${unique('probe')}.portico.test`;
+  await dns.addA(probeHost, ['192.0.2.10']);
+  const bind = await startBindResolver(
+    paths,
+    path.join(sandbox.toolsBinDir, 'named'),
+    ports.bind,
+    {
+      defaultServer: { host: dnsHost, port: Number(dnsPort) },
+      forwardZones: [{ zone: CHALLENGE_ZONE, server: zoneServer }],
+    },
+    { host: probeHost, address: '192.0.2.10' },
+  );
+  stack = await stopStackController();
+  if (!stack) throw new Error('the stack operator was not found');
+  pebble = await startSecondPebble(
+    PEBBLE_NAME,
+    {},
+    { dnsServer: `${bind.server.host}:${bind.server.port}`, httpPort: challengePort(stack) },
+  );
+}, 120_000);
+
+afterAll(async () => {
+  await runAll(
+    async () => {
+      if (operator) await deleteCreated();
+    },
+    async () => {
+      if (operator) await stopOperator(operator);
+    },
+    () => stopSecondPebble(PEBBLE_NAME),
+    () => stopProcess(paths, BIND_RESOLVER),
+    () => stopProcess(paths, KNOT),
+    async () => {
+      for (const name of accountSecrets) {
+        await kube()
+          .core.deleteNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name })
+          .catch(() => undefined);
+      }
+    },
+    () => restartStackController(stack),
+  );
+}, 180_000);
+
+describe('a CustomDomain with its DNS-01 challenge delegated to the platform', () => {
+  it(
+    'gets its certificate by DNS-01 before the move, then goes Ready with that same certificate when its CNAME moves',
+    { timeout: 180_000 },
+    async () => {
+      const op = await runOperator('dns01-customdomain', key.secret);
+      const { ns, hostname, target } = await movingDomain('dns01mv');
+
+      const before = await waitFor(
+        `${ns}/www to hold a certificate`,
+        async () => {
+          const cd = await getCustomDomain(ns, 'www');
+          return cd.status?.certificate ? cd : undefined;
+        },
+        90_000,
+      );
+      expect(domainCondition(before, 'DNSVerified').status).toBe('False');
+      expect(domainCondition(before, 'CertificateReady')).toMatchObject({ status: 'True', reason: 'Issued' });
+      expect(domainCondition(before, 'Ready').status).toBe('False');
+      expect(before.status?.certificate?.dnsNames).toEqual([hostname]);
+      expect(before.status?.observed?.challengeDelegation).toEqual({ result: 'Delegated', target });
+      expect(before.status?.dnsRecords).toContainEqual(
+        expect.objectContaining({
+          type: 'CNAME',
+          name: acmeChallengeName(hostname),
+          value: target,
+          optional: true,
+        }),
+      );
+      // The order answered DNS-01: the hostname's A record is another provider's, so HTTP-01 could not.
+      expect(await logLines(op, hostname, 'dns-01 challenge valid')).toHaveLength(1);
+      const serial = before.status?.certificate?.serialNumber;
+
+      // The move: the hostname's record becomes the platform's CNAME.
+      await dns.post('/clear-a', { host: hostname });
+      await dns.setCname(hostname, sandbox.platformCnameTarget);
+      const ready = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 90_000);
+
+      expect(domainCondition(ready, 'DNSVerified').status).toBe('True');
+      expect(ready.status?.certificate?.serialNumber).toBe(serial);
+      expect(await logLines(op, hostname, 'certificate order started')).toHaveLength(1);
+      expect(await metric(op, 'portico_acme_orders_total', { result: 'valid' })).toBe(1);
+      await deleteCreated();
+    },
+  );
+
+  it(
+    'a wrong TSIG secret: ChallengeZoneRefused with the server RCODE and TSIG error, and no retry before the backoff',
+    { timeout: 120_000 },
+    async () => {
+      const op = await runOperator('dns01-customdomain-badkey', randomBytes(32));
+      const { ns, hostname } = await movingDomain('dns01bk');
+
+      const cd: CustomDomain = await waitForCondition(
+        ns,
+        'www',
+        'CertificateReady',
+        'False',
+        'ChallengeZoneRefused',
+        60_000,
+      );
+      const message = domainCondition(cd, 'CertificateReady').message ?? '';
+      expect(message).toContain(`could not write the dns-01 record of ${hostname}`);
+      expect(message).toContain(`DNS UPDATE of zone ${CHALLENGE_ZONE} refused: NOTAUTH, TSIG BADSIG`);
+      expect(cd.status?.certificate).toBeUndefined();
+      const next = Date.parse(cd.status?.issuance?.nextAttemptTime ?? '');
+      expect(next - Date.now()).toBeGreaterThan(30_000);
+      // No loop: one failed order, still one 10 s later.
+      const failed = await metric(op, 'portico_acme_orders_total', { result: 'failed' });
+      await new Promise((resolve) => setTimeout(resolve, 10_000));
+      expect(failed).toBe(1);
+      expect(await metric(op, 'portico_acme_orders_total', { result: 'failed' })).toBe(1);
+      await deleteCreated();
+    },
+  );
+});
