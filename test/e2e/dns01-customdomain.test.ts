@@ -10,8 +10,12 @@
  * - A domain whose hostname still points elsewhere (an A record of another provider) and whose
  *   delegation is in place gets its certificate while DNSVerified is False; when its CNAME moves to
  *   the platform it goes Ready with that same certificate, with no second order.
+ * - A delegation that points at another name: CertificateReady says ChallengeDelegationMismatch
+ *   naming both names, and nothing is ordered.
  * - An operator with the wrong TSIG secret: CertificateReady says ChallengeZoneRefused with the
  *   server's RCODE and TSIG error, and the next attempt waits for the backoff (no loop).
+ * - With PORTICO_E2E_SLOW=1 (about 75 s: the backoff's first minute): the same wrong secret on a
+ *   domain whose hostname is verified: the next attempt answers HTTP-01 and the domain goes Ready.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -51,6 +55,7 @@ import {
   type OperatorProcess,
 } from './support/stack-controller.js';
 
+const SLOW = process.env.PORTICO_E2E_SLOW === '1';
 const CHALLENGE_ZONE = 'acme-challenges.portico.test';
 const PEBBLE_NAME = 'pebble-dns01cd';
 const key: TsigKey = { name: 'portico-challenge.', algorithm: 'hmac-sha256', secret: randomBytes(32) };
@@ -244,6 +249,43 @@ describe('a CustomDomain with its DNS-01 challenge delegated to the platform', (
   );
 
   it(
+    'a delegation pointing at another name: ChallengeDelegationMismatch naming both, and no order',
+    { timeout: 90_000 },
+    async () => {
+      const op = await runOperator('dns01-customdomain-elsewhere', key.secret);
+      const ns = unique('dns01ew');
+      const hostname = `www.${ns}.example`;
+      await createProject(ns);
+      await dns.addA(hostname, [ELSEWHERE]);
+      const target = delegationTarget(CHALLENGE_ZONE, ns, hostname);
+      // Another namespace's label: DNS-01 would look there, not at this domain's name.
+      const other = delegationTarget(CHALLENGE_ZONE, 'someone-else', hostname);
+      await dns.setCname(acmeChallengeName(hostname), other);
+      await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+      created.push({ namespace: ns, name: 'www' });
+
+      const cd = await waitForCondition(
+        ns,
+        'www',
+        'CertificateReady',
+        'False',
+        'ChallengeDelegationMismatch',
+        60_000,
+      );
+      expect(domainCondition(cd, 'CertificateReady').message).toBe(
+        `${acmeChallengeName(hostname)} is a CNAME to ${other}, not to ${target}: the certificate is not issued before DNS verification. Point it at ${target} to have it issued now, or wait for DNS verification (HTTP-01).`,
+      );
+      expect(cd.status?.observed?.challengeDelegation).toEqual({
+        result: 'PointsElsewhere',
+        target,
+        found: other,
+      });
+      expect(await logLines(op, hostname, 'certificate order started')).toEqual([]);
+      await deleteCreated();
+    },
+  );
+
+  it(
     'a wrong TSIG secret: ChallengeZoneRefused with the server RCODE and TSIG error, and no retry before the backoff',
     { timeout: 120_000 },
     async () => {
@@ -269,6 +311,31 @@ describe('a CustomDomain with its DNS-01 challenge delegated to the platform', (
       await new Promise((resolve) => setTimeout(resolve, 10_000));
       expect(failed).toBe(1);
       expect(await metric(op, 'portico_acme_orders_total', { result: 'failed' })).toBe(1);
+      await deleteCreated();
+    },
+  );
+
+  it.runIf(SLOW)(
+    'a wrong TSIG secret on a verified domain: the next attempt answers HTTP-01 and the domain goes Ready (slow)',
+    { timeout: 240_000 },
+    async () => {
+      const op = await runOperator('dns01-customdomain-fallback', randomBytes(32));
+      const ns = unique('dns01fb');
+      const hostname = `www.${ns}.example`;
+      await createProject(ns);
+      await dns.setCname(hostname, sandbox.platformCnameTarget);
+      await dns.setCname(acmeChallengeName(hostname), delegationTarget(CHALLENGE_ZONE, ns, hostname));
+      await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+      created.push({ namespace: ns, name: 'www' });
+
+      await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'ChallengeZoneRefused', 60_000);
+      // The backoff's first minute, then HTTP-01 on the verified hostname.
+      const ready = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 150_000);
+      expect(ready.status?.certificate?.dnsNames).toEqual([hostname]);
+      const challenges = (await logLines(op, hostname, 'certificate order started')).map(
+        (entry) => entry.challenge,
+      );
+      expect(challenges).toEqual(['dns-01', 'http-01']);
       await deleteCreated();
     },
   );
