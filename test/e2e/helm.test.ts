@@ -120,7 +120,10 @@ describe.each(VARIATIONS)('values %s', (file) => {
     const controller = podSpec(findDeployment(await rendered(file), 'controller')).containers[0];
     const [command, ...flags] = controller?.args ?? [];
     expect(command).toBe('controller');
-    const env = containerEnv(controller ?? { name: '' }, NAMESPACE);
+    // A Secret's value as the cluster would give it: the DNS-01 TSIG key secret is base64 (full-values.yaml).
+    const env = containerEnv(controller ?? { name: '' }, NAMESPACE, {
+      'portico-dns01-tsig/secret': Buffer.from('a TSIG key secret of 32 bytes...').toString('base64'),
+    });
     const known = await knownVariables('controller');
     const unknown = Object.keys(env).filter((n) => n.startsWith('PORTICO_') && !known.has(n));
     expect(unknown, 'variables the controller does not read').toEqual([]);
