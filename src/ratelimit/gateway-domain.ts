@@ -1,5 +1,5 @@
 /**
- * Which policy a descriptor is checked against (DESIGN.md, "RateLimitPolicy"; docs/ratelimits.md,
+ * Which policy a descriptor is checked against (docs/ratelimits.md, "The check the gateway sends" and
  * "Attaching to Contour").
  *
  * A caller that configures the domain per policy (Envoy's own ratelimit filter, a direct gRPC client)

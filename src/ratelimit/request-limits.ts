@@ -1,7 +1,7 @@
 /**
- * What one `ShouldRateLimit` call may carry (issue #10 item 1). A check costs in proportion to its
- * descriptors (one Redis script each) and its entries (scanned for `key_id` and `plan`); without
- * bounds one call of 40,000 descriptors (900 KB) held the service for seconds, swamped Redis for
+ * What one `ShouldRateLimit` call may carry (docs/ratelimits.md, "Request limits"). A check costs in
+ * proportion to its descriptors (one Redis script each) and its entries (scanned for `key_id` and `plan`);
+ * without bounds one call of 40,000 descriptors (900 KB) held the service for seconds, swamped Redis for
  * every other client and grew the process by more than 1 GB.
  *
  * Two layers:

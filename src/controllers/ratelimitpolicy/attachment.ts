@@ -1,6 +1,6 @@
 /**
- * Attaching a RateLimitPolicy to Contour (issue 28, item 4; DESIGN.md "RateLimitPolicy",
- * `spec.targetRefs`; docs/ratelimits.md "Attaching to Contour"): what the operator applies to each
+ * Attaching a RateLimitPolicy to Contour through its `spec.targetRefs` (docs/ratelimits.md,
+ * "Attaching to Contour"): what the operator applies to each
  * target HTTPProxy, the ExtensionService that points Contour at the rate-limit service, and the
  * `Attached` verdict. Pure: the controller reads the HTTPProxies and applies what this returns.
  *
