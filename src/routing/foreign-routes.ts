@@ -1,5 +1,5 @@
 /**
- * Routes Portico does not own that name a hostname (issue 28, "Hijack by a foreign route"): an
+ * Routes Portico does not own that name a hostname (docs/routing.md, "Foreign routes"): an
  * Ingress made by hand, a Contour HTTPProxy or a Gateway API HTTPRoute of someone else. Contour
  * merges every Ingress of one host into one virtual host (a foreign rule for `/` can take the
  * traffic), and two HTTPProxies with one fqdn are both marked invalid (DuplicateVhost), so each

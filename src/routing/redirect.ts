@@ -1,5 +1,6 @@
 /**
- * What a redirect domain answers (DESIGN.md `spec.redirect`; spec §2 "domains.redirects"): a status and
+ * What a redirect domain answers (`spec.redirect`; docs/routing.md and docs/customdomains.md,
+ * "Redirect targets"): a status and
  * a Location on the target host that keeps the request's path and query. Pure.
  *
  * Status semantics, RFC 9110 §15.4:
@@ -14,7 +15,7 @@ import type { CustomDomain } from '../api/customdomain.js';
 
 export type RedirectStatus = 301 | 302 | 307 | 308;
 
-/** The documented value (spec §2: "301 is the documented value"). */
+/** The default `spec.redirect.statusCode` (docs/routing.md, "Which status to choose"). */
 export const DEFAULT_REDIRECT_STATUS: RedirectStatus = 301;
 
 /** What a redirect domain must answer. */
@@ -120,7 +121,7 @@ function serves(domain: CustomDomain): boolean {
 }
 
 /**
- * Whether a redirect domain may be routed, and if not, why (spec §2 "domains.redirects"; issue #11):
+ * Whether a redirect domain may be routed, and if not, why (docs/customdomains.md, "Redirect targets"):
  * its `spec.redirect.to` must be the hostname of a CustomDomain of the same project (namespace) that
  * serves it (a serving domain whose Ready condition is True, so that visitors are never sent to a
  * domain that does not answer). Checked in this order:
