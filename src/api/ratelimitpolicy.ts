@@ -1,6 +1,7 @@
 /**
- * The RateLimitPolicy API, group `portico.dev`, version `v1alpha1` (docs/ratelimits.md, "A policy").
- * These types mirror `crds/portico.dev_ratelimitpolicies.yaml`; the CRD schema is the authority.
+ * The RateLimitPolicy API, group `portico.dev`, version `v1alpha1` (docs/ratelimits.md, "A
+ * policy"). These types mirror `crds/portico.dev_ratelimitpolicies.yaml`; the CRD schema is the
+ * authority.
  *
  * Also the names both sides of the rate-limit config agree on: the config ConfigMaps the operator
  * writes (`portico-ratelimit-config` and `portico-ratelimit-config-<n>`, key `config.json`; see
@@ -71,8 +72,8 @@ export interface PlanLimits {
 }
 
 /**
- * Negotiated limits for one API key; they replace the plan's limits for that key (docs/ratelimits.md,
- * "A policy", `overrides`).
+ * Negotiated limits for one API key; they replace the plan's limits for that key
+ * (docs/ratelimits.md, "A policy", `overrides`).
  */
 export interface KeyOverride {
   /** The API key id (never the raw key) as the gateway sends it in `key_id`. */
@@ -94,9 +95,10 @@ export interface BanSpec {
 
 /**
  * What a check whose descriptor has no `key_id` gets (never silently unlimited):
- * `LimitByRemoteAddress` limits it by the descriptor entry `remote_address` (Envoy's `remote_address`
- * action) with the plan's limits, and refuses it when that entry is missing too; `Refuse` refuses it
- * (OVER_LIMIT, `X-RateLimit-Limit: 0`). docs/ratelimits.md, "Checks without a key id".
+ * `LimitByRemoteAddress` limits it by the descriptor entry `remote_address` (Envoy's
+ * `remote_address` action) with the plan's limits, and refuses it when that entry is missing too;
+ * `Refuse` refuses it (OVER_LIMIT, `X-RateLimit-Limit: 0`). docs/ratelimits.md, "Checks without a
+ * key id".
  */
 export type MissingKeyId = 'LimitByRemoteAddress' | 'Refuse';
 export const MISSING_KEY_ID_VALUES: readonly MissingKeyId[] = ['LimitByRemoteAddress', 'Refuse'];
@@ -131,8 +133,8 @@ export interface RateLimitPolicy {
 }
 
 /**
- * The rate-limit domain of a policy, `<namespace>/<name>` (docs/ratelimits.md, "The check the gateway
- * sends"). Pure.
+ * The rate-limit domain of a policy, `<namespace>/<name>` (docs/ratelimits.md, "The check the
+ * gateway sends"). Pure.
  */
 export function policyDomain(policy: { metadata: { namespace: string; name: string } }): string {
   return `${policy.metadata.namespace}/${policy.metadata.name}`;

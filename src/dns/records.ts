@@ -1,8 +1,9 @@
 /**
  * The DNS records the customer must create (docs/customdomains.md, "DNS instructions
- * (`status.dnsRecords`)"), written so that a dashboard can show them as they are: the owner name both in
- * full and relative to the customer's zone (what a DNS provider's "Name" or "Host" field asks for, `@` at
- * the apex), and for an apex the A/AAAA records a provider without ALIAS/ANAME needs instead. Pure.
+ * (`status.dnsRecords`)"), written so that a dashboard can show them as they are: the owner name
+ * both in full and relative to the customer's zone (what a DNS provider's "Name" or "Host" field
+ * asks for, `@` at the apex), and for an apex the A/AAAA records a provider without ALIAS/ANAME
+ * needs instead. Pure.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { getDomain } from 'tldts';

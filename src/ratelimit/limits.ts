@@ -12,8 +12,8 @@
  * `portico.dev/plan` is (`planOf`, controllers/customdomain/acceptance.ts); the CRD keeps plan names
  * lowercase, so no two plans differ only by case.
  *
- * A descriptor without `key_id` (absent or empty) is never silently unlimited (docs/ratelimits.md, "Checks
- * without a key id"); its policy's `missingKeyId` decides:
+ * A descriptor without `key_id` (absent or empty) is never silently unlimited (docs/ratelimits.md,
+ * "Checks without a key id"); its policy's `missingKeyId` decides:
  *
  *   - `LimitByRemoteAddress` (the default): limited by the client's address, the descriptor entry
  *     `remote_address` (what Envoy's `remote_address` rate-limit action sends), with the limits of the

@@ -1,6 +1,6 @@
 /**
- * How far Redis's clock is from this process's, so that a check can tell Redis, in Redis's own clock, the
- * instant after which its answer is no longer wanted (docs/ratelimits.md, "Redis";
+ * How far Redis's clock is from this process's, so that a check can tell Redis, in Redis's own
+ * clock, the instant after which its answer is no longer wanted (docs/ratelimits.md, "Redis";
  * docs/adr/2026-11-25-ratelimit-script-deadline.md; `script.ts`, ARGV[8]).
  *
  * Why: a paused Redis (SIGSTOP, `CLIENT PAUSE`, `DEBUG SLEEP`, a long fork) keeps the TCP connection.

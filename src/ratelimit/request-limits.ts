@@ -1,8 +1,8 @@
 /**
- * What one `ShouldRateLimit` call may carry (docs/ratelimits.md, "Request limits"). A check costs in
- * proportion to its descriptors (one Redis script each) and its entries (scanned for `key_id` and `plan`);
- * without bounds one call of 40,000 descriptors (900 KB) held the service for seconds, swamped Redis for
- * every other client and grew the process by more than 1 GB.
+ * What one `ShouldRateLimit` call may carry (docs/ratelimits.md, "Request limits"). A check costs
+ * in proportion to its descriptors (one Redis script each) and its entries (scanned for `key_id`
+ * and `plan`); without bounds one call of 40,000 descriptors (900 KB) held the service for seconds,
+ * swamped Redis for every other client and grew the process by more than 1 GB.
  *
  * Two layers:
  * - the gRPC message itself: at most `MAX_REQUEST_MESSAGE_BYTES`, enforced by @grpc/grpc-js

@@ -3,7 +3,8 @@
  * script to completion before any other command: "Atomicity of scripts", Redis documentation), so
  * parallel callers of one key never get more than the limit admitted.
  *
- * Rules (docs/ratelimits.md, "Rules worth knowing" under "Degraded mode (Redis down)", and "Redis"):
+ * Rules (docs/ratelimits.md, "Rules worth knowing" under "Degraded mode (Redis down)", and
+ * "Redis"):
  * - A banned key is refused without touching its counters.
  * - A request is admitted only if it fits both windows; then both counters grow by `hits`. A refused
  *   request is not counted (it used no quota).

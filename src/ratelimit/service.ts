@@ -4,9 +4,10 @@
  * each descriptor (`limits.ts`), check and count in Redis (`CounterStore`), and answer with the code,
  * one DescriptorStatus per descriptor and the headers (`decision.ts`).
  *
- * `hits_addend` is honoured: 0 or unset counts 1 (rls.proto). Every answer to a limited descriptor carries
- * the rate-limit headers (docs/ratelimits.md: every answer carries them). When Redis cannot answer, each
- * limited descriptor is answered by the failure mode (docs/ratelimits.md, "Degraded mode (Redis down)"):
+ * `hits_addend` is honoured: 0 or unset counts 1 (rls.proto). Every answer to a limited descriptor
+ * carries the rate-limit headers (docs/ratelimits.md: every answer carries them). When Redis cannot
+ * answer, each limited descriptor is answered by the failure mode (docs/ratelimits.md, "Degraded
+ * mode (Redis down)"):
  * - `local` (the default): decided on this replica's own counts (`local-counts.ts`: the same windows,
  *   limits and ban as the Redis script), with the headers of that decision;
  * - `allow` (fail open): the same local counts give the headers, but the answer is always OK (no
@@ -365,10 +366,11 @@ function admittedAnyway(decision: DescriptorDecision): DescriptorDecision {
 }
 
 /**
- * The answer to a descriptor without `key_id` that its policy refuses (`limits.ts`): OVER_LIMIT with
- * `X-RateLimit-Limit: 0` (no request without a key id is admitted), `Remaining: 0`, and `Reset` and
- * `Retry-After` at the end of the current minute (docs/ratelimits.md, "The answer": the headers on every
- * answer and `Retry-After` on every 429; a retry without a key id is refused again).
+ * The answer to a descriptor without `key_id` that its policy refuses (`limits.ts`): OVER_LIMIT
+ * with `X-RateLimit-Limit: 0` (no request without a key id is admitted), `Remaining: 0`, and
+ * `Reset` and `Retry-After` at the end of the current minute (docs/ratelimits.md, "The answer": the
+ * headers on every answer and `Retry-After` on every 429; a retry without a key id is refused
+ * again).
  */
 export function refusalWithoutKeyId(nowMs: number): DescriptorDecision {
   const resetMs = windowEndMs('minute', nowMs);

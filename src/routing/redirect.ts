@@ -1,7 +1,7 @@
 /**
  * What a redirect domain answers (`spec.redirect`; docs/routing.md and docs/customdomains.md,
- * "Redirect targets"): a status and
- * a Location on the target host that keeps the request's path and query. Pure.
+ * "Redirect targets"): a status and a Location on the target host that keeps the request's path and
+ * query. Pure.
  *
  * Status semantics, RFC 9110 §15.4:
  * - 301 Moved Permanently (§15.4.2) and 308 Permanent Redirect (§15.4.9): the resource has a new
@@ -121,10 +121,10 @@ function serves(domain: CustomDomain): boolean {
 }
 
 /**
- * Whether a redirect domain may be routed, and if not, why (docs/customdomains.md, "Redirect targets"):
- * its `spec.redirect.to` must be the hostname of a CustomDomain of the same project (namespace) that
- * serves it (a serving domain whose Ready condition is True, so that visitors are never sent to a
- * domain that does not answer). Checked in this order:
+ * Whether a redirect domain may be routed, and if not, why (docs/customdomains.md, "Redirect
+ * targets"): its `spec.redirect.to` must be the hostname of a CustomDomain of the same project
+ * (namespace) that serves it (a serving domain whose Ready condition is True, so that visitors are
+ * never sent to a domain that does not answer). Checked in this order:
  *
  * 1. `to` equal to the domain's own hostname: `RedirectToSelf`.
  * 2. `to` held by a CustomDomain of another namespace (its HostnameClaim): `RedirectTargetOtherProject`.
