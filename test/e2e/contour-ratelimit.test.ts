@@ -1,9 +1,9 @@
 /**
- * RateLimitPolicy `spec.targetRefs` wired into a REAL Contour (issue 28, item 4; docs/ratelimits.md,
- * "Attaching to Contour"): the operator applies the policy's descriptors to a root HTTPProxy, Contour
- * takes it (its status) and builds the Envoy configuration it would push (its xDS, read with
- * `contour cli rds|lds|cds`), and the descriptors Envoy would build from that configuration for a
- * request are checked against the sandbox's rate-limit service with envoyproxy/ratelimit's client.
+ * RateLimitPolicy `spec.targetRefs` wired into a REAL Contour (docs/ratelimits.md, "Attaching to
+ * Contour"): the operator applies the policy's descriptors to a root HTTPProxy, Contour takes it
+ * (its status) and builds the Envoy configuration it would push (its xDS, read with `contour cli
+ * rds|lds|cds`), and the descriptors Envoy would build from that configuration for a request are
+ * checked against the sandbox's rate-limit service with envoyproxy/ratelimit's client.
  *
  * No Envoy runs in the sandbox, so the step from Contour's `rate_limits` actions to descriptors is
  * evaluated here (`descriptorsFor`), for the three action kinds Portico's descriptors use, with
