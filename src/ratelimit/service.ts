@@ -409,7 +409,10 @@ class RateLimitedLog {
   }
 }
 
-/** Characters of a key id a log line carries: a key id is whatever the client sent (#10 item 13). */
+/**
+ * Characters of a key id a log line carries: a key id is whatever the client sent, so a log line
+ * never carries more of it than this.
+ */
 export const LOG_KEY_ID_CHARS = 128;
 
 /** `keyId` as a log line carries it: at most `LOG_KEY_ID_CHARS` characters, then `…`. */

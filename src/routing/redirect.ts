@@ -64,8 +64,8 @@ export function describeStatus(status: RedirectStatus): string {
 
 /**
  * Why a redirect domain is not routed (the Routed condition's reason), Kubernetes API conventions
- * (UpperCamelCase). The spec's project configuration (§2, "domains.redirects") sends a redirect to
- * a domain of the same project, "normally the primary domain": one that serves.
+ * (UpperCamelCase). A redirect goes to a domain of the same project, "normally the primary domain":
+ * one that serves (docs/customdomains.md, "Redirect targets").
  */
 export type RedirectNotRoutedReason =
   /** `spec.redirect.to` is the domain's own hostname (the CRD refuses this; older objects may hold it). */
