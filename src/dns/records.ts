@@ -9,7 +9,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import { getDomain } from 'tldts';
 import type { AlternativeDnsRecord, RequiredDnsRecord } from '../api/customdomain.js';
 
-/** TTL in seconds given in the spec's instructions (§2). */
+/** TTL in seconds given in the DNS instructions (docs/customdomains.md, "DNS instructions"). */
 export const INSTRUCTED_TTL_SECONDS = 3600;
 
 /** The relative name of a zone's own apex, as zone files (RFC 1035 §5.1) and DNS providers write it. */
