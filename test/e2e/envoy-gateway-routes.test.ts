@@ -1,10 +1,10 @@
 /**
- * Gateway API mode judged by a real Envoy Gateway v1.9.1 (issue 29, items 1 to 3): the file starts
- * Envoy Gateway in the stack (support/envoy-gateway.ts) with the sandbox's GatewayClass and Gateway,
- * and runs an operator of its own in gateway mode with the acknowledgement on and `--data-plane-name
- * "Envoy Gateway"`. Every assertion about the data plane reads what Envoy Gateway wrote (HTTPRoute
- * and ListenerSet status) or what it serves an Envoy over xDS (its ADS stream, asked as Envoy asks:
- * support/envoy-gateway.ts). The test writes no status.
+ * Gateway API mode judged by a real Envoy Gateway v1.9.1 (docs/routing.md, "Envoy Gateway"): the
+ * file starts Envoy Gateway in the stack (support/envoy-gateway.ts) with the sandbox's GatewayClass
+ * and Gateway, and runs an operator of its own in gateway mode with the acknowledgement on and
+ * `--data-plane-name "Envoy Gateway"`. Every assertion about the data plane reads what Envoy
+ * Gateway wrote (HTTPRoute and ListenerSet status) or what it serves an Envoy over xDS (its ADS
+ * stream, asked as Envoy asks: support/envoy-gateway.ts). The test writes no status.
  *
  * No Envoy runs here: Envoy Gateway's Envoy Deployment never starts, so the Gateway stays
  * `Programmed=False` (`AddressNotAssigned`); Portico does not read the Gateway's conditions, only

@@ -1,6 +1,7 @@
 /**
- * What one ShouldRateLimit call may carry and what it may cost (issue #10 items 1 and 4), with real
- * processes: a Redis of this test's own, `portico ratelimit-server` from dist/ over gRPC.
+ * What one ShouldRateLimit call may carry and what it may cost (docs/ratelimits.md, "Request
+ * limits" and "Redis"), with real processes: a Redis of this test's own, `portico ratelimit-server`
+ * from dist/ over gRPC.
  *
  * - A request over a bound (message size, descriptors, entries, entry length, domain length) is
  *   refused with its gRPC code and a message naming the bound; a large request that is within the

@@ -1,10 +1,10 @@
 /**
- * The rate-limit server when things go wrong, with real processes (issue 4): Redis down answered by
- * the configured failure mode (local, allow or deny; issue 30: with the headers of each replica's own
- * counts for local and allow), logged and counted; Redis back, counting again, also
- * when it is killed and restarted under load (issue 10); a
- * Redis Cluster (hash tags keep one key's counters in one slot); a config the service rejects shows
- * Enforced=False with its reason; and the CRD's validation rules.
+ * The rate-limit server when things go wrong, with real processes (docs/ratelimits.md, "Degraded
+ * mode (Redis down)"; docs/reliability.md, "Rate-limit service"): Redis down answered by the
+ * configured failure mode (local, allow or deny; with the headers of each replica's own counts for
+ * local and allow), logged and counted; Redis back, counting again, also when it is killed and
+ * restarted under load; a Redis Cluster (hash tags keep one key's counters in one slot); a config
+ * the service rejects shows Enforced=False with its reason; and the CRD's validation rules.
  *
  * The servers started here read a config of their own (a ConfigMap in a namespace of this test), so
  * they never report on the sandbox's policies.
@@ -436,7 +436,7 @@ describe('the RateLimitPolicy CRD', () => {
     });
   }
 
-  it('accepts the policy of DESIGN.md', async () => {
+  it('accepts the example policy of docs/ratelimits.md', async () => {
     await createPolicyDryRun({
       plans: [
         { name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 },

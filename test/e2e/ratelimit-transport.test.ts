@@ -1,16 +1,17 @@
 /**
- * The rate-limit server's transport (issue 30 item 2), with real processes: `portico ratelimit-server`
- * from dist/, certificates made by openssl, @grpc/grpc-js clients, node:tls for the certificate a
- * connection is served.
+ * The rate-limit server's transport (docs/ratelimits.md, "Transport"), with real processes:
+ * `portico ratelimit-server` from dist/, certificates made by openssl, @grpc/grpc-js clients,
+ * node:tls for the certificate a connection is served.
  *
  * - mTLS: a client with a certificate of the client CA is answered; one without a certificate, or with
  *   one of another CA, is refused in the handshake, and the server goes on serving;
  * - a certificate replaced on disk is served to new connections without a restart;
  * - grpc.health.v1.Health answers SERVING for "" and the RateLimitService;
  * - SIGTERM: a check in flight (waiting on a paused Redis) is answered, then the process exits 0;
- * - shadow mode (issue 30 item 4): the 61st check of a 60/min plan is answered OK with the headers and
- *   counted as a would-be refusal; without it, a key over its limit is answered from memory (no
- *   Redis command) until the window ends.
+ * - shadow mode (docs/ratelimits.md, "Shadow mode" and "Keys over their limit, answered from
+ *   memory"): the 61st check of a 60/min plan is answered OK with the headers and counted as a
+ *   would-be refusal; without it, a key over its limit is answered from memory (no Redis command)
+ *   until the window ends.
  */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
