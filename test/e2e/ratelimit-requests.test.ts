@@ -16,7 +16,7 @@ import type { ServiceError } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
+import type { CompiledPolicy } from '../../src/ratelimit/config-schema.js';
 import type { RateLimitDescriptor, RateLimitRequest } from '../../src/ratelimit/protocol.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
 import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
@@ -25,8 +25,7 @@ import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { unique, waitFor } from './support/cluster.js';
 import {
   check,
-  clients,
-  createNamespace,
+  createNamespaceWithConfig,
   freshMinute,
   metricValue,
   startTestRedis,
@@ -56,14 +55,7 @@ function track<T extends TestProcess>(p: T): T {
 }
 
 beforeAll(async () => {
-  await createNamespace(ns);
-  await clients().core.createNamespacedConfigMap({
-    namespace: ns,
-    body: {
-      metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
-      data: { 'config.json': renderCompiledConfig([ENTRY]) },
-    },
-  });
+  await createNamespaceWithConfig(ns, [ENTRY]);
 });
 
 afterAll(async () => {
