@@ -155,12 +155,12 @@ export class IssuanceTracker {
   }
 
   /**
-   * Abandons the run in flight for `key` so that a fresh one can start at once (re-verify, spec §3;
-   * issue #11, item 6): fires its signal with reason `ORDER_ABANDONED` (the issuer withdraws its
-   * challenge and stops asking the CA) and forgets it; its end is never recorded as an outcome, so
-   * it counts as no failure, and `onSettled` is not called for it. The last outcome is kept. The
-   * caller frees the run's place in the order budget (`OrderBudget.withdraw`). Returns false when no
-   * run was in flight.
+   * Abandons the run in flight for `key` so that a fresh one can start at once (re-verify of an
+   * order stuck in flight; docs/customdomains.md, "Verify and re-verify"): fires its signal with
+   * reason `ORDER_ABANDONED` (the issuer withdraws its challenge and stops asking the CA) and
+   * forgets it; its end is never recorded as an outcome, so it counts as no failure, and
+   * `onSettled` is not called for it. The last outcome is kept. The caller frees the run's place in
+   * the order budget (`OrderBudget.withdraw`). Returns false when no run was in flight.
    */
   abandon(key: string): boolean {
     const run = this.#inFlight.get(key);
@@ -170,7 +170,10 @@ export class IssuanceTracker {
     return true;
   }
 
-  /** Drops the last failure of `key`, so the next reconcile starts a fresh attempt (re-verify, spec §3). */
+  /**
+   * Drops the last failure of `key`, so the next reconcile starts a fresh attempt (re-verify;
+   * docs/customdomains.md, "Verify and re-verify").
+   */
   clearFailure(key: string): void {
     if (this.#outcomes.get(key)?.state === 'failed') this.#outcomes.delete(key);
   }

@@ -1,6 +1,7 @@
 /**
  * The CA's rate limits (RFC 8555 §6.6: HTTP 429 with a `rateLimited` problem and a Retry-After
- * header; spec §7: wait for the Retry-After time, then retry, backing off).
+ * header: wait for the Retry-After time, then retry, backing off; docs/customdomains.md,
+ * `CARateLimited` and "Schedules").
  *
  * acme-client 5 retries a 429 itself, up to 5 times, sleeping Retry-After seconds (or 5, 10, 15 …
  * without one) inside the request, and then fails with the problem's `detail` alone. The order sits

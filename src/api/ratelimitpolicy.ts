@@ -1,6 +1,7 @@
 /**
- * The RateLimitPolicy API, group `portico.dev`, version `v1alpha1` (DESIGN.md, "RateLimitPolicy").
- * These types mirror `crds/portico.dev_ratelimitpolicies.yaml`; the CRD schema is the authority.
+ * The RateLimitPolicy API, group `portico.dev`, version `v1alpha1` (docs/ratelimits.md, "A
+ * policy"). These types mirror `crds/portico.dev_ratelimitpolicies.yaml`; the CRD schema is the
+ * authority.
  *
  * Also the names both sides of the rate-limit config agree on: the config ConfigMaps the operator
  * writes (`portico-ratelimit-config` and `portico-ratelimit-config-<n>`, key `config.json`; see
@@ -23,7 +24,10 @@ export const RATELIMIT_CONFIG_KEY = 'config.json';
 export const RATELIMIT_COMPONENT_LABEL = 'app.kubernetes.io/component';
 export const RATELIMIT_COMPONENT_VALUE = 'ratelimit';
 
-/** The descriptor entry keys the gateway sends (DESIGN.md: `key_id` required, `plan` optional). */
+/**
+ * The descriptor entry keys the gateway sends (docs/ratelimits.md, "The check the gateway sends":
+ * `key_id` required, `plan` optional).
+ */
 export const DESCRIPTOR_KEY_ID = 'key_id';
 export const DESCRIPTOR_PLAN = 'plan';
 /**
@@ -57,7 +61,7 @@ export interface PolicyTargetRef {
 /** At most this many `spec.targetRefs` (the CRD's rule). */
 export const MAX_TARGET_REFS = 16;
 
-/** One plan's limits (spec §8, "Request limits by plan"). */
+/** One plan's limits: requests per clock minute and per UTC day (docs/ratelimits.md, "A policy"). */
 export interface PlanLimits {
   /** Plan name as the gateway sends it in the `plan` descriptor entry, e.g. `free`. */
   name: string;
@@ -67,7 +71,10 @@ export interface PlanLimits {
   requestsPerDay: number;
 }
 
-/** Negotiated limits for one API key (spec §8: "Enterprise quotas are negotiated"). */
+/**
+ * Negotiated limits for one API key; they replace the plan's limits for that key
+ * (docs/ratelimits.md, "A policy", `overrides`).
+ */
 export interface KeyOverride {
   /** The API key id (never the raw key) as the gateway sends it in `key_id`. */
   keyId: string;
@@ -75,7 +82,10 @@ export interface KeyOverride {
   requestsPerDay: number;
 }
 
-/** The temporary ban of a key that keeps sending after a 429 (spec §5.1, §7). */
+/**
+ * The temporary ban of a key that keeps sending after a 429 (docs/ratelimits.md, "Rules worth
+ * knowing", under "Degraded mode (Redis down)").
+ */
 export interface BanSpec {
   /** A key is banned when it sends more than this many requests while limited. */
   afterRejectedRequests: number;
@@ -84,10 +94,11 @@ export interface BanSpec {
 }
 
 /**
- * What a check whose descriptor has no `key_id` gets (issue 30 item 1: never silently unlimited):
- * `LimitByRemoteAddress` limits it by the descriptor entry `remote_address` (Envoy's `remote_address`
- * action) with the plan's limits, and refuses it when that entry is missing too; `Refuse` refuses it
- * (OVER_LIMIT, `X-RateLimit-Limit: 0`). docs/ratelimits.md, "Checks without a key id".
+ * What a check whose descriptor has no `key_id` gets (never silently unlimited):
+ * `LimitByRemoteAddress` limits it by the descriptor entry `remote_address` (Envoy's
+ * `remote_address` action) with the plan's limits, and refuses it when that entry is missing too;
+ * `Refuse` refuses it (OVER_LIMIT, `X-RateLimit-Limit: 0`). docs/ratelimits.md, "Checks without a
+ * key id".
  */
 export type MissingKeyId = 'LimitByRemoteAddress' | 'Refuse';
 export const MISSING_KEY_ID_VALUES: readonly MissingKeyId[] = ['LimitByRemoteAddress', 'Refuse'];
@@ -121,7 +132,10 @@ export interface RateLimitPolicy {
   status?: RateLimitPolicyStatus;
 }
 
-/** The rate-limit domain of a policy (DESIGN.md: `<namespace>/<name>`). Pure. */
+/**
+ * The rate-limit domain of a policy, `<namespace>/<name>` (docs/ratelimits.md, "The check the
+ * gateway sends"). Pure.
+ */
 export function policyDomain(policy: { metadata: { namespace: string; name: string } }): string {
   return `${policy.metadata.namespace}/${policy.metadata.name}`;
 }

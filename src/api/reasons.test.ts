@@ -33,7 +33,7 @@ const documented = new Set(
     .flatMap((line) => [...(line.split('|')[2] ?? '').matchAll(/`([A-Z][A-Za-z]+)`/g)].map((m) => m[1])),
 );
 
-describe('the reason catalogue (issue 10, item 13)', () => {
+describe('the reason catalogue (docs/customdomains.md, "Conditions and reasons")', () => {
   it('documents every reason in docs/customdomains.md, and documents no reason it lacks', () => {
     const catalogued = Object.keys(CUSTOM_DOMAIN_REASONS);
     expect(catalogued.filter((r) => !documented.has(r))).toEqual([]);
@@ -61,7 +61,7 @@ describe('the reason catalogue (issue 10, item 13)', () => {
   });
 });
 
-describe('the RateLimitPolicy Attached reasons (issue 28, item 4)', () => {
+describe('the RateLimitPolicy Attached reasons (docs/ratelimits.md, "Conditions")', () => {
   const rateLimitDocs = readFileSync(new URL('../../docs/ratelimits.md', import.meta.url), 'utf8');
   const attachedRows = new Set(
     rateLimitDocs

@@ -20,8 +20,14 @@ export const CUSTOM_DOMAIN_REASONS = {
   // Accepted (acceptance.ts)
   Accepted: { severity: 'Normal', doc: 'the plan, deploy, hostname and claim gates pass' },
   InvalidHostname: { severity: 'Warning', doc: 'a label is punycode but not a valid A-label (RFC 5891)' },
-  PlanNotEligible: { severity: 'Warning', doc: 'custom domains need Pro or above (spec §1.2)' },
-  NotDeployed: { severity: 'Warning', doc: 'the project has no successful deploy yet (spec §3)' },
+  PlanNotEligible: {
+    severity: 'Warning',
+    doc: 'custom domains need Pro or above (docs/customdomains.md, "Conditions and reasons")',
+  },
+  NotDeployed: {
+    severity: 'Warning',
+    doc: 'the project has no successful deploy yet: its Service has no ready endpoint',
+  },
   ReservedHostname: { severity: 'Warning', doc: "the hostname is one of the platform's own domains" },
   HostnameNotPublic: {
     severity: 'Warning',
@@ -31,7 +37,10 @@ export const CUSTOM_DOMAIN_REASONS = {
     severity: 'Warning',
     doc: 'an internationalized label has a code point IDNA2008 disallows (RFC 5892), e.g. an emoji',
   },
-  HostnameAlreadyClaimed: { severity: 'Warning', doc: 'another project holds the hostname (spec §3)' },
+  HostnameAlreadyClaimed: {
+    severity: 'Warning',
+    doc: 'another project holds the hostname (docs/customdomains.md, "Who holds a hostname")',
+  },
   // DNSVerified (dns/verdict.ts)
   RecordMatches: { severity: 'Normal', doc: 'the CNAME (or apex ALIAS/ANAME addresses) match' },
   RecordNotFound: { severity: 'Warning', doc: 'no record at the name' },
@@ -87,7 +96,7 @@ export const CUSTOM_DOMAIN_REASONS = {
   OrderQueued: { severity: 'Normal', doc: "the order waits for the CA budget's turn" },
   CertificateOverdue: {
     severity: 'Warning',
-    doc: 'no certificate 30 minutes after verification (spec §7.3)',
+    doc: 'no certificate 30 minutes after verification (docs/troubleshooting.md)',
   },
   // Routed (routing/plan.ts, reconciler.ts)
   RoutesReady: { severity: 'Normal', doc: 'the routing objects are applied' },

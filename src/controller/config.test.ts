@@ -43,7 +43,7 @@ describe('parseControllerConfig', () => {
     );
   });
 
-  it('waits 1,800 s (30 minutes, spec §3) for a certificate before CertificateOverdue unless told otherwise', () => {
+  it('waits 1,800 s (30 minutes, docs/troubleshooting.md) for a certificate before CertificateOverdue unless told otherwise', () => {
     const byDefault = parseControllerConfig(required, {});
     const fromFlag = parseControllerConfig([...required, '--certificate-overdue-seconds', '60'], {});
     if ('help' in byDefault || 'help' in fromFlag) throw new Error('unexpected help');

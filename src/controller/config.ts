@@ -33,7 +33,7 @@ export interface ControllerConfig {
   kubeconfig: string | undefined;
   /** The operator's own namespace: the ACME account Secret lives here. */
   namespace: string;
-  /** {platform_cname_target} of the spec (§2): the value every customer CNAME must equal. */
+  /** The platform CNAME target (docs/customdomains.md, "DNS instructions"): the value every customer CNAME must equal. */
   platformCnameTarget: string;
   /** IPv4/IPv6 addresses an apex's A/AAAA records must equal; [] means the CNAME target's addresses. */
   apexAddresses: string[];

@@ -44,7 +44,10 @@ import { ConfigError, controllerUsage, parseControllerConfig, type ControllerCon
 import { ServingChecker } from '../serving/checker.js';
 import { DEFAULT_UNREACHABLE_GRACE_MS } from '../serving/schedule.js';
 
-/** The Lease the controller replicas elect a leader with (DESIGN.md: leader-elected). */
+/**
+ * The Lease the controller replicas elect a leader with; one replica is active
+ * (docs/architecture.md, "The two processes"; docs/install.md on leader election).
+ */
 export const LEASE_NAME = 'portico-controller';
 
 async function listen(

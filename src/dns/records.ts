@@ -1,14 +1,15 @@
 /**
- * The DNS records the customer must create (spec §2, "DNS record that the customer must create"),
- * written so that a dashboard can show them as they are: the owner name both in full and relative
- * to the customer's zone (what a DNS provider's "Name" or "Host" field asks for, `@` at the apex),
- * and for an apex the A/AAAA records a provider without ALIAS/ANAME needs instead. Pure.
+ * The DNS records the customer must create (docs/customdomains.md, "DNS instructions
+ * (`status.dnsRecords`)"), written so that a dashboard can show them as they are: the owner name
+ * both in full and relative to the customer's zone (what a DNS provider's "Name" or "Host" field
+ * asks for, `@` at the apex), and for an apex the A/AAAA records a provider without ALIAS/ANAME
+ * needs instead. Pure.
  */
 import { isIPv4, isIPv6 } from 'node:net';
 import { getDomain } from 'tldts';
 import type { AlternativeDnsRecord, RequiredDnsRecord } from '../api/customdomain.js';
 
-/** TTL in seconds given in the spec's instructions (§2). */
+/** TTL in seconds given in the DNS instructions (docs/customdomains.md, "DNS instructions"). */
 export const INSTRUCTED_TTL_SECONDS = 3600;
 
 /** The relative name of a zone's own apex, as zone files (RFC 1035 §5.1) and DNS providers write it. */

@@ -50,7 +50,8 @@ function expectWellFormed(v: Verdict, hostname: string, answers: HostnameAnswers
   expect(v.message.length).toBeGreaterThan(0);
   expect(v.transient).toBe(TRANSIENT_REASONS.includes(v.reason));
   if (v.verified) expect(v.reason).toBe('RecordMatches');
-  // Every message of a domain not (yet) verified tells the customer to allow for propagation (spec §3).
+  // Every message of a domain not (yet) verified tells the customer to allow for propagation
+  // (docs/customdomains.md, "DNS instructions").
   else expect(v.message).toContain(PROPAGATION_NOTE);
   // Every record DNS returned is listed, under the hostname, and nothing else.
   const returned = [answers.cname, answers.a, answers.aaaa].flatMap(recordValues);

@@ -1,6 +1,7 @@
 /**
- * DNS verification verdicts for a custom domain (spec §2 "DNS record that the customer must
- * create", §3 "Verify", §7 "Domain failures"). Pure: reads answers, returns a verdict.
+ * DNS verification verdicts for a custom domain (docs/customdomains.md, "DNS instructions" and
+ * "Conditions and reasons"; docs/troubleshooting.md, "Verification fails"). Pure: reads answers,
+ * returns a verdict.
  *
  * - A subdomain is verified by a CNAME whose value equals the platform target exactly
  *   (case-insensitive, trailing dot ignored, RFC 4343). Any other record at the name (A, AAAA, MX,
@@ -46,7 +47,8 @@ export interface Verdict {
 
 /**
  * The note on DNS propagation that the message of every verdict that is not verified carries, so
- * that a dashboard showing the message as it is tells the customer to wait (spec §3, §8.2).
+ * that a dashboard showing the message as it is tells the customer to wait (docs/customdomains.md,
+ * "DNS instructions").
  */
 export const PROPAGATION_NOTE =
   'DNS changes can take up to 48 hours to propagate; most resolve within minutes.';

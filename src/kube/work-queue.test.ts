@@ -295,29 +295,35 @@ describe('WorkQueue', () => {
     expect(q.length).toBe(0);
   });
 
-  it('promotes, removes and hands out keys from a 100,000-key queue in well under a second', async () => {
+  it('promotes, removes and hands out keys from a 100,000-key queue in time linear in its length', async () => {
     // A guard against quadratic behaviour: with an O(queue length) step per operation (indexOf,
-    // splice or shift over one big array) the timed part takes seconds; in O(1) it takes milliseconds.
-    const n = 100_000;
-    const keys = Array.from({ length: n }, (_, i) => `ns${i % 1_000}/${i}`);
-    const q = new WorkQueue();
-    for (const key of keys) q.addLowPriority(key);
-    expect(q.length).toBe(n);
-
-    const started = performance.now();
-    for (let i = 0; i < n; i += 2) q.add(keys[i] ?? '');
-    for (let i = 1; i < n; i += 4) q.remove(keys[i] ?? '');
-    expect(q.lengthByPriority).toEqual({ high: 0, normal: n / 2, low: n / 4 });
-    let handedOut = 0;
-    while (q.length > 0) {
-      const key = await q.get();
-      if (key !== undefined) q.done(key);
-      handedOut++;
-    }
-    const elapsedMs = performance.now() - started;
-
-    expect(handedOut).toBe((n * 3) / 4);
-    expect(elapsedMs).toBeLessThan(1_000);
+    // splice or shift over one big array) four times the keys take sixteen times as long; in O(1),
+    // four times. Compared with a quarter of the keys timed beside it rather than with a wall-clock
+    // bound, so a loaded machine slows both alike (the figures themselves belong in benchmarks).
+    const run = async (n: number): Promise<number> => {
+      const keys = Array.from({ length: n }, (_, i) => `ns${i % 1_000}/${i}`);
+      const q = new WorkQueue();
+      for (const key of keys) q.addLowPriority(key);
+      expect(q.length).toBe(n);
+      const started = performance.now();
+      for (let i = 0; i < n; i += 2) q.add(keys[i] ?? '');
+      for (let i = 1; i < n; i += 4) q.remove(keys[i] ?? '');
+      expect(q.lengthByPriority).toEqual({ high: 0, normal: n / 2, low: n / 4 });
+      let handedOut = 0;
+      while (q.length > 0) {
+        const key = await q.get();
+        if (key !== undefined) q.done(key);
+        handedOut++;
+      }
+      const elapsedMs = performance.now() - started;
+      expect(handedOut).toBe((n * 3) / 4);
+      return elapsedMs;
+    };
+    await run(10_000); // warm-up: the JIT compiles the paths before either measured run
+    const quarterMs = Math.min(await run(25_000), await run(25_000));
+    const fullMs = Math.min(await run(100_000), await run(100_000));
+    // Linear: about 4×; quadratic: about 16×. 20 ms of slack for timer and collector noise.
+    expect(fullMs).toBeLessThan(8 * quarterMs + 20);
   });
 });
 

@@ -278,7 +278,9 @@ describe('explain', () => {
     const text = formatExplanation(e);
     expect(text).toContain('Held back by: Accepted=False, reason PlanNotEligible (Warning)');
     expect(text).toContain('Message:      Custom domains need the Pro plan or above');
-    expect(text).toContain('Meaning:      custom domains need Pro or above (spec §1.2)');
+    expect(text).toContain(
+      'Meaning:      custom domains need Pro or above (docs/customdomains.md, "Conditions and reasons")',
+    );
     expect(text).toContain('kubectl get namespace shop --show-labels');
     expect(text).not.toContain('<namespace>');
   });

@@ -1,10 +1,10 @@
 /**
- * The per-CustomDomain metrics (#12): each domain's Ready status, its certificate's expiry and
- * renewal times, and the fleet counted by phase and reason. These are the exception to "no hostname
- * labels" (as cert-manager's per-certificate metrics are), so at 10,000 domains they must cost no
- * memory between scrapes: nothing is kept in prom-client; each scrape reads the CustomDomain
- * informer cache the controller already holds (`CustomDomainSource`) and writes the series then,
- * as text (text-families.ts).
+ * The per-CustomDomain metrics (docs/monitoring.md, "Per-domain status"): each domain's Ready
+ * status, its certificate's expiry and renewal times, and the fleet counted by phase and reason.
+ * These are the exception to "no hostname labels" (as cert-manager's per-certificate metrics are),
+ * so at 10,000 domains they must cost no memory between scrapes: nothing is kept in prom-client;
+ * each scrape reads the CustomDomain informer cache the controller already holds
+ * (`CustomDomainSource`) and writes the series then, as text (text-families.ts).
  *
  * The time from verified to Live is a histogram observed from the CustomDomain watch: once per
  * transition of the Ready condition to True (`ReadyTransitions`).

@@ -35,7 +35,10 @@ export interface ControllerMetrics {
   readCustomDomainsFrom(source: CustomDomainSource): void;
   /** 1 for each CustomDomain reported as a dangling record (DNSVerified reason DanglingRecord). */
   danglingDomains: Gauge<'namespace' | 'name' | 'hostname'>;
-  /** Routes Portico does not own that name a domain's hostname (issue 28); absent at 0. */
+  /**
+   * Routes Portico does not own that name a domain's hostname (docs/routing.md, "Foreign routes");
+   * absent at 0.
+   */
   foreignRoutes: Gauge<'namespace' | 'name' | 'hostname'>;
   /** Footprint-reducing collections asked of V8 after the RSS grew (controller/memory-reducer.ts). */
   memoryReductionsTotal: Counter;
@@ -51,7 +54,7 @@ export interface ControllerMetrics {
 export function createControllerMetrics(): ControllerMetrics {
   const registry = new TextFamiliesRegistry();
   // Node's process metrics under their standard names (process_*, nodejs_*), which stock Node.js
-  // dashboards and alerts look for (#12).
+  // dashboards and alerts look for (docs/monitoring.md, "Node.js process").
   collectDefaultMetrics({ register: registry });
   registerSharedMetrics(registry);
   registerBuildInfo(registry, buildInfo(), process.version);

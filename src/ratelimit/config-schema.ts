@@ -1,7 +1,8 @@
 /**
  * The compiled rate-limit config: what the operator writes into the config ConfigMaps (key
  * `config.json`) and the rate-limit server loads. This schema is the one thing, besides the load
- * report, that the operator and the server share (DESIGN.md, "Dependencies point one way").
+ * report, that the operator and the server share (docs/architecture.md, "Which folder may import
+ * which").
  *
  * The config is split over several ConfigMaps (shards), so the sum of all policies has no ceiling:
  * the API server refuses a ConfigMap whose data is over 1 MiB (Kubernetes `MaxSecretSize`, also used

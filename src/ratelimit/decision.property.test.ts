@@ -1,7 +1,7 @@
 /**
- * Properties of the rate-limit decision and its headers (src/ratelimit/decision.ts; spec §7 and §8,
- * RFC 9110 §10.2.3 for Retry-After), over generated limits, counters, clocks and bans. Read-only
- * use of the module.
+ * Properties of the rate-limit decision and its headers (src/ratelimit/decision.ts;
+ * docs/ratelimits.md, "The answer"; RFC 9110 §10.2.3 for Retry-After), over generated limits,
+ * counters, clocks and bans. Read-only use of the module.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

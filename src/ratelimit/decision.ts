@@ -1,6 +1,6 @@
 /**
  * From the counters to the answer: the code, which window the headers describe, and the header
- * values (spec §8, "Rate limit response headers"; §7, 429 and Retry-After; DESIGN.md, "RateLimitPolicy").
+ * values (docs/ratelimits.md, "The answer"; 429 Too Many Requests and Retry-After, RFC 6585 §4).
  *
  * - OK: the headers describe the window closest to its limit, i.e. with the fewest requests left
  *   (the number a client can really still send); on a tie, the one that resets later.

@@ -1,6 +1,6 @@
 /**
- * Which policy a descriptor is checked against (DESIGN.md, "RateLimitPolicy"; docs/ratelimits.md,
- * "Attaching to Contour").
+ * Which policy a descriptor is checked against (docs/ratelimits.md, "The check the gateway sends"
+ * and "Attaching to Contour").
  *
  * A caller that configures the domain per policy (Envoy's own ratelimit filter, a direct gRPC client)
  * sends the policy's `<namespace>/<name>` as the request's `domain`, and every descriptor of the

@@ -4,7 +4,7 @@
  * `grpc.health.v1.Health` (grpc-health-check, the grpc-node project's: `Check` and `Watch`, for the
  * service names `""` and RateLimitService), and a small promise-based client for tests and tools.
  *
- * Transport (issue 30 item 2):
+ * Transport (docs/ratelimits.md, "Transport"):
  * - plaintext HTTP/2 by default (Envoy's `rate_limit_service` over `h2c`), or TLS with a certificate
  *   and key from files, and mTLS when a client CA file is given (clients without a certificate that CA
  *   signed are refused in the TLS handshake). The files are read again every `refreshMs`, so a

@@ -1,7 +1,7 @@
 /**
  * Properties of reading a rate-limit descriptor (`lookupLimits`, src/ratelimit/limits.ts): which
- * limits apply to the entries Envoy sends (`key_id`, `plan`; DESIGN.md "RateLimitPolicy"), over
- * generated policies and descriptors. Read-only use of the module.
+ * limits apply to the entries Envoy sends (`key_id`, `plan`; docs/ratelimits.md, "The check the
+ * gateway sends"), over generated policies and descriptors. Read-only use of the module.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

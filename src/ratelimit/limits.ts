@@ -1,8 +1,10 @@
 /**
  * Which limits apply to a check: the loaded policies indexed by domain, and the rule that picks a
- * key's limits (DESIGN.md, "RateLimitPolicy"):
+ * key's limits (docs/ratelimits.md, "The check the gateway sends"):
  *
- *   1. an override for the key's id, if the policy has one (negotiated Enterprise limits, spec §8);
+ *   1. an override for the key's id, if the policy has one (negotiated limits for single keys;
+ * docs/ratelimits.md,
+ *      "A policy", `overrides`);
  *   2. else the plan the gateway sent in the `plan` entry, if the policy has that plan;
  *   3. else the policy's `defaultPlan` (a missing or unknown plan).
  *
@@ -10,8 +12,8 @@
  * `portico.dev/plan` is (`planOf`, controllers/customdomain/acceptance.ts); the CRD keeps plan names
  * lowercase, so no two plans differ only by case.
  *
- * A descriptor without `key_id` (absent or empty) is never silently unlimited (issue 30 item 1); its
- * policy's `missingKeyId` decides:
+ * A descriptor without `key_id` (absent or empty) is never silently unlimited (docs/ratelimits.md,
+ * "Checks without a key id"); its policy's `missingKeyId` decides:
  *
  *   - `LimitByRemoteAddress` (the default): limited by the client's address, the descriptor entry
  *     `remote_address` (what Envoy's `remote_address` rate-limit action sends), with the limits of the

@@ -1,9 +1,9 @@
 /**
- * Counts kept in this replica's memory, for the checks Redis cannot answer (issue 30 item 1: "When
- * Redis cannot answer, each replica counts locally (same windows, same limits) and answers with
- * headers from those counts"). A `CounterStore` that runs the rules of the Redis script
- * (`script.ts`) on the same keys (`redis-keys.ts`) with the same TTLs, so a check answered from here
- * is decided exactly as Redis would decide it from the counts this replica has seen:
+ * Counts kept in this replica's memory, for the checks Redis cannot answer (docs/ratelimits.md,
+ * "Degraded mode (Redis down)": each replica counts locally, with the same windows and limits, and
+ * answers with headers from those counts). A `CounterStore` that runs the rules of the Redis script
+ * (`script.ts`) on the same keys (`redis-keys.ts`) with the same TTLs, so a check answered from
+ * here is decided exactly as Redis would decide it from the counts this replica has seen:
  *
  * - a banned key is refused without touching its counters;
  * - a request is admitted only if it fits both windows; then both counters grow by `hits`;
@@ -12,9 +12,9 @@
  *
  * What it cannot know: what other replicas counted, and what Redis had counted before it became
  * unreachable. So while Redis is away each replica admits up to the full limit on its own (with N
- * replicas behind a balancer a key can be admitted up to N times its limit, less what it used before
- * the outage in the window that replica saw). Local counts are never written to Redis afterwards
- * (issue 30: "local counts are never replayed into Redis later").
+ * replicas behind a balancer a key can be admitted up to N times its limit, less what it used
+ * before the outage in the window that replica saw). Local counts are never written to Redis
+ * afterwards (docs/ratelimits.md, "Degraded mode (Redis down)", "Never replayed").
  *
  * Memory: one entry per key (four per API key at most); expired entries are dropped by a sweep at
  * most once per SWEEP_INTERVAL_MS, and beyond `maxKeys` live keys the oldest written are dropped

@@ -1,7 +1,8 @@
 /**
  * Keys already over their limit, or banned, answered from memory until their window or ban ends, so
- * an abusive key costs no Redis round trip (issue 30 item 4; envoyproxy/ratelimit's local cache,
- * `LOCAL_CACHE_SIZE_IN_BYTES`, does the same for keys over the limit).
+ * an abusive key costs no Redis round trip (docs/ratelimits.md, "Keys over their limit, answered
+ * from memory"; envoyproxy/ratelimit's local cache, `LOCAL_CACHE_SIZE_IN_BYTES`, does the same for
+ * keys over the limit).
  *
  * What is kept, per rate-limit domain and counter subject (key id or address):
  * - a ban: until it ends (Redis said how long it has left);

@@ -1,17 +1,19 @@
 /**
- * How far Redis's clock is from this process's, so that a check can tell Redis, in Redis's own clock,
- * the instant after which its answer is no longer wanted (issue #10 item 4; `script.ts`, ARGV[8]).
+ * How far Redis's clock is from this process's, so that a check can tell Redis, in Redis's own
+ * clock, the instant after which its answer is no longer wanted (docs/ratelimits.md, "Redis";
+ * docs/adr/2026-11-25-ratelimit-script-deadline.md; `script.ts`, ARGV[8]).
  *
  * Why: a paused Redis (SIGSTOP, `CLIENT PAUSE`, `DEBUG SLEEP`, a long fork) keeps the TCP connection.
  * A command written to it waits in Redis's socket while the check times out and is answered by the
  * failure mode; when Redis resumes it runs the command. Only Redis can tell that it is late, and only
  * by its own clock (`TIME`), so the deadline must be given in that clock.
  *
- * The two clocks are never assumed to agree (the service and Redis run on different hosts; with
- * NTP they differ by milliseconds, without it by anything). Instead the offset is measured the way
- * client-go's leader election judges a Lease (STYLE.md, "Judge a Lease by what you observed"): by
- * what was observed on the local clock. One `TIME` round trip, sent at local `sentMs` and answered at
- * local `receivedMs` with Redis time `redisMs`, bounds the offset (Redis minus local):
+ * The two clocks are never assumed to agree (the service and Redis run on different hosts; with NTP
+ * they differ by milliseconds, without it by anything). Instead the offset is measured the way
+ * client-go's leader election judges a Lease (k8s.io/client-go/tools/leaderelection,
+ * `observedTime`; src/kube/leader-election.ts): by what was observed on the local clock. One `TIME`
+ * round trip, sent at local `sentMs` and answered at local `receivedMs` with Redis time `redisMs`,
+ * bounds the offset (Redis minus local):
  *
  *     redisMs - receivedMs  <=  offset  <=  redisMs - sentMs
  *

@@ -19,10 +19,11 @@
  * after `commandTimeoutMs`, so a check fails fast with StoreUnavailableError and the server answers by
  * its failure mode instead of piling up requests.
  *
- * A check answered by the failure mode is never charged later (issue #10 item 4). A paused Redis
- * (SIGSTOP, `CLIENT PAUSE`, `DEBUG SLEEP`) keeps the connection: the command is already written, and
- * Redis runs it when it resumes, after the check timed out. So each script carries a deadline in
- * Redis's own clock (`redis-clock.ts`): the moment the command was sent plus `scriptBudgetMs` of the
+ * A check answered by the failure mode is never charged later (docs/ratelimits.md, "Degraded mode
+ * (Redis down)"; docs/adr/2026-11-25-ratelimit-script-deadline.md). A paused Redis (SIGSTOP,
+ * `CLIENT PAUSE`, `DEBUG SLEEP`) keeps the connection: the command is already written, and Redis
+ * runs it when it resumes, after the check timed out. So each script carries a deadline in Redis's
+ * own clock (`redis-clock.ts`): the moment the command was sent plus `scriptBudgetMs` of the
  * timeout, translated by the measured offset of Redis's clock; Redis refuses to count past it. The
  * offset is measured with `TIME` on every node when the connection is ready, every
  * CLOCK_MEASURE_INTERVAL_MS, and at once when Redis says a check came too late; a check before the

@@ -1,8 +1,8 @@
 /**
- * What one `ShouldRateLimit` call may carry (issue #10 item 1). A check costs in proportion to its
- * descriptors (one Redis script each) and its entries (scanned for `key_id` and `plan`); without
- * bounds one call of 40,000 descriptors (900 KB) held the service for seconds, swamped Redis for
- * every other client and grew the process by more than 1 GB.
+ * What one `ShouldRateLimit` call may carry (docs/ratelimits.md, "Request limits"). A check costs
+ * in proportion to its descriptors (one Redis script each) and its entries (scanned for `key_id`
+ * and `plan`); without bounds one call of 40,000 descriptors (900 KB) held the service for seconds,
+ * swamped Redis for every other client and grew the process by more than 1 GB.
  *
  * Two layers:
  * - the gRPC message itself: at most `MAX_REQUEST_MESSAGE_BYTES`, enforced by @grpc/grpc-js
@@ -13,12 +13,12 @@
  *   throws `InvalidRequestError`, which the gRPC layer answers with `INVALID_ARGUMENT` and the message.
  *
  * The message bound is the tighter one for long values (16 descriptors of 16 entries with 1024
- * characters each do not fit into 16 KiB); the counts bound what fits into 16 KiB when the values are
- * short or empty (an empty descriptor is 2 bytes on the wire). Measured on the project's machine:
- * decoding 16 KiB of empty descriptors takes about 2 ms, 64 KiB about 15 ms; a typical check (one
- * descriptor with `key_id` and `plan`) is about 70 bytes. The envoyproxy/ratelimit service and gRPC
- * servers in general cap the message size the same way (STYLE.md, "Bound what one request may cost").
- * Pure: no I/O.
+ * characters each do not fit into 16 KiB); the counts bound what fits into 16 KiB when the values
+ * are short or empty (an empty descriptor is 2 bytes on the wire). Measured on the project's
+ * machine: decoding 16 KiB of empty descriptors takes about 2 ms, 64 KiB about 15 ms; a typical
+ * check (one descriptor with `key_id` and `plan`) is about 70 bytes. The envoyproxy/ratelimit
+ * service and gRPC servers in general cap the message size the same way (gRPC's
+ * `grpc.max_receive_message_length`, 4 MiB by default). Pure: no I/O.
  */
 import { InvalidRequestError, type RequestBound } from './errors.js';
 import type { DescriptorEntry } from './limits.js';

@@ -3,7 +3,8 @@
  * script to completion before any other command: "Atomicity of scripts", Redis documentation), so
  * parallel callers of one key never get more than the limit admitted.
  *
- * Rules (issue 4; spec §5, §7, §8):
+ * Rules (docs/ratelimits.md, "Rules worth knowing" under "Degraded mode (Redis down)", and
+ * "Redis"):
  * - A banned key is refused without touching its counters.
  * - A request is admitted only if it fits both windows; then both counters grow by `hits`. A refused
  *   request is not counted (it used no quota).
@@ -13,7 +14,9 @@
  *
  * - A check Redis runs after its deadline (ARGV 8, Unix ms in Redis's own clock, `TIME`) reads and
  *   writes nothing: its caller has given up on the answer and answered by the failure mode, so it
- *   must not be charged (issue #10 item 4; `redis-clock.ts` for how the deadline is set).
+ *   must not be charged (docs/adr/2026-11-25-ratelimit-script-deadline.md; `redis-clock.ts` for how the
+ * deadline
+ *   is set).
  *
  * KEYS: 1 minute counter, 2 day counter, 3 ban flag, 4 rejected counter (all one hash tag).
  * ARGV: 1 hits, 2 minute limit, 3 day limit, 4 minute counter TTL (ms), 5 day counter TTL (ms),

@@ -5,8 +5,9 @@
  * one DescriptorStatus per descriptor and the headers (`decision.ts`).
  *
  * `hits_addend` is honoured: 0 or unset counts 1 (rls.proto). Every answer to a limited descriptor
- * carries the rate-limit headers (spec §8: "present on every API response"). When Redis cannot answer,
- * each limited descriptor is answered by the failure mode (issue 30 item 1):
+ * carries the rate-limit headers (docs/ratelimits.md: every answer carries them). When Redis cannot
+ * answer, each limited descriptor is answered by the failure mode (docs/ratelimits.md, "Degraded
+ * mode (Redis down)"):
  * - `local` (the default): decided on this replica's own counts (`local-counts.ts`: the same windows,
  *   limits and ban as the Redis script), with the headers of that decision;
  * - `allow` (fail open): the same local counts give the headers, but the answer is always OK (no
@@ -348,7 +349,7 @@ function degradedLimit(decision: DescriptorDecision): Pick<DescriptorStatus, 'cu
 /**
  * Shadow mode: the answer Envoy acts on is OK; the statuses keep each descriptor's real code (as
  * envoyproxy/ratelimit's `SHADOW_MODE` leaves them), the headers stay but `Retry-After`, which only
- * a 429 carries (spec §8).
+ * a 429 carries (docs/ratelimits.md, "Shadow mode"; RFC 6585 §4).
  */
 function shadowed(response: RateLimitResponse): RateLimitResponse {
   return {
@@ -365,10 +366,11 @@ function admittedAnyway(decision: DescriptorDecision): DescriptorDecision {
 }
 
 /**
- * The answer to a descriptor without `key_id` that its policy refuses (`limits.ts`): OVER_LIMIT with
- * `X-RateLimit-Limit: 0` (no request without a key id is admitted), `Remaining: 0`, and `Reset` and
- * `Retry-After` at the end of the current minute (spec §8 asks for the headers on every answer and
- * `Retry-After` on every 429; a retry without a key id is refused again).
+ * The answer to a descriptor without `key_id` that its policy refuses (`limits.ts`): OVER_LIMIT
+ * with `X-RateLimit-Limit: 0` (no request without a key id is admitted), `Remaining: 0`, and
+ * `Reset` and `Retry-After` at the end of the current minute (docs/ratelimits.md, "The answer": the
+ * headers on every answer and `Retry-After` on every 429; a retry without a key id is refused
+ * again).
  */
 export function refusalWithoutKeyId(nowMs: number): DescriptorDecision {
   const resetMs = windowEndMs('minute', nowMs);
@@ -407,7 +409,10 @@ class RateLimitedLog {
   }
 }
 
-/** Characters of a key id a log line carries: a key id is whatever the client sent (#10 item 13). */
+/**
+ * Characters of a key id a log line carries: a key id is whatever the client sent, so a log line
+ * never carries more of it than this.
+ */
 export const LOG_KEY_ID_CHARS = 128;
 
 /** `keyId` as a log line carries it: at most `LOG_KEY_ID_CHARS` characters, then `…`. */

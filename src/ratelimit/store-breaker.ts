@@ -1,8 +1,8 @@
 /**
- * A circuit breaker in front of Redis (issue 30, "Bad input and faults": with a stalled Redis, "after
- * a short detection the service must answer from local counts at its normal latency, and go back to
- * Redis when it answers"). The states of the classic breaker (Nygard, "Release It!"; Envoy's outlier
- * detection ejects a host the same way):
+ * A circuit breaker in front of Redis (docs/ratelimits.md, "Degraded mode (Redis down)", "No wait
+ * on a stalled Redis": after a short detection the service answers from local counts at its normal
+ * latency, and goes back to Redis when it answers). The states of the classic breaker (Nygard,
+ * "Release It!"; Envoy's outlier detection ejects a host the same way):
  *
  * - **closed**: every check goes to Redis;
  * - **open**: after a check Redis did not answer, checks are answered from local counts without

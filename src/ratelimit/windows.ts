@@ -1,6 +1,7 @@
 /**
- * Fixed windows aligned to the clock (issue 4: "fixed windows aligned to the clock (the minute; the
- * UTC day)"), for the spec's "requests per minute" and "requests per day" (§8).
+ * Fixed windows aligned to the clock, for a plan's requests per minute and per day: the minute from
+ * :00.000 to :59.999 and the UTC day from 00:00 UTC (docs/ratelimits.md, "Degraded mode (Redis
+ * down)", the paragraph on `X-RateLimit-Reset`).
  *
  * All times are Unix time in milliseconds (`Date.now()`); a Unix day is exactly 86 400 s (Unix time
  * has no leap seconds), so the UTC day starts at a multiple of 86 400 000 ms. Pure: the clock is a

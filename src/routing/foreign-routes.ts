@@ -1,9 +1,9 @@
 /**
- * Routes Portico does not own that name a hostname (issue 28, "Hijack by a foreign route"): an
- * Ingress made by hand, a Contour HTTPProxy or a Gateway API HTTPRoute of someone else. Contour
- * merges every Ingress of one host into one virtual host (a foreign rule for `/` can take the
- * traffic), and two HTTPProxies with one fqdn are both marked invalid (DuplicateVhost), so each
- * such object is reported on the CustomDomain that claims the hostname.
+ * Routes Portico does not own that name a hostname (docs/routing.md, "Foreign routes"): an Ingress
+ * made by hand, a Contour HTTPProxy or a Gateway API HTTPRoute of someone else. Contour merges
+ * every Ingress of one host into one virtual host (a foreign rule for `/` can take the traffic),
+ * and two HTTPProxies with one fqdn are both marked invalid (DuplicateVhost), so each such object
+ * is reported on the CustomDomain that claims the hostname.
  *
  * Pure: `hostnamesOf` reads the hostnames an object names, `ForeignRouteIndex` keeps hostname →
  * objects (client-go's `Indexers` / `ByIndex`), and the message helpers write and read the

@@ -1,6 +1,6 @@
 /**
- * The Ingress objects of a domain (ingress mode; DESIGN.md "Routed"). Pure: computes the desired
- * objects; the controller applies them with server-side apply.
+ * The Ingress objects of a domain (ingress mode; docs/routing.md, "Modes and flavors"). Pure:
+ * computes the desired objects; the controller applies them with server-side apply.
  *
  * A serving domain is one Ingress, `portico-<name>`: `/` to `spec.service`, TLS from `<name>-tls`, and
  * `/.well-known/acme-challenge/` to the operator when the challenge Service is configured. A redirect
@@ -44,8 +44,9 @@ export const REDIRECT_PLACEHOLDER_SERVICE_NAME = 'portico-redirect-only';
 /**
  * The name of the challenge-only Ingress of a redirect domain: `portico--acme-<name>`. It cannot be
  * the serving Ingress name of any CustomDomain (`portico-<name>`, ownedNames): that would need a
- * CustomDomain named `-acme-…`, and a Kubernetes object name starts with a letter or digit (issue 10,
- * item 6: `portico-<name>-acme` was also the serving Ingress of a domain named `<name>-acme`).
+ * CustomDomain named `-acme-…`, and a Kubernetes object name starts with a letter or digit (RFC
+ * 1123 label names; docs/routing.md, "Modes and flavors"). The earlier `portico-<name>-acme` was
+ * also the serving Ingress of a domain named `<name>-acme`.
  */
 export function challengeIngressName(domain: Pick<CustomDomain, 'metadata'>): string {
   return `portico--acme-${domain.metadata.name}`;

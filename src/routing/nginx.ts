@@ -12,9 +12,10 @@
  * - rootfs/etc/nginx/template/nginx.tmpl: the location renders `return <code> <url>;` before
  *   `proxy_pass`, and the URL may hold nginx variables: `$request_uri` is the request's path and query
  *   exactly as sent (nginx ngx_http_core_module), which keeps both.
- * - internal/ingress/annotations/parser/validators.go and issue #11175: with annotation validation
- *   on (the default from controller v1.12), `permanent-redirect` must match `URLIsValidRegex`, which
- *   has no `$`; the Ingress is then refused. See `RoutingOptions.nginxRedirectKeepsPath`.
+ * - internal/ingress/annotations/parser/validators.go and kubernetes/ingress-nginx#11175: with
+ *   annotation validation on (the default from controller v1.12), `permanent-redirect` must match
+ *   `URLIsValidRegex`, which has no `$`; the Ingress is then refused. See
+ *   `RoutingOptions.nginxRedirectKeepsPath`.
  */
 import { describeStatus, targetOrigin, type RedirectIntent } from './redirect.js';
 

@@ -242,7 +242,7 @@ describe('desiredRouting, gateway mode', () => {
   });
 });
 
-describe('the Service port (issue 10, item 8)', () => {
+describe('the Service port (docs/customdomains.md, ServicePortNotFound)', () => {
   const ports = [{ name: 'http', port: 8080 }, { port: 9090 }];
 
   it('finds a port by name or by number', () => {

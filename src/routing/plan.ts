@@ -511,7 +511,8 @@ function ingressPlan(domain: CustomDomain, options: RoutingOptions, lookups: Rou
   if (intent) return ingressRedirectPlan(domain, options, intent);
   const ingress = desiredIngress(domain, options);
   if (!ingress) return noBackend(domain);
-  // An Ingress may name the port by name or number; the Service must have it (issue 10, item 8).
+  // An Ingress may name the port by name or number; the Service must have it
+  // (docs/customdomains.md, `ServicePortNotFound`).
   if (domain.spec.service && lookups.servicePorts !== undefined) {
     const resolved = resolveServicePort(domain.spec.service, lookups.servicePorts);
     if ('problem' in resolved) return notRouted(domain, 'ServicePortNotFound', resolved.problem);

@@ -15,7 +15,7 @@ const spec = (redirect?: { to: string; statusCode?: 301 | 302 | 307 | 308 }) => 
 });
 
 describe('redirectIntent', () => {
-  it('defaults to 301, the documented value (spec §2)', () => {
+  it('defaults to 301 (docs/routing.md)', () => {
     expect(redirectIntent(spec({ to: 'example.com' }))).toEqual({
       to: 'example.com',
       status: 301,
@@ -41,7 +41,7 @@ describe('redirectIntent', () => {
   });
 });
 
-describe('redirectRouting (spec §2 "domains.redirects"; issue #11)', () => {
+describe('redirectRouting (docs/customdomains.md, "Redirect targets")', () => {
   type Ready = 'True' | 'False' | undefined;
   const domain = (
     name: string,

@@ -1,6 +1,7 @@
 /**
- * What a redirect domain answers (DESIGN.md `spec.redirect`; spec §2 "domains.redirects"): a status and
- * a Location on the target host that keeps the request's path and query. Pure.
+ * What a redirect domain answers (`spec.redirect`; docs/routing.md and docs/customdomains.md,
+ * "Redirect targets"): a status and a Location on the target host that keeps the request's path and
+ * query. Pure.
  *
  * Status semantics, RFC 9110 §15.4:
  * - 301 Moved Permanently (§15.4.2) and 308 Permanent Redirect (§15.4.9): the resource has a new
@@ -14,7 +15,7 @@ import type { CustomDomain } from '../api/customdomain.js';
 
 export type RedirectStatus = 301 | 302 | 307 | 308;
 
-/** The documented value (spec §2: "301 is the documented value"). */
+/** The default `spec.redirect.statusCode` (docs/routing.md, "Which status to choose"). */
 export const DEFAULT_REDIRECT_STATUS: RedirectStatus = 301;
 
 /** What a redirect domain must answer. */
@@ -63,8 +64,8 @@ export function describeStatus(status: RedirectStatus): string {
 
 /**
  * Why a redirect domain is not routed (the Routed condition's reason), Kubernetes API conventions
- * (UpperCamelCase). The spec's project configuration (§2, "domains.redirects") sends a redirect to
- * a domain of the same project, "normally the primary domain": one that serves.
+ * (UpperCamelCase). A redirect goes to a domain of the same project, "normally the primary domain":
+ * one that serves (docs/customdomains.md, "Redirect targets").
  */
 export type RedirectNotRoutedReason =
   /** `spec.redirect.to` is the domain's own hostname (the CRD refuses this; older objects may hold it). */
@@ -120,10 +121,10 @@ function serves(domain: CustomDomain): boolean {
 }
 
 /**
- * Whether a redirect domain may be routed, and if not, why (spec §2 "domains.redirects"; issue #11):
- * its `spec.redirect.to` must be the hostname of a CustomDomain of the same project (namespace) that
- * serves it (a serving domain whose Ready condition is True, so that visitors are never sent to a
- * domain that does not answer). Checked in this order:
+ * Whether a redirect domain may be routed, and if not, why (docs/customdomains.md, "Redirect
+ * targets"): its `spec.redirect.to` must be the hostname of a CustomDomain of the same project
+ * (namespace) that serves it (a serving domain whose Ready condition is True, so that visitors are
+ * never sent to a domain that does not answer). Checked in this order:
  *
  * 1. `to` equal to the domain's own hostname: `RedirectToSelf`.
  * 2. `to` held by a CustomDomain of another namespace (its HostnameClaim): `RedirectTargetOtherProject`.

@@ -1,6 +1,7 @@
 /**
- * `portico sandbox up|down|status`: the local stack of real parts (DESIGN.md, "Real parts, and how
- * they start"). The sandbox directory is `.sandbox/` in the working directory, or
+ * `portico sandbox up|down|status`: the local stack of real parts (README.md, "Quick start" and
+ * "Tests": kube-apiserver + etcd, Pebble, pebble-challtestsrv, Redis, Contour, the operator and the
+ * rate-limit service). The sandbox directory is `.sandbox/` in the working directory, or
  * `PORTICO_SANDBOX_DIR`.
  *
  * Exit codes: 0 success (for `status`: everything up), 1 failure (for `status`: something down),

@@ -36,7 +36,7 @@ function withoutContour(full: SandboxEnv): SandboxEnv {
 }
 
 describe('renderEnvFile', () => {
-  it('exports every variable DESIGN.md lists, quoted for a POSIX shell', () => {
+  it('exports every variable README.md lists for .sandbox/env, quoted for a POSIX shell', () => {
     const text = renderEnvFile(env);
     for (const name of [
       'KUBECONFIG',

@@ -18,7 +18,7 @@ import { SANDBOX_EAB_KEY, SANDBOX_PEBBLE_PROFILES } from '../../src/sandbox/pebb
 import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
 import {
   createServingDomain,
-  deleteCustomDomain,
+  deleteCreatedDomains,
   domainCondition,
   getCustomDomain,
   getPebble,
@@ -111,22 +111,6 @@ async function leafOf(namespace: string): Promise<X509Certificate> {
   return new X509Certificate(leafPem);
 }
 
-async function deleteCreated(): Promise<void> {
-  for (const { namespace, name } of created.splice(0)) {
-    await deleteCustomDomain(namespace, name).catch(() => undefined);
-    await waitFor(`${namespace}/${name} to be gone`, async () => {
-      try {
-        await getCustomDomain(namespace, name);
-        return undefined;
-      } catch {
-        return true;
-      }
-    }).catch((err: unknown) => {
-      process.stderr.write(`acme-failover cleanup: ${(err as Error).message}\n`);
-    });
-  }
-}
-
 beforeAll(async () => {
   stack = await stopStackController();
   if (!stack) throw new Error('the stack operator was not found');
@@ -147,7 +131,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await runAll(
     async () => {
-      if (operator) await deleteCreated();
+      if (operator) await deleteCreatedDomains(created, 'acme-failover');
     },
     async () => {
       if (operator) await stopOperator(operator);
@@ -210,7 +194,7 @@ describe('several ACME issuers', () => {
       expect(
         await metric(op, 'portico_acme_issuer_orders_total', { ca: 'eab-wrong', result: 'ca-failure' }),
       ).toBe(domains.length);
-      await deleteCreated();
+      await deleteCreatedDomains(created, 'acme-failover');
     },
   );
 

@@ -20,14 +20,12 @@ import {
   createCustomDomain,
   createProject,
   dns,
-  getCustomDomain,
   getPebble,
   kube,
   sandbox,
   unique,
-  waitFor,
   waitForCondition,
-  deleteCustomDomain,
+  deleteCreatedDomains,
 } from './support/cluster.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
 import {
@@ -116,23 +114,6 @@ async function orderAtCa(directoryUrl: string, orderUrl: string): Promise<acme.O
   }
 }
 
-/** Deletes the CustomDomains this file created and waits (up to 60 s each) until their finalizer is done. */
-async function deleteCreated(): Promise<void> {
-  for (const { namespace, name } of created.splice(0)) {
-    await deleteCustomDomain(namespace, name).catch(() => undefined);
-    await waitFor(`${namespace}/${name} to be gone`, async () => {
-      try {
-        await getCustomDomain(namespace, name);
-        return undefined;
-      } catch {
-        return true;
-      }
-    }).catch((err: unknown) => {
-      process.stderr.write(`acme-profile cleanup: ${(err as Error).message}\n`);
-    });
-  }
-}
-
 beforeAll(async () => {
   stack = await stopStackController();
   if (!stack) throw new Error('the stack operator was not found');
@@ -142,7 +123,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await runAll(
     async () => {
-      if (operator) await deleteCreated();
+      if (operator) await deleteCreatedDomains(created, 'acme-profile');
     },
     async () => {
       if (operator) await stopOperator(operator);

@@ -1,7 +1,8 @@
 /**
- * The CA rejects nonces and answers 5xx (issue #10, "Faults still untested"): retries are bounded,
- * the status says when the next attempt is, and other domains are unaffected. And renewal orders:
- * one per renewal, and one refused for its `replaces` is placed again without it.
+ * The CA rejects nonces and answers 5xx (docs/reliability.md, "Custom domains: faults of the parts
+ * Portico depends on"): retries are bounded, the status says when the next attempt is, and other
+ * domains are unaffected. And renewal orders: one per renewal, and one refused for its `replaces`
+ * is placed again without it.
  *
  * The faults come from the fault proxy in front of the real Pebble, per hostname, so that one
  * domain's fault can be told from another's: `400 urn:ietf:params:acme:error:badNonce` with a

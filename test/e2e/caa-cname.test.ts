@@ -1,8 +1,9 @@
 /**
- * CAA reached through the CNAME target (RFC 8659 §3; issue 3): a customer's subdomain is a CNAME to
- * the platform's target, so a CAA query for it is answered with the target's CAA RRset. When that
- * RRset excludes the CA, the order is blocked and the message names the record where it really is,
- * at the target (a name with a CNAME holds no other records, RFC 1034 §3.6.2).
+ * CAA reached through the CNAME target (RFC 8659 §3; docs/troubleshooting.md,
+ * `CAAForbidsIssuance`): a customer's subdomain is a CNAME to the platform's target, so a CAA query
+ * for it is answered with the target's CAA RRset. When that RRset excludes the CA, the order is
+ * blocked and the message names the record where it really is, at the target (a name with a CNAME
+ * holds no other records, RFC 1034 §3.6.2).
  *
  * Runs its own operator with a platform target of its own, so the CAA records set here touch no
  * other test's domains (the stack's operator is stopped meanwhile; this one answers HTTP-01 on the

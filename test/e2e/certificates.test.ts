@@ -102,7 +102,7 @@ describe('verify on demand', () => {
   });
 });
 
-describe('a certificate Secret edited by hand (issue 10, item 5)', () => {
+describe('a certificate Secret edited by hand (docs/customdomains.md, Reissuing)', () => {
   it('is reported and replaced at once when its key is not the certificate key', async () => {
     const ns = unique('tampered');
     const hostname = `www.${ns}.example`;

@@ -1,9 +1,10 @@
 /**
- * A 409 Conflict on the operator's write paths (issue #10, "Faults still untested"): the test
- * writes the same objects as the operator while it reconciles, so that the operator's writes
- * carry a stale `resourceVersion` (or a stale uid precondition) and the API server answers 409.
- * The operator converges, and without a hot loop: `portico_reconcile_total` of the stack's
- * operator counts the conflicts, and barely moves once the test stops writing.
+ * A 409 Conflict on the operator's write paths (docs/reliability.md, "Custom domains: faults of the
+ * parts Portico depends on"): the test writes the same objects as the operator while it reconciles,
+ * so that the operator's writes carry a stale `resourceVersion` (or a stale uid precondition) and
+ * the API server answers 409. The operator converges, and without a hot loop:
+ * `portico_reconcile_total` of the stack's operator counts the conflicts, and barely moves once the
+ * test stops writing.
  *
  * Write paths with a precondition, and how each is provoked:
  * - the finalizer (merge patch with `resourceVersion`) and the status (replace of `/status` with

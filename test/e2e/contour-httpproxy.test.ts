@@ -1,8 +1,9 @@
 /**
- * The `contour` flavor (issue 28, item 2) against the REAL Contour of the e2e stack: an operator of
- * this file's own runs with `--ingress-flavor contour` and the data-plane acknowledgement on; every
- * assertion about the data plane reads what Contour wrote (the HTTPProxy's status) or what it would
- * push to Envoy (`contour cli rds` against its xDS server). The test writes no status.
+ * The `contour` flavor (docs/routing.md, "Contour (HTTPProxy)") against the REAL Contour of the e2e
+ * stack: an operator of this file's own runs with `--ingress-flavor contour` and the data-plane
+ * acknowledgement on; every assertion about the data plane reads what Contour wrote (the
+ * HTTPProxy's status) or what it would push to Envoy (`contour cli rds` against its xDS server).
+ * The test writes no status.
  *
  * The stack's Contour runs with `enableExternalNameService: true` (src/sandbox/contour.ts), so the
  * challenge route to the ExternalName Service `portico-acme-http01` is valid. Pebble validates

@@ -1,7 +1,7 @@
 /**
- * A real ingress controller judges Portico's Ingresses (issue 28, items 1 to 3): the stack's Contour
- * takes them, writes their `status.loadBalancer`, and builds the Envoy configuration it would push.
- * No Envoy runs here, so Contour's status writes and its xDS (read with `contour cli`,
+ * A real ingress controller judges Portico's Ingresses (docs/routing.md, "Contour"): the stack's
+ * Contour takes them, writes their `status.loadBalancer`, and builds the Envoy configuration it
+ * would push. No Envoy runs here, so Contour's status writes and its xDS (read with `contour cli`,
  * support/contour.ts) are the evidence: the TLS filter chain for each hostname carries the
  * certificate in Portico's Secret (compared by serial, before and after a renewal), the route goes
  * to the project's Service, and after deletion nothing is left for the hostname.

@@ -1,9 +1,9 @@
 /**
- * RateLimitPolicy `spec.targetRefs` wired into a REAL Contour (issue 28, item 4; docs/ratelimits.md,
- * "Attaching to Contour"): the operator applies the policy's descriptors to a root HTTPProxy, Contour
- * takes it (its status) and builds the Envoy configuration it would push (its xDS, read with
- * `contour cli rds|lds|cds`), and the descriptors Envoy would build from that configuration for a
- * request are checked against the sandbox's rate-limit service with envoyproxy/ratelimit's client.
+ * RateLimitPolicy `spec.targetRefs` wired into a REAL Contour (docs/ratelimits.md, "Attaching to
+ * Contour"): the operator applies the policy's descriptors to a root HTTPProxy, Contour takes it
+ * (its status) and builds the Envoy configuration it would push (its xDS, read with `contour cli
+ * rds|lds|cds`), and the descriptors Envoy would build from that configuration for a request are
+ * checked against the sandbox's rate-limit service with envoyproxy/ratelimit's client.
  *
  * No Envoy runs in the sandbox, so the step from Contour's `rate_limits` actions to descriptors is
  * evaluated here (`descriptorsFor`), for the three action kinds Portico's descriptors use, with
@@ -584,14 +584,28 @@ describe('targets that cannot be wired', () => {
     expect(JSON.stringify(descriptorsOn(await readProxy('later')))).toContain(`${ns}/early`);
   });
 
-  it('refuses a kind other than HTTPProxy, naming it', async () => {
+  it('refuses a kind it cannot wire (a Gateway), naming it and the kinds it can', async () => {
+    await createPolicy(ns, 'gateway', {
+      targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'web' }],
+      plans,
+      defaultPlan: 'free',
+    });
+    const c = await waitForAttached('gateway', 'False', 'UnsupportedTarget');
+    expect(c.message).toContain(
+      'gateway.networking.k8s.io/Gateway web: only projectcontour.io/HTTPProxy and gateway.networking.k8s.io/HTTPRoute targets are supported',
+    );
+  });
+
+  it('an HTTPRoute target while the Envoy Gateway attachment is off (this stack runs Contour) says so', async () => {
     await createPolicy(ns, 'route', {
       targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'web' }],
       plans,
       defaultPlan: 'free',
     });
-    const c = await waitForAttached('route', 'False', 'UnsupportedTarget');
-    expect(c.message).toContain('gateway.networking.k8s.io/HTTPRoute web: only projectcontour.io/HTTPProxy');
+    const c = await waitForAttached('route', 'False', 'EnvoyGatewayAttachmentDisabled');
+    expect(c.message).toContain(
+      'gateway.networking.k8s.io/HTTPRoute web: the operator runs with --envoy-gateway-attachment=false',
+    );
   });
 
   it('refuses an HTTPProxy without spec.virtualhost (not a root proxy) and writes nothing to it', async () => {

@@ -1,10 +1,11 @@
 /**
- * A routing class of Portico's own (docs/routing.md; issue 28, "leave no way to split a claimed
- * hostname's traffic"), against REAL Contours: the stack's Contour (no `--ingress-class-name`, so it
- * serves objects with no class, as a cluster's shared ingress does) and a second one started here
- * with `--ingress-class-name portico-edge`, serving only Portico's routes. An operator of this file's
- * own runs with `--ingress-flavor contour --ingress-class portico-edge`, and the chart's
- * `admissionPolicy.routingClass` (rendered with `helm template`) is applied to the real API server.
+ * A routing class of Portico's own (docs/routing.md, "A routing class of Portico's own": leave no
+ * way to split a claimed hostname's traffic), against REAL Contours: the stack's Contour (no
+ * `--ingress-class-name`, so it serves objects with no class, as a cluster's shared ingress does)
+ * and a second one started here with `--ingress-class-name portico-edge`, serving only Portico's
+ * routes. An operator of this file's own runs with `--ingress-flavor contour --ingress-class
+ * portico-edge`, and the chart's `admissionPolicy.routingClass` (rendered with `helm template`) is
+ * applied to the real API server.
  *
  * What is asserted comes from the real components: the HTTPProxy statuses the Contours write, what
  * each would push to Envoy (`contour cli rds`), and the API server's admission answers. The test

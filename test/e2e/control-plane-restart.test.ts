@@ -1,10 +1,11 @@
 /**
- * The control plane restarts in the middle of an issuance (issue #10, "Faults still untested"): the
- * domain reaches Ready with one certificate (one order, one finalize at the CA; one TLS Secret whose
- * key is the certificate's), and nothing is missed (a domain created after the restart is seen
- * through the rebuilt watches). The order is held at its challenge response by the fault proxy in
- * front of the real Pebble; the stack's own kube-apiserver or etcd is stopped (SIGTERM) while the
- * order runs on, and started again on the same data.
+ * The control plane restarts in the middle of an issuance (docs/reliability.md, "Custom domains:
+ * faults of the parts Portico depends on"): the domain reaches Ready with one certificate (one
+ * order, one finalize at the CA; one TLS Secret whose key is the certificate's), and nothing is
+ * missed (a domain created after the restart is seen through the rebuilt watches). The order is
+ * held at its challenge response by the fault proxy in front of the real Pebble; the stack's own
+ * kube-apiserver or etcd is stopped (SIGTERM) while the order runs on, and started again on the
+ * same data.
  */
 import { describe, expect, it } from 'vitest';
 import { ETCD } from '../../src/sandbox/etcd.js';

@@ -267,7 +267,7 @@ describe('spec.redirect', () => {
     expectRejected(result, [message]);
   });
 
-  it('rejects an update that points redirect.to at the hostname itself (issue #11)', async () => {
+  it('rejects an update that points redirect.to at the hostname itself (docs/customdomains.md, RedirectToSelf)', async () => {
     const name = 'redirect-self-update';
     await kubectl(['delete', 'customdomain', name, '-n', NAMESPACE, '--ignore-not-found', '--wait=false']);
     await kubectlOk(

@@ -1,10 +1,10 @@
 /**
- * Routed (and so Ready) only once the data plane has taken the route (issue 11, items 1 and 2), on
- * the real stack with the Gateway API CRDs installed. Ingress mode is judged by the stack's real
- * Contour (test/e2e/contour-ingress.test.ts, its acknowledgement and its absence). No Gateway API
- * implementation runs in this stack (Contour here serves Ingress and HTTPProxy only), so the gateway
- * tests play one by writing the status fields a real one writes (an HTTPRoute's `status.parents`; a
- * ListenerSet's conditions), and say so in their names.
+ * Routed (and so Ready) only once the data plane has taken the route (docs/routing.md, "Data-plane
+ * acknowledgement"), on the real stack with the Gateway API CRDs installed. Ingress mode is judged
+ * by the stack's real Contour (test/e2e/contour-ingress.test.ts, its acknowledgement and its
+ * absence). No Gateway API implementation runs in this stack (Contour here serves Ingress and
+ * HTTPProxy only), so the gateway tests play one by writing the status fields a real one writes (an
+ * HTTPRoute's `status.parents`; a ListenerSet's conditions), and say so in their names.
  *
  * The tests stop the stack's operator and run operators of their own: with the acknowledgement off,
  * then on in gateway mode; the stack's operator is started again at the end.

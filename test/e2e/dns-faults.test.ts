@@ -1,9 +1,10 @@
 /**
- * Issue 10, item 9: a DNS fault never takes a Live domain out of Ready. A resolver failure
- * (SERVFAIL from pebble-challtestsrv; a resolver that never answers, a UDP port that swallows every
- * query) leaves the domain verified however long it lasts; a definite answer that no longer matches
- * unverifies it only after the grace period (8 s here, `--dns-mismatch-grace-seconds`). The checks
- * are forced with the verify annotation, so each fault is looked at at once.
+ * DNS faults on a verified domain (docs/customdomains.md): a DNS fault never takes a Live domain
+ * out of Ready. A resolver failure (SERVFAIL from pebble-challtestsrv; a resolver that never
+ * answers, a UDP port that swallows every query) leaves the domain verified however long it lasts;
+ * a definite answer that no longer matches unverifies it only after the grace period (8 s here,
+ * `--dns-mismatch-grace-seconds`). The checks are forced with the verify annotation, so each fault
+ * is looked at at once.
  */
 import { createSocket, type Socket } from 'node:dgram';
 import { once } from 'node:events';

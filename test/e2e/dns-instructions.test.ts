@@ -1,9 +1,9 @@
 /**
- * DNS instructions a dashboard can show as they are (issue #11, item 5): status.dnsRecords, as the
- * real API server stores what the operator wrote, gives each record's name relative to the
- * customer's zone (`@` at an apex) beside the full name, an apex's A/AAAA alternatives when the
- * platform has fixed addresses (and says so when it has none), and every not-yet-verified message
- * says that DNS changes can take up to 48 hours.
+ * DNS instructions a dashboard can show as they are (docs/customdomains.md, "DNS instructions"):
+ * status.dnsRecords, as the real API server stores what the operator wrote, gives each record's
+ * name relative to the customer's zone (`@` at an apex) beside the full name, an apex's A/AAAA
+ * alternatives when the platform has fixed addresses (and says so when it has none), and every
+ * not-yet-verified message says that DNS changes can take up to 48 hours.
  *
  * The first two tests use the stack's operator (no --apex-addresses); the last runs an operator of
  * its own with --apex-addresses 127.0.0.1,::1 (the sandbox target's address, and an IPv6 one).

@@ -1,10 +1,10 @@
 /**
- * Gateway API mode judged by a real Envoy Gateway v1.9.1 (issue 29, items 1 to 3): the file starts
- * Envoy Gateway in the stack (support/envoy-gateway.ts) with the sandbox's GatewayClass and Gateway,
- * and runs an operator of its own in gateway mode with the acknowledgement on and `--data-plane-name
- * "Envoy Gateway"`. Every assertion about the data plane reads what Envoy Gateway wrote (HTTPRoute
- * and ListenerSet status) or what it serves an Envoy over xDS (its ADS stream, asked as Envoy asks:
- * support/envoy-gateway.ts). The test writes no status.
+ * Gateway API mode judged by a real Envoy Gateway v1.9.1 (docs/routing.md, "Envoy Gateway"): the
+ * file starts Envoy Gateway in the stack (support/envoy-gateway.ts) with the sandbox's GatewayClass
+ * and Gateway, and runs an operator of its own in gateway mode with the acknowledgement on and
+ * `--data-plane-name "Envoy Gateway"`. Every assertion about the data plane reads what Envoy
+ * Gateway wrote (HTTPRoute and ListenerSet status) or what it serves an Envoy over xDS (its ADS
+ * stream, asked as Envoy asks: support/envoy-gateway.ts). The test writes no status.
  *
  * No Envoy runs here: Envoy Gateway's Envoy Deployment never starts, so the Gateway stays
  * `Programmed=False` (`AddressNotAssigned`); Portico does not read the Gateway's conditions, only
@@ -340,11 +340,16 @@ describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
   it("a ListenerSet whose Secret does not exist (the certificate held back by a CAA record for another CA): Routed=False with Envoy Gateway's InvalidCertificateRef", async () => {
     const ns = unique('eg-nocert');
     await createProject(ns);
-    const hostname = `www.${ns}.example`;
+    const zone = `${ns}.example`;
+    const hostname = `www.${zone}`;
     await dns.setCname(hostname, sandbox.platformCnameTarget);
-    await dns.post('/add-caa', { host: hostname, policies: [{ tag: 'issue', value: 'digicert.com' }] });
+    // At the parent: a CAA record beside the hostname's CNAME is never seen (RFC 8659 §3 follows
+    // the CNAME, then climbs the original name's parents), so the CA would issue.
+    await dns.post('/add-caa', { host: zone, policies: [{ tag: 'issue', value: 'digicert.com' }] });
     try {
       await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+      // The CA's refusal first, so nothing can replace the Secret while Routed is read.
+      await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'CAAForbidsIssuance', 60_000);
       const cd = await waitForCondition(ns, 'www', 'Routed', 'False', 'InvalidCertificateRef', 60_000);
       const set = await read<ListenerSetWithStatus>('listenersets', ns, 'portico-www');
       const listener = set.status?.listeners?.find((l) => l.name === 'https');
@@ -355,16 +360,19 @@ describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
       );
       expect(domainCondition(cd, 'Ready').status).toBe('False');
     } finally {
-      await dns.post('/clear-caa', { host: hostname });
+      await dns.post('/clear-caa', { host: zone });
     }
   });
 
   it("a Secret that is not a usable certificate (its tls.crt no PEM; the CA held back by CAA, so Portico issues none to replace it): Routed=False with Envoy Gateway's InvalidCertificateRef and its parse error", async () => {
     const ns = unique('eg-badcert');
     await createProject(ns);
-    const hostname = `www.${ns}.example`;
+    const zone = `${ns}.example`;
+    const hostname = `www.${zone}`;
     await dns.setCname(hostname, sandbox.platformCnameTarget);
-    await dns.post('/add-caa', { host: hostname, policies: [{ tag: 'issue', value: 'digicert.com' }] });
+    // At the parent: a CAA record beside the hostname's CNAME is never seen (RFC 8659 §3 follows
+    // the CNAME, then climbs the original name's parents), so the CA would issue.
+    await dns.post('/add-caa', { host: zone, policies: [{ tag: 'issue', value: 'digicert.com' }] });
     try {
       await kube().core.createNamespacedSecret({
         namespace: ns,
@@ -378,6 +386,7 @@ describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
         },
       });
       await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+      await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'CAAForbidsIssuance', 60_000);
       // Envoy Gateway's words for a Secret that holds data but no certificate (not the "does not
       // exist" of a missing one): what its listener says is what Routed carries.
       const cd = await waitFor(
@@ -404,7 +413,7 @@ describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
       );
       expect(domainCondition(cd, 'Ready').status).toBe('False');
     } finally {
-      await dns.post('/clear-caa', { host: hostname });
+      await dns.post('/clear-caa', { host: zone });
     }
   });
 

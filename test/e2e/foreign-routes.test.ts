@@ -1,10 +1,10 @@
 /**
- * Hijack by a foreign route (issue 28): an Ingress made by hand in another namespace names a Live
- * domain's hostname, with path `/` to another Service. The stack's real Contour (v1.33.8) takes it
- * too; what it then routes for the hostname is read from its RDS (`contour cli`, support/contour.ts)
- * and recorded here as seen. The operator must report it: Conflicted=True naming the Ingress as
- * `Ingress namespace/name`, Ready=False (ForeignRoute), one Warning Event, and
- * `portico_customdomain_foreign_routes`; deleting the Ingress clears it.
+ * Hijack by a foreign route (docs/routing.md, "Foreign routes"): an Ingress made by hand in another
+ * namespace names a Live domain's hostname, with path `/` to another Service. The stack's real
+ * Contour (v1.33.8) takes it too; what it then routes for the hostname is read from its RDS
+ * (`contour cli`, support/contour.ts) and recorded here as seen. The operator must report it:
+ * Conflicted=True naming the Ingress as `Ingress namespace/name`, Ready=False (ForeignRoute), one
+ * Warning Event, and `portico_customdomain_foreign_routes`; deleting the Ingress clears it.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import {

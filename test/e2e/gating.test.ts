@@ -261,8 +261,9 @@ describe('takeover safety', () => {
       uid: created.metadata.uid,
     });
 
-    // A claim whose holder exists but has another hostname does not count (issue #10 item 3; more
-    // in hostnameclaim-forgery.test.ts): the CustomDomain of that hostname replaces it.
+    // A claim whose holder exists but has another hostname does not count (docs/customdomains.md,
+    // "Who holds a hostname"; more in hostnameclaim-forgery.test.ts): the CustomDomain of that
+    // hostname replaces it.
     const other = unique('stale-b');
     const held = `${unique('held')}.tenant.example`;
     await Promise.all([createProject(other), dns.setCname(held, target)]);

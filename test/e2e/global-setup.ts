@@ -1,7 +1,8 @@
 /**
- * One real stack per test run (DESIGN.md "Real parts"): kube-apiserver + etcd, Pebble,
- * pebble-challtestsrv, Redis, Contour (the data plane's controller) and the operator from dist/, in `.sandbox-e2e/` with free ports, so a
- * developer's own `.sandbox/` is untouched. Torn down after the run unless PORTICO_E2E_KEEP=1.
+ * One real stack per test run (README.md, "Tests"): kube-apiserver + etcd, Pebble,
+ * pebble-challtestsrv, Redis, Contour (the data plane's controller) and the operator from dist/, in
+ * `.sandbox-e2e/` with free ports, so a developer's own `.sandbox/` is untouched. Torn down after
+ * the run unless PORTICO_E2E_KEEP=1.
  */
 import { resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';

@@ -1,6 +1,7 @@
 /**
- * HostnameClaims made by hand do not hand a hostname over (issue #10 item 3), on the real stack:
- * kube-apiserver + etcd, Pebble, pebble-challtestsrv and the operator from dist/.
+ * HostnameClaims made by hand do not hand a hostname over (docs/customdomains.md, "Who holds a
+ * hostname"), on the real stack: kube-apiserver + etcd, Pebble, pebble-challtestsrv and the
+ * operator from dist/.
  *
  * - A claim naming a CustomDomain whose hostname is another name does not count: the CustomDomain
  *   of the claimed hostname replaces it and goes Live.

@@ -2,12 +2,12 @@
  * Faults during issuance, on the real stack: the test runs its own operator whose ACME directory is
  * a fault-injecting proxy in front of the sandbox's real Pebble (support/acme-fault-proxy.ts).
  *
- * 1. Removal while an order is in flight (spec §3: removal from any state stops traffic at once and
- *    leaves nothing behind): the CustomDomain is deleted while its challenge response is held on
- *    its way to the CA.
- * 2. HTTP 429 from the CA (spec §7, RFC 8555 §6.7 `rateLimited`): the CA refuses one domain's new
- *    orders; the other domains go on, the refused one says why and when it tries again, never asks
- *    again sooner, and gets its certificate once the CA accepts.
+ * 1. Removal while an order is in flight (docs/customdomains.md, "Removal": removal from any state
+ *    stops traffic at once and leaves nothing behind): the CustomDomain is deleted while its
+ *    challenge response is held on its way to the CA.
+ * 2. HTTP 429 from the CA (docs/customdomains.md, `CARateLimited`; RFC 8555 §6.7 `rateLimited`):
+ *    the CA refuses one domain's new orders; the other domains go on, the refused one says why and
+ *    when it tries again, never asks again sooner, and gets its certificate once the CA accepts.
  * 3. A request the CA never answers (`--acme-request-timeout-seconds`): one domain's finalize is
  *    held; the attempt fails at the deadline naming the step, says when it tries again, and the
  *    next attempt gets the certificate.

@@ -1,9 +1,9 @@
 /**
- * The backoff after a failed certificate attempt survives a restart (issue #12, "Issuance state in
- * status"): the CA refuses a domain's order, the status records the failure as structured fields
- * (status.issuance), the operator is SIGKILLed (a crash, or a failover to another replica) and a new
- * one starts with nothing in memory, and no order for the domain reaches the CA before the recorded
- * next attempt. The orders are counted at the fault proxy in front of the real Pebble
+ * The backoff after a failed certificate attempt survives a restart (docs/customdomains.md,
+ * "Issuance state"): the CA refuses a domain's order, the status records the failure as structured
+ * fields (status.issuance), the operator is SIGKILLed (a crash, or a failover to another replica)
+ * and a new one starts with nothing in memory, and no order for the domain reaches the CA before
+ * the recorded next attempt. The orders are counted at the fault proxy in front of the real Pebble
  * (support/acme-fault-proxy.ts), which Pebble's own log could not tell apart per hostname.
  *
  * Before, the failure count, the backoff and the CA's Retry-After lived only in the operator's

@@ -169,7 +169,9 @@ describe('kubectl portico explain', () => {
     expect(stdout).toContain(`CustomDomain ${free}/www: ${freeHost}`);
     expect(stdout).toContain('Held back by: Accepted=False, reason PlanNotEligible (Warning)');
     expect(stdout).toMatch(/Message: +.*free plan/);
-    expect(stdout).toContain('Meaning:      custom domains need Pro or above (spec §1.2)');
+    expect(stdout).toContain(
+      'Meaning:      custom domains need Pro or above (docs/customdomains.md, "Conditions and reasons")',
+    );
     expect(stdout).toContain(`Fix:          Upgrade the project to Pro or above`);
     expect(stdout).toContain(`kubectl get namespace ${free} --show-labels`);
   });

@@ -1,9 +1,10 @@
 /**
- * The operator is SIGKILLed at each step of an issuance (issue #10, "Faults still untested"): after
- * the new order, after the CA accepted the challenge response, after finalize, and before the
- * Secret write. A new operator then takes over. Each time: at most one extra order at the CA (the
- * killed process's order is lost with it, the next places one), the domain Ready, exactly one TLS
- * Secret, whose key is its certificate's (no key lost, none mismatched).
+ * The operator is SIGKILLed at each step of an issuance (docs/reliability.md, "Custom domains:
+ * faults of the parts Portico depends on"): after the new order, after the CA accepted the
+ * challenge response, after finalize, and before the Secret write. A new operator then takes over.
+ * Each time: at most one extra order at the CA (the killed process's order is lost with it, the
+ * next places one), the domain Ready, exactly one TLS Secret, whose key is its certificate's (no
+ * key lost, none mismatched).
  *
  * The steps are held by the fault proxy in front of the real Pebble, with Pebble's answer held on its
  * way back (Pebble has acted on the request; the operator has not heard of it), and for the last step

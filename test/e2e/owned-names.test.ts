@@ -1,9 +1,10 @@
 /**
- * Issue 10, item 6: the objects two CustomDomains own can never collide, and no reconcile deletes or
- * overwrites an object another domain owns. A redirect domain `col` (whose challenge-only Ingress
- * was once named `portico-col-acme`) beside a serving domain `col-acme` (whose Ingress is
- * `portico-col-acme`), run by an operator with a challenge Service configured so the challenge
- * Ingress exists (the sandbox has no ingress controller: the test reads the stored objects).
+ * Owned names (docs/routing.md, "Modes and flavors"; docs/reliability.md): the objects two
+ * CustomDomains own can never collide, and no reconcile deletes or overwrites an object another
+ * domain owns. A redirect domain `col` (whose challenge-only Ingress was once named
+ * `portico-col-acme`) beside a serving domain `col-acme` (whose Ingress is `portico-col-acme`), run
+ * by an operator with a challenge Service configured so the challenge Ingress exists (the sandbox
+ * has no ingress controller: the test reads the stored objects).
  */
 import type { V1Ingress } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

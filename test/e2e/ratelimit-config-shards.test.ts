@@ -1,7 +1,7 @@
 /**
- * The compiled rate-limit config has no cluster-wide size ceiling (issue #10 item 2), on the real
- * stack: the sandbox's operator compiles the policies into several ConfigMaps (shards) and the
- * sandbox's `portico ratelimit-server` loads them all.
+ * The compiled rate-limit config has no cluster-wide size ceiling (docs/ratelimits.md, "The
+ * compiled config"), on the real stack: the sandbox's operator compiles the policies into several
+ * ConfigMaps (shards) and the sandbox's `portico ratelimit-server` loads them all.
  *
  * - Policies whose compiled config is over 1 MiB in total (the API server's limit for one ConfigMap)
  *   are all Enforced, and another tenant's small policy created after them too.

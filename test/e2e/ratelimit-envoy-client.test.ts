@@ -1,10 +1,10 @@
 /**
- * An independent client gets the same answers (issue 4): envoyproxy/ratelimit's `src/client_cmd`
- * (Go, generated from Envoy's protos by go-control-plane; built from the Go module proxy at the
- * commit pinned in scripts/install-tools.sh) calls the sandbox's rate-limit server for one key while
- * Portico's own client calls it for another key of the same plan, in lockstep: after every pair of
- * calls the two answers must agree on the code, the limit, the remaining count and the headers.
- * client_cmd's text answer is read by `parseClientCmd` (ratelimit-helpers.ts).
+ * An independent client gets the same answers (docs/ratelimits.md, "Tests"): envoyproxy/ratelimit's
+ * `src/client_cmd` (Go, generated from Envoy's protos by go-control-plane; built from the Go module
+ * proxy at the commit pinned in scripts/install-tools.sh) calls the sandbox's rate-limit server for
+ * one key while Portico's own client calls it for another key of the same plan, in lockstep: after
+ * every pair of calls the two answers must agree on the code, the limit, the remaining count and
+ * the headers. client_cmd's text answer is read by `parseClientCmd` (ratelimit-helpers.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unique } from './support/cluster.js';

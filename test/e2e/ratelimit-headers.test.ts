@@ -1,7 +1,7 @@
 /**
- * Headers on every answer (issue 30 item 1), on the real stack: the sandbox's operator compiles the
- * policies and its `portico ratelimit-server` answers envoyproxy/ratelimit's own client
- * (`client_cmd`) over real gRPC, counting in the real Redis.
+ * Headers on every answer (docs/ratelimits.md, "The answer"), on the real stack: the sandbox's
+ * operator compiles the policies and its `portico ratelimit-server` answers envoyproxy/ratelimit's
+ * own client (`client_cmd`) over real gRPC, counting in the real Redis.
  *
  * - A descriptor without `key_id` is never unlimited: by default it is limited by `remote_address`
  *   (what Envoy's `remote_address` action sends), on counters of its own; without that entry, or

@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { Redis } from 'ioredis';
 import type { RateLimitPolicy, RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
-import type { CompiledPolicy } from '../../src/ratelimit/config-schema.js';
+import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
 import { createRateLimitClient, type RateLimitClient } from '../../src/ratelimit/grpc.js';
 import { loadedGeneration, parseReports, policyToken } from '../../src/ratelimit/load-report.js';
 import type { RateLimitResponse } from '../../src/ratelimit/protocol.js';
@@ -127,6 +127,24 @@ export async function waitUntilLoaded(
 
 export async function createNamespace(name: string): Promise<void> {
   await clients().core.createNamespace({ body: { metadata: { name } } });
+}
+
+/**
+ * Creates `namespace` with the rate-limit config ConfigMap a test server started with
+ * `--config-namespace <namespace>` reads: `entries` rendered as the controller renders them.
+ */
+export async function createNamespaceWithConfig(
+  namespace: string,
+  entries: readonly CompiledPolicy[],
+): Promise<void> {
+  await createNamespace(namespace);
+  await clients().core.createNamespacedConfigMap({
+    namespace,
+    body: {
+      metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
+      data: { 'config.json': renderCompiledConfig(entries) },
+    },
+  });
 }
 
 /** The answer of one check, with the headers as a plain object. */

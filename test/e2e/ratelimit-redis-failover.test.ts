@@ -25,7 +25,7 @@ import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
+import type { CompiledPolicy } from '../../src/ratelimit/config-schema.js';
 import type { RateLimitClient } from '../../src/ratelimit/grpc.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
 import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
@@ -36,8 +36,7 @@ import { unique, waitFor } from './support/cluster.js';
 import {
   TOOLS_BIN,
   check,
-  clients,
-  createNamespace,
+  createNamespaceWithConfig,
   freshMinute,
   metricValue,
   startProcess,
@@ -139,14 +138,7 @@ async function server(instance: string, extra: readonly string[]): Promise<TestS
 }
 
 beforeAll(async () => {
-  await createNamespace(ns);
-  await clients().core.createNamespacedConfigMap({
-    namespace: ns,
-    body: {
-      metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
-      data: { 'config.json': renderCompiledConfig([ENTRY]) },
-    },
-  });
+  await createNamespaceWithConfig(ns, [ENTRY]);
 });
 
 afterAll(async () => {

@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
+import type { CompiledPolicy } from '../../src/ratelimit/config-schema.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
 import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
 import { currentWindows } from '../../src/ratelimit/windows.js';
@@ -23,8 +23,7 @@ import { unique, waitFor } from './support/cluster.js';
 import {
   TOOLS_BIN,
   check,
-  clients,
-  createNamespace,
+  createNamespaceWithConfig,
   freshMinute,
   metricValue,
   startProcess,
@@ -122,14 +121,7 @@ beforeAll(async () => {
     10_000,
     50,
   );
-  await createNamespace(ns);
-  await clients().core.createNamespacedConfigMap({
-    namespace: ns,
-    body: {
-      metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
-      data: { 'config.json': renderCompiledConfig([ENTRY]) },
-    },
-  });
+  await createNamespaceWithConfig(ns, [ENTRY]);
 });
 
 afterAll(async () => {

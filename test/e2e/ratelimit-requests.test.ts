@@ -1,6 +1,7 @@
 /**
- * What one ShouldRateLimit call may carry and what it may cost (issue #10 items 1 and 4), with real
- * processes: a Redis of this test's own, `portico ratelimit-server` from dist/ over gRPC.
+ * What one ShouldRateLimit call may carry and what it may cost (docs/ratelimits.md, "Request
+ * limits" and "Redis"), with real processes: a Redis of this test's own, `portico ratelimit-server`
+ * from dist/ over gRPC.
  *
  * - A request over a bound (message size, descriptors, entries, entry length, domain length) is
  *   refused with its gRPC code and a message naming the bound; a large request that is within the
@@ -15,7 +16,7 @@ import type { ServiceError } from '@grpc/grpc-js';
 import { status } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
+import type { CompiledPolicy } from '../../src/ratelimit/config-schema.js';
 import type { RateLimitDescriptor, RateLimitRequest } from '../../src/ratelimit/protocol.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
 import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
@@ -24,8 +25,7 @@ import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { unique, waitFor } from './support/cluster.js';
 import {
   check,
-  clients,
-  createNamespace,
+  createNamespaceWithConfig,
   freshMinute,
   metricValue,
   startTestRedis,
@@ -55,14 +55,7 @@ function track<T extends TestProcess>(p: T): T {
 }
 
 beforeAll(async () => {
-  await createNamespace(ns);
-  await clients().core.createNamespacedConfigMap({
-    namespace: ns,
-    body: {
-      metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
-      data: { 'config.json': renderCompiledConfig([ENTRY]) },
-    },
-  });
+  await createNamespaceWithConfig(ns, [ENTRY]);
 });
 
 afterAll(async () => {

@@ -1,10 +1,10 @@
 /**
- * The rate-limit server when things go wrong, with real processes (issue 4): Redis down answered by
- * the configured failure mode (local, allow or deny; issue 30: with the headers of each replica's own
- * counts for local and allow), logged and counted; Redis back, counting again, also
- * when it is killed and restarted under load (issue 10); a
- * Redis Cluster (hash tags keep one key's counters in one slot); a config the service rejects shows
- * Enforced=False with its reason; and the CRD's validation rules.
+ * The rate-limit server when things go wrong, with real processes (docs/ratelimits.md, "Degraded
+ * mode (Redis down)"; docs/reliability.md, "Rate-limit service"): Redis down answered by the
+ * configured failure mode (local, allow or deny; with the headers of each replica's own counts for
+ * local and allow), logged and counted; Redis back, counting again, also when it is killed and
+ * restarted under load; a Redis Cluster (hash tags keep one key's counters in one slot); a config
+ * the service rejects shows Enforced=False with its reason; and the CRD's validation rules.
  *
  * The servers started here read a config of their own (a ConfigMap in a namespace of this test), so
  * they never report on the sandbox's policies.
@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RateLimitPolicy, RateLimitPolicySpec } from '../../src/api/ratelimitpolicy.js';
-import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
+import type { CompiledPolicy } from '../../src/ratelimit/config-schema.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
 import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
 import { currentWindows } from '../../src/ratelimit/windows.js';
@@ -27,6 +27,7 @@ import {
   check,
   clients,
   createNamespace,
+  createNamespaceWithConfig,
   createPolicy,
   freshMinute,
   metricValue,
@@ -75,14 +76,7 @@ function server(redisUrl: string, extra: readonly string[] = []): Promise<TestSe
 }
 
 beforeAll(async () => {
-  await createNamespace(ns);
-  await clients().core.createNamespacedConfigMap({
-    namespace: ns,
-    body: {
-      metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
-      data: { 'config.json': renderCompiledConfig([ENTRY]) },
-    },
-  });
+  await createNamespaceWithConfig(ns, [ENTRY]);
 });
 
 afterAll(async () => {
@@ -436,7 +430,7 @@ describe('the RateLimitPolicy CRD', () => {
     });
   }
 
-  it('accepts the policy of DESIGN.md', async () => {
+  it('accepts the example policy of docs/ratelimits.md', async () => {
     await createPolicyDryRun({
       plans: [
         { name: 'free', requestsPerMinute: 60, requestsPerDay: 1000 },

@@ -1,16 +1,17 @@
 /**
- * The rate-limit server's transport (issue 30 item 2), with real processes: `portico ratelimit-server`
- * from dist/, certificates made by openssl, @grpc/grpc-js clients, node:tls for the certificate a
- * connection is served.
+ * The rate-limit server's transport (docs/ratelimits.md, "Transport"), with real processes:
+ * `portico ratelimit-server` from dist/, certificates made by openssl, @grpc/grpc-js clients,
+ * node:tls for the certificate a connection is served.
  *
  * - mTLS: a client with a certificate of the client CA is answered; one without a certificate, or with
  *   one of another CA, is refused in the handshake, and the server goes on serving;
  * - a certificate replaced on disk is served to new connections without a restart;
  * - grpc.health.v1.Health answers SERVING for "" and the RateLimitService;
  * - SIGTERM: a check in flight (waiting on a paused Redis) is answered, then the process exits 0;
- * - shadow mode (issue 30 item 4): the 61st check of a 60/min plan is answered OK with the headers and
- *   counted as a would-be refusal; without it, a key over its limit is answered from memory (no
- *   Redis command) until the window ends.
+ * - shadow mode (docs/ratelimits.md, "Shadow mode" and "Keys over their limit, answered from
+ *   memory"): the 61st check of a 60/min plan is answered OK with the headers and counted as a
+ *   would-be refusal; without it, a key over its limit is answered from memory (no Redis command)
+ *   until the window ends.
  */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
@@ -22,14 +23,13 @@ import { promisify } from 'node:util';
 import { credentials, makeGenericClientConstructor, type ServiceError } from '@grpc/grpc-js';
 import { service as healthService } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/config-schema.js';
+import type { CompiledPolicy } from '../../src/ratelimit/config-schema.js';
 import { createRateLimitClient } from '../../src/ratelimit/grpc.js';
 import { SERVICE_NAME } from '../../src/ratelimit/protocol.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { unique, waitFor } from './support/cluster.js';
 import {
-  clients,
-  createNamespace,
+  createNamespaceWithConfig,
   freshMinute,
   metricValue,
   startTestRedis,
@@ -133,14 +133,7 @@ async function serialOf(pem: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  await createNamespace(ns);
-  await clients().core.createNamespacedConfigMap({
-    namespace: ns,
-    body: {
-      metadata: { name: 'portico-ratelimit-config', labels: { 'app.kubernetes.io/component': 'ratelimit' } },
-      data: { 'config.json': renderCompiledConfig([ENTRY]) },
-    },
-  });
+  await createNamespaceWithConfig(ns, [ENTRY]);
   await ca('server');
   await ca('client');
   await ca('rogue');

@@ -1,8 +1,8 @@
 /**
- * The rate-limit service on the real stack (issue 4, "What must be shown"): RateLimitPolicies applied
- * to the real API server, compiled by the operator, loaded by the sandbox's `portico ratelimit-server`
- * (Enforced=True), and checks over real gRPC against the real Redis. Each test uses its own policy
- * (its own rate-limit domain) so their counters never meet.
+ * The rate-limit service on the real stack (docs/ratelimits.md, "Tests"): RateLimitPolicies applied
+ * to the real API server, compiled by the operator, loaded by the sandbox's `portico
+ * ratelimit-server` (Enforced=True), and checks over real gRPC against the real Redis. Each test
+ * uses its own policy (its own rate-limit domain) so their counters never meet.
  *
  * Where a test counts within one clock minute it first makes sure enough of the minute is left
  * (`freshMinute`), so a window boundary cannot split it.

@@ -1,13 +1,13 @@
 /**
- * Redirect targets end to end (issue #11 item 4; docs/customdomains.md "Redirect targets"): a
- * redirect domain is routed only when `spec.redirect.to` is a Ready serving domain of the same
- * project (namespace). A target that is missing, of another project, a redirect itself (a chain or a
- * loop) leaves it Routed=False with its reason; a target that becomes Ready routes it, through the
- * watch of the target's status (no resync). A redirect to itself is refused by the CRD
- * (crd-validation.test.ts). The stack operator waits for the stack's Contour to take each Ingress
- * and runs with no challenge Service, so a routed redirect is Routed once Contour published its
- * address, and an unrouted one writes no Ingress. (Contour ignores the nginx flavor's redirect
- * annotations: what Contour does with a redirect is tested with the `contour` flavor's HTTPProxy.)
+ * Redirect targets end to end (docs/customdomains.md, "Redirect targets"): a redirect domain is
+ * routed only when `spec.redirect.to` is a Ready serving domain of the same project (namespace). A
+ * target that is missing, of another project, a redirect itself (a chain or a loop) leaves it
+ * Routed=False with its reason; a target that becomes Ready routes it, through the watch of the
+ * target's status (no resync). A redirect to itself is refused by the CRD (crd-validation.test.ts).
+ * The stack operator waits for the stack's Contour to take each Ingress and runs with no challenge
+ * Service, so a routed redirect is Routed once Contour published its address, and an unrouted one
+ * writes no Ingress. (Contour ignores the nginx flavor's redirect annotations: what Contour does
+ * with a redirect is tested with the `contour` flavor's HTTPProxy.)
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../src/api/customdomain.js';

@@ -1,12 +1,12 @@
 /**
- * A release as a platform team meets it (issue 33, docs/install.md "Releasing Portico"): CNCF
- * Distribution's registry on loopback (built by scripts/install-tools.sh --test); `npm run release`
- * in a copy of this work tree (a git repository of its own, so the release's commit and tag stay
- * there) refusing bad input with nothing changed, then releasing a version into the registry with
- * its files; `helm install` of that version from `oci://127.0.0.1:<port>/charts/portico` into the
- * stack's API server; a second release and `helm upgrade --reuse-values` to it; the released
- * `kubectl-portico` single executable found by the real kubectl on a PATH with no Node.js on it,
- * explaining a domain the stack's operator reconciled; and the arm64 executable under qemu-user.
+ * A release as a platform team meets it (docs/install.md, "Releasing Portico"): CNCF Distribution's
+ * registry on loopback (built by scripts/install-tools.sh --test); `npm run release` in a copy of
+ * this work tree (a git repository of its own, so the release's commit and tag stay there) refusing
+ * bad input with nothing changed, then releasing a version into the registry with its files; `helm
+ * install` of that version from `oci://127.0.0.1:<port>/charts/portico` into the stack's API
+ * server; a second release and `helm upgrade --reuse-values` to it; the released `kubectl-portico`
+ * single executable found by the real kubectl on a PATH with no Node.js on it, explaining a domain
+ * the stack's operator reconciled; and the arm64 executable under qemu-user.
  *
  * The copy's CRDs are renamed into a group of their own (copy<plural>.<id>.portico.dev), as in
  * helm.test.ts: the stack's API server already serves Portico's CRDs, and Helm skips a chart's

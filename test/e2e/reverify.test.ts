@@ -1,13 +1,13 @@
 /**
- * Spec §3 table, "Verified, no certificate after 30 minutes → Re-verify → a fresh certificate
- * attempt is triggered", for an order stuck in flight (issue #11, item 6). The test runs its own
- * operator with a 3 s overdue threshold, whose ACME directory is the recording proxy in front of the
- * sandbox's real Pebble (support/acme-fault-proxy.ts): the proxy holds the domain's first challenge
- * response before Pebble sees it, so that order stays pending at the CA, in flight, past the
- * threshold (CertificateOverdue). A verify request (the annotation `kubectl portico verify` sets)
- * then abandons it: a second new-order reaches the CA, CertificateOverdue clears at once, and the
- * second order, not held, makes the domain Ready. The abandoned order is counted as cancelled, never
- * as failed.
+ * Re-verify of a verified domain with no certificate after 30 minutes starts a fresh certificate
+ * attempt, for an order stuck in flight too (docs/customdomains.md, "Verify and re-verify"). The
+ * test runs its own operator with a 3 s overdue threshold, whose ACME directory is the recording
+ * proxy in front of the sandbox's real Pebble (support/acme-fault-proxy.ts): the proxy holds the
+ * domain's first challenge response before Pebble sees it, so that order stays pending at the CA,
+ * in flight, past the threshold (CertificateOverdue). A verify request (the annotation `kubectl
+ * portico verify` sets) then abandons it: a second new-order reaches the CA, CertificateOverdue
+ * clears at once, and the second order, not held, makes the domain Ready. The abandoned order is
+ * counted as cancelled, never as failed.
  */
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

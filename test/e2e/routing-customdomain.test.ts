@@ -36,7 +36,8 @@ describe('a redirect domain (ingress-nginx flavor)', () => {
 
   beforeAll(async () => {
     await createProject(ns);
-    // The redirect's target: a serving domain of the same project, Ready (issue #11, item 4).
+    // The redirect's target: a serving domain of the same project, Ready (docs/customdomains.md,
+    // "Redirect targets").
     await dns.setCname(to, sandbox.platformCnameTarget);
     await createCustomDomain(ns, 'www', { hostname: to, service: { name: 'web' } });
     await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 120_000);
@@ -98,7 +99,7 @@ describe('a redirect domain (ingress-nginx flavor)', () => {
   });
 });
 
-describe('a serving domain naming a port its Service lacks (issue 10, item 8)', () => {
+describe('a serving domain naming a port its Service lacks (docs/customdomains.md, ServicePortNotFound)', () => {
   it('is not routed, says which ports the Service has, and is routed once the Service has the port', async () => {
     const ns = unique('port');
     const hostname = `www.${ns}.example`;

@@ -1,11 +1,11 @@
 /**
- * The serving check (issue 11, item 3) on the real stack: an operator of its own runs with
- * --serving-check-address pointing at a TLS server this test starts, which stands in for the
- * ingress controller (no real one in the stack): it serves, by SNI, the certificate of the domain's
- * Secret once the test loads it (as ingress-nginx loads a Secret), else its default certificate, and
- * for a routed Host the project's page, else the default backend's 404. Ready follows what is served:
- * the default certificate, the default backend, the project; after a renewal, Ready only once the
- * new certificate is served.
+ * The serving check (docs/routing.md, "Serving check") on the real stack: an operator of its own
+ * runs with --serving-check-address pointing at a TLS server this test starts, which stands in for
+ * the ingress controller (no real one in the stack): it serves, by SNI, the certificate of the
+ * domain's Secret once the test loads it (as ingress-nginx loads a Secret), else its default
+ * certificate, and for a routed Host the project's page, else the default backend's 404. Ready
+ * follows what is served: the default certificate, the default backend, the project; after a
+ * renewal, Ready only once the new certificate is served.
  */
 import { X509Certificate } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

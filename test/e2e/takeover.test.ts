@@ -1,6 +1,7 @@
 /**
- * Issue #10, "Takeover": ownership verification by the TXT record _portico-challenge.<hostname>,
- * and the dangling-record report, on the real stack (kube-apiserver, Pebble, pebble-challtestsrv).
+ * Takeover (docs/customdomains.md, "Ownership verification" and "Dangling records"): ownership
+ * verification by the TXT record _portico-challenge.<hostname>, and the dangling-record report, on
+ * the real stack (kube-apiserver, Pebble, pebble-challtestsrv).
  *
  * - `recently-claimed` (the default): a hostname never held by another project goes Live on its
  *   CNAME alone; one released by another project (its CustomDomain deleted, the CNAME left in

@@ -49,7 +49,7 @@ function after(previous: CustomDomainStatus | undefined, verdict: Verdict, now: 
 
 const condition = (status: CustomDomainStatus) => status.conditions?.find((c) => c.type === 'DNSVerified');
 
-describe('a verified domain and DNS answers that do not confirm it (issue 10, item 9)', () => {
+describe('a verified domain and DNS answers that do not confirm it (docs/customdomains.md, "DNS faults on a verified domain")', () => {
   const verified = after(undefined, matches, t0);
 
   it('stays verified through resolver failures however long they last, without a new reason', () => {
@@ -116,7 +116,7 @@ describe('a verified domain and DNS answers that do not confirm it (issue 10, it
   });
 });
 
-describe('a dangling record (issue 10, Takeover)', () => {
+describe('a dangling record (docs/customdomains.md, "Dangling records")', () => {
   const DANGLING_MS = 3_600_000;
   const step = (previous: CustomDomainStatus | undefined, verdict: Verdict, now: Date) => {
     const outcome = freshDnsOutcome(verdict, previous, base, now, GRACE_MS, DANGLING_MS);

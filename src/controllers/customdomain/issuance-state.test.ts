@@ -72,7 +72,7 @@ describe('lastIssuanceFailure', () => {
     expect(lastIssuanceFailure({ state: 'succeeded', finishedAt: t0 }, recorded, false)).toBeUndefined();
   });
 
-  it('forgets both on a re-verify (spec §3: a fresh attempt now)', () => {
+  it('forgets both on a re-verify (a fresh attempt now: docs/customdomains.md, "Verify and re-verify")', () => {
     expect(lastIssuanceFailure(undefined, recorded, true)).toBeUndefined();
   });
 

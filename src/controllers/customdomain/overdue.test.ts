@@ -4,7 +4,7 @@ import { abandonsOrderInFlight, overdueClockStart } from './overdue.js';
 const t0 = new Date('2026-01-01T00:00:00.000Z');
 const at = (ms: number): Date => new Date(t0.getTime() + ms);
 
-describe('overdueClockStart (spec §3: re-verify starts a fresh attempt, and the clock with it)', () => {
+describe('overdueClockStart (re-verify starts a fresh attempt, and the clock with it: docs/customdomains.md, "Verify and re-verify")', () => {
   const verifiedAt = '2026-01-01T00:00:00.000Z';
 
   it('counts from verifiedAt, or from a later verify request acted on', () => {
@@ -32,7 +32,7 @@ describe('overdueClockStart (spec §3: re-verify starts a fresh attempt, and the
   });
 });
 
-describe('abandonsOrderInFlight (issue #11, item 6)', () => {
+describe('abandonsOrderInFlight (docs/customdomains.md, "Issuance state")', () => {
   const overdueMs = 30 * 60_000;
   const stuck = {
     verifyRequested: true,

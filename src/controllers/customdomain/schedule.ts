@@ -4,7 +4,7 @@
  *
  * - Unverified: the first checks come fast, then back off: the delay is a tenth of the time spent
  *   waiting so far, at least 5 s and at most 10 min, so a record created minutes after the domain is
- *   seen within seconds to a minute, and checks go on through the 48-hour propagation window (§3).
+ *   seen within seconds to a minute, and checks go on through the 48-hour propagation window (docs/customdomains.md, "Schedules").
  * - Verified: re-checked every hour, so a record that is later removed or changed is noticed.
  * - Transient resolver failures (SERVFAIL, timeout): retried after 15 s.
  * - A verified domain whose DNS stopped matching: re-checked every minute (and at the end of the

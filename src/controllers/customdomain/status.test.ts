@@ -95,7 +95,7 @@ describe('buildStatus', () => {
     });
   });
 
-  it('says why an unusable Secret is being replaced, and never calls it overdue (issue 10, item 5)', () => {
+  it('says why an unusable Secret is being replaced, and never calls it overdue (docs/customdomains.md, "Conditions and reasons")', () => {
     const observed: ObservedState = {
       accepted,
       dnsVerified: verified,
@@ -121,7 +121,7 @@ describe('buildStatus', () => {
     expect(status.phase).toBe('Issuing');
   });
 
-  it('says why a due renewal waits when DNS no longer verifies (issue 10, item 10)', () => {
+  it('says why a due renewal waits when DNS no longer verifies (docs/customdomains.md, "Conditions and reasons")', () => {
     const observed: ObservedState = {
       accepted,
       dnsVerified: { type: 'DNSVerified', status: 'False', reason: 'CNAMEMismatch', message: 'elsewhere' },
@@ -303,7 +303,7 @@ describe('buildStatus', () => {
     );
   });
 
-  it('is overdue also while the order waits for the CA budget, keeping the wait in the message (spec §3, §7.3)', () => {
+  it('is overdue also while the order waits for the CA budget, keeping the wait in the message (docs/customdomains.md, "Issuance state")', () => {
     const queued: ObservedState = {
       accepted,
       dnsVerified: verified,
@@ -425,7 +425,7 @@ describe('asSentence', () => {
   });
 });
 
-describe('buildStatus with foreign routes (issue 28)', () => {
+describe('buildStatus with foreign routes (docs/routing.md, "Foreign routes")', () => {
   const live: ObservedState = {
     accepted,
     dnsVerified: verified,

@@ -1,8 +1,8 @@
 /**
- * Attaching a RateLimitPolicy to Contour (issue 28, item 4; DESIGN.md "RateLimitPolicy",
- * `spec.targetRefs`; docs/ratelimits.md "Attaching to Contour"): what the operator applies to each
- * target HTTPProxy, the ExtensionService that points Contour at the rate-limit service, and the
- * `Attached` verdict. Pure: the controller reads the HTTPProxies and applies what this returns.
+ * Attaching a RateLimitPolicy to Contour through its `spec.targetRefs` (docs/ratelimits.md,
+ * "Attaching to Contour"): what the operator applies to each target HTTPProxy, the ExtensionService
+ * that points Contour at the rate-limit service, and the `Attached` verdict. Pure: the controller
+ * reads the HTTPProxies and applies what this returns.
  *
  * Facts from Contour v1.33.8's source this rests on:
  * - Contour sends ONE rate-limit `domain` for every HTTPProxy (its config's `rateLimitService.domain`,

@@ -35,7 +35,7 @@ describe('parseDurationSeconds', () => {
 });
 
 describe('compilePolicy', () => {
-  it('compiles the spec table of DESIGN.md', () => {
+  it('compiles the example policy of docs/ratelimits.md, "A policy"', () => {
     const result = compilePolicy(policy(SPEC, 3));
     expect(result).toMatchObject({
       ok: true,

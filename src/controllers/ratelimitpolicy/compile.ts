@@ -1,6 +1,6 @@
 /**
- * Compilation of RateLimitPolicies into the rate-limit service's config (issue 4, "Compilation in
- * the operator"), the desired-state step of the controller: pure, unit-tested, no I/O.
+ * Compilation of RateLimitPolicies into the rate-limit service's config (docs/ratelimits.md, "The
+ * compiled config"), the desired-state step of the controller: pure, unit-tested, no I/O.
  *
  * A policy compiles into one entry of `config.json` (`CompiledPolicy`, the schema shared with the
  * server). The checks are the CRD's, run again here with the same messages, because a CRD rule does not

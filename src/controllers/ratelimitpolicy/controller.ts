@@ -1,7 +1,7 @@
 /**
- * The RateLimitPolicy controller (issue 4, "Compilation in the operator"). It watches every
- * RateLimitPolicy and the rate-limit ConfigMaps in the operator's namespace, and runs two kinds of
- * reconcile on one de-duplicating work queue:
+ * The RateLimitPolicy controller (docs/ratelimits.md, "The compiled config" and "Conditions"). It
+ * watches every RateLimitPolicy and the rate-limit ConfigMaps in the operator's namespace, and runs
+ * two kinds of reconcile on one de-duplicating work queue:
  *
  * - the config key: compile every policy (`compile.ts`), spread the entries over the config shards
  *   (`portico-ratelimit-config`, `portico-ratelimit-config-1`, ...; `shards.ts`) and server-side apply
@@ -17,14 +17,15 @@
  * at once (the servers keep enforcing what they loaded from it meanwhile); hand edits of a shard are
  * repaired at the next policy change or resync (every `resyncMs`), not at once.
  *
- * With Contour attachment on (`contour`), a policy's `spec.targetRefs` are wired too (issue 28, item 4;
- * attachment.ts, contour-attacher.ts): the policy reconcile applies its descriptors to each target
- * HTTPProxy under the policy's own field manager and sets `Attached`; a change of an HTTPProxy queues
- * the policies that target it; an `httpproxy:<namespace>/<name>` key removes the fields of policies
- * that no longer target it (deleted, or the target taken out of the list); the `extensionservice` key
- * applies the ExtensionService Contour's config names (at start and every resync). The HTTPProxy watch
- * does not hold back the workers: without Contour's CRD the rest still runs, and targeted policies say
- * so (Attached=Unknown, TargetsNotRead).
+ * With Contour attachment on (`contour`), a policy's `spec.targetRefs` are wired too
+ * (docs/ratelimits.md, "Attaching to Contour"; attachment.ts, contour-attacher.ts): the policy
+ * reconcile applies its descriptors to each target HTTPProxy under the policy's own field manager
+ * and sets `Attached`; a change of an HTTPProxy queues the policies that target it; an
+ * `httpproxy:<namespace>/<name>` key removes the fields of policies that no longer target it
+ * (deleted, or the target taken out of the list); the `extensionservice` key applies the
+ * ExtensionService Contour's config names (at start and every resync). The HTTPProxy watch does not
+ * hold back the workers: without Contour's CRD the rest still runs, and targeted policies say so
+ * (Attached=Unknown, TargetsNotRead).
  *
  * The operator's main starts it: `new RateLimitPolicyController({...}).start()`, `synced`, `stop()`.
  */

@@ -1,10 +1,10 @@
 /**
  * The `Enforced` condition of a RateLimitPolicy, from the load reports of the running rate-limit
- * servers (issue 4: "Enforced only after the running service reports that it has loaded that
- * generation ... a policy must never show Enforced while the service rejected or has not yet seen
- * it"). A report counts while its heartbeat is fresh (`reportStaleAfterMs`); every fresh report must
- * show the policy's generation (and uid) loaded. See docs/adr/2026-11-22-ratelimit-enforced-reporting.md
- * and docs/adr/2026-11-27-compact-load-reports.md. A verdict changes on its own when a report goes
+ * servers (docs/ratelimits.md, "Conditions": Enforced only after every running server reports that
+ * it has loaded that generation; never while a server rejected it or has not yet seen it). A report
+ * counts while its heartbeat is fresh (`reportStaleAfterMs`); every fresh report must show the
+ * policy's generation (and uid) loaded. See docs/adr/2026-11-22-ratelimit-enforced-reporting.md and
+ * docs/adr/2026-11-27-compact-load-reports.md. A verdict changes on its own when a report goes
  * stale: the controller looks again then (`nextReportStaleAtMs`). Pure: the clock is a parameter.
  */
 import {

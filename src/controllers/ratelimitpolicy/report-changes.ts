@@ -1,9 +1,10 @@
 /**
  * Which RateLimitPolicies a change of the rate-limit servers' load reports concerns, so that the
- * controller looks again at those only: a heartbeat that changes nothing but its time concerns none,
- * and a server that loads one new generation concerns one policy, not all of them (issue 9: event
- * handlers cost in proportion to what they affect). Whether a report is live (its heartbeat fresh)
- * is the controller's to follow with the clock (`nextReportStaleAtMs`, enforced.ts). Pure.
+ * controller looks again at those only: a heartbeat that changes nothing but its time concerns
+ * none, and a server that loads one new generation concerns one policy, not all of them (an event
+ * handler costs in proportion to what the event affects, not to the number of policies). Whether a
+ * report is live (its heartbeat fresh) is the controller's to follow with the clock
+ * (`nextReportStaleAtMs`, enforced.ts). Pure.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { LoadReport } from '../../ratelimit/load-report.js';

@@ -1,7 +1,8 @@
 /**
- * Which config ConfigMap (shard, `ratelimit/config-schema.ts`) holds which policy: the desired-state
- * step of the config reconcile, pure and unit-tested (issue #10 item 2: the compiled config must have
- * no cluster-wide size ceiling, and one policy change must not rewrite every shard).
+ * Which config ConfigMap (shard, `ratelimit/config-schema.ts`) holds which policy: the
+ * desired-state step of the config reconcile, pure and unit-tested (docs/ratelimits.md, "The
+ * compiled config"; docs/adr/2026-11-25-ratelimit-config-shards.md): the compiled config has no
+ * cluster-wide size ceiling, and one policy change does not rewrite every shard.
  *
  * Rules:
  * - a policy stays in the shard that holds it while the shard has room; a shard that grew past its

@@ -1,9 +1,10 @@
 /**
- * `portico ratelimit-server`: the rate-limit service the gateway calls (DESIGN.md, "Components").
- * Wires the config watch, the load reports and the observability server in the main thread, and the
- * thread that answers checks (gRPC listener, Redis; `check-thread.ts`), and shuts down cleanly on
- * SIGTERM/SIGINT: stop taking calls and finish those in flight, remove this instance's report, close
- * Redis. If the check thread ends on its own the process exits with 1 (the pod restarts).
+ * `portico ratelimit-server`: the rate-limit service the gateway calls (docs/architecture.md, "The
+ * two processes"; docs/ratelimits.md, "`portico ratelimit-server`"). Wires the config watch, the
+ * load reports and the observability server in the main thread, and the thread that answers checks
+ * (gRPC listener, Redis; `check-thread.ts`), and shuts down cleanly on SIGTERM/SIGINT: stop taking
+ * calls and finish those in flight, remove this instance's report, close Redis. If the check thread
+ * ends on its own the process exits with 1 (the pod restarts).
  *
  * A policy snapshot is reported as loaded only once the check thread enforces it.
  *

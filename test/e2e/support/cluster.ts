@@ -253,6 +253,30 @@ export async function deleteCustomDomain(namespace: string, name: string): Promi
   });
 }
 
+/**
+ * Deletes each CustomDomain of `created` (emptying the list) and waits, up to `waitFor`'s limit each,
+ * until its finalizer is done; a domain that stays is reported on stderr under `label`, not thrown, so
+ * a file's clean-up never hides its own failure.
+ */
+export async function deleteCreatedDomains(
+  created: { namespace: string; name: string }[],
+  label: string,
+): Promise<void> {
+  for (const { namespace, name } of created.splice(0)) {
+    await deleteCustomDomain(namespace, name).catch(() => undefined);
+    await waitFor(`${namespace}/${name} to be gone`, async () => {
+      try {
+        await getCustomDomain(namespace, name);
+        return undefined;
+      } catch {
+        return true;
+      }
+    }).catch((err: unknown) => {
+      process.stderr.write(`${label} cleanup: ${(err as Error).message}\n`);
+    });
+  }
+}
+
 /** Group, version and plural of the cluster-scoped HostnameClaim API, for CustomObjectsApi calls. */
 export const hostnameClaimApi = { group: GROUP, version: VERSION, plural: HOSTNAME_CLAIM_PLURAL } as const;
 
