@@ -12,8 +12,11 @@
  *   the platform it goes Ready with that same certificate, with no second order.
  * - A delegation that points at another name: CertificateReady says ChallengeDelegationMismatch
  *   naming both names, and nothing is ordered.
+ * - Under `--ownership-verification always`, a delegated domain orders nothing until its ownership
+ *   TXT record is found (CertificateReady names it), then gets its certificate by DNS-01.
  * - An operator with the wrong TSIG secret: CertificateReady says ChallengeZoneRefused with the
- *   server's RCODE and TSIG error, and the next attempt waits for the backoff (no loop).
+ *   server's RCODE and TSIG error, and the next attempt waits for the backoff (no loop); one whose
+ *   zone server does not listen: ChallengeZoneUnreachable naming it.
  * - With PORTICO_E2E_SLOW=1 (about 75 s: the backoff's first minute): the same wrong secret on a
  *   domain whose hostname is verified: the next attempt answers HTTP-01 and the domain goes Ready.
  */
@@ -38,6 +41,7 @@ import {
   domainCondition,
   getCustomDomain,
   kube,
+  requestVerify,
   sandbox,
   unique,
   waitFor,
@@ -80,7 +84,11 @@ function challengePort(command: ControllerCommand): number {
 }
 
 /** Starts this file's operator with the second Pebble, a fresh account and the challenge zone's flags. */
-async function runOperator(name: string, tsigSecret: Buffer): Promise<OperatorProcess> {
+async function runOperator(
+  name: string,
+  tsigSecret: Buffer,
+  flags: Record<string, string> = {},
+): Promise<OperatorProcess> {
   if (!stack || !pebble) throw new Error('the stack operator is not stopped');
   if (operator) await stopOperator(operator);
   const accountSecret = `dns01cd-${Date.now().toString(36)}`;
@@ -89,10 +97,11 @@ async function runOperator(name: string, tsigSecret: Buffer): Promise<OperatorPr
     '--acme-directory-url': pebble.directoryUrl,
     '--acme-account-secret': accountSecret,
     '--dns01-challenge-zone': CHALLENGE_ZONE,
-    '--dns01-server': `${zoneServer.host}:${zoneServer.port}`,
     '--dns01-tsig-key-name': key.name,
     '--dns01-tsig-algorithm': key.algorithm,
     '--dns01-tsig-secret': tsigSecret.toString('base64'),
+    '--dns01-server': `${zoneServer.host}:${zoneServer.port}`,
+    ...flags,
   });
   return operator;
 }
@@ -281,6 +290,90 @@ describe('a CustomDomain with its DNS-01 challenge delegated to the platform', (
         found: other,
       });
       expect(await logLines(op, hostname, 'certificate order started')).toEqual([]);
+      await deleteCreated();
+    },
+  );
+
+  it(
+    'a delegation does not stand in for the ownership record the platform asks for: no order until the TXT record is found, then DNS-01 before the move',
+    { timeout: 150_000 },
+    async () => {
+      const op = await runOperator('dns01-customdomain-ownership', key.secret, {
+        '--ownership-verification': 'always',
+      });
+      const { ns, hostname } = await movingDomain('dns01ow');
+      const ownershipName = `_portico-challenge.${hostname}`;
+
+      const waiting = await waitFor(
+        `${ns}/www to wait for its ownership record`,
+        async () => {
+          const cd = await getCustomDomain(ns, 'www');
+          return cd.status?.observed?.challengeDelegation?.result === 'Delegated' &&
+            domainCondition(cd, 'CertificateReady').message?.includes(ownershipName)
+            ? cd
+            : undefined;
+        },
+        60_000,
+      );
+      expect(domainCondition(waiting, 'CertificateReady')).toMatchObject({
+        status: 'False',
+        reason: 'AwaitingDNSVerification',
+        message: `The ACME challenge is delegated, but the platform asks this domain to show ownership first: the certificate is ordered by DNS-01 once the TXT record ${ownershipName} is found (status.dnsRecords).`,
+      });
+      expect(waiting.status?.ownership).toMatchObject({ required: true, reason: 'PolicyAlways' });
+      expect(waiting.status?.certificate).toBeUndefined();
+      expect(await logLines(op, hostname, 'certificate order started')).toEqual([]);
+
+      // The customer adds the TXT record; the hostname's own record still points elsewhere.
+      const txt = waiting.status?.dnsRecords?.find((r) => r.type === 'TXT' && r.name === ownershipName);
+      expect(txt?.value).toMatch(/^portico-verification=/);
+      await dns.post('/set-txt', { host: `${ownershipName}.`, value: txt?.value ?? '' });
+      await requestVerify(ns, 'www');
+      const issued = await waitFor(
+        `${ns}/www to hold a certificate`,
+        async () => {
+          const cd = await getCustomDomain(ns, 'www');
+          return cd.status?.certificate ? cd : undefined;
+        },
+        90_000,
+      );
+      expect(issued.status?.ownership?.verifiedAt).toBeDefined();
+      expect(domainCondition(issued, 'DNSVerified').status).toBe('False');
+      expect(await logLines(op, hostname, 'dns-01 challenge valid')).toHaveLength(1);
+      await dns.post('/clear-txt', { host: `${ownershipName}.` });
+      await deleteCreated();
+    },
+  );
+
+  it(
+    'a challenge zone server that cannot be reached: ChallengeZoneUnreachable naming the server, and no retry before the backoff',
+    { timeout: 120_000 },
+    async () => {
+      // A port nothing listens on: picked free, then left unbound.
+      const { closed } = await pickFreePorts({ closed: 'tcp' });
+      const server = `127.0.0.1:${closed}`;
+      const op = await runOperator('dns01-customdomain-unreachable', key.secret, {
+        '--dns01-server': server,
+      });
+      const { ns, hostname } = await movingDomain('dns01ur');
+
+      const cd = await waitForCondition(
+        ns,
+        'www',
+        'CertificateReady',
+        'False',
+        'ChallengeZoneUnreachable',
+        60_000,
+      );
+      const message = domainCondition(cd, 'CertificateReady').message ?? '';
+      expect(message).toContain(`could not write the dns-01 record of ${hostname}`);
+      expect(message).toContain(server);
+      expect(cd.status?.certificate).toBeUndefined();
+      const next = Date.parse(cd.status?.issuance?.nextAttemptTime ?? '');
+      expect(next - Date.now()).toBeGreaterThan(30_000);
+      // Not the CA's failure: counted as a failed order once, no failover, no loop.
+      await new Promise((resolve) => setTimeout(resolve, 5_000));
+      expect(await metric(op, 'portico_acme_orders_total', { result: 'failed' })).toBe(1);
       await deleteCreated();
     },
   );

@@ -205,6 +205,22 @@ describe('buildStatus', () => {
     );
   });
 
+  it('a delegated challenge while the ownership record is missing: awaits it, and names the record', () => {
+    const observed: ObservedState = {
+      accepted,
+      dnsVerified: { type: 'DNSVerified', status: 'False', reason: 'CNAMEMismatch', message: 'elsewhere' },
+      certificate: { kind: 'not-requested', awaitingOwnership: '_portico-challenge.www.example.com' },
+      routing: { kind: 'not-routed', reason: 'AwaitingDNSVerification', message: 'later' },
+    };
+    const condition = buildStatus(domain, observed, {}, t0).conditions?.find(
+      (c) => c.type === 'CertificateReady',
+    );
+    expect(condition).toMatchObject({ status: 'False', reason: 'AwaitingDNSVerification' });
+    expect(condition?.message).toBe(
+      'The ACME challenge is delegated, but the platform asks this domain to show ownership first: the certificate is ordered by DNS-01 once the TXT record _portico-challenge.www.example.com is found (status.dnsRecords).',
+    );
+  });
+
   it('says why it is not Ready, and keeps transition times that did not flip', () => {
     const awaiting: ObservedState = {
       accepted,

@@ -30,6 +30,11 @@ export type CertificateState =
        * challenge zone (docs/customdomains.md, "Certificates before the move").
        */
       delegationElsewhere?: { name: string; found: string; wanted: string };
+      /**
+       * The challenge is delegated, but the ownership TXT record the platform asks for (this
+       * name) is not found yet: no DNS-01 order before it is (docs/customdomains.md).
+       */
+      awaitingOwnership?: string;
     }
   | {
       kind: 'issuing';
@@ -194,22 +199,37 @@ function certificateCondition(
         message: state.message,
       };
     case 'not-requested':
-      if (!verified && state.delegationElsewhere)
-        return {
-          type: 'CertificateReady',
-          status: 'False',
-          reason: 'ChallengeDelegationMismatch',
-          message: `${state.delegationElsewhere.name} is a CNAME to ${state.delegationElsewhere.found}, not to ${state.delegationElsewhere.wanted}: the certificate is not issued before DNS verification. Point it at ${state.delegationElsewhere.wanted} to have it issued now, or wait for DNS verification (HTTP-01).`,
-        };
-      return {
-        type: 'CertificateReady',
-        status: 'False',
-        reason: verified ? 'Pending' : 'AwaitingDNSVerification',
-        message: verified
-          ? 'The certificate order starts now.'
-          : 'A certificate is requested once DNS verification succeeds.',
-      };
+      return notRequestedCondition(state, verified);
   }
+}
+
+/** No certificate requested: why (DNS verification, a delegation elsewhere, the ownership record). */
+function notRequestedCondition(
+  state: Extract<CertificateState, { kind: 'not-requested' }>,
+  verified: boolean,
+): ConditionInput {
+  if (!verified && state.delegationElsewhere)
+    return {
+      type: 'CertificateReady',
+      status: 'False',
+      reason: 'ChallengeDelegationMismatch',
+      message: `${state.delegationElsewhere.name} is a CNAME to ${state.delegationElsewhere.found}, not to ${state.delegationElsewhere.wanted}: the certificate is not issued before DNS verification. Point it at ${state.delegationElsewhere.wanted} to have it issued now, or wait for DNS verification (HTTP-01).`,
+    };
+  if (!verified && state.awaitingOwnership !== undefined)
+    return {
+      type: 'CertificateReady',
+      status: 'False',
+      reason: 'AwaitingDNSVerification',
+      message: `The ACME challenge is delegated, but the platform asks this domain to show ownership first: the certificate is ordered by DNS-01 once the TXT record ${state.awaitingOwnership} is found (status.dnsRecords).`,
+    };
+  return {
+    type: 'CertificateReady',
+    status: 'False',
+    reason: verified ? 'Pending' : 'AwaitingDNSVerification',
+    message: verified
+      ? 'The certificate order starts now.'
+      : 'A certificate is requested once DNS verification succeeds.',
+  };
 }
 
 function issuingCondition(state: Extract<CertificateState, { kind: 'issuing' }>): ConditionInput {

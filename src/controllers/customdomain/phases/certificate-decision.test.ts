@@ -68,6 +68,14 @@ const delegation = (verdict: DelegationVerdict | undefined): CertificateDecision
 });
 const delegatedIn = delegation({ kind: 'delegated' });
 const elsewhere = delegation({ kind: 'pointsElsewhere', target: 'x.other-dns.test' });
+const OWNERSHIP_RECORD = '_portico-challenge.www.example.com';
+/** Delegated, but the ownership TXT record the platform asks for is not found yet. */
+const delegatedOwnershipPending: CertificateDecisionInput['delegation'] = {
+  name: '_acme-challenge.www.example.com',
+  target: TARGET,
+  verdict: { kind: 'delegated' },
+  ownershipPending: OWNERSHIP_RECORD,
+};
 
 const base: CertificateDecisionInput = {
   verified: true,
@@ -104,6 +112,9 @@ function summary(d: CertificateDecision): Record<string, unknown> {
         ...(state.kind === 'failed' ? { reason: state.reason } : {}),
         ...(state.kind === 'not-requested' && state.delegationElsewhere
           ? { delegationElsewhere: state.delegationElsewhere.found }
+          : {}),
+        ...(state.kind === 'not-requested' && state.awaitingOwnership !== undefined
+          ? { awaitingOwnership: state.awaitingOwnership }
           : {}),
         ...(state.kind === 'valid' && state.renewal?.kind === 'failed'
           ? { reason: state.renewal.reason }
@@ -260,6 +271,16 @@ const rows: Row[] = [
     { action: 'order', kind: 'first-issuance', priorFailures: 0, dns01: TARGET, orderStarted: true },
   ],
   [
+    'not verified, delegated, ownership record asked for and not found: not requested, the state names the record',
+    { verified: false, delegation: delegatedOwnershipPending },
+    { action: 'withdraw', state: 'not-requested', awaitingOwnership: OWNERSHIP_RECORD },
+  ],
+  [
+    'not verified, delegated, ownership pending, a certificate due: no DNS-01 renewal before the record',
+    { verified: false, delegation: delegatedOwnershipPending, stored: { kind: 'usable', certificate: due } },
+    { action: 'report', state: 'valid', renewal: 'awaiting-verification' },
+  ],
+  [
     'verified and delegated: DNS-01 too',
     { delegation: delegatedIn },
     { action: 'order', kind: 'first-issuance', priorFailures: 0, dns01: TARGET, orderStarted: true },
@@ -390,6 +411,7 @@ describe('mayOrder and dns01RecordName', () => {
   it('may order when verified or delegated, and names the TXT record only when delegated', () => {
     expect(mayOrder({ verified: false, delegation: delegatedIn })).toBe(true);
     expect(mayOrder({ verified: false, delegation: elsewhere })).toBe(false);
+    expect(mayOrder({ verified: false, delegation: delegatedOwnershipPending })).toBe(false);
     expect(mayOrder({ verified: false })).toBe(false);
     expect(mayOrder({ verified: true })).toBe(true);
     expect(dns01RecordName({ verified: true, delegation: delegatedIn, failure: undefined })).toBe(TARGET);

@@ -37,6 +37,12 @@ export interface ChallengeDelegation {
   readonly name: string;
   readonly target: string;
   readonly verdict: DelegationVerdict | undefined;
+  /**
+   * The platform asks this domain to show ownership (docs/customdomains.md, "Ownership
+   * verification") and its TXT record has not been found yet: the ownership record's name. A
+   * delegation does not stand in for it, so nothing is ordered before the record is found.
+   */
+  readonly ownershipPending?: string;
 }
 
 /** What the certificate part of a reconcile found or did. */
@@ -125,9 +131,15 @@ export function orderMayStart(
   return verified && !inFlight && !pendingRetry(failure, now);
 }
 
-/** Whether the challenge of `_acme-challenge.<hostname>` is delegated into the challenge zone. */
+/**
+ * Whether the challenge of `_acme-challenge.<hostname>` is delegated into the challenge zone and
+ * may be used: not while the ownership record the platform asks for is still missing. The
+ * delegation's label comes from the namespace and hostname (src/dns/challenge-delegation.ts), so a
+ * record a former holder of the same namespace name left behind would still match; the ownership
+ * token comes from the CustomDomain's uid and the operator's key, and no one else can make it.
+ */
 export function delegated(delegation: CertificateDecisionInput['delegation']): boolean {
-  return delegation?.verdict?.kind === 'delegated';
+  return delegation?.verdict?.kind === 'delegated' && delegation.ownershipPending === undefined;
 }
 
 /** An order may be placed: the hostname is verified, or its DNS-01 challenge is delegated. */
@@ -206,8 +218,13 @@ function notOrderable(input: CertificateDecisionInput): CertificateDecision {
     verdict?.kind === 'pointsElsewhere' && input.delegation
       ? { name: input.delegation.name, found: verdict.target, wanted: input.delegation.target }
       : undefined;
+  const ownershipPending = verdict?.kind === 'delegated' ? input.delegation?.ownershipPending : undefined;
   const outcome: CertificateOutcome = {
-    state: delegationElsewhere ? { kind: 'not-requested', delegationElsewhere } : { kind: 'not-requested' },
+    state: {
+      kind: 'not-requested',
+      ...(delegationElsewhere ? { delegationElsewhere } : {}),
+      ...(ownershipPending !== undefined ? { awaitingOwnership: ownershipPending } : {}),
+    },
   };
   return input.inFlight ? { action: 'report', outcome } : { action: 'withdraw', outcome };
 }

@@ -72,7 +72,8 @@ export class DnsPhase {
     };
     const due = dnsCheckDue(domain, now);
     const carried = due ? undefined : carriedDnsOutcome(domain.status, base, now);
-    if (carried) return withCarriedDelegation(carried, hostname, target);
+    if (carried)
+      return withCarriedDelegation(carried, hostname, target, pendingOwnership(base.ownership, hostname));
     // Re-verify (docs/customdomains.md, "Verify and re-verify"): a verified domain whose order failed gets a fresh attempt.
     if (due === 'requested') this.#d.tracker.clearFailure(key);
     const [hostnameVerdict, delegation] = await Promise.all([
@@ -103,7 +104,13 @@ export class DnsPhase {
       this.#d.dnsMismatchGraceMs,
       this.#d.danglingAfterMs,
     );
-    return withFreshDelegation(outcome, hostname, target, delegation);
+    return withFreshDelegation(
+      outcome,
+      hostname,
+      target,
+      delegation,
+      pendingOwnership(base.ownership, hostname),
+    );
   }
 
   /**
@@ -179,10 +186,32 @@ function withCarriedDelegation(
   carried: DnsOutcome,
   hostname: string,
   target: string | undefined,
+  ownershipPending: string | undefined,
 ): DnsPhaseOutcome {
   if (target === undefined) return carried;
   const verdict = recordedDelegation(carried.carried.observed?.challengeDelegation, target);
-  return { ...carried, delegation: { name: acmeChallengeName(hostname), target, verdict } };
+  return { ...carried, delegation: challengeDelegation(hostname, target, verdict, ownershipPending) };
+}
+
+/** The name of the ownership TXT record while it is asked for and not found; else undefined. */
+function pendingOwnership(ownership: OwnershipStatus | undefined, hostname: string): string | undefined {
+  return ownership?.required === true && ownership.verifiedAt === undefined
+    ? ownershipRecordName(hostname)
+    : undefined;
+}
+
+function challengeDelegation(
+  hostname: string,
+  target: string,
+  verdict: DelegationVerdict | undefined,
+  ownershipPending: string | undefined,
+): ChallengeDelegation {
+  return {
+    name: acmeChallengeName(hostname),
+    target,
+    verdict,
+    ...(ownershipPending !== undefined ? { ownershipPending } : {}),
+  };
 }
 
 /** A fresh outcome with the delegation just checked, recorded in `observed.challengeDelegation`. */
@@ -191,6 +220,7 @@ function withFreshDelegation(
   hostname: string,
   target: string | undefined,
   verdict: DelegationVerdict | undefined,
+  ownershipPending: string | undefined,
 ): DnsPhaseOutcome {
   if (target === undefined || verdict === undefined) return outcome;
   const observed = outcome.carried.observed;
@@ -202,7 +232,7 @@ function withFreshDelegation(
         ? { observed: { ...observed, challengeDelegation: delegationStatus(verdict, target) } }
         : {}),
     },
-    delegation: { name: acmeChallengeName(hostname), target, verdict },
+    delegation: challengeDelegation(hostname, target, verdict, ownershipPending),
   };
 }
 
