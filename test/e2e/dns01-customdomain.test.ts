@@ -22,21 +22,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import { acmeChallengeName, delegationTarget } from '../../src/dns/challenge-delegation.js';
 import type { TsigKey } from '../../src/dns/dynamic-update.js';
-import { BIND_RESOLVER, startBindResolver } from '../../src/sandbox/bind-resolver.js';
-import { KNOT, startKnot } from '../../src/sandbox/knot.js';
-import { sandboxPaths } from '../../src/sandbox/paths.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
-import { stopProcess } from '../../src/sandbox/processes.js';
 import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
 import {
   createCustomDomain,
   createProject,
-  deleteCustomDomain,
+  deleteCreatedDomains,
   dns,
   domainCondition,
   getCustomDomain,
@@ -47,6 +42,7 @@ import {
   waitFor,
   waitForCondition,
 } from './support/cluster.js';
+import { startChallengeZone, stopChallengeZone } from './support/challenge-zone.js';
 import { scrape } from './support/metrics.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
 import {
@@ -63,7 +59,6 @@ const SLOW = process.env.PORTICO_E2E_SLOW === '1';
 const CHALLENGE_ZONE = 'acme-challenges.portico.test';
 const PEBBLE_NAME = 'pebble-dns01cd';
 const key: TsigKey = { name: 'portico-challenge.', algorithm: 'hmac-sha256', secret: randomBytes(32) };
-const paths = sandboxPaths(sandbox.sandboxDir);
 /** An address of another provider (TEST-NET-2): where the live site runs before the move. */
 const ELSEWHERE = '198.51.100.7';
 
@@ -144,48 +139,19 @@ async function logLines(
     .filter((entry) => entry.hostname === hostname && entry.msg === msg);
 }
 
-async function deleteCreated(): Promise<void> {
-  for (const { namespace, name } of created.splice(0)) {
-    await deleteCustomDomain(namespace, name).catch(() => undefined);
-    await waitFor(`${namespace}/${name} to be gone`, async () => {
-      try {
-        await getCustomDomain(namespace, name);
-        return undefined;
-      } catch {
-        return true;
-      }
-    }).catch((err: unknown) => {
-      process.stderr.write(`dns01-customdomain cleanup: ${(err as Error).message}\n`);
-    });
-  }
+function deleteCreated(): Promise<void> {
+  return deleteCreatedDomains(created, 'dns01-customdomain');
 }
 
 beforeAll(async () => {
-  const ports = await pickFreePorts({ knot: 'tcp+udp', bind: 'tcp+udp' });
-  zoneServer = (
-    await startKnot(paths, path.join(sandbox.toolsBinDir, 'knotd'), ports.knot, key, [
-      { name: CHALLENGE_ZONE, updatable: true },
-    ])
-  ).server;
-  const [dnsHost = '127.0.0.1', dnsPort = '53'] = sandbox.dnsServer.split(':');
-  const probeHost = `${unique('probe')}.portico.test`;
-  await dns.addA(probeHost, ['192.0.2.10']);
-  const bind = await startBindResolver(
-    paths,
-    path.join(sandbox.toolsBinDir, 'named'),
-    ports.bind,
-    {
-      defaultServer: { host: dnsHost, port: Number(dnsPort) },
-      forwardZones: [{ zone: CHALLENGE_ZONE, server: zoneServer }],
-    },
-    { host: probeHost, address: '192.0.2.10' },
-  );
+  const zone = await startChallengeZone(CHALLENGE_ZONE, key);
+  zoneServer = zone.zoneServer;
   stack = await stopStackController();
   if (!stack) throw new Error('the stack operator was not found');
   pebble = await startSecondPebble(
     PEBBLE_NAME,
     {},
-    { dnsServer: `${bind.server.host}:${bind.server.port}`, httpPort: challengePort(stack) },
+    { dnsServer: `${zone.resolver.host}:${zone.resolver.port}`, httpPort: challengePort(stack) },
   );
 }, 120_000);
 
@@ -198,8 +164,7 @@ afterAll(async () => {
       if (operator) await stopOperator(operator);
     },
     () => stopSecondPebble(PEBBLE_NAME),
-    () => stopProcess(paths, BIND_RESOLVER),
-    () => stopProcess(paths, KNOT),
+    () => stopChallengeZone(),
     async () => {
       for (const name of accountSecrets) {
         await kube()

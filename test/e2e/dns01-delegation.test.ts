@@ -12,7 +12,6 @@
  */
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { pino } from 'pino';
@@ -25,20 +24,15 @@ import { acmeChallengeName, delegationTarget } from '../../src/dns/challenge-del
 import type { TsigKey } from '../../src/dns/dynamic-update.js';
 import { DnsResolver } from '../../src/dns/resolver.js';
 import { DnsUpdateClient } from '../../src/dns/update-client.js';
-import { BIND_RESOLVER, startBindResolver } from '../../src/sandbox/bind-resolver.js';
-import { KNOT, startKnot } from '../../src/sandbox/knot.js';
-import { sandboxPaths } from '../../src/sandbox/paths.js';
-import { pickFreePorts } from '../../src/sandbox/ports.js';
-import { stopProcess } from '../../src/sandbox/processes.js';
 import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
 import { dns, kube, sandbox, unique } from './support/cluster.js';
+import { startChallengeZone, stopChallengeZone } from './support/challenge-zone.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
 
 const CHALLENGE_ZONE = 'acme-challenges.portico.test';
 const PEBBLE_NAME = 'pebble-dns01';
 const NAMESPACE = 'dns01-customer';
 const key: TsigKey = { name: 'portico-challenge.', algorithm: 'hmac-sha256', secret: randomBytes(32) };
-const paths = sandboxPaths(sandbox.sandboxDir);
 const log = pino({ level: process.env.PORTICO_E2E_LOG_LEVEL ?? 'silent' });
 
 let pebble: SecondPebble;
@@ -79,26 +73,13 @@ async function servedByZone(name: string): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  const ports = await pickFreePorts({ knot: 'tcp+udp', bind: 'tcp+udp' });
-  zoneServer = (
-    await startKnot(paths, path.join(sandbox.toolsBinDir, 'knotd'), ports.knot, key, [
-      { name: CHALLENGE_ZONE, updatable: true },
-    ])
-  ).server;
-  const [dnsHost = '127.0.0.1', dnsPort = '53'] = sandbox.dnsServer.split(':');
-  const probeHost = `${unique('probe')}.portico.test`;
-  await dns.addA(probeHost, ['192.0.2.10']);
-  const bind = await startBindResolver(
-    paths,
-    path.join(sandbox.toolsBinDir, 'named'),
-    ports.bind,
-    {
-      defaultServer: { host: dnsHost, port: Number(dnsPort) },
-      forwardZones: [{ zone: CHALLENGE_ZONE, server: zoneServer }],
-    },
-    { host: probeHost, address: '192.0.2.10' },
+  const zone = await startChallengeZone(CHALLENGE_ZONE, key);
+  zoneServer = zone.zoneServer;
+  pebble = await startSecondPebble(
+    PEBBLE_NAME,
+    {},
+    { dnsServer: `${zone.resolver.host}:${zone.resolver.port}` },
   );
-  pebble = await startSecondPebble(PEBBLE_NAME, {}, { dnsServer: `${bind.server.host}:${bind.server.port}` });
 
   // acme-client's HTTPS agent trusts the default CAs: add the sandbox's Pebble listener CA to them
   // for this file, as NODE_EXTRA_CA_CERTS does for the operator process.
@@ -127,8 +108,7 @@ afterAll(async () => {
   account.close();
   setDefaultCACertificates(defaultCaCertificates);
   await stopSecondPebble(PEBBLE_NAME);
-  await stopProcess(paths, BIND_RESOLVER);
-  await stopProcess(paths, KNOT);
+  await stopChallengeZone();
 });
 
 describe('DNS-01 through the platform challenge zone', () => {
