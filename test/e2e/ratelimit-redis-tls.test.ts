@@ -2,9 +2,9 @@
  * The rate-limit server on a Redis that requires TLS with client certificates and an ACL user
  * (Debian's redis-server with `tls-port`, `tls-auth-clients yes` and `user ... on >password`;
  * certificates made by openssl): with the CA, a client certificate and the password it counts in
- * Redis; with a wrong password, or without a client certificate, it keeps running and answers from
- * local counts with the headers, and says why in a log line and
- * `portico_ratelimit_redis_connection_errors_total`.
+ * Redis; with a wrong password, without a client certificate, with an expired one, or with a CA file
+ * that did not sign Redis's certificate, it keeps running and answers from local counts with the
+ * headers, and says why in a log line and `portico_ratelimit_redis_connection_errors_total`.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -51,6 +51,7 @@ const dir = mkdtempSync(path.join(tmpdir(), 'portico-redis-tls-'));
 const file = (name: string): string => path.join(dir, name);
 const started: TestProcess[] = [];
 let tlsPort = 0;
+let redisServer: TestProcess | undefined;
 
 /** A CA, a server certificate for 127.0.0.1/localhost and a client certificate, all signed by it. */
 async function makeCertificates(): Promise<void> {
@@ -65,11 +66,15 @@ async function makeCertificates(): Promise<void> {
     'for leaf in server client; do',
     '  openssl x509 -req -in $leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $leaf.pem -days 1 -extfile $leaf.ext',
     'done',
+    // The same client key in a certificate whose notAfter has passed (a day before its notBefore).
+    'openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out expired-client.pem -days -1 -extfile client.ext',
+    // A CA that did not sign the server's certificate.
+    'openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout other-ca.key -out other-ca.pem -days 1 -subj "/CN=another CA"',
   ].join('\n');
   await run('sh', ['-c', script], { cwd: dir });
 }
 
-/** A rate-limit server of this test on the TLS Redis, with `extra` flags. */
+/** A rate-limit server of this test on the TLS Redis, with `extra` flags (a later flag wins). */
 async function server(instance: string, extra: readonly string[]): Promise<TestServer> {
   const s = await startTestServer([
     '--config-namespace',
@@ -115,6 +120,7 @@ beforeAll(async () => {
   );
   const redis = startProcess(path.join(TOOLS_BIN, 'redis-server'), [conf]);
   started.push(redis);
+  redisServer = redis;
   await waitFor(
     'redis-server with TLS',
     () => (redis.output().includes('Ready to accept connections') ? true : undefined),
@@ -127,6 +133,11 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of started.reverse()) await p.stop();
 });
+
+/** What redis-server has logged so far (its refusals of a client's certificate say why). */
+function redisSaid(): string {
+  return redisServer?.output() ?? '';
+}
 
 /** A client of the test's own on the TLS Redis, as the ACL user. */
 function testClient(): Redis {
@@ -211,6 +222,65 @@ describe('Redis with TLS, client certificates and an ACL user', () => {
         : undefined,
     );
     expect(s.output()).toContain('the TLS handshake with Redis failed');
+    expect(s.child.exitCode).toBeNull();
+  });
+
+  it('with an expired client certificate: Redis refuses the handshake, reported as tls, answered locally, no crash', async () => {
+    const s = await server('tls-expired', [
+      '--redis-tls-cert-file',
+      file('expired-client.pem'),
+      '--redis-tls-key-file',
+      file('client.key'),
+      '--redis-password',
+      PASSWORD,
+    ]);
+    const a = await check(DOMAIN, { key_id: 'expired' }, undefined, s.client);
+    expect(a.code).toBe('OK');
+    expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
+    expect(a.headers).toMatchObject({ 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '59' });
+    await waitFor('a tls connection error in the metric', async () =>
+      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total', 'reason="tls"')) > 0
+        ? true
+        : undefined,
+    );
+    // Redis refuses the chain; the alert it sends names the cause, and Portico's log line carries it.
+    expect(redisSaid()).toContain('certificate verify failed');
+    const line = s
+      .output()
+      .split('\n')
+      .find((l) => l.includes('the TLS handshake with Redis failed'));
+    expect(line).toContain('alert certificate expired');
+    await sleep(2_000);
+    expect(s.child.exitCode).toBeNull();
+    expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(0);
+  });
+
+  it("with a CA file that did not sign Redis's certificate: the server is not trusted, reported as tls with Node's reason, answered locally", async () => {
+    const s = await server('tls-wrongca', [
+      '--redis-tls-cert-file',
+      file('client.pem'),
+      '--redis-tls-key-file',
+      file('client.key'),
+      '--redis-password',
+      PASSWORD,
+      '--redis-tls-ca-file',
+      file('other-ca.pem'),
+    ]);
+    const a = await check(DOMAIN, { key_id: 'wrongca' }, undefined, s.client);
+    expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
+    expect(a.headers['X-RateLimit-Limit']).toBe('60');
+    await waitFor('a tls connection error in the metric', async () =>
+      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total', 'reason="tls"')) > 0
+        ? true
+        : undefined,
+    );
+    const line = s
+      .output()
+      .split('\n')
+      .find((l) => l.includes('the TLS handshake with Redis failed'));
+    // Node's words for a chain it cannot verify against the CA it was given: the chain Redis
+    // presents ends in this file's test CA, a self-signed root that is not in other-ca.pem.
+    expect(line).toContain('self-signed certificate in certificate chain');
     expect(s.child.exitCode).toBeNull();
   });
 });
