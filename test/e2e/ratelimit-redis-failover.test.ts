@@ -12,6 +12,8 @@
  *   answered from local counts, with the headers.
  *
  * - A sentinel that names a primary nobody can reach: local answers with the headers at once.
+ * - A sentinel that requires a password: with it, counted on the primary it names; with a wrong one,
+ *   local answers with the headers, a log line and the metric, the process running on.
  *
  * The failover and the Cluster take 20-40 s and run with PORTICO_E2E_SLOW=1; without it, the
  * Sentinel case only checks that the server finds the primary through the sentinels and counts there.
@@ -344,6 +346,103 @@ describe('a sentinel that names an unreachable primary', () => {
     expect(s.output()).toContain('Redis connection error');
     expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(0);
     expect(s.child.exitCode).toBeNull();
+  });
+});
+
+describe('sentinels that require a password (requirepass in sentinel.conf)', () => {
+  const master = 'guarded';
+  const SENTINEL_PASSWORD = 'sentinel-secret';
+  let sentinelAddress = '';
+  let primaryPort = 0;
+
+  beforeAll(async () => {
+    const ports = await pickFreePorts({ primary: 'tcp', s: 'tcp' });
+    primaryPort = ports.primary;
+    await redisServer(ports.primary);
+    const conf = path.join(dir, `sentinel-${ports.s}.conf`);
+    writeFileSync(
+      conf,
+      [
+        `port ${ports.s}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        `requirepass ${SENTINEL_PASSWORD}`,
+        `sentinel monitor ${master} 127.0.0.1 ${ports.primary} 1`,
+        '',
+      ].join('\n'),
+    );
+    track(startProcess(path.join(TOOLS_BIN, 'redis-sentinel'), [conf]));
+    sentinelAddress = `127.0.0.1:${ports.s}`;
+    const ask = new Redis(ports.s, '127.0.0.1', { password: SENTINEL_PASSWORD, maxRetriesPerRequest: 1 });
+    // It may try before the sentinel listens; waitFor asks again.
+    ask.on('error', () => undefined);
+    try {
+      await waitFor(
+        'the sentinel to name the primary',
+        async () => {
+          const addr = (await ask.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', master)) as string[] | null;
+          return addr?.[1] === String(ports.primary) ? true : undefined;
+        },
+        10_000,
+        100,
+      );
+    } finally {
+      ask.disconnect();
+    }
+  });
+
+  it('with the password from the environment: finds the primary through the sentinel and counts there', async () => {
+    const s = await server('sentinel-auth', [
+      '--redis-sentinels',
+      sentinelAddress,
+      '--redis-sentinel-master-name',
+      master,
+      '--redis-sentinel-password',
+      SENTINEL_PASSWORD,
+    ]);
+    await freshMinute(10);
+    const a = await check(DOMAIN, { key_id: 'guarded' }, undefined, s.client);
+    expect(a.response.statuses[0]?.current_limit?.name).toBeUndefined();
+    expect(a.headers['X-RateLimit-Remaining']).toBe('999999');
+    const onPrimary = new Redis(primaryPort, '127.0.0.1');
+    try {
+      expect(await onPrimary.get(counterKeys(DOMAIN, 'guarded', currentWindows(Date.now())).minute)).toBe(
+        '1',
+      );
+    } finally {
+      onPrimary.disconnect();
+    }
+    expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(1);
+  });
+
+  it('with a wrong sentinel password: answers from local counts with the headers, says why, keeps running', async () => {
+    const s = await server('sentinel-wrongpass', [
+      '--redis-sentinels',
+      sentinelAddress,
+      '--redis-sentinel-master-name',
+      master,
+      '--redis-sentinel-password',
+      'not-the-password',
+    ]);
+    const a = await check(DOMAIN, { key_id: 'unguarded' }, undefined, s.client);
+    expect(a.code).toBe('OK');
+    expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
+    expect(a.headers).toMatchObject({ 'X-RateLimit-Limit': '1000000', 'X-RateLimit-Remaining': '999999' });
+    // ioredis reports a sentinel that refuses the password as unreachable (its AUTH reply is not
+    // told apart from a timeout), so the reason is sentinel, not auth.
+    await waitFor('a sentinel connection error in the metric', async () =>
+      (await metricValue(
+        s.metricsUrl,
+        'portico_ratelimit_redis_connection_errors_total',
+        'reason="sentinel"',
+      )) > 0
+        ? true
+        : undefined,
+    );
+    await sleep(2_000);
+    expect(s.child.exitCode).toBeNull();
+    expect(s.output()).toContain('no sentinel named a reachable primary');
+    expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(0);
   });
 });
 
