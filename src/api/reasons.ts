@@ -192,7 +192,7 @@ export const RATE_LIMIT_ATTACHED_REASONS = {
   },
   UnsupportedTarget: {
     severity: 'Warning',
-    doc: 'the target is neither a projectcontour.io HTTPProxy nor a gateway.networking.k8s.io HTTPRoute (a Gateway target is not supported yet)',
+    doc: 'the target is none of a projectcontour.io HTTPProxy, a gateway.networking.k8s.io HTTPRoute or Gateway',
   },
   NotRootProxy: {
     severity: 'Warning',
