@@ -212,11 +212,11 @@ export const RATE_LIMIT_ATTACHED_REASONS = {
   },
   AwaitingEnvoyGateway: {
     severity: 'Normal',
-    doc: "Unknown: the Gateway's EnvoyPatchPolicy is being applied, or Envoy Gateway has not yet reported on its generation",
+    doc: "Unknown: the Gateway's or the target's EnvoyPatchPolicy is being applied, or Envoy Gateway has not yet reported on its generation",
   },
   RefusedByEnvoyGateway: {
     severity: 'Warning',
-    doc: "Envoy Gateway refuses the Gateway's EnvoyPatchPolicy (Accepted or Programmed False; its reason and message follow)",
+    doc: "Envoy Gateway refuses the target's or the Gateway's EnvoyPatchPolicy (Accepted or Programmed False; its reason and message follow)",
   },
   NoParentGateway: {
     severity: 'Warning',
