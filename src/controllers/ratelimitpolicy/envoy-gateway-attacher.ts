@@ -130,6 +130,7 @@ export class EnvoyGatewayAttacher {
     const listenerSets = new ResilientInformer<ListenerSetObject & KubernetesObject>(o.kubeConfig, {
       ...common,
       path: path('listenersets'),
+      keep: trimListenerSet,
       onChange: (ls) => {
         const gateway = listenerSetGateway(ls);
         if (gateway !== undefined) watch.gateway(gateway);
@@ -142,6 +143,7 @@ export class EnvoyGatewayAttacher {
     const routes = new ResilientInformer<KubernetesObject>(o.kubeConfig, {
       ...common,
       path: path('httproutes'),
+      keep: trimRoute,
       onChange: (obj) => {
         const route = obj as unknown as HTTPRouteObject;
         watch.targeted(route.metadata.namespace, HTTPROUTE_KIND, route.metadata.name);
@@ -156,6 +158,10 @@ export class EnvoyGatewayAttacher {
     const gateways = new ResilientInformer<KubernetesObject>(o.kubeConfig, {
       ...common,
       path: path('gateways'),
+      keep: (gw) => {
+        // Only its name is read; undefined rather than `delete` (V8 keeps such objects compact).
+        Object.assign(gw, { spec: undefined, status: undefined });
+      },
       onChange: (gw) => {
         const key = keyOf(gw.metadata as { namespace: string; name: string });
         watch.gateway(key);
@@ -501,6 +507,37 @@ export class EnvoyGatewayAttacher {
       text: `EnvoyPatchPolicies ${states.map((s) => s.name).join(' and ')} programmed by Envoy Gateway on Gateway ${gateway}`,
     };
   }
+}
+
+/**
+ * What the watch's cache keeps of an HTTPRoute: its `parentRefs` (every HTTPRoute of the cluster is
+ * cached, so the rest, rules and status, is dropped).
+ */
+export function trimRoute(obj: KubernetesObject): void {
+  const route = obj as { spec?: { parentRefs?: unknown }; status?: unknown };
+  route.spec = { parentRefs: route.spec?.parentRefs };
+  route.status = undefined;
+}
+
+/**
+ * What the watch's cache keeps of a ListenerSet: its `parentRef`, its listeners' names, ports and
+ * protocols, and their status' `attachedRoutes` (what `gatewayPlacement` reads).
+ */
+export function trimListenerSet(obj: ListenerSetObject & KubernetesObject): void {
+  const ls = obj as {
+    spec?: ListenerSetObject['spec'];
+    status?: ListenerSetObject['status'];
+  };
+  ls.spec = {
+    ...(ls.spec?.parentRef === undefined ? {} : { parentRef: ls.spec.parentRef }),
+    listeners: (ls.spec?.listeners ?? []).map((l) => ({ name: l.name, port: l.port, protocol: l.protocol })),
+  };
+  ls.status = {
+    listeners: (ls.status?.listeners ?? []).map((l) => ({
+      name: l.name,
+      ...(l.attachedRoutes === undefined ? {} : { attachedRoutes: l.attachedRoutes }),
+    })),
+  };
 }
 
 /** The Gateway an EnvoyPatchPolicy targets (its `spec.targetRef.name`). */
