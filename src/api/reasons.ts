@@ -204,7 +204,7 @@ export const RATE_LIMIT_ATTACHED_REASONS = {
   },
   UnsupportedTarget: {
     severity: 'Warning',
-    doc: 'the target is neither a projectcontour.io HTTPProxy nor a gateway.networking.k8s.io HTTPRoute (a Gateway target is not supported yet)',
+    doc: 'the target is none of a projectcontour.io HTTPProxy, a gateway.networking.k8s.io HTTPRoute or Gateway',
   },
   NotRootProxy: {
     severity: 'Warning',
@@ -224,11 +224,11 @@ export const RATE_LIMIT_ATTACHED_REASONS = {
   },
   AwaitingEnvoyGateway: {
     severity: 'Normal',
-    doc: "Unknown: the Gateway's EnvoyPatchPolicy is being applied, or Envoy Gateway has not yet reported on its generation",
+    doc: "Unknown: the Gateway's or the target's EnvoyPatchPolicy is being applied, or Envoy Gateway has not yet reported on its generation",
   },
   RefusedByEnvoyGateway: {
     severity: 'Warning',
-    doc: "Envoy Gateway refuses the Gateway's EnvoyPatchPolicy (Accepted or Programmed False; its reason and message follow)",
+    doc: "Envoy Gateway refuses the target's or the Gateway's EnvoyPatchPolicy (Accepted or Programmed False; its reason and message follow)",
   },
   NoParentGateway: {
     severity: 'Warning',

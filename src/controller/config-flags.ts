@@ -283,7 +283,7 @@ export const controllerOptions = {
     type: 'string',
     env: 'PORTICO_ENVOY_GATEWAY_ATTACHMENT',
     default: 'false',
-    help: 'true | false: wire RateLimitPolicy targetRefs of kind HTTPRoute into Envoy Gateway with one EnvoyPatchPolicy per Gateway (needs extensionApis.enableEnvoyPatchPolicy and XDSNameSchemeV2)',
+    help: 'true | false: wire RateLimitPolicy targetRefs of kind HTTPRoute or Gateway into Envoy Gateway with EnvoyPatchPolicies in each Gateway namespace (needs extensionApis.enableEnvoyPatchPolicy and XDSNameSchemeV2)',
   },
   'cluster-domain': {
     type: 'string',

@@ -126,64 +126,115 @@ export function rateLimitCluster(service: RateLimitServiceTarget): Record<string
   };
 }
 
+/** One operation of an EnvoyPatchPolicy's `spec.jsonPatches` (type, resource name, operation). */
+export type JSONPatch = Record<string, unknown>;
+
 /**
- * The EnvoyPatchPolicy of one Gateway: in the Gateway's namespace, targeting it; the cluster added
- * whole; the ratelimit filter first in every HTTP connection manager of the listeners `tcp-<port>`;
- * and for each targeted HTTPRoute, the policy's `rate_limits` on each of its routes (Envoy names
- * them `httproute/<namespace>/<name>/rule/...`) in the route configurations named.
+ * The patches every wired Gateway needs once, whatever policy: the rate-limit service's cluster
+ * added whole, and the ratelimit filter first in every HTTP connection manager of the Envoy listeners
+ * `tcp-<port>` of `ports`.
  *
- * @throws RangeError for a Gateway without ports, or a targeted route without route configurations
+ * @throws RangeError for no ports
  */
-export function envoyGatewayRateLimitPatch(wiring: GatewayRateLimitWiring): Record<string, unknown> {
-  if (wiring.ports.length === 0) throw new RangeError('the Gateway has no ports to wire');
-  const patches: Record<string, unknown>[] = [
+export function serviceWiringPatches(service: RateLimitServiceTarget, ports: readonly number[]): JSONPatch[] {
+  if (ports.length === 0) throw new RangeError('the Gateway has no ports to wire');
+  const patches: JSONPatch[] = [
     {
       type: TYPE.cluster,
       name: RATELIMIT_CLUSTER_NAME,
       // An empty path (it must be present: ir.JSONPatchOperation.Validate) adds the value whole.
-      operation: { op: 'add', path: '', value: rateLimitCluster(wiring.service) },
+      operation: { op: 'add', path: '', value: rateLimitCluster(service) },
     },
   ];
-  for (const port of [...new Set(wiring.ports)].sort((a, b) => a - b)) {
+  for (const port of [...new Set(ports)].sort((a, b) => a - b)) {
     patches.push({
       type: TYPE.listener,
       name: `tcp-${port}`,
-      operation: {
-        op: 'add',
-        jsonPath: '$..http_filters',
-        path: '/0',
-        value: rateLimitFilter(wiring.service),
-      },
+      operation: { op: 'add', jsonPath: '$..http_filters', path: '/0', value: rateLimitFilter(service) },
     });
   }
+  return patches;
+}
+
+/**
+ * The route-level `rate_limits` of one HTTPRoute in one route configuration: on each of its routes
+ * (Envoy Gateway names them `httproute/<namespace>/<name>/rule/...`). Route-level `rate_limits`
+ * replace the virtual host's for that route (Envoy's `RouteAction.rate_limits`; `vh_rate_limits`
+ * left at its default, OVERRIDE), which is how an HTTPRoute's policy wins over its Gateway's.
+ * Envoy Gateway refuses it (`Programmed=False`, Invalid) when no route of the HTTPRoute is there.
+ */
+export function routeRateLimitsPatch(
+  routeConfiguration: string,
+  httpRoute: { readonly namespace: string; readonly name: string },
+  rateLimits: readonly unknown[],
+): JSONPatch {
+  const prefix = `httproute/${httpRoute.namespace}/${httpRoute.name}/rule/`;
+  return {
+    type: TYPE.routeConfiguration,
+    name: routeConfiguration,
+    operation: {
+      op: 'add',
+      // Kubernetes names have no quote or backslash; `.` is the one regex metacharacter they may hold.
+      jsonPath: `$.virtual_hosts[*].routes[?(@.name =~ '^${prefix.replaceAll('.', '[.]')}')].route`,
+      path: '/rate_limits',
+      value: rateLimits,
+    },
+  };
+}
+
+/**
+ * The virtual-host-level `rate_limits` of every virtual host of one route configuration (Envoy's
+ * `VirtualHost.rate_limits`): they apply to each route of the virtual host that has no
+ * `rate_limits` of its own. Envoy Gateway refuses it when the route configuration has no virtual
+ * host (a listener no route is attached to).
+ */
+export function virtualHostRateLimitsPatch(
+  routeConfiguration: string,
+  rateLimits: readonly unknown[],
+): JSONPatch {
+  return {
+    type: TYPE.routeConfiguration,
+    name: routeConfiguration,
+    operation: { op: 'add', jsonPath: '$.virtual_hosts[*]', path: '/rate_limits', value: rateLimits },
+  };
+}
+
+/** An EnvoyPatchPolicy of `type: JSONPatch` targeting `gateway`, in its namespace (Envoy Gateway's rule). */
+export function envoyPatchPolicy(
+  name: string,
+  gateway: { readonly namespace: string; readonly name: string },
+  patches: readonly JSONPatch[],
+): Record<string, unknown> {
+  return {
+    apiVersion: ENVOY_PATCH_POLICY_API_VERSION,
+    kind: ENVOY_PATCH_POLICY_KIND,
+    metadata: { name, namespace: gateway.namespace },
+    spec: {
+      type: 'JSONPatch',
+      targetRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: gateway.name },
+      jsonPatches: patches,
+    },
+  };
+}
+
+/**
+ * The whole wiring of one Gateway in one EnvoyPatchPolicy: `serviceWiringPatches` and, for each
+ * targeted HTTPRoute, `routeRateLimitsPatch` in each of its route configurations. (The operator
+ * splits the same patches over several EnvoyPatchPolicies: controllers/ratelimitpolicy/
+ * envoy-gateway-attachment.ts.)
+ *
+ * @throws RangeError for a Gateway without ports, or a targeted route without route configurations
+ */
+export function envoyGatewayRateLimitPatch(wiring: GatewayRateLimitWiring): Record<string, unknown> {
+  const patches = serviceWiringPatches(wiring.service, wiring.ports);
   for (const route of wiring.routes) {
     if (route.routeConfigurations.length === 0)
       throw new RangeError(
         `HTTPRoute ${route.httpRoute.namespace}/${route.httpRoute.name}: no route configuration to wire`,
       );
-    const prefix = `httproute/${route.httpRoute.namespace}/${route.httpRoute.name}/rule/`;
-    for (const routeConfiguration of route.routeConfigurations) {
-      patches.push({
-        type: TYPE.routeConfiguration,
-        name: routeConfiguration,
-        operation: {
-          op: 'add',
-          // Kubernetes names have no quote or backslash; `.` is the one regex metacharacter they may hold.
-          jsonPath: `$.virtual_hosts[*].routes[?(@.name =~ '^${prefix.replaceAll('.', '[.]')}')].route`,
-          path: '/rate_limits',
-          value: envoyRateLimits(route.policy, wiring.service.headers),
-        },
-      });
-    }
+    const rateLimits = envoyRateLimits(route.policy, wiring.service.headers);
+    for (const rc of route.routeConfigurations)
+      patches.push(routeRateLimitsPatch(rc, route.httpRoute, rateLimits));
   }
-  return {
-    apiVersion: ENVOY_PATCH_POLICY_API_VERSION,
-    kind: ENVOY_PATCH_POLICY_KIND,
-    metadata: { name: wiring.name ?? RATELIMIT_CLUSTER_NAME, namespace: wiring.gateway.namespace },
-    spec: {
-      type: 'JSONPatch',
-      targetRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: wiring.gateway.name },
-      jsonPatches: patches,
-    },
-  };
+  return envoyPatchPolicy(wiring.name ?? RATELIMIT_CLUSTER_NAME, wiring.gateway, patches);
 }

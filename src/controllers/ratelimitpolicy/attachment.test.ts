@@ -209,7 +209,7 @@ describe('the Attached verdict', () => {
       [
         { kind: 'unsupported' },
         'UnsupportedTarget',
-        'only projectcontour.io/HTTPProxy and gateway.networking.k8s.io/HTTPRoute targets are supported (a Gateway is not yet: target its HTTPRoutes)',
+        'only projectcontour.io/HTTPProxy, gateway.networking.k8s.io/HTTPRoute and gateway.networking.k8s.io/Gateway (the last two with Envoy Gateway) targets are supported',
       ],
       [{ kind: 'conflict', message: 'conflict with "kubectl"' }, 'FieldConflict', 'conflict with "kubectl"'],
       [{ kind: 'applyFailed', message: 'forbidden' }, 'ApplyFailed', 'forbidden'],
@@ -227,7 +227,7 @@ describe('the Attached verdict', () => {
     expect(attachedCondition([])).toBeUndefined();
     const ok = targetVerdict(proxyRef, { kind: 'applied', proxy: proxy() }, 'ns');
     expect(attachedCondition([ok])).toMatchObject({ type: 'Attached', status: 'True', reason: 'Attached' });
-    const route = { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'web' };
+    const route = { group: 'gateway.networking.k8s.io', kind: 'GRPCRoute', name: 'web' };
     const missing = targetVerdict({ ...proxyRef, name: 'gone' }, { kind: 'notFound' }, 'ns');
     const unsupported = targetVerdict(route, { kind: 'unsupported' }, 'ns');
     expect(attachedCondition([ok, missing, unsupported])).toEqual({
@@ -235,9 +235,9 @@ describe('the Attached verdict', () => {
       status: 'False',
       reason: 'TargetNotFound',
       message:
-        'projectcontour.io/HTTPProxy gone: not found in namespace ns; gateway.networking.k8s.io/Gateway web: ' +
-        'only projectcontour.io/HTTPProxy and gateway.networking.k8s.io/HTTPRoute targets are supported ' +
-        '(a Gateway is not yet: target its HTTPRoutes) (1 of 3 targets wired)',
+        'projectcontour.io/HTTPProxy gone: not found in namespace ns; gateway.networking.k8s.io/GRPCRoute web: ' +
+        'only projectcontour.io/HTTPProxy, gateway.networking.k8s.io/HTTPRoute and gateway.networking.k8s.io/Gateway ' +
+        '(the last two with Envoy Gateway) targets are supported (1 of 3 targets wired)',
     });
   });
 });

@@ -333,7 +333,7 @@ export function targetVerdict(
         ref,
         wired: false,
         reason: 'UnsupportedTarget',
-        message: `${what}: only ${CONTOUR_GROUP}/${HTTPPROXY_KIND} and gateway.networking.k8s.io/HTTPRoute targets are supported (a Gateway is not yet: target its HTTPRoutes)`,
+        message: `${what}: only ${CONTOUR_GROUP}/${HTTPPROXY_KIND}, gateway.networking.k8s.io/HTTPRoute and gateway.networking.k8s.io/Gateway (the last two with Envoy Gateway) targets are supported`,
       };
     case 'disabled':
       return {

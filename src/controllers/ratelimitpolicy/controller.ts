@@ -88,6 +88,7 @@ import {
   ENVOY_GATEWAY_PENDING_MS,
   EPP_LIST_KEY,
   envoyGatewayVerdicts,
+  envoyGatewayWatch,
   envoyPatchPolicyKey,
   isEnvoyGatewayKey,
   reconcileEnvoyGatewayKey,
@@ -271,6 +272,7 @@ export class RateLimitPolicyController {
             objects: options.objects,
             service: options.envoyGateway,
             log: this.#log,
+            watch: envoyGatewayWatch(this.#policies, this.#queue),
           });
   }
 
@@ -305,9 +307,7 @@ export class RateLimitPolicyController {
 
   /** Starts the watches and the workers (which wait for the caches). */
   start(): void {
-    this.#policies.start();
-    this.#configMaps.start();
-    this.#contour?.start();
+    for (const w of [this.#policies, this.#configMaps, this.#contour, this.#envoyGateway]) w?.start();
     this.#queue.add(CONFIG_KEY);
     if (this.#envoyGateway !== undefined) this.#queue.add(EPP_LIST_KEY);
     if (this.#contour !== undefined) {
@@ -331,6 +331,7 @@ export class RateLimitPolicyController {
     clearInterval(this.#listedPoll);
     this.#liveness.stop();
     await Promise.all([this.#policies.stop(), this.#configMaps.stop(), this.#contour?.stop()]);
+    await this.#envoyGateway?.stop();
     this.#queue.shutDown();
     await Promise.all(this.#running);
   }

@@ -1,28 +1,41 @@
 /**
  * The Envoy Gateway side of RateLimitPolicy attachment (`--envoy-gateway-attachment`; docs/routing.md,
- * "Envoy Gateway"): reads a targeted HTTPRoute's parent Gateways and ListenerSets, keeps one
- * EnvoyPatchPolicy `portico-ratelimit` per Gateway (in the Gateway's namespace, server-side applied
- * under the operator's field manager) carrying every policy that targets a route under it, deletes it
- * when none does (owner references cannot cross namespaces), and turns Envoy Gateway's status of it
- * into each target's verdict. The objects are read from the API server at each reconcile (no watch):
- * a change of an HTTPRoute's parents is seen at the policy's next reconcile or resync.
+ * "Envoy Gateway"): reads a targeted HTTPRoute's parent Gateways and ListenerSets, or a targeted
+ * Gateway and its ListenerSets; keeps each Gateway's EnvoyPatchPolicies in the Gateway's namespace
+ * (server-side applied under the operator's field manager; the service wiring once per Gateway and
+ * one per target: envoy-gateway-attachment.ts), deletes those no policy needs (owner references
+ * cannot cross namespaces), and turns Envoy Gateway's status of them into each target's verdict.
+ *
+ * The objects are read from the API server at each reconcile; watches on HTTPRoutes, Gateways and
+ * ListenerSets (`start`) only say when to look again: a change of one queues the Gateways it is
+ * under and the policies that target it, so a new parent or ListenerSet is wired within seconds.
  */
-import { CustomObjectsApi, type KubeConfig, type KubernetesObjectApi } from '@kubernetes/client-node';
+import {
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  type KubernetesObjectApi,
+} from '@kubernetes/client-node';
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import { FIELD_MANAGER, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/customdomain.js';
 import type { PolicyTargetRef, RateLimitPolicy } from '../../api/ratelimitpolicy.js';
 import { isNotFound } from '../../kube/errors.js';
+import { ResilientInformer } from '../../kube/informer.js';
 import { serverSideApply } from '../../kube/server-side-apply.js';
 import {
   ENVOY_PATCH_POLICY_PLURAL,
   type RateLimitServiceTarget,
 } from '../../routing/envoy-gateway-ratelimit.js';
 import { describeTarget, targetsOf, type TargetVerdict } from './attachment.js';
+import { HTTPROUTE_KIND } from '../../routing/gateway.js';
 import {
-  ENVOY_PATCH_POLICY_NAME,
+  GATEWAY_KIND,
   POLICIES_ANNOTATION,
+  TARGET_ANNOTATION,
   entryPolicy,
-  gatewayPatchPolicy,
+  gatewayPatchPolicies,
+  gatewayPlacement,
   isEnvoyGatewayTarget,
   keyOf,
   listenerSetGateway,
@@ -31,10 +44,13 @@ import {
   patchState,
   placements,
   policyEntry,
-  routeOwners,
+  serviceWiringPolicyName,
+  targetOwners,
+  targetPolicyName,
+  targetText,
   type EnvoyPatchPolicyObject,
   type GatewayObject,
-  type GatewayRoute,
+  type GatewayTarget,
   type HTTPRouteObject,
   type ListenerSetObject,
   type PatchState,
@@ -49,17 +65,18 @@ const EG_API = {
 } as const;
 const SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 
-/** What reading one HTTPRoute target found. */
+/** What reading one target found. */
 type Resolution =
   | { readonly kind: 'notFound' }
   | { readonly kind: 'noGateway'; readonly parents: string }
+  | { readonly kind: 'noRoutes' }
   | { readonly kind: 'placed'; readonly placements: readonly Placement[] };
 
-/** The verdicts of a policy's HTTPRoute targets, and the Gateways whose EnvoyPatchPolicy is behind. */
+/** The verdicts of a policy's Envoy Gateway targets, and the Gateways whose EnvoyPatchPolicies are behind. */
 export interface EnvoyGatewayVerdicts {
   /** By target (`group/kind/name`). */
   readonly verdicts: ReadonlyMap<string, TargetVerdict>;
-  /** `namespace/name` of each Gateway whose EnvoyPatchPolicy must be applied again. */
+  /** `namespace/name` of each Gateway whose EnvoyPatchPolicies must be applied again. */
   readonly behind: ReadonlySet<string>;
   /** True when a verdict waits on Envoy Gateway or on the apply. */
   readonly pending: boolean;
@@ -70,22 +87,99 @@ export function targetKey(ref: PolicyTargetRef): string {
   return `${ref.group}/${ref.kind}/${ref.name}`;
 }
 
+/** `namespace/name` split. */
+function split(key: string): { namespace: string; name: string } {
+  const slash = key.indexOf('/');
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+/** What the watches tell the controller: keys to queue. */
+export interface EnvoyGatewayWatchHandlers {
+  /** Queues the EnvoyPatchPolicies of a Gateway (`namespace/name`). */
+  readonly gateway: (gateway: string) => void;
+  /** Queues the policies of `namespace` that target the `kind` (HTTPRoute or Gateway) `name`. */
+  readonly targeted: (namespace: string, kind: string, name: string) => void;
+}
+
 export class EnvoyGatewayAttacher {
   readonly #custom: CustomObjectsApi;
   readonly #objects: KubernetesObjectApi;
   readonly #service: RateLimitServiceTarget;
   readonly #log: Logger;
+  readonly #informers: ResilientInformer<KubernetesObject>[] = [];
+  readonly #listenerSets: ResilientInformer<ListenerSetObject & KubernetesObject> | undefined;
 
   constructor(o: {
     kubeConfig: KubeConfig;
     objects: KubernetesObjectApi;
     service: RateLimitServiceTarget;
     log: Logger;
+    /** When given, `start` watches HTTPRoutes, Gateways and ListenerSets and calls these on changes. */
+    watch?: EnvoyGatewayWatchHandlers;
+    /** Milliseconds between the watches' resyncs (0: none). */
+    resyncMs?: number;
   }) {
     this.#custom = o.kubeConfig.makeApiClient(CustomObjectsApi);
     this.#objects = o.objects;
     this.#service = o.service;
     this.#log = o.log;
+    const watch = o.watch;
+    if (watch === undefined) return;
+    const path = (plural: string): string => `/apis/${GATEWAY_API.group}/${GATEWAY_API.version}/${plural}`;
+    const common = { resyncMs: 0, log: this.#log };
+    const listenerSets = new ResilientInformer<ListenerSetObject & KubernetesObject>(o.kubeConfig, {
+      ...common,
+      path: path('listenersets'),
+      keep: trimListenerSet,
+      onChange: (ls) => {
+        const gateway = listenerSetGateway(ls);
+        if (gateway !== undefined) watch.gateway(gateway);
+        // The routes attached to it: their policies' verdicts name the ListenerSet's listeners.
+        for (const route of routes.list(ls.metadata.namespace) as HTTPRouteObject[])
+          if (parentsOf(route, 'ListenerSet').some((p) => keyOf(p) === keyOf(ls.metadata)))
+            watch.targeted(route.metadata.namespace, HTTPROUTE_KIND, route.metadata.name);
+      },
+    });
+    const routes = new ResilientInformer<KubernetesObject>(o.kubeConfig, {
+      ...common,
+      path: path('httproutes'),
+      keep: trimRoute,
+      onChange: (obj) => {
+        const route = obj as unknown as HTTPRouteObject;
+        watch.targeted(route.metadata.namespace, HTTPROUTE_KIND, route.metadata.name);
+        for (const p of parentsOf(route, 'Gateway')) watch.gateway(keyOf(p));
+        for (const p of parentsOf(route, 'ListenerSet')) {
+          const ls = listenerSets.get(p.name, p.namespace);
+          const gateway = ls === undefined ? undefined : listenerSetGateway(ls);
+          if (gateway !== undefined) watch.gateway(gateway);
+        }
+      },
+    });
+    const gateways = new ResilientInformer<KubernetesObject>(o.kubeConfig, {
+      ...common,
+      path: path('gateways'),
+      keep: (gw) => {
+        // Only its name is read; undefined rather than `delete` (V8 keeps such objects compact).
+        Object.assign(gw, { spec: undefined, status: undefined });
+      },
+      onChange: (gw) => {
+        const key = keyOf(gw.metadata as { namespace: string; name: string });
+        watch.gateway(key);
+        watch.targeted(split(key).namespace, GATEWAY_KIND, split(key).name);
+      },
+    });
+    this.#listenerSets = listenerSets;
+    this.#informers.push(routes, gateways, listenerSets as unknown as ResilientInformer<KubernetesObject>);
+  }
+
+  /** Starts the watches (when constructed with `watch`); never throws. */
+  start(): void {
+    for (const i of this.#informers) i.start();
+  }
+
+  /** Stops the watches. */
+  async stop(): Promise<void> {
+    await Promise.all(this.#informers.map((i) => i.stop()));
   }
 
   async #get<T>(
@@ -103,7 +197,7 @@ export class EnvoyGatewayAttacher {
   }
 
   /** Reads an HTTPRoute of `namespace` and its parents; where it lands on each Gateway. */
-  async #resolve(namespace: string, name: string): Promise<Resolution> {
+  async #resolveRoute(namespace: string, name: string): Promise<Resolution> {
     const route = await this.#get<HTTPRouteObject>(GATEWAY_API, 'httproutes', namespace, name);
     if (route === undefined) return { kind: 'notFound' };
     const listenerSets = new Map<string, ListenerSetObject>();
@@ -117,13 +211,8 @@ export class EnvoyGatewayAttacher {
     ]);
     const gateways = new Map<string, GatewayObject>();
     for (const key of gatewayKeys) {
-      const slash = key.indexOf('/');
-      const gw = await this.#get<GatewayObject>(
-        GATEWAY_API,
-        'gateways',
-        key.slice(0, slash),
-        key.slice(slash + 1),
-      );
+      const { namespace: ns, name: n } = split(key);
+      const gw = await this.#get<GatewayObject>(GATEWAY_API, 'gateways', ns, n);
       if (gw !== undefined) gateways.set(key, gw);
     }
     const placed = placements(route, gateways, listenerSets);
@@ -136,15 +225,52 @@ export class EnvoyGatewayAttacher {
     return { kind: 'placed', placements: placed };
   }
 
-  /** The placed HTTPRoutes of every policy in `policies` (each policy's targets read once). */
-  async #routes(policies: readonly RateLimitPolicy[]): Promise<GatewayRoute[]> {
-    const out: GatewayRoute[] = [];
+  /**
+   * The ListenerSets whose parentRef is the Gateway `namespace/name`: from the watch's cache when
+   * it has listed, else listed from the API server.
+   */
+  async #listenerSetsOf(gateway: string): Promise<ListenerSetObject[]> {
+    let all: readonly ListenerSetObject[];
+    if (this.#listenerSets?.synced === true) all = this.#listenerSets.list();
+    else {
+      try {
+        const list = (await this.#custom.listClusterCustomObject({
+          ...GATEWAY_API,
+          plural: 'listenersets',
+        })) as { items?: ListenerSetObject[] };
+        all = list.items ?? [];
+      } catch (err: unknown) {
+        // The ListenerSet CRD not installed: no ListenerSets.
+        if (isNotFound(err)) all = [];
+        else throw err;
+      }
+    }
+    return all.filter((ls) => listenerSetGateway(ls) === gateway);
+  }
+
+  /** Reads a Gateway of `namespace` and its ListenerSets; the listeners with routes. */
+  async #resolveGateway(namespace: string, name: string): Promise<Resolution> {
+    const gw = await this.#get<GatewayObject>(GATEWAY_API, 'gateways', namespace, name);
+    if (gw === undefined) return { kind: 'notFound' };
+    const placement = gatewayPlacement(gw, await this.#listenerSetsOf(`${namespace}/${name}`));
+    return placement === undefined ? { kind: 'noRoutes' } : { kind: 'placed', placements: [placement] };
+  }
+
+  #resolve(namespace: string, ref: PolicyTargetRef): Promise<Resolution> {
+    return ref.kind === GATEWAY_KIND
+      ? this.#resolveGateway(namespace, ref.name)
+      : this.#resolveRoute(namespace, ref.name);
+  }
+
+  /** The placed targets of every policy in `policies` (each policy's targets read once). */
+  async #targets(policies: readonly RateLimitPolicy[]): Promise<GatewayTarget[]> {
+    const out: GatewayTarget[] = [];
     for (const policy of policies) {
       for (const ref of targetsOf(policy).filter(isEnvoyGatewayTarget)) {
-        const route = { namespace: policy.metadata.namespace, name: ref.name };
-        const r = await this.#resolve(route.namespace, route.name);
+        const target = { kind: ref.kind, namespace: policy.metadata.namespace, name: ref.name };
+        const r = await this.#resolve(target.namespace, ref);
         if (r.kind !== 'placed') continue;
-        for (const placement of r.placements) out.push({ policy, route, placement });
+        for (const placement of r.placements) out.push({ policy, target, placement });
       }
     }
     return out;
@@ -155,90 +281,105 @@ export class EnvoyGatewayAttacher {
     const list = (await this.#custom.listClusterCustomObject({ ...EG_API, labelSelector: SELECTOR })) as {
       items?: EnvoyPatchPolicyObject[];
     };
-    return (list.items ?? []).filter((e) => e.metadata.name === ENVOY_PATCH_POLICY_NAME);
+    return list.items ?? [];
   }
 
-  /** `namespace/name` of the Gateways whose EnvoyPatchPolicy names the policy `policyKey`. */
+  /** `namespace/name` of the Gateways whose EnvoyPatchPolicies name the policy `policyKey`. */
   async gatewaysCarrying(policyKey: string): Promise<string[]> {
-    return (await this.patchPolicies())
+    const gateways = (await this.patchPolicies())
       .filter((e) =>
         parseEntries(e.metadata.annotations?.[POLICIES_ANNOTATION]).some((x) => entryPolicy(x) === policyKey),
       )
       .map((e) => `${e.metadata.namespace}/${gatewayOf(e)}`);
+    return [...new Set(gateways)];
   }
 
-  /** Deletes the EnvoyPatchPolicy of a Gateway's namespace (gone already: nothing to do). */
-  async #delete(namespace: string): Promise<void> {
+  /** Deletes one EnvoyPatchPolicy (gone already: nothing to do). */
+  async #delete(namespace: string, name: string): Promise<void> {
     try {
-      await this.#custom.deleteNamespacedCustomObject({
-        ...EG_API,
-        namespace,
-        name: ENVOY_PATCH_POLICY_NAME,
-      });
+      await this.#custom.deleteNamespacedCustomObject({ ...EG_API, namespace, name });
     } catch (err: unknown) {
       if (!isNotFound(err)) throw err;
     }
     this.#log.info(
-      { envoyPatchPolicy: `${namespace}/${ENVOY_PATCH_POLICY_NAME}` },
-      'rate-limit EnvoyPatchPolicy deleted: no policy targets a route of its Gateway',
+      { envoyPatchPolicy: `${namespace}/${name}` },
+      'rate-limit EnvoyPatchPolicy deleted: no policy needs it',
     );
   }
 
   /**
-   * Applies the EnvoyPatchPolicy of one Gateway with every policy's HTTPRoutes placed on it (one
-   * policy per HTTPRoute: `routeOwners`), or deletes it when there are none.
+   * Applies the EnvoyPatchPolicies of one Gateway with every policy's targets placed on it (one
+   * policy per target: `targetOwners`), and deletes Portico's others targeting the Gateway (all of
+   * them when no target is placed there). An EnvoyPatchPolicy whose spec and annotations are as
+   * wanted is not written again.
    *
    * @param gateway `namespace/name`
-   * @returns `namespace/name` of the policies whose entry in it changed (their verdict is to be read again)
+   * @returns `namespace/name` of the policies whose verdict is to be read again: those carried by an
+   *   EnvoyPatchPolicy written or deleted, and those that lost a target to an older policy
    * @throws the API error of a failed read, apply or delete (retry with backoff)
    */
   async syncGateway(gateway: string, policies: readonly RateLimitPolicy[]): Promise<Set<string>> {
-    const slash = gateway.indexOf('/');
-    const gw = { namespace: gateway.slice(0, slash), name: gateway.slice(slash + 1) };
-    const all = (await this.#routes(policies.filter((p) => targetsOf(p).some(isEnvoyGatewayTarget)))).filter(
-      (r) => r.placement.gateway === gateway,
+    const gw = split(gateway);
+    const all = (await this.#targets(policies.filter((p) => targetsOf(p).some(isEnvoyGatewayTarget)))).filter(
+      (t) => t.placement.gateway === gateway,
     );
-    const owners = routeOwners(all);
-    const routes = all.filter((r) => owners.get(keyOf(r.route)) === r.policy);
-    const existing = await this.#get<EnvoyPatchPolicyObject>(
-      EG_API,
-      EG_API.plural,
-      gw.namespace,
-      ENVOY_PATCH_POLICY_NAME,
+    const owners = targetOwners(all);
+    const targets = all.filter((t) => owners.get(targetText(t.target)) === t.policy);
+    const wanted = gatewayPatchPolicies(gw, targets, this.#service);
+    const existing = (await this.patchPolicies()).filter(
+      (e) => e.metadata.namespace === gw.namespace && gatewayOf(e) === gw.name,
     );
-    const before = parseEntries(existing?.metadata.annotations?.[POLICIES_ANNOTATION]);
-    let after: string[] = [];
-    if (routes.length === 0) {
-      if (existing?.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY_VALUE)
-        await this.#delete(gw.namespace);
-    } else {
-      const body = gatewayPatchPolicy(gw, routes, this.#service);
+    const changed = new Set<string>();
+    const carried = (e: { metadata?: unknown }): void => {
+      const annotations = (e.metadata as { annotations?: Record<string, string> }).annotations;
+      for (const x of parseEntries(annotations?.[POLICIES_ANNOTATION])) changed.add(entryPolicy(x));
+    };
+    const wantedNames = new Set<string>();
+    for (const body of wanted) {
+      const metadata = body.metadata as { name: string; annotations: Record<string, string> };
+      wantedNames.add(metadata.name);
+      const current = existing.find((e) => e.metadata.name === metadata.name);
+      if (
+        current !== undefined &&
+        isDeepStrictEqual((current as { spec?: unknown }).spec, body.spec) &&
+        isDeepStrictEqual(
+          current.metadata.annotations?.[POLICIES_ANNOTATION],
+          metadata.annotations[POLICIES_ANNOTATION],
+        ) &&
+        isDeepStrictEqual(
+          current.metadata.annotations?.[TARGET_ANNOTATION],
+          metadata.annotations[TARGET_ANNOTATION],
+        )
+      )
+        continue;
       await serverSideApply(this.#objects, body as never, { fieldManager: FIELD_MANAGER, force: true });
-      after = parseEntries(
-        (body.metadata as { annotations: Record<string, string> }).annotations[POLICIES_ANNOTATION],
-      );
       this.#log.info(
-        { envoyPatchPolicy: `${gw.namespace}/${ENVOY_PATCH_POLICY_NAME}`, policies: after.length },
+        {
+          envoyPatchPolicy: `${gw.namespace}/${metadata.name}`,
+          policies: metadata.annotations[POLICIES_ANNOTATION],
+        },
         'rate-limit EnvoyPatchPolicy applied',
       );
+      carried(body);
+      if (current !== undefined) carried(current);
     }
-    const changed = new Set<string>();
-    for (const e of [
-      ...before.filter((x) => !after.includes(x)),
-      ...after.filter((x) => !before.includes(x)),
-    ])
-      changed.add(entryPolicy(e));
-    // Policies that lost their route to an older one: their verdict says so.
-    for (const r of all) if (owners.get(keyOf(r.route)) !== r.policy) changed.add(keyOf(r.policy.metadata));
+    for (const e of existing) {
+      if (wantedNames.has(e.metadata.name)) continue;
+      await this.#delete(e.metadata.namespace, e.metadata.name);
+      carried(e);
+    }
+    // Policies that lost a target to an older one: their verdict says so.
+    for (const t of all)
+      if (owners.get(targetText(t.target)) !== t.policy) changed.add(keyOf(t.policy.metadata));
     return changed;
   }
 
   /**
-   * The verdict of each HTTPRoute target of `policy` (Envoy Gateway's status of the EnvoyPatchPolicy
-   * of each Gateway the route is under), and the Gateways whose EnvoyPatchPolicy does not carry this
-   * generation of the policy, or carries a policy that no longer targets a route under it.
+   * The verdict of each Envoy Gateway target of `policy` (Envoy Gateway's status of the
+   * EnvoyPatchPolicies of each Gateway the target is under), and the Gateways whose EnvoyPatchPolicies
+   * do not carry this generation of the policy, or carry a policy that no longer has a target there.
    *
-   * @param policies every policy (which one wires an HTTPRoute several target)
+   * @param policies every policy (which one wires a target several name)
    * @throws the API error of a failed read (retry with backoff)
    */
   async verdicts(
@@ -249,18 +390,18 @@ export class EnvoyGatewayAttacher {
     const behind = new Set<string>();
     const placedOn = new Set<string>();
     for (const ref of targetsOf(policy).filter(isEnvoyGatewayTarget)) {
-      const r = await this.#resolve(policy.metadata.namespace, ref.name);
+      const r = await this.#resolve(policy.metadata.namespace, ref);
       if (r.kind === 'placed') for (const p of r.placements) placedOn.add(p.gateway);
       verdicts.set(targetKey(ref), await this.#verdict(policy, ref, r, policies, behind));
     }
-    // Gateways that still carry this policy although none of its routes is placed there any more.
+    // Gateways that still carry this policy although none of its targets is placed there any more.
     for (const gw of await this.gatewaysCarrying(keyOf(policy.metadata)))
       if (!placedOn.has(gw)) behind.add(gw);
     const pending = [...verdicts.values()].some((v) => v.pending === true);
     return { verdicts, behind, pending };
   }
 
-  /** One HTTPRoute target's verdict; adds to `behind` the Gateways not carrying this generation. */
+  /** One target's verdict; adds to `behind` the Gateways not carrying this generation. */
   async #verdict(
     policy: RateLimitPolicy,
     ref: PolicyTargetRef,
@@ -282,24 +423,31 @@ export class EnvoyGatewayAttacher {
         'NoParentGateway',
         `none of its parentRefs (${r.parents}) is a Gateway or ListenerSet the operator could read with an HTTP or HTTPS listener`,
       );
-    const route = { namespace, name: ref.name };
+    if (r.kind === 'noRoutes')
+      return {
+        ref,
+        wired: true,
+        reason: 'Attached',
+        message: `${what}: no HTTP or HTTPS listener of it or of its ListenerSets has a route attached (Envoy Gateway's status): nothing to limit yet; the limits are wired when a route attaches`,
+      };
+    const target = { kind: ref.kind, namespace, name: ref.name };
     const placement = r.placements[0] as Placement;
-    const owner = routeOwners(
+    const owner = targetOwners(
       policies
         .filter(
           (c) =>
             c.metadata.namespace === namespace &&
-            targetsOf(c).some((t) => isEnvoyGatewayTarget(t) && t.name === ref.name),
+            targetsOf(c).some((t) => isEnvoyGatewayTarget(t) && t.kind === ref.kind && t.name === ref.name),
         )
-        .map((c) => ({ policy: c, route, placement })),
-    ).get(keyOf(route));
+        .map((c) => ({ policy: c, target, placement })),
+    ).get(targetText(target));
     if (owner !== undefined && keyOf(owner.metadata) !== keyOf(policy.metadata))
       return no(
         'FieldConflict',
-        `RateLimitPolicy ${owner.metadata.name}, older, targets it too and is the one wired (one policy per HTTPRoute)`,
+        `RateLimitPolicy ${owner.metadata.name}, older, targets it too and is the one wired (one policy per target)`,
       );
     const states = [];
-    for (const p of r.placements) states.push(await this.#placementState(policy, p.gateway, behind));
+    for (const p of r.placements) states.push(await this.#placementState(policy, target, p.gateway, behind));
     const refused = states.find((s) => s.state === 'refused');
     if (refused !== undefined) return no('RefusedByEnvoyGateway', refused.text);
     const text = `${what}: ${states.map((s) => s.text).join('; ')}`;
@@ -308,44 +456,88 @@ export class EnvoyGatewayAttacher {
     return { ref, wired: true, reason: 'Attached', message: text };
   }
 
-  /** Envoy Gateway's word on this generation of the policy in the EnvoyPatchPolicy of `gateway`. */
+  /**
+   * Envoy Gateway's word on this generation of the policy in the Gateway's EnvoyPatchPolicies that
+   * matter to the target: the service wiring's and the target's own.
+   */
   async #placementState(
     policy: RateLimitPolicy,
+    target: GatewayTarget['target'],
     gateway: string,
     behind: Set<string>,
   ): Promise<{ state: PatchState['state']; text: string }> {
-    const slash = gateway.indexOf('/');
-    const namespace = gateway.slice(0, slash);
-    const eppName = `${namespace}/${ENVOY_PATCH_POLICY_NAME}`;
-    const epp = await this.#get<EnvoyPatchPolicyObject>(
-      EG_API,
-      EG_API.plural,
-      namespace,
-      ENVOY_PATCH_POLICY_NAME,
+    const gw = split(gateway);
+    const names = [serviceWiringPolicyName(gw.name), targetPolicyName(gw.name, policy, target)];
+    const read: { name: string; epp: EnvoyPatchPolicyObject | undefined }[] = [];
+    for (const name of names)
+      read.push({
+        name,
+        epp: await this.#get<EnvoyPatchPolicyObject>(EG_API, EG_API.plural, gw.namespace, name),
+      });
+    const missing = read.filter(
+      ({ epp }) =>
+        !parseEntries(epp?.metadata.annotations?.[POLICIES_ANNOTATION]).includes(policyEntry(policy)),
     );
-    if (!parseEntries(epp?.metadata.annotations?.[POLICIES_ANNOTATION]).includes(policyEntry(policy))) {
+    if (missing.length > 0) {
       behind.add(gateway);
-      return { state: 'pending', text: `EnvoyPatchPolicy ${eppName} of Gateway ${gateway} being applied` };
+      return {
+        state: 'pending',
+        text: `EnvoyPatchPolicy ${missing.map((m) => `${gw.namespace}/${m.name}`).join(', ')} of Gateway ${gateway} being applied`,
+      };
     }
-    const state = patchState(epp as EnvoyPatchPolicyObject, gateway.slice(slash + 1));
-    switch (state.state) {
-      case 'pending':
-        return {
-          state: 'pending',
-          text: `EnvoyPatchPolicy ${eppName} applied; Envoy Gateway has not yet reported on generation ${epp?.metadata.generation ?? 0}`,
-        };
-      case 'refused':
+    const states = read.map(({ name, epp }) => ({
+      name: `${gw.namespace}/${name}`,
+      generation: epp?.metadata.generation ?? 0,
+      state: patchState(epp as EnvoyPatchPolicyObject, gw.name),
+    }));
+    for (const s of states)
+      if (s.state.state === 'refused')
         return {
           state: 'refused',
-          text: `EnvoyPatchPolicy ${eppName}: Envoy Gateway refuses it: ${state.reason}: ${state.message}`,
+          text: `EnvoyPatchPolicy ${s.name}: Envoy Gateway refuses it: ${s.state.reason}: ${s.state.message}`,
         };
-      case 'programmed':
-        return {
-          state: 'programmed',
-          text: `EnvoyPatchPolicy ${eppName} programmed by Envoy Gateway on Gateway ${gateway}`,
-        };
-    }
+    const waiting = states.find((s) => s.state.state === 'pending');
+    if (waiting !== undefined)
+      return {
+        state: 'pending',
+        text: `EnvoyPatchPolicy ${waiting.name} applied; Envoy Gateway has not yet reported on generation ${waiting.generation}`,
+      };
+    return {
+      state: 'programmed',
+      text: `EnvoyPatchPolicies ${states.map((s) => s.name).join(' and ')} programmed by Envoy Gateway on Gateway ${gateway}`,
+    };
   }
+}
+
+/**
+ * What the watch's cache keeps of an HTTPRoute: its `parentRefs` (every HTTPRoute of the cluster is
+ * cached, so the rest, rules and status, is dropped).
+ */
+export function trimRoute(obj: KubernetesObject): void {
+  const route = obj as { spec?: { parentRefs?: unknown }; status?: unknown };
+  route.spec = { parentRefs: route.spec?.parentRefs };
+  route.status = undefined;
+}
+
+/**
+ * What the watch's cache keeps of a ListenerSet: its `parentRef`, its listeners' names, ports and
+ * protocols, and their status' `attachedRoutes` (what `gatewayPlacement` reads).
+ */
+export function trimListenerSet(obj: ListenerSetObject & KubernetesObject): void {
+  const ls = obj as {
+    spec?: ListenerSetObject['spec'];
+    status?: ListenerSetObject['status'];
+  };
+  ls.spec = {
+    ...(ls.spec?.parentRef === undefined ? {} : { parentRef: ls.spec.parentRef }),
+    listeners: (ls.spec?.listeners ?? []).map((l) => ({ name: l.name, port: l.port, protocol: l.protocol })),
+  };
+  ls.status = {
+    listeners: (ls.status?.listeners ?? []).map((l) => ({
+      name: l.name,
+      ...(l.attachedRoutes === undefined ? {} : { attachedRoutes: l.attachedRoutes }),
+    })),
+  };
 }
 
 /** The Gateway an EnvoyPatchPolicy targets (its `spec.targetRef.name`). */
@@ -353,7 +545,7 @@ function gatewayOf(epp: EnvoyPatchPolicyObject): string {
   return (epp as { spec?: { targetRef?: { name?: string } } }).spec?.targetRef?.name ?? '';
 }
 
-/** The verdict of an HTTPRoute target while `--envoy-gateway-attachment` is off. */
+/** The verdict of an Envoy Gateway target while `--envoy-gateway-attachment` is off. */
 export function envoyGatewayDisabledVerdict(ref: PolicyTargetRef): TargetVerdict {
   return {
     ref,

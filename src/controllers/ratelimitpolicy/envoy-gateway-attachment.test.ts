@@ -4,13 +4,17 @@ import { attachedCondition, type TargetVerdict } from './attachment.js';
 import {
   POLICIES_ANNOTATION,
   entryPolicy,
-  gatewayPatchPolicy,
+  TARGET_ANNOTATION,
+  gatewayPatchPolicies,
+  gatewayPlacement,
   isEnvoyGatewayTarget,
   parseEntries,
   patchState,
   placements,
   policyEntry,
-  routeOwners,
+  serviceWiringPolicyName,
+  targetOwners,
+  targetPolicyName,
   type EnvoyPatchPolicyObject,
   type GatewayObject,
   type HTTPRouteObject,
@@ -68,11 +72,14 @@ const service = {
 };
 
 describe('isEnvoyGatewayTarget', () => {
-  it('is true for a Gateway API HTTPRoute only', () => {
+  it('is true for a Gateway API HTTPRoute or Gateway only', () => {
     expect(isEnvoyGatewayTarget({ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'a' })).toBe(
       true,
     );
     expect(isEnvoyGatewayTarget({ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'a' })).toBe(
+      true,
+    );
+    expect(isEnvoyGatewayTarget({ group: 'gateway.networking.k8s.io', kind: 'GRPCRoute', name: 'a' })).toBe(
       false,
     );
     expect(isEnvoyGatewayTarget({ group: 'projectcontour.io', kind: 'HTTPProxy', name: 'a' })).toBe(false);
@@ -126,52 +133,126 @@ describe('placements', () => {
   });
 });
 
-describe('routeOwners and gatewayPatchPolicy', () => {
+describe('gatewayPlacement', () => {
+  const withStatus = (attached: Record<string, number>): GatewayObject => ({
+    ...gateway,
+    spec: {
+      listeners: [
+        { name: 'http', port: 80, protocol: 'HTTP' },
+        { name: 'web', port: 443, protocol: 'HTTPS' },
+        { name: 'tls', port: 8443, protocol: 'TLS' },
+      ],
+    },
+    status: {
+      listeners: Object.entries(attached).map(([name, attachedRoutes]) => ({ name, attachedRoutes })),
+    },
+  });
+  const ls = (attachedRoutes: number, parent = 'portico'): ListenerSetObject => ({
+    ...listenerSet,
+    spec: { ...listenerSet.spec, parentRef: { name: parent, namespace: 'envoy-gateway-system' } },
+    status: { listeners: [{ name: 'https', attachedRoutes }] },
+  });
+
+  it("names the route configurations of the Gateway's and its ListenerSets' HTTP and HTTPS listeners that have routes", () => {
+    expect(gatewayPlacement(withStatus({ http: 2, web: 1, tls: 3 }), [ls(1), ls(1, 'other')])).toEqual({
+      gateway: 'envoy-gateway-system/portico',
+      ports: [80, 443],
+      routeConfigurations: [
+        'envoy-gateway-system/portico/shop/portico-www/https',
+        'envoy-gateway-system/portico/web',
+        'http-80',
+      ],
+    });
+  });
+
+  it('leaves out listeners without routes, and is undefined when none has one', () => {
+    expect(gatewayPlacement(withStatus({ http: 1, web: 0 }), [ls(0)])?.routeConfigurations).toEqual([
+      'http-80',
+    ]);
+    expect(gatewayPlacement(withStatus({}), [ls(0)])).toBeUndefined();
+  });
+});
+
+describe('targetOwners and gatewayPatchPolicies', () => {
   const placement = {
     gateway: 'envoy-gateway-system/portico',
     ports: [80],
     routeConfigurations: ['http-80'],
   };
-  it('gives an HTTPRoute several policies target to the oldest', () => {
+  it('gives a target several policies name to the oldest', () => {
     const old = policy('old', '2026-01-01T00:00:00Z');
     const young = policy('young', '2026-02-01T00:00:00Z');
-    const r = { namespace: 'shop', name: 'portico-www' };
+    const r = { kind: 'HTTPRoute', namespace: 'shop', name: 'portico-www' };
     expect(
-      routeOwners([
-        { policy: young, route: r, placement },
-        { policy: old, route: r, placement },
-      ]).get('shop/portico-www'),
+      targetOwners([
+        { policy: young, target: r, placement },
+        { policy: old, target: r, placement },
+      ]).get('HTTPRoute shop/portico-www'),
     ).toBe(old);
   });
 
-  it("labels the Gateway's EnvoyPatchPolicy as Portico's and names each policy generation it carries", () => {
-    const body = gatewayPatchPolicy(
+  it("labels the Gateway's EnvoyPatchPolicies as Portico's: the service wiring carrying every policy generation, one per target carrying its own", () => {
+    const a = policy('a', '2026-01-01T00:00:00Z', 2);
+    const b = policy('b', '2026-01-01T00:00:00Z', 3);
+    const bodies = gatewayPatchPolicies(
       { namespace: 'envoy-gateway-system', name: 'portico' },
       [
+        { policy: b, target: { kind: 'HTTPRoute', namespace: 'shop', name: 'r2' }, placement },
         {
-          policy: policy('b', '2026-01-01T00:00:00Z', 3),
-          route: { namespace: 'shop', name: 'r2' },
-          placement,
-        },
-        {
-          policy: policy('a', '2026-01-01T00:00:00Z', 2),
-          route: { namespace: 'shop', name: 'r1' },
-          placement,
+          policy: a,
+          target: { kind: 'Gateway', namespace: 'shop', name: 'portico' },
+          placement: { ...placement, ports: [443], routeConfigurations: ['x/portico/web'] },
         },
       ],
       service,
     ) as {
       metadata: { name: string; namespace: string; labels: object; annotations: Record<string, string> };
-    };
-    expect(body.metadata).toMatchObject({
-      name: 'portico-ratelimit',
-      namespace: 'envoy-gateway-system',
-      labels: { 'app.kubernetes.io/managed-by': 'portico' },
-    });
-    const entries = parseEntries(body.metadata.annotations[POLICIES_ANNOTATION]);
+      spec: {
+        targetRef: object;
+        jsonPatches: { type: string; name: string; operation: Record<string, unknown> }[];
+      };
+    }[];
+    expect(bodies.map((x) => x.metadata.name)).toEqual([
+      'portico-ratelimit-portico',
+      targetPolicyName('portico', b, { kind: 'HTTPRoute', namespace: 'shop', name: 'r2' }),
+      targetPolicyName('portico', a, { kind: 'Gateway', namespace: 'shop', name: 'portico' }),
+    ]);
+    for (const x of bodies)
+      expect(x.metadata).toMatchObject({
+        namespace: 'envoy-gateway-system',
+        labels: { 'app.kubernetes.io/managed-by': 'portico' },
+      });
+    const [wiring, route, gw] = bodies as [(typeof bodies)[0], (typeof bodies)[0], (typeof bodies)[0]];
+    const entries = parseEntries(wiring.metadata.annotations[POLICIES_ANNOTATION]);
     expect(entries).toEqual(['shop/a@2', 'shop/b@3']);
     expect(entries.map(entryPolicy)).toEqual(['shop/a', 'shop/b']);
-    expect(policyEntry(policy('a', '2026-01-01T00:00:00Z', 2))).toBe('shop/a@2');
+    // The service wiring: the cluster, the filter on both targets' ports.
+    expect(wiring.spec.jsonPatches.map((p) => p.name)).toEqual(['portico-ratelimit', 'tcp-80', 'tcp-443']);
+    expect(route.metadata.annotations).toEqual({
+      [POLICIES_ANNOTATION]: 'shop/b@3',
+      [TARGET_ANNOTATION]: 'HTTPRoute shop/r2',
+    });
+    expect(route.spec.jsonPatches).toHaveLength(1);
+    expect(route.spec.jsonPatches[0]?.operation.jsonPath).toContain('httproute/shop/r2/rule/');
+    expect(gw.metadata.annotations[TARGET_ANNOTATION]).toBe('Gateway shop/portico');
+    expect(gw.spec.jsonPatches).toHaveLength(1);
+    expect(gw.spec.jsonPatches[0]).toMatchObject({
+      name: 'x/portico/web',
+      operation: { jsonPath: '$.virtual_hosts[*]', path: '/rate_limits' },
+    });
+    expect(policyEntry(a)).toBe('shop/a@2');
+    expect(gatewayPatchPolicies({ namespace: 'n', name: 'g' }, [], service)).toEqual([]);
+  });
+
+  it('keeps names within 253 characters and tells targets apart', () => {
+    const long = 'g'.repeat(253);
+    expect(serviceWiringPolicyName(long).length).toBeLessThanOrEqual(253);
+    const p = policy('a', '2026-01-01T00:00:00Z');
+    const one = targetPolicyName(long, p, { kind: 'HTTPRoute', namespace: 'shop', name: 'r1' });
+    const two = targetPolicyName(long, p, { kind: 'Gateway', namespace: 'shop', name: 'r1' });
+    expect(one.length).toBeLessThanOrEqual(253);
+    expect(one).not.toBe(two);
+    expect(one).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
   });
 });
 

@@ -1,9 +1,23 @@
 /**
  * Attaching a RateLimitPolicy to Envoy Gateway (docs/routing.md, "Envoy Gateway"; docs/ratelimits.md):
- * where a targeted Gateway API HTTPRoute lands in Envoy Gateway's xDS, the one EnvoyPatchPolicy per
- * Gateway that carries every such policy (built by routing/envoy-gateway-ratelimit.ts), and the
- * verdict read from Envoy Gateway's status of it. Pure: the attacher (envoy-gateway-attacher.ts) reads
- * the objects and applies what this returns.
+ * where a targeted Gateway API HTTPRoute or Gateway lands in Envoy Gateway's xDS, the EnvoyPatchPolicies
+ * of each Gateway (built from routing/envoy-gateway-ratelimit.ts), and the verdict read from Envoy
+ * Gateway's status of them. Pure: the attacher (envoy-gateway-attacher.ts) reads the objects and
+ * applies what this returns.
+ *
+ * Each Gateway gets one EnvoyPatchPolicy `portico-ratelimit-<gateway>` with what every policy needs
+ * once (the service's cluster, the filter on the listeners' ports), and one per (policy, target) with
+ * that target's `rate_limits`, so Envoy Gateway's verdict is per target: one HTTPRoute it cannot patch
+ * refuses that target's EnvoyPatchPolicy, not the others' (Envoy Gateway applies each patch on its own
+ * and reports per EnvoyPatchPolicy: internal/xds/translator/jsonpatch.go).
+ *
+ * A Gateway target puts the policy's `rate_limits` on every virtual host of the route configurations
+ * of the Gateway's listeners and of its ListenerSets' listeners that have routes attached (a route
+ * configuration without a virtual host cannot take the patch). Envoy applies a virtual host's
+ * `rate_limits` to each of its routes without `rate_limits` of its own (`vh_rate_limits` OVERRIDE,
+ * the default), so where an HTTPRoute's policy and its Gateway's both apply, the HTTPRoute's wins for
+ * that route's requests and the Gateway's is not counted there: the more specific policy wins, as in
+ * Gateway API policy attachment (GEP-713), never both.
  *
  * Names in Envoy Gateway v1.9.1's xDS with the runtime flag `XDSNameSchemeV2` (docs/routing.md):
  * an HTTP listener's routes are in the route configuration `http-<port>`; an HTTPS listener's in one
@@ -15,14 +29,25 @@ import type { PolicyTargetRef, RateLimitPolicy } from '../../api/ratelimitpolicy
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/customdomain.js';
 import {
   RATELIMIT_CLUSTER_NAME,
-  envoyGatewayRateLimitPatch,
+  envoyPatchPolicy,
+  routeRateLimitsPatch,
+  serviceWiringPatches,
+  virtualHostRateLimitsPatch,
   type RateLimitServiceTarget,
-  type TargetedRoute,
 } from '../../routing/envoy-gateway-ratelimit.js';
+import { createHash } from 'node:crypto';
+import { envoyRateLimits } from '../../routing/ratelimit-descriptors.js';
 import { GATEWAY_API_GROUP, HTTPROUTE_KIND, LISTENERSET_KIND } from '../../routing/gateway.js';
 
-/** The EnvoyPatchPolicy of each Gateway: in the Gateway's namespace, this name. */
-export const ENVOY_PATCH_POLICY_NAME = RATELIMIT_CLUSTER_NAME;
+/** The Gateway kind of Gateway API. */
+export const GATEWAY_KIND = 'Gateway';
+/**
+ * The name of the one EnvoyPatchPolicy per namespace earlier releases kept (it carried every Gateway
+ * of its namespace's wiring); deleted when its Gateway is synced.
+ */
+export const LEGACY_ENVOY_PATCH_POLICY_NAME = RATELIMIT_CLUSTER_NAME;
+/** The annotation on a target's EnvoyPatchPolicy naming its target: `<Kind> <namespace>/<name>`. */
+export const TARGET_ANNOTATION = 'portico.dev/ratelimit-target';
 /**
  * The annotation on an EnvoyPatchPolicy naming what it carries: `<namespace>/<name>@<generation>` of
  * each policy, comma-separated, sorted. A policy reads its own entry to know its generation is in.
@@ -47,13 +72,20 @@ export interface HTTPRouteObject {
   readonly metadata: { readonly namespace: string; readonly name: string };
   readonly spec?: { readonly parentRefs?: readonly ParentRef[] };
 }
+/** A listener's status as the implementation writes it (`attachedRoutes`: routes attached to it). */
+export interface ListenerStatus {
+  readonly name: string;
+  readonly attachedRoutes?: number;
+}
 export interface GatewayObject {
   readonly metadata: { readonly namespace: string; readonly name: string };
   readonly spec?: { readonly listeners?: readonly Listener[] };
+  readonly status?: { readonly listeners?: readonly ListenerStatus[] };
 }
 export interface ListenerSetObject {
   readonly metadata: { readonly namespace: string; readonly name: string };
   readonly spec?: { readonly parentRef?: ParentRef; readonly listeners?: readonly Listener[] };
+  readonly status?: { readonly listeners?: readonly ListenerStatus[] };
 }
 
 /** Where an HTTPRoute lands on one Gateway: the ports to filter and the route configurations to patch. */
@@ -64,9 +96,9 @@ export interface Placement {
   readonly routeConfigurations: readonly string[];
 }
 
-/** True when `ref` names a Gateway API HTTPRoute (wired through Envoy Gateway). */
+/** True when `ref` names a Gateway API HTTPRoute or Gateway (wired through Envoy Gateway). */
 export function isEnvoyGatewayTarget(ref: PolicyTargetRef): boolean {
-  return ref.group === GATEWAY_API_GROUP && ref.kind === HTTPROUTE_KIND;
+  return ref.group === GATEWAY_API_GROUP && (ref.kind === HTTPROUTE_KIND || ref.kind === GATEWAY_KIND);
 }
 
 /** `namespace/name`. */
@@ -136,6 +168,45 @@ export function placements(
     }));
 }
 
+/**
+ * Where a Gateway target lands: the ports and route configurations of the Gateway's own HTTP and
+ * HTTPS listeners and of those of `listenerSets` (the ListenerSets whose parentRef is this Gateway)
+ * that have routes attached (`status.listeners[].attachedRoutes` > 0, as Envoy Gateway writes it):
+ * the route configuration of a listener without routes has no virtual host to carry the limits.
+ *
+ * @returns undefined when no such listener has a route attached
+ */
+export function gatewayPlacement(
+  gateway: GatewayObject,
+  listenerSets: readonly ListenerSetObject[],
+): Placement | undefined {
+  const key = keyOf(gateway.metadata);
+  const ports = new Set<number>();
+  const configs = new Set<string>();
+  const take = (
+    listeners: readonly Listener[] | undefined,
+    status: readonly ListenerStatus[] | undefined,
+    https: (l: Listener) => string,
+  ): void => {
+    for (const l of (listeners ?? []).filter(routed)) {
+      if ((status?.find((s) => s.name === l.name)?.attachedRoutes ?? 0) <= 0) continue;
+      ports.add(l.port);
+      configs.add(l.protocol === 'HTTP' ? `http-${l.port}` : https(l));
+    }
+  };
+  take(gateway.spec?.listeners, gateway.status?.listeners, (l) => `${key}/${l.name}`);
+  for (const ls of listenerSets) {
+    if (listenerSetGateway(ls) !== key) continue;
+    take(ls.spec?.listeners, ls.status?.listeners, (l) => `${key}/${keyOf(ls.metadata)}/${l.name}`);
+  }
+  if (configs.size === 0) return undefined;
+  return {
+    gateway: key,
+    ports: [...ports].sort((a, b) => a - b),
+    routeConfigurations: [...configs].sort(),
+  };
+}
+
 /** The HTTP and HTTPS listeners of `listeners` a parentRef attaches to (the one `sectionName` names, else all). */
 function selected(listeners: readonly Listener[] | undefined, sectionName: string | undefined): Listener[] {
   return (listeners ?? []).filter((l) => routed(l) && (sectionName === undefined || sectionName === l.name));
@@ -163,20 +234,26 @@ export function entryPolicy(entry: string): string {
   return at < 0 ? entry : entry.slice(0, at);
 }
 
-/** One policy's HTTPRoute on a Gateway, for the Gateway's EnvoyPatchPolicy. */
-export interface GatewayRoute {
+/** One target of one policy placed on a Gateway, for the Gateway's EnvoyPatchPolicies. */
+export interface GatewayTarget {
   readonly policy: RateLimitPolicy;
-  readonly route: { readonly namespace: string; readonly name: string };
+  /** The HTTPRoute or Gateway, in the policy's namespace. */
+  readonly target: { readonly kind: string; readonly namespace: string; readonly name: string };
   readonly placement: Placement;
 }
 
+/** `<Kind> <namespace>/<name>` of a target: its key in `targetOwners`, its `TARGET_ANNOTATION`. */
+export function targetText(target: GatewayTarget['target']): string {
+  return `${target.kind} ${keyOf(target)}`;
+}
+
 /**
- * Which policy wires each HTTPRoute when several target it: the oldest (creationTimestamp, then
- * `namespace/name`). Two `rate_limits` adds on one route would leave only the last one.
+ * Which policy wires each target when several target it: the oldest (creationTimestamp, then
+ * `namespace/name`). Two `rate_limits` adds on one route or virtual host would leave only the last one.
  *
- * @returns the winner of each HTTPRoute, by `namespace/name` of the route
+ * @returns the winner of each target, by `targetText`
  */
-export function routeOwners(routes: readonly GatewayRoute[]): Map<string, RateLimitPolicy> {
+export function targetOwners(targets: readonly GatewayTarget[]): Map<string, RateLimitPolicy> {
   const owners = new Map<string, RateLimitPolicy>();
   // The API's creationTimestamp: an RFC 3339 string as read from JSON (a Date when typed by the client).
   const rank = (p: RateLimitPolicy): string => {
@@ -184,45 +261,93 @@ export function routeOwners(routes: readonly GatewayRoute[]): Map<string, RateLi
     const at = created === undefined ? '' : new Date(created).toISOString();
     return `${at} ${p.metadata.namespace}/${p.metadata.name}`;
   };
-  for (const r of routes) {
-    const key = keyOf(r.route);
+  for (const t of targets) {
+    const key = targetText(t.target);
     const current = owners.get(key);
-    if (current === undefined || rank(r.policy) < rank(current)) owners.set(key, r.policy);
+    if (current === undefined || rank(t.policy) < rank(current)) owners.set(key, t.policy);
   }
   return owners;
 }
 
+/** `<prefix><gateway><suffix>`, within a DNS subdomain's 253 characters (a long Gateway name cut, its hash added). */
+function boundedName(prefix: string, gateway: string, suffix: string): string {
+  const whole = `${prefix}${gateway}${suffix}`;
+  if (whole.length <= 253) return whole;
+  const hash = createHash('sha256').update(gateway).digest('hex').slice(0, 10);
+  return `${prefix}${gateway.slice(0, 200).replace(/[-.]+$/, '')}-${hash}${suffix}`;
+}
+
+/** The name of a Gateway's service-wiring EnvoyPatchPolicy: `portico-ratelimit-<gateway>`. */
+export function serviceWiringPolicyName(gatewayName: string): string {
+  return boundedName(`${RATELIMIT_CLUSTER_NAME}-`, gatewayName, '');
+}
+
 /**
- * The server-side apply configuration of a Gateway's EnvoyPatchPolicy carrying `routes` (each route
- * once: the caller keeps only `routeOwners`' winners), labelled as Portico's and annotated with the
- * policies it carries.
- *
- * @throws RangeError from the builder when no port is placed
+ * The name of a target's EnvoyPatchPolicy on a Gateway: `portico-ratelimit-<gateway>-<hash>`, the
+ * hash (10 hex digits of SHA-256) of the policy's `namespace/name` and the target's `targetText`.
  */
-export function gatewayPatchPolicy(
-  gateway: { namespace: string; name: string },
-  routes: readonly GatewayRoute[],
-  service: RateLimitServiceTarget,
+export function targetPolicyName(
+  gatewayName: string,
+  policy: RateLimitPolicy,
+  target: GatewayTarget['target'],
+): string {
+  const hash = createHash('sha256')
+    .update(`${keyOf(policy.metadata)} ${targetText(target)}`)
+    .digest('hex')
+    .slice(0, 10);
+  return boundedName(`${RATELIMIT_CLUSTER_NAME}-`, gatewayName, `-${hash}`);
+}
+
+function labelled(
+  body: Record<string, unknown>,
+  annotations: Record<string, string>,
 ): Record<string, unknown> {
-  const targeted: TargetedRoute[] = routes.map((r) => ({
-    policy: r.policy,
-    httpRoute: r.route,
-    routeConfigurations: r.placement.routeConfigurations,
-  }));
-  const body = envoyGatewayRateLimitPatch({
-    gateway,
-    ports: [...new Set(routes.flatMap((r) => r.placement.ports))],
-    routes: targeted,
-    service,
-    name: ENVOY_PATCH_POLICY_NAME,
-  });
-  const entries = [...new Set(routes.map((r) => policyEntry(r.policy)))].sort();
   body.metadata = {
     ...(body.metadata as Record<string, unknown>),
     labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
-    annotations: { [POLICIES_ANNOTATION]: entries.join(',') },
+    annotations,
   };
   return body;
+}
+
+/**
+ * The server-side apply configurations of a Gateway's EnvoyPatchPolicies for `targets` (each target
+ * once: the caller keeps only `targetOwners`' winners), labelled as Portico's and annotated with the
+ * policies they carry: the service wiring (every policy's entry) and one per target (its policy's
+ * entry and the target). None when `targets` is empty.
+ */
+export function gatewayPatchPolicies(
+  gateway: { namespace: string; name: string },
+  targets: readonly GatewayTarget[],
+  service: RateLimitServiceTarget,
+): Record<string, unknown>[] {
+  if (targets.length === 0) return [];
+  const entries = [...new Set(targets.map((t) => policyEntry(t.policy)))].sort();
+  const out = [
+    labelled(
+      envoyPatchPolicy(
+        serviceWiringPolicyName(gateway.name),
+        gateway,
+        serviceWiringPatches(service, [...new Set(targets.flatMap((t) => t.placement.ports))]),
+      ),
+      { [POLICIES_ANNOTATION]: entries.join(',') },
+    ),
+  ];
+  for (const t of targets) {
+    const rateLimits = envoyRateLimits(t.policy, service.headers);
+    const patches = t.placement.routeConfigurations.map((rc) =>
+      t.target.kind === GATEWAY_KIND
+        ? virtualHostRateLimitsPatch(rc, rateLimits)
+        : routeRateLimitsPatch(rc, t.target, rateLimits),
+    );
+    out.push(
+      labelled(envoyPatchPolicy(targetPolicyName(gateway.name, t.policy, t.target), gateway, patches), {
+        [POLICIES_ANNOTATION]: policyEntry(t.policy),
+        [TARGET_ANNOTATION]: targetText(t.target),
+      }),
+    );
+  }
+  return out;
 }
 
 /** An EnvoyPatchPolicy as far as the verdict reads it. */

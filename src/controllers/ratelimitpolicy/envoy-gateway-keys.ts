@@ -9,6 +9,7 @@ import {
   envoyGatewayDisabledVerdict,
   targetKey,
   type EnvoyGatewayAttacher,
+  type EnvoyGatewayWatchHandlers,
 } from './envoy-gateway-attacher.js';
 import { isEnvoyGatewayTarget } from './envoy-gateway-attachment.js';
 import { targetsOf } from './attachment.js';
@@ -76,4 +77,27 @@ export async function reconcileEnvoyGatewayKey(
   }
   const changed = await eg.syncGateway(key.slice(EPP_KEY_PREFIX.length), policies);
   for (const policyKey of changed) if (isPolicy(policyKey)) enqueue(policyKey);
+}
+
+/**
+ * What the attacher's watches of HTTPRoutes, Gateways and ListenerSets queue: a Gateway's
+ * EnvoyPatchPolicies key, and the policies that target a changed HTTPRoute or Gateway.
+ *
+ * @param policies the policies' cache (`list(namespace)`)
+ * @param queue the controller's work queue
+ */
+export function envoyGatewayWatch(
+  policies: { list(namespace: string): readonly RateLimitPolicy[] },
+  queue: { add(key: string): void },
+): EnvoyGatewayWatchHandlers {
+  return {
+    gateway: (gateway) => {
+      queue.add(envoyPatchPolicyKey(gateway));
+    },
+    targeted: (namespace, kind, name) => {
+      for (const p of policies.list(namespace))
+        if (targetsOf(p).some((r) => isEnvoyGatewayTarget(r) && r.kind === kind && r.name === name))
+          queue.add(`${namespace}/${p.metadata.name}`);
+    },
+  };
 }
