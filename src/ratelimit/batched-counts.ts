@@ -12,8 +12,9 @@
  * - the limits are those the view was taken under (a changed policy or override goes to Redis);
  * - the hits this replica admitted locally and Redis has not acknowledged yet (`unacknowledged`),
  *   with this check's, are at most the batch size B (`batchSize`);
- * - in both windows, the view's count plus `unacknowledged` plus this check's hits leaves at least B
- *   requests of the limit: `seen + unacknowledged + hits + B <= limit`.
+ * - in both windows, the view's count plus `unacknowledged`, the hits of the key's exact checks in
+ *   flight and this check's hits leaves at least B requests of the limit:
+ *   `seen + unacknowledged + exactInFlight + hits + B <= limit`.
  *
  * Every other check is **exact**: the Redis script decides it as before (`script.ts`), after this
  * replica's hits not yet sent (`beginExact`), on the same connection, so Redis counts them first.
@@ -25,15 +26,19 @@
  * **Overshoot bound.** One replica never admits past a limit: its view plus its own unacknowledged
  * hits is Redis's count exactly, and it goes exact B requests before the limit. With N replicas, each
  * holds at most B hits Redis has not seen, and decides on a view that misses what the others admitted
- * since; a key's window admits at most `limit + (N - 1) * B` requests (the property test in
- * batched-counts.property.test.ts checks it with delayed, interleaved replies). B is at most
+ * since; a key's window admits at most `limit + N * B` requests (batched-counts.property.test.ts
+ * checks it against a model of Redis with delayed, interleaved replies; it found cases over
+ * `limit + (N - 1) * B`). B is at most
  * `limit / limitDivisor` of the smaller limit (5 % by default) and at most `maxBatchHits`; a limit
  * under `2 * limitDivisor` gives B = 0: every check of it is exact.
  *
  * **Headers.** A check admitted locally answers `X-RateLimit-Remaining` from `limit - (seen +
- * unacknowledged)` of the window closest to its limit: what this replica knows Redis holds plus what
- * it admitted since. With one replica it is exact; with several it may be high by what the others
- * admitted since this replica's view (at most `(N - 1) * B` plus one flush interval of their traffic).
+ * unacknowledged + exactInFlight + hits)` of the window closest to its limit: what this replica knows
+ * Redis holds plus what it admitted or sent since (an exact check in flight counts as admitted: Redis
+ * runs it before this check's batch; if Redis refuses it, this answer's Remaining is low by its
+ * hits). With one replica it is exact; with several it may be high by what the others admitted
+ * since this replica's view (their unacknowledged hits, at most `(N - 1) * B`, and what they sent in
+ * the last flush interval).
  * `X-RateLimit-Limit` and `X-RateLimit-Reset` are exact.
  *
  * **Bans.** A key with a ban known to this replica (from an exact check or a batch reply) is always
@@ -186,11 +191,12 @@ export class BatchedCounts {
     const minuteSeen = seenIn(view.minuteIndex, view.minuteSeen, windows.minute.index);
     const daySeen = seenIn(view.dayIndex, view.daySeen, windows.day.index);
     if (minuteSeen === undefined || daySeen === undefined) return undefined;
-    const minuteUsed = minuteSeen + view.unacknowledged + hits;
-    const dayUsed = daySeen + view.unacknowledged + hits;
-    // Exact checks in flight may be admitted by Redis after its count the view holds.
-    const headroom = b + (this.#exactInFlight.get(keys.ban) ?? 0);
-    if (minuteUsed + headroom > limits.perMinute || dayUsed + headroom > limits.perDay) return undefined;
+    // Exact checks of the key in flight count as admitted: Redis runs them before this check's
+    // batch, so the counts (and X-RateLimit-Remaining) follow the order Redis will see.
+    const ahead = view.unacknowledged + (this.#exactInFlight.get(keys.ban) ?? 0) + hits;
+    const minuteUsed = minuteSeen + ahead;
+    const dayUsed = daySeen + ahead;
+    if (minuteUsed + b > limits.perMinute || dayUsed + b > limits.perDay) return undefined;
     view.unacknowledged += hits;
     const pending = this.#pending.get(keys.minute);
     if (pending === undefined) {

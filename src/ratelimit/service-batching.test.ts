@@ -7,7 +7,13 @@
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_BATCH_SETTINGS, type BatchSettings } from './batched-counts.js';
+import {
+  DEFAULT_BATCH_SETTINGS,
+  type BatchReply,
+  type BatchSettings,
+  type PendingBatch,
+} from './batched-counts.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CompiledPolicy } from './config-schema.js';
 import type { CounterOutcome } from './decision.js';
 import { indexPolicy } from './limits.js';
@@ -47,10 +53,31 @@ class CountingStore extends LocalCounterStore {
   }
 }
 
-function setup(policies: PolicySnapshot, batching: BatchSettings | null = DEFAULT_BATCH_SETTINGS) {
+/**
+ * Redis as seen over one connection: each command runs when it is sent, in the order sent, and its
+ * reply comes back `delayMs` later (replies in order too).
+ */
+class DelayedStore extends CountingStore {
+  delayMs = 2;
+  override checkAndCount(keys: CounterKeys, args: CheckArgs): Promise<CounterOutcome> {
+    this.checks += 1;
+    const outcome = this.checkAndCountNow(keys, args);
+    return new Promise((resolve) => setTimeout(() => resolve(outcome), this.delayMs));
+  }
+  override addBatch(batch: PendingBatch): Promise<BatchReply> {
+    const reply = this.addBatchNow(batch);
+    return new Promise((resolve) => setTimeout(() => resolve(reply), this.delayMs));
+  }
+}
+
+function setup(
+  policies: PolicySnapshot,
+  batching: BatchSettings | null = DEFAULT_BATCH_SETTINGS,
+  makeStore: (now: () => number) => CountingStore = (now) => new CountingStore(now),
+) {
   const clock = { now: NOW };
   const now = (): number => clock.now;
-  const store = new CountingStore(now);
+  const store = makeStore(now);
   const metrics = createRateLimitMetrics(now);
   const service = new RateLimitService({
     policies: () => policies,
@@ -122,6 +149,29 @@ describe('RateLimitService with batched counts', () => {
     expect(store.checks).toBe(2);
     expect(header(r, 'X-RateLimit-Remaining')).toBe(String(1_000 - 52));
     expect(storeCounts(store, 'k', NOW)).toEqual({ minute: 52, day: 52 });
+  });
+
+  it('admits exactly the limit to many parallel checks, each with its own X-RateLimit-Remaining, while replies are in flight', async () => {
+    const { store, service } = setup(
+      policyWith(200, 100_000),
+      DEFAULT_BATCH_SETTINGS,
+      (now) => new DelayedStore(now),
+    );
+    const answers: Promise<Awaited<ReturnType<RateLimitService['shouldRateLimit']>>>[] = [];
+    for (let wave = 0; wave < 60; wave++) {
+      for (let i = 0; i < 10; i++) answers.push(service.shouldRateLimit(check('k-hot')));
+      await sleep(1);
+    }
+    const all = await Promise.all(answers);
+    const ok = all.filter((a) => a.overall_code === 'OK');
+    expect(ok).toHaveLength(200);
+    const remaining = ok.map((a) => Number(header(a, 'X-RateLimit-Remaining')));
+    expect(new Set(remaining).size).toBe(200);
+    expect(Math.min(...remaining)).toBe(0);
+    await service.flush();
+    expect(storeCounts(store, 'k-hot', NOW).minute).toBe(200);
+    // Some were admitted without the store (B = 10 far below the limit of 200).
+    expect(store.checks).toBeLessThan(600);
   });
 
   it('decides every check near the limit in the store: one replica admits exactly the limit', async () => {

@@ -24,6 +24,10 @@
  *   npm run bench:ratelimit -- --policies 10000  # 9,999 other tenants' policies in the config too (peak RSS)
  *   npm run bench:ratelimit -- --floor  # one more server in the rounds: @grpc/grpc-js with Portico's service
  *                                 answering at once (test/bench/grpc-floor-server.ts), the runtime's floor
+ *   npm run bench:ratelimit -- --portico-node=node_modules/.bin/node --portico-node=/tmp/bun/node_modules/.bin/bun \
+ *                                 --floor --floor-node=/tmp/bun/node_modules/.bin/bun
+ *                                 # the whole server and the floor on Node and on Bun (npm package `bun`) in the
+ *                                 same rounds; a runtime whose file name starts with `bun` gets no Node flags
  *
  * Each Portico server runs as the chart runs it (src/sandbox/ratelimit-server.ts: its Node flags
  * first, then --node-options, then its --portico-flags; the chart's malloc settings, processes.ts:
@@ -119,6 +123,8 @@ interface Options {
    * (RATELIMIT_SERVER_NODE_FLAGS, CHART_MALLOC_ENV), which it gets otherwise.
    */
   bare: boolean;
+  /** More floor servers, one on each of these runtimes (`--floor-node`, e.g. Bun's binary). */
+  floorNodes: string[];
   /**
    * Add the floor to the rounds: test/bench/grpc-floor-server.ts (@grpc/grpc-js with Portico's
    * service definition, answering at once), run as the Portico servers are (the same Node flags
@@ -137,13 +143,23 @@ interface PorticoServer {
 }
 
 /** The floor server of `--floor` (Options.floor). */
-function floorServer(): PorticoServer {
+function floorServer(node: string = process.execPath): PorticoServer {
+  const bun = isBun(node);
   return {
-    node: process.execPath,
+    node,
     cli: path.join(REPO, 'test', 'bench', 'grpc-floor-server.ts'),
-    flags: ['--import', import.meta.resolve('tsx'), '--max-semi-space-size=8'],
-    name: 'grpc-js floor',
+    // Bun runs TypeScript itself and takes none of Node's flags.
+    flags: bun ? [] : ['--import', import.meta.resolve('tsx'), '--max-semi-space-size=8'],
+    name: bun ? 'grpc-js floor (bun)' : 'grpc-js floor',
   };
+}
+
+/**
+ * Whether `runtime` is Bun (its file name starts with `bun`): a server on it gets none of Node's
+ * flags (the chart's, `--node-options`), which Bun does not take.
+ */
+function isBun(runtime: string): boolean {
+  return path.basename(runtime).startsWith('bun');
 }
 
 /**
@@ -194,6 +210,7 @@ function options(): Options {
       bare: { type: 'boolean', default: false },
       policies: { type: 'string', default: '1' },
       floor: { type: 'boolean', default: false },
+      'floor-node': { type: 'string', multiple: true, default: [] },
     },
   });
   return {
@@ -214,6 +231,7 @@ function options(): Options {
     bare: values.bare,
     policies: Number(values.policies),
     floor: values.floor,
+    floorNodes: values['floor-node'].map((p) => path.resolve(p)),
   };
 }
 
@@ -526,6 +544,7 @@ async function main(): Promise<void> {
   const servers = [
     ...porticoServers(o.porticoClis, o.porticoFlags, o.porticoNodes),
     ...(o.floor ? [floorServer()] : []),
+    ...o.floorNodes.map((node) => floorServer(node)),
   ];
   const loadAtStart = load();
   const bin = await tools();
@@ -565,8 +584,8 @@ async function main(): Promise<void> {
       start(
         p.node,
         [
-          ...(o.bare ? [] : RATELIMIT_SERVER_NODE_FLAGS),
-          ...o.nodeOptions,
+          ...(o.bare || isBun(p.node) ? [] : RATELIMIT_SERVER_NODE_FLAGS),
+          ...(isBun(p.node) ? [] : o.nodeOptions),
           ...p.flags,
           p.cli,
           'ratelimit-server',
