@@ -62,11 +62,19 @@ class DelayedStore extends CountingStore {
   override checkAndCount(keys: CounterKeys, args: CheckArgs): Promise<CounterOutcome> {
     this.checks += 1;
     const outcome = this.checkAndCountNow(keys, args);
-    return new Promise((resolve) => setTimeout(() => resolve(outcome), this.delayMs));
+    return new Promise((resolve) =>
+      setTimeout(() => {
+        resolve(outcome);
+      }, this.delayMs),
+    );
   }
   override addBatch(batch: PendingBatch): Promise<BatchReply> {
     const reply = this.addBatchNow(batch);
-    return new Promise((resolve) => setTimeout(() => resolve(reply), this.delayMs));
+    return new Promise((resolve) =>
+      setTimeout(() => {
+        resolve(reply);
+      }, this.delayMs),
+    );
   }
 }
 
