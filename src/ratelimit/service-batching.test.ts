@@ -243,6 +243,21 @@ describe('RateLimitService with batched counts', () => {
     expect(storeCounts(store, 'k', NOW + 50_000)).toEqual({ minute: 1, day: 3 });
   });
 
+  it('admits nothing locally while the store is disconnected: the check meets the store (and its failure mode)', async () => {
+    const { store, service } = setup(policyWith(1_000, 100_000), DEFAULT_BATCH_SETTINGS, (now) => {
+      const s = new CountingStore(now);
+      Object.defineProperty(s, 'connected', { get: () => connected.value });
+      return s;
+    });
+    const connected = { value: true };
+    await service.shouldRateLimit(check('k'));
+    await service.shouldRateLimit(check('k'));
+    expect(store.checks).toBe(1);
+    connected.value = false;
+    await service.shouldRateLimit(check('k'));
+    expect(store.checks).toBe(2);
+  });
+
   it('checks a view older than maxViewAgeMs in the store', async () => {
     const { store, service, clock } = setup(policyWith(1_000, 100_000));
     await service.shouldRateLimit(check('k'));

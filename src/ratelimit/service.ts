@@ -241,9 +241,12 @@ export class RateLimitService {
     let outcome: CounterOutcome;
     const breaker = this.#breakerOf(keys);
     const batched = this.#batched;
-    const local = breaker.degraded
-      ? undefined
-      : batched?.admit(keys, windows, lookup.limits, hits, args, nowMs);
+    // Not while the store is known to be away (a lost connection, an open breaker): such a check
+    // goes to the failure mode.
+    const local =
+      breaker.degraded || !this.#d.store.connected
+        ? undefined
+        : batched?.admit(keys, windows, lookup.limits, hits, args, nowMs);
     if (local !== undefined) {
       this.#d.metrics.batchedAdmissionsTotal.inc();
       this.#scheduleFlush();
