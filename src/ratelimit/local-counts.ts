@@ -20,6 +20,7 @@
  * most once per SWEEP_INTERVAL_MS, and beyond `maxKeys` live keys the oldest written are dropped
  * first (their counts restart from zero). Pure apart from the clock it is given.
  */
+import type { BatchReply, PendingBatch } from './batched-counts.js';
 import type { CounterOutcome } from './decision.js';
 import type { CounterKeys } from './redis-keys.js';
 import { COUNTER_GRACE_MS } from './windows.js';
@@ -147,6 +148,24 @@ export class LocalCounterStore implements CounterStore {
 
   checkAndCount(keys: CounterKeys, args: CheckArgs): Promise<CounterOutcome> {
     return Promise.resolve(this.checkAndCountNow(keys, args));
+  }
+
+  /** The batch script's rules (`script.ts`, ADD_BATCH_LUA) on this replica's counts, at once. */
+  addBatchNow(batch: PendingBatch): BatchReply {
+    const nowMs = this.#now();
+    this.#sweep(nowMs);
+    try {
+      const minuteUsed = this.#incr(batch.keys.minute, batch.hits, batch.minuteTtlMs, nowMs);
+      const dayUsed = this.#incr(batch.keys.day, batch.hits, batch.dayTtlMs, nowMs);
+      const ban = this.#get(batch.keys.ban, nowMs);
+      return { minuteUsed, dayUsed, banTtlMs: ban === undefined ? -2 : ban.expiresAtMs - nowMs };
+    } finally {
+      this.#cap();
+    }
+  }
+
+  addBatch(batch: PendingBatch): Promise<BatchReply> {
+    return Promise.resolve(this.addBatchNow(batch));
   }
 
   /** Forgets every count. */

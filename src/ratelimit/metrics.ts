@@ -13,8 +13,11 @@ import { REQUEST_BOUNDS } from './request-limits.js';
 import { buildInfo } from '../build-info.js';
 import { registerBuildInfo } from '../observability/build-info-metric.js';
 
-/** The Redis commands the server sends: the check script (EVALSHA) and the clock measurement (TIME). */
-export const REDIS_COMMANDS = ['check', 'time'] as const;
+/**
+ * The Redis commands the server sends: the check script (EVALSHA), a batch of counts admitted
+ * locally (`batch`, EVALSHA; batched-counts.ts) and the clock measurement (TIME).
+ */
+export const REDIS_COMMANDS = ['check', 'batch', 'time'] as const;
 export type RedisCommand = (typeof REDIS_COMMANDS)[number];
 
 /**
@@ -42,6 +45,10 @@ export interface CheckMetrics {
   readonly shadowRefusalsTotal: Counter<'domain' | 'reason'>;
   /** Checks of keys over their limit or banned answered from memory, without Redis. */
   readonly overLimitCacheHitsTotal: Counter;
+  /** Descriptors admitted far below their limit without waiting for Redis (batched-counts.ts). */
+  readonly batchedAdmissionsTotal: Counter;
+  /** Batches of locally admitted hits sent to Redis, by result (`acknowledged`, `failed`). */
+  readonly batchesTotal: Counter<'result'>;
   /** Bans started. */
   readonly bansTotal: Counter<'domain'>;
   /** 1 while connected to Redis. */
@@ -136,6 +143,17 @@ export function createCheckMetrics(
       help: 'Checks of keys already over their limit or banned, answered from memory without a Redis round trip.',
       registers,
     }),
+    batchedAdmissionsTotal: new Counter({
+      name: 'portico_ratelimit_batched_admissions_total',
+      help: 'Checks admitted far below their limit without waiting for Redis; their hits reach Redis in batches (docs/ratelimits.md, batched counts).',
+      registers,
+    }),
+    batchesTotal: new Counter({
+      name: 'portico_ratelimit_batches_total',
+      help: 'Batches of locally admitted hits sent to Redis, by result (acknowledged; failed: not sent again, those hits are not counted).',
+      labelNames: ['result'],
+      registers,
+    }),
     degraded: new Gauge({
       name: 'portico_ratelimit_degraded',
       help: '1 while checks are answered without Redis because it did not answer (one check at a time probes it), else 0.',
@@ -183,6 +201,7 @@ export function createCheckMetrics(
     for (const error of REDIS_ERROR_KINDS) metrics.redisErrorsTotal.inc({ command, error }, 0);
   }
   for (const bound of REQUEST_BOUNDS) metrics.invalidRequestsTotal.inc({ bound }, 0);
+  for (const result of ['acknowledged', 'failed']) metrics.batchesTotal.inc({ result }, 0);
   new Gauge<'domain'>({
     name: 'portico_ratelimit_bans_active',
     help: 'Bans this server started that have not run out, by rate-limit domain; the bans active in Redis are the sum over the servers.',

@@ -48,9 +48,18 @@ import {
 } from './redis-connection.js';
 import { parseRedisTime, RedisClockOffset, scriptBudgetMs, type ClockSample } from './redis-clock.js';
 import type { CounterKeys } from './redis-keys.js';
-import { CHECK_AND_COUNT_KEYS, CHECK_AND_COUNT_LUA, parseScriptReply } from './script.js';
+import type { BatchReply, PendingBatch } from './batched-counts.js';
+import {
+  ADD_BATCH_KEYS,
+  ADD_BATCH_LUA,
+  CHECK_AND_COUNT_KEYS,
+  CHECK_AND_COUNT_LUA,
+  parseBatchReply,
+  parseScriptReply,
+} from './script.js';
 
 const COMMAND = 'porticoCheckAndCount';
+const BATCH_COMMAND = 'porticoAddBatch';
 
 /**
  * Checks waiting for Redis above which commands are auto-pipelined. At 3000 checks/s about one or
@@ -87,6 +96,14 @@ export interface CounterStore {
    * only and the others go on being counted in Redis.
    */
   shardOf?(keys: CounterKeys): string;
+  /**
+   * Adds hits already admitted (a batch of batched-counts.ts) to both windows; resolves to the
+   * counts after it and the ban's time left. Never retried. Unset: the store cannot take batches,
+   * and every check is exact.
+   *
+   * @throws StoreUnavailableError when Redis cannot answer (the batch may or may not be counted)
+   */
+  addBatch?(batch: PendingBatch): Promise<BatchReply>;
   /** True while connected. */
   readonly connected: boolean;
   close(): Promise<void>;
@@ -126,10 +143,10 @@ export function redisErrorKind(err: unknown): RedisErrorKind {
 
 type ScriptCommand = (...args: (string | number)[]) => Promise<unknown>;
 
-function withScript(client: Redis | Cluster): ScriptCommand {
-  client.defineCommand(COMMAND, { numberOfKeys: CHECK_AND_COUNT_KEYS, lua: CHECK_AND_COUNT_LUA });
-  const command = (client as unknown as Record<string, ScriptCommand>)[COMMAND];
-  if (command === undefined) throw new Error(`ioredis did not define ${COMMAND}`);
+function withScript(client: Redis | Cluster, name: string, numberOfKeys: number, lua: string): ScriptCommand {
+  client.defineCommand(name, { numberOfKeys, lua });
+  const command = (client as unknown as Record<string, ScriptCommand>)[name];
+  if (command === undefined) throw new Error(`ioredis did not define ${name}`);
   return command.bind(client);
 }
 
@@ -159,6 +176,7 @@ function sameMaterial(a: RedisTlsMaterial, b: RedisTlsMaterial): boolean {
 export class RedisCounterStore implements CounterStore {
   readonly #client: Redis | Cluster;
   readonly #check: ScriptCommand;
+  readonly #addBatch: ScriptCommand;
   #connected = false;
   /** Checks sent to Redis and not answered yet. */
   #inFlight = 0;
@@ -198,6 +216,7 @@ export class RedisCounterStore implements CounterStore {
     this.#client.on('ready', () => {
       this.#connected = true;
       options.onStateChange?.('ready');
+      void this.#loadScripts();
       void this.#measureClock();
     });
     // A lost connection shows as 'error' (refused, reset) or only as 'close' (the server closed it).
@@ -215,7 +234,8 @@ export class RedisCounterStore implements CounterStore {
     this.#client.on('end', () => {
       lost();
     });
-    this.#check = withScript(this.#client);
+    this.#check = withScript(this.#client, COMMAND, CHECK_AND_COUNT_KEYS, CHECK_AND_COUNT_LUA);
+    this.#addBatch = withScript(this.#client, BATCH_COMMAND, ADD_BATCH_KEYS, ADD_BATCH_LUA);
     this.#measureTimer = setInterval(() => void this.#measureClock(), CLOCK_MEASURE_INTERVAL_MS);
     this.#measureTimer.unref();
     if (this.#tls !== undefined) {
@@ -246,6 +266,22 @@ export class RedisCounterStore implements CounterStore {
     delete tls.cert;
     delete tls.key;
     Object.assign(tls, next);
+  }
+
+  /**
+   * Loads both scripts on every node when the connection is ready (SCRIPT LOAD goes before any check
+   * on that connection), so that a batch sent just before a check runs before it: ioredis answers a
+   * NOSCRIPT by sending the script again (EVAL), which would put the first batch after the check.
+   * Never throws (a node that did not load them gets them by that fallback).
+   */
+  async #loadScripts(): Promise<void> {
+    await Promise.all(
+      this.#nodes().map((node) =>
+        Promise.all([node.script('LOAD', CHECK_AND_COUNT_LUA), node.script('LOAD', ADD_BATCH_LUA)]).catch(
+          () => undefined,
+        ),
+      ),
+    );
   }
 
   /** The nodes whose clocks matter: the server, or every master of a cluster. */
@@ -353,6 +389,30 @@ export class RedisCounterStore implements CounterStore {
     }
     this.#onCommand('check', seconds);
     return outcome;
+  }
+
+  async addBatch(batch: PendingBatch): Promise<BatchReply> {
+    this.#inFlight += 1;
+    this.#client.options.enableAutoPipelining = this.#inFlight > AUTO_PIPELINE_ABOVE_IN_FLIGHT;
+    const sentMs = this.#now();
+    let reply: unknown;
+    try {
+      reply = await this.#addBatch(
+        batch.keys.minute,
+        batch.keys.day,
+        batch.keys.ban,
+        batch.hits,
+        batch.minuteTtlMs,
+        batch.dayTtlMs,
+      );
+    } catch (err: unknown) {
+      this.#onCommand('batch', (this.#now() - sentMs) / 1000, redisErrorKind(err));
+      throw new StoreUnavailableError(err instanceof Error ? err.message : String(err), { cause: err });
+    } finally {
+      this.#inFlight -= 1;
+    }
+    this.#onCommand('batch', (this.#now() - sentMs) / 1000);
+    return parseBatchReply(reply);
   }
 
   /** Closes the connection(s); pending commands fail. */

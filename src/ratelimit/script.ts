@@ -104,3 +104,39 @@ export function parseScriptReply(reply: unknown): CounterOutcome | TooLate {
       throw new TypeError(`unexpected outcome ${outcome} from the rate-limit script`);
   }
 }
+
+/**
+ * The batch script: adds hits this replica already admitted (batched-counts.ts) to both windows, with
+ * the check script's TTL rule (a new counter gets its window's TTL), and reports the counts and the
+ * ban. It decides nothing and has no deadline: the hits were admitted, so a late run still counts
+ * them (a batch is never sent twice: docs/ratelimits.md, "Checks far below their limit: batched
+ * counts").
+ *
+ * KEYS: 1 minute counter, 2 day counter, 3 ban flag (one hash tag).
+ * ARGV: 1 hits, 2 minute counter TTL (ms), 3 day counter TTL (ms).
+ * Reply: {minuteUsed, dayUsed, banTtlMs} (banTtlMs <= 0: no ban; PTTL's -2).
+ */
+export const ADD_BATCH_LUA = `
+local hits = tonumber(ARGV[1])
+local minute = redis.call('INCRBY', KEYS[1], hits)
+if minute == hits then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+local day = redis.call('INCRBY', KEYS[2], hits)
+if day == hits then redis.call('PEXPIRE', KEYS[2], ARGV[3]) end
+return {minute, day, redis.call('PTTL', KEYS[3])}
+`;
+
+/** The number of KEYS the batch script takes. */
+export const ADD_BATCH_KEYS = 3;
+
+/**
+ * Reads the batch script's reply.
+ *
+ * @throws TypeError when the reply is not three integers
+ */
+export function parseBatchReply(reply: unknown): { minuteUsed: number; dayUsed: number; banTtlMs: number } {
+  if (!Array.isArray(reply) || reply.length !== 3 || !reply.every((n) => typeof n === 'number')) {
+    throw new TypeError(`unexpected reply from the batch script: ${JSON.stringify(reply)}`);
+  }
+  const [minuteUsed, dayUsed, banTtlMs] = reply as [number, number, number];
+  return { minuteUsed, dayUsed, banTtlMs };
+}

@@ -138,7 +138,11 @@ describe('RateLimitService', () => {
     ]);
     expect(await metricLines(metrics, 'portico_ratelimit_invalid_requests_total')).toHaveLength(4);
     const redisErrors = await metricLines(metrics, 'portico_ratelimit_redis_errors_total');
-    expect(redisErrors).toHaveLength(8);
+    expect(redisErrors).toHaveLength(12);
+    expect(await metricLines(metrics, 'portico_ratelimit_batches_total')).toEqual([
+      'portico_ratelimit_batches_total{result="acknowledged"} 0',
+      'portico_ratelimit_batches_total{result="failed"} 0',
+    ]);
     expect(redisErrors).toContain('portico_ratelimit_redis_errors_total{command="check",error="too_late"} 0');
     expect(await metricLines(metrics, 'portico_ratelimit_config_loads_total')).toEqual([
       'portico_ratelimit_config_loads_total{result="loaded"} 0',

@@ -46,6 +46,7 @@ import type { CheckMetrics } from './metrics.js';
 import type { PolicySnapshot } from './policy-set.js';
 import type { DescriptorStatus, RateLimitRequest, RateLimitResponse } from './protocol.js';
 import { LocalCounterStore } from './local-counts.js';
+import { BatchedCounts, type BatchSettings, type PendingBatch } from './batched-counts.js';
 import { OverLimitCache } from './over-limit-cache.js';
 import { counterKeys, type CounterKeys } from './redis-keys.js';
 import type { CheckArgs, CounterStore } from './redis-store.js';
@@ -87,6 +88,12 @@ export interface RateLimitServiceDeps {
   readonly shadowMode?: boolean;
   /** Keys over their limit or banned, answered from memory; a new OverLimitCache when unset. */
   readonly overLimitCache?: OverLimitCache;
+  /**
+   * Checks far below their limit admitted without waiting for Redis, their hits sent in batches
+   * (`batched-counts.ts`); unset, `maxBatchHits` 0, or a store without `addBatch`: every check is
+   * exact.
+   */
+  readonly batching?: BatchSettings;
 }
 
 const FAILURE_LOG_INTERVAL_MS = 10_000;
@@ -124,9 +131,17 @@ export class RateLimitService {
   readonly #overLimit: OverLimitCache;
   readonly #failureLog = new RateLimitedLog();
   readonly #unknownDomainLog = new RateLimitedLog();
+  readonly #batched: BatchedCounts | undefined;
+  #flushTimer: NodeJS.Timeout | undefined;
+  /** Batches sent and not answered yet (awaited by `flush`). */
+  readonly #batchesInFlight = new Set<Promise<void>>();
 
   constructor(deps: RateLimitServiceDeps) {
     this.#d = deps;
+    this.#batched =
+      deps.batching !== undefined && deps.batching.maxBatchHits > 0 && deps.store.addBatch !== undefined
+        ? new BatchedCounts(deps.batching)
+        : undefined;
     this.#local = deps.localStore ?? new LocalCounterStore(deps.now);
     this.#monotonicNow = deps.monotonicNow ?? (() => performance.now());
     this.#overLimit = deps.overLimitCache ?? new OverLimitCache();
@@ -207,7 +222,16 @@ export class RateLimitService {
         this.#d.metrics.shadowRefusalsTotal.inc({ domain, reason: 'no_key_id' });
       return { status: statusOf(decision, nowMs), decision };
     }
-    const keys = counterKeys(domain, lookup.keyId, currentWindows(nowMs), lookup.subject);
+    return this.#counted(domain, lookup, hits, nowMs);
+  }
+
+  /**
+   * A limited descriptor: from the over-limit cache, admitted locally far below its limit
+   * (`batched-counts.ts`), decided by the store, or by the failure mode.
+   */
+  async #counted(domain: string, lookup: Limited, hits: number, nowMs: number): Promise<DescriptorAnswer> {
+    const windows = currentWindows(nowMs);
+    const keys = counterKeys(domain, lookup.keyId, windows, lookup.subject);
     const args = checkArgs(lookup, hits, nowMs);
     const cached = this.#overLimit.get(keys.ban, lookup.limits, nowMs);
     if (cached !== undefined) {
@@ -216,27 +240,92 @@ export class RateLimitService {
     }
     let outcome: CounterOutcome;
     const breaker = this.#breakerOf(keys);
+    const batched = this.#batched;
+    // Not while the store is known to be away (a lost connection, an open breaker): such a check
+    // goes to the failure mode.
+    const local =
+      breaker.degraded || !this.#d.store.connected
+        ? undefined
+        : batched?.admit(keys, windows, lookup.limits, hits, args, nowMs);
+    if (local !== undefined) {
+      this.#d.metrics.batchedAdmissionsTotal.inc();
+      this.#scheduleFlush();
+      return this.#decided(domain, lookup, local, hits, nowMs);
+    }
     if (!breaker.tryStore(this.#monotonicNow())) {
       return this.#degradedAnswer(domain, lookup, keys, args, nowMs, undefined);
     }
+    // This subject's hits admitted locally and not sent yet go first, so that Redis counts them
+    // before it decides this check (one connection: Redis runs commands in the order sent).
+    for (const batch of batched?.beginExact(keys, hits) ?? []) this.#sendBatch(batch);
     try {
       outcome = await this.#d.store.checkAndCount(keys, args);
+      batched?.exactDone(keys, windows, lookup.limits, hits, outcome, nowMs);
     } catch (err: unknown) {
+      batched?.exactFailed(keys, hits);
       if (!isRateLimitError(err)) throw err;
       if (!breaker.degraded) this.#openBreakers += 1;
       breaker.failure(this.#monotonicNow());
       this.#d.metrics.degraded.set(1);
       return this.#degradedAnswer(domain, lookup, keys, args, nowMs, err);
     }
-    if (breaker.degraded) {
-      breaker.success();
-      this.#openBreakers -= 1;
-      this.#d.metrics.degraded.set(this.#openBreakers > 0 ? 1 : 0);
-      this.#d.log.info('Redis answers again: checks are counted in Redis');
-    }
+    this.#storeAnswered(breaker);
     this.#overLimit.remember(keys.ban, lookup.limits, outcome, args.banThreshold, nowMs);
     this.#noteBan(domain, lookup, outcome, nowMs);
     return this.#decided(domain, lookup, outcome, hits, nowMs);
+  }
+
+  /** The store answered a check: a degraded breaker closes. */
+  #storeAnswered(breaker: StoreBreaker): void {
+    if (!breaker.degraded) return;
+    breaker.success();
+    this.#openBreakers -= 1;
+    this.#d.metrics.degraded.set(this.#openBreakers > 0 ? 1 : 0);
+    this.#d.log.info('Redis answers again: checks are counted in Redis');
+  }
+
+  /** Sends the pending batches within `flushIntervalMs` (one timer for all of them). */
+  #scheduleFlush(): void {
+    if (this.#flushTimer !== undefined || this.#batched === undefined) return;
+    this.#flushTimer = setTimeout(() => {
+      this.#flushTimer = undefined;
+      this.#sendPending();
+    }, this.#batched.settings.flushIntervalMs);
+    this.#flushTimer.unref();
+  }
+
+  #sendPending(): void {
+    for (const batch of this.#batched?.takePending() ?? []) this.#sendBatch(batch);
+  }
+
+  /** Sends one batch; its reply renews the subject's view, its failure drops it (never sent again). */
+  #sendBatch(batch: PendingBatch): void {
+    const batched = this.#batched;
+    const addBatch = this.#d.store.addBatch?.bind(this.#d.store);
+    if (batched === undefined || addBatch === undefined) return;
+    const sent: Promise<void> = addBatch(batch).then(
+      (reply) => {
+        batched.acknowledged(batch, reply, this.#d.now());
+        this.#d.metrics.batchesTotal.inc({ result: 'acknowledged' });
+      },
+      () => {
+        batched.failed(batch);
+        this.#d.metrics.batchesTotal.inc({ result: 'failed' });
+      },
+    );
+    this.#batchesInFlight.add(sent);
+    void sent.finally(() => this.#batchesInFlight.delete(sent));
+  }
+
+  /**
+   * Sends every pending batch now and waits for the answers to all batches in flight (at shutdown,
+   * before the store closes). Never throws.
+   */
+  async flush(): Promise<void> {
+    clearTimeout(this.#flushTimer);
+    this.#flushTimer = undefined;
+    this.#sendPending();
+    await Promise.all([...this.#batchesInFlight]);
   }
 
   /** The breaker of the store's shard that holds `keys`. */

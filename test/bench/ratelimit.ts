@@ -24,6 +24,10 @@
  *   npm run bench:ratelimit -- --policies 10000  # 9,999 other tenants' policies in the config too (peak RSS)
  *   npm run bench:ratelimit -- --floor  # one more server in the rounds: @grpc/grpc-js with Portico's service
  *                                 answering at once (test/bench/grpc-floor-server.ts), the runtime's floor
+ *   npm run bench:ratelimit -- --portico-node=node_modules/.bin/node --portico-node=/tmp/bun/node_modules/.bin/bun \
+ *                                 --floor --floor-node=/tmp/bun/node_modules/.bin/bun
+ *                                 # the whole server and the floor on Node and on Bun (npm package `bun`) in the
+ *                                 same rounds; a runtime whose file name starts with `bun` gets no Node flags
  *
  * Each Portico server runs as the chart runs it (src/sandbox/ratelimit-server.ts: its Node flags
  * first, then --node-options, then its --portico-flags; the chart's malloc settings, processes.ts:
@@ -119,6 +123,8 @@ interface Options {
    * (RATELIMIT_SERVER_NODE_FLAGS, CHART_MALLOC_ENV), which it gets otherwise.
    */
   bare: boolean;
+  /** More floor servers, one on each of these runtimes (`--floor-node`, e.g. Bun's binary). */
+  floorNodes: string[];
   /**
    * Add the floor to the rounds: test/bench/grpc-floor-server.ts (@grpc/grpc-js with Portico's
    * service definition, answering at once), run as the Portico servers are (the same Node flags
@@ -137,13 +143,23 @@ interface PorticoServer {
 }
 
 /** The floor server of `--floor` (Options.floor). */
-function floorServer(): PorticoServer {
+function floorServer(node: string = process.execPath): PorticoServer {
+  const bun = isBun(node);
   return {
-    node: process.execPath,
+    node,
     cli: path.join(REPO, 'test', 'bench', 'grpc-floor-server.ts'),
-    flags: ['--import', import.meta.resolve('tsx'), '--max-semi-space-size=8'],
-    name: 'grpc-js floor',
+    // Bun runs TypeScript itself and takes none of Node's flags.
+    flags: bun ? [] : ['--import', import.meta.resolve('tsx'), '--max-semi-space-size=8'],
+    name: bun ? 'grpc-js floor (bun)' : 'grpc-js floor',
   };
+}
+
+/**
+ * Whether `runtime` is Bun (its file name starts with `bun`): a server on it gets none of Node's
+ * flags (the chart's, `--node-options`), which Bun does not take.
+ */
+function isBun(runtime: string): boolean {
+  return path.basename(runtime).startsWith('bun');
 }
 
 /**
@@ -194,6 +210,7 @@ function options(): Options {
       bare: { type: 'boolean', default: false },
       policies: { type: 'string', default: '1' },
       floor: { type: 'boolean', default: false },
+      'floor-node': { type: 'string', multiple: true, default: [] },
     },
   });
   return {
@@ -214,6 +231,7 @@ function options(): Options {
     bare: values.bare,
     policies: Number(values.policies),
     floor: values.floor,
+    floorNodes: values['floor-node'].map((p) => path.resolve(p)),
   };
 }
 
@@ -272,12 +290,23 @@ interface GhzReport {
   latencyDistribution: { percentage: number; latency: number }[] | null;
   statusCodeDistribution: Record<string, number>;
   count: number;
+  /** Every call (ghz's JSON format): latency in nanoseconds. */
+  details?: { latency: number }[] | null;
+}
+
+/** The `q` quantile (0..1) of `values` by nearest rank; NaN for none. */
+function nearestRank(values: number[], q: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = Float64Array.from(values).sort();
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
 }
 
 interface Figures {
   rps: number;
   p50Ms: number;
   p99Ms: number;
+  /** The 99.9th percentile, ms (the issue's target: ≤ 10 ms at 3,000 req/s). */
+  p999Ms: number;
   errors: number;
   /** The server's CPU time (user + system, all its threads) per call, microseconds. */
   cpuUsPerCall: number;
@@ -339,6 +368,12 @@ async function ghz(bin: string, address: string, o: Options, requests: number): 
     rps: report.rps,
     p50Ms: at(50),
     p99Ms: at(99),
+    // ghz's distribution stops at p99: p99.9 from every call's latency (nearest rank).
+    p999Ms:
+      nearestRank(
+        (report.details ?? []).map((d) => d.latency),
+        0.999,
+      ) / 1e6,
     errors,
     cpuUsPerCall: NaN,
     peakRssMiB: NaN,
@@ -391,7 +426,7 @@ async function benchBoth(
       f.cpuUsPerCall = (cpuMicros(t.pid) - cpuBefore) / o.requests;
       f.peakRssMiB = peakRssMiB(t.pid);
       process.stdout.write(
-        `${t.name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, CPU ${f.cpuUsPerCall.toFixed(0)} µs/call, peak RSS ${f.peakRssMiB.toFixed(0)} MiB, errors ${f.errors}\n` +
+        `${t.name.padEnd(22)} round ${i + 1}: ${f.rps.toFixed(0)} req/s, p50 ${f.p50Ms.toFixed(2)} ms, p99 ${f.p99Ms.toFixed(2)} ms, p99.9 ${f.p999Ms.toFixed(2)} ms, CPU ${f.cpuUsPerCall.toFixed(0)} µs/call, peak RSS ${f.peakRssMiB.toFixed(0)} MiB, errors ${f.errors}\n` +
           (o.verbose ? `${''.padEnd(22)}   ${f.distribution ?? ''} ms\n` : ''),
       );
       rounds.get(t.name)?.push(f);
@@ -410,6 +445,7 @@ function summary(rounds: Figures[]): Figures {
     rps: median(rounds.map((r) => r.rps)),
     p50Ms: median(rounds.map((r) => r.p50Ms)),
     p99Ms: median(rounds.map((r) => r.p99Ms)),
+    p999Ms: median(rounds.map((r) => r.p999Ms)),
     cpuUsPerCall: median(rounds.map((r) => r.cpuUsPerCall)),
     peakRssMiB: Math.max(...rounds.map((r) => r.peakRssMiB)),
     errors: rounds.reduce((s, r) => s + r.errors, 0),
@@ -508,6 +544,7 @@ async function main(): Promise<void> {
   const servers = [
     ...porticoServers(o.porticoClis, o.porticoFlags, o.porticoNodes),
     ...(o.floor ? [floorServer()] : []),
+    ...o.floorNodes.map((node) => floorServer(node)),
   ];
   const loadAtStart = load();
   const bin = await tools();
@@ -547,8 +584,8 @@ async function main(): Promise<void> {
       start(
         p.node,
         [
-          ...(o.bare ? [] : RATELIMIT_SERVER_NODE_FLAGS),
-          ...o.nodeOptions,
+          ...(o.bare || isBun(p.node) ? [] : RATELIMIT_SERVER_NODE_FLAGS),
+          ...(isBun(p.node) ? [] : o.nodeOptions),
           ...p.flags,
           p.cli,
           'ratelimit-server',
@@ -621,7 +658,7 @@ async function main(): Promise<void> {
   const e = results['envoyproxy/ratelimit'];
   if (e === undefined || porticos.some((p) => results[p.name] === undefined)) return;
   const row = (name: string, f: Figures): string =>
-    `| ${name} | ${f.rps.toFixed(0)} | ${f.p50Ms.toFixed(2)} | ${f.p99Ms.toFixed(2)} | ${f.cpuUsPerCall.toFixed(0)} | ${f.peakRssMiB.toFixed(0)} | ${f.errors} |\n`;
+    `| ${name} | ${f.rps.toFixed(0)} | ${f.p50Ms.toFixed(2)} | ${f.p99Ms.toFixed(2)} | ${f.p999Ms.toFixed(2)} | ${f.cpuUsPerCall.toFixed(0)} | ${f.peakRssMiB.toFixed(0)} | ${f.errors} |\n`;
   process.stdout.write(
     `\nmachine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${Math.round(totalmem() / 2 ** 30)} GiB; ` +
       `load average (1, 5, 15 min) ${loadAtStart} at the start, ${load()} at the end; ` +
@@ -636,13 +673,13 @@ async function main(): Promise<void> {
             `${p.name}: ${p.node === process.execPath ? '' : `${p.node} `}${path.relative(REPO, p.cli)}${p.flags.length > 0 ? ` ${p.flags.join(' ')}` : ''}\n`,
         )
         .join('') +
-      `| server | req/s | p50 ms | p99 ms | CPU µs/call | peak RSS MiB | errors |\n|---|---|---|---|---|---|---|\n` +
+      `| server | req/s | p50 ms | p99 ms | p99.9 ms | CPU µs/call | peak RSS MiB | errors |\n|---|---|---|---|---|---|---|---|\n` +
       porticos.map((p) => row(p.name, results[p.name] as Figures)).join('') +
       row('envoyproxy/ratelimit', e) +
       porticos
         .map((p) => {
           const f = results[p.name] as Figures;
-          return `ratio ${p.name}/envoy: throughput ${(f.rps / e.rps).toFixed(2)}, p99 ${(f.p99Ms / e.p99Ms).toFixed(2)}\n`;
+          return `ratio ${p.name}/envoy: throughput ${(f.rps / e.rps).toFixed(2)}, p99 ${(f.p99Ms / e.p99Ms).toFixed(2)}, p99.9 ${(f.p999Ms / e.p999Ms).toFixed(2)}\n`;
         })
         .join(''),
   );

@@ -21,6 +21,7 @@ import type { GrpcConnectionSettings, GrpcTlsFiles } from '../grpc-settings.js';
 import { createCheckMetrics, type CheckMetrics } from '../metrics.js';
 import { EMPTY_SNAPSHOT, type PolicySnapshot } from '../policy-set.js';
 import type { RedisConnectionErrorKind, RedisConnectionSettings } from '../redis-connection.js';
+import { DEFAULT_BATCH_SETTINGS } from '../batched-counts.js';
 import { RedisCounterStore } from '../redis-store.js';
 import { RateLimitService, type FailureMode } from '../service.js';
 import { createServerLogger } from './logger.js';
@@ -34,6 +35,8 @@ export interface CheckWorkerOptions {
   readonly failureMode: FailureMode;
   /** Shadow mode (service.ts); off when unset. */
   readonly shadowMode?: boolean;
+  /** `--batch-max-hits` (batched-counts.ts); 0 or unset: every check is exact. */
+  readonly batchMaxHits?: number;
   /** `--gateway-domain` (service.ts); `DEFAULT_GATEWAY_DOMAIN` when unset. */
   readonly gatewayDomain?: string;
   /** Keepalive and maximum connection age; grpc.ts's defaults when unset. */
@@ -125,6 +128,7 @@ async function run(port: MessagePort, options: CheckWorkerOptions): Promise<void
     store,
     failureMode: options.failureMode,
     shadowMode: options.shadowMode === true,
+    batching: { ...DEFAULT_BATCH_SETTINGS, maxBatchHits: options.batchMaxHits ?? 0 },
     ...(options.gatewayDomain === undefined ? {} : { gatewayDomain: options.gatewayDomain }),
     now: () => Date.now(),
     metrics,
@@ -167,6 +171,7 @@ async function run(port: MessagePort, options: CheckWorkerOptions): Promise<void
         // answered (up to the grace). The main thread terminates this thread after the reply.
         setServing(false);
         void shutdownServer(grpc, message.graceMs)
+          .then(() => service.flush())
           .then(() => store.close())
           .finally(() => {
             reply({ type: 'done', id: message.id });

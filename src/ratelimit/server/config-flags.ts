@@ -10,6 +10,7 @@ import {
 } from '../../api/ratelimitpolicy.js';
 import { DEFAULT_CONNECTION_SETTINGS } from '../grpc-settings.js';
 import { HEARTBEAT_INTERVAL_MS } from '../load-report.js';
+import { DEFAULT_BATCH_SETTINGS } from '../batched-counts.js';
 
 export const rateLimitServerOptions = {
   'grpc-listen-address': {
@@ -160,6 +161,12 @@ export const rateLimitServerOptions = {
     env: ['PORTICO_RATELIMIT_FAILURE_MODE'],
     default: 'local',
     help: "answer when Redis is down: local (decide on this replica's own counts), allow (always OK, headers from local counts) or deny (OVER_LIMIT)",
+  },
+  'batch-max-hits': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_BATCH_MAX_HITS'],
+    default: String(DEFAULT_BATCH_SETTINGS.maxBatchHits),
+    help: "hits of one key a replica may admit far below its limit without waiting for Redis, sent to Redis in batches (at most 5 % of the key's smaller limit); 0: every check waits for Redis (docs/ratelimits.md, batched counts)",
   },
   'shadow-mode': {
     type: 'boolean',

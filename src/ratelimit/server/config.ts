@@ -34,6 +34,11 @@ export interface RateLimitServerConfig {
   /** Answer every check OK while deciding and counting as ever (service.ts, shadow mode). */
   shadowMode: boolean;
   /**
+   * The largest batch of one key's hits admitted without waiting for Redis (batched-counts.ts,
+   * `maxBatchHits`); 0: every check is exact.
+   */
+  batchMaxHits: number;
+  /**
    * The one domain a gateway sends for every policy (Contour's `rateLimitService.domain`): a check with
    * it names its policy in each descriptor's first entry, `portico.dev/policy` (gateway-domain.ts).
    */
@@ -56,6 +61,9 @@ export interface RateLimitServerConfig {
 export function rateLimitServerUsage(): string {
   return flagUsage('portico ratelimit-server', rateLimitServerOptions);
 }
+
+/** The largest `--batch-max-hits`: the overshoot bound grows with it (docs/ratelimits.md). */
+export const MAX_BATCH_HITS = 10_000;
 
 const LEVELS = new Set(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']);
 const TRUE = new Set(['1', 'true', 'yes']);
@@ -330,6 +338,15 @@ function connectionSettings(required: (name: OptionName) => string): GrpcConnect
   };
 }
 
+/** `--batch-max-hits`. @throws ServerConfigError unless an integer from 0 to MAX_BATCH_HITS */
+function batchMaxHits(value: string): number {
+  const hits = Number(value);
+  if (!Number.isInteger(hits) || hits < 0 || hits > MAX_BATCH_HITS) {
+    throw new ServerConfigError(`--batch-max-hits must be an integer from 0 to ${MAX_BATCH_HITS} (hits)`);
+  }
+  return hits;
+}
+
 /**
  * Reads the configuration. Returns `{help: true}` for `--help`.
  *
@@ -375,6 +392,7 @@ export function parseRateLimitServerConfig(
     redisTimeoutMs: timeout,
     failureMode: failureMode as FailureMode,
     shadowMode: TRUE.has((get('shadow-mode') ?? '').toLowerCase()),
+    batchMaxHits: batchMaxHits(required('batch-max-hits')),
     gatewayDomain,
     configNamespace: required('config-namespace'),
     configName: required('config-name'),

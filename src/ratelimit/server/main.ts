@@ -53,6 +53,7 @@ export async function startRateLimitServer(
     redisTimeoutMs: config.redisTimeoutMs,
     failureMode: config.failureMode,
     shadowMode: config.shadowMode,
+    batchMaxHits: config.batchMaxHits,
     gatewayDomain: config.gatewayDomain,
     logLevel: config.logLevel,
   });
@@ -171,6 +172,7 @@ export async function runRateLimitServer(args: string[]): Promise<number> {
     {
       failureMode: parsed.failureMode,
       shadowMode: parsed.shadowMode,
+      batchMaxHits: parsed.batchMaxHits,
       gatewayDomain: parsed.gatewayDomain,
       config: `${parsed.configNamespace}/${parsed.configName}`,
       instance: parsed.instance,
