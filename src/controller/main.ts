@@ -163,6 +163,7 @@ function build(
         cache: view,
         events: new EventRecorder(core, 'portico-controller', log),
         releases: ownership,
+        undeployedGraceMs: config.undeployedClaimGraceMs,
       }),
       routing: {
         ...config.routing,
