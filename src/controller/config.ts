@@ -58,7 +58,7 @@ export interface ControllerConfig {
   danglingAfterMs: number;
   /**
    * Milliseconds a CustomDomain never accepted (its project never deployed) keeps its hostname claim,
-   * from the claim's creation, before a deployed claimant takes it over (claim-precedence.ts).
+   * from its creation, before a deployed claimant takes it over (claim-precedence.ts).
    */
   undeployedClaimGraceMs: number;
   /** Ownership verification by TXT record (src/dns/ownership.ts, docs/customdomains.md). */

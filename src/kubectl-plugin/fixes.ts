@@ -26,7 +26,7 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
   HostnameAlreadyClaimed:
     "Another project holds the hostname; a cluster admin sees which with `kubectl get hostnameclaim <hostname>`. It moves only after that project's CustomDomain is deleted; this domain then takes it at once and must show the ownership TXT record. A holder whose project was never deployed gives it up to a deployed project after `--undeployed-claim-grace-seconds` (the message gives the time).",
   HostnameClaimYielded:
-    "This domain held the hostname, but its project had no successful deploy within `--undeployed-claim-grace-seconds` of taking it, and a deployed project took the hostname over. Deploy the project; the hostname comes back only once the other project's CustomDomain is deleted (a cluster admin sees which with `kubectl get hostnameclaim <hostname>`), then this domain takes it at once and must show the ownership TXT record.",
+    "This domain held the hostname, but its project had no successful deploy within `--undeployed-claim-grace-seconds` of its creation, and a deployed project took the hostname over. Deploy the project; the hostname comes back only once the other project's CustomDomain is deleted (a cluster admin sees which with `kubectl get hostnameclaim <hostname>`), then this domain takes it at once and must show the ownership TXT record.",
   // DNSVerified
   RecordMatches: 'Nothing to do.',
   RecordNotFound:

@@ -88,21 +88,23 @@ describe('a holder whose project never deploys', () => {
   it('keeps the claim for the grace, then a deployed project takes it over and must show the TXT record', async () => {
     const idle = unique('grace-idle');
     const deployed = unique('grace-deployed');
-    const hostname = `www.${idle}.example`;
+    // Not under a project's name: the messages must not name the other project.
+    const hostname = `${unique('www')}.grace.example`;
     await createProject(idle, { deployed: false });
     await createProject(deployed);
     await dns.setCname(hostname, sandbox.platformCnameTarget);
 
     await create(idle, hostname);
     await waitForCondition(idle, 'www', 'Accepted', 'False', 'NotDeployed');
-    const idleUid = await uidOf(idle);
-    const first = await claimNaming(hostname, idleUid);
-    const firstCreated = Date.parse(first.metadata.creationTimestamp?.toString() ?? '');
+    const idleDomain = await getCustomDomain(idle, 'www');
+    const idleUid = idleDomain.metadata.uid ?? '';
+    await claimNaming(hostname, idleUid);
+    const idleCreated = Date.parse(idleDomain.metadata.creationTimestamp?.toString() ?? '');
 
     // Within the grace the deployed claimant waits, told when the holder's hold ends.
     await create(deployed, hostname);
     const waiting = await waitForCondition(deployed, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');
-    const lapsesAt = new Date(firstCreated + GRACE_SECONDS * 1000).toISOString();
+    const lapsesAt = new Date(idleCreated + GRACE_SECONDS * 1000).toISOString();
     expect(accepted(waiting).message).toContain(
       `if it still is not at ${lapsesAt}, this domain takes the hostname over`,
     );
@@ -113,7 +115,7 @@ describe('a holder whose project never deploys', () => {
     const second = await claimNaming(hostname, deployedUid);
     expect(second.metadata.annotations?.[TAKEN_OVER_FROM_ANNOTATION]).toBe(idleUid);
     expect(Date.parse(second.metadata.creationTimestamp?.toString() ?? '')).toBeGreaterThanOrEqual(
-      firstCreated + GRACE_SECONDS * 1000 - 1000, // creationTimestamp has whole seconds
+      idleCreated + GRACE_SECONDS * 1000 - 1000, // creationTimestamp has whole seconds
     );
 
     const loser = await waitForCondition(idle, 'www', 'Accepted', 'False', 'HostnameClaimYielded');
@@ -126,7 +128,7 @@ describe('a holder whose project never deploys', () => {
       return won && lost ? { won, lost } : undefined;
     }).then(({ won }) => {
       expect(won.message).toContain(
-        `${hostname} was claimed by a CustomDomain whose project has not been deployed in the ${GRACE_SECONDS} s`,
+        `${hostname} was held by a CustomDomain whose project was not deployed within ${GRACE_SECONDS} s of its creation`,
       );
       expect(won.message).not.toContain(idle);
     });
@@ -153,7 +155,7 @@ describe('a holder whose project never deploys', () => {
   it('is never taken over by a claimant that is not deployed, until that one deploys', async () => {
     const idle = unique('grace-idle');
     const other = unique('grace-other');
-    const hostname = `www.${idle}.example`;
+    const hostname = `${unique('www')}.grace.example`;
     await createProject(idle, { deployed: false });
     await createProject(other, { deployed: false });
     await dns.setCname(hostname, sandbox.platformCnameTarget);
@@ -162,8 +164,8 @@ describe('a holder whose project never deploys', () => {
     await waitForCondition(idle, 'www', 'Accepted', 'False', 'NotDeployed');
     const idleUid = await uidOf(idle);
     const first = await claimNaming(hostname, idleUid);
-    // Created once the grace is over: its first reconcile (the status it writes) already meets a
-    // lapsed hold, and leaves the claim alone.
+    // Created once the holder's grace is over: its first reconcile (the status it writes) already
+    // meets a lapsed hold, and leaves the claim alone.
     await new Promise((r) => setTimeout(r, (GRACE_SECONDS + 1) * 1000));
     await create(other, hostname);
     const waiting = await waitForCondition(other, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');

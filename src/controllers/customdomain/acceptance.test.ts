@@ -60,7 +60,7 @@ describe('acceptance', () => {
     });
     expect(yielded).toMatchObject({ status: 'False', reason: 'HostnameClaimYielded' });
     expect(yielded.message).toBe(
-      'www.example.com was held by this CustomDomain, but the project had no successful deploy within the grace the platform allows after claiming it, and another project, deployed, took the hostname over at 2026-06-01T12:00:01.000Z. If you own it, remove it from the other project first, or contact support.',
+      'www.example.com was held by this CustomDomain, but the project had no successful deploy within the grace the platform allows after it was created, and another project, deployed, took the hostname over at 2026-06-01T12:00:01.000Z. If you own it, remove it from the other project first, or contact support.',
     );
     // Yielded comes before the deploy gate: the claim is gone whatever the deploy says now.
     expect(acceptance({ ...ok, claim: 'yielded' }).reason).toBe('HostnameClaimYielded');

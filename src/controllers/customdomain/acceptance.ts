@@ -134,7 +134,7 @@ function claimRefusal(f: AcceptanceFacts): { reason: string; message: string } {
     const at = f.takenOverAt ? ` at ${f.takenOverAt.toISOString()}` : '';
     return {
       reason: 'HostnameClaimYielded',
-      message: `${hostname} was held by this CustomDomain, but the project had no successful deploy within the grace the platform allows after claiming it, and another project, deployed, took the hostname over${at}. If you own it, remove it from the other project first, or contact support.`,
+      message: `${hostname} was held by this CustomDomain, but the project had no successful deploy within the grace the platform allows after it was created, and another project, deployed, took the hostname over${at}. If you own it, remove it from the other project first, or contact support.`,
     };
   }
   const lapse = f.claimLapsesAt

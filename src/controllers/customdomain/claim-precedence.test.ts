@@ -109,12 +109,6 @@ function withAccepted(d: CustomDomain, status: 'True' | 'False'): CustomDomain {
   };
 }
 
-/** The claim of `d`, created at `created` (ISO). */
-function claimCreated(d: CustomDomain, created: string): HostnameClaim {
-  const claim = claimOf(d);
-  return { ...claim, metadata: { ...claim.metadata, creationTimestamp: new Date(created) } };
-}
-
 describe('servesHostname', () => {
   it('is true for an accepted domain with an unexpired certificate for the hostname', () => {
     expect(servesHostname(domain('a', { serving: true }), HOST, NOW)).toBe(true);
@@ -244,8 +238,13 @@ describe('claimVerdict', () => {
 
 describe('a holder that is never accepted', () => {
   const HOUR = 3_600_000;
-  const undeployed = withAccepted(domain('idle'), 'False');
-  const claim = claimCreated(undeployed, '2026-06-01T10:00:00Z'); // 2 h before NOW
+  // Created 2 h before NOW.
+  const undeployed = withAccepted(domain('idle', { created: '2026-06-01T10:00:00Z' }), 'False');
+  const claim = claimOf(undeployed);
+  /** `undeployed` as it would be before the API server stored it: no creation time. */
+  const unstoredMeta = { ...undeployed.metadata };
+  delete unstoredMeta.creationTimestamp;
+  const unstored: CustomDomain = { ...undeployed, metadata: unstoredMeta };
 
   it('isAccepted reads the Accepted condition', () => {
     expect(isAccepted(undeployed)).toBe(false);
@@ -253,24 +252,25 @@ describe('a holder that is never accepted', () => {
     expect(isAccepted(withAccepted(domain('a'), 'True'))).toBe(true);
   });
 
-  it('holdLapsesAt counts the grace from the claim creation', () => {
-    expect(holdLapsesAt(claim, HOUR)).toEqual(new Date('2026-06-01T11:00:00Z'));
-    expect(holdLapsesAt(claimOf(undeployed), HOUR)).toBeUndefined(); // not stored: no creation time
-    expect(holdLapsesAt(claim, Number.POSITIVE_INFINITY)).toBeUndefined();
+  it("holdLapsesAt counts the grace from the holder's creation", () => {
+    expect(holdLapsesAt(undeployed, HOUR)).toEqual(new Date('2026-06-01T11:00:00Z'));
+    expect(holdLapsesAt(unstored, HOUR)).toBeUndefined();
+    expect(holdLapsesAt(undeployed, Number.POSITIVE_INFINITY)).toBeUndefined();
   });
 
   it('holdLapsed: only an unaccepted holder, only once the grace is over (its last instant included)', () => {
-    expect(holdLapsed(claim, undeployed, HOUR, NOW)).toBe(true);
-    expect(holdLapsed(claim, undeployed, 2 * HOUR, NOW)).toBe(true);
-    expect(holdLapsed(claim, undeployed, 2 * HOUR + 1, NOW)).toBe(false);
-    expect(holdLapsed(claim, withAccepted(domain('idle'), 'True'), HOUR, NOW)).toBe(false);
+    expect(holdLapsed(undeployed, HOUR, NOW)).toBe(true);
+    expect(holdLapsed(undeployed, 2 * HOUR, NOW)).toBe(true);
+    expect(holdLapsed(undeployed, 2 * HOUR + 1, NOW)).toBe(false);
+    expect(
+      holdLapsed(withAccepted(domain('idle', { created: '2026-06-01T10:00:00Z' }), 'True'), HOUR, NOW),
+    ).toBe(false);
   });
 
   const deployedClaimant = domain('deployed');
   const cases: {
     name: string;
     holder: CustomDomain;
-    claim: HostnameClaim;
     deployed: boolean;
     graceMs: number;
     rivals?: CustomDomain[];
@@ -279,48 +279,30 @@ describe('a holder that is never accepted', () => {
     {
       name: 'grace over, claimant deployed',
       holder: undeployed,
-      claim,
       deployed: true,
       graceMs: HOUR,
       verdict: 'take-over',
     },
-    { name: 'grace of 0', holder: undeployed, claim, deployed: true, graceMs: 0, verdict: 'take-over' },
-    {
-      name: 'grace not over',
-      holder: undeployed,
-      claim,
-      deployed: true,
-      graceMs: 3 * HOUR,
-      verdict: 'taken',
-    },
-    {
-      name: 'claimant not deployed',
-      holder: undeployed,
-      claim,
-      deployed: false,
-      graceMs: HOUR,
-      verdict: 'taken',
-    },
+    { name: 'grace of 0', holder: undeployed, deployed: true, graceMs: 0, verdict: 'take-over' },
+    { name: 'grace not over', holder: undeployed, deployed: true, graceMs: 3 * HOUR, verdict: 'taken' },
+    { name: 'claimant not deployed', holder: undeployed, deployed: false, graceMs: HOUR, verdict: 'taken' },
     {
       name: 'holder accepted (deployed, scaled to zero since)',
-      holder: withAccepted(domain('idle'), 'True'),
-      claim,
+      holder: withAccepted(domain('idle', { created: '2026-06-01T10:00:00Z' }), 'True'),
       deployed: true,
       graceMs: HOUR,
       verdict: 'taken',
     },
     {
       name: 'holder with no status yet',
-      holder: domain('idle'),
-      claim,
+      holder: domain('idle', { created: '2026-06-01T10:00:00Z' }),
       deployed: true,
       graceMs: HOUR,
       verdict: 'take-over',
     },
     {
-      name: 'claim without a creation time',
-      holder: undeployed,
-      claim: claimOf(undeployed),
+      name: 'holder without a creation time',
+      holder: unstored,
       deployed: true,
       graceMs: HOUR,
       verdict: 'taken',
@@ -328,7 +310,6 @@ describe('a holder that is never accepted', () => {
     {
       name: 'a serving rival comes first (it replaces the claim itself)',
       holder: undeployed,
-      claim,
       deployed: true,
       graceMs: HOUR,
       rivals: [domain('live', { serving: true })],
@@ -337,7 +318,6 @@ describe('a holder that is never accepted', () => {
     {
       name: 'grace infinite',
       holder: undeployed,
-      claim,
       deployed: true,
       graceMs: Number.POSITIVE_INFINITY,
       verdict: 'taken',
@@ -347,7 +327,7 @@ describe('a holder that is never accepted', () => {
     expect(
       claimVerdict(
         facts(deployedClaimant, {
-          claim: c.claim,
+          claim: claimOf(c.holder),
           holder: c.holder,
           rivals: [c.holder, ...(c.rivals ?? [])],
           deployed: c.deployed,

@@ -17,8 +17,10 @@
  * And one that ends a hold nobody uses (docs/customdomains.md, "A holder that never deploys"):
  *
  * - A holder that has never been accepted (its project never deployed: Accepted is not True in the
- *   status the API server holds) keeps the claim for a grace period from the claim's creation; after
- *   it, a claimant that is deployed (`deployed`) takes the claim over (`take-over`).
+ *   status the API server holds) keeps the claim for a grace period from its own creation (its
+ *   metadata.creationTimestamp, which no one can change, so deleting and taking the claim again does
+ *   not restart it); after it, a claimant that is deployed (`deployed`) takes the claim over
+ *   (`take-over`).
  */
 import { FINALIZER, objectKey, type CustomDomain } from '../../api/customdomain.js';
 import type { HostnameClaim } from '../../api/hostnameclaim.js';
@@ -113,23 +115,23 @@ export function isAccepted(domain: CustomDomain): boolean {
 }
 
 /**
- * When the hold of `claim` lapses if its holder is never accepted: the claim's
- * metadata.creationTimestamp plus `graceMs`; undefined when the claim has no creation time (a claim
- * the API server has not stored) or the grace is not finite.
+ * When the hold of `holder` lapses if it is never accepted: its metadata.creationTimestamp plus
+ * `graceMs`; undefined when it has no creation time (an object the API server has not stored) or
+ * the grace is not finite.
  */
-export function holdLapsesAt(claim: HostnameClaim, graceMs: number): Date | undefined {
-  const created = Date.parse(claim.metadata.creationTimestamp?.toString() ?? '');
+export function holdLapsesAt(holder: CustomDomain, graceMs: number): Date | undefined {
+  const created = Date.parse(holder.metadata.creationTimestamp?.toString() ?? '');
   if (Number.isNaN(created) || !Number.isFinite(graceMs)) return undefined;
   return new Date(created + graceMs);
 }
 
 /**
- * True when `holder`, named by `claim`, has lost its hold to a deployed claimant: it is not accepted
- * and the grace from the claim's creation (`holdLapsesAt`) is over at `now`.
+ * True when `holder` has lost its hold to a deployed claimant: it is not accepted and the grace
+ * from its creation (`holdLapsesAt`) is over at `now`.
  */
-export function holdLapsed(claim: HostnameClaim, holder: CustomDomain, graceMs: number, now: Date): boolean {
+export function holdLapsed(holder: CustomDomain, graceMs: number, now: Date): boolean {
   if (isAccepted(holder)) return false;
-  const lapsesAt = holdLapsesAt(claim, graceMs);
+  const lapsesAt = holdLapsesAt(holder, graceMs);
   return lapsesAt !== undefined && lapsesAt.getTime() <= now.getTime();
 }
 
@@ -151,7 +153,7 @@ export interface ClaimFacts {
    */
   deployed: boolean;
   /**
-   * Milliseconds a holder that is never accepted keeps the claim, from the claim's creation
+   * Milliseconds a holder that is never accepted keeps the claim, from its own creation
    * (`--undeployed-claim-grace-seconds`); Infinity: forever.
    */
   undeployedGraceMs: number;
@@ -177,5 +179,5 @@ export function claimVerdict(f: ClaimFacts): ClaimVerdict {
   // A hold nobody uses ends after the grace, for a claimant that is deployed, unless a serving
   // domain comes first (it takes the claim itself).
   if (someoneElseFirst || !f.deployed) return 'taken';
-  return holdLapsed(f.claim, holder, f.undeployedGraceMs, f.now) ? 'take-over' : 'taken';
+  return holdLapsed(holder, f.undeployedGraceMs, f.now) ? 'take-over' : 'taken';
 }

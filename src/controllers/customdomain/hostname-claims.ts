@@ -99,7 +99,7 @@ export interface HostnameClaimsOptions {
   releases?: { recordRelease(hostname: string, namespace: string, at: Date): Promise<void> };
   /**
    * Milliseconds a holder that is never accepted keeps the claim against a deployed claimant, from
-   * the claim's creation (`--undeployed-claim-grace-seconds`). Default: Infinity (it keeps it).
+   * its own creation (`--undeployed-claim-grace-seconds`). Default: Infinity (it keeps it).
    */
   undeployedGraceMs?: number;
   now?: () => Date;
@@ -174,8 +174,7 @@ export class HostnameClaims {
         continue;
       }
       if (verdict === 'take-over') {
-        await this.#takeOver(domain, claim as HostnameClaim, holder as CustomDomain);
-        if (await this.#create(hostname, mine, (holder as CustomDomain).metadata.uid))
+        if (await this.#takeOver(domain, claim as HostnameClaim, holder as CustomDomain))
           return { state: 'held' };
         continue;
       }
@@ -220,7 +219,7 @@ export class HostnameClaims {
     }
     // A holder never accepted is in the way of a deployed domain only until its grace is over.
     if (claim && holder && deployed && !isAccepted(holder) && unhonouredReason(claim, holder) === undefined) {
-      const lapsesAt = holdLapsesAt(claim, this.#undeployedGraceMs);
+      const lapsesAt = holdLapsesAt(holder, this.#undeployedGraceMs);
       if (lapsesAt) return { state: 'taken', lapsesAt };
     }
     return { state: 'taken' };
@@ -228,29 +227,35 @@ export class HostnameClaims {
 
   /**
    * Ends the hold of `holder`, never accepted past the grace, for `domain`, which is deployed: records
-   * the release (the holder's namespace, now), deletes the claim (uid precondition), logs it and
-   * records a Normal Event `HostnameClaimTakenOver` on `domain` that does not name the holder.
+   * the release (the holder's namespace, now), deletes the claim (uid precondition) and creates
+   * `domain`'s at once, annotated with the former holder's uid; once it is made, logs it and records
+   * a Normal Event `HostnameClaimTakenOver` on `domain` that does not name the holder.
+   *
+   * @returns true when `domain` now holds the claim; false when another create came first (409)
    */
-  async #takeOver(domain: CustomDomain, claim: HostnameClaim, holder: CustomDomain): Promise<void> {
+  async #takeOver(domain: CustomDomain, claim: HostnameClaim, holder: CustomDomain): Promise<boolean> {
     const hostname = claim.metadata.name;
+    await this.#releases?.recordRelease(hostname, holder.metadata.namespace, this.#now());
+    await this.#delete(claim);
+    // Created right after the delete: the former holder, woken by the delete, must not be first.
+    if (!(await this.#create(hostname, refOf(domain), holder.metadata.uid))) return false;
     this.#log.info(
       {
         hostname,
         formerHolder: claim.spec.customDomainRef,
+        formerHolderCreated: holder.metadata.creationTimestamp,
         claimant: refOf(domain),
-        claimCreated: claim.metadata.creationTimestamp,
       },
-      'taking over the claim of a holder never accepted within the grace',
+      'took over the claim of a holder never accepted within the grace',
     );
-    await this.#releases?.recordRelease(hostname, holder.metadata.namespace, this.#now());
-    await this.#delete(claim);
     const graceSeconds = Math.round(this.#undeployedGraceMs / 1000);
     await this.#events?.record(
       domain,
       eventTypeOf(CLAIM_TAKEN_OVER_REASON),
       CLAIM_TAKEN_OVER_REASON,
-      `${hostname} was claimed by a CustomDomain whose project has not been deployed in the ${graceSeconds} s since it took the claim; this CustomDomain, whose project is deployed, took the claim over.`,
+      `${hostname} was held by a CustomDomain whose project was not deployed within ${String(graceSeconds)} s of its creation; this CustomDomain, whose project is deployed, took the claim over.`,
     );
+    return true;
   }
 
   /**
