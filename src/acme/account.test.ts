@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AcmeCaUnreachableError, failFastWhenUnreachable } from './account.js';
+import { AcmeCaUnreachableError, failFastWhenUnreachable, UnreachableWatch } from './account.js';
 import { orderResultOf } from './issuer-selection.js';
 
 describe('failFastWhenUnreachable', () => {
@@ -30,5 +30,32 @@ describe('failFastWhenUnreachable', () => {
       withResponse,
     );
     await expect(failFastWhenUnreachable(() => Promise.reject(other))({ url: 'u' })).rejects.toBe(other);
+  });
+});
+
+describe('UnreachableWatch', () => {
+  const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:14000'), { code: 'ECONNREFUSED' });
+
+  it('ends a poll at the first request to its URL the CA refuses, and leaves polls of other URLs alone', async () => {
+    const watch = new UnreachableWatch();
+    // A poll that would go on retrying for a long time.
+    const never = new Promise<string>(() => undefined);
+    const polled = watch.until('https://ca.example/chall/1', never);
+    const other = watch.until('https://ca.example/chall/2', Promise.resolve('valid'));
+    const send = failFastWhenUnreachable(() => Promise.reject(refused), watch);
+    await expect(send({ url: 'https://ca.example/chall/1', method: 'post' })).rejects.toBeInstanceOf(
+      AcmeCaUnreachableError,
+    );
+    await expect(polled).rejects.toBeInstanceOf(AcmeCaUnreachableError);
+    await expect(other).resolves.toBe('valid');
+  });
+
+  it("passes the poll's own outcome on, and forgets a settled poll", async () => {
+    const watch = new UnreachableWatch();
+    await expect(watch.until('u', Promise.resolve(1))).resolves.toBe(1);
+    const bad = new Error('invalid challenge');
+    await expect(watch.until('u', Promise.reject(bad))).rejects.toBe(bad);
+    // Nothing waits on `u` any more: a report ends nothing.
+    watch.report('u', new AcmeCaUnreachableError('u'));
   });
 });

@@ -101,14 +101,74 @@ export class AcmeCaUnreachableError extends Error {
   }
 }
 
-/** `send`, with a request the CA's address refuses or drops failing as `AcmeCaUnreachableError`. */
-export function failFastWhenUnreachable(send: RequestAdapter): RequestAdapter {
+/**
+ * The polls (acme-client's `waitForValidStatus`) waiting on a URL, told when a request to it is
+ * refused or dropped. acme-client retries any error of a poll `pollAttempts` times with backoff, so
+ * an order in flight at a CA that went down held its domain (and, with one order in flight, the
+ * issuer's whole line) for about 80 s before failing over; told here, the poll ends at once.
+ */
+export class UnreachableWatch {
+  readonly #waiting = new Map<string, Set<(err: AcmeCaUnreachableError) => void>>();
+
+  /** Ends every poll waiting on `url` with `err`. */
+  report(url: string, err: AcmeCaUnreachableError): void {
+    for (const end of [...(this.#waiting.get(url) ?? [])]) end(err);
+  }
+
+  /**
+   * `work`'s outcome, or a rejection with the first `AcmeCaUnreachableError` reported for `url`,
+   * whichever comes first. An abandoned `work` settles in the background (its requests to a CA that
+   * refuses connections fail at once) and its outcome is dropped.
+   */
+  until<T>(url: string, work: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const waiting = this.#waiting.get(url) ?? new Set();
+      this.#waiting.set(url, waiting);
+      const done = (): void => {
+        waiting.delete(end);
+        if (waiting.size === 0 && this.#waiting.get(url) === waiting) this.#waiting.delete(url);
+      };
+      const end = (err: AcmeCaUnreachableError): void => {
+        done();
+        reject(err);
+      };
+      waiting.add(end);
+      work.then(
+        (value) => {
+          done();
+          resolve(value);
+        },
+        (err: unknown) => {
+          done();
+          // Passed on as it came: acme-client and the request adapter decide what it is.
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
+          reject(err);
+        },
+      );
+    });
+  }
+}
+
+/** The process's polls (acme-client has one HTTP client per process; a URL names one CA's object). */
+const UNREACHABLE = new UnreachableWatch();
+
+/**
+ * `send`, with a request the CA's address refuses or drops failing as `AcmeCaUnreachableError`,
+ * which `watch` is told of (the polls waiting on that URL end with it).
+ */
+export function failFastWhenUnreachable(
+  send: RequestAdapter,
+  watch: UnreachableWatch = UNREACHABLE,
+): RequestAdapter {
   return async (config) => {
     try {
       return await send(config);
     } catch (err) {
-      if ((err as { response?: unknown } | null)?.response === undefined && unreachable(err))
-        throw new AcmeCaUnreachableError(config.url ?? '', { cause: err });
+      if ((err as { response?: unknown } | null)?.response === undefined && unreachable(err)) {
+        const failure = new AcmeCaUnreachableError(config.url ?? '', { cause: err });
+        watch.report(config.url ?? '', failure);
+        throw failure;
+      }
       throw err;
     }
   };
@@ -283,6 +343,12 @@ export class AcmeAccount {
       backoffMax: this.#options.pollMaxMs,
       ...(binding && hmacKey ? { externalAccountBinding: { kid: binding.kid, hmacKey } } : {}),
     });
+    if (this.#options.failFastWhenUnreachable) {
+      // A poll ends at the first request the CA refuses or drops, not after every backoff attempt.
+      const poll = client.waitForValidStatus.bind(client);
+      client.waitForValidStatus = <T>(item: T): Promise<T> =>
+        UNREACHABLE.until((item as { url?: string }).url ?? '', poll(item));
+    }
     try {
       await client.createAccount({
         termsOfServiceAgreed: true,

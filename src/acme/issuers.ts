@@ -116,6 +116,7 @@ export function buildIssuers(
     });
     const queue = new OrderQueue(
       {
+        ca: s.name,
         limits: {
           accountOrders: { limit: s.orderBudget.orders, windowMs: s.orderBudget.windowMs },
           maxInFlight: s.orderBudget.maxInFlight,
@@ -140,4 +141,17 @@ export function budgetOf(
 ): OrderBudget | undefined {
   const named = acmeIssuer === undefined ? undefined : issuers.find((i) => i.settings.name === acmeIssuer);
   return (named ?? issuers[0])?.queue.budget;
+}
+
+/**
+ * The directory of the issuer named `acmeIssuer` (status.certificate.acmeIssuer): the CA that issued
+ * a certificate is the one that answers its renewalInfo (RFC 9773 §4). The first issuer's for a
+ * certificate that names none (stored before issuers had names) or an issuer no longer configured.
+ */
+export function directoryOf(
+  issuers: readonly BuiltIssuer[],
+  acmeIssuer: string | undefined,
+): AcmeDirectory | undefined {
+  const named = acmeIssuer === undefined ? undefined : issuers.find((i) => i.settings.name === acmeIssuer);
+  return (named ?? issuers[0])?.directory;
 }

@@ -17,6 +17,8 @@ import { orderBudgets } from '../observability/shared-metrics.js';
 
 export class OrderQueue {
   readonly budget: OrderBudget;
+  /** The ACME issuer's name, the `ca` label of the order-budget gauges; undefined: `""`. */
+  readonly ca: string | undefined;
   readonly #requeue: (key: string) => void;
   readonly #now: () => Date;
   #timer: NodeJS.Timeout | undefined;
@@ -28,16 +30,22 @@ export class OrderQueue {
    * @param now the clock (tests pass their own)
    */
   constructor(
-    options: OrderBudgetOptions,
+    options: OrderBudgetOptions & { readonly ca?: string },
     requeue: (key: string) => void,
     now: () => Date = () => new Date(),
   ) {
     this.budget = new OrderBudget(options);
+    this.ca = options.ca;
     this.#requeue = requeue;
     this.#now = now;
     // The operator's order-budget gauges (portico_acme_order_budget_*, portico_acme_orders_*) read
-    // this budget at each scrape, until `stop`.
-    orderBudgets.add(this.budget);
+    // this budget at each scrape, under its `ca`, until `stop`.
+    orderBudgets.add(this);
+  }
+
+  /** The budget's figures for the gauges (`OrderBudget.snapshot`). */
+  snapshot(now: Date): ReturnType<OrderBudget['snapshot']> {
+    return this.budget.snapshot(now);
   }
 
   /** `OrderBudget.request`; a domain told to wait is woken when room comes. */
@@ -61,7 +69,7 @@ export class OrderQueue {
   /** Clears the timer; nothing is re-queued afterwards, and the budget is no longer reported. */
   stop(): void {
     this.#stopped = true;
-    orderBudgets.delete(this.budget);
+    orderBudgets.delete(this);
     clearTimeout(this.#timer);
     this.#timer = undefined;
   }

@@ -11,6 +11,13 @@ import { API_VERSION } from './customdomain.js';
 export const HOSTNAME_CLAIM_KIND = 'HostnameClaim';
 export const HOSTNAME_CLAIM_PLURAL = 'hostnameclaims';
 
+/**
+ * Annotation on a HostnameClaim that a deployed CustomDomain took over from a holder never accepted
+ * (docs/customdomains.md, "A holder that never deploys"): the former holder's metadata.uid, so that
+ * domain can say why it lost the hostname.
+ */
+export const TAKEN_OVER_FROM_ANNOTATION = 'portico.dev/taken-over-from-uid';
+
 /** The CustomDomain that holds a hostname. */
 export interface CustomDomainRef {
   namespace: string;

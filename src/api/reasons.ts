@@ -41,6 +41,10 @@ export const CUSTOM_DOMAIN_REASONS = {
     severity: 'Warning',
     doc: 'another project holds the hostname (docs/customdomains.md, "Who holds a hostname")',
   },
+  HostnameClaimYielded: {
+    severity: 'Warning',
+    doc: 'this domain held the hostname but its project was not deployed within the grace; a deployed project took it over',
+  },
   // DNSVerified (dns/verdict.ts)
   RecordMatches: { severity: 'Normal', doc: 'the CNAME (or apex ALIAS/ANAME addresses) match' },
   RecordNotFound: { severity: 'Warning', doc: 'no record at the name' },
@@ -105,6 +109,10 @@ export const CUSTOM_DOMAIN_REASONS = {
   NameInUse: { severity: 'Warning', doc: "an object at Portico's name is another domain's" },
   // Routed, redirect domains (routing/redirect.ts)
   RedirectToSelf: { severity: 'Warning', doc: "spec.redirect.to is the domain's own hostname" },
+  RedirectTargetReserved: {
+    severity: 'Warning',
+    doc: "spec.redirect.to is one of the platform's own (reserved) domains, which no CustomDomain can serve",
+  },
   RedirectTargetNotFound: {
     severity: 'Warning',
     doc: 'no CustomDomain of the project has the hostname spec.redirect.to names',
@@ -164,6 +172,10 @@ export const CUSTOM_DOMAIN_REASONS = {
   HostnameClaimReplaced: {
     severity: 'Warning',
     doc: 'a HostnameClaim that did not count was replaced by this domain',
+  },
+  HostnameClaimTakenOver: {
+    severity: 'Normal',
+    doc: 'this deployed domain took over the claim of a domain whose project was not deployed within the grace',
   },
 } as const satisfies Record<string, ReasonEntry>;
 

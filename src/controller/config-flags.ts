@@ -58,6 +58,12 @@ export const controllerOptions = {
     default: '604800',
     help: 'seconds a verified domain may have DNS pointing elsewhere before it is reported as a dangling record (DanglingRecord)',
   },
+  'undeployed-claim-grace-seconds': {
+    type: 'string',
+    env: 'PORTICO_UNDEPLOYED_CLAIM_GRACE_SECONDS',
+    default: '86400',
+    help: "seconds a CustomDomain whose project was never deployed (never Accepted) keeps its hostname claim before a deployed project's CustomDomain of the same hostname takes it over",
+  },
   'ownership-verification': {
     type: 'string',
     env: 'PORTICO_OWNERSHIP_VERIFICATION',

@@ -57,6 +57,11 @@ export interface ControllerConfig {
    * as a dangling record (DNSVerified reason DanglingRecord).
    */
   danglingAfterMs: number;
+  /**
+   * Milliseconds a CustomDomain never accepted (its project never deployed) keeps its hostname claim,
+   * from its creation, before a deployed claimant takes it over (claim-precedence.ts).
+   */
+  undeployedClaimGraceMs: number;
   /** Ownership verification by TXT record (src/dns/ownership.ts, docs/customdomains.md). */
   ownershipVerification: {
     policy: OwnershipPolicy;
@@ -507,6 +512,8 @@ export function parseControllerConfig(
     dnsMismatchGraceMs:
       nonNegativeInt('dns-mismatch-grace-seconds', required('dns-mismatch-grace-seconds')) * 1000,
     danglingAfterMs: positiveInt('dangling-after-seconds', required('dangling-after-seconds')) * 1000,
+    undeployedClaimGraceMs:
+      nonNegativeInt('undeployed-claim-grace-seconds', required('undeployed-claim-grace-seconds')) * 1000,
     ownershipVerification: ownershipSettings(required),
     acmeDirectoryUrl: directory,
     acmeIssuers: issuers,

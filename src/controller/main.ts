@@ -14,7 +14,7 @@ import { createHttp01Server } from '../acme/http01-server.js';
 import { IssuanceTracker, type IssuanceOutcome } from '../acme/issuance-tracker.js';
 import type { OrderOutcome } from '../acme/order-budget.js';
 import type { AcmeIssuerSet } from '../acme/issuer-set.js';
-import { budgetOf, buildIssuers, type BuiltIssuer } from '../acme/issuers.js';
+import { budgetOf, buildIssuers, directoryOf, type BuiltIssuer } from '../acme/issuers.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
 import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
 import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.js';
@@ -175,6 +175,7 @@ function build(
         cache: view,
         events: new EventRecorder(core, 'portico-controller', log),
         releases: ownership,
+        undeployedGraceMs: config.undeployedClaimGraceMs,
       }),
       routing: {
         ...config.routing,
@@ -188,7 +189,7 @@ function build(
       issuer,
       tracker,
       budget: issuer,
-      renewal: new RenewalPlanner(directory),
+      renewal: new RenewalPlanner((acmeIssuer) => directoryOf(issuers, acmeIssuer) ?? directory),
       ...(serving ? { serving } : {}),
       events: new EventRecorder(core, 'portico-controller', log),
       metrics,

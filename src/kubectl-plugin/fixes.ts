@@ -24,7 +24,9 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
   ReservedHostname:
     "The hostname is one of the platform's own domains (`--reserved-domains`, or the CNAME target): use the customer's own hostname in a new CustomDomain and delete this one.",
   HostnameAlreadyClaimed:
-    "Another project holds the hostname; a cluster admin sees which with `kubectl get hostnameclaim <hostname>`. It moves only after that project's CustomDomain is deleted; this domain then takes it at once and must show the ownership TXT record.",
+    "Another project holds the hostname; a cluster admin sees which with `kubectl get hostnameclaim <hostname>`. It moves only after that project's CustomDomain is deleted; this domain then takes it at once and must show the ownership TXT record. A holder whose project was never deployed gives it up to a deployed project after `--undeployed-claim-grace-seconds` (the message gives the time).",
+  HostnameClaimYielded:
+    "This domain held the hostname, but its project had no successful deploy within `--undeployed-claim-grace-seconds` of its creation, and a deployed project took the hostname over. Deploy the project; the hostname comes back only once the other project's CustomDomain is deleted (a cluster admin sees which with `kubectl get hostnameclaim <hostname>`), then this domain takes it at once and must show the ownership TXT record.",
   // DNSVerified
   RecordMatches: 'Nothing to do.',
   RecordNotFound:
@@ -92,6 +94,8 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     "An object at Portico's name for this domain (Ingress `portico-<name>`, Secret `<name>-tls`) carries another CustomDomain's `portico.dev/customdomain` label: remove that object or correct its label.",
   RedirectToSelf:
     "Set `spec.redirect.to` to the domain visitors should go to, normally the project's primary domain (the CRD refuses a redirect to itself; only an object stored before that rule can hold one): `kubectl edit customdomain -n <namespace> <name>`.",
+  RedirectTargetReserved:
+    "Set `spec.redirect.to` to a domain of this project that serves, normally its primary domain (`kubectl portico status <name> -n <namespace>`): the target is one of the platform's reserved domains (`--reserved-domains`, or under one), which no CustomDomain can be attached to, so the redirect would never be routed.",
   RedirectTargetNotFound:
     "Create the target as a CustomDomain of this project with `spec.service`, or set `spec.redirect.to` to a hostname of this project's domains (`kubectl get customdomain -n <namespace>`; the message lists those that serve).",
   RedirectTargetOtherProject:
@@ -126,6 +130,8 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
   Removed: 'Nothing to do.',
   HostnameClaimReplaced:
     "Nothing to do for the domain. A HostnameClaim that did not count was replaced; the operator's log names the old holder. Claims are the operator's: find who wrote one by hand.",
+  HostnameClaimTakenOver:
+    "Nothing to do. The hostname's former holder was never deployed within `--undeployed-claim-grace-seconds`; this deployed domain took its claim. Under `--ownership-verification recently-claimed` it must show the ownership TXT record first (the takeover counts as a release by the other project).",
 };
 
 /** What `explain` prints for a reason the catalogue does not know (an operator newer than the plugin). */

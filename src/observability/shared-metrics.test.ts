@@ -34,40 +34,56 @@ describe('shared metrics', () => {
     for (const stop of stops.splice(0)) stop();
   });
 
-  it('reports the newest order budget: orders in the window against the limit, in flight, waiting', async () => {
+  it("reports each issuer's order budget under its ca: orders in the window against the limit, in flight, waiting", async () => {
     const registry = new Registry();
     registerSharedMetrics(registry);
     const t0 = new Date();
-    const orders = new OrderQueue(
-      { limits: { accountOrders: { limit: 2, windowMs: 3_600_000 }, maxInFlight: 1 } },
+    const first = new OrderQueue(
+      { ca: 'first', limits: { accountOrders: { limit: 2, windowMs: 3_600_000 }, maxInFlight: 1 } },
+      () => undefined,
+    );
+    const second = new OrderQueue(
+      { ca: 'second', limits: { accountOrders: { limit: 50, windowMs: 600_000 }, maxInFlight: 5 } },
       () => undefined,
     );
     stops.push(() => {
-      orders.stop();
+      first.stop();
+      second.stop();
     });
-    const request = (key: string, kind: 'renewal' | 'first-issuance'): void => {
+    const request = (orders: OrderQueue, key: string, kind: 'renewal' | 'first-issuance'): void => {
       orders.request(
         { key, tenant: 'shop', hostname: `${key}.test`, registeredDomain: `${key}.test`, kind, queuedAt: t0 },
         t0,
       );
     };
-    request('a', 'first-issuance');
-    request('b', 'renewal');
-    request('c', 'first-issuance');
-    expect(await series(registry, 'portico_acme_order_budget_used')).toEqual(new Map([['', 1]]));
-    expect(await series(registry, 'portico_acme_order_budget_limit')).toEqual(new Map([['', 2]]));
-    expect(await series(registry, 'portico_acme_order_budget_window_seconds')).toEqual(new Map([['', 3600]]));
-    expect(await series(registry, 'portico_acme_orders_in_flight')).toEqual(new Map([['', 1]]));
-    expect(await series(registry, 'portico_acme_orders_in_flight_limit')).toEqual(new Map([['', 1]]));
+    request(first, 'a', 'first-issuance');
+    request(first, 'b', 'renewal');
+    request(first, 'c', 'first-issuance');
+    request(second, 'd', 'first-issuance');
+    request(second, 'e', 'first-issuance');
+    const byCa = (first: number, second: number) =>
+      new Map([
+        ['{ca="first"}', first],
+        ['{ca="second"}', second],
+      ]);
+    expect(await series(registry, 'portico_acme_order_budget_used')).toEqual(byCa(1, 2));
+    expect(await series(registry, 'portico_acme_order_budget_limit')).toEqual(byCa(2, 50));
+    expect(await series(registry, 'portico_acme_order_budget_window_seconds')).toEqual(byCa(3600, 600));
+    expect(await series(registry, 'portico_acme_orders_in_flight')).toEqual(byCa(1, 2));
+    expect(await series(registry, 'portico_acme_orders_in_flight_limit')).toEqual(byCa(1, 5));
     expect(await series(registry, 'portico_acme_orders_waiting')).toEqual(
       new Map([
-        ['{kind="renewal"}', 1],
-        ['{kind="first_issuance"}', 1],
+        ['{ca="first",kind="renewal"}', 1],
+        ['{ca="first",kind="first_issuance"}', 1],
+        ['{ca="second",kind="renewal"}', 0],
+        ['{ca="second",kind="first_issuance"}', 0],
       ]),
     );
-    // A gauge without labels is never absent: with no budget in use it reads 0.
-    orders.stop();
-    expect(await series(registry, 'portico_acme_order_budget_used')).toEqual(new Map([['', 0]]));
+    // A stopped budget is no longer reported; with none in use the gauges have no series.
+    first.stop();
+    expect(await series(registry, 'portico_acme_order_budget_used')).toEqual(new Map([['{ca="second"}', 2]]));
+    second.stop();
+    expect(await series(registry, 'portico_acme_order_budget_used')).toEqual(new Map());
     expect(await series(registry, 'portico_acme_orders_waiting')).toEqual(new Map());
   });
 

@@ -66,8 +66,10 @@ export interface OrderBudgetSnapshot {
   readonly waitingForFailedValidation: number;
 }
 
-/** What the order-budget gauges read. */
+/** What the order-budget gauges read: one ACME issuer's budget. */
 export interface OrderBudgetView {
+  /** The issuer's name (`--acme-issuers`), the gauges' `ca` label; undefined: reported as `""`. */
+  readonly ca?: string | undefined;
   snapshot(now: Date): OrderBudgetSnapshot;
 }
 
@@ -80,26 +82,32 @@ export interface WorkQueueView {
 
 /** Leader electors running in this process (`LeaderElector.run` until `stop`). */
 export const leaderElectors = new LiveSet<LeaderElectionView>();
-/** Order budgets in use in this process (`OrderQueue`, until `stop`); the newest is reported. */
+/**
+ * Order budgets in use in this process (`OrderQueue`, one per ACME issuer, until `stop`); each is
+ * reported under its `ca`, the newest when two share one.
+ */
 export const orderBudgets = new LiveSet<OrderBudgetView>();
 /** Work queues in this process (until `shutDown`). */
 export const workQueues = new LiveSet<WorkQueueView>();
 
-/** The most recently added budget still in use, if any. */
-function currentBudget(): OrderBudgetSnapshot | undefined {
-  return orderBudgets.values().at(-1)?.snapshot(new Date());
+/** Each issuer's budget now, by `ca` (the newest budget of a name wins: a test's leftover loses). */
+function currentBudgets(): Map<string, OrderBudgetSnapshot> {
+  const now = new Date();
+  const byCa = new Map<string, OrderBudgetSnapshot>();
+  for (const view of orderBudgets.values()) byCa.set(view.ca ?? '', view.snapshot(now));
+  return byCa;
 }
 
-/** A gauge without labels read from the current order budget at each scrape. */
-function budgetGauge(name: string, help: string, read: (s: OrderBudgetSnapshot) => number): Gauge {
-  return new Gauge({
+/** A gauge by `ca` read from each issuer's order budget at each scrape. */
+function budgetGauge(name: string, help: string, read: (s: OrderBudgetSnapshot) => number): Gauge<'ca'> {
+  return new Gauge<'ca'>({
     name,
     help,
+    labelNames: ['ca'],
     registers: [],
-    collect(this: Gauge) {
+    collect(this: Gauge<'ca'>) {
       this.reset();
-      const snapshot = currentBudget();
-      if (snapshot !== undefined) this.set(read(snapshot));
+      for (const [ca, snapshot] of currentBudgets()) this.set({ ca }, read(snapshot));
     },
   });
 }
@@ -156,53 +164,53 @@ export const sharedMetrics = {
   }),
   orderBudgetUsed: budgetGauge(
     'portico_acme_order_budget_used',
-    "New orders counted in the ACME account's order window now (admitted within the last portico_acme_order_budget_window_seconds).",
+    "New orders counted in an ACME issuer's (ca) account order window now (admitted within the last portico_acme_order_budget_window_seconds).",
     (s) => s.ordersInWindow,
   ),
   orderBudgetLimit: budgetGauge(
     'portico_acme_order_budget_limit',
-    'New orders the ACME account may place in one order window (--acme-orders-per-window).',
+    "New orders an ACME issuer's (ca) account may place in one order window (its orderBudget.orders, --acme-orders-per-window).",
     (s) => s.orderLimit,
   ),
   orderBudgetWindow: budgetGauge(
     'portico_acme_order_budget_window_seconds',
-    "Length of the ACME account's sliding order window, seconds.",
+    "Length of an ACME issuer's (ca) sliding order window, seconds.",
     (s) => s.orderWindowMs / 1000,
   ),
   ordersInFlight: budgetGauge(
     'portico_acme_orders_in_flight',
-    'ACME orders admitted by the order budget and not yet settled.',
+    "ACME orders admitted by an issuer's (ca) order budget and not yet settled.",
     (s) => s.inFlight,
   ),
   ordersInFlightLimit: budgetGauge(
     'portico_acme_orders_in_flight_limit',
-    'ACME orders allowed in flight at once.',
+    'ACME orders allowed in flight at once, per issuer (ca).',
     (s) => s.maxInFlight,
   ),
-  ordersWaiting: new Gauge<'kind'>({
+  ordersWaiting: new Gauge<'ca' | 'kind'>({
     name: 'portico_acme_orders_waiting',
-    help: 'Domains waiting for the order budget before placing an ACME order, by kind (renewal, first_issuance).',
-    labelNames: ['kind'],
+    help: "Domains waiting for an ACME issuer's order budget (ca) before placing an order, by kind (renewal, first_issuance).",
+    labelNames: ['ca', 'kind'],
     registers: [],
-    collect(this: Gauge<'kind'>) {
+    collect(this: Gauge<'ca' | 'kind'>) {
       this.reset();
-      const snapshot = currentBudget();
-      if (snapshot === undefined) return;
-      this.set({ kind: 'renewal' }, snapshot.waiting.renewal);
-      this.set({ kind: 'first_issuance' }, snapshot.waiting.firstIssuance);
+      for (const [ca, snapshot] of currentBudgets()) {
+        this.set({ ca, kind: 'renewal' }, snapshot.waiting.renewal);
+        this.set({ ca, kind: 'first_issuance' }, snapshot.waiting.firstIssuance);
+      }
     },
   }),
-  ordersHeldBack: new Gauge<'limit'>({
+  ordersHeldBack: new Gauge<'ca' | 'limit'>({
     name: 'portico_acme_orders_held_back',
-    help: "Of the waiting domains, those held back by a limit of their own (registered_domain: their registered domain's certificate budget; failed_validation: their hostname's failed-validation limit).",
-    labelNames: ['limit'],
+    help: "Of the domains waiting for an issuer's budget (ca), those held back by a limit of their own (registered_domain: their registered domain's certificate budget; failed_validation: their hostname's failed-validation limit).",
+    labelNames: ['ca', 'limit'],
     registers: [],
-    collect(this: Gauge<'limit'>) {
+    collect(this: Gauge<'ca' | 'limit'>) {
       this.reset();
-      const snapshot = currentBudget();
-      if (snapshot === undefined) return;
-      this.set({ limit: 'registered_domain' }, snapshot.waitingForRegisteredDomain);
-      this.set({ limit: 'failed_validation' }, snapshot.waitingForFailedValidation);
+      for (const [ca, snapshot] of currentBudgets()) {
+        this.set({ ca, limit: 'registered_domain' }, snapshot.waitingForRegisteredDomain);
+        this.set({ ca, limit: 'failed_validation' }, snapshot.waitingForFailedValidation);
+      }
     },
   }),
   workQueueDepthByPriority: new Gauge<'controller' | 'priority'>({

@@ -103,6 +103,31 @@ describe('redirectRouting (docs/customdomains.md, "Redirect targets")', () => {
     expect(redirectRouting(self, lookup([self]))).toMatchObject({ route: false, reason: 'RedirectToSelf' });
   });
 
+  it('says a reserved target can never serve, rather than waiting for it: RedirectTargetReserved', () => {
+    const reservedDomainOf = (h: string) =>
+      h === 'platform.example' || h.endsWith('.platform.example') ? 'platform.example' : undefined;
+    const old = domain('old', 'old.example.com', { to: 'app.platform.example' });
+    // A CustomDomain of the project with that hostname (refused ReservedHostname) changes nothing.
+    const target = domain('app', 'app.platform.example', { ready: 'False' });
+    const v = redirectRouting(old, { ...lookup([old, target]), reservedDomainOf });
+    expect(v).toMatchObject({ route: false, reason: 'RedirectTargetReserved' });
+    if (v?.route === false) {
+      expect(v.message).toContain(
+        'spec.redirect.to is app.platform.example, under platform.example, a domain of the platform itself',
+      );
+      expect(v.message).not.toContain('once it serves');
+    }
+    const apex = redirectRouting(domain('old', 'old.example.com', { to: 'platform.example' }), {
+      ...lookup([old]),
+      reservedDomainOf,
+    });
+    if (apex?.route === false)
+      expect(apex.message).toContain('platform.example, a domain of the platform itself');
+    expect(apex).toMatchObject({ reason: 'RedirectTargetReserved' });
+    // Without the lookup (no reserved domains), the target is judged as before.
+    expect(redirectRouting(old, lookup([old, target]))).toMatchObject({ reason: 'RedirectTargetNotServing' });
+  });
+
   it('refuses a chain a → b → c, and names c when it serves: RedirectChain', () => {
     const a = domain('a', 'a.example.com', { to: 'b.example.com' });
     const b = domain('b', 'b.example.com', { to: 'example.com', ready: 'True' });
@@ -176,6 +201,7 @@ describe('redirectRouting (docs/customdomains.md, "Redirect targets")', () => {
   it('writes reasons the catalogue has: a Warning where a person must act, Normal while the target comes up', () => {
     const severity: Record<RedirectNotRoutedReason, 'Warning' | 'Normal'> = {
       RedirectToSelf: 'Warning',
+      RedirectTargetReserved: 'Warning',
       RedirectTargetNotFound: 'Warning',
       RedirectTargetOtherProject: 'Warning',
       RedirectTargetNotServing: 'Normal',

@@ -70,6 +70,8 @@ export function describeStatus(status: RedirectStatus): string {
 export type RedirectNotRoutedReason =
   /** `spec.redirect.to` is the domain's own hostname (the CRD refuses this; older objects may hold it). */
   | 'RedirectToSelf'
+  /** The target hostname is, or is under, one of the platform's reserved domains: nothing can serve it. */
+  | 'RedirectTargetReserved'
   /** No CustomDomain of the project (namespace) has the target hostname. */
   | 'RedirectTargetNotFound'
   /** The target hostname is held by a CustomDomain of another project (namespace). */
@@ -101,6 +103,11 @@ export interface RedirectTargetLookup {
    * undefined when no claim holds it.
    */
   holderOf(hostname: string): { namespace: string; name: string } | undefined;
+  /**
+   * The platform's reserved domain (`--reserved-domains`) that `hostname` (normalized) equals or falls
+   * under, or undefined. Absent: no hostname is reserved.
+   */
+  reservedDomainOf?(hostname: string): string | undefined;
 }
 
 /** How many serving hostnames of the project a not-found message suggests. */
@@ -127,6 +134,8 @@ function serves(domain: CustomDomain): boolean {
  * never sent to a domain that does not answer). Checked in this order:
  *
  * 1. `to` equal to the domain's own hostname: `RedirectToSelf`.
+ *    Then `to` under one of the platform's reserved domains: `RedirectTargetReserved` (no CustomDomain
+ *    of it is ever accepted, so waiting would never end).
  * 2. `to` held by a CustomDomain of another namespace (its HostnameClaim): `RedirectTargetOtherProject`.
  *    The other project is not named: a tenant must not learn another tenant's namespace.
  * 3. No CustomDomain of this namespace has `to` (one being deleted does not count as missing; see 6):
@@ -155,6 +164,14 @@ export function redirectRouting(
       route: false,
       reason: 'RedirectToSelf',
       message: `spec.redirect.to is ${self}, this domain's own hostname: a domain cannot redirect to itself. Set redirect.to to the domain visitors should go to, normally the project's primary domain.`,
+    };
+  }
+  const reserved = lookup.reservedDomainOf?.(intent.to);
+  if (reserved !== undefined) {
+    return {
+      route: false,
+      reason: 'RedirectTargetReserved',
+      message: `spec.redirect.to is ${intent.to}, ${intent.to === reserved ? 'a domain' : `under ${reserved}, a domain`} of the platform itself: no CustomDomain can be attached to it, so this redirect is never routed. Set redirect.to to a domain of this project that serves, normally its primary domain.`,
     };
   }
   const holder = lookup.holderOf(intent.to);

@@ -194,6 +194,8 @@ describe('several ACME issuers', () => {
       expect(
         await metric(op, 'portico_acme_issuer_orders_total', { ca: 'eab-wrong', result: 'ca-failure' }),
       ).toBe(domains.length);
+      // The order budget counts the three orders under the issuer's name.
+      expect(await metric(op, 'portico_acme_order_budget_used', { ca: 'eab-wrong' })).toBe(domains.length);
       await deleteCreatedDomains(created, 'acme-failover');
     },
   );
@@ -269,6 +271,16 @@ describe('several ACME issuers', () => {
       );
       expect(await metric(op, 'portico_acme_issuer_passed_over', { ca: FIRST })).toBe(1);
       expect(await metric(op, 'portico_acme_issuer_passed_over', { ca: SECOND })).toBe(0);
+      // Each issuer's own order budget, by ca: the first's one order in flight, its orders and the
+      // second's counted apart.
+      expect(await metric(op, 'portico_acme_orders_in_flight_limit', { ca: FIRST })).toBe(1);
+      expect(await metric(op, 'portico_acme_orders_in_flight_limit', { ca: SECOND })).toBeGreaterThan(1);
+      expect(await metric(op, 'portico_acme_order_budget_used', { ca: FIRST })).toBeGreaterThanOrEqual(
+        byIssuer[FIRST] ?? 0,
+      );
+      expect(await metric(op, 'portico_acme_order_budget_used', { ca: SECOND })).toBeGreaterThanOrEqual(
+        fromSecond,
+      );
     },
   );
 });

@@ -46,6 +46,26 @@ describe('acceptance', () => {
     );
   });
 
+  it('tells a deployed claimant when an unused hold lapses, and the former holder that it yielded', () => {
+    const waiting = acceptance({ ...ok, claim: 'taken', claimLapsesAt: new Date('2026-06-01T12:00:00Z') });
+    expect(waiting.reason).toBe('HostnameAlreadyClaimed');
+    expect(waiting.message).toBe(
+      'www.example.com is already attached to another project on this platform. The project holding it has not been deployed yet; if it still is not at 2026-06-01T12:00:00.000Z, this domain takes the hostname over.',
+    );
+    const yielded = acceptance({
+      ...ok,
+      readyEndpoints: 0,
+      claim: 'yielded',
+      takenOverAt: new Date('2026-06-01T12:00:01Z'),
+    });
+    expect(yielded).toMatchObject({ status: 'False', reason: 'HostnameClaimYielded' });
+    expect(yielded.message).toBe(
+      'www.example.com was held by this CustomDomain, but the project had no successful deploy within the grace the platform allows after it was created, and another project, deployed, took the hostname over at 2026-06-01T12:00:01.000Z. If you own it, remove it from the other project first, or contact support.',
+    );
+    // Yielded comes before the deploy gate: the claim is gone whatever the deploy says now.
+    expect(acceptance({ ...ok, claim: 'yielded' }).reason).toBe('HostnameClaimYielded');
+  });
+
   it('refuses a hostname stored before a CRD rule it breaks, with the rule’s own message', () => {
     const stored = { ...domain, spec: { ...domain.spec, hostname: '*.example.com' } };
     const problem = validateHostname(stored.spec.hostname);

@@ -15,7 +15,8 @@
  * - Reserved hostnames: the platform's own domains (configuration) cannot be claimed.
  * - Takeover safety: a hostname belongs to at most one CustomDomain in the cluster. The claim is a
  *   HostnameClaim taken atomically (hostname-claims.ts) once plan and reserved-name gates pass; the
- *   holder keeps it until its routing is gone. The loser's message never names the holder.
+ *   holder keeps it until its routing is gone, or, never accepted, until a deployed claimant takes
+ *   it over after the grace (`HostnameClaimYielded`). The loser's message never names the holder.
  */
 import type { CustomDomain } from '../../api/customdomain.js';
 import { PLAN_LABEL } from '../../api/customdomain.js';
@@ -56,10 +57,15 @@ export interface AcceptanceFacts {
    */
   claimableProblem?: ClaimableProblem | undefined;
   /**
-   * The hostname claim (hostname-claims.ts): `held` by this CustomDomain or `taken` by another;
-   * undefined when it was not asked because the plan or reserved-name gate failed first.
+   * The hostname claim (hostname-claims.ts): `held` by this CustomDomain, `taken` by another, or
+   * `yielded` (taken over from this one, never accepted within the grace); undefined when it was not
+   * asked because the plan or reserved-name gate failed first.
    */
   claim: ClaimState | undefined;
+  /** `taken`: when the holder's hold lapses for this deployed domain (it was never accepted). */
+  claimLapsesAt?: Date | undefined;
+  /** `yielded`: when the other domain took the claim over. */
+  takenOverAt?: Date | undefined;
 }
 
 /** The Accepted condition. The first failing gate decides the reason. */
@@ -104,10 +110,8 @@ export function acceptance(f: AcceptanceFacts): ConditionInput & { status: 'True
     );
   }
   if (f.claim !== 'held') {
-    return no(
-      'HostnameAlreadyClaimed',
-      `${hostname} is already attached to another project on this platform. If you own it, remove it from the other project first, or contact support.`,
-    );
+    const refusal = claimRefusal(f);
+    return no(refusal.reason, refusal.message);
   }
   if (f.readyEndpoints === 0 && !f.previouslyAccepted) {
     return no(
@@ -120,5 +124,24 @@ export function acceptance(f: AcceptanceFacts): ConditionInput & { status: 'True
     status: 'True',
     reason: 'Accepted',
     message: `Plan ${f.plan} allows custom domains, the project is deployed, and ${hostname} is claimed by this CustomDomain alone.`,
+  };
+}
+
+/** Why a domain that does not hold its hostname's claim is refused (`claim` not `held`). */
+function claimRefusal(f: AcceptanceFacts): { reason: string; message: string } {
+  const { hostname } = f.domain.spec;
+  if (f.claim === 'yielded') {
+    const at = f.takenOverAt ? ` at ${f.takenOverAt.toISOString()}` : '';
+    return {
+      reason: 'HostnameClaimYielded',
+      message: `${hostname} was held by this CustomDomain, but the project had no successful deploy within the grace the platform allows after it was created, and another project, deployed, took the hostname over${at}. If you own it, remove it from the other project first, or contact support.`,
+    };
+  }
+  const lapse = f.claimLapsesAt
+    ? ` The project holding it has not been deployed yet; if it still is not at ${f.claimLapsesAt.toISOString()}, this domain takes the hostname over.`
+    : ' If you own it, remove it from the other project first, or contact support.';
+  return {
+    reason: 'HostnameAlreadyClaimed',
+    message: `${hostname} is already attached to another project on this platform.${lapse}`,
   };
 }

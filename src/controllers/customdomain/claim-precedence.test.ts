@@ -4,6 +4,9 @@ import type { HostnameClaim } from '../../api/hostnameclaim.js';
 import {
   claimVerdict,
   firstServing,
+  holdLapsed,
+  holdLapsesAt,
+  isAccepted,
   servesHostname,
   unhonouredReason,
   type ClaimFacts,
@@ -75,7 +78,35 @@ function claimOf(d: CustomDomain, hostname = HOST): HostnameClaim {
 }
 
 function facts(me: CustomDomain, f: Partial<ClaimFacts> = {}): ClaimFacts {
-  return { me, hostname: HOST, claim: undefined, holder: undefined, rivals: [], now: NOW, ...f };
+  return {
+    me,
+    hostname: HOST,
+    claim: undefined,
+    holder: undefined,
+    rivals: [],
+    now: NOW,
+    deployed: false,
+    undeployedGraceMs: Number.POSITIVE_INFINITY,
+    ...f,
+  };
+}
+
+/** `d` with its Accepted condition `status` (reason NotDeployed when False), and no certificate. */
+function withAccepted(d: CustomDomain, status: 'True' | 'False'): CustomDomain {
+  return {
+    ...d,
+    status: {
+      conditions: [
+        {
+          type: 'Accepted',
+          status,
+          reason: status === 'True' ? 'Accepted' : 'NotDeployed',
+          message: '',
+          lastTransitionTime: '2026-05-01T00:00:00Z',
+        },
+      ],
+    },
+  };
 }
 
 describe('servesHostname', () => {
@@ -202,5 +233,125 @@ describe('claimVerdict', () => {
 
   it('ignores the reconciled domain among its rivals', () => {
     expect(claimVerdict(facts(newcomer, { rivals: [newcomer] }))).toBe('create');
+  });
+});
+
+describe('a holder that is never accepted', () => {
+  const HOUR = 3_600_000;
+  // Created 2 h before NOW.
+  const undeployed = withAccepted(domain('idle', { created: '2026-06-01T10:00:00Z' }), 'False');
+  const claim = claimOf(undeployed);
+  /** `undeployed` as it would be before the API server stored it: no creation time. */
+  const unstoredMeta = { ...undeployed.metadata };
+  delete unstoredMeta.creationTimestamp;
+  const unstored: CustomDomain = { ...undeployed, metadata: unstoredMeta };
+
+  it('isAccepted reads the Accepted condition', () => {
+    expect(isAccepted(undeployed)).toBe(false);
+    expect(isAccepted(domain('fresh'))).toBe(false); // no status yet
+    expect(isAccepted(withAccepted(domain('a'), 'True'))).toBe(true);
+  });
+
+  it("holdLapsesAt counts the grace from the holder's creation", () => {
+    expect(holdLapsesAt(undeployed, HOUR)).toEqual(new Date('2026-06-01T11:00:00Z'));
+    expect(holdLapsesAt(unstored, HOUR)).toBeUndefined();
+    expect(holdLapsesAt(undeployed, Number.POSITIVE_INFINITY)).toBeUndefined();
+  });
+
+  it('holdLapsed: only an unaccepted holder, only once the grace is over (its last instant included)', () => {
+    expect(holdLapsed(undeployed, HOUR, NOW)).toBe(true);
+    expect(holdLapsed(undeployed, 2 * HOUR, NOW)).toBe(true);
+    expect(holdLapsed(undeployed, 2 * HOUR + 1, NOW)).toBe(false);
+    expect(
+      holdLapsed(withAccepted(domain('idle', { created: '2026-06-01T10:00:00Z' }), 'True'), HOUR, NOW),
+    ).toBe(false);
+  });
+
+  const deployedClaimant = domain('deployed');
+  const cases: {
+    name: string;
+    holder: CustomDomain;
+    deployed: boolean;
+    graceMs: number;
+    rivals?: CustomDomain[];
+    verdict: string;
+  }[] = [
+    {
+      name: 'grace over, claimant deployed',
+      holder: undeployed,
+      deployed: true,
+      graceMs: HOUR,
+      verdict: 'take-over',
+    },
+    { name: 'grace of 0', holder: undeployed, deployed: true, graceMs: 0, verdict: 'take-over' },
+    { name: 'grace not over', holder: undeployed, deployed: true, graceMs: 3 * HOUR, verdict: 'taken' },
+    { name: 'claimant not deployed', holder: undeployed, deployed: false, graceMs: HOUR, verdict: 'taken' },
+    {
+      name: 'holder accepted (deployed, scaled to zero since)',
+      holder: withAccepted(domain('idle', { created: '2026-06-01T10:00:00Z' }), 'True'),
+      deployed: true,
+      graceMs: HOUR,
+      verdict: 'taken',
+    },
+    {
+      name: 'holder with no status yet',
+      holder: domain('idle', { created: '2026-06-01T10:00:00Z' }),
+      deployed: true,
+      graceMs: HOUR,
+      verdict: 'take-over',
+    },
+    {
+      name: 'holder without a creation time',
+      holder: unstored,
+      deployed: true,
+      graceMs: HOUR,
+      verdict: 'taken',
+    },
+    {
+      name: 'a serving rival comes first (it replaces the claim itself)',
+      holder: undeployed,
+      deployed: true,
+      graceMs: HOUR,
+      rivals: [domain('live', { serving: true })],
+      verdict: 'taken',
+    },
+    {
+      name: 'grace infinite',
+      holder: undeployed,
+      deployed: true,
+      graceMs: Number.POSITIVE_INFINITY,
+      verdict: 'taken',
+    },
+  ];
+  it.each(cases)('$name: $verdict', (c) => {
+    expect(
+      claimVerdict(
+        facts(deployedClaimant, {
+          claim: claimOf(c.holder),
+          holder: c.holder,
+          rivals: [c.holder, ...(c.rivals ?? [])],
+          deployed: c.deployed,
+          undeployedGraceMs: c.graceMs,
+        }),
+      ),
+    ).toBe(c.verdict);
+  });
+
+  it('the holder itself keeps its claim whatever the grace; a serving claimant replaces it at once', () => {
+    expect(
+      claimVerdict(facts(undeployed, { claim, holder: undeployed, deployed: false, undeployedGraceMs: 0 })),
+    ).toBe('held');
+    const live = domain('live', { serving: true });
+    expect(
+      claimVerdict(
+        facts(live, {
+          claim,
+          holder: undeployed,
+          rivals: [undeployed],
+          deployed: true,
+          undeployedGraceMs: 3 * HOUR,
+        }),
+      ),
+    ).toBe('replace');
   });
 });

@@ -13,6 +13,14 @@
  *   names a domain that does not serve it, the serving domain takes it, and no other domain may,
  *   even when it finds the hostname free. So a Live domain whose claim disappears gets it back
  *   before anyone else.
+ *
+ * And one that ends a hold nobody uses (docs/customdomains.md, "A holder that never deploys"):
+ *
+ * - A holder that has never been accepted (its project never deployed: Accepted is not True in the
+ *   status the API server holds) keeps the claim for a grace period from its own creation (its
+ *   metadata.creationTimestamp, which no one can change, so deleting and taking the claim again does
+ *   not restart it); after it, a claimant that is deployed (`deployed`) takes the claim over
+ *   (`take-over`).
  */
 import { FINALIZER, objectKey, type CustomDomain } from '../../api/customdomain.js';
 import type { HostnameClaim } from '../../api/hostnameclaim.js';
@@ -91,8 +99,41 @@ function byAge(a: CustomDomain, b: CustomDomain): number {
  * - `create`: there is no claim and nobody comes first; create one (409 means someone was quicker).
  * - `replace`: the claim does not count, or names a domain that does not serve the hostname while
  *   `me` does and comes first; delete it (uid precondition) and create one for `me`.
+ * - `take-over`: the claim names another domain that has never been accepted, its grace is over, and
+ *   `me` is deployed while no serving domain comes first; delete it (uid precondition) and create
+ *   one for `me` that records whose hold ended.
  */
-export type ClaimVerdict = 'held' | 'taken' | 'create' | 'replace';
+export type ClaimVerdict = 'held' | 'taken' | 'create' | 'replace' | 'take-over';
+
+/**
+ * True when `domain`'s Accepted condition is True in its status: it passed every gate, the deploy
+ * gate included, and (the gate being latched) its project has had a deploy. A domain that holds a
+ * claim but is not accepted has never been deployed: the other refusals give the claim up.
+ */
+export function isAccepted(domain: CustomDomain): boolean {
+  return findCondition(domain.status?.conditions, 'Accepted')?.status === 'True';
+}
+
+/**
+ * When the hold of `holder` lapses if it is never accepted: its metadata.creationTimestamp plus
+ * `graceMs`; undefined when it has no creation time (an object the API server has not stored) or
+ * the grace is not finite.
+ */
+export function holdLapsesAt(holder: CustomDomain, graceMs: number): Date | undefined {
+  const created = Date.parse(holder.metadata.creationTimestamp?.toString() ?? '');
+  if (Number.isNaN(created) || !Number.isFinite(graceMs)) return undefined;
+  return new Date(created + graceMs);
+}
+
+/**
+ * True when `holder` has lost its hold to a deployed claimant: it is not accepted and the grace
+ * from its creation (`holdLapsesAt`) is over at `now`.
+ */
+export function holdLapsed(holder: CustomDomain, graceMs: number, now: Date): boolean {
+  if (isAccepted(holder)) return false;
+  const lapsesAt = holdLapsesAt(holder, graceMs);
+  return lapsesAt !== undefined && lapsesAt.getTime() <= now.getTime();
+}
 
 export interface ClaimFacts {
   /** The domain being reconciled. */
@@ -106,6 +147,16 @@ export interface ClaimFacts {
   /** The other CustomDomains of the hostname (a cache's copies; `me` among them is ignored). */
   rivals: readonly CustomDomain[];
   now: Date;
+  /**
+   * `me`'s project is deployed: its Service has a ready endpoint, it has no Service (a redirect), or
+   * it was accepted before. Only a deployed claimant takes a claim over (`take-over`).
+   */
+  deployed: boolean;
+  /**
+   * Milliseconds a holder that is never accepted keeps the claim, from its own creation
+   * (`--undeployed-claim-grace-seconds`); Infinity: forever.
+   */
+  undeployedGraceMs: number;
 }
 
 export function claimVerdict(f: ClaimFacts): ClaimVerdict {
@@ -124,5 +175,9 @@ export function claimVerdict(f: ClaimFacts): ClaimVerdict {
   // Held by another: a serving holder always keeps it (two serving domains never swap it back and
   // forth); one that does not serve gives way to the serving domain that comes first.
   if (servesHostname(holder, f.hostname, f.now)) return 'taken';
-  return first?.metadata.uid === uid ? 'replace' : 'taken';
+  if (first?.metadata.uid === uid) return 'replace';
+  // A hold nobody uses ends after the grace, for a claimant that is deployed, unless a serving
+  // domain comes first (it takes the claim itself).
+  if (someoneElseFirst || !f.deployed) return 'taken';
+  return holdLapsed(holder, f.undeployedGraceMs, f.now) ? 'take-over' : 'taken';
 }

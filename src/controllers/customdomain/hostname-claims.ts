@@ -27,16 +27,33 @@ import {
 import {
   HOSTNAME_CLAIM_KIND,
   HOSTNAME_CLAIM_PLURAL,
+  TAKEN_OVER_FROM_ANNOTATION,
   type CustomDomainRef,
   type HostnameClaim,
 } from '../../api/hostnameclaim.js';
 import { normalizeDnsName } from '../../domain/hostname.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import type { EventRecorder } from '../../kube/events.js';
-import { claimVerdict, unhonouredReason } from './claim-precedence.js';
+import { claimVerdict, holdLapsesAt, isAccepted, unhonouredReason } from './claim-precedence.js';
 
-/** `held`: this CustomDomain holds the hostname now. `taken`: another existing CustomDomain does. */
-export type ClaimState = 'held' | 'taken';
+/**
+ * `held`: this CustomDomain holds the hostname now. `taken`: another existing CustomDomain does.
+ * `yielded`: another does, having taken the claim over from this one, which was never accepted
+ * within the grace (claim-precedence.ts, `take-over`).
+ */
+export type ClaimState = 'held' | 'taken' | 'yielded';
+
+/** What `HostnameClaims.acquire` found. */
+export interface ClaimOutcome {
+  state: ClaimState;
+  /**
+   * `taken` by a holder never accepted while this domain is deployed: when its hold lapses and this
+   * domain takes it over, so the caller looks again then. Undefined otherwise.
+   */
+  lapsesAt?: Date;
+  /** `yielded`: when the claim was taken over (the new claim's creation), when known. */
+  takenOverAt?: Date;
+}
 
 /** Thrown when the claim changed hands on every attempt; the work queue retries the key later. */
 export class ClaimContendedError extends Error {
@@ -61,6 +78,9 @@ const NO_CACHE: ClaimsCache = { hostnameClaim: () => undefined, customDomainsOfH
 /** Reason of the Warning Event recorded on a domain that replaced a claim which did not count. */
 export const CLAIM_REPLACED_REASON: CustomDomainReason = 'HostnameClaimReplaced';
 
+/** Reason of the Normal Event recorded on a deployed domain that took over a lapsed hold. */
+export const CLAIM_TAKEN_OVER_REASON: CustomDomainReason = 'HostnameClaimTakenOver';
+
 export interface HostnameClaimsOptions {
   /**
    * The caches. The claim cache answers only "this domain holds it already", the common case of
@@ -77,6 +97,11 @@ export interface HostnameClaimsOptions {
    * is a separate object: a HostnameClaim's existence still means "held".
    */
   releases?: { recordRelease(hostname: string, namespace: string, at: Date): Promise<void> };
+  /**
+   * Milliseconds a holder that is never accepted keeps the claim against a deployed claimant, from
+   * its own creation (`--undeployed-claim-grace-seconds`). Default: Infinity (it keeps it).
+   */
+  undeployedGraceMs?: number;
   now?: () => Date;
 }
 
@@ -86,6 +111,7 @@ export class HostnameClaims {
   readonly #cache: ClaimsCache;
   readonly #events: Pick<EventRecorder, 'record'> | undefined;
   readonly #releases: HostnameClaimsOptions['releases'];
+  readonly #undeployedGraceMs: number;
   readonly #now: () => Date;
 
   constructor(customObjects: CustomObjectsApi, log: Logger, options: HostnameClaimsOptions = {}) {
@@ -94,23 +120,32 @@ export class HostnameClaims {
     this.#cache = options.cache ?? NO_CACHE;
     this.#events = options.events;
     this.#releases = options.releases;
+    this.#undeployedGraceMs = options.undeployedGraceMs ?? Number.POSITIVE_INFINITY;
     this.#now = options.now ?? (() => new Date());
   }
 
   /**
    * Takes the claim on `domain`'s hostname, or confirms that this CustomDomain (same uid) holds it,
    * by the rules of claim-precedence.ts: a claim counts only if its holder exists with the same uid
-   * and has the claim's hostname, and a domain that serves the hostname comes before any other. A
-   * claim that does not count, or that names a domain not serving the hostname while this one does,
-   * is deleted (guarded by the claim's uid) and taken; a Warning Event `HostnameClaimReplaced` on
-   * `domain` says so. Reads the claim and its holder from the API server, the rivals from the cache.
+   * and has the claim's hostname, a domain that serves the hostname comes before any other, and a
+   * holder never accepted keeps it only for `undeployedGraceMs` against a deployed claimant. A claim
+   * that does not count, or that names a domain not serving the hostname while this one does, is
+   * deleted (guarded by the claim's uid) and taken; a Warning Event `HostnameClaimReplaced` on
+   * `domain` says so. A lapsed hold is recorded as a release of the former holder's namespace
+   * (ownership verification then asks `domain` for the TXT record under `recently-claimed`), deleted
+   * and taken with the annotation `portico.dev/taken-over-from-uid`; a Normal Event
+   * `HostnameClaimTakenOver` on `domain` says so. Reads the claim and its holder from the API server,
+   * the rivals from the cache.
    *
-   * @returns `held` or `taken` (another CustomDomain that still exists holds it or comes first; a
-   *   holder keeps the claim while being deleted, until its routing is gone).
+   * @param options.deployed `domain`'s project is deployed (a ready endpoint, no Service, or accepted
+   *   before): only then does it take a lapsed hold over
+   * @returns `held`, `taken` (another CustomDomain that still exists holds it or comes first; a
+   *   holder keeps the claim while being deleted, until its routing is gone) or `yielded` (`taken`
+   *   by a domain that took it over from this one), with `lapsesAt` when a lapsing hold is in the way
    * @throws ClaimContendedError when the claim changed hands on each of 3 attempts; ApiException for
    *   any API error other than the 404 / 409 answers handled here.
    */
-  async acquire(domain: CustomDomain): Promise<ClaimState> {
+  async acquire(domain: CustomDomain, options: { deployed?: boolean } = {}): Promise<ClaimOutcome> {
     const mine = refOf(domain);
     const hostname = normalizeDnsName(domain.spec.hostname);
     const rivals = this.#cache.customDomainsOfHostname(hostname);
@@ -118,29 +153,109 @@ export class HostnameClaims {
     // cache saying "mine" is safe to trust unless a serving rival comes first; if the claim was
     // deleted meanwhile, its delete event re-queues this domain, which takes it again.
     const cached = this.#cache.hostnameClaim(hostname);
-    const facts = { me: domain, hostname, rivals, now: this.#now() };
-    if (cached?.spec.customDomainRef.uid === mine.uid) {
-      if (claimVerdict({ ...facts, claim: cached, holder: domain }) === 'held') return 'held';
-    } else if (!cached) {
-      // No claim in the cache: unless a serving rival comes first, try to take it at once (the
-      // create is the atomic step; a 409 says someone holds it, and the loop below reads who).
-      const verdict = claimVerdict({ ...facts, claim: undefined, holder: undefined });
-      if (verdict === 'taken') return 'taken';
-      if (await this.#create(hostname, mine)) return 'held';
-    }
+    const facts = {
+      me: domain,
+      hostname,
+      rivals,
+      now: this.#now(),
+      deployed: options.deployed ?? false,
+      undeployedGraceMs: this.#undeployedGraceMs,
+    };
+    const fast = await this.#fromCache(facts, cached);
+    if (fast) return fast;
     for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
       const claim = await this.#get(hostname);
       const holder = claim ? await this.#holder(claim.spec.customDomainRef) : undefined;
       const verdict = claimVerdict({ ...facts, claim, holder, now: this.#now() });
-      if (verdict === 'held' || verdict === 'taken') return verdict;
+      if (verdict === 'held') return { state: 'held' };
+      if (verdict === 'taken') return this.#taken(domain, claim, holder, facts.deployed);
       if (verdict === 'create') {
-        if (await this.#create(hostname, mine)) return 'held';
+        if (await this.#create(hostname, mine)) return { state: 'held' };
+        continue;
+      }
+      if (verdict === 'take-over') {
+        if (await this.#takeOver(domain, claim as HostnameClaim, holder as CustomDomain))
+          return { state: 'held' };
         continue;
       }
       await this.#replace(domain, claim as HostnameClaim, holder);
-      if (await this.#create(hostname, mine)) return 'held';
+      if (await this.#create(hostname, mine)) return { state: 'held' };
     }
     throw new ClaimContendedError(hostname);
+  }
+
+  /**
+   * The answer the cache alone gives, or undefined when the API server must be read: the cached claim
+   * is `domain`'s and counts, or there is none and the create succeeds (or a serving rival comes first).
+   */
+  async #fromCache(
+    facts: Omit<Parameters<typeof claimVerdict>[0], 'claim' | 'holder'>,
+    cached: HostnameClaim | undefined,
+  ): Promise<ClaimOutcome | undefined> {
+    const domain = facts.me;
+    if (cached?.spec.customDomainRef.uid === domain.metadata.uid) {
+      return claimVerdict({ ...facts, claim: cached, holder: domain }) === 'held'
+        ? { state: 'held' }
+        : undefined;
+    }
+    if (cached) return undefined;
+    // No claim in the cache: unless a serving rival comes first, try to take it at once (the
+    // create is the atomic step; a 409 says someone holds it, and the loop reads who).
+    if (claimVerdict({ ...facts, claim: undefined, holder: undefined }) === 'taken')
+      return { state: 'taken' };
+    return (await this.#create(facts.hostname, refOf(domain))) ? { state: 'held' } : undefined;
+  }
+
+  /** The outcome of a `taken` verdict: `yielded` when the claim was taken over from `domain`. */
+  #taken(
+    domain: CustomDomain,
+    claim: HostnameClaim | undefined,
+    holder: CustomDomain | undefined,
+    deployed: boolean,
+  ): ClaimOutcome {
+    if (claim && claim.metadata.annotations?.[TAKEN_OVER_FROM_ANNOTATION] === domain.metadata.uid) {
+      const created = claim.metadata.creationTimestamp;
+      return { state: 'yielded', ...(created ? { takenOverAt: new Date(created) } : {}) };
+    }
+    // A holder never accepted is in the way of a deployed domain only until its grace is over.
+    if (claim && holder && deployed && !isAccepted(holder) && unhonouredReason(claim, holder) === undefined) {
+      const lapsesAt = holdLapsesAt(holder, this.#undeployedGraceMs);
+      if (lapsesAt) return { state: 'taken', lapsesAt };
+    }
+    return { state: 'taken' };
+  }
+
+  /**
+   * Ends the hold of `holder`, never accepted past the grace, for `domain`, which is deployed: records
+   * the release (the holder's namespace, now), deletes the claim (uid precondition) and creates
+   * `domain`'s at once, annotated with the former holder's uid; once it is made, logs it and records
+   * a Normal Event `HostnameClaimTakenOver` on `domain` that does not name the holder.
+   *
+   * @returns true when `domain` now holds the claim; false when another create came first (409)
+   */
+  async #takeOver(domain: CustomDomain, claim: HostnameClaim, holder: CustomDomain): Promise<boolean> {
+    const hostname = claim.metadata.name;
+    await this.#releases?.recordRelease(hostname, holder.metadata.namespace, this.#now());
+    await this.#delete(claim);
+    // Created right after the delete: the former holder, woken by the delete, must not be first.
+    if (!(await this.#create(hostname, refOf(domain), holder.metadata.uid))) return false;
+    this.#log.info(
+      {
+        hostname,
+        formerHolder: claim.spec.customDomainRef,
+        formerHolderCreated: holder.metadata.creationTimestamp,
+        claimant: refOf(domain),
+      },
+      'took over the claim of a holder never accepted within the grace',
+    );
+    const graceSeconds = Math.round(this.#undeployedGraceMs / 1000);
+    await this.#events?.record(
+      domain,
+      eventTypeOf(CLAIM_TAKEN_OVER_REASON),
+      CLAIM_TAKEN_OVER_REASON,
+      `${hostname} was held by a CustomDomain whose project was not deployed within ${String(graceSeconds)} s of its creation; this CustomDomain, whose project is deployed, took the claim over.`,
+    );
+    return true;
   }
 
   /**
@@ -184,12 +299,19 @@ export class HostnameClaims {
     }
   }
 
-  /** True when the create made the claim; false when another create got there first (409). */
-  async #create(hostname: string, ref: CustomDomainRef): Promise<boolean> {
+  /**
+   * True when the create made the claim; false when another create got there first (409).
+   * `takenOverFrom`: the uid of the holder whose lapsed hold this claim replaces.
+   */
+  async #create(hostname: string, ref: CustomDomainRef, takenOverFrom?: string): Promise<boolean> {
     const body: HostnameClaim = {
       apiVersion: API_VERSION,
       kind: HOSTNAME_CLAIM_KIND,
-      metadata: { name: hostname, labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } },
+      metadata: {
+        name: hostname,
+        labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
+        ...(takenOverFrom ? { annotations: { [TAKEN_OVER_FROM_ANNOTATION]: takenOverFrom } } : {}),
+      },
       spec: { customDomainRef: ref },
     };
     try {

@@ -90,8 +90,8 @@ export class CustomDomainReconciler {
       domain = await this.#objects.addFinalizer(domain);
 
     const now = this.#d.now();
-    const accepted = await acceptedCondition(this.#d, domain);
-    if (accepted.status !== 'True') return this.#notAccepted(domain, key, accepted, now, log);
+    const { claimLapsesAt, ...accepted } = await acceptedCondition(this.#d, domain);
+    if (accepted.status !== 'True') return this.#notAccepted(domain, key, accepted, claimLapsesAt, now, log);
     const verifyRequested = dnsCheckDue(domain, now) === 'requested';
     const dns = await this.#dns.verify(domain, key, now, log);
     this.#reportDangling(domain, dns.condition.reason === DANGLING_REASON);
@@ -152,6 +152,7 @@ export class CustomDomainReconciler {
     domain: CustomDomain,
     key: string,
     accepted: ReturnType<typeof acceptance>,
+    claimLapsesAt: Date | undefined,
     now: Date,
     log: Logger,
   ): Promise<ReconcileResult> {
@@ -185,8 +186,14 @@ export class CustomDomainReconciler {
     );
     await this.#status.write(domain, status, log);
     // A released claim wakes its claimants through the holder's own events; the recheck only
-    // covers a claim that went another way (e.g. deleted by hand).
-    return accepted.reason === 'HostnameAlreadyClaimed' ? { requeueAfterMs: CLAIM_RECHECK_MS } : {};
+    // covers a claim that went another way (e.g. deleted by hand), or a holder never deployed whose
+    // hold lapses sooner (this domain then takes the claim over).
+    if (accepted.reason !== 'HostnameAlreadyClaimed' && accepted.reason !== 'HostnameClaimYielded') return {};
+    const lapseMs = claimLapsesAt ? claimLapsesAt.getTime() - now.getTime() : undefined;
+    return {
+      requeueAfterMs:
+        lapseMs === undefined ? CLAIM_RECHECK_MS : Math.min(CLAIM_RECHECK_MS, Math.max(1_000, lapseMs + 500)),
+    };
   }
 
   /**

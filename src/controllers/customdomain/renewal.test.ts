@@ -38,9 +38,10 @@ let windowAnswers = false;
 
 beforeAll(async () => {
   server = createServer((req, res) => {
-    if (req.url === '/dir') {
+    if (req.url === '/dir' || req.url === '/dir-b') {
+      const ari = req.url === '/dir' ? `${base}/ari` : `${base}/ari-b`;
       res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ newOrder: `${base}/order`, renewalInfo: `${base}/ari` }));
+      res.end(JSON.stringify({ newOrder: `${base}/order`, renewalInfo: ari }));
       return;
     }
     asked.push(req.url ?? '');
@@ -112,5 +113,30 @@ describe('RenewalPlanner', () => {
     expect(await planner.plan(serving, certId, planned, after, false, log)).toEqual(planned);
     expect(asked).toHaveLength(3);
     expect(resolved).toBe(3);
+  });
+
+  it('asks the CA that issued the certificate (status.certificate.acmeIssuer), the first one when it names none', async () => {
+    windowAnswers = true;
+    const directories = { a: new AcmeDirectory(`${base}/dir`), b: new AcmeDirectory(`${base}/dir-b`) };
+    const planner = new RenewalPlanner(
+      (name) => (name === 'b' ? directories.b : directories.a),
+      () => 0,
+    );
+    const { pem, serialNumber } = await leafPem();
+    const certId = (): Promise<string> => Promise.resolve(ariCertificateId(pem));
+    const serving = {
+      secretName: 'portico-www',
+      serialNumber,
+      notBefore: '2026-11-01T00:00:00Z',
+      notAfter: '2027-01-30T00:00:00Z',
+      dnsNames: ['www.shop.example'],
+      renewalTime: '2026-12-31T00:00:00Z',
+    } as CertificateStatus;
+    const now = new Date('2026-11-25T10:00:00Z');
+    asked.length = 0;
+    await planner.plan({ ...serving, acmeIssuer: 'b' }, certId, undefined, now, true, log);
+    await planner.plan(serving, certId, undefined, now, true, log);
+    const id = ariCertificateId(pem);
+    expect(asked).toEqual([`/ari-b/${id}`, `/ari/${id}`]);
   });
 });

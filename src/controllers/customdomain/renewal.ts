@@ -2,6 +2,8 @@
  * When to renew a certificate: at a time chosen in the CA's ARI window (RFC 9773) when the directory
  * offers `renewalInfo`, otherwise two thirds into its lifetime. The ARI answer is kept in the status
  * (`status.certificate.ari`) and asked again after the CA's Retry-After or on a verify request. A
+ * certificate's renewalInfo is asked of the CA that issued it (`status.certificate.acmeIssuer`,
+ * docs/install.md "Several ACME issuers"): another CA does not know it. A
  * request that fails (the CA does not know the certificate, is down, or answers something that is not
  * a renewal window) is not sent again for that certificate before ARI_FAILURE_RETRY_MS, unless a
  * verify request forces it: without this, every reconcile of such a domain (each periodic resync, for
@@ -15,16 +17,23 @@ import type { CertificateStatus } from '../../api/customdomain.js';
 /** After a failed renewalInfo request, no other for the same certificate before this (ms): 1 hour. */
 export const ARI_FAILURE_RETRY_MS = 60 * 60 * 1000;
 
+/**
+ * The directory of the issuer named `acmeIssuer` (status.certificate.acmeIssuer); for a certificate
+ * that names none, or an issuer no longer configured, the first issuer's.
+ */
+export type DirectoryOf = (acmeIssuer: string | undefined) => AcmeDirectory;
+
 export class RenewalPlanner {
-  readonly #directory: AcmeDirectory;
+  readonly #directoryOf: DirectoryOf;
   readonly #random: () => number;
   /** Certificate serial → when its renewalInfo may be asked again after a failure (Unix ms). */
   readonly #failedUntil = new Map<string, number>();
   /** Unix ms of the last sweep of `#failedUntil`'s past entries. */
   #sweptAtMs = 0;
 
-  constructor(directory: AcmeDirectory, random: () => number = Math.random) {
-    this.#directory = directory;
+  /** @param directories one directory (a single issuer), or the directory of each issuer by name */
+  constructor(directories: AcmeDirectory | DirectoryOf, random: () => number = Math.random) {
+    this.#directoryOf = typeof directories === 'function' ? directories : () => directories;
     this.#random = random;
   }
 
@@ -32,7 +41,8 @@ export class RenewalPlanner {
    * The certificate status with `renewalTime` (and `ari`) decided. Never throws: without a usable
    * ARI answer the previous decision, or the 2/3-lifetime rule, stands.
    *
-   * @param serving the facts of the certificate in the Secret, renewalTime at 2/3 of its lifetime
+   * @param serving the facts of the certificate in the Secret, renewalTime at 2/3 of its lifetime;
+   *   its `acmeIssuer` picks the CA asked
    * @param ariCertId resolves its ARI certificate identifier (RFC 9773 §4.1, `ariCertificateId`), or
    *   undefined when it has no Authority Key Identifier (a failure, as a CA's error is); called only
    *   when the CA is asked, so a reconcile that asks nothing never computes it. It may reject (e.g.
@@ -91,7 +101,7 @@ export class RenewalPlanner {
     same: CertificateStatus | undefined,
     now: Date,
   ): Promise<CertificateStatus | undefined> {
-    const { renewalInfo } = await this.#directory.facts();
+    const { renewalInfo } = await this.#directoryOf(serving.acmeIssuer).facts();
     if (!renewalInfo) return undefined;
     const certId = await resolveCertId();
     if (certId === undefined)

@@ -19,7 +19,7 @@ import type { CustomDomainReconcilerDeps } from './deps.js';
 export async function accepted(
   d: Pick<CustomDomainReconcilerDeps, 'view' | 'reservedDomains' | 'allowSpecialUseHostnames' | 'claims'>,
   domain: CustomDomain,
-): Promise<ReturnType<typeof acceptance>> {
+): Promise<ReturnType<typeof acceptance> & { claimLapsesAt?: Date }> {
   const { view } = d;
   const hostname = normalizeDnsName(domain.spec.hostname);
   const plan = planOf(view.namespaceLabels(domain.metadata.namespace));
@@ -37,24 +37,45 @@ export async function accepted(
     notClaimable === undefined &&
     ELIGIBLE_PLANS.has(plan) &&
     reservedDomain === undefined;
-  const service = domain.spec.service?.name;
-  return acceptance({
+  const { readyEndpoints, previouslyAccepted, deployed } = deployState(d, domain);
+  const claim = claimable ? await d.claims.acquire(domain, { deployed }) : undefined;
+  const condition = acceptance({
     domain,
     plan,
-    readyEndpoints: service ? view.readyEndpoints(domain.metadata.namespace, service) : undefined,
-    previouslyAccepted: findCondition(domain.status?.conditions, 'Accepted')?.status === 'True',
+    readyEndpoints,
+    previouslyAccepted,
     reservedDomain,
     invalidALabels: badLabels,
     hostnameProblem,
     claimableProblem: notClaimable,
-    claim: claimable ? await d.claims.acquire(domain) : undefined,
+    claim: claim?.state,
+    claimLapsesAt: claim?.lapsesAt,
+    takenOverAt: claim?.takenOverAt,
   });
+  return claim?.lapsesAt ? { ...condition, claimLapsesAt: claim.lapsesAt } : condition;
+}
+
+/**
+ * The deploy gate's inputs: the ready endpoints of spec.service (undefined: no Service, a redirect),
+ * whether Accepted was True before, and so whether the project counts as deployed (a ready endpoint,
+ * no Service, or accepted before).
+ */
+function deployState(
+  d: Pick<CustomDomainReconcilerDeps, 'view'>,
+  domain: CustomDomain,
+): { readyEndpoints: number | undefined; previouslyAccepted: boolean; deployed: boolean } {
+  const service = domain.spec.service?.name;
+  const readyEndpoints = service ? d.view.readyEndpoints(domain.metadata.namespace, service) : undefined;
+  const previouslyAccepted = findCondition(domain.status?.conditions, 'Accepted')?.status === 'True';
+  const deployed = readyEndpoints === undefined || readyEndpoints > 0 || previouslyAccepted;
+  return { readyEndpoints, previouslyAccepted, deployed };
 }
 
 /**
  * Whether a domain refused for `reason` lets its hostname claim go, once its routing is gone: a
  * holder whose plan no longer allows custom domains, or whose hostname is reserved or invalid,
- * does; a NotDeployed holder keeps it; HostnameAlreadyClaimed holds nothing.
+ * does; a NotDeployed holder keeps it (until a deployed claimant takes it over after the grace);
+ * HostnameAlreadyClaimed and HostnameClaimYielded hold nothing.
  */
 export function releasesClaim(reason: string): boolean {
   return reason === 'PlanNotEligible' || reason === 'ReservedHostname' || reason === 'InvalidHostname';

@@ -29,6 +29,7 @@ import {
   type HTTPRoute,
 } from '../../../routing/gateway.js';
 import { desiredRouting, staleRoutingObjects, type RoutingLookups } from '../../../routing/plan.js';
+import { reservedDomainOf } from '../acceptance.js';
 import type { RoutingState } from '../status.js';
 import type { CustomDomainReconcilerDeps } from './deps.js';
 import type { OwnedObjects } from './objects.js';
@@ -155,6 +156,7 @@ export class RoutingPhase {
           const ref = view.hostnameClaim(hostname)?.spec.customDomainRef;
           return ref && { namespace: ref.namespace, name: ref.name };
         },
+        reservedDomainOf: (hostname) => reservedDomainOf(hostname, this.#d.reservedDomains),
       };
     }
     const service = domain.spec.service;
