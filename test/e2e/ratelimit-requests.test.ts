@@ -210,6 +210,41 @@ describe('bounds on one request', () => {
   });
 });
 
+describe('batched counts (--batch-max-hits)', () => {
+  it('admits checks far below the limit from memory and lands every hit in Redis within a batch interval', async () => {
+    const { server, redisUrl } = await stack('batched', ['--batch-max-hits', '100']);
+    await freshMinute(15);
+    const first = await check(DOMAIN, { key_id: 'batched' }, undefined, server.client);
+    expect(first.headers['X-RateLimit-Remaining']).toBe(String(1_000_000 - 1));
+    let remaining = 1_000_000 - 1;
+    for (let i = 0; i < 40; i++) {
+      const a = await check(DOMAIN, { key_id: 'batched' }, undefined, server.client);
+      expect(a.code).toBe('OK');
+      // One replica: Remaining is exact whether the check waited for Redis or not.
+      expect(Number(a.headers['X-RateLimit-Remaining'])).toBe(remaining - 1);
+      remaining -= 1;
+    }
+    expect(
+      await metricValue(server.metricsUrl, 'portico_ratelimit_batched_admissions_total'),
+    ).toBeGreaterThan(0);
+    const keys = counterKeys(DOMAIN, 'batched', currentWindows(Date.now()));
+    const redis = new Redis(redisUrl);
+    try {
+      await waitFor(
+        'the 41 hits counted in Redis',
+        async () => ((await redis.get(keys.minute)) === '41' ? true : undefined),
+        2_000,
+        50,
+      );
+    } finally {
+      redis.disconnect();
+    }
+    expect(
+      await metricValue(server.metricsUrl, 'portico_ratelimit_batches_total', 'result="acknowledged"'),
+    ).toBeGreaterThan(0);
+  });
+});
+
 describe('a check answered by the failure mode', () => {
   it('is not counted when a stalled Redis resumes', async () => {
     // Every check exact (no batched counts, docs/ratelimits.md): this is the path that waits for

@@ -10,7 +10,6 @@ import {
 } from '../../api/ratelimitpolicy.js';
 import { DEFAULT_CONNECTION_SETTINGS } from '../grpc-settings.js';
 import { HEARTBEAT_INTERVAL_MS } from '../load-report.js';
-import { DEFAULT_BATCH_SETTINGS } from '../batched-counts.js';
 
 export const rateLimitServerOptions = {
   'grpc-listen-address': {
@@ -165,8 +164,8 @@ export const rateLimitServerOptions = {
   'batch-max-hits': {
     type: 'string',
     env: ['PORTICO_RATELIMIT_BATCH_MAX_HITS'],
-    default: String(DEFAULT_BATCH_SETTINGS.maxBatchHits),
-    help: "hits of one key a replica may admit far below its limit without waiting for Redis, sent to Redis in batches (at most 5 % of the key's smaller limit); 0: every check waits for Redis (docs/ratelimits.md, batched counts)",
+    default: '0',
+    help: "hits of one key a replica may admit far below its limit without waiting for Redis, sent to Redis in batches (at most 5 % of the key's smaller limit; e.g. 100); 0 (default): every check waits for Redis (docs/ratelimits.md, batched counts)",
   },
   'shadow-mode': {
     type: 'boolean',
