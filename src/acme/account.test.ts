@@ -57,5 +57,22 @@ describe('UnreachableWatch', () => {
     await expect(watch.until('u', Promise.reject(bad))).rejects.toBe(bad);
     // Nothing waits on `u` any more: a report ends nothing.
     watch.report('u', new AcmeCaUnreachableError('u'));
+    expect(watch.abandoned()).toBe(0);
+  });
+
+  it('counts a poll ended early as abandoned until its loop settles in the background', async () => {
+    const watch = new UnreachableWatch();
+    let finish: (value: string) => void = () => undefined;
+    const loop = new Promise<string>((resolve) => (finish = resolve));
+    const polled = watch.until('https://ca.example/order/1', loop);
+    expect(watch.abandoned()).toBe(0);
+    watch.report('https://ca.example/order/1', new AcmeCaUnreachableError('https://ca.example/order/1'));
+    await expect(polled).rejects.toBeInstanceOf(AcmeCaUnreachableError);
+    // The stopping process need not wait for it.
+    expect(watch.abandoned()).toBe(1);
+    finish('valid');
+    await loop;
+    await Promise.resolve();
+    expect(watch.abandoned()).toBe(0);
   });
 });

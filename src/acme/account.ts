@@ -109,6 +109,15 @@ export class AcmeCaUnreachableError extends Error {
  */
 export class UnreachableWatch {
   readonly #waiting = new Map<string, Set<(err: AcmeCaUnreachableError) => void>>();
+  #abandoned = 0;
+
+  /**
+   * Polls ended early whose acme-client loop still runs in the background (asleep between the
+   * attempts the CA refuses): a process stopping need not wait for them.
+   */
+  abandoned(): number {
+    return this.#abandoned;
+  }
 
   /** Ends every poll waiting on `url` with `err`. */
   report(url: string, err: AcmeCaUnreachableError): void {
@@ -128,18 +137,26 @@ export class UnreachableWatch {
         waiting.delete(end);
         if (waiting.size === 0 && this.#waiting.get(url) === waiting) this.#waiting.delete(url);
       };
+      let endedEarly = false;
       const end = (err: AcmeCaUnreachableError): void => {
         done();
+        endedEarly = true;
+        this.#abandoned += 1;
         reject(err);
+      };
+      const settled = (): void => {
+        done();
+        if (endedEarly) this.#abandoned -= 1;
+        endedEarly = false;
       };
       waiting.add(end);
       work.then(
         (value) => {
-          done();
+          settled();
           resolve(value);
         },
         (err: unknown) => {
-          done();
+          settled();
           // Passed on as it came: acme-client and the request adapter decide what it is.
           // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors
           reject(err);
@@ -151,6 +168,11 @@ export class UnreachableWatch {
 
 /** The process's polls (acme-client has one HTTP client per process; a URL names one CA's object). */
 const UNREACHABLE = new UnreachableWatch();
+
+/** Polls of this process ended early and still running in the background (`UnreachableWatch.abandoned`). */
+export function abandonedPolls(): number {
+  return UNREACHABLE.abandoned();
+}
 
 /**
  * `send`, with a request the CA's address refuses or drops failing as `AcmeCaUnreachableError`,

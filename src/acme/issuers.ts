@@ -133,14 +133,15 @@ export function buildIssuers(
 /**
  * The budget of the issuer that issued a certificate named `acmeIssuer` (the first issuer for a
  * certificate that names none, stored before issuers had names), for seeding budgets after a
- * restart.
+ * restart. Undefined for an issuer this operator does not have: that order went to another CA's
+ * account and counts against none of these.
  */
 export function budgetOf(
   issuers: readonly BuiltIssuer[],
   acmeIssuer: string | undefined,
 ): OrderBudget | undefined {
-  const named = acmeIssuer === undefined ? undefined : issuers.find((i) => i.settings.name === acmeIssuer);
-  return (named ?? issuers[0])?.queue.budget;
+  if (acmeIssuer === undefined) return issuers[0]?.queue.budget;
+  return issuers.find((i) => i.settings.name === acmeIssuer)?.queue.budget;
 }
 
 /**

@@ -14,6 +14,7 @@ import { createHttp01Server } from '../acme/http01-server.js';
 import { IssuanceTracker, type IssuanceOutcome } from '../acme/issuance-tracker.js';
 import type { OrderOutcome } from '../acme/order-budget.js';
 import type { AcmeIssuerSet } from '../acme/issuer-set.js';
+import { abandonedPolls } from '../acme/account.js';
 import { budgetOf, buildIssuers, directoryOf, type BuiltIssuer } from '../acme/issuers.js';
 import { CustomDomainController } from '../controllers/customdomain/controller.js';
 import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
@@ -389,7 +390,7 @@ export async function runController(args: string[]): Promise<number> {
   observability.closeAllConnections();
   // Losing the lease ends the process (as controller-runtime does); its supervisor starts a fresh one.
   const code = reason === 'lost leadership' ? 1 : 0;
-  const abandonedCalls = issuer.abandonedCalls();
+  const abandonedCalls = issuer.abandonedCalls() + abandonedPolls();
   if (abandonedCalls > 0) {
     // The polling loops of abandoned orders sleep in acme-client between attempts they are refused;
     // waiting for them would only delay the exit (up to the CLI's 5 s guard, or their last attempt).

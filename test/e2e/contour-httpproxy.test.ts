@@ -172,6 +172,13 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     try {
       await servingDomain(ns, 'www', hostname);
       live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 120_000);
+      // The watch's events can trail the status read above; give the TLS version time to arrive
+      // (the assertion below fails if it never does).
+      await waitFor(
+        'the watch to see the HTTPProxy with TLS',
+        () => (watched.seen.some((v) => v.tls && (v.generation ?? 0) > 1) ? true : undefined),
+        10_000,
+      ).catch(() => undefined);
     } finally {
       watched.stop();
     }

@@ -584,15 +584,27 @@ describe('targets that cannot be wired', () => {
     expect(JSON.stringify(descriptorsOn(await readProxy('later')))).toContain(`${ns}/early`);
   });
 
-  it('refuses a kind it cannot wire (a Gateway), naming it and the kinds it can', async () => {
+  it('refuses a kind it cannot wire (an Ingress), naming it and the kinds it can', async () => {
+    await createPolicy(ns, 'ingress', {
+      targetRefs: [{ group: 'networking.k8s.io', kind: 'Ingress', name: 'web' }],
+      plans,
+      defaultPlan: 'free',
+    });
+    const c = await waitForAttached('ingress', 'False', 'UnsupportedTarget');
+    expect(c.message).toContain(
+      'networking.k8s.io/Ingress web: only projectcontour.io/HTTPProxy, gateway.networking.k8s.io/HTTPRoute and gateway.networking.k8s.io/Gateway (the last two with Envoy Gateway) targets are supported',
+    );
+  });
+
+  it('a Gateway target while the Envoy Gateway attachment is off (this stack runs Contour) says so', async () => {
     await createPolicy(ns, 'gateway', {
       targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'web' }],
       plans,
       defaultPlan: 'free',
     });
-    const c = await waitForAttached('gateway', 'False', 'UnsupportedTarget');
+    const c = await waitForAttached('gateway', 'False', 'EnvoyGatewayAttachmentDisabled');
     expect(c.message).toContain(
-      'gateway.networking.k8s.io/Gateway web: only projectcontour.io/HTTPProxy and gateway.networking.k8s.io/HTTPRoute targets are supported',
+      'gateway.networking.k8s.io/Gateway web: the operator runs with --envoy-gateway-attachment=false',
     );
   });
 

@@ -30,6 +30,7 @@ import {
   createCustomDomain,
   createProject,
   createServingDomain,
+  deleteCreatedDomains,
   deleteCustomDomain,
   dns,
   domainCondition,
@@ -67,6 +68,8 @@ const GATEWAY_API = { group: 'gateway.networking.k8s.io', version: 'v1' } as con
 let stack: ControllerCommand | undefined;
 let operator: OperatorProcess | undefined;
 let egStarted = false;
+/** The CustomDomains this file made: deleted before its operator stops, so none is left to the next file's. */
+const created: { namespace: string; name: string }[] = [];
 
 beforeAll(async () => {
   await startStackEnvoyGateway();
@@ -84,6 +87,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await runAll(
+    async () => {
+      if (operator) await deleteCreatedDomains(created, 'envoy-gateway-routes');
+    },
     async () => {
       if (operator) await stopOperator(operator);
     },
@@ -199,6 +205,7 @@ describe('Envoy Gateway takes the HTTPRoute and ListenerSet of a serving domain'
 
   beforeAll(async () => {
     ({ ns, hostname } = await createServingDomain('eg'));
+    created.push({ namespace: ns, name: 'www' });
     live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 90_000);
   });
 
@@ -314,12 +321,14 @@ describe('Envoy Gateway takes a redirect domain', () => {
     const hostname = `old.${ns}.example`;
     await dns.setCname(target, sandbox.platformCnameTarget);
     await createCustomDomain(ns, 'www', { hostname: target, service: { name: 'web', port: 80 } });
+    created.push({ namespace: ns, name: 'www' });
     await dns.setCname(hostname, sandbox.platformCnameTarget);
     await createCustomDomain(ns, 'old', {
       hostname,
       service: { name: 'web', port: 80 },
       redirect: { to: target, statusCode: 308 },
     });
+    created.push({ namespace: ns, name: 'old' });
     await waitForCondition(ns, 'old', 'Ready', 'True', 'Live', 90_000);
     const hosts = await waitFor('the redirect route in RDS', async () => {
       const found = await routesFor(hostname);
@@ -348,6 +357,7 @@ describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
     await dns.post('/add-caa', { host: zone, policies: [{ tag: 'issue', value: 'digicert.com' }] });
     try {
       await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+      created.push({ namespace: ns, name: 'www' });
       // The CA's refusal first, so nothing can replace the Secret while Routed is read.
       await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'CAAForbidsIssuance', 60_000);
       const cd = await waitForCondition(ns, 'www', 'Routed', 'False', 'InvalidCertificateRef', 60_000);
@@ -360,6 +370,8 @@ describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
       );
       expect(domainCondition(cd, 'Ready').status).toBe('False');
     } finally {
+      // Deleted before the CAA record goes, so no certificate is ordered for it afterwards.
+      await deleteCreatedDomains(created, 'envoy-gateway-routes');
       await dns.post('/clear-caa', { host: zone });
     }
   });
@@ -386,6 +398,7 @@ describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
         },
       });
       await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+      created.push({ namespace: ns, name: 'www' });
       await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'CAAForbidsIssuance', 60_000);
       // Envoy Gateway's words for a Secret that holds data but no certificate (not the "does not
       // exist" of a missing one): what its listener says is what Routed carries.
@@ -413,6 +426,8 @@ describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
       );
       expect(domainCondition(cd, 'Ready').status).toBe('False');
     } finally {
+      // Deleted before the CAA record goes, so no certificate is ordered for it afterwards.
+      await deleteCreatedDomains(created, 'envoy-gateway-routes');
       await dns.post('/clear-caa', { host: zone });
     }
   });
@@ -474,6 +489,7 @@ describe("Envoy Gateway's refusals reach Routed with its own reason", () => {
     );
     await dns.setCname(hostname, sandbox.platformCnameTarget);
     await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+    created.push({ namespace: ns, name: 'www' });
     // Until the certificate is issued the listener's ResolvedRefs is False (InvalidCertificateRef);
     // the conflict is what stays.
     const cd = await waitForCondition(ns, 'www', 'Routed', 'False', 'HostnameConflict', 60_000);
