@@ -8,9 +8,12 @@
  * control case) the reconnect is refused and checks are answered from local counts, until the file
  * changes.
  */
+import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompiledPolicy } from '../../src/ratelimit/config-schema.js';
@@ -20,6 +23,7 @@ import { currentWindows } from '../../src/ratelimit/windows.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { unique, waitFor } from './support/cluster.js';
 import {
+  TOOLS_BIN,
   check,
   createNamespaceWithConfig,
   freshMinute,
@@ -66,7 +70,12 @@ function secretVolume(password: string): { file: string; update(password: string
   return { file: path.join(dir, 'password'), update: write };
 }
 
-async function server(instance: string, user: string, passwordFile: string): Promise<TestServer> {
+async function server(
+  instance: string,
+  user: string,
+  passwordFile: string,
+  redis: readonly string[] = ['--redis-url', `redis://127.0.0.1:${port}`],
+): Promise<TestServer> {
   const s = await startTestServer([
     '--config-namespace',
     ns,
@@ -74,8 +83,7 @@ async function server(instance: string, user: string, passwordFile: string): Pro
     '200',
     '--instance',
     instance,
-    '--redis-url',
-    `redis://127.0.0.1:${port}`,
+    ...redis,
     '--redis-username',
     user,
     '--redis-password-file',
@@ -218,4 +226,105 @@ describe('a Redis password rotated in the Secret', () => {
     expect(s.child.pid).toBe(pid);
     expect(s.child.exitCode).toBeNull();
   });
+});
+
+describe('a Redis Cluster password rotated in the Secret', () => {
+  it(
+    'is used by every node after CLIENT KILL on each: counted in Redis again, same process, no auth error',
+    { timeout: 60_000 },
+    async () => {
+      const ports = Object.values(await pickFreePorts({ a: 'tcp', b: 'tcp', c: 'tcp' }));
+      for (const p of ports) started.push(await startTestRedis(p, true));
+      await promisify(execFile)(
+        path.join(TOOLS_BIN, 'redis-cli'),
+        [
+          '--cluster',
+          'create',
+          ...ports.map((p) => `127.0.0.1:${p}`),
+          '--cluster-replicas',
+          '0',
+          '--cluster-yes',
+        ],
+        { timeout: 30_000 },
+      );
+      const nodes = ports.map((p) => new Redis(p, '127.0.0.1', { maxRetriesPerRequest: 1 }));
+      try {
+        await waitFor('cluster_state:ok on every node', async () => {
+          for (const n of nodes)
+            if (!(await n.cluster('INFO')).includes('cluster_state:ok')) return undefined;
+          return true;
+        });
+        const user = 'cluster-rotated';
+        for (const n of nodes) await n.acl('SETUSER', user, 'on', '>password-A', '~*', '&*', '+@all');
+        const volume = secretVolume('password-A');
+        const s = await server('cred-cluster', user, volume.file, [
+          '--redis-url',
+          `redis://127.0.0.1:${ports[0] ?? 0}`,
+          '--redis-cluster',
+          '--redis-cluster-nodes',
+          ports
+            .slice(1)
+            .map((p) => `127.0.0.1:${p}`)
+            .join(','),
+        ]);
+        const pid = s.child.pid;
+        await freshMinute(25);
+        // Key ids on each of the three primaries.
+        const keyIds = Array.from({ length: 12 }, (_, i) => `cluster-rotated-${i}`);
+        for (const k of keyIds) expect(await countedInRedis(s, k)).toBe(true);
+
+        for (const n of nodes) await n.acl('SETUSER', user, '>password-B');
+        volume.update('password-B');
+        await waitFor('the reload in the metric', async () =>
+          (await metricValue(
+            s.metricsUrl,
+            'portico_ratelimit_redis_credential_reloads_total',
+            'result="loaded"',
+          )) === 1
+            ? true
+            : undefined,
+        );
+        for (const n of nodes) await n.acl('SETUSER', user, '<password-A');
+        let killed = 0;
+        for (const n of nodes) killed += Number(await n.client('KILL', 'USER', user));
+        expect(killed).toBeGreaterThanOrEqual(3);
+        await waitFor(
+          'every key counted in Redis again',
+          async () => {
+            for (const k of keyIds) if (!(await countedInRedis(s, k))) return undefined;
+            return true;
+          },
+          20_000,
+          100,
+        );
+        // Each key's primary counts it: one more check of each is one more count on its node.
+        const slotMap = await nodes[0]?.cluster('SLOTS');
+        const ownerOf = (key: string): Redis | undefined => {
+          const slot = calculateSlot(key);
+          const p = slotMap?.find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1] ?? -1;
+          return nodes[ports.indexOf(p)];
+        };
+        const countOf = async (k: string): Promise<number> => {
+          const key = counterKeys(DOMAIN, k, currentWindows(Date.now())).minute;
+          return Number((await ownerOf(key)?.get(key)) ?? 0);
+        };
+        const owners = new Set(
+          keyIds.map((k) => ownerOf(counterKeys(DOMAIN, k, currentWindows(Date.now())).minute)),
+        );
+        expect(owners.size).toBe(3);
+        for (const k of keyIds) {
+          const before = await countOf(k);
+          expect(await countedInRedis(s, k)).toBe(true);
+          expect(await countOf(k)).toBe(before + 1);
+        }
+        expect(s.child.pid).toBe(pid);
+        expect(s.child.exitCode).toBeNull();
+        expect(
+          await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total', 'reason="auth"'),
+        ).toBe(0);
+      } finally {
+        for (const n of nodes) n.disconnect();
+      }
+    },
+  );
 });
