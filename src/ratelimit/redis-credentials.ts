@@ -3,8 +3,10 @@
  * `--redis-sentinel-password-file`) and read again when they change, so that a rotated password is
  * used without a restart: from the next connection on (a reconnect, a new cluster node, the primary
  * after a failover, each connection to a sentinel). Connections already authenticated stay as they
- * are: Redis keeps an authenticated connection when the user's passwords change (Redis's
- * documentation, "ACL": `ACL SETUSER` "does not affect already authenticated connections").
+ * are: Redis checks a password at AUTH only, so removing one with `ACL SETUSER user <password` leaves
+ * the connections opened with it authenticated (Redis's documentation, "ACL"; seen in
+ * test/e2e/ratelimit-redis-credentials.test.ts). Rotation procedure: docs/ratelimits.md, "Rotating the
+ * Redis password".
  *
  * A Kubernetes Secret mounted as a volume is updated by the kubelet atomically: it writes the new
  * files into a new directory and swaps the `..data` symlink, so the inode of the file the path
