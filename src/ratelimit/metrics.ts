@@ -63,6 +63,8 @@ export interface CheckMetrics {
   readonly redisErrorsTotal: Counter<'command' | 'error'>;
   /** Errors on the connections to Redis, by kind (`redis-connection.ts`). */
   readonly redisConnectionErrorsTotal: Counter<'reason'>;
+  /** Reads of the Redis credential files that changed them (`loaded`) or failed (`failed`). */
+  readonly redisCredentialReloadsTotal: Counter<'result'>;
 }
 
 /** What loading the config records. */
@@ -195,8 +197,15 @@ export function createCheckMetrics(
       labelNames: ['reason'],
       registers,
     }),
+    redisCredentialReloadsTotal: new Counter({
+      name: 'portico_ratelimit_redis_credential_reloads_total',
+      help: 'Changes of the Redis credential files (--redis-password-file and the like), by result: loaded (used from the next connection on) or failed (a file that cannot be read or is empty; the previous credentials stay in use).',
+      labelNames: ['result'],
+      registers,
+    }),
   };
   for (const reason of REDIS_CONNECTION_ERROR_KINDS) metrics.redisConnectionErrorsTotal.inc({ reason }, 0);
+  for (const result of ['loaded', 'failed']) metrics.redisCredentialReloadsTotal.inc({ result }, 0);
   for (const command of REDIS_COMMANDS) {
     for (const error of REDIS_ERROR_KINDS) metrics.redisErrorsTotal.inc({ command, error }, 0);
   }

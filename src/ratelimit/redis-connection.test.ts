@@ -1,6 +1,10 @@
+import { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import {
+  applyRedisCredentials,
+  clusterNodeCredentials,
   redisClientOptions,
+  redisConnectionErrorHint,
   redisConnectionErrorKind,
   tlsConnectionOptions,
   type RedisConnectionSettings,
@@ -164,5 +168,121 @@ describe('redisConnectionErrorKind', () => {
       ),
     ).toBe('connection');
     expect(redisConnectionErrorKind('not an error')).toBe('connection');
+  });
+});
+
+describe('applyRedisCredentials', () => {
+  it('sets the options a Redis reads on its next connection, leaving undefined credentials as they are', () => {
+    const client = new Redis({ lazyConnect: true, username: 'u', password: 'A' });
+    try {
+      applyRedisCredentials(client, { username: undefined, password: 'B', sentinelPassword: undefined });
+      expect(client.options).toMatchObject({ username: 'u', password: 'B' });
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it("sets the sentinels' password of a Sentinel client's connector (the same options object)", () => {
+    const client = new Redis({
+      lazyConnect: true,
+      sentinels: [{ host: '127.0.0.1', port: 1 }],
+      name: 'm',
+      password: 'A',
+      sentinelPassword: 'S',
+    });
+    try {
+      applyRedisCredentials(client, { username: undefined, password: 'B', sentinelPassword: 'T' });
+      expect(client.options).toMatchObject({ password: 'B', sentinelPassword: 'T' });
+      const connector = (client as unknown as { connector: { options: object } }).connector;
+      expect(connector.options).toBe(client.options);
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it("sets a Cluster's redisOptions and a node added later, never a sentinel password", () => {
+    const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
+      lazyConnect: true,
+      redisOptions: { username: 'u', password: 'A' },
+    });
+    const node = new Redis({ lazyConnect: true, username: 'u', password: 'A' });
+    try {
+      const credentials = { username: 'v', password: 'B', sentinelPassword: 'T' };
+      applyRedisCredentials(cluster, credentials);
+      expect(cluster.options.redisOptions).toMatchObject({ username: 'v', password: 'B' });
+      expect(cluster.options.redisOptions).not.toHaveProperty('sentinelPassword');
+      clusterNodeCredentials(node, credentials);
+      expect(node.options).toMatchObject({ username: 'v', password: 'B' });
+      expect(node.options.sentinelPassword).toBeUndefined();
+    } finally {
+      cluster.disconnect();
+      node.disconnect();
+    }
+  });
+});
+
+describe('redisConnectionErrorHint', () => {
+  const sentinelTopology = {
+    kind: 'sentinel' as const,
+    sentinels: [{ host: 's1', port: 26379 }],
+    masterName: 'counters',
+    db: 0,
+    sentinelTls: false,
+    sentinelUsername: undefined,
+    sentinelPassword: undefined,
+  };
+  const timedOut = new Error(
+    'All sentinels are unreachable. Retrying from scratch after 10ms. Last error: Command timed out',
+  );
+
+  it('names the sentinel password flag when a sentinel password is set', () => {
+    const hint = redisConnectionErrorHint('sentinel', timedOut, {
+      ...base,
+      topology: { ...sentinelTopology, sentinelPassword: 'wrong' },
+    });
+    expect(hint).toContain('--redis-sentinels');
+    expect(hint).toContain('--redis-sentinel-master-name');
+    expect(hint).toContain('--redis-sentinel-password');
+    expect(hint).not.toContain('--redis-sentinel-password-file');
+  });
+
+  it('names the file flag when the sentinel password comes from a file', () => {
+    const hint = redisConnectionErrorHint('sentinel', timedOut, {
+      ...base,
+      topology: { ...sentinelTopology, sentinelPassword: 'wrong' },
+      credentialFiles: { usernameFile: undefined, passwordFile: undefined, sentinelPasswordFile: '/p' },
+    });
+    expect(hint).toContain('--redis-sentinel-password-file');
+  });
+
+  it('names it when a sentinel answers NOAUTH or WRONGPASS though no password is set', () => {
+    for (const last of ['NOAUTH Authentication required.', 'WRONGPASS invalid username-password pair']) {
+      const err = new Error(
+        `All sentinels are unreachable. Retrying from scratch after 10ms. Last error: ${last}`,
+      );
+      const hint = redisConnectionErrorHint('sentinel', err, { ...base, topology: sentinelTopology });
+      expect(hint).toContain('--redis-sentinel-password');
+      expect(hint).toContain('a sentinel refused the password');
+    }
+  });
+
+  it('does not name it for sentinels without a password that do not answer', () => {
+    const hint = redisConnectionErrorHint('sentinel', timedOut, { ...base, topology: sentinelTopology });
+    expect(hint).toContain('--redis-sentinels');
+    expect(hint).not.toContain('password');
+  });
+
+  it('names the password file flag for a refused password read from a file', () => {
+    const topology = { kind: 'standalone' as const, host: 'r', port: 6379, db: 0 };
+    expect(redisConnectionErrorHint('auth', new Error('WRONGPASS'), { ...base, topology })).toContain(
+      '--redis-password /',
+    );
+    expect(
+      redisConnectionErrorHint('auth', new Error('WRONGPASS'), {
+        ...base,
+        topology,
+        credentialFiles: { usernameFile: undefined, passwordFile: '/p', sentinelPasswordFile: undefined },
+      }),
+    ).toContain('--redis-password-file');
   });
 });

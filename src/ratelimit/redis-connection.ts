@@ -9,7 +9,8 @@
  * ("High availability with Redis Sentinel", "Redis cluster specification", "TLS", "ACL").
  */
 import type { ConnectionOptions } from 'node:tls';
-import type { ClusterOptions, RedisOptions } from 'ioredis';
+import { Cluster, type ClusterOptions, type Redis, type RedisOptions } from 'ioredis';
+import type { RedisCredentialFiles, RedisCredentials } from './redis-credentials.js';
 
 /** A `host:port` pair. */
 export interface HostPort {
@@ -58,6 +59,11 @@ export interface RedisConnectionSettings {
   /** ACL user (Redis 6+); `default` when unset. */
   readonly username: string | undefined;
   readonly password: string | undefined;
+  /**
+   * Files the username, the password and the sentinels' password come from, read again when they
+   * change (redis-credentials.ts); the values above are their contents at start. Unset: no file.
+   */
+  readonly credentialFiles?: RedisCredentialFiles | undefined;
 }
 
 /** The contents of the TLS files, as read. */
@@ -203,4 +209,88 @@ export function redisConnectionErrorKind(err: unknown): RedisConnectionErrorKind
   }
   if (/sentinel/i.test(err.message)) return 'sentinel';
   return 'connection';
+}
+
+/** The ioredis options of a node's connection the defined credentials set. */
+function nodeCredentialOptions(credentials: RedisCredentials): Pick<RedisOptions, 'username' | 'password'> {
+  return {
+    ...(credentials.username === undefined ? {} : { username: credentials.username }),
+    ...(credentials.password === undefined ? {} : { password: credentials.password }),
+  };
+}
+
+/**
+ * Makes every later connection of `client` authenticate with `credentials` (the credentials that are
+ * undefined are left as they are); connections already open stay as they are.
+ *
+ * ioredis has no call for this; it reads the credentials from its options object on each connection:
+ * a `Redis` sends `AUTH` from `options.username`/`options.password` when it (re)connects, and with
+ * Sentinel the connections to the sentinels are opened with `options.sentinelUsername` and
+ * `options.sentinelPassword` of that same object (ioredis `Redis#connect`, `SentinelConnector`).
+ * A `Cluster` gives each node a `Redis` with its own copy of `redisOptions`: the nodes there now get
+ * the new ones here, and a node added later gets them from the `+node` listener its store keeps
+ * (`clusterNodeCredentials`), which runs before the node's first connection (nodes connect lazily).
+ */
+export function applyRedisCredentials(client: Redis | Cluster, credentials: RedisCredentials): void {
+  const set = nodeCredentialOptions(credentials);
+  if (client instanceof Cluster) {
+    if (client.options.redisOptions !== undefined) Object.assign(client.options.redisOptions, set);
+    for (const node of client.nodes('all')) Object.assign(node.options, set);
+    return;
+  }
+  Object.assign(client.options, set);
+  if (credentials.sentinelPassword !== undefined)
+    client.options.sentinelPassword = credentials.sentinelPassword;
+}
+
+/** For a Cluster's `+node` event: a node added after a change gets the credentials in use. */
+export function clusterNodeCredentials(node: Redis, credentials: RedisCredentials): void {
+  Object.assign(node.options, nodeCredentialOptions(credentials));
+}
+
+/** Whether an error's text says a password was refused or missing (`WRONGPASS`, `NOAUTH`). */
+const AUTH_REFUSED = /\b(WRONGPASS|NOAUTH)\b/;
+
+/**
+ * The hint of the log line for a connection error: what to check, by the flags that set it.
+ *
+ * A sentinel that refuses the password shows in ioredis as "All sentinels are unreachable … Last
+ * error: Command timed out" (the sentinel closes the connection or leaves the command unanswered),
+ * or with NOAUTH/WRONGPASS as its last error: so with sentinels, the hint names the sentinels'
+ * password flags when a sentinel password is set or the error says a password was refused.
+ */
+export function redisConnectionErrorHint(
+  kind: RedisConnectionErrorKind,
+  err: Error,
+  settings: RedisConnectionSettings,
+): string {
+  const passwordFlags =
+    settings.credentialFiles?.passwordFile === undefined ? '--redis-password' : '--redis-password-file';
+  const usernameFlags =
+    settings.credentialFiles?.usernameFile === undefined ? '--redis-username' : '--redis-username-file';
+  switch (kind) {
+    case 'auth':
+      return `Redis refused the username or password (check the Secret of ${passwordFlags} / ${usernameFlags})`;
+    case 'tls':
+      return 'the TLS handshake with Redis failed (check --redis-tls-ca-file, the client certificate and --redis-tls-server-name)';
+    case 'sentinel': {
+      const base =
+        'no sentinel named a reachable primary (check --redis-sentinels and --redis-sentinel-master-name';
+      const t = settings.topology;
+      const passwordSet = t.kind === 'sentinel' && t.sentinelPassword !== undefined;
+      if (passwordSet || AUTH_REFUSED.test(err.message)) {
+        const which =
+          settings.credentialFiles?.sentinelPasswordFile === undefined
+            ? '--redis-sentinel-password'
+            : '--redis-sentinel-password-file';
+        const refused = AUTH_REFUSED.test(err.message)
+          ? 'a sentinel refused the password'
+          : 'a sentinel that refuses the password looks the same as one that does not answer';
+        return `${base}, and ${which} and --redis-sentinel-username: ${refused})`;
+      }
+      return `${base})`;
+    }
+    case 'connection':
+      return 'cannot connect to Redis';
+  }
 }

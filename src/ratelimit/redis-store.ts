@@ -37,7 +37,10 @@ import { Cluster, Redis } from 'ioredis';
 import type { CounterOutcome } from './decision.js';
 import { StoreUnavailableError } from './errors.js';
 import type { RedisCommand, RedisErrorKind } from './metrics.js';
+import type { RedisCredentials } from './redis-credentials.js';
 import {
+  applyRedisCredentials,
+  clusterNodeCredentials,
   redisClientOptions,
   redisConnectionErrorKind,
   tlsConnectionOptions,
@@ -192,6 +195,8 @@ export class RedisCounterStore implements CounterStore {
   #tls: ConnectionOptions | undefined;
   #tlsMaterial: RedisTlsMaterial | undefined;
   #tlsTimer: NodeJS.Timeout | undefined;
+  /** The credentials of the last `setCredentials`, for cluster nodes added later. */
+  #credentials: RedisCredentials | undefined;
 
   constructor(options: RedisStoreOptions) {
     this.#now = options.monotonicNow ?? (() => performance.now());
@@ -224,6 +229,11 @@ export class RedisCounterStore implements CounterStore {
       if (this.#connected) options.onStateChange?.('error', err ?? new Error('connection closed'));
       this.#connected = false;
     };
+    if (this.#client instanceof Cluster) {
+      this.#client.on('+node', (node: Redis) => {
+        if (this.#credentials !== undefined) clusterNodeCredentials(node, this.#credentials);
+      });
+    }
     this.#client.on('error', (err: Error) => {
       options.onConnectionError?.(redisConnectionErrorKind(err), err);
       lost(err);
@@ -243,6 +253,16 @@ export class RedisCounterStore implements CounterStore {
       this.#tlsTimer = setInterval(() => void this.#reloadTls(files), files.refreshMs);
       this.#tlsTimer.unref();
     }
+  }
+
+  /**
+   * Every later connection (a reconnect, a new cluster node, the primary after a failover, a
+   * connection to a sentinel) authenticates with these credentials; undefined ones stay as they
+   * are. Connections already open are kept (redis-credentials.ts).
+   */
+  setCredentials(credentials: RedisCredentials): void {
+    this.#credentials = credentials;
+    applyRedisCredentials(this.#client, credentials);
   }
 
   /**

@@ -10,16 +10,22 @@
  * - Cluster: three primaries without replicas (`cluster-require-full-coverage no`); one is killed;
  *   keys whose slots the others serve go on being counted in Redis, keys of the dead one's slots are
  *   answered from local counts, with the headers.
+ * - Cluster with replicas: three primaries each with a replica (`cluster-node-timeout 1000`); the
+ *   primary of a loaded key's slot is killed; measured and asserted against the bounds of
+ *   docs/ratelimits.md ("Redis Cluster"): no failed check, the time until the replica is promoted and
+ *   checks of the key are counted in Redis again, the counts lost.
  *
  * - A sentinel that names a primary nobody can reach: local answers with the headers at once.
  * - A sentinel that requires a password: with it, counted on the primary it names; with a wrong one,
- *   local answers with the headers, a log line and the metric, the process running on.
+ *   local answers with the headers, a log line naming the sentinel password flag and the metric, the
+ *   process running on; with a wrong one in a file that is then corrected, the same process finds the
+ *   primary.
  *
- * The failover and the Cluster take 20-40 s and run with PORTICO_E2E_SLOW=1; without it, the
+ * The failover and the Clusters take 20-60 s each and run with PORTICO_E2E_SLOW=1; without it, the
  * Sentinel case only checks that the server finds the primary through the sentinels and counts there.
  */
 import { execFile } from 'node:child_process';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -78,6 +84,24 @@ const RECOVERY_BOUND_MS = DOWN_AFTER_MS + 1_000 + 2 * FAILOVER_TIMEOUT_MS + 2 * 
 const CALLERS = 8;
 /** The bound on counts lost or counted without an answer from Redis: one check in flight per caller. */
 const COUNTS_BOUND = CALLERS;
+
+/**
+ * Redis Cluster with replicas: `cluster-node-timeout` of the test's nodes, and the bound on the time
+ * from killing a primary to the first check counted in Redis again (docs/ratelimits.md, "Redis
+ * Cluster"): the primary seen failing by the others and the failure agreed by a majority of the
+ * primaries (at most 2 x the node timeout: PFAIL after one timeout, the reports gossiped within
+ * another), the replica's election delay (500 ms + up to 500 ms at rank 0), one lost election retried
+ * (max(2 x node timeout, 2 s)), the breaker's 1 s open before it probes again and two probes that
+ * time out (2 x --redis-timeout-ms).
+ */
+const CLUSTER_NODE_TIMEOUT_MS = 1_000;
+const SERVER_REDIS_TIMEOUT_MS = 200;
+const CLUSTER_RECOVERY_BOUND_MS =
+  2 * CLUSTER_NODE_TIMEOUT_MS +
+  1_000 +
+  Math.max(2 * CLUSTER_NODE_TIMEOUT_MS, 2_000) +
+  1_000 +
+  2 * SERVER_REDIS_TIMEOUT_MS;
 
 const started: TestProcess[] = [];
 function track<T extends TestProcess>(p: T): T {
@@ -441,8 +465,60 @@ describe('sentinels that require a password (requirepass in sentinel.conf)', () 
     );
     await sleep(2_000);
     expect(s.child.exitCode).toBeNull();
-    expect(s.output()).toContain('no sentinel named a reachable primary');
+    const said = s
+      .output()
+      .split('\n')
+      .find((l) => l.includes('no sentinel named a reachable primary'));
+    // The hint names the flag that is wrong, not only the sentinels' addresses and the master name.
+    expect(said).toContain('--redis-sentinel-password');
+    expect(said).toContain('--redis-sentinel-master-name');
     expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(0);
+  });
+
+  it('with a wrong sentinel password in a file: the hint names the file flag; the file corrected, the same process finds the primary and counts there', async () => {
+    const passwordFile = path.join(mkdtempSync(path.join(dir, 'sentinel-secret-')), 'password');
+    writeFileSync(passwordFile, 'not-the-password\n');
+    const s = await server('sentinel-file', [
+      '--redis-sentinels',
+      sentinelAddress,
+      '--redis-sentinel-master-name',
+      master,
+      '--redis-sentinel-password-file',
+      passwordFile,
+    ]);
+    await waitFor('the sentinel hint in the log', () =>
+      s.output().includes('no sentinel named a reachable primary') ? true : undefined,
+    );
+    const said = s
+      .output()
+      .split('\n')
+      .find((l) => l.includes('no sentinel named a reachable primary'));
+    expect(said).toContain('--redis-sentinel-password-file');
+    const pid = s.child.pid;
+    // Written as a whole new file renamed over the old one (as an editor or a config tool would).
+    writeFileSync(`${passwordFile}.new`, SENTINEL_PASSWORD);
+    renameSync(`${passwordFile}.new`, passwordFile);
+    await waitFor(
+      'connected through the sentinel',
+      async () =>
+        (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')) === 1 ? true : undefined,
+      15_000,
+      100,
+    );
+    expect(s.output()).toContain('reloaded the Redis credentials');
+    await freshMinute(10);
+    const a = await check(DOMAIN, { key_id: 'guarded-file' }, undefined, s.client);
+    expect(a.response.statuses[0]?.current_limit?.name).toBeUndefined();
+    const onPrimary = new Redis(primaryPort, '127.0.0.1');
+    try {
+      expect(
+        await onPrimary.get(counterKeys(DOMAIN, 'guarded-file', currentWindows(Date.now())).minute),
+      ).toBe('1');
+    } finally {
+      onPrimary.disconnect();
+    }
+    expect(s.child.pid).toBe(pid);
+    expect(s.child.exitCode).toBeNull();
   });
 });
 
@@ -557,6 +633,166 @@ describe.runIf(SLOW)('Redis Cluster', () => {
         expect(await metricValue(s.metricsUrl, 'portico_ratelimit_degraded')).toBe(1);
       } finally {
         probe.disconnect();
+      }
+    },
+  );
+});
+
+describe.runIf(SLOW)('Redis Cluster with replicas', () => {
+  it(
+    'survives the primary of a key killed under load: its replica takes over, no failed check, recovery and lost counts within the documented bounds',
+    { timeout: 180_000 },
+    async () => {
+      const ports = Object.values(
+        await pickFreePorts({ a: 'tcp', b: 'tcp', c: 'tcp', d: 'tcp', e: 'tcp', f: 'tcp' }),
+      );
+      const byPort = new Map<number, TestProcess>();
+      for (const p of ports) {
+        const conf = path.join(mkdtempSync(path.join(dir, 'cluster-r-')), 'nodes.conf');
+        byPort.set(
+          p,
+          await redisServer(p, [
+            '--cluster-enabled',
+            'yes',
+            '--cluster-config-file',
+            conf,
+            '--cluster-node-timeout',
+            String(CLUSTER_NODE_TIMEOUT_MS),
+            '--cluster-require-full-coverage',
+            'no',
+          ]),
+        );
+      }
+      // Three primaries (the first three listed) and a replica of each.
+      await run(
+        path.join(TOOLS_BIN, 'redis-cli'),
+        [
+          '--cluster',
+          'create',
+          ...ports.map((p) => `127.0.0.1:${p}`),
+          '--cluster-replicas',
+          '1',
+          '--cluster-yes',
+        ],
+        { timeout: 30_000 },
+      );
+      const admins = new Map(ports.map((p) => [p, new Redis(p, '127.0.0.1', { maxRetriesPerRequest: 1 })]));
+      const admin = (p: number): Redis => {
+        const r = admins.get(p);
+        if (r === undefined) throw new Error(`no node on ${p}`);
+        return r;
+      };
+      for (const r of admins.values()) r.on('error', () => undefined);
+      /** `CLUSTER NODES` as seen by the node on `port`: port, flags and master id of each node. */
+      const nodesSeenBy = async (
+        port: number,
+      ): Promise<{ id: string; port: number; flags: string[]; masterId: string }[]> =>
+        ((await admin(port).cluster('NODES')) as string)
+          .trim()
+          .split('\n')
+          .map((line) => {
+            const [id = '', addr = '', flags = '', masterId = ''] = line.split(' ');
+            return { id, port: Number(addr.split('@')[0]?.split(':')[1]), flags: flags.split(','), masterId };
+          });
+      try {
+        await waitFor(
+          'cluster_state:ok, and each replica in sync with its primary',
+          async () => {
+            for (const p of ports) {
+              if (!(await admin(p).cluster('INFO')).includes('cluster_state:ok')) return undefined;
+              const info = await admin(p).info('replication');
+              if (info.includes('role:slave') && !info.includes('master_link_status:up')) return undefined;
+            }
+            return true;
+          },
+          30_000,
+          200,
+        );
+        const s = await server('cluster-replicas', [
+          '--redis-url',
+          `redis://127.0.0.1:${ports[0] ?? 0}`,
+          '--redis-cluster',
+          '--redis-cluster-nodes',
+          ports
+            .slice(1)
+            .map((p) => `127.0.0.1:${p}`)
+            .join(','),
+        ]);
+        const keyId = 'cluster-failover';
+        const keys = counterKeys(DOMAIN, keyId, currentWindows(Date.now()));
+        const slots = new Set([keys.minute, keys.day, keys.rejected, keys.ban].map((k) => calculateSlot(k)));
+        expect(slots.size).toBe(1);
+        const slot = [...slots][0] ?? -1;
+        const ranges = await admin(ports[0] ?? 0).cluster('SLOTS');
+        const primaryPort = ranges.find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1] ?? -1;
+        const nodes = await nodesSeenBy(primaryPort);
+        const primaryId = nodes.find((n) => n.port === primaryPort)?.id ?? '';
+        const replicaPort = nodes.find((n) => n.masterId === primaryId)?.port ?? -1;
+        expect(replicaPort).toBeGreaterThan(0);
+        const survivor = ports.find((p) => p !== primaryPort && p !== replicaPort) ?? -1;
+
+        await freshMinute(45);
+        const load = steadyLoad(s.client, keyId);
+        await sleep(3_000);
+        const killMs = performance.now();
+        byPort.get(primaryPort)?.child.kill('SIGKILL');
+        // When the survivors' view names the replica a primary (polled every 50 ms).
+        const promotedMs = await waitFor(
+          'the replica promoted',
+          async () =>
+            (await nodesSeenBy(survivor)).find((n) => n.port === replicaPort)?.flags.includes('master')
+              ? performance.now()
+              : undefined,
+          CLUSTER_RECOVERY_BOUND_MS + 10_000,
+          50,
+        );
+        const recovered = await waitFor(
+          'a check counted in Redis after the kill',
+          () => load.samples.find((x) => x.startMs > killMs && x.source === 'redis'),
+          CLUSTER_RECOVERY_BOUND_MS + 10_000,
+          50,
+        );
+        await sleep(2_000);
+        await load.stop();
+
+        const before = load.samples.filter((x) => x.endMs < killMs);
+        const failed = load.samples.filter((x) => x.source === 'error');
+        const local = load.samples.filter((x) => x.source === 'local');
+        const admittedByRedis = load.samples.filter((x) => x.source === 'redis' && x.code === 'OK').length;
+        const recoveryMs = recovered.endMs - killMs;
+        const firstMinute = currentWindows(Date.now() - 60_000).minute.index;
+        const lastMinute = currentWindows(Date.now()).minute.index;
+        let counted = 0;
+        for (let m = firstMinute; m <= lastMinute; m++) {
+          const key = counterKeys(DOMAIN, keyId, currentWindows(m * 60_000)).minute;
+          counted += Number((await admin(replicaPort).get(key)) ?? '0');
+        }
+        const report = {
+          checks: load.samples.length,
+          failed: failed.length,
+          answeredLocally: local.length,
+          promotedMs: Math.round(promotedMs - killMs),
+          recoveryMs: Math.round(recoveryMs),
+          recoveryBoundMs: CLUSTER_RECOVERY_BOUND_MS,
+          admittedByRedis,
+          countedInRedis: counted,
+          lost: admittedByRedis - counted,
+        };
+        console.log(`cluster failover: ${JSON.stringify(report)}`);
+
+        expect(before.length).toBeGreaterThan(100);
+        expect(before.every((x) => x.source === 'redis')).toBe(true);
+        expect(failed).toEqual([]);
+        expect(local.length).toBeGreaterThan(0);
+        expect(recoveryMs).toBeLessThanOrEqual(CLUSTER_RECOVERY_BOUND_MS);
+        expect(local.every((x) => x.endMs >= killMs && x.startMs <= recovered.endMs)).toBe(true);
+        // After the recovery every check is counted in Redis again (none answered locally).
+        expect(
+          load.samples.filter((x) => x.startMs > recovered.endMs).every((x) => x.source === 'redis'),
+        ).toBe(true);
+        expect(Math.abs(admittedByRedis - counted)).toBeLessThanOrEqual(COUNTS_BOUND);
+      } finally {
+        for (const r of admins.values()) r.disconnect();
       }
     },
   );

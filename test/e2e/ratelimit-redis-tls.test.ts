@@ -5,6 +5,9 @@
  * Redis; with a wrong password, without a client certificate, with an expired one, or with a CA file
  * that did not sign Redis's certificate, it keeps running and answers from local counts with the
  * headers, and says why in a log line and `portico_ratelimit_redis_connection_errors_total`.
+ * Sentinel over TLS: a redis-sentinel with only a `tls-port` and `tls-auth-clients yes`, reaching the
+ * primary over TLS (`tls-replication yes`); with `--redis-sentinel-tls` the server finds the primary
+ * through it and counts there; without, it answers locally and says the sentinels are the problem.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -282,5 +285,130 @@ describe('Redis with TLS, client certificates and an ACL user', () => {
     // presents ends in this file's test CA, a self-signed root that is not in other-ca.pem.
     expect(line).toContain('self-signed certificate in certificate chain');
     expect(s.child.exitCode).toBeNull();
+  });
+});
+
+describe('Redis Sentinel over TLS (sentinels with tls-port and tls-auth-clients)', () => {
+  const master = 'tls-counters';
+  let sentinelTlsPort = 0;
+
+  beforeAll(async () => {
+    sentinelTlsPort = (await pickFreePorts({ sentinel: 'tcp' })).sentinel;
+    const conf = file('sentinel.conf');
+    writeFileSync(
+      conf,
+      [
+        'port 0',
+        `tls-port ${sentinelTlsPort}`,
+        'bind 127.0.0.1',
+        `tls-cert-file ${file('server.pem')}`,
+        `tls-key-file ${file('server.key')}`,
+        `tls-ca-cert-file ${file('ca.pem')}`,
+        'tls-auth-clients yes',
+        // The sentinel reaches the primary over TLS too (its tls-port only), as its ACL user.
+        'tls-replication yes',
+        `dir ${dir}`,
+        `sentinel monitor ${master} 127.0.0.1 ${tlsPort} 1`,
+        `sentinel auth-user ${master} ${USER}`,
+        `sentinel auth-pass ${master} ${PASSWORD}`,
+        '',
+      ].join('\n'),
+    );
+    const sentinel = startProcess(path.join(TOOLS_BIN, 'redis-sentinel'), [conf]);
+    started.push(sentinel);
+    const ask = new Redis({
+      host: '127.0.0.1',
+      port: sentinelTlsPort,
+      maxRetriesPerRequest: 1,
+      tls: {
+        ca: readFileSync(file('ca.pem')),
+        cert: readFileSync(file('client.pem')),
+        key: readFileSync(file('client.key')),
+      },
+    });
+    ask.on('error', () => undefined);
+    try {
+      await waitFor(
+        'the TLS sentinel to name the primary',
+        async () => {
+          const addr = (await ask.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', master)) as string[] | null;
+          return addr?.[1] === String(tlsPort) ? true : undefined;
+        },
+        15_000,
+        100,
+      );
+    } finally {
+      ask.disconnect();
+    }
+  });
+
+  /** A rate-limit server finding the TLS primary through the TLS sentinel, with `extra` flags. */
+  async function sentinelServer(instance: string, extra: readonly string[]): Promise<TestServer> {
+    const s = await startTestServer([
+      '--config-namespace',
+      ns,
+      '--redis-timeout-ms',
+      '200',
+      '--instance',
+      instance,
+      '--redis-sentinels',
+      `127.0.0.1:${sentinelTlsPort}`,
+      '--redis-sentinel-master-name',
+      master,
+      '--redis-tls',
+      '--redis-tls-ca-file',
+      file('ca.pem'),
+      '--redis-tls-cert-file',
+      file('client.pem'),
+      '--redis-tls-key-file',
+      file('client.key'),
+      '--redis-username',
+      USER,
+      '--redis-password',
+      PASSWORD,
+      ...extra,
+    ]);
+    started.push(s);
+    await waitUntilLoaded(ns, instance, ENTRY);
+    return s;
+  }
+
+  it('with --redis-sentinel-tls: asks the sentinel over TLS with the client certificate and counts on the TLS primary', async () => {
+    const s = await sentinelServer('sentinel-tls', ['--redis-sentinel-tls']);
+    await waitFor('the server to connect through the sentinel', async () =>
+      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')) === 1 ? true : undefined,
+    );
+    await freshMinute(10);
+    const a = await check(DOMAIN, { key_id: 'sentinel-tls' }, undefined, s.client);
+    expect(a.response.statuses[0]?.current_limit?.name).toBeUndefined();
+    expect(a.headers['X-RateLimit-Remaining']).toBe('59');
+    const redis = testClient();
+    try {
+      expect(await redis.get(counterKeys(DOMAIN, 'sentinel-tls', currentWindows(Date.now())).minute)).toBe(
+        '1',
+      );
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('without --redis-sentinel-tls (plaintext to the TLS sentinel): answered locally with the headers, reported as sentinel, no crash', async () => {
+    const s = await sentinelServer('sentinel-plain', []);
+    const a = await check(DOMAIN, { key_id: 'sentinel-plain' }, undefined, s.client);
+    expect(a.code).toBe('OK');
+    expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
+    expect(a.headers['X-RateLimit-Limit']).toBe('60');
+    await waitFor('a sentinel connection error in the metric', async () =>
+      (await metricValue(
+        s.metricsUrl,
+        'portico_ratelimit_redis_connection_errors_total',
+        'reason="sentinel"',
+      )) > 0
+        ? true
+        : undefined,
+    );
+    expect(s.output()).toContain('no sentinel named a reachable primary');
+    expect(s.child.exitCode).toBeNull();
+    expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(0);
   });
 });

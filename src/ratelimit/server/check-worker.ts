@@ -20,7 +20,12 @@ import { bindServer, createRateLimitGrpcServer, serverCredentials, shutdownServe
 import type { GrpcConnectionSettings, GrpcTlsFiles } from '../grpc-settings.js';
 import { createCheckMetrics, type CheckMetrics } from '../metrics.js';
 import { EMPTY_SNAPSHOT, type PolicySnapshot } from '../policy-set.js';
-import type { RedisConnectionErrorKind, RedisConnectionSettings } from '../redis-connection.js';
+import {
+  redisConnectionErrorHint,
+  type RedisConnectionErrorKind,
+  type RedisConnectionSettings,
+} from '../redis-connection.js';
+import { CredentialFileWatcher, type RedisCredentials } from '../redis-credentials.js';
 import { DEFAULT_BATCH_SETTINGS } from '../batched-counts.js';
 import { RedisCounterStore } from '../redis-store.js';
 import { RateLimitService, type FailureMode } from '../service.js';
@@ -79,14 +84,7 @@ function connectionErrorLogger(
     const what = `${kind}: ${err.message}`;
     const now = Date.now();
     if (what === last && now - lastAt < CONNECTION_ERROR_LOG_INTERVAL_MS) return;
-    const hint =
-      kind === 'auth'
-        ? 'Redis refused the username or password (check the Secret of --redis-password / --redis-username)'
-        : kind === 'tls'
-          ? 'the TLS handshake with Redis failed (check --redis-tls-ca-file, the client certificate and --redis-tls-server-name)'
-          : kind === 'sentinel'
-            ? 'no sentinel named a reachable primary (check --redis-sentinels and --redis-sentinel-master-name)'
-            : 'cannot connect to Redis';
+    const hint = redisConnectionErrorHint(kind, err, options.redis);
     log.error(
       { reason: kind, err: err.message, errors: since, failureMode: options.failureMode },
       `Redis connection error: ${hint}`,
@@ -95,6 +93,45 @@ function connectionErrorLogger(
     lastAt = now;
     since = 0;
   };
+}
+
+/**
+ * Watches the Redis credential files, if any, and hands a change to the store (used from the next
+ * connection on); logs and counts each change and each file that cannot be read. Undefined when no
+ * credential comes from a file.
+ */
+function watchCredentials(
+  options: CheckWorkerOptions,
+  store: RedisCounterStore,
+  metrics: CheckMetrics,
+  log: Logger,
+): CredentialFileWatcher | undefined {
+  const { redis } = options;
+  const files = redis.credentialFiles;
+  if (files === undefined) return undefined;
+  const t = redis.topology;
+  const initial: RedisCredentials = {
+    username: files.usernameFile === undefined ? undefined : redis.username,
+    password: files.passwordFile === undefined ? undefined : redis.password,
+    sentinelPassword:
+      files.sentinelPasswordFile === undefined || t.kind !== 'sentinel' ? undefined : t.sentinelPassword,
+  };
+  return new CredentialFileWatcher({
+    files,
+    initial,
+    onChange: (credentials, changed) => {
+      store.setCredentials(credentials);
+      metrics.redisCredentialReloadsTotal.inc({ result: 'loaded' });
+      log.info({ changed }, 'reloaded the Redis credentials: used from the next connection on');
+    },
+    onError: (err) => {
+      metrics.redisCredentialReloadsTotal.inc({ result: 'failed' });
+      log.error(
+        { credential: err.credential, file: err.file, err: err.reason },
+        'cannot read a Redis credential file: the previous credentials stay in use',
+      );
+    },
+  });
 }
 
 function createStore(options: CheckWorkerOptions, metrics: CheckMetrics, log: Logger): RedisCounterStore {
@@ -123,6 +160,7 @@ async function run(port: MessagePort, options: CheckWorkerOptions): Promise<void
   const metrics = createCheckMetrics();
   let snapshot: PolicySnapshot = EMPTY_SNAPSHOT;
   const store = createStore(options, metrics, log);
+  const credentials = watchCredentials(options, store, metrics, log);
   const service = new RateLimitService({
     policies: () => snapshot,
     store,
@@ -143,6 +181,7 @@ async function run(port: MessagePort, options: CheckWorkerOptions): Promise<void
   try {
     grpcPort = await bindServer(grpc, options.grpcListenAddress, serverCredentials(options.tls));
   } catch (err) {
+    credentials?.close();
     await store.close();
     throw err;
   }
@@ -172,7 +211,10 @@ async function run(port: MessagePort, options: CheckWorkerOptions): Promise<void
         setServing(false);
         void shutdownServer(grpc, message.graceMs)
           .then(() => service.flush())
-          .then(() => store.close())
+          .then(() => {
+            credentials?.close();
+            return store.close();
+          })
           .finally(() => {
             reply({ type: 'done', id: message.id });
           });

@@ -98,6 +98,11 @@ export const rateLimitServerOptions = {
     env: ['PORTICO_RATELIMIT_REDIS_SENTINEL_PASSWORD'],
     help: "the sentinels' password (requirepass of sentinel.conf); prefer the variable, flags show in the process list",
   },
+  'redis-sentinel-password-file': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_SENTINEL_PASSWORD_FILE'],
+    help: "file holding the sentinels' password, read again when it changes (a mounted Secret); instead of --redis-sentinel-password",
+  },
   'redis-sentinel-tls': {
     type: 'boolean',
     env: ['PORTICO_RATELIMIT_REDIS_SENTINEL_TLS'],
@@ -117,6 +122,16 @@ export const rateLimitServerOptions = {
     type: 'string',
     env: ['PORTICO_RATELIMIT_REDIS_PASSWORD'],
     help: "password of the Redis nodes; wins over the URL's; prefer the variable, flags show in the process list",
+  },
+  'redis-username-file': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_USERNAME_FILE'],
+    help: 'file holding the ACL user of the Redis nodes, read again when it changes; instead of --redis-username',
+  },
+  'redis-password-file': {
+    type: 'string',
+    env: ['PORTICO_RATELIMIT_REDIS_PASSWORD_FILE'],
+    help: 'file holding the password of the Redis nodes, read again when it changes (a mounted Secret: a rotated password is used from the next connection on); instead of --redis-password',
   },
   'redis-tls': {
     type: 'boolean',

@@ -14,6 +14,13 @@ import { ServerConfigError } from '../errors.js';
 import type { HostPort, RedisConnectionSettings, RedisTlsFiles, RedisTopology } from '../redis-connection.js';
 import { MAX_HEARTBEAT_INTERVAL_SECONDS } from '../load-report.js';
 import { FAILURE_MODES, type FailureMode } from '../service.js';
+import {
+  CredentialFileError,
+  readCredentialFilesSync,
+  type RedisCredentialFiles,
+  type RedisCredentialName,
+  type RedisCredentials,
+} from '../redis-credentials.js';
 
 export interface RateLimitServerConfig {
   /** `host:port` of the gRPC listener. */
@@ -281,13 +288,85 @@ export function redisConnectionSettings(
   const url = urlValue === undefined ? undefined : parseRedisUrl(urlValue);
   const topology = url === undefined ? sentinelTopology(get, sentinels ?? '') : urlTopology(get, url);
   const tls = url?.tls === true || isTrue(get('redis-tls'));
-  return {
+  return withCredentialFiles(get, {
     topology,
     tls,
     tlsFiles: redisTlsFiles(get, tls || (topology.kind === 'sentinel' && topology.sentinelTls)),
     username: get('redis-username') ?? url?.username,
     password: get('redis-password') ?? url?.password,
+  });
+}
+
+/** `settings` with the credentials of the files that are set, which win, and the files. */
+function withCredentialFiles(
+  get: (name: OptionName) => string | undefined,
+  settings: RedisConnectionSettings,
+): RedisConnectionSettings {
+  const { topology } = settings;
+  const files = credentialFiles(get, topology);
+  if (files === undefined) return settings;
+  const read = readCredentialsAtStart(files);
+  return {
+    ...settings,
+    topology:
+      topology.kind === 'sentinel' && read.sentinelPassword !== undefined
+        ? { ...topology, sentinelPassword: read.sentinelPassword }
+        : topology,
+    username: read.username ?? settings.username,
+    password: read.password ?? settings.password,
+    credentialFiles: files,
   };
+}
+
+const CREDENTIAL_FLAGS: Record<RedisCredentialName, OptionName> = {
+  username: 'redis-username-file',
+  password: 'redis-password-file',
+  sentinelPassword: 'redis-sentinel-password-file',
+};
+
+/** @throws ServerConfigError naming the flag of a file that cannot be read or is empty */
+function readCredentialsAtStart(files: RedisCredentialFiles): RedisCredentials {
+  try {
+    return readCredentialFilesSync(files);
+  } catch (err) {
+    if (!(err instanceof CredentialFileError)) throw err;
+    throw new ServerConfigError(
+      `--${CREDENTIAL_FLAGS[err.credential]} "${err.file}" cannot be used: ${err.reason}`,
+    );
+  }
+}
+
+/**
+ * `--redis-username-file`, `--redis-password-file`, `--redis-sentinel-password-file`; undefined when
+ * none is set.
+ *
+ * @throws ServerConfigError for a file flag given with its value flag, or the sentinels' password
+ *   file without --redis-sentinels
+ */
+function credentialFiles(
+  get: (name: OptionName) => string | undefined,
+  topology: RedisTopology,
+): RedisCredentialFiles | undefined {
+  const pairs = [
+    ['redis-username-file', 'redis-username'],
+    ['redis-password-file', 'redis-password'],
+    ['redis-sentinel-password-file', 'redis-sentinel-password'],
+  ] as const;
+  for (const [file, value] of pairs) {
+    if (get(file) !== undefined && get(value) !== undefined) {
+      throw new ServerConfigError(`--${file} and --${value} name the same credential: set one`);
+    }
+  }
+  const sentinelPasswordFile = get('redis-sentinel-password-file');
+  if (sentinelPasswordFile !== undefined && topology.kind !== 'sentinel') {
+    throw new ServerConfigError('--redis-sentinel-password-file needs --redis-sentinels');
+  }
+  const files: RedisCredentialFiles = {
+    usernameFile: get('redis-username-file'),
+    passwordFile: get('redis-password-file'),
+    sentinelPasswordFile,
+  };
+  return Object.values(files).every((f) => f === undefined) ? undefined : files;
 }
 
 /** One server or a cluster, from `--redis-url`. */

@@ -172,4 +172,53 @@ describe('the Redis connection flags', () => {
       redis(['--redis-sentinels', 's:26379', '--redis-sentinel-master-name', 'm', '--redis-db', 'one']),
     ).toThrow(/--redis-db must name a database by its number/);
   });
+
+  it('reads the credentials from files, with the files kept for reloading', () => {
+    const user = path.join(dir, 'username');
+    const pass = path.join(dir, 'password');
+    const sentinelPass = path.join(dir, 'sentinel-password');
+    writeFileSync(user, 'portico\n');
+    writeFileSync(pass, 'from-file\n');
+    writeFileSync(sentinelPass, 'sentinel-secret');
+    expect(
+      redis(['--redis-url', 'redis://old:old@r:1', '--redis-username-file', user], {
+        PORTICO_RATELIMIT_REDIS_PASSWORD_FILE: pass,
+      }),
+    ).toMatchObject({
+      username: 'portico',
+      password: 'from-file',
+      credentialFiles: { usernameFile: user, passwordFile: pass, sentinelPasswordFile: undefined },
+    });
+    expect(
+      redis([
+        '--redis-sentinels',
+        's:26379',
+        '--redis-sentinel-master-name',
+        'm',
+        '--redis-sentinel-password-file',
+        sentinelPass,
+      ]),
+    ).toMatchObject({
+      topology: { kind: 'sentinel', sentinelPassword: 'sentinel-secret' },
+      credentialFiles: { sentinelPasswordFile: sentinelPass },
+    });
+    expect(redis(['--redis-url', 'redis://r:1'])).not.toHaveProperty('credentialFiles');
+  });
+
+  it('refuses a credential file that cannot be read or is empty, a file with its value flag, and a sentinel file without sentinels', () => {
+    const empty = path.join(dir, 'empty');
+    writeFileSync(empty, '\n');
+    expect(() =>
+      redis(['--redis-url', 'redis://r:1', '--redis-password-file', path.join(dir, 'nope')]),
+    ).toThrow(/--redis-password-file ".*nope" cannot be used: ENOENT/);
+    expect(() => redis(['--redis-url', 'redis://r:1', '--redis-username-file', empty])).toThrow(
+      /--redis-username-file ".*empty" cannot be used: the file is empty/,
+    );
+    expect(() =>
+      redis(['--redis-url', 'redis://r:1', '--redis-password-file', empty, '--redis-password', 'x']),
+    ).toThrow('--redis-password-file and --redis-password name the same credential: set one');
+    expect(() => redis(['--redis-url', 'redis://r:1', '--redis-sentinel-password-file', empty])).toThrow(
+      '--redis-sentinel-password-file needs --redis-sentinels',
+    );
+  });
 });
