@@ -25,7 +25,9 @@ beforeAll(() => {
 
 /** The CustomDomains of the whole cluster created at or after `sinceMs` (Unix time, ms). */
 async function domainsCreatedSince(sinceMs: number): Promise<{ namespace: string; name: string }[]> {
-  const list = (await kube().custom.listClusterCustomObject({ ...customDomainApi })) as { items: CustomDomain[] };
+  const list = (await kube().custom.listClusterCustomObject({ ...customDomainApi })) as {
+    items: CustomDomain[];
+  };
   return list.items
     .filter((cd) => Date.parse(String(cd.metadata?.creationTimestamp ?? 0)) >= sinceMs)
     .map((cd) => ({ namespace: cd.metadata?.namespace ?? '', name: cd.metadata?.name ?? '' }));
