@@ -27,7 +27,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_TYPICAL_ORDER_MS } from '../../src/acme/order-budget.js';
+import { DEFAULT_TYPICAL_ORDER_MS } from '../../src/acme/order-limits.js';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import { startAcmeFaultProxy, type AcmeExchange, type AcmeFaultProxy } from './support/acme-fault-proxy.js';
 import {

@@ -25,7 +25,7 @@
  */
 import type { CertificateStatus, IssuanceStatus } from '../../../api/customdomain.js';
 import { DNS01_PUBLISH_REASONS } from '../../../acme/issuer.js';
-import type { OrderKind } from '../../../acme/order-budget.js';
+import type { OrderKind } from '../../../acme/order-decision.js';
 import type { DelegationVerdict } from '../../../dns/challenge-delegation.js';
 import type { IssuanceFailure } from '../issuance-state.js';
 import { pendingRetry } from '../issuance-state.js';
