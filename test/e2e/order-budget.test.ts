@@ -45,6 +45,7 @@ import {
   httpStatus,
   restartStackController,
   runAll,
+  operatorLogLines,
   startOperator,
   stopOperator,
   stopStackController,
@@ -447,8 +448,7 @@ describe('the ACME order budget, its window shortened to 60 s for the test (6 or
       orders.map((o) => o.status),
       timeline,
     ).toEqual(orders.map(() => 201));
-    const log = await readFile(operator?.log ?? '', 'utf8');
-    expect(log.split('\n').filter((l) => l.includes('"msg":"ACME order created"'))).toHaveLength(
+    expect(await operatorLogLines({ log: operator?.log ?? '' }, 'ACME order created')).toHaveLength(
       orders.length,
     );
     // Never more than 6 in any window, never more than 2 at once (2 while A's were held).
