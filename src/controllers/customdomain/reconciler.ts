@@ -92,8 +92,11 @@ export class CustomDomainReconciler {
     const now = this.#d.now();
     const { claimLapsesAt, ...accepted } = await acceptedCondition(this.#d, domain);
     if (accepted.status !== 'True') return this.#notAccepted(domain, key, accepted, claimLapsesAt, now, log);
-    const verifyRequested = dnsCheckDue(domain, now) === 'requested';
-    const dns = await this.#dns.verify(domain, key, now, log);
+    // Why a DNS check is due, computed once: the DNS phase checks by it, the certificate phase acts
+    // on a verify request by it.
+    const due = dnsCheckDue(domain, now);
+    const verifyRequested = due === 'requested';
+    const dns = await this.#dns.verify(domain, key, due, now, log);
     this.#reportDangling(domain, dns.condition.reason === DANGLING_REASON);
     const verified = dns.condition.status === 'True';
     // The CertificateOverdue clock, computed once: the status counts from it and the reconcile wakes
