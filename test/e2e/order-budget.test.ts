@@ -25,7 +25,6 @@
  * 5. The room the sliding window frees is used at once: each order after the first window reaches
  *    the CA within 10 s of the window having room for it.
  */
-import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TYPICAL_ORDER_MS } from '../../src/acme/order-limits.js';
 import type { CustomDomain } from '../../src/api/customdomain.js';
@@ -42,7 +41,7 @@ import {
   waitFor,
 } from './support/cluster.js';
 import {
-  httpStatus,
+  waitForOperatorStarted,
   restartStackController,
   runAll,
   operatorLogLines,
@@ -108,15 +107,7 @@ beforeAll(async () => {
     '--acme-request-timeout-seconds': '120',
   });
   operator = started;
-  await waitFor(
-    'the operator to lead and sync its watches',
-    async () => {
-      const log = await readFile(started.log, 'utf8').catch(() => '');
-      if (!log.includes('"msg":"controller started"')) return undefined;
-      return (await httpStatus(`http://127.0.0.1:${started.metricsPort}/readyz`)) === 200 ? true : undefined;
-    },
-    90_000,
-  );
+  await waitForOperatorStarted(started);
   // After a start the budget counts each certificate shown in status as an order placed now (at most
   // an hour after its notBefore, docs/customdomains.md): the domains of files run before this one
   // would fill the shortened window. Wait it out, so that the first window is this test's.

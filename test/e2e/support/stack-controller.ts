@@ -135,6 +135,24 @@ export async function operatorLogLines(
 }
 
 /**
+ * Waits until `operator` leads and has synced its watches (its log says "controller started") and
+ * its /readyz answers 200.
+ *
+ * @throws when that has not happened within `timeoutMs` milliseconds.
+ */
+export async function waitForOperatorStarted(operator: OperatorProcess, timeoutMs = 90_000): Promise<void> {
+  await waitFor(
+    'the operator to lead and sync its watches',
+    async () => {
+      const started = await operatorLogLines(operator, 'controller started').catch(() => []);
+      if (started.length === 0) return undefined;
+      return (await httpStatus(`http://127.0.0.1:${operator.metricsPort}/readyz`)) === 200 ? true : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/**
  * Starts another operator with the stack's command line, its own metrics port and `overrides`
  * (flag → value), logging to `<stack>/logs/<name>.log`; waits until it serves /healthz.
  */
