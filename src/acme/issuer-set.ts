@@ -24,7 +24,7 @@ import {
   type FailoverPolicy,
   type IssuerHealth,
 } from './issuer-selection.js';
-import type { OrderDecision, OrderOutcome, OrderRequest } from './order-budget.js';
+import type { OrderDecision, OrderOutcome, OrderRequest } from './order-decision.js';
 
 /** The parts of one CA the set uses. */
 export interface IssuerMember {

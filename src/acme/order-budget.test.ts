@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { OrderBudget, type OrderDecision, type OrderRequest } from './order-budget.js';
+import { OrderBudget } from './order-budget.js';
+import type { OrderDecision, OrderRequest } from './order-decision.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

@@ -43,6 +43,11 @@
  * clear of these limits as long as the budget knows every order the account places (and, for the
  * registered domain, every certificate issued for it: the CA counts those of other accounts too).
  *
+ * The parts: order-decision.ts (what is asked and answered, and when an earlier answer stands),
+ * order-limits.ts (the limits, their defaults and the window arithmetic), order-line.ts (the shared
+ * line and its turns); this file keeps the account's counts and parks requests held back by their
+ * registered domain or hostname.
+ *
  * Cost, for n waiting keys: `request`, `enqueue`, `settled` and `withdraw` take O(log n)
  * comparisons plus a few array splices (O(n) memory moves, microseconds at 10,000 keys); a position
  * is a binary search, never a walk of the line. Housekeeping (stale keys, empty windows) walks
@@ -50,124 +55,37 @@
  * events still inside their windows; older events are forgotten as the clock passes.
  */
 import type { OrderBudgetSnapshot } from '../observability/shared-metrics.js';
-
-const SECOND_MS = 1_000;
-const MINUTE_MS = 60 * SECOND_MS;
-const HOUR_MS = 60 * MINUTE_MS;
-const DAY_MS = 24 * HOUR_MS;
-
-/** Whether the order renews a certificate the domain already has, or is its first one. */
-export type OrderKind = 'renewal' | 'first-issuance';
-
-/** How an admitted order ended. */
-export type OrderOutcome = 'valid' | 'failed-validation' | 'failed-other';
-
-/** Why a request waits; UpperCamelCase, usable as a condition reason. */
-export type OrderQueueReason =
-  'AccountOrderBudget' | 'RegisteredDomainBudget' | 'FailedValidationLimit' | 'OrdersInFlightCap';
-
-/**
- * A domain asking to place an order. Only a key's first request is recorded: later ones, until the
- * key has settled or is withdrawn, change nothing even when their fields differ.
- */
-export interface OrderRequest {
-  /** The domain's key, `namespace/name` (the `IssuanceTracker` key): one order at a time per key. */
-  readonly key: string;
-  /** The tenant the domain belongs to (its namespace): the unit of fairness. */
-  readonly tenant: string;
-  /** The DNS name ordered; the failed-validation limit is per hostname. */
-  readonly hostname: string;
-  /**
-   * The hostname's registered domain (eTLD+1, e.g. `example.co.uk` for `www.shop.example.co.uk`),
-   * computed by the caller from the Public Suffix List; the certificate budget is per registered domain.
-   */
-  readonly registeredDomain: string;
-  readonly kind: OrderKind;
-  /** Since when the domain has needed this certificate: the order within its tenant (oldest first, then in order of first request). */
-  readonly queuedAt: Date;
-}
-
-/** The caller may place the order now. */
-export interface OrderAdmitted {
-  readonly admitted: true;
-  /** When the budget admitted (and counted) the order. */
-  readonly admittedAt: Date;
-  /**
-   * True when an earlier call admitted this key and it has not settled: this call counted nothing,
-   * and the order admitted then is still the one counted. Place no second order for it.
-   */
-  readonly alreadyInFlight: boolean;
-}
-
-/** The request waits; ask again at `expectedAt` (or sooner). */
-export interface OrderQueued {
-  readonly admitted: false;
-  /** The limit it waits for. */
-  readonly reason: OrderQueueReason;
-  /**
-   * 1-based place in the line for that limit: among all waiting requests for the account budget and
-   * the in-flight cap, among the requests of its registered domain for `RegisteredDomainBudget`, among
-   * those of its hostname for `FailedValidationLimit`. A repeated answer (see `OrderBudget.request`)
-   * names the place it had when its estimate was made (or, when the turn is due within seconds, a
-   * place others may since have come ahead of).
-   */
-  readonly position: number;
-  /**
-   * Best estimate of when its turn comes, rounded up to the second: from the window arithmetic (when
-   * enough past events leave the window for its position) and, for the in-flight cap, from the mean
-   * duration of recent orders plus the mean time from a slot freed to the next order admitted (the
-   * caller's re-queue and a free worker: about a fifth of a slot's cycle in a busy benchmark). For the domain and hostname limits, the time that limit frees: the
-   * request may then still wait its turn for the account budget.
-   */
-  readonly expectedAt: Date;
-  /**
-   * A sentence naming the limit, e.g. "Queued for the CA's order budget (300 new orders per 3
-   * hours): position 412, expected at 2026-11-25T14:03:00Z."
-   */
-  readonly message: string;
-}
-
-export type OrderDecision = OrderAdmitted | OrderQueued;
-
-/** At most `limit` events in any window of `windowMs` milliseconds (a sliding window). */
-export interface WindowLimit {
-  /** A positive integer. */
-  readonly limit: number;
-  /** Milliseconds; positive and finite. */
-  readonly windowMs: number;
-}
-
-export interface OrderBudgetLimits {
-  /** New orders the account places (each admission counts one). */
-  readonly accountOrders: WindowLimit;
-  /** Valid certificates per registered domain (orders in flight for it count too, on the safe side). */
-  readonly certificatesPerRegisteredDomain: WindowLimit;
-  /** Failed validations per hostname (an order in flight for it counts too, on the safe side). */
-  readonly failedValidationsPerHostname: WindowLimit;
-  /** Orders in flight at once: admitted and not yet settled. A positive integer. */
-  readonly maxInFlight: number;
-}
-
-/**
- * The defaults: Let's Encrypt's published limits (https://letsencrypt.org/docs/rate-limits/, as of
- * 2025): "New Orders per Account": 300 per 3 hours; "Certificates per Registered Domain": 50 per
- * 7 days; "Authorization Failures per Hostname per Account" (the Failed Validation limit): 5 per
- * hour. The in-flight cap is Portico's own, not the CA's: it bounds the concurrent challenges and
- * the CA connections. Let's Encrypt exempts renewals of the same set of names from the first two
- * limits; this budget counts them anyway, on the safe side.
- */
-export const LETS_ENCRYPT_ORDER_LIMITS: OrderBudgetLimits = Object.freeze({
-  accountOrders: Object.freeze({ limit: 300, windowMs: 3 * HOUR_MS }),
-  certificatesPerRegisteredDomain: Object.freeze({ limit: 50, windowMs: 7 * DAY_MS }),
-  failedValidationsPerHostname: Object.freeze({ limit: 5, windowMs: HOUR_MS }),
-  maxInFlight: 50,
-});
-
-/** The default `typicalOrderMs`: one minute. */
-export const DEFAULT_TYPICAL_ORDER_MS = MINUTE_MS;
-
-/** The default `staleAfterMs`: one hour. */
-export const DEFAULT_STALE_AFTER_MS = HOUR_MS;
+import {
+  queued,
+  stillHolds,
+  type OrderAdmitted,
+  type OrderDecision,
+  type OrderKind,
+  type OrderOutcome,
+  type OrderQueued,
+  type OrderRequest,
+} from './order-decision.js';
+import {
+  DEFAULT_STALE_AFTER_MS,
+  DEFAULT_TYPICAL_ORDER_MS,
+  LETS_ENCRYPT_ORDER_LIMITS,
+  SlidingWindow,
+  checkCount,
+  checkWindow,
+  formatDuration,
+  slotTimeMs,
+  validMs,
+  type OrderBudgetLimits,
+} from './order-limits.js';
+import {
+  OrderLine,
+  byLine,
+  indexOf,
+  lowerBound,
+  type Entry,
+  type EntryState,
+  type Slot,
+} from './order-line.js';
 
 export interface OrderBudgetOptions {
   /** Overrides of `LETS_ENCRYPT_ORDER_LIMITS`, limit by limit. */
@@ -191,49 +109,6 @@ export interface OrderBudgetOptions {
 
 /** Figures for metrics (the gauges of observability/shared-metrics.ts read them). */
 export type { OrderBudgetSnapshot };
-
-/** Where a waiting entry is: in the shared line, parked by its registered domain or its hostname. */
-type EntryState = 'active' | 'domain' | 'host' | 'gone';
-
-interface Entry {
-  readonly key: string;
-  readonly tenant: string;
-  readonly hostname: string;
-  readonly registeredDomain: string;
-  readonly kind: OrderKind;
-  readonly kindRank: number;
-  readonly queuedAtMs: number;
-  /** Order of first requests (a counter): breaks ties of `queuedAtMs`, so a key never goes ahead of one already waiting with the same time. */
-  readonly arrival: number;
-  state: EntryState;
-  /** When the caller was told to come back (or last came), ms: for `staleAfterMs`. */
-  dueMs: number;
-  /** The last answer it was given while waiting: repeated while it still holds (`stillHolds`). */
-  told: OrderQueued | undefined;
-}
-
-/**
- * A place in the shared line. A tenant's requests of one kind form a stream; its i-th oldest active
- * request holds its i-th slot, so the slots (static keys) stay sorted while requests come and go.
- */
-interface Slot {
-  readonly kindRank: number;
-  readonly round: number;
-  readonly seq: number;
-  readonly stream: Stream;
-}
-
-interface Stream {
-  readonly id: string;
-  /** Active entries, by queuedAt then first request. */
-  readonly items: Entry[];
-  /** Rounds strictly increasing; `slots[i]` belongs to `items[i]`. */
-  readonly slots: Slot[];
-  /** The round of the latest slot made: the next one comes after it. */
-  lastRound: number;
-  /** Orders of this stream in flight: it is kept (with its rounds) while any are. */
-  inFlight: number;
-}
 
 interface DomainState {
   readonly certs: SlidingWindow;
@@ -262,85 +137,6 @@ const KIND_RANK: Readonly<Record<OrderKind, number>> = { renewal: 0, 'first-issu
 
 /** Weight of the newest observed order duration in the moving average. */
 const DURATION_WEIGHT = 0.2;
-
-/** A repeated answer's expected time may be off by this share of the wait left (see `stillHolds`). */
-const ESTIMATE_TOLERANCE = 0.1;
-/** …or by this much, whichever is more (ms). */
-const ESTIMATE_TOLERANCE_MIN_MS = MINUTE_MS;
-/**
- * A repeated answer's place may be up to this many times the place it has: halving (2) still
- * rewrote most of a draining line at each resync, as a place halves within one resync near the end.
- */
-const PLACE_REFRESH_FACTOR = 10;
-/**
- * A repeated answer stands, whatever the place, while the fresh one expects the turn within this
- * long (ms), and its own time has not been passed by more than that: 5 s, the reconciler's
- * ORDER_PROGRESS_STATUS_DELAY_MS. The status write after the turn (the certificate stored, or the
- * order's progress) follows within seconds; telling the place first cost a status write per domain
- * in a line at the order slots (the place fell to the front or to a tenth in its last seconds, or an
- * estimate a second early passed; docs/performance.md, twelfth round).
- */
-const IMMINENT_TURN_MS = 5_000;
-
-/** Event times (ms) inside a sliding window, oldest first; older ones are dropped as the clock passes. */
-class SlidingWindow {
-  readonly #windowMs: number;
-  /**
-   * A window of one event holds an array of one (`[atMs]`): a push onto an empty array would
-   * allocate room for 17 (152 bytes), kept for a week per registered domain (docs/performance.md).
-   */
-  #times: number[] = [];
-  #head = 0;
-
-  constructor(windowMs: number) {
-    this.#windowMs = windowMs;
-  }
-
-  get size(): number {
-    return this.#times.length - this.#head;
-  }
-
-  add(atMs: number): void {
-    const times = this.#times;
-    if (this.size === 0) {
-      this.#times = [atMs];
-      this.#head = 0;
-      return;
-    }
-    if ((times.at(-1) ?? -Infinity) <= atMs) {
-      times.push(atMs);
-      return;
-    }
-    let lo = this.#head;
-    let hi = times.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if ((times[mid] ?? Infinity) <= atMs) lo = mid + 1;
-      else hi = mid;
-    }
-    times.splice(lo, 0, atMs);
-  }
-
-  /** The events in the window (nowMs - windowMs, nowMs]: older ones are forgotten. */
-  count(nowMs: number): number {
-    const cutoff = nowMs - this.#windowMs;
-    const times = this.#times;
-    while (this.#head < times.length && (times[this.#head] ?? Infinity) <= cutoff) this.#head++;
-    if (this.#head === times.length && this.#head > 0) {
-      this.#times = [];
-      this.#head = 0;
-    } else if (this.#head > 0 && this.#head * 2 >= times.length) {
-      times.splice(0, this.#head);
-      this.#head = 0;
-    }
-    return this.size;
-  }
-
-  /** The time of the i-th oldest event held (0-based), ms. */
-  at(i: number): number | undefined {
-    return i < 0 ? undefined : this.#times[this.#head + i];
-  }
-}
 
 export class OrderBudget {
   readonly #limits: OrderBudgetLimits;
@@ -376,12 +172,8 @@ export class OrderBudget {
   /** First requests so far: the next entry's `arrival`. */
   #arrivals = 0;
   readonly #inFlight = new Map<string, Flight>();
-  readonly #streams = new Map<string, Stream>();
-  /** The shared line: the slots of every active entry, in admission order. */
-  readonly #line: Slot[] = [];
-  /** Per kind rank, the latest round admitted: where a stream that (re)joins starts. */
-  readonly #rounds = [0, 0];
-  #seq = 0;
+  /** The shared line: every active entry, in admission order (order-line.ts). */
+  readonly #line = new OrderLine();
   readonly #parkedDomains = new Set<string>();
   readonly #parkedHosts = new Set<string>();
   #wakeAtMs = Infinity;
@@ -539,9 +331,8 @@ export class OrderBudget {
     const room = Math.min(this.#room(nowMs), this.#line.length);
     const keys: string[] = [];
     for (let i = 0; i < room; i++) {
-      const slot = this.#line[i];
-      const entry = slot ? slot.stream.items[lowerBound(slot.stream.slots, slot, bySlot)] : undefined;
-      if (entry) keys.push(entry.key);
+      const key = this.#line.keyAt(i);
+      if (key !== undefined) keys.push(key);
     }
     return keys;
   }
@@ -672,7 +463,7 @@ export class OrderBudget {
   }
 
   #sharedAnswer(entry: Entry, nowMs: number): OrderDecision {
-    const position = this.#rank(entry) + 1;
+    const position = this.#line.rank(entry) + 1;
     const { accountOrders, maxInFlight } = this.#limits;
     const freeOrders = accountOrders.limit - this.#orders.count(nowMs);
     const freeFlights = maxInFlight - this.#inFlight.size;
@@ -709,10 +500,9 @@ export class OrderBudget {
   }
 
   #admit(entry: Entry, nowMs: number): OrderAdmitted {
-    const stream = this.#streams.get(streamId(entry));
-    if (stream) stream.inFlight++;
+    const stream = this.#line.flightStarted(entry);
     const slot = this.#leave(entry);
-    if (slot) this.#rounds[slot.kindRank] = Math.max(this.#rounds[slot.kindRank] ?? 0, slot.round);
+    if (slot) this.#line.roundReached(slot);
     const freedAtMs = this.#freedAtMs.shift();
     if (freedAtMs !== undefined) {
       this.#turnaroundMs =
@@ -725,7 +515,7 @@ export class OrderBudget {
     this.#host(entry.hostname).inFlight++;
     this.#flightsChangedAtMs = Math.max(this.#flightsChangedAtMs, nowMs);
     this.#inFlight.set(entry.key, {
-      stream: streamId(entry),
+      stream,
       hostname: entry.hostname,
       registeredDomain: entry.registeredDomain,
       admittedAtMs: nowMs,
@@ -757,11 +547,7 @@ export class OrderBudget {
       this.#freedAtMs.push(nowMs);
       if (this.#freedAtMs.length > this.#limits.maxInFlight) this.#freedAtMs.shift();
     }
-    const stream = this.#streams.get(flight.stream);
-    if (stream) {
-      stream.inFlight--;
-      this.#forgetIfIdle(stream);
-    }
+    this.#line.flightEnded(flight.stream);
     this.#domain(flight.registeredDomain).inFlight--;
     this.#host(flight.hostname).inFlight--;
     this.#refreshDomain(flight.registeredDomain, nowMs);
@@ -840,7 +626,7 @@ export class OrderBudget {
     if (domain.line.length === 0) domain.line = [];
     if (index >= domain.active) return undefined;
     domain.active--;
-    return this.#deactivate(entry);
+    return this.#line.remove(entry);
   }
 
   /**
@@ -860,7 +646,7 @@ export class OrderBudget {
     while (domain.active > target) {
       const entry = domain.line[--domain.active];
       if (entry) {
-        this.#deactivate(entry);
+        this.#line.remove(entry);
         this.#setState(entry, 'domain');
       }
     }
@@ -939,187 +725,9 @@ export class OrderBudget {
     for (const hostname of [...this.#hosts.keys()]) this.#refreshHost(hostname, nowMs);
   }
 
-  /** Puts `entry` in the shared line: in its stream by queuedAt, with a new slot at the stream's end. */
+  /** Puts `entry` in the shared line. */
   #activate(entry: Entry): void {
-    const id = streamId(entry);
-    let stream = this.#streams.get(id);
-    if (!stream) {
-      stream = { id, items: [], slots: [], lastRound: -1, inFlight: 0 };
-      this.#streams.set(id, stream);
-    }
-    stream.items.splice(lowerBound(stream.items, entry, byStream), 0, entry);
-    const round = Math.max(stream.lastRound + 1, this.#rounds[entry.kindRank] ?? 0);
-    stream.lastRound = round;
-    const slot: Slot = { kindRank: entry.kindRank, round, seq: this.#seq++, stream };
-    stream.slots.push(slot);
-    this.#line.splice(lowerBound(this.#line, slot, bySlot), 0, slot);
+    this.#line.add(entry);
     this.#setState(entry, 'active');
   }
-
-  /** Takes `entry` out of the shared line (state unchanged); returns the slot it held. */
-  #deactivate(entry: Entry): Slot | undefined {
-    const stream = this.#streams.get(streamId(entry));
-    const index = stream ? indexOf(stream.items, entry, byStream) : -1;
-    if (!stream || index < 0) return undefined;
-    stream.items.splice(index, 1);
-    const [slot] = stream.slots.splice(index, 1);
-    const at = slot ? indexOf(this.#line, slot, bySlot) : -1;
-    if (at >= 0) this.#line.splice(at, 1);
-    this.#forgetIfIdle(stream);
-    return slot;
-  }
-
-  #forgetIfIdle(stream: Stream): void {
-    if (stream.items.length === 0 && stream.inFlight <= 0) this.#streams.delete(stream.id);
-  }
-
-  /** 0-based place of an active entry in the shared line. */
-  #rank(entry: Entry): number {
-    const stream = this.#streams.get(streamId(entry));
-    const slot = stream?.slots[indexOf(stream.items, entry, byStream)];
-    return slot ? lowerBound(this.#line, slot, bySlot) : this.#line.length;
-  }
-}
-
-function streamId(entry: Entry): string {
-  return `${entry.kindRank}:${entry.tenant}`;
-}
-
-/** A domain's or hostname's line: renewals first, then by queuedAt, then in order of first request. */
-function byLine(a: Entry, b: Entry): number {
-  return a.kindRank - b.kindRank || a.queuedAtMs - b.queuedAtMs || a.arrival - b.arrival;
-}
-
-/** Within a tenant's stream: by queuedAt, then in order of first request. */
-function byStream(a: Entry, b: Entry): number {
-  return a.queuedAtMs - b.queuedAtMs || a.arrival - b.arrival;
-}
-
-/** The shared line: renewals first, then round by round, then in the order the slots were made. */
-function bySlot(a: Slot, b: Slot): number {
-  return a.kindRank - b.kindRank || a.round - b.round || a.seq - b.seq;
-}
-
-/** The first index whose item is not before `probe`. */
-function lowerBound<T>(items: readonly T[], probe: T, compare: (a: T, b: T) => number): number {
-  let lo = 0;
-  let hi = items.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (compare(items[mid] as T, probe) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** The index of `item` (by identity) in sorted `items`, or -1. */
-function indexOf<T>(items: readonly T[], item: T, compare: (a: T, b: T) => number): number {
-  const index = lowerBound(items, item, compare);
-  return items[index] === item ? index : -1;
-}
-
-/**
- * When the `position`-th request (1-based) in line for a windowed limit gets room, ms. Room comes
- * now while the window has some, then as each event held leaves the window (events not in the
- * window yet, `extra`, such as orders in flight, are assumed to enter it now); each admission in
- * turn enters the window and leaves it `windowMs` later, so the times repeat one window later for
- * every `limit` positions.
- */
-function slotTimeMs(
-  position: number,
-  { limit, windowMs }: WindowLimit,
-  window: SlidingWindow,
-  extra: number,
-  nowMs: number,
-): number {
-  const held = window.count(nowMs);
-  const free = limit - held - extra;
-  const index = Math.max(0, position - 1);
-  const cycle = Math.floor(index / limit);
-  const place = index % limit;
-  let baseMs = nowMs;
-  if (place >= free) {
-    const event = place - free;
-    baseMs = event < held ? (window.at(event) ?? nowMs) + windowMs : nowMs + windowMs;
-  }
-  return Math.max(nowMs, baseMs + cycle * windowMs);
-}
-
-/**
- * Whether a waiting request's last answer `told` may be given again instead of `fresh`, so that a
- * status showing it is not rewritten at every look (a periodic resync of a long line would otherwise
- * rewrite every waiting domain's place). It holds while it waits for the same limit and either
- * `fresh` expects the turn within IMMINENT_TURN_MS and `told`'s expected time is not more than that
- * past (the write after the turn follows within seconds; the time shown is then at most that late),
- * or `told`'s expected time has not passed, `fresh`'s is within ESTIMATE_TOLERANCE of the wait left
- * (at least ESTIMATE_TOLERANCE_MIN_MS) of it, and its place has neither grown (others came ahead of
- * it) nor fallen to a PLACE_REFRESH_FACTOR-th of it or to the front (1): the place it names is then
- * the place it had when that estimate was made, never better than the place it has (but when the
- * turn is imminent, when others may have come ahead of it).
- */
-function stillHolds(told: OrderQueued, fresh: OrderQueued, nowMs: number): boolean {
-  const toldAtMs = told.expectedAt.getTime();
-  if (told.reason !== fresh.reason) return false;
-  const imminent = fresh.expectedAt.getTime() - nowMs <= IMMINENT_TURN_MS;
-  if (imminent && nowMs - toldAtMs < IMMINENT_TURN_MS) return true;
-  if (nowMs >= toldAtMs) return false;
-  if (fresh.position > told.position || fresh.position * PLACE_REFRESH_FACTOR <= told.position) return false;
-  if (fresh.position === 1 && told.position !== 1) return false;
-  const toleranceMs = Math.max(ESTIMATE_TOLERANCE_MIN_MS, (toldAtMs - nowMs) * ESTIMATE_TOLERANCE);
-  return Math.abs(fresh.expectedAt.getTime() - toldAtMs) <= toleranceMs;
-}
-
-function queued(reason: OrderQueueReason, position: number, atMs: number, what: string): OrderQueued {
-  const expectedAt = new Date(Math.ceil(atMs / SECOND_MS) * SECOND_MS);
-  const when = `${expectedAt.toISOString().slice(0, 19)}Z`;
-  const verb = reason === 'FailedValidationLimit' ? 'Waiting out' : 'Queued for';
-  return {
-    admitted: false,
-    reason,
-    position,
-    expectedAt,
-    message: `${verb} ${what}: position ${position}, expected at ${when}.`,
-  };
-}
-
-const UNITS: readonly (readonly [number, string])[] = [
-  [DAY_MS, 'day'],
-  [HOUR_MS, 'hour'],
-  [MINUTE_MS, 'minute'],
-  [SECOND_MS, 'second'],
-  [1, 'millisecond'],
-];
-
-/** "3 hours", "7 days", "hour" (for "per hour"): the largest unit that divides `ms`. */
-function formatDuration(ms: number): string {
-  for (const [size, name] of UNITS) {
-    if (ms >= size && ms % size === 0) {
-      const n = ms / size;
-      return n === 1 ? name : `${n} ${name}s`;
-    }
-  }
-  return `${ms} milliseconds`;
-}
-
-function validMs(date: Date, name: string): number {
-  const ms = date instanceof Date ? date.getTime() : Number.NaN;
-  if (!Number.isFinite(ms)) throw new RangeError(`OrderBudget: ${name} must be a valid Date`);
-  return ms;
-}
-
-function checkCount(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new RangeError(`OrderBudget: ${name} must be a positive integer, got ${String(value)}`);
-  }
-  return value;
-}
-
-function checkWindow(name: string, value: WindowLimit): WindowLimit {
-  checkCount(`${name}.limit`, value.limit);
-  if (!Number.isFinite(value.windowMs) || value.windowMs <= 0) {
-    throw new RangeError(
-      `OrderBudget: ${name}.windowMs must be a positive, finite number of milliseconds, got ${String(value.windowMs)}`,
-    );
-  }
-  return Object.freeze({ limit: value.limit, windowMs: value.windowMs });
 }

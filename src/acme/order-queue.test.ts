@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { OrderRequest } from './order-budget.js';
+import type { OrderRequest } from './order-decision.js';
 import { OrderQueue } from './order-queue.js';
 
 const MINUTE = 60_000;

@@ -5,13 +5,8 @@
  * registered domain or hostname) frees room later, one timer re-queues them then, so room is never
  * left unused until a domain's estimated `expectedAt`.
  */
-import {
-  OrderBudget,
-  type OrderBudgetOptions,
-  type OrderDecision,
-  type OrderOutcome,
-  type OrderRequest,
-} from './order-budget.js';
+import { OrderBudget, type OrderBudgetOptions } from './order-budget.js';
+import type { OrderDecision, OrderOutcome, OrderRequest } from './order-decision.js';
 import { MAX_TIMER_MS } from '../kube/work-queue.js';
 import { orderBudgets } from '../observability/shared-metrics.js';
 

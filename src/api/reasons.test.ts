@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { VerdictReason } from '../dns/verdict.js';
 import type { NotRoutedReason, UnservableReason } from '../routing/plan.js';
 import type { RedirectNotRoutedReason } from '../routing/redirect.js';
-import type { OrderQueueReason } from '../acme/order-budget.js';
+import type { OrderQueueReason } from '../acme/order-decision.js';
 import type { ServingReadiness } from '../serving/schedule.js';
 import {
   CUSTOM_DOMAIN_REASONS,

@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { ConfigMapChallengeStore } from '../acme/challenge-store.js';
 import { createHttp01Server } from '../acme/http01-server.js';
 import { IssuanceTracker, type IssuanceOutcome } from '../acme/issuance-tracker.js';
-import type { OrderOutcome } from '../acme/order-budget.js';
+import type { OrderOutcome } from '../acme/order-decision.js';
 import type { AcmeIssuerSet } from '../acme/issuer-set.js';
 import { abandonedPolls } from '../acme/account.js';
 import { budgetOf, buildIssuers, directoryOf, type BuiltIssuer } from '../acme/issuers.js';

@@ -30,6 +30,7 @@ import {
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
 import {
   restartStackController,
+  operatorLogLines,
   startOperator,
   stopOperator,
   stopStackController,
@@ -82,14 +83,6 @@ function splitPem(chain: string): X509Certificate[] {
   return (chain.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []).map(
     (pem) => new X509Certificate(pem),
   );
-}
-
-/** The JSON lines of an operator's log. */
-async function logLines(log: string): Promise<Record<string, unknown>[]> {
-  return (await readFile(log, 'utf8'))
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 /**
@@ -178,9 +171,7 @@ describe('--acme-profile shortlived', () => {
 
       // The operator logged the profile it asked for and the one the CA put on the order, and the
       // CA's order object says the same.
-      const orderLine = (await logLines(op.log)).find(
-        (l) => l['msg'] === 'ACME order created' && l['hostname'] === hostname,
-      );
+      const [orderLine] = await operatorLogLines(op, 'ACME order created', (l) => l['hostname'] === hostname);
       expect(orderLine?.['profileRequested']).toBe('shortlived');
       expect(orderLine?.['profile']).toBe('shortlived');
       const orderUrl = String(orderLine?.['orderUrl']);

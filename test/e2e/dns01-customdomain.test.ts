@@ -21,7 +21,6 @@
  *   domain whose hostname is verified: the next attempt answers HTTP-01 and the domain goes Ready.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import { acmeChallengeName, delegationTarget } from '../../src/dns/challenge-delegation.js';
@@ -43,11 +42,13 @@ import {
   waitForCondition,
 } from './support/cluster.js';
 import { startChallengeZone, stopChallengeZone } from './support/challenge-zone.js';
-import { scrape } from './support/metrics.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
 import {
   restartStackController,
   runAll,
+  operatorLogLines,
+  operatorMetric,
+  type OperatorLogEntry,
   startOperator,
   stopOperator,
   stopStackController,
@@ -117,26 +118,9 @@ async function movingDomain(prefix: string): Promise<{ ns: string; hostname: str
   return { ns, hostname, target };
 }
 
-/** The sum of the samples of `name` whose labels include `labels`, at the operator's /metrics. */
-async function metric(op: OperatorProcess, name: string, labels: Record<string, string>): Promise<number> {
-  const samples = await scrape(`http://127.0.0.1:${op.metricsPort}/metrics`);
-  return samples
-    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-    .reduce((sum, s) => sum + s.value, 0);
-}
-
-/** The operator's log lines (JSON) about `hostname` with message `msg`. */
-async function logLines(
-  op: OperatorProcess,
-  hostname: string,
-  msg: string,
-): Promise<Record<string, unknown>[]> {
-  const text = await readFile(op.log, 'utf8');
-  return text
-    .split('\n')
-    .filter((line) => line.startsWith('{'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>)
-    .filter((entry) => entry.hostname === hostname && entry.msg === msg);
+/** The operator's log lines about `hostname` with message `msg`. */
+function logLines(op: OperatorProcess, hostname: string, msg: string): Promise<OperatorLogEntry[]> {
+  return operatorLogLines(op, msg, (entry) => entry['hostname'] === hostname);
 }
 
 function deleteCreated(): Promise<void> {
@@ -217,7 +201,7 @@ describe('a CustomDomain with its DNS-01 challenge delegated to the platform', (
       expect(domainCondition(ready, 'DNSVerified').status).toBe('True');
       expect(ready.status?.certificate?.serialNumber).toBe(serial);
       expect(await logLines(op, hostname, 'certificate order started')).toHaveLength(1);
-      expect(await metric(op, 'portico_acme_orders_total', { result: 'valid' })).toBe(1);
+      expect(await operatorMetric(op, 'portico_acme_orders_total', { result: 'valid' })).toBe(1);
       await deleteCreated();
     },
   );
@@ -338,7 +322,7 @@ describe('a CustomDomain with its DNS-01 challenge delegated to the platform', (
       expect(next - Date.now()).toBeGreaterThan(30_000);
       // Not the CA's failure: counted as a failed order once, no failover, no loop.
       await new Promise((resolve) => setTimeout(resolve, 5_000));
-      expect(await metric(op, 'portico_acme_orders_total', { result: 'failed' })).toBe(1);
+      expect(await operatorMetric(op, 'portico_acme_orders_total', { result: 'failed' })).toBe(1);
       await deleteCreated();
     },
   );
@@ -365,10 +349,10 @@ describe('a CustomDomain with its DNS-01 challenge delegated to the platform', (
       const next = Date.parse(cd.status?.issuance?.nextAttemptTime ?? '');
       expect(next - Date.now()).toBeGreaterThan(30_000);
       // No loop: one failed order, still one 10 s later.
-      const failed = await metric(op, 'portico_acme_orders_total', { result: 'failed' });
+      const failed = await operatorMetric(op, 'portico_acme_orders_total', { result: 'failed' });
       await new Promise((resolve) => setTimeout(resolve, 10_000));
       expect(failed).toBe(1);
-      expect(await metric(op, 'portico_acme_orders_total', { result: 'failed' })).toBe(1);
+      expect(await operatorMetric(op, 'portico_acme_orders_total', { result: 'failed' })).toBe(1);
       await deleteCreated();
     },
   );

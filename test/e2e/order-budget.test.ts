@@ -25,9 +25,8 @@
  * 5. The room the sliding window frees is used at once: each order after the first window reaches
  *    the CA within 10 s of the window having room for it.
  */
-import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_TYPICAL_ORDER_MS } from '../../src/acme/order-budget.js';
+import { DEFAULT_TYPICAL_ORDER_MS } from '../../src/acme/order-limits.js';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import { startAcmeFaultProxy, type AcmeExchange, type AcmeFaultProxy } from './support/acme-fault-proxy.js';
 import {
@@ -42,9 +41,10 @@ import {
   waitFor,
 } from './support/cluster.js';
 import {
-  httpStatus,
+  waitForOperatorStarted,
   restartStackController,
   runAll,
+  operatorLogLines,
   startOperator,
   stopOperator,
   stopStackController,
@@ -107,15 +107,7 @@ beforeAll(async () => {
     '--acme-request-timeout-seconds': '120',
   });
   operator = started;
-  await waitFor(
-    'the operator to lead and sync its watches',
-    async () => {
-      const log = await readFile(started.log, 'utf8').catch(() => '');
-      if (!log.includes('"msg":"controller started"')) return undefined;
-      return (await httpStatus(`http://127.0.0.1:${started.metricsPort}/readyz`)) === 200 ? true : undefined;
-    },
-    90_000,
-  );
+  await waitForOperatorStarted(started);
   // After a start the budget counts each certificate shown in status as an order placed now (at most
   // an hour after its notBefore, docs/customdomains.md): the domains of files run before this one
   // would fill the shortened window. Wait it out, so that the first window is this test's.
@@ -447,8 +439,7 @@ describe('the ACME order budget, its window shortened to 60 s for the test (6 or
       orders.map((o) => o.status),
       timeline,
     ).toEqual(orders.map(() => 201));
-    const log = await readFile(operator?.log ?? '', 'utf8');
-    expect(log.split('\n').filter((l) => l.includes('"msg":"ACME order created"'))).toHaveLength(
+    expect(await operatorLogLines({ log: operator?.log ?? '' }, 'ACME order created')).toHaveLength(
       orders.length,
     );
     // Never more than 6 in any window, never more than 2 at once (2 while A's were held).

@@ -9,7 +9,6 @@
  * clears at once, and the second order, not held, makes the domain Ready. The abandoned order is
  * counted as cancelled, never as failed.
  */
-import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAcmeFaultProxy, type AcmeFaultProxy } from './support/acme-fault-proxy.js';
 import {
@@ -24,7 +23,7 @@ import {
   waitForCondition,
 } from './support/cluster.js';
 import {
-  httpStatus,
+  waitForOperatorStarted,
   restartStackController,
   runAll,
   startOperator,
@@ -49,15 +48,7 @@ beforeAll(async () => {
     '--acme-request-timeout-seconds': '120',
   });
   operator = started;
-  await waitFor(
-    'the operator to lead and sync its watches',
-    async () => {
-      const log = await readFile(started.log, 'utf8').catch(() => '');
-      if (!log.includes('"msg":"controller started"')) return undefined;
-      return (await httpStatus(`http://127.0.0.1:${started.metricsPort}/readyz`)) === 200 ? true : undefined;
-    },
-    90_000,
-  );
+  await waitForOperatorStarted(started);
 }, 120_000);
 
 afterAll(async () => {

@@ -4,6 +4,13 @@
  * CertificateOverdue). Pure: every input is a value, the clock included.
  */
 
+/** When the CertificateOverdue clock started, and whether a verify request (re)started it. */
+export interface OverdueClock {
+  readonly since: Date;
+  /** True when `since` is the verify request acted on, false when it is `verifiedAt`. */
+  readonly byVerifyRequest: boolean;
+}
+
 /**
  * When the CertificateOverdue clock of a verified domain without a certificate started
  * (docs/customdomains.md, "Verify and re-verify"; docs/troubleshooting.md, CertificateOverdue):
@@ -18,7 +25,7 @@ export function overdueClockStart(
   verifiedAt: string | undefined,
   lastVerifyRequest: string | undefined,
   now: Date,
-): { since: Date; byVerifyRequest: boolean } | undefined {
+): OverdueClock | undefined {
   const verified = verifiedAt === undefined ? NaN : Date.parse(verifiedAt);
   if (Number.isNaN(verified)) return undefined;
   const requested = lastVerifyRequest === undefined ? NaN : Date.parse(lastVerifyRequest);
@@ -53,4 +60,24 @@ export function abandonsOrderInFlight(at: {
   if (!clock) return false;
   const overdueAt = clock.since.getTime() + at.overdueMs;
   return at.now.getTime() >= overdueAt && at.orderStartedAt.getTime() <= overdueAt;
+}
+
+/**
+ * Milliseconds from `now` until a domain without a certificate becomes overdue by `clock` (the
+ * reconcile looks again then, so CertificateReady says CertificateOverdue on time); undefined when
+ * there is no clock (not verified), the domain has a valid certificate, or it is overdue already.
+ * The same `clock` goes into the status (status.ts `ObservedState.overdueClock`), so the status and
+ * the wake-up count from one start.
+ *
+ * @param overdueMs the threshold (`--certificate-overdue-seconds`), milliseconds
+ */
+export function msUntilOverdue(
+  clock: OverdueClock | undefined,
+  hasCertificate: boolean,
+  overdueMs: number,
+  now: Date,
+): number | undefined {
+  if (clock === undefined || hasCertificate) return undefined;
+  const ms = clock.since.getTime() + overdueMs - now.getTime();
+  return ms > 0 ? ms : undefined;
 }

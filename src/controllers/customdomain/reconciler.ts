@@ -14,7 +14,7 @@ import { lazyChild } from '../../observability/logger.js';
 import { DANGLING_REASON } from './dns-outcome.js';
 import { acceptance } from './acceptance.js';
 import { dnsCheckDue } from './schedule.js';
-import { overdueClockStart } from './overdue.js';
+import { msUntilOverdue, overdueClockStart } from './overdue.js';
 import { buildStatus } from './status.js';
 import type { CustomDomainReconcilerDeps, ReconcileResult } from './phases/deps.js';
 import {
@@ -92,10 +92,18 @@ export class CustomDomainReconciler {
     const now = this.#d.now();
     const { claimLapsesAt, ...accepted } = await acceptedCondition(this.#d, domain);
     if (accepted.status !== 'True') return this.#notAccepted(domain, key, accepted, claimLapsesAt, now, log);
-    const verifyRequested = dnsCheckDue(domain, now) === 'requested';
-    const dns = await this.#dns.verify(domain, key, now, log);
+    // Why a DNS check is due, computed once: the DNS phase checks by it, the certificate phase acts
+    // on a verify request by it.
+    const due = dnsCheckDue(domain, now);
+    const verifyRequested = due === 'requested';
+    const dns = await this.#dns.verify(domain, key, due, now, log);
     this.#reportDangling(domain, dns.condition.reason === DANGLING_REASON);
     const verified = dns.condition.status === 'True';
+    // The CertificateOverdue clock, computed once: the status counts from it and the reconcile wakes
+    // by it. It restarts with a verify request acted on (overdue.ts overdueClockStart).
+    const overdueClock = verified
+      ? overdueClockStart(dns.carried.verifiedAt, dns.carried.lastVerifyRequest, now)
+      : undefined;
     const routing = verified || dns.carried.verifiedAt ? await this.#routing.apply(domain) : notRouted();
     const {
       state: certificate,
@@ -128,6 +136,7 @@ export class CustomDomainReconciler {
         routing,
         ...serving.observed,
         foreignRoutes: this.#foreignRoutes(domain),
+        overdueClock,
       },
       { ...dns.carried, ...(issuance ? { issuance } : {}) },
       now,
@@ -135,12 +144,12 @@ export class CustomDomainReconciler {
     );
     await this.#status.write(domain, status, log);
     // Without a certificate, look again when it becomes overdue, so the condition says so on time.
-    // The clock restarts with a verify request acted on (overdue.ts overdueClockStart).
-    const overdueClock = overdueClockStart(dns.carried.verifiedAt, dns.carried.lastVerifyRequest, now);
-    const overdueAt =
-      verified && certificate.kind !== 'valid' && overdueClock
-        ? overdueClock.since.getTime() + this.#d.certificateOverdueMs - now.getTime()
-        : undefined;
+    const overdueAt = msUntilOverdue(
+      overdueClock,
+      certificate.kind === 'valid',
+      this.#d.certificateOverdueMs,
+      now,
+    );
     const waits = [dns.nextCheckMs, certificateRequeue, overdueAt, serving.requeueAfterMs].filter(
       (ms): ms is number => ms !== undefined && ms > 0,
     );

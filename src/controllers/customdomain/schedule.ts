@@ -38,11 +38,14 @@ export function issuanceRetryDelayMs(failures: number): number {
   return Math.min(60 * 60_000, 60_000 * 2 ** Math.max(0, failures - 1));
 }
 
+/**
+ * Why a DNS check is due: never checked, the spec changed, a verify request not yet acted on
+ * (docs/customdomains.md, "Verify and re-verify"), or its scheduled time has come.
+ */
+export type DnsCheckReason = 'first' | 'spec-changed' | 'requested' | 'scheduled';
+
 /** Why a DNS check is due now, or undefined when the last verdict still stands. */
-export function dnsCheckDue(
-  domain: CustomDomain,
-  now: Date,
-): 'first' | 'spec-changed' | 'requested' | 'scheduled' | undefined {
+export function dnsCheckDue(domain: CustomDomain, now: Date): DnsCheckReason | undefined {
   const status = domain.status;
   if (!status?.observed) return 'first';
   if (status.observedGeneration !== domain.metadata.generation) return 'spec-changed';

@@ -9,6 +9,7 @@ import {
   type ObservedState,
 } from './status.js';
 import { dnsCheckDue, issuanceRetryDelayMs, nextDnsCheckDelayMs } from './schedule.js';
+import { msUntilOverdue, overdueClockStart } from './overdue.js';
 
 const domain: CustomDomain = {
   apiVersion: 'portico.dev/v1alpha1',
@@ -17,6 +18,11 @@ const domain: CustomDomain = {
   spec: { hostname: 'www.example.com', service: { name: 'web' } },
 };
 const t0 = new Date('2026-01-01T00:00:00Z');
+/** `observed` with the CertificateOverdue clock a reconcile computes for a domain verified at `verifiedAt`. */
+const clocked = (observed: ObservedState, verifiedAt: string, now = t0): ObservedState => ({
+  ...observed,
+  overdueClock: overdueClockStart(verifiedAt, undefined, now),
+});
 const verified = { type: 'DNSVerified', status: 'True', reason: 'RecordMatches', message: 'ok' } as const;
 const accepted = { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'ok' } as const;
 const certificate = {
@@ -107,7 +113,8 @@ describe('buildStatus', () => {
       routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
     };
     // Verified two months ago: far past the 30-minute threshold for a first certificate.
-    const status = buildStatus(domain, observed, { verifiedAt: '2025-11-01T00:00:00Z' }, t0);
+    const verifiedAt = '2025-11-01T00:00:00Z';
+    const status = buildStatus(domain, clocked(observed, verifiedAt), { verifiedAt }, t0);
     expect(status.conditions?.find((c) => c.type === 'CertificateReady')).toMatchObject({
       status: 'False',
       reason: 'Reissuing',
@@ -279,26 +286,25 @@ describe('buildStatus', () => {
       certificate: { kind: 'issuing', since: t0 },
       routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
     };
-    const late = buildStatus(domain, observed, { verifiedAt }, t0).conditions?.find(
+    const late = buildStatus(domain, clocked(observed, verifiedAt), { verifiedAt }, t0).conditions?.find(
       (c) => c.type === 'CertificateReady',
     );
     expect(late?.reason).toBe('CertificateOverdue');
     expect(late?.message).toContain('31 minutes');
     expect(late?.message).toContain('CAA');
     expect(late?.message).toContain('portico.dev/verify-requested-at');
-    const early = buildStatus(
-      domain,
-      observed,
-      { verifiedAt: new Date(t0.getTime() - 29 * 60_000).toISOString() },
-      t0,
-    );
+    const earlyAt = new Date(t0.getTime() - 29 * 60_000).toISOString();
+    const early = buildStatus(domain, clocked(observed, earlyAt), { verifiedAt: earlyAt }, t0);
     expect(early.conditions?.find((c) => c.type === 'CertificateReady')?.reason).toBe('Issuing');
     const caa = buildStatus(
       domain,
-      {
-        ...observed,
-        certificate: { kind: 'failed', reason: 'CAAForbidsIssuance', message: 'CAA x', retryAt: t0 },
-      },
+      clocked(
+        {
+          ...observed,
+          certificate: { kind: 'failed', reason: 'CAAForbidsIssuance', message: 'CAA x', retryAt: t0 },
+        },
+        verifiedAt,
+      ),
       { verifiedAt },
       t0,
     );
@@ -307,11 +313,14 @@ describe('buildStatus', () => {
     expect(caaLate?.message).toContain('The last attempt failed (CAAForbidsIssuance): CAA x.');
     const caaEarly = buildStatus(
       domain,
-      {
-        ...observed,
-        certificate: { kind: 'failed', reason: 'CAAForbidsIssuance', message: 'CAA x', retryAt: t0 },
-      },
-      { verifiedAt: new Date(t0.getTime() - 29 * 60_000).toISOString() },
+      clocked(
+        {
+          ...observed,
+          certificate: { kind: 'failed', reason: 'CAAForbidsIssuance', message: 'CAA x', retryAt: t0 },
+        },
+        earlyAt,
+      ),
+      { verifiedAt: earlyAt },
       t0,
     );
     expect(caaEarly.conditions?.find((c) => c.type === 'CertificateReady')?.reason).toBe(
@@ -332,18 +341,60 @@ describe('buildStatus', () => {
       },
       routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
     };
-    const at = (minutes: number) =>
-      buildStatus(
-        domain,
-        queued,
-        { verifiedAt: new Date(t0.getTime() - minutes * 60_000).toISOString() },
-        t0,
-      ).conditions?.find((c) => c.type === 'CertificateReady');
+    const at = (minutes: number) => {
+      const verifiedAt = new Date(t0.getTime() - minutes * 60_000).toISOString();
+      return buildStatus(domain, clocked(queued, verifiedAt), { verifiedAt }, t0).conditions?.find(
+        (c) => c.type === 'CertificateReady',
+      );
+    };
     expect(at(29)?.reason).toBe('OrderQueued');
     expect(at(30)?.reason).toBe('CertificateOverdue');
     expect(at(30)?.message).toContain(
       'The order is waiting (OrderQueued): Waiting for the account order budget: 3rd in line, expected at 2026-01-01T01:00:00.000Z.',
     );
+  });
+
+  it('counts overdue from the clock the reconcile passes, the one it also wakes by (msUntilOverdue)', () => {
+    const observed: ObservedState = {
+      accepted,
+      dnsVerified: verified,
+      certificate: { kind: 'issuing', since: t0 },
+      routing: { kind: 'routed', message: 'Ingress portico-www routes the hostname.', confirmed: true },
+    };
+    // Verified an hour ago, re-verify requested 10 minutes ago: the clock restarted then.
+    const verifiedAt = new Date(t0.getTime() - 60 * 60_000).toISOString();
+    const lastVerifyRequest = new Date(t0.getTime() - 10 * 60_000).toISOString();
+    const clock = overdueClockStart(verifiedAt, lastVerifyRequest, t0);
+    const overdueMs = CERTIFICATE_THRESHOLD_MS;
+    const wakeMs = msUntilOverdue(clock, false, overdueMs, t0);
+    expect(wakeMs).toBe(20 * 60_000);
+    const reasonAt = (now: Date): string | undefined =>
+      buildStatus(
+        domain,
+        { ...observed, overdueClock: clock },
+        { verifiedAt, lastVerifyRequest },
+        now,
+        overdueMs,
+      ).conditions?.find((c) => c.type === 'CertificateReady')?.reason;
+    // Not overdue until the wake-up; overdue at it, though verifiedAt alone is long past.
+    expect(reasonAt(new Date(t0.getTime() + (wakeMs ?? 0) - 1))).toBe('Issuing');
+    expect(reasonAt(new Date(t0.getTime() + (wakeMs ?? 0)))).toBe('CertificateOverdue');
+    const overdue = buildStatus(
+      domain,
+      { ...observed, overdueClock: clock },
+      { verifiedAt, lastVerifyRequest },
+      new Date(t0.getTime() + 25 * 60_000),
+      overdueMs,
+    ).conditions?.find((c) => c.type === 'CertificateReady');
+    expect(overdue?.reason).toBe('CertificateOverdue');
+    expect(overdue?.message).toContain('after the last verify request');
+    // The status does not compute a clock of its own: without the reconcile's, nothing is overdue.
+    expect(reasonAt(new Date(t0.getTime() + 24 * 60 * 60_000))).toBe('CertificateOverdue');
+    expect(
+      buildStatus(domain, observed, { verifiedAt, lastVerifyRequest }, t0, overdueMs).conditions?.find(
+        (c) => c.type === 'CertificateReady',
+      )?.reason,
+    ).toBe('Issuing');
   });
 
   it('takes 30 minutes (1,800 s) as the threshold when none is given', () => {

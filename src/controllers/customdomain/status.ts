@@ -11,7 +11,7 @@ import type {
   Phase,
 } from '../../api/customdomain.js';
 import { setCondition, type ConditionInput } from '../../kube/conditions.js';
-import { overdueClockStart } from './overdue.js';
+import type { OverdueClock } from './overdue.js';
 import type { ServingReadiness } from '../../serving/schedule.js';
 import { conflictMessage } from '../../routing/foreign-routes.js';
 
@@ -106,6 +106,11 @@ export interface ObservedState {
    * (routing/foreign-routes.ts); absent or empty when none.
    */
   foreignRoutes?: readonly string[];
+  /**
+   * The CertificateOverdue clock (overdue.ts `overdueClockStart`), computed once by the reconcile
+   * for a verified domain, which also wakes by it (`msUntilOverdue`); absent when not verified.
+   */
+  overdueClock?: OverdueClock | undefined;
 }
 
 /**
@@ -362,7 +367,7 @@ export function buildStatus(
   const generation = domain.metadata.generation ?? 0;
   const verified = observed.dnsVerified.status === 'True';
   // Counted from the later of verifiedAt and the verify request acted on (overdue.ts).
-  const clock = verified ? overdueClockStart(carried.verifiedAt, carried.lastVerifyRequest, now) : undefined;
+  const clock = verified ? observed.overdueClock : undefined;
   const lateSinceMs = clock ? now.getTime() - clock.since.getTime() : 0;
   let conditions: Condition[] = domain.status?.conditions ?? [];
   const inputs = [

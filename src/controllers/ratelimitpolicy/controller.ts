@@ -5,7 +5,8 @@
  *
  * - the config key: compile every policy (`compile.ts`), spread the entries over the config shards
  *   (`portico-ratelimit-config`, `portico-ratelimit-config-1`, ...; `shards.ts`) and server-side apply
- *   each shard whose text changes (key `config.json`), so one policy change writes one shard or two;
+ *   each shard whose text changes (key `config.json`), so one policy change writes one shard or two
+ *   (`ConfigShardWriter`, shard-writer.ts);
  * - a policy key (`namespace/name`): write its status, `Accepted` from the compilation and the shard
  *   that holds it, `Enforced` from the servers' load reports in `portico-ratelimit-status`
  *   (`enforced.ts`).
@@ -37,15 +38,7 @@ import {
 } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import {
-  API_VERSION,
-  FIELD_MANAGER,
-  GROUP,
-  MANAGED_BY_LABEL,
-  MANAGED_BY_VALUE,
-  VERSION,
-  objectKey,
-} from '../../api/customdomain.js';
+import { API_VERSION, FIELD_MANAGER, GROUP, VERSION, objectKey } from '../../api/customdomain.js';
 import {
   DEFAULT_RATELIMIT_CONFIG_NAME,
   DEFAULT_RATELIMIT_STATUS_NAME,
@@ -53,7 +46,6 @@ import {
   RATE_LIMIT_POLICY_PLURAL,
   RATELIMIT_COMPONENT_LABEL,
   RATELIMIT_COMPONENT_VALUE,
-  RATELIMIT_CONFIG_KEY,
   type RateLimitPolicy,
 } from '../../api/ratelimitpolicy.js';
 import { RATE_LIMIT_ATTACHED_REASONS, type RateLimitAttachedReason } from '../../api/reasons.js';
@@ -61,15 +53,9 @@ import { findCondition, type ConditionInput } from '../../kube/conditions.js';
 import { isNotFound } from '../../kube/errors.js';
 import type { EventRecorder } from '../../kube/events.js';
 import { ResilientInformer } from '../../kube/informer.js';
-import { serverSideApply } from '../../kube/server-side-apply.js';
 import { WorkQueue } from '../../kube/work-queue.js';
 import { runWorkers } from '../../kube/workers.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
-import {
-  CONFIG_SHARD_BUDGET_BYTES,
-  configShardIndex,
-  type CompiledPolicy,
-} from '../../ratelimit/config-schema.js';
 import { parseReports, policyToken, type LoadReport } from '../../ratelimit/load-report.js';
 import {
   attachedCondition,
@@ -81,7 +67,7 @@ import {
   type TargetOutcome,
   type TargetVerdict,
 } from './attachment.js';
-import { compilePolicy, desiredEntries, readShard } from './compile.js';
+import { compilePolicy } from './compile.js';
 import { ContourAttacher, type ContourAttachmentOptions } from './contour-attacher.js';
 import { EnvoyGatewayAttacher, targetKey } from './envoy-gateway-attacher.js';
 import {
@@ -97,8 +83,8 @@ import type { RateLimitServiceTarget } from '../../routing/envoy-gateway-ratelim
 import { liveReports } from './enforced.js';
 import { reportChanges, type ReportChanges } from './report-changes.js';
 import { ReportLiveness } from './report-liveness.js';
-import { planShards, type CurrentShard, type ShardPlan, type ShardWrite } from './shards.js';
-import { desiredStatus, type StatusInput } from './status.js';
+import { ConfigShardWriter } from './shard-writer.js';
+import { desiredStatus } from './status.js';
 
 const CONTROLLER = 'ratelimitpolicy';
 /** The queue key of the config reconcile; never a `namespace/name`, which always has a slash. */
@@ -151,28 +137,6 @@ const WARNING_REASONS = new Set([
     .map(([reason]) => reason),
 ]);
 
-/** A config shard read from the cache, kept while its resourceVersion is the same. */
-interface ReadShard {
-  readonly resourceVersion: string;
-  readonly index: number;
-  readonly shard: CurrentShard;
-  /** Its valid entries, by domain. */
-  readonly valid: ReadonlyMap<string, CompiledPolicy>;
-}
-
-function errorText(err: unknown): string {
-  const body = (err as { body?: unknown }).body;
-  if (typeof body === 'string' && body.length > 0) {
-    try {
-      const message = (JSON.parse(body) as { message?: unknown }).message;
-      if (typeof message === 'string') return message.slice(0, 512);
-    } catch {
-      // not a Status: the error's own message below
-    }
-  }
-  return (err instanceof Error ? err.message : String(err)).slice(0, 512);
-}
-
 export class RateLimitPolicyController {
   readonly #o: RateLimitPolicyControllerOptions;
   readonly #log: Logger;
@@ -184,12 +148,8 @@ export class RateLimitPolicyController {
   readonly #statusName: string;
   /** The generation of each policy the config was last queued for, by `namespace/name`. */
   readonly #seenGenerations = new Map<string, number | undefined>();
-  /** The config shards in the cache, parsed, by name. */
-  readonly #shards = new Map<string, ReadShard>();
-  /** The shard the last config reconcile placed each domain in. */
-  #placement: ReadonlyMap<string, string> = new Map();
-  /** The error of the last failed write of a shard, by name. */
-  readonly #writeErrors = new Map<string, string>();
+  /** The config shards: the cache's, parsed, and their writes (shard-writer.ts). */
+  readonly #shards: ConfigShardWriter;
   /**
    * The load reports of the status ConfigMap, parsed once per resourceVersion: every policy's verdict
    * reads them.
@@ -214,6 +174,18 @@ export class RateLimitPolicyController {
     this.#customObjects = options.kubeConfig.makeApiClient(CustomObjectsApi);
     this.#configName = options.configName ?? DEFAULT_RATELIMIT_CONFIG_NAME;
     this.#statusName = options.statusName ?? DEFAULT_RATELIMIT_STATUS_NAME;
+    this.#shards = new ConfigShardWriter({
+      objects: options.objects,
+      log: this.#log,
+      namespace: options.namespace,
+      configName: this.#configName,
+      enqueuePolicy: (key) => {
+        this.#queue.add(key);
+      },
+      enqueueConfig: () => {
+        this.#queue.add(CONFIG_KEY);
+      },
+    });
     this.#liveness = new ReportLiveness(
       () => this.#nowMs(),
       () => {
@@ -346,35 +318,7 @@ export class RateLimitPolicyController {
       this.#onReports(verb === 'delete' ? undefined : cm);
       return;
     }
-    const index = configShardIndex(this.#configName, name);
-    if (index !== undefined) this.#onShard(name, index, cm, verb);
-  }
-
-  /** Keeps the parsed shard; queues the policies whose entry in it changed, and a deleted shard's repair. */
-  #onShard(name: string, index: number, cm: V1ConfigMap, verb: 'add' | 'update' | 'delete'): void {
-    const before = this.#shards.get(name);
-    let after: ReadShard | undefined;
-    if (verb === 'delete') {
-      this.#shards.delete(name);
-      this.#queue.add(CONFIG_KEY);
-    } else {
-      const resourceVersion = cm.metadata?.resourceVersion ?? '';
-      if (before?.resourceVersion === resourceVersion) return;
-      const read = readShard(name, cm.data?.[RATELIMIT_CONFIG_KEY]);
-      after = {
-        resourceVersion,
-        index,
-        shard: read.shard,
-        valid: new Map(read.valid.map((p) => [p.domain, p])),
-      };
-      this.#shards.set(name, after);
-    }
-    // Their Accepted message names the shard that holds them.
-    const old = before?.shard.entries ?? new Map<string, string>();
-    const now = after?.shard.entries ?? new Map<string, string>();
-    for (const domain of new Set([...old.keys(), ...now.keys()])) {
-      if (old.get(domain) !== now.get(domain)) this.#queue.add(domain);
-    }
+    this.#shards.onConfigMap(cm, verb);
   }
 
   /**
@@ -425,131 +369,18 @@ export class RateLimitPolicyController {
   #retainedShards(): string[] {
     return liveReports(this.#reports.list, this.#liveness.judgedAtMs)
       .flatMap((r) => r.retainedShards ?? [])
-      .filter((name) => configShardIndex(this.#configName, name) !== undefined);
-  }
-
-  /** The shards in the cache, by index. */
-  #shardList(): ReadShard[] {
-    return [...this.#shards.values()].sort((a, b) => a.index - b.index);
+      .filter((name) => this.#shards.isShardName(name));
   }
 
   /** The reconcile of one key of the queue: the config shards, the extension service, a swept HTTPProxy, or a policy. */
   async #reconcileKey(key: string): Promise<number | undefined> {
-    if (key === CONFIG_KEY) return this.#reconcileConfig();
+    if (key === CONFIG_KEY) return this.#shards.reconcile(this.#policies.list(), this.#retainedShards());
     if (key === EXTENSION_SERVICE_KEY) return this.#applyExtensionService();
     if (key.startsWith(PROXY_KEY_PREFIX)) {
       await this.#sweepProxy(key.slice(PROXY_KEY_PREFIX.length));
       return undefined;
     }
     return this.#reconcilePolicy(key);
-  }
-
-  /**
-   * Compiles every policy and applies each config shard whose text changes: first those that gain a
-   * policy, then those that only lose some. A shard is not written while a policy it would lose has
-   * not reached its new shard (that write failed or comes later), so no server sees a policy vanish
-   * from every shard; one shard's failure does not stop the others. Throws the first failure (retry
-   * with backoff); returns 100 ms when writes were deferred.
-   */
-  async #reconcileConfig(): Promise<number | undefined> {
-    const shards = this.#shardList();
-    const enforced = new Map<string, CompiledPolicy>();
-    for (const p of shards.flatMap((s) => [...s.valid.values()]))
-      if (!enforced.has(p.domain)) enforced.set(p.domain, p);
-    const plan = planShards({
-      configName: this.#configName,
-      desired: desiredEntries(this.#policies.list(), enforced),
-      current: shards.map((s) => s.shard),
-      required: this.#retainedShards(),
-      budgetBytes: CONFIG_SHARD_BUDGET_BYTES,
-    });
-    this.#placement = plan.placement;
-    return this.#write(plan);
-  }
-
-  /** Applies the writes of `plan` in order (see #reconcileConfig). */
-  async #write(plan: ShardPlan): Promise<number | undefined> {
-    const pending = new Set(plan.writes.map((w) => w.name));
-    const movesTo = (write: ShardWrite, domain: string): boolean => {
-      const to = plan.placement.get(domain);
-      return to !== undefined && to !== write.name && pending.has(to);
-    };
-    let failure: Error | undefined;
-    let deferred = false;
-    for (const write of plan.writes) {
-      if (write.removes.some((d) => movesTo(write, d))) {
-        deferred = true;
-        continue;
-      }
-      try {
-        await this.#applyShard(write);
-        pending.delete(write.name);
-        this.#writeErrors.delete(write.name);
-      } catch (err: unknown) {
-        failure ??= err instanceof Error ? err : new Error(errorText(err));
-        this.#writeErrors.set(write.name, errorText(err));
-        this.#enqueuePlacedIn(plan, write.name);
-        this.#log.error(
-          { err, configMap: `${this.#o.namespace}/${write.name}` },
-          'rate-limit config not applied',
-        );
-      }
-    }
-    if (failure !== undefined) throw failure;
-    return deferred ? 100 : undefined;
-  }
-
-  /** Queues the policies `plan` places in shard `name` (their status tells a failed write). */
-  #enqueuePlacedIn(plan: ShardPlan, name: string): void {
-    for (const [domain, shard] of plan.placement) if (shard === name) this.#queue.add(domain);
-  }
-
-  async #applyShard(write: ShardWrite): Promise<void> {
-    await serverSideApply(
-      this.#o.objects,
-      {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: {
-          name: write.name,
-          namespace: this.#o.namespace,
-          labels: {
-            [MANAGED_BY_LABEL]: MANAGED_BY_VALUE,
-            [RATELIMIT_COMPONENT_LABEL]: RATELIMIT_COMPONENT_VALUE,
-          },
-        },
-        data: { [RATELIMIT_CONFIG_KEY]: write.text },
-      },
-      { fieldManager: FIELD_MANAGER, force: true },
-    );
-    this.#log.info(
-      { configMap: `${this.#o.namespace}/${write.name}`, bytes: Buffer.byteLength(write.text, 'utf8') },
-      'rate-limit config applied',
-    );
-  }
-
-  /** The shard that holds this generation of the policy (same uid), if any. */
-  #holder(policy: RateLimitPolicy): string | undefined {
-    const domain = objectKey(policy);
-    const generation = policy.metadata.generation ?? 1;
-    const uid = policy.metadata.uid ?? '';
-    return this.#shardList().find((s) => {
-      const entry = s.valid.get(domain);
-      return entry?.uid === uid && entry.generation === generation;
-    })?.shard.name;
-  }
-
-  /** What the status says about where the policy is: the shard that holds it, or why none does yet. */
-  #whereabouts(policy: RateLimitPolicy): Pick<StatusInput, 'configConfigMap' | 'shard' | 'configWriteError'> {
-    const ns = this.#o.namespace;
-    const holder = this.#holder(policy);
-    if (holder !== undefined) return { configConfigMap: `${ns}/${holder}`, shard: holder };
-    const planned = this.#placement.get(objectKey(policy));
-    if (planned === undefined) return {};
-    const error = this.#writeErrors.get(planned);
-    return error === undefined
-      ? { shard: planned }
-      : { shard: planned, configWriteError: `ConfigMap ${ns}/${planned}: ${error}` };
   }
 
   /**
@@ -678,7 +509,7 @@ export class RateLimitPolicyController {
       reports: this.#reports.list,
       now: this.#o.now?.() ?? new Date(),
       reportsJudgedAtMs: this.#liveness.judgedAtMs,
-      ...this.#whereabouts(policy),
+      ...this.#shards.whereabouts(policy),
       statusConfigMap: `${this.#o.namespace}/${this.#statusName}`,
       attached,
     });

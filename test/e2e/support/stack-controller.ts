@@ -13,6 +13,7 @@ import { CONTROLLER } from '../../../src/sandbox/controller.js';
 import { sandboxPaths } from '../../../src/sandbox/paths.js';
 import { readPid, startDetached, stopProcess } from '../../../src/sandbox/processes.js';
 import { sandbox, waitFor } from './cluster.js';
+import { scrape } from './metrics.js';
 
 export interface ControllerCommand {
   command: string;
@@ -86,6 +87,69 @@ export interface OperatorProcess {
   /** Its log file (JSON lines). */
   log: string;
   metricsPort: number;
+}
+
+/**
+ * The sum of the samples of `name` whose labels include `labels`, at the operator's /metrics
+ * (0 when there are none).
+ */
+export async function operatorMetric(
+  operator: Pick<OperatorProcess, 'metricsPort'>,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number> {
+  const samples = await scrape(`http://127.0.0.1:${operator.metricsPort}/metrics`);
+  return samples
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((sum, s) => sum + s.value, 0);
+}
+
+/** One line of an operator's log: pino's JSON object (`msg`, `level`, `time` and the line's fields). */
+export type OperatorLogEntry = Record<string, unknown>;
+
+/**
+ * The lines of an operator's log (JSON lines, as the operator writes them) whose message is `msg`,
+ * or every line when `msg` is undefined, in the order written; `where` narrows them further (e.g.
+ * by `hostname` or `namespace`). A line that is not a JSON object (a stack trace, or a last line
+ * still being written) is passed over.
+ *
+ * @throws the error of reading the file (ENOENT before the operator has written its first line).
+ */
+export async function operatorLogLines(
+  operator: Pick<OperatorProcess, 'log'>,
+  msg?: string,
+  where: (entry: OperatorLogEntry) => boolean = () => true,
+): Promise<OperatorLogEntry[]> {
+  const entries: OperatorLogEntry[] = [];
+  for (const line of (await readFile(operator.log, 'utf8')).split('\n')) {
+    if (!line.startsWith('{')) continue;
+    let entry: OperatorLogEntry;
+    try {
+      entry = JSON.parse(line) as OperatorLogEntry;
+    } catch {
+      continue;
+    }
+    if ((msg === undefined || entry['msg'] === msg) && where(entry)) entries.push(entry);
+  }
+  return entries;
+}
+
+/**
+ * Waits until `operator` leads and has synced its watches (its log says "controller started") and
+ * its /readyz answers 200.
+ *
+ * @throws when that has not happened within `timeoutMs` milliseconds.
+ */
+export async function waitForOperatorStarted(operator: OperatorProcess, timeoutMs = 90_000): Promise<void> {
+  await waitFor(
+    'the operator to lead and sync its watches',
+    async () => {
+      const started = await operatorLogLines(operator, 'controller started').catch(() => []);
+      if (started.length === 0) return undefined;
+      return (await httpStatus(`http://127.0.0.1:${operator.metricsPort}/readyz`)) === 200 ? true : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /**

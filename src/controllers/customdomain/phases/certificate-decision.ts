@@ -25,7 +25,7 @@
  */
 import type { CertificateStatus, IssuanceStatus } from '../../../api/customdomain.js';
 import { DNS01_PUBLISH_REASONS } from '../../../acme/issuer.js';
-import type { OrderKind } from '../../../acme/order-budget.js';
+import type { OrderKind } from '../../../acme/order-decision.js';
 import type { DelegationVerdict } from '../../../dns/challenge-delegation.js';
 import type { IssuanceFailure } from '../issuance-state.js';
 import { pendingRetry } from '../issuance-state.js';
@@ -280,7 +280,7 @@ function decideRenewal(input: CertificateDecisionInput, serving: CertificateStat
 /**
  * When to look at a waiting domain again, milliseconds from now: at its expected time, or in a
  * second when that has passed (the order budget repeats an answer up to 5 s past its time while the
- * turn is due; order-budget.ts IMMINENT_TURN_MS), so it is told afresh or admitted without waiting
+ * turn is due; acme/order-decision.ts IMMINENT_TURN_MS), so it is told afresh or admitted without waiting
  * for the next resync.
  */
 export function queuedRecheckMs(queued: { expectedAt: Date }, now: Date): number {

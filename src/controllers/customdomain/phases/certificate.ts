@@ -7,7 +7,7 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { AriError } from '../../../acme/ari.js';
-import type { OrderKind } from '../../../acme/order-budget.js';
+import type { OrderKind } from '../../../acme/order-decision.js';
 import {
   ACME_ISSUER_ANNOTATION,
   REPLACES_ANNOTATION,

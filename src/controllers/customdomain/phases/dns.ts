@@ -36,7 +36,7 @@ import {
 import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome, type DnsStatusBase } from '../dns-outcome.js';
 import { decideOwnership, standingOwnership } from '../ownership-decision.js';
 import type { ChallengeDelegation } from './certificate-decision.js';
-import { dnsCheckDue } from '../schedule.js';
+import type { DnsCheckReason } from '../schedule.js';
 import type { CustomDomainReconcilerDeps } from './deps.js';
 
 /**
@@ -56,7 +56,17 @@ export class DnsPhase {
     this.#d = deps;
   }
 
-  async verify(domain: CustomDomain, key: string, now: Date, log: Logger): Promise<DnsPhaseOutcome> {
+  /**
+   * The DNS outcome of `domain`: checked now when `due` (schedule.ts `dnsCheckDue`, computed once by
+   * the reconcile, which also acts on a verify request by it), else the one its status carries.
+   */
+  async verify(
+    domain: CustomDomain,
+    key: string,
+    due: DnsCheckReason | undefined,
+    now: Date,
+    log: Logger,
+  ): Promise<DnsPhaseOutcome> {
     const hostname = normalizeDnsName(domain.spec.hostname);
     const requested = domain.metadata.annotations?.[VERIFY_REQUESTED_AT_ANNOTATION];
     const ownershipKey = await this.#d.ownership.store.key();
@@ -70,7 +80,6 @@ export class DnsPhase {
       lastVerifyRequest: requested ?? domain.status?.lastVerifyRequest,
       ownership,
     };
-    const due = dnsCheckDue(domain, now);
     const carried = due ? undefined : carriedDnsOutcome(domain.status, base, now);
     if (carried)
       return withCarriedDelegation(carried, hostname, target, pendingOwnership(base.ownership, hostname));
