@@ -2,9 +2,9 @@
  * What answers checks in `portico ratelimit-server`: the gRPC listener, RateLimitService and the
  * connection to Redis. They run either in a thread of their own (`check-worker.ts`, started by
  * `check-thread.ts`: on Node, where that thread's bounded young generation shortens V8's pauses) or
- * in the process's main thread (`MainThreadChecks` in `check-thread.ts`: on Bun, whose collector
- * the Worker does not help and whose Worker adds to the tail; docs/benchmarks.md,
- * "2026-11-28, session 2"). Everything else (the config watch, the load reports, /metrics) stays in
+ * in the process's main thread (`MainThreadChecks` in `check-thread.ts`: on Bun, where the thread's
+ * young-generation bound does not exist and the checks in a worker had the longer tail in 3 of 3
+ * runs; docs/benchmarks.md, "2026-11-28, session 2"). Everything else (the config watch, the load reports, /metrics) stays in
  * the main thread, which hands the checks each newly loaded policy snapshot and reads their metrics
  * when /metrics is read.
  */
