@@ -46,8 +46,13 @@ interface Bundle {
 
 const BUNDLES: readonly Bundle[] = [
   { entryPoint: 'dist/controller/main.js', outfile: 'dist/controller.bundle.js', external: ['acme-client'] },
-  { entryPoint: 'dist/ratelimit/server/main.js', outfile: 'dist/ratelimit-server.bundle.js' },
-  // grpc-health-check reads its health.proto from its own directory (`__dirname`), which a bundle has not.
+  // grpc-health-check reads its health.proto from its own directory (`__dirname`), which a bundle has
+  // not; the server's main thread serves the checks itself on Bun (check-thread.ts), so both need it.
+  {
+    entryPoint: 'dist/ratelimit/server/main.js',
+    outfile: 'dist/ratelimit-server.bundle.js',
+    external: ['grpc-health-check'],
+  },
   {
     entryPoint: 'dist/ratelimit/server/check-worker.js',
     outfile: 'dist/ratelimit-check-worker.bundle.js',

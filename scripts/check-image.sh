@@ -132,7 +132,7 @@ app="$root/app"
 [[ ${user%%:*} != 0 ]] || fail "USER must not be root"
 
 entries=$(cd "$root" && find . -mindepth 1 -maxdepth 2 | sort | tr '\n' ' ')
-[[ $entries == "./app ./app/dist ./app/node_modules ./app/package.json " ]] || fail "unexpected files in the image: $entries"
+[[ $entries == "./app ./app/dist ./app/node_modules ./app/package.json ./app/proto " ]] || fail "unexpected files in the image: $entries"
 [[ -z $(find "$app/dist" -name '*.map' -o -name '*.test.js' | head -1) ]] || fail "sourcemaps or tests in dist/"
 
 # Every package the lockfile marks dev-only (needed by devDependencies alone) must be absent.

@@ -439,6 +439,8 @@ export class RedisCounterStore implements CounterStore {
   async close(): Promise<void> {
     clearInterval(this.#measureTimer);
     clearInterval(this.#tlsTimer);
+    // Closed on purpose: not a lost connection (no `onStateChange('error')`).
+    this.#connected = false;
     try {
       await this.#client.quit();
     } catch {

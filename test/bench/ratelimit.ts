@@ -28,6 +28,14 @@
  *                                 --floor --floor-node=/tmp/bun/node_modules/.bin/bun
  *                                 # the whole server and the floor on Node and on Bun (npm package `bun`) in the
  *                                 same rounds; a runtime whose file name starts with `bun` gets no Node flags
+ *   npm run bench:ratelimit -- --portico-node=<bun> --portico-cli dist/cli.js --portico-cli dist/cli.js \
+ *                                 --portico-env PORTICO_RATELIMIT_CHECKS=thread --portico-env PORTICO_RATELIMIT_CHECKS=main
+ *                                 # environment variables of each Portico server (space-separated NAME=value), by
+ *                                 position: here the checks in a worker thread against the main thread, on Bun
+ *   npm run bench:ratelimit -- --portico-node=<bun> --portico-cli test/bench/grpc-floor-server.ts \
+ *                                 --portico-cli test/bench/grpc-floor-server.ts --portico-env= \
+ *                                 --portico-env PORTICO_FLOOR=worker,redis
+ *                                 # the floor with parts of Portico's server added (grpc-floor-server.ts)
  *
  * Each Portico server runs as the chart runs it (src/sandbox/ratelimit-server.ts: its Node flags
  * first, then --node-options, then its --portico-flags; the chart's malloc settings, processes.ts:
@@ -110,6 +118,8 @@ interface Options {
   porticoFlags: string[][];
   /** The node binary of each Portico server, by position as `porticoFlags` (default: the bench's own). */
   porticoNodes: string[];
+  /** Environment variables of each Portico server, by position as `porticoFlags` (`--portico-env`). */
+  porticoEnvs: Record<string, string>[];
   /** A directory for each Portico server's stdout and stderr (`portico-<n>.log`); unset: discarded. */
   porticoLog: string | undefined;
   /**
@@ -138,6 +148,8 @@ interface PorticoServer {
   readonly node: string;
   readonly cli: string;
   readonly flags: string[];
+  /** Environment variables added to its process's. */
+  readonly env: Record<string, string>;
   /** Its name in the report; unset: `portico`, or `portico <n>` when there are several. */
   readonly name?: string;
 }
@@ -150,6 +162,7 @@ function floorServer(node: string = process.execPath): PorticoServer {
     cli: path.join(REPO, 'test', 'bench', 'grpc-floor-server.ts'),
     // Bun runs TypeScript itself and takes none of Node's flags.
     flags: bun ? [] : ['--import', import.meta.resolve('tsx'), '--max-semi-space-size=8'],
+    env: {},
     name: bun ? 'grpc-js floor (bun)' : 'grpc-js floor',
   };
 }
@@ -163,8 +176,8 @@ function isBun(runtime: string): boolean {
 }
 
 /**
- * The Portico servers of a run: as many as the longest of `--portico-cli`, `--portico-flags` and
- * `--portico-node`; a list of one entry serves every server, a longer list one entry per server in
+ * The Portico servers of a run: as many as the longest of `--portico-cli`, `--portico-flags`,
+ * `--portico-node` and `--portico-env`; a list of one entry serves every server, a longer list one entry per server in
  * order (an empty list: dist/cli.js, no flags, the bench's own node).
  *
  * @throws Error when two lists of more than one entry differ in length
@@ -173,9 +186,15 @@ function porticoServers(
   clis: readonly string[],
   flags: readonly string[][],
   nodes: readonly string[],
+  envs: readonly Record<string, string>[],
 ): PorticoServer[] {
-  const count = Math.max(clis.length, flags.length, nodes.length, 1);
-  const lists = { '--portico-cli': clis, '--portico-flags': flags, '--portico-node': nodes };
+  const count = Math.max(clis.length, flags.length, nodes.length, envs.length, 1);
+  const lists = {
+    '--portico-cli': clis,
+    '--portico-flags': flags,
+    '--portico-node': nodes,
+    '--portico-env': envs,
+  };
   for (const [option, list] of Object.entries(lists)) {
     if (list.length > 1 && list.length !== count) {
       throw new Error(`${list.length} ${option} for ${count} servers: give one, or one per server`);
@@ -187,6 +206,7 @@ function porticoServers(
     node: at(nodes, i, process.execPath),
     cli: at(clis, i, path.join(REPO, 'dist', 'cli.js')),
     flags: at(flags, i, []),
+    env: at(envs, i, {}),
   }));
 }
 
@@ -206,6 +226,7 @@ function options(): Options {
       'portico-cli': { type: 'string', multiple: true, default: [] },
       'portico-flags': { type: 'string', multiple: true, default: [] },
       'portico-node': { type: 'string', multiple: true, default: [] },
+      'portico-env': { type: 'string', multiple: true, default: [] },
       'portico-log': { type: 'string' },
       bare: { type: 'boolean', default: false },
       policies: { type: 'string', default: '1' },
@@ -227,12 +248,28 @@ function options(): Options {
     porticoClis: values['portico-cli'].map((p) => path.resolve(p)),
     porticoFlags: values['portico-flags'].map((f) => f.split(' ').filter(Boolean)),
     porticoNodes: values['portico-node'].map((p) => path.resolve(p)),
+    porticoEnvs: values['portico-env'].map(environment),
     porticoLog: values['portico-log'] === undefined ? undefined : path.resolve(values['portico-log']),
     bare: values.bare,
     policies: Number(values.policies),
     floor: values.floor,
     floorNodes: values['floor-node'].map((p) => path.resolve(p)),
   };
+}
+
+/**
+ * `NAME=value NAME2=value2` as an environment.
+ *
+ * @throws Error for a word without `=`
+ */
+function environment(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const word of text.split(' ').filter(Boolean)) {
+    const eq = word.indexOf('=');
+    if (eq <= 0) throw new Error(`--portico-env: ${word} is not NAME=value`);
+    env[word.slice(0, eq)] = word.slice(eq + 1);
+  }
+  return env;
 }
 
 async function tools(): Promise<string> {
@@ -542,7 +579,7 @@ const load = (): string =>
 async function main(): Promise<void> {
   const o = options();
   const servers = [
-    ...porticoServers(o.porticoClis, o.porticoFlags, o.porticoNodes),
+    ...porticoServers(o.porticoClis, o.porticoFlags, o.porticoNodes, o.porticoEnvs),
     ...(o.floor ? [floorServer()] : []),
     ...o.floorNodes.map((node) => floorServer(node)),
   ];
@@ -604,7 +641,7 @@ async function main(): Promise<void> {
           '--log-level',
           'warn',
         ],
-        o.bare ? {} : CHART_MALLOC_ENV,
+        { ...(o.bare ? {} : CHART_MALLOC_ENV), ...p.env },
         serverCpu,
         o.porticoLog === undefined ? undefined : path.join(o.porticoLog, `portico-${i + 1}.log`),
       ),
@@ -670,7 +707,11 @@ async function main(): Promise<void> {
       porticos
         .map(
           (p) =>
-            `${p.name}: ${p.node === process.execPath ? '' : `${p.node} `}${path.relative(REPO, p.cli)}${p.flags.length > 0 ? ` ${p.flags.join(' ')}` : ''}\n`,
+            `${p.name}: ${Object.entries(p.env)
+              .map(([k, v]) => `${k}=${v} `)
+              .join(
+                '',
+              )}${p.node === process.execPath ? '' : `${p.node} `}${path.relative(REPO, p.cli)}${p.flags.length > 0 ? ` ${p.flags.join(' ')}` : ''}\n`,
         )
         .join('') +
       `| server | req/s | p50 ms | p99 ms | p99.9 ms | CPU µs/call | peak RSS MiB | errors |\n|---|---|---|---|---|---|---|---|\n` +

@@ -213,8 +213,13 @@ export interface TestProcess {
   stop(): Promise<void>;
 }
 
-export function startProcess(command: string, args: readonly string[]): TestProcess {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `command`; `env` is added to this process's environment. */
+export function startProcess(
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+): TestProcess {
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let output = '';
   child.stdout?.on('data', (c: Buffer) => (output += c.toString('utf8')));
   child.stderr?.on('data', (c: Buffer) => (output += c.toString('utf8')));
@@ -255,20 +260,30 @@ export interface TestServer extends TestProcess {
   readonly client: RateLimitClient;
 }
 
-/** Starts `portico ratelimit-server` with `args` (besides kubeconfig and listen addresses); waits for /readyz. */
-export async function startTestServer(args: readonly string[]): Promise<TestServer> {
+/**
+ * Starts `portico ratelimit-server` with `args` (besides kubeconfig and listen addresses) and `env`
+ * added to the environment; waits for /readyz.
+ */
+export async function startTestServer(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<TestServer> {
   const ports = await pickFreePorts({ grpc: 'tcp', metrics: 'tcp' });
-  const proc = startProcess(process.execPath, [
-    path.join(REPO, 'dist', 'cli.js'),
-    'ratelimit-server',
-    '--kubeconfig',
-    sandbox.kubeconfig,
-    '--grpc-listen-address',
-    `127.0.0.1:${ports.grpc}`,
-    '--metrics-listen-address',
-    `127.0.0.1:${ports.metrics}`,
-    ...args,
-  ]);
+  const proc = startProcess(
+    process.execPath,
+    [
+      path.join(REPO, 'dist', 'cli.js'),
+      'ratelimit-server',
+      '--kubeconfig',
+      sandbox.kubeconfig,
+      '--grpc-listen-address',
+      `127.0.0.1:${ports.grpc}`,
+      '--metrics-listen-address',
+      `127.0.0.1:${ports.metrics}`,
+      ...args,
+    ],
+    env,
+  );
   const base = `http://127.0.0.1:${ports.metrics}`;
   await waitFor(
     'the test rate-limit server to be ready',

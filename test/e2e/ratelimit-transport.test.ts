@@ -215,23 +215,33 @@ interface HealthClient {
   close(): void;
 }
 
-describe('grpc.health.v1.Health and SIGTERM', () => {
+// The checks run in their worker thread on Node and in the main thread on Bun (check-thread.ts,
+// checksPlacement); PORTICO_RATELIMIT_CHECKS=main runs the second on Node.
+describe.each([
+  { placement: 'thread', where: 'their worker thread', env: {} },
+  { placement: 'main', where: 'the main thread', env: { PORTICO_RATELIMIT_CHECKS: 'main' } },
+])('grpc.health.v1.Health and SIGTERM, checks in $where', ({ placement, env }) => {
   it('answers SERVING; on SIGTERM answers the check in flight, then exits 0', async () => {
     const { port } = await pickFreePorts({ port: 'tcp' });
     const redis = await startTestRedis(port);
     started.push(redis);
-    const s = await startTestServer([
-      '--redis-url',
-      `redis://127.0.0.1:${port}`,
-      '--redis-timeout-ms',
-      '1000',
-      '--config-namespace',
-      ns,
-      '--instance',
-      'sigterm',
-    ]);
+    const s = await startTestServer(
+      [
+        '--redis-url',
+        `redis://127.0.0.1:${port}`,
+        '--redis-timeout-ms',
+        '1000',
+        '--config-namespace',
+        ns,
+        '--instance',
+        `sigterm-${placement}`,
+        '--log-level',
+        'info',
+      ],
+      env,
+    );
     started.push(s);
-    await waitUntilLoaded(ns, 'sigterm', ENTRY);
+    await waitUntilLoaded(ns, `sigterm-${placement}`, ENTRY);
     const Health = makeGenericClientConstructor(healthService, 'Health');
     const health = new Health(s.grpcAddr, credentials.createInsecure()) as unknown as HealthClient;
     try {
@@ -263,6 +273,7 @@ describe('grpc.health.v1.Health and SIGTERM', () => {
       const [code] = (await exited) as [number | null];
       expect(code).toBe(0);
       expect(s.output()).toContain('"msg":"stopped"');
+      expect(s.output()).toContain(`"checks":"${placement}"`);
     } finally {
       process.kill(pid, 'SIGCONT');
     }

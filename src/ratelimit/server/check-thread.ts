@@ -1,13 +1,16 @@
 /**
- * The main thread's handle on the thread that answers checks (`check-worker.ts`): starts it with a
- * bounded young generation, hands it each policy snapshot, reads its metrics, stops it.
+ * The main thread's handle on what answers checks (`checks.ts`): either a thread of its own
+ * (`CheckThread`, `check-worker.ts`: started with a bounded young generation, handed each policy
+ * snapshot, asked for its metrics, stopped) or the main thread itself (`MainThreadChecks`). Which one
+ * is `checksPlacement()`'s choice.
  */
 import { basename, extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { Registry } from 'prom-client';
 import type { PolicySnapshot } from '../policy-set.js';
-import type { CheckWorkerOptions, FromCheckWorker, ToCheckWorker } from './check-worker.js';
+import type { FromCheckWorker, ToCheckWorker } from './check-worker.js';
+import { startChecks, type CheckOptions, type RunningChecks } from './checks.js';
 
 /**
  * The young generation of the check thread's heap, MB (`maxYoungGenerationSizeMb`; V8 gives a third
@@ -22,6 +25,103 @@ import type { CheckWorkerOptions, FromCheckWorker, ToCheckWorker } from './check
  */
 export const CHECK_THREAD_YOUNG_GENERATION_MB = 6;
 
+/**
+ * Where the checks run: `thread`, a worker thread of their own (`CheckThread`), or `main`, the
+ * process's main thread (`MainThreadChecks`).
+ */
+export type ChecksPlacement = 'thread' | 'main';
+
+/**
+ * The environment variable that overrides `checksPlacement()`'s choice (`thread` or `main`), for
+ * measuring one against the other (test/bench/ratelimit.ts).
+ */
+export const CHECKS_PLACEMENT_ENV = 'PORTICO_RATELIMIT_CHECKS';
+
+/**
+ * Where the checks run: `CHECKS_PLACEMENT_ENV` when set; else `main` on Bun and `thread` on Node.
+ * On Node the thread bounds the young generation V8 collects (the pauses behind the tail); on Bun
+ * (JavaScriptCore) `resourceLimits` does nothing and the same server answered with a shorter tail on
+ * the main thread (docs/benchmarks.md, "2026-11-28, session 2").
+ *
+ * @throws Error when the variable holds anything else
+ */
+export function checksPlacement(env: NodeJS.ProcessEnv = process.env, bun = isBun()): ChecksPlacement {
+  const value = env[CHECKS_PLACEMENT_ENV];
+  if (value === undefined || value === '') return bun ? 'main' : 'thread';
+  if (value === 'thread' || value === 'main') return value;
+  throw new Error(`${CHECKS_PLACEMENT_ENV} must be "thread" or "main", not ${JSON.stringify(value)}`);
+}
+
+/** Whether this process runs on Bun (`process.versions.bun`, set by Bun's Node compatibility). */
+export function isBun(): boolean {
+  return (process.versions as Record<string, string | undefined>).bun !== undefined;
+}
+
+/** What the main thread does with the checks, wherever they run. */
+export interface Checks {
+  /** The bound gRPC port. */
+  readonly grpcPort: number;
+  /** Settles when the checks have ended: resolves after `stop`, rejects if they ended on their own. */
+  readonly exited: Promise<void>;
+  /** Resolves once the checks enforce `snapshot` (checks after that see it). */
+  setPolicies(snapshot: PolicySnapshot): Promise<void>;
+  /** The checks' metrics, Prometheus text format. */
+  metrics(): Promise<string>;
+  /** Stops taking calls, waits up to `graceMs` for those in flight, closes Redis. */
+  stop(graceMs: number): Promise<void>;
+}
+
+/**
+ * Starts the checks where `placement` says.
+ *
+ * @throws Error when they fail to start (e.g. the address cannot be bound)
+ */
+export function startChecksIn(placement: ChecksPlacement, options: CheckOptions): Promise<Checks> {
+  return placement === 'main' ? MainThreadChecks.start(options) : CheckThread.start(options);
+}
+
+/** The checks in the calling thread (`checks.ts`); they never end on their own. */
+export class MainThreadChecks implements Checks {
+  readonly #checks: RunningChecks;
+  #stopped: Promise<void> | undefined;
+  readonly exited: Promise<void>;
+  readonly #exit: () => void;
+  readonly grpcPort: number;
+
+  private constructor(checks: RunningChecks) {
+    this.#checks = checks;
+    this.grpcPort = checks.grpcPort;
+    let exit = (): void => undefined;
+    this.exited = new Promise((resolve) => {
+      exit = resolve;
+    });
+    this.#exit = exit;
+  }
+
+  /** @throws Error when the address cannot be bound */
+  static async start(options: CheckOptions): Promise<MainThreadChecks> {
+    return new MainThreadChecks(await startChecks(options));
+  }
+
+  setPolicies(snapshot: PolicySnapshot): Promise<void> {
+    if (this.#stopped !== undefined)
+      return Promise.reject(new CheckThreadExitedError('the checks have ended'));
+    this.#checks.setPolicies(snapshot);
+    return Promise.resolve();
+  }
+
+  metrics(): Promise<string> {
+    if (this.#stopped !== undefined)
+      return Promise.reject(new CheckThreadExitedError('the checks have ended'));
+    return this.#checks.metrics();
+  }
+
+  stop(graceMs: number): Promise<void> {
+    this.#stopped ??= this.#checks.stop(graceMs).finally(this.#exit);
+    return this.#stopped;
+  }
+}
+
 /** Why the check thread ended on its own (it never should). */
 export class CheckThreadExitedError extends Error {}
 
@@ -33,7 +133,8 @@ interface Pending {
   readonly reject: (err: Error) => void;
 }
 
-export class CheckThread {
+/** The checks in a worker thread of their own (`check-worker.ts`). */
+export class CheckThread implements Checks {
   readonly #worker: Worker;
   readonly #pending = new Map<number, Pending>();
   #nextId = 1;
@@ -67,7 +168,7 @@ export class CheckThread {
    * @throws Error when the thread fails to start (e.g. the address cannot be bound)
    */
   static async start(
-    options: CheckWorkerOptions,
+    options: CheckOptions,
     youngGenerationMb = CHECK_THREAD_YOUNG_GENERATION_MB,
   ): Promise<CheckThread> {
     const workerModule = checkWorkerModule();

@@ -1,12 +1,13 @@
 /**
  * `portico ratelimit-server`: the rate-limit service the gateway calls (docs/architecture.md, "The
  * two processes"; docs/ratelimits.md, "`portico ratelimit-server`"). Wires the config watch, the
- * load reports and the observability server in the main thread, and the thread that answers checks
- * (gRPC listener, Redis; `check-thread.ts`), and shuts down cleanly on SIGTERM/SIGINT: stop taking
+ * load reports and the observability server in the main thread, and what answers checks (gRPC
+ * listener, Redis; `checks.ts`) in a thread of its own on Node or in the main thread on Bun
+ * (`check-thread.ts`, `checksPlacement`), and shuts down cleanly on SIGTERM/SIGINT: stop taking
  * calls and finish those in flight, remove this instance's report, close Redis. If the check thread
  * ends on its own the process exits with 1 (the pod restarts).
  *
- * A policy snapshot is reported as loaded only once the check thread enforces it.
+ * A policy snapshot is reported as loaded only once the checks enforce it.
  *
  * `/readyz` turns 200 once the gRPC listener is bound and the config watch has listed; it does not
  * follow Redis, since the failure mode (not the load balancer) decides what happens when Redis is down.
@@ -22,7 +23,7 @@ import { ConfigWatcher } from '../config-watcher.js';
 import { isRateLimitError } from '../errors.js';
 import { createConfigMetrics } from '../metrics.js';
 import { StatusReporter } from '../status-reporter.js';
-import { CheckThread, JoinedRegistry } from './check-thread.js';
+import { checksPlacement, JoinedRegistry, startChecksIn } from './check-thread.js';
 import { parseRateLimitServerConfig, rateLimitServerUsage, type RateLimitServerConfig } from './config.js';
 import { createServerLogger } from './logger.js';
 
@@ -45,7 +46,8 @@ export async function startRateLimitServer(
   config: RateLimitServerConfig,
   log: Logger,
 ): Promise<RunningRateLimitServer> {
-  const checks = await CheckThread.start({
+  const placement = checksPlacement();
+  const checks = await startChecksIn(placement, {
     grpcListenAddress: config.grpcListenAddress,
     connection: config.grpcConnection,
     tls: config.grpcTls,
@@ -61,6 +63,7 @@ export async function startRateLimitServer(
     {
       address: config.grpcListenAddress,
       port: checks.grpcPort,
+      checks: placement,
       tls: config.grpcTls === undefined ? 'off' : config.grpcTls.clientCaFile === undefined ? 'tls' : 'mtls',
     },
     'gRPC listening',
