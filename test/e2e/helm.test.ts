@@ -41,6 +41,7 @@ import {
   podSpec,
   run,
   runOk,
+  secretVolumesAt,
   template,
   toolsBin,
   type Manifest,
@@ -140,8 +141,15 @@ describe.each(VARIATIONS)('values %s', (file) => {
   it('starts the rate-limit service only with flags and variables `portico ratelimit-server --help` lists', async () => {
     const objects = await rendered(file);
     if (!objects.some((m) => m.metadata.labels?.['app.kubernetes.io/component'] === 'ratelimit')) return;
-    const container = podSpec(findDeployment(objects, 'ratelimit')).containers[0] ?? { name: '' };
-    const [command, ...flags] = container.args ?? [];
+    const pod = podSpec(findDeployment(objects, 'ratelimit'));
+    const container = pod.containers[0] ?? { name: '' };
+    // The files of the Secrets the chart mounts (Redis passwords) exist here as the kubelet would write them.
+    const [command, ...flags] = await secretVolumesAt(
+      await mkdtemp(path.join(tmpdir(), 'portico-helm-secrets-')),
+      pod,
+      container,
+      container.args ?? [],
+    );
     expect(command).toBe('ratelimit-server');
     const env = containerEnv(container, NAMESPACE, { 'portico-redis/url': 'redis://127.0.0.1:1' });
     const known = await knownVariables('ratelimit-server');

@@ -5,6 +5,8 @@
  */
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { sandbox } from './cluster.js';
@@ -146,6 +148,45 @@ export function findDeployment(manifests: Manifest[], component: 'controller' | 
   );
   if (!found) throw new Error(`no ${component} Deployment rendered`);
   return found;
+}
+
+/**
+ * Stands in for the kubelet's Secret volumes when a test runs a rendered container's command here:
+ * for each of `container`'s volumeMounts backed by a `secret` volume of `pod` with `items`, the
+ * files `items[].path` under a directory in `root`, holding `refs['<secretName>/<key>']` (else
+ * "secret"); returns `args` with every path under such a mountPath moved to that directory (also
+ * after a `--flag=`).
+ *
+ * @throws Error for a Secret volume without `items` (which keys it holds is not in the manifest)
+ */
+export async function secretVolumesAt(
+  root: string,
+  pod: PodSpec,
+  container: ContainerSpec,
+  args: readonly string[],
+  refs: Record<string, string> = {},
+): Promise<string[]> {
+  interface Volume {
+    name: string;
+    secret?: { secretName: string; items?: { key: string; path: string }[] };
+  }
+  const volumes = (pod['volumes'] ?? []) as Volume[];
+  const mounts = (container['volumeMounts'] ?? []) as { name: string; mountPath: string }[];
+  let out = [...args];
+  for (const mount of mounts) {
+    const secret = volumes.find((v) => v.name === mount.name)?.secret;
+    if (!secret) continue;
+    if (!secret.items) throw new Error(`Secret volume ${mount.name} has no items: its files are not known`);
+    const dir = path.join(root, mount.name);
+    await mkdir(dir, { recursive: true });
+    for (const item of secret.items) {
+      await mkdir(path.dirname(path.join(dir, item.path)), { recursive: true });
+      await writeFile(path.join(dir, item.path), refs[`${secret.secretName}/${item.key}`] ?? 'secret');
+    }
+    const prefix = `${mount.mountPath.replace(/\/$/, '')}/`;
+    out = out.map((arg) => arg.replaceAll(prefix, `${dir}/`));
+  }
+  return out;
 }
 
 /**
