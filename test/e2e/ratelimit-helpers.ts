@@ -237,11 +237,44 @@ export function startProcess(
   };
 }
 
+/**
+ * redis-server's arguments for a cluster node keeping its node table in `configFile`; with
+ * `nodeTimeoutMs` (`cluster-node-timeout`, ms) a node unreachable that long is failed over, and a
+ * cluster missing a primary still serves the others' slots (`cluster-require-full-coverage no`).
+ */
+export function clusterNodeArgs(configFile: string, nodeTimeoutMs?: number): string[] {
+  const args = ['--cluster-enabled', 'yes', '--cluster-config-file', configFile];
+  if (nodeTimeoutMs !== undefined) {
+    args.push('--cluster-node-timeout', String(nodeTimeoutMs), '--cluster-require-full-coverage', 'no');
+  }
+  return args;
+}
+
+/**
+ * Joins the cluster-mode redis-servers on `ports` (127.0.0.1) into one Redis Cluster with
+ * `redis-cli --cluster create`: redis-cli makes the first `ports.length / (replicas + 1)` primaries
+ * and gives each `replicas` replicas. Throws when redis-cli fails or takes over 30 s.
+ */
+export async function createRedisCluster(ports: readonly number[], replicas = 0): Promise<void> {
+  await promisify(execFile)(
+    path.join(TOOLS_BIN, 'redis-cli'),
+    [
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      String(replicas),
+      '--cluster-yes',
+    ],
+    { timeout: 30_000 },
+  );
+}
+
 /** Starts a redis-server of the test's own on `port` (cluster mode when `cluster`). */
 export async function startTestRedis(port: number, cluster = false): Promise<TestProcess> {
   const dir = mkdtempSync(path.join(tmpdir(), 'portico-redis-'));
   const args = redisArgs(port, dir);
-  if (cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'));
+  if (cluster) args.push(...clusterNodeArgs(path.join(dir, 'nodes.conf')));
   const proc = startProcess(path.join(TOOLS_BIN, 'redis-server'), args);
   const probe = redisPingProbe(`127.0.0.1:${port}`);
   await waitFor(

@@ -8,11 +8,9 @@
  * control case) the reconnect is refused and checks are answered from local counts, until the file
  * changes.
  */
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,7 +21,7 @@ import { currentWindows } from '../../src/ratelimit/windows.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { unique, waitFor } from './support/cluster.js';
 import {
-  TOOLS_BIN,
+  createRedisCluster,
   check,
   createNamespaceWithConfig,
   freshMinute,
@@ -235,18 +233,7 @@ describe('a Redis Cluster password rotated in the Secret', () => {
     async () => {
       const ports = Object.values(await pickFreePorts({ a: 'tcp', b: 'tcp', c: 'tcp' }));
       for (const p of ports) started.push(await startTestRedis(p, true));
-      await promisify(execFile)(
-        path.join(TOOLS_BIN, 'redis-cli'),
-        [
-          '--cluster',
-          'create',
-          ...ports.map((p) => `127.0.0.1:${p}`),
-          '--cluster-replicas',
-          '0',
-          '--cluster-yes',
-        ],
-        { timeout: 30_000 },
-      );
+      await createRedisCluster(ports);
       const nodes = ports.map((p) => new Redis(p, '127.0.0.1', { maxRetriesPerRequest: 1 }));
       try {
         await waitFor('cluster_state:ok on every node', async () => {

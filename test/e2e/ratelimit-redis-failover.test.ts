@@ -24,12 +24,10 @@
  * The failover and the Clusters take 20-60 s each and run with PORTICO_E2E_SLOW=1; without it, the
  * Sentinel case only checks that the server finds the primary through the sentinels and counts there.
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { promisify } from 'node:util';
 import calculateSlot from 'cluster-key-slot';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,6 +40,8 @@ import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { redisArgs, redisPingProbe } from '../../src/sandbox/redis.js';
 import { unique, waitFor } from './support/cluster.js';
 import {
+  clusterNodeArgs,
+  createRedisCluster,
   TOOLS_BIN,
   check,
   createNamespaceWithConfig,
@@ -55,7 +55,6 @@ import {
 } from './ratelimit-helpers.js';
 
 const SLOW = process.env.PORTICO_E2E_SLOW === '1';
-const run = promisify(execFile);
 
 const ns = unique('rl-ha');
 const DOMAIN = `${ns}/api`;
@@ -531,31 +530,9 @@ describe.runIf(SLOW)('Redis Cluster', () => {
       const nodes: TestProcess[] = [];
       for (const p of ports) {
         const conf = path.join(mkdtempSync(path.join(dir, 'cluster-')), 'nodes.conf');
-        nodes.push(
-          await redisServer(p, [
-            '--cluster-enabled',
-            'yes',
-            '--cluster-config-file',
-            conf,
-            '--cluster-node-timeout',
-            '1000',
-            '--cluster-require-full-coverage',
-            'no',
-          ]),
-        );
+        nodes.push(await redisServer(p, clusterNodeArgs(conf, 1000)));
       }
-      await run(
-        path.join(TOOLS_BIN, 'redis-cli'),
-        [
-          '--cluster',
-          'create',
-          ...ports.map((p) => `127.0.0.1:${p}`),
-          '--cluster-replicas',
-          '0',
-          '--cluster-yes',
-        ],
-        { timeout: 30_000 },
-      );
+      await createRedisCluster(ports);
       const probe = new Redis(ports[0] ?? 0, '127.0.0.1');
       try {
         await waitFor('cluster_state:ok', async () =>
@@ -649,33 +626,10 @@ describe.runIf(SLOW)('Redis Cluster with replicas', () => {
       const byPort = new Map<number, TestProcess>();
       for (const p of ports) {
         const conf = path.join(mkdtempSync(path.join(dir, 'cluster-r-')), 'nodes.conf');
-        byPort.set(
-          p,
-          await redisServer(p, [
-            '--cluster-enabled',
-            'yes',
-            '--cluster-config-file',
-            conf,
-            '--cluster-node-timeout',
-            String(CLUSTER_NODE_TIMEOUT_MS),
-            '--cluster-require-full-coverage',
-            'no',
-          ]),
-        );
+        byPort.set(p, await redisServer(p, clusterNodeArgs(conf, CLUSTER_NODE_TIMEOUT_MS)));
       }
       // Three primaries (the first three listed) and a replica of each.
-      await run(
-        path.join(TOOLS_BIN, 'redis-cli'),
-        [
-          '--cluster',
-          'create',
-          ...ports.map((p) => `127.0.0.1:${p}`),
-          '--cluster-replicas',
-          '1',
-          '--cluster-yes',
-        ],
-        { timeout: 30_000 },
-      );
+      await createRedisCluster(ports, 1);
       const admins = new Map(ports.map((p) => [p, new Redis(p, '127.0.0.1', { maxRetriesPerRequest: 1 })]));
       const admin = (p: number): Redis => {
         const r = admins.get(p);
