@@ -47,6 +47,7 @@ import {
   createNamespaceWithConfig,
   freshMinute,
   metricValue,
+  waitForMetric,
   startProcess,
   startTestServer,
   waitUntilLoaded,
@@ -216,6 +217,49 @@ function steadyLoad(
   };
 }
 
+/** What a steady load saw around a kill: split by when and where each check was answered. */
+interface AfterTheKill {
+  /** The first check started after the kill and counted in Redis. */
+  readonly recovered: Sample;
+  /** From the kill to `recovered`'s answer, ms. */
+  readonly recoveryMs: number;
+  /** Checks answered before the kill. */
+  readonly before: Sample[];
+  readonly failed: Sample[];
+  readonly local: Sample[];
+  /** Checks Redis counted and admitted (OK), the whole run. */
+  readonly admittedByRedis: number;
+}
+
+/**
+ * Waits (up to `boundMs` + 10 s) for the first check started after `killMs` (performance.now()) to be
+ * counted in Redis, lets the load run 2 s more, stops it, and splits its samples.
+ *
+ * @throws Error when no check is counted in Redis within that time
+ */
+async function afterTheKill(
+  load: { samples: Sample[]; stop: () => Promise<void> },
+  killMs: number,
+  boundMs: number,
+): Promise<AfterTheKill> {
+  const recovered = await waitFor(
+    'a check counted in Redis after the kill',
+    () => load.samples.find((x) => x.startMs > killMs && x.source === 'redis'),
+    boundMs + 10_000,
+    50,
+  );
+  await sleep(2_000);
+  await load.stop();
+  return {
+    recovered,
+    recoveryMs: recovered.endMs - killMs,
+    before: load.samples.filter((x) => x.endMs < killMs),
+    failed: load.samples.filter((x) => x.source === 'error'),
+    local: load.samples.filter((x) => x.source === 'local'),
+    admittedByRedis: load.samples.filter((x) => x.source === 'redis' && x.code === 'OK').length,
+  };
+}
+
 /** Flat `[field, value, ...]` of a SENTINEL reply as a record. */
 function fields(reply: unknown): Record<string, string> {
   const list = reply as string[];
@@ -270,20 +314,11 @@ describe('Redis Sentinel', () => {
         await sleep(3_000);
         const killMs = performance.now();
         primary.child.kill('SIGKILL');
-        const recovered = await waitFor(
-          'a check counted in Redis after the kill',
-          () => load.samples.find((x) => x.startMs > killMs && x.source === 'redis'),
-          RECOVERY_BOUND_MS + 10_000,
-          50,
+        const { recovered, recoveryMs, before, failed, local, admittedByRedis } = await afterTheKill(
+          load,
+          killMs,
+          RECOVERY_BOUND_MS,
         );
-        await sleep(2_000);
-        await load.stop();
-
-        const before = load.samples.filter((x) => x.endMs < killMs);
-        const failed = load.samples.filter((x) => x.source === 'error');
-        const local = load.samples.filter((x) => x.source === 'local');
-        const admittedByRedis = load.samples.filter((x) => x.source === 'redis' && x.code === 'OK').length;
-        const recoveryMs = recovered.endMs - killMs;
 
         // The sentinels now name the replica as the primary; read the counts there.
         const addr = (await ask.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', master)) as string[];
@@ -361,10 +396,12 @@ describe('a sentinel that names an unreachable primary', () => {
     expect(a.code).toBe('OK');
     expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
     expect(a.headers).toMatchObject({ 'X-RateLimit-Limit': '1000000', 'X-RateLimit-Remaining': '999999' });
-    await waitFor('a connection error in the metric', async () =>
-      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total')) > 0
-        ? true
-        : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_connection_errors_total',
+      '',
+      (v) => v > 0,
+      'a connection error in the metric',
     );
     expect(s.output()).toContain('Redis connection error');
     expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(0);
@@ -453,14 +490,12 @@ describe('sentinels that require a password (requirepass in sentinel.conf)', () 
     expect(a.headers).toMatchObject({ 'X-RateLimit-Limit': '1000000', 'X-RateLimit-Remaining': '999999' });
     // ioredis reports a sentinel that refuses the password as unreachable (its AUTH reply is not
     // told apart from a timeout), so the reason is sentinel, not auth.
-    await waitFor('a sentinel connection error in the metric', async () =>
-      (await metricValue(
-        s.metricsUrl,
-        'portico_ratelimit_redis_connection_errors_total',
-        'reason="sentinel"',
-      )) > 0
-        ? true
-        : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_connection_errors_total',
+      'reason="sentinel"',
+      (v) => v > 0,
+      'a sentinel connection error in the metric',
     );
     await sleep(2_000);
     expect(s.child.exitCode).toBeNull();
@@ -700,20 +735,11 @@ describe.runIf(SLOW)('Redis Cluster with replicas', () => {
           CLUSTER_RECOVERY_BOUND_MS + 10_000,
           50,
         );
-        const recovered = await waitFor(
-          'a check counted in Redis after the kill',
-          () => load.samples.find((x) => x.startMs > killMs && x.source === 'redis'),
-          CLUSTER_RECOVERY_BOUND_MS + 10_000,
-          50,
+        const { recovered, recoveryMs, before, failed, local, admittedByRedis } = await afterTheKill(
+          load,
+          killMs,
+          CLUSTER_RECOVERY_BOUND_MS,
         );
-        await sleep(2_000);
-        await load.stop();
-
-        const before = load.samples.filter((x) => x.endMs < killMs);
-        const failed = load.samples.filter((x) => x.source === 'error');
-        const local = load.samples.filter((x) => x.source === 'local');
-        const admittedByRedis = load.samples.filter((x) => x.source === 'redis' && x.code === 'OK').length;
-        const recoveryMs = recovered.endMs - killMs;
         const firstMinute = currentWindows(Date.now() - 60_000).minute.index;
         const lastMinute = currentWindows(Date.now()).minute.index;
         let counted = 0;
