@@ -354,6 +354,25 @@ export async function metricValue(metricsUrl: string, name: string, labelMatch =
     .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
 }
 
+/**
+ * Polls `name`'s value (summed over the series whose line contains `labelMatch`, as `metricValue`)
+ * at `metricsUrl` until `until` holds for it; returns that value.
+ *
+ * @throws Error after `waitFor`'s 60 s, naming `what`
+ */
+export async function waitForMetric(
+  metricsUrl: string,
+  name: string,
+  labelMatch: string,
+  until: (value: number) => boolean,
+  what: string,
+): Promise<number> {
+  return waitFor(what, async () => {
+    const value = await metricValue(metricsUrl, name, labelMatch);
+    return until(value) ? value : undefined;
+  });
+}
+
 /** envoyproxy/ratelimit's `client_cmd` answer: the overall code, the first status's limit, headers. */
 export interface EnvoyClientAnswer {
   code: string;

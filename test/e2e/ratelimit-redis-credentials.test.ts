@@ -26,6 +26,7 @@ import {
   createNamespaceWithConfig,
   freshMinute,
   metricValue,
+  waitForMetric,
   startTestRedis,
   startTestServer,
   waitUntilLoaded,
@@ -89,8 +90,12 @@ async function server(
   ]);
   started.push(s);
   await waitUntilLoaded(ns, instance, ENTRY);
-  await waitFor('the server to connect to Redis', async () =>
-    (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')) === 1 ? true : undefined,
+  await waitForMetric(
+    s.metricsUrl,
+    'portico_ratelimit_redis_connected',
+    '',
+    (v) => v === 1,
+    'the server to connect to Redis',
   );
   return s;
 }
@@ -134,14 +139,12 @@ describe('a Redis password rotated in the Secret', () => {
     // The operator's rotation: add B, rewrite the Secret, wait for the reload, remove A.
     await admin.acl('SETUSER', user, '>password-B');
     volume.update('password-B\n');
-    await waitFor('the reload in the metric', async () =>
-      (await metricValue(
-        s.metricsUrl,
-        'portico_ratelimit_redis_credential_reloads_total',
-        'result="loaded"',
-      )) === 1
-        ? true
-        : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_credential_reloads_total',
+      'result="loaded"',
+      (v) => v === 1,
+      'the reload in the metric',
     );
     expect(s.output()).toContain('reloaded the Redis credentials');
     await admin.acl('SETUSER', user, '<password-A');
@@ -187,11 +190,12 @@ describe('a Redis password rotated in the Secret', () => {
 
     await admin.acl('SETUSER', user, '>password-B', '<password-A');
     await admin.client('KILL', 'USER', user);
-    await waitFor('an auth error in the metric', async () =>
-      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total', 'reason="auth"')) >
-      0
-        ? true
-        : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_connection_errors_total',
+      'reason="auth"',
+      (v) => v > 0,
+      'an auth error in the metric',
     );
     const before = await counted(key);
     for (let i = 0; i < 5; i += 1) expect(await countedInRedis(s, key)).toBe(false);
@@ -202,14 +206,12 @@ describe('a Redis password rotated in the Secret', () => {
 
     // A file that cannot be used keeps the credentials, with a clear error.
     volume.update('');
-    await waitFor('the failed reload in the metric', async () =>
-      (await metricValue(
-        s.metricsUrl,
-        'portico_ratelimit_redis_credential_reloads_total',
-        'result="failed"',
-      )) === 1
-        ? true
-        : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_credential_reloads_total',
+      'result="failed"',
+      (v) => v === 1,
+      'the failed reload in the metric',
     );
     expect(s.output()).toContain('cannot read a Redis credential file: the previous credentials stay in use');
 
@@ -262,14 +264,12 @@ describe('a Redis Cluster password rotated in the Secret', () => {
 
         for (const n of nodes) await n.acl('SETUSER', user, '>password-B');
         volume.update('password-B');
-        await waitFor('the reload in the metric', async () =>
-          (await metricValue(
-            s.metricsUrl,
-            'portico_ratelimit_redis_credential_reloads_total',
-            'result="loaded"',
-          )) === 1
-            ? true
-            : undefined,
+        await waitForMetric(
+          s.metricsUrl,
+          'portico_ratelimit_redis_credential_reloads_total',
+          'result="loaded"',
+          (v) => v === 1,
+          'the reload in the metric',
         );
         for (const n of nodes) await n.acl('SETUSER', user, '<password-A');
         let killed = 0;

@@ -29,6 +29,7 @@ import {
   createNamespaceWithConfig,
   freshMinute,
   metricValue,
+  waitForMetric,
   startProcess,
   startTestServer,
   waitUntilLoaded,
@@ -195,11 +196,12 @@ describe('Redis with TLS, client certificates and an ACL user', () => {
     expect(a.code).toBe('OK');
     expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
     expect(a.headers).toMatchObject({ 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '59' });
-    await waitFor('an auth connection error in the metric', async () =>
-      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total', 'reason="auth"')) >
-      0
-        ? true
-        : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_connection_errors_total',
+      'reason="auth"',
+      (v) => v > 0,
+      'an auth connection error in the metric',
     );
     // Still running some seconds later (ioredis retries; the process neither exits nor restarts).
     await sleep(3_000);
@@ -219,10 +221,12 @@ describe('Redis with TLS, client certificates and an ACL user', () => {
     const a = await check(DOMAIN, { key_id: 'nocert' }, undefined, s.client);
     expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
     expect(a.headers['X-RateLimit-Limit']).toBe('60');
-    await waitFor('a tls connection error in the metric', async () =>
-      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total', 'reason="tls"')) > 0
-        ? true
-        : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_connection_errors_total',
+      'reason="tls"',
+      (v) => v > 0,
+      'a tls connection error in the metric',
     );
     expect(s.output()).toContain('the TLS handshake with Redis failed');
     expect(s.child.exitCode).toBeNull();
@@ -241,10 +245,12 @@ describe('Redis with TLS, client certificates and an ACL user', () => {
     expect(a.code).toBe('OK');
     expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
     expect(a.headers).toMatchObject({ 'X-RateLimit-Limit': '60', 'X-RateLimit-Remaining': '59' });
-    await waitFor('a tls connection error in the metric', async () =>
-      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total', 'reason="tls"')) > 0
-        ? true
-        : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_connection_errors_total',
+      'reason="tls"',
+      (v) => v > 0,
+      'a tls connection error in the metric',
     );
     // Redis refuses the chain; the alert it sends names the cause, and Portico's log line carries it.
     expect(redisSaid()).toContain('certificate verify failed');
@@ -272,10 +278,12 @@ describe('Redis with TLS, client certificates and an ACL user', () => {
     const a = await check(DOMAIN, { key_id: 'wrongca' }, undefined, s.client);
     expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
     expect(a.headers['X-RateLimit-Limit']).toBe('60');
-    await waitFor('a tls connection error in the metric', async () =>
-      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connection_errors_total', 'reason="tls"')) > 0
-        ? true
-        : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_connection_errors_total',
+      'reason="tls"',
+      (v) => v > 0,
+      'a tls connection error in the metric',
     );
     const line = s
       .output()
@@ -375,8 +383,12 @@ describe('Redis Sentinel over TLS (sentinels with tls-port and tls-auth-clients)
 
   it('with --redis-sentinel-tls: asks the sentinel over TLS with the client certificate and counts on the TLS primary', async () => {
     const s = await sentinelServer('sentinel-tls', ['--redis-sentinel-tls']);
-    await waitFor('the server to connect through the sentinel', async () =>
-      (await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')) === 1 ? true : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_connected',
+      '',
+      (v) => v === 1,
+      'the server to connect through the sentinel',
     );
     await freshMinute(10);
     const a = await check(DOMAIN, { key_id: 'sentinel-tls' }, undefined, s.client);
@@ -398,14 +410,12 @@ describe('Redis Sentinel over TLS (sentinels with tls-port and tls-auth-clients)
     expect(a.code).toBe('OK');
     expect(a.response.statuses[0]?.current_limit?.name).toBe(DEGRADED_STATUS_NAME);
     expect(a.headers['X-RateLimit-Limit']).toBe('60');
-    await waitFor('a sentinel connection error in the metric', async () =>
-      (await metricValue(
-        s.metricsUrl,
-        'portico_ratelimit_redis_connection_errors_total',
-        'reason="sentinel"',
-      )) > 0
-        ? true
-        : undefined,
+    await waitForMetric(
+      s.metricsUrl,
+      'portico_ratelimit_redis_connection_errors_total',
+      'reason="sentinel"',
+      (v) => v > 0,
+      'a sentinel connection error in the metric',
     );
     expect(s.output()).toContain('no sentinel named a reachable primary');
     expect(s.child.exitCode).toBeNull();
