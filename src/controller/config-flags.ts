@@ -147,6 +147,12 @@ export const controllerOptions = {
     default: '1800',
     help: "seconds verified without a certificate before it is reported overdue (the spec's 30 minutes)",
   },
+  'issuance-first-retry-seconds': {
+    type: 'string',
+    env: 'PORTICO_ISSUANCE_FIRST_RETRY_SECONDS',
+    default: '60',
+    help: 'seconds after a failed certificate order before the first retry; each further failure doubles it, up to 1 hour (docs/customdomains.md, "Schedules"); only tests set it shorter',
+  },
   'acme-profile': {
     type: 'string',
     env: 'PORTICO_ACME_PROFILE',

@@ -51,6 +51,19 @@ describe('parseControllerConfig', () => {
     expect(fromFlag.certificateOverdueMs).toBe(60_000);
   });
 
+  it('retries a failed order first after 60 s (docs/customdomains.md, "Schedules") unless told otherwise', () => {
+    const byDefault = parseControllerConfig(required, {});
+    const fromFlag = parseControllerConfig([...required, '--issuance-first-retry-seconds', '3'], {});
+    const fromEnv = parseControllerConfig(required, { PORTICO_ISSUANCE_FIRST_RETRY_SECONDS: '5' });
+    if ('help' in byDefault || 'help' in fromFlag || 'help' in fromEnv) throw new Error('unexpected help');
+    expect(byDefault.issuanceFirstRetryMs).toBe(60_000);
+    expect(fromFlag.issuanceFirstRetryMs).toBe(3_000);
+    expect(fromEnv.issuanceFirstRetryMs).toBe(5_000);
+    expect(() => parseControllerConfig([...required, '--issuance-first-retry-seconds', '0'], {})).toThrow(
+      /--issuance-first-retry-seconds must be a positive integer/,
+    );
+  });
+
   it('rejects a missing target, a bad number, a bad address and half an EAB, naming the flag', () => {
     expect(() => parseControllerConfig(['--acme-directory-url', 'https://x/dir'], {})).toThrow(
       /--platform-cname-target/,

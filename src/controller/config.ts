@@ -86,6 +86,8 @@ export interface ControllerConfig {
   acmeRequestTimeoutMs: number;
   /** Milliseconds verified without a certificate before CertificateReady reports it overdue. */
   certificateOverdueMs: number;
+  /** Milliseconds after a failed certificate order before its first retry (then doubling, up to 1 hour). */
+  issuanceFirstRetryMs: number;
   /**
    * The ACME account's budget (src/acme/order-budget.ts): new orders per sliding window, the
    * window in milliseconds, and orders in flight at once. Defaults: Let's Encrypt's 300 per 3 hours;
@@ -536,6 +538,8 @@ export function parseControllerConfig(
     acmeProfile: get('acme-profile'),
     certificateOverdueMs:
       positiveInt('certificate-overdue-seconds', required('certificate-overdue-seconds')) * 1000,
+    issuanceFirstRetryMs:
+      positiveInt('issuance-first-retry-seconds', required('issuance-first-retry-seconds')) * 1000,
     acmeOrderBudget: {
       orders: positiveInt('acme-orders-per-window', required('acme-orders-per-window')),
       windowMs: positiveInt('acme-order-window-seconds', required('acme-order-window-seconds')) * 1000,

@@ -164,6 +164,7 @@ function build(
       apexAddresses: config.apexAddresses,
       dns01ChallengeZone: config.dns01?.zone,
       certificateOverdueMs: config.certificateOverdueMs,
+      issuanceFirstRetryMs: config.issuanceFirstRetryMs,
       dnsMismatchGraceMs: config.dnsMismatchGraceMs,
       danglingAfterMs: config.danglingAfterMs,
       ownership: {

@@ -37,14 +37,16 @@ export interface IssuanceFailure {
  *   times do not parse counts as none.
  *
  * @param freshAttempt a re-verify is being acted on: the attempt starts now
+ * @param firstRetryMs the backoff's first delay (`--issuance-first-retry-seconds`), ms
  */
 export function lastIssuanceFailure(
   memory: IssuanceOutcome | undefined,
   recorded: IssuanceStatus | undefined,
   freshAttempt: boolean,
+  firstRetryMs?: number,
 ): IssuanceFailure | undefined {
   if (memory?.state === 'failed') {
-    const backoffEnd = memory.finishedAt.getTime() + issuanceRetryDelayMs(memory.failures);
+    const backoffEnd = memory.finishedAt.getTime() + issuanceRetryDelayMs(memory.failures, firstRetryMs);
     return {
       failedAttempts: memory.failures,
       lastFailureTime: memory.finishedAt,

@@ -9,7 +9,8 @@
  * - Transient resolver failures (SERVFAIL, timeout): retried after 15 s.
  * - A verified domain whose DNS stopped matching: re-checked every minute (and at the end of the
  *   grace period) while its verified answer still stands (dns-outcome.ts).
- * - A failed certificate order: retried after 1, 2, 4 … minutes, at most 1 hour apart.
+ * - A failed certificate order: retried after 1, 2, 4 … minutes, at most 1 hour apart (the first
+ *   delay is `--issuance-first-retry-seconds`, 60 by default; tests set it short).
  */
 import type { CustomDomain } from '../../api/customdomain.js';
 import { VERIFY_REQUESTED_AT_ANNOTATION } from '../../api/customdomain.js';
@@ -33,9 +34,22 @@ export function nextDnsCheckDelayMs(
   return Math.min(MAX_UNVERIFIED_CHECK_MS, Math.max(MIN_UNVERIFIED_CHECK_MS, Math.round(waitingMs / 10)));
 }
 
-/** Milliseconds before retry number `failures` of a failed certificate order: 1, 2, 4 … 60 minutes. */
-export function issuanceRetryDelayMs(failures: number): number {
-  return Math.min(60 * 60_000, 60_000 * 2 ** Math.max(0, failures - 1));
+/** The first retry of a failed certificate order comes this long after the failure, by default (ms). */
+export const DEFAULT_ISSUANCE_FIRST_RETRY_MS = 60_000;
+/** Retries of a failed certificate order are never further apart than this (ms). */
+export const MAX_ISSUANCE_RETRY_MS = 60 * 60_000;
+
+/**
+ * Milliseconds before retry number `failures` of a failed certificate order: `firstRetryMs`, then
+ * doubling, at most 60 minutes (1, 2, 4 … 60 minutes with the default).
+ *
+ * @param firstRetryMs the first delay (`--issuance-first-retry-seconds`), ms
+ */
+export function issuanceRetryDelayMs(
+  failures: number,
+  firstRetryMs = DEFAULT_ISSUANCE_FIRST_RETRY_MS,
+): number {
+  return Math.min(MAX_ISSUANCE_RETRY_MS, firstRetryMs * 2 ** Math.max(0, failures - 1));
 }
 
 /**

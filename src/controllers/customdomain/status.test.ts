@@ -455,7 +455,12 @@ describe('schedules', () => {
   });
 
   it('retries failed orders after 1, 2, 4 minutes up to an hour', () => {
-    expect([1, 2, 3, 10].map(issuanceRetryDelayMs)).toEqual([60_000, 120_000, 240_000, 3600_000]);
+    expect([1, 2, 3, 10].map((n) => issuanceRetryDelayMs(n))).toEqual([60_000, 120_000, 240_000, 3600_000]);
+  });
+
+  it('starts the retries of failed orders at the first delay it is given, doubling up to an hour', () => {
+    expect([1, 2, 3].map((n) => issuanceRetryDelayMs(n, 3_000))).toEqual([3_000, 6_000, 12_000]);
+    expect(issuanceRetryDelayMs(30, 3_000)).toBe(3600_000);
   });
 
   it('runs a check first, on a spec change, on a new verify request, and when scheduled', () => {

@@ -85,6 +85,7 @@ export class CertificatePhase {
       this.#d.tracker.lastOutcome(key),
       domain.status?.issuance,
       verifyRequested,
+      this.#d.issuanceFirstRetryMs,
     );
     const outcome = await this.#certificateState(
       domain,

@@ -28,6 +28,11 @@ export interface CustomDomainReconcilerDeps {
   /** Milliseconds verified without a certificate before CertificateReady says it is overdue (docs/troubleshooting.md, CertificateOverdue: 30 min). */
   certificateOverdueMs: number;
   /**
+   * Milliseconds before the first retry of a failed order, doubling after each further failure up
+   * to an hour (schedule.ts; `--issuance-first-retry-seconds`). Undefined: 1 minute.
+   */
+  issuanceFirstRetryMs?: number;
+  /**
    * Milliseconds a verified domain stays verified while DNS answers that its record no longer
    * matches (dns-outcome.ts); resolver failures never unverify it.
    */
