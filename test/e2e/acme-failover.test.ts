@@ -8,8 +8,8 @@
  *
  * - A wrong EAB HMAC key: every domain's CertificateReady says ExternalAccountBindingFailed with
  *   the CA's words, and the CA is not asked again and again (one newAccount per minute at most).
- * - With PORTICO_E2E_SLOW=1 (about 90 s: an order that failed when its CA stopped waits for the
- *   published backoff's first minute): `pebble-fa` stopped mid-burst, every domain Ready, those
+ * - With PORTICO_E2E_SLOW=1 (an order that failed when its CA stopped waits for the backoff's first
+ *   retry, TEST_FIRST_RETRY_SECONDS for this file's operator): `pebble-fa` stopped mid-burst, every domain Ready, those
  *   ordered after the stop issued by `pebble-fb`, named in status.certificate.acmeIssuer.
  */
 import { X509Certificate } from 'node:crypto';
@@ -35,6 +35,7 @@ import {
   startOperator,
   stopOperator,
   stopStackController,
+  SHORT_FIRST_RETRY,
   type ControllerCommand,
   type OperatorProcess,
 } from './support/stack-controller.js';
@@ -222,7 +223,11 @@ describe('several ACME issuers', () => {
             accountSecretName: accountSecret('second'),
           },
         ],
-        { '--acme-failover-after-failures': '1', '--acme-failover-pass-over-seconds': '3600' },
+        {
+          '--acme-failover-after-failures': '1',
+          '--acme-failover-pass-over-seconds': '3600',
+          ...SHORT_FIRST_RETRY,
+        },
       );
       const domains: { ns: string; hostname: string }[] = [];
       for (let i = 0; i < 6; i++) domains.push(await serving('burst'));

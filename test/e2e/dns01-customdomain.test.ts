@@ -17,8 +17,9 @@
  * - An operator with the wrong TSIG secret: CertificateReady says ChallengeZoneRefused with the
  *   server's RCODE and TSIG error, and the next attempt waits for the backoff (no loop); one whose
  *   zone server does not listen: ChallengeZoneUnreachable naming it.
- * - With PORTICO_E2E_SLOW=1 (about 75 s: the backoff's first minute): the same wrong secret on a
- *   domain whose hostname is verified: the next attempt answers HTTP-01 and the domain goes Ready.
+ * - With PORTICO_E2E_SLOW=1 (the backoff's first retry, TEST_FIRST_RETRY_SECONDS for this file's
+ *   operator): the same wrong secret on a domain whose hostname is verified: the next attempt
+ *   answers HTTP-01 and the domain goes Ready.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -52,6 +53,7 @@ import {
   startOperator,
   stopOperator,
   stopStackController,
+  SHORT_FIRST_RETRY,
   type ControllerCommand,
   type OperatorProcess,
 } from './support/stack-controller.js';
@@ -361,7 +363,7 @@ describe('a CustomDomain with its DNS-01 challenge delegated to the platform', (
     'a wrong TSIG secret on a verified domain: the next attempt answers HTTP-01 and the domain goes Ready (slow)',
     { timeout: 240_000 },
     async () => {
-      const op = await runOperator('dns01-customdomain-fallback', randomBytes(32));
+      const op = await runOperator('dns01-customdomain-fallback', randomBytes(32), SHORT_FIRST_RETRY);
       const ns = unique('dns01fb');
       const hostname = `www.${ns}.example`;
       await createProject(ns);
@@ -371,7 +373,7 @@ describe('a CustomDomain with its DNS-01 challenge delegated to the platform', (
       created.push({ namespace: ns, name: 'www' });
 
       await waitForCondition(ns, 'www', 'CertificateReady', 'False', 'ChallengeZoneRefused', 60_000);
-      // The backoff's first minute, then HTTP-01 on the verified hostname.
+      // The backoff's first retry, then HTTP-01 on the verified hostname.
       const ready = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 150_000);
       expect(ready.status?.certificate?.dnsNames).toEqual([hostname]);
       const challenges = (await logLines(op, hostname, 'certificate order started')).map(

@@ -71,6 +71,18 @@ export async function restartStackController(stopped: ControllerCommand | undefi
   );
 }
 
+/**
+ * The first retry of a failed certificate order in the operators the fault tests start, in seconds
+ * (`--issuance-first-retry-seconds`; 60 in production, docs/customdomains.md, "Schedules"): the
+ * schedule's shape (the doubling, the CA's Retry-After, the announced next attempt) is the same, but
+ * a test waits 15 s for it rather than a minute.
+ */
+export const TEST_FIRST_RETRY_SECONDS = 15;
+/** `TEST_FIRST_RETRY_SECONDS` as the flag `startOperator`'s overrides take. */
+export const SHORT_FIRST_RETRY: Readonly<Record<string, string>> = {
+  '--issuance-first-retry-seconds': String(TEST_FIRST_RETRY_SECONDS),
+};
+
 /** A free TCP port on 127.0.0.1. */
 export async function freePort(): Promise<number> {
   const server = createServer();
