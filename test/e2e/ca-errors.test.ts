@@ -126,20 +126,32 @@ describe('the CA rejects nonces', () => {
     await quietFor(beforeNext(nextAttempt), 'new-order', a);
     const firstAttempt = faults.exchangesFor(a, 'new-order');
     expect(firstAttempt.map((x) => x.status)).toEqual(Array<number>(1 + BAD_NONCE_RETRIES).fill(400));
-    failedA = { ns, hostname: a, stop: () => always.stop(), firstAttempt: firstAttempt.length, nextAttempt };
+    failedA = {
+      ns,
+      hostname: a,
+      stop: () => {
+        always.stop();
+      },
+      firstAttempt: firstAttempt.length,
+      nextAttempt,
+    };
   }, 300_000);
 
-  it.skipIf(!SLOW)('then, once the CA takes the nonces again, issues on the announced next attempt (slow)', async () => {
-    if (!failedA) throw new Error('the test before this one did not see the failed attempt');
-    const { ns, hostname, firstAttempt, nextAttempt } = failedA;
-    failedA.stop();
-    await waitForCondition(ns, 'a', 'Ready', 'True', undefined, 4 * FIRST_RETRY_MS + 60_000);
-    const retried = faults.exchangesFor(hostname, 'new-order').slice(firstAttempt);
-    // The retries that came while the fault still stood are all refused; the first after it, taken.
-    expect(retried.at(-1)?.status).toBe(201);
-    expect(retried.slice(0, -1).every((x) => x.status === 400)).toBe(true);
-    expect(retried[0]?.at ?? 0).toBeGreaterThanOrEqual(nextAttempt - CLOCK_SLACK_MS);
-  }, 300_000);
+  it.skipIf(!SLOW)(
+    'then, once the CA takes the nonces again, issues on the announced next attempt (slow)',
+    async () => {
+      if (!failedA) throw new Error('the test before this one did not see the failed attempt');
+      const { ns, hostname, firstAttempt, nextAttempt } = failedA;
+      failedA.stop();
+      await waitForCondition(ns, 'a', 'Ready', 'True', undefined, 4 * FIRST_RETRY_MS + 60_000);
+      const retried = faults.exchangesFor(hostname, 'new-order').slice(firstAttempt);
+      // The retries that came while the fault still stood are all refused; the first after it, taken.
+      expect(retried.at(-1)?.status).toBe(201);
+      expect(retried.slice(0, -1).every((x) => x.status === 400)).toBe(true);
+      expect(retried[0]?.at ?? 0).toBeGreaterThanOrEqual(nextAttempt - CLOCK_SLACK_MS);
+    },
+    300_000,
+  );
 });
 
 describe('the CA answers 5xx', () => {
@@ -195,24 +207,28 @@ describe('the CA answers 5xx', () => {
     };
   }, 300_000);
 
-  it.skipIf(!SLOW)('then, once the CA answers again, issues on the announced next attempts (slow)', async () => {
-    if (!failed) throw new Error('the test before this one did not see the failed attempts');
-    const { ns, a, b, nextA, nextB } = failed;
-    failed.stop();
-    await waitForCondition(ns, 'a', 'Ready', 'True', undefined, 4 * FIRST_RETRY_MS + 60_000);
-    await waitForCondition(ns, 'b', 'Ready', 'True', undefined, 4 * FIRST_RETRY_MS + 60_000);
-    const secondA = faults.exchangesFor(a, 'new-order')[1];
-    const secondB = faults.exchangesFor(b, 'new-order')[1];
-    expect(secondA?.at ?? 0).toBeGreaterThanOrEqual(nextA - CLOCK_SLACK_MS);
-    expect(secondB?.at ?? 0).toBeGreaterThanOrEqual(nextB - CLOCK_SLACK_MS);
-    // Retries that came while the fault still stood failed as the first did; the last one issued.
-    const finalizes = faults.exchangesFor(a, 'finalize').map((x) => x.status);
-    expect(finalizes.at(-1)).toBe(200);
-    expect(finalizes.slice(0, -1).every((x) => x === 500)).toBe(true);
-    const ordersB = faults.exchangesFor(b, 'new-order').map((x) => x.status);
-    expect(ordersB.at(-1)).toBe(201);
-    expect(ordersB.slice(0, -1).every((x) => x === 503)).toBe(true);
-  }, 300_000);
+  it.skipIf(!SLOW)(
+    'then, once the CA answers again, issues on the announced next attempts (slow)',
+    async () => {
+      if (!failed) throw new Error('the test before this one did not see the failed attempts');
+      const { ns, a, b, nextA, nextB } = failed;
+      failed.stop();
+      await waitForCondition(ns, 'a', 'Ready', 'True', undefined, 4 * FIRST_RETRY_MS + 60_000);
+      await waitForCondition(ns, 'b', 'Ready', 'True', undefined, 4 * FIRST_RETRY_MS + 60_000);
+      const secondA = faults.exchangesFor(a, 'new-order')[1];
+      const secondB = faults.exchangesFor(b, 'new-order')[1];
+      expect(secondA?.at ?? 0).toBeGreaterThanOrEqual(nextA - CLOCK_SLACK_MS);
+      expect(secondB?.at ?? 0).toBeGreaterThanOrEqual(nextB - CLOCK_SLACK_MS);
+      // Retries that came while the fault still stood failed as the first did; the last one issued.
+      const finalizes = faults.exchangesFor(a, 'finalize').map((x) => x.status);
+      expect(finalizes.at(-1)).toBe(200);
+      expect(finalizes.slice(0, -1).every((x) => x === 500)).toBe(true);
+      const ordersB = faults.exchangesFor(b, 'new-order').map((x) => x.status);
+      expect(ordersB.at(-1)).toBe(201);
+      expect(ordersB.slice(0, -1).every((x) => x === 503)).toBe(true);
+    },
+    300_000,
+  );
 });
 
 describe('renewal orders', () => {

@@ -129,14 +129,18 @@ describe('a restart during the backoff', () => {
     recorded = { ns, hostname, nextAttempt };
   }, 180_000);
 
-  it.skipIf(!SLOW)('then places one order at the recorded next attempt and clears the failure (slow)', async () => {
-    if (!recorded) throw new Error('the test before this one did not get to the recorded next attempt');
-    const { ns, hostname, nextAttempt } = recorded;
-    // The recorded next attempt comes: one order, the certificate, and the failure state cleared.
-    const live = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 60_000);
-    const orders = faults.exchangesFor(hostname, 'new-order');
-    expect(orders.map((x) => x.status)).toEqual([429, 201]);
-    expect(orders[1]?.at ?? 0).toBeGreaterThanOrEqual(nextAttempt - CLOCK_SLACK_MS);
-    expect(live.status?.issuance).toBeUndefined();
-  }, 180_000);
+  it.skipIf(!SLOW)(
+    'then places one order at the recorded next attempt and clears the failure (slow)',
+    async () => {
+      if (!recorded) throw new Error('the test before this one did not get to the recorded next attempt');
+      const { ns, hostname, nextAttempt } = recorded;
+      // The recorded next attempt comes: one order, the certificate, and the failure state cleared.
+      const live = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 60_000);
+      const orders = faults.exchangesFor(hostname, 'new-order');
+      expect(orders.map((x) => x.status)).toEqual([429, 201]);
+      expect(orders[1]?.at ?? 0).toBeGreaterThanOrEqual(nextAttempt - CLOCK_SLACK_MS);
+      expect(live.status?.issuance).toBeUndefined();
+    },
+    180_000,
+  );
 });
