@@ -2,8 +2,9 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    // The default output, then one line per failure at the very end (test/failure-summary-reporter.ts).
-    reporters: ['default', './test/failure-summary-reporter.ts'],
+    // The default output, the slowest files (all of them with their times in test-results/durations.json,
+    // test/duration-reporter.ts), then one line per failure at the very end (test/failure-summary-reporter.ts).
+    reporters: ['default', './test/duration-reporter.ts', './test/failure-summary-reporter.ts'],
     projects: [
       {
         test: {
