@@ -17,6 +17,8 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: ['test/e2e/global-setup.ts'],
+          // After each file's own afterAll hooks: removes what the file made (test/e2e/support/file-cleanup.ts).
+          setupFiles: ['test/e2e/support/file-cleanup.ts'],
           testTimeout: 120_000,
           hookTimeout: 600_000,
           fileParallelism: false,
