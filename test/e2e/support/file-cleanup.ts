@@ -47,11 +47,33 @@ const kc = new KubeConfig();
 kc.loadFromFile(sandbox.kubeconfig);
 const server = kc.getCurrentCluster()?.server ?? '';
 
+/** How long a request is retried while the API server answers 429 (a CRD's storage still starting), ms. */
+const TOO_MANY_REQUESTS_RETRY_MS = 30_000;
+
 /**
- * One request to the stack's API server as its admin. Resolves with the status and the parsed JSON
+ * One request to the stack's API server as its admin, retried after the server's Retry-After while
+ * it answers 429 (for up to TOO_MANY_REQUESTS_RETRY_MS: a CRD installed moments ago answers "storage
+ * is (re)initializing" until its watch cache is ready). Resolves with the status and the parsed JSON
  * answer; 404 is an answer, not an error. Rejects on any other status from 400 up, naming it.
  */
 async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const deadline = Date.now() + TOO_MANY_REQUESTS_RETRY_MS;
+  for (;;) {
+    const answer = await apiOnce(method, path, body);
+    if (answer.status !== 429) return answer;
+    if (Date.now() >= deadline)
+      throw new Error(
+        `${method} ${path}: HTTP 429 for ${TOO_MANY_REQUESTS_RETRY_MS} ms: ${String(answer.json).slice(0, 300)}`,
+      );
+    await new Promise((r) => setTimeout(r, Math.min(5_000, Math.max(250, answer.retryAfterMs))));
+  }
+}
+
+async function apiOnce(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: unknown; retryAfterMs: number }> {
   const url = new URL(path, server);
   const options: RequestOptions = { method, headers: { accept: 'application/json' } };
   await kc.applyToHTTPSOptions(options);
@@ -69,6 +91,11 @@ async function api(method: string, path: string, body?: unknown): Promise<{ stat
       res.on('data', (chunk: string) => (text += chunk));
       res.on('end', () => {
         const status = res.statusCode ?? 0;
+        const retryAfterMs = Number(res.headers['retry-after'] ?? '1') * 1000;
+        if (status === 429) {
+          resolve({ status, json: text, retryAfterMs: Number.isFinite(retryAfterMs) ? retryAfterMs : 1_000 });
+          return;
+        }
         if (status >= 400 && status !== 404) {
           reject(new Error(`${method} ${path}: HTTP ${status}: ${text.slice(0, 300)}`));
           return;
@@ -79,7 +106,7 @@ async function api(method: string, path: string, body?: unknown): Promise<{ stat
         } catch {
           json = text;
         }
-        resolve({ status, json });
+        resolve({ status, json, retryAfterMs: 0 });
       });
     });
     req.on('error', reject);
