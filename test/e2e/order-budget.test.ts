@@ -110,8 +110,14 @@ beforeAll(async () => {
   await waitForOperatorStarted(started);
   // After a start the budget counts each certificate shown in status as an order placed now (at most
   // an hour after its notBefore, docs/customdomains.md): the domains of files run before this one
-  // would fill the shortened window. Wait it out, so that the first window is this test's.
-  if ((await domainsWithCertificates()) > 0) await sleep(WINDOW_MS + 2_000);
+  // would fill the shortened window. Each file removes its domains (support/file-cleanup.ts), so
+  // there are none, and the first window is this test's.
+  const leftovers = await domainsWithCertificates();
+  if (leftovers > 0) {
+    throw new Error(
+      `${leftovers} CustomDomains with certificates are in the cluster before this file made any: an earlier file left them (the per-file clean-up should have removed them)`,
+    );
+  }
 }, 300_000);
 
 afterAll(async () => {
