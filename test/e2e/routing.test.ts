@@ -10,6 +10,7 @@
  */
 import {
   ApiextensionsV1Api,
+  ApisApi,
   KubeConfig,
   KubernetesObjectApi,
   PatchStrategy,
@@ -101,35 +102,35 @@ function stored(objs: KubernetesObject[], kind: string, name: string): Kubernete
   return found;
 }
 
-async function crdInstalled(name: string): Promise<boolean> {
-  try {
-    await kubeConfig().makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name });
-    return true;
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw err;
-  }
-}
-
 const ns = unique('routing');
-/** Traefik's Middleware CRD: no part of the stack watches it, so this file may remove it. */
-const MIDDLEWARE_CRD = 'middlewares.traefik.io';
+/** Traefik's API group: no part of the stack uses it, so this file may remove its CRDs. */
+const TRAEFIK_GROUP = 'traefik.io';
+const MIDDLEWARE_CRD = `middlewares.${TRAEFIK_GROUP}`;
 /** What deleting each Middleware of a domain's routing answered while its CRD was not installed. */
 const absentDeletes: { kind: string; notFound: boolean; error: string }[] = [];
 
-/** Deletes the CRD `name` if it is installed, and waits until the API server no longer has it. */
-async function removeCrd(name: string): Promise<void> {
-  const ext = kubeConfig().makeApiClient(ApiextensionsV1Api);
-  if (!(await crdInstalled(name))) return;
-  await ext.deleteCustomResourceDefinition({ name });
-  await waitFor(`CRD ${name} to be gone`, async () => ((await crdInstalled(name)) ? undefined : true));
+/**
+ * Deletes every CRD of API group `group` and waits until the API server no longer serves the group.
+ * (A group that is still served without the kind answers "Unrecognized API version and kind", not
+ * NotFound: the check below is of a cluster without Traefik's CRDs.)
+ */
+async function removeCrdGroup(group: string): Promise<void> {
+  const kc = kubeConfig();
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  const crds = (await ext.listCustomResourceDefinition()).items.filter((c) => c.spec.group === group);
+  for (const crd of crds) await ext.deleteCustomResourceDefinition({ name: crd.metadata?.name ?? '' });
+  const apis = kc.makeApiClient(ApisApi);
+  await waitFor(`API group ${group} to be gone`, async () => {
+    const served = (await apis.getAPIVersions()).groups.some((g) => g.name === group);
+    return served ? undefined : true;
+  });
 }
 
 beforeAll(async () => {
   await createProject(ns);
-  // An earlier file (or an earlier run of this one) may have installed it: removed first, so what
-  // follows is the same whichever files ran before.
-  await removeCrd(MIDDLEWARE_CRD);
+  // An earlier file may have installed them: removed first, so what follows is the same whichever
+  // files ran before.
+  await removeCrdGroup(TRAEFIK_GROUP);
   // What the controller's delete meets on a cluster without the CRD: NotFound, nothing else.
   const headers = ownedRoutingObjects(domain(ns, 'absent', { hostname: 'absent.example' }));
   for (const h of headers.filter((x) => x.kind === 'Middleware')) {
