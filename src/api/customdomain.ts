@@ -130,6 +130,13 @@ export interface ObservedDns {
    * `Unknown` (the lookup failed). Absent when no challenge zone is configured.
    */
   challengeDelegation?: ChallengeDelegationStatus;
+  /**
+   * The operator's proof of this outcome (src/dns/outcome-proof.ts `dnsOutcomeProof`: an HMAC by its
+   * ownership key over the DNSVerified status and reason, `verifiedAt`, the times and result above,
+   * the hostname and the CustomDomain's uid). An outcome without a valid proof is not carried: DNS
+   * is checked again as for a new domain.
+   */
+  proof?: string;
 }
 
 /** `status.observed.challengeDelegation`. */

@@ -92,6 +92,11 @@ export class CustomDomainReconciler {
     const now = this.#d.now();
     const { claimLapsesAt, ...accepted } = await acceptedCondition(this.#d, domain);
     if (accepted.status !== 'True') return this.#notAccepted(domain, key, accepted, claimLapsesAt, now, log);
+    // From here on, no decision rests on a DNS outcome the operator did not prove
+    // (docs/customdomains.md, "What status Portico trusts"); the status write compares with what
+    // is stored.
+    const stored = domain;
+    domain = await this.#dns.trusted(domain);
     // Why a DNS check is due, computed once: the DNS phase checks by it, the certificate phase acts
     // on a verify request by it.
     const due = dnsCheckDue(domain, now);
@@ -142,7 +147,7 @@ export class CustomDomainReconciler {
       now,
       this.#d.certificateOverdueMs,
     );
-    await this.#status.write(domain, status, log);
+    await this.#status.write(stored, status, log);
     // Without a certificate, look again when it becomes overdue, so the condition says so on time.
     const overdueAt = msUntilOverdue(
       overdueClock,

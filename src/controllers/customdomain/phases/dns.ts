@@ -33,7 +33,17 @@ import {
   verifyOwnership,
   withOwnership,
 } from '../../../dns/ownership.js';
-import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome, type DnsStatusBase } from '../dns-outcome.js';
+import { dnsOutcomeProof, isDnsOutcomeProof } from '../../../dns/outcome-proof.js';
+import { findCondition } from '../../../kube/conditions.js';
+import {
+  carriedDnsOutcome,
+  freshDnsOutcome,
+  outcomeFields,
+  provenDnsStatus,
+  withoutDnsOutcome,
+  type DnsOutcome,
+  type DnsStatusBase,
+} from '../dns-outcome.js';
 import { decideOwnership, standingOwnership } from '../ownership-decision.js';
 import type { ChallengeDelegation } from './certificate-decision.js';
 import type { DnsCheckReason } from '../schedule.js';
@@ -57,7 +67,24 @@ export class DnsPhase {
   }
 
   /**
-   * The DNS outcome of `domain`: checked now when `due` (schedule.ts `dnsCheckDue`, computed once by
+   * `domain` as the reconcile may trust it: its DNS outcome (DNSVerified, `verifiedAt`, `observed`)
+   * kept only when it carries the operator's proof (dns-outcome.ts `provenDnsStatus`), so that a
+   * DNS outcome written by anyone else gates nothing and DNS is checked again at once.
+   *
+   * @throws OwnershipKeyError, ApiException as `OwnershipStore.key`
+   */
+  async trusted(domain: CustomDomain): Promise<CustomDomain> {
+    const key = await this.#d.ownership.store.key();
+    const uid = domain.metadata.uid ?? '';
+    const status = provenDnsStatus(domain.status, normalizeDnsName(domain.spec.hostname), (fields, proof) =>
+      isDnsOutcomeProof(key, uid, fields, proof),
+    );
+    return status === domain.status ? domain : { ...domain, ...(status ? { status } : {}) };
+  }
+
+  /**
+   * The DNS outcome of `domain` (as `trusted` returns it), with the operator's proof in
+   * `observed.proof`: checked now when `due` (schedule.ts `dnsCheckDue`, computed once by
    * the reconcile, which also acts on a verify request by it), else the one its status carries.
    */
   async verify(
@@ -80,9 +107,15 @@ export class DnsPhase {
       lastVerifyRequest: requested ?? domain.status?.lastVerifyRequest,
       ownership,
     };
-    const carried = due ? undefined : carriedDnsOutcome(domain.status, base, now);
+    // A verified outcome does not stand while the ownership record is asked for and not found (an
+    // ownership decision made again): the domain is judged as a new one.
+    const previous = pending ? unverifiedBefore(domain.status) : domain.status;
+    const sign = (outcome: DnsPhaseOutcome): DnsPhaseOutcome => signed(outcome, ownershipKey, uid, hostname);
+    const carried = due ? undefined : carriedDnsOutcome(previous, base, now);
     if (carried)
-      return withCarriedDelegation(carried, hostname, target, pendingOwnership(base.ownership, hostname));
+      return sign(
+        withCarriedDelegation(carried, hostname, target, pendingOwnership(base.ownership, hostname)),
+      );
     // Re-verify (docs/customdomains.md, "Verify and re-verify"): a verified domain whose order failed gets a fresh attempt.
     if (due === 'requested') this.#d.tracker.clearFailure(key);
     const [hostnameVerdict, delegation] = await Promise.all([
@@ -107,18 +140,14 @@ export class DnsPhase {
     log.debug({ due, verdict: verdict.reason }, 'DNS checked');
     const outcome = freshDnsOutcome(
       verdict,
-      domain.status,
+      previous,
       base,
       now,
       this.#d.dnsMismatchGraceMs,
       this.#d.danglingAfterMs,
     );
-    return withFreshDelegation(
-      outcome,
-      hostname,
-      target,
-      delegation,
-      pendingOwnership(base.ownership, hostname),
+    return sign(
+      withFreshDelegation(outcome, hostname, target, delegation, pendingOwnership(base.ownership, hostname)),
     );
   }
 
@@ -243,6 +272,29 @@ function withFreshDelegation(
     },
     delegation: challengeDelegation(hostname, target, verdict, ownershipPending),
   };
+}
+
+/**
+ * `status` without a verified DNS outcome (DNSVerified True, or a `verifiedAt`), for a domain that
+ * must still show the ownership record; an unverified outcome stays (its schedule counts from it).
+ */
+function unverifiedBefore(status: CustomDomain['status']): CustomDomain['status'] {
+  if (!status) return status;
+  const verified = findCondition(status.conditions, 'DNSVerified')?.status === 'True';
+  return verified || status.verifiedAt !== undefined ? withoutDnsOutcome(status) : status;
+}
+
+/** `outcome` with the operator's proof in `observed.proof` (src/dns/outcome-proof.ts). */
+function signed(outcome: DnsPhaseOutcome, key: Buffer, uid: string, hostname: string): DnsPhaseOutcome {
+  const observed = outcome.carried.observed;
+  if (!observed || uid === '') return outcome;
+  const { proof: _old, ...rest } = observed;
+  const proof = dnsOutcomeProof(
+    key,
+    uid,
+    outcomeFields(hostname, { ...outcome, carried: { ...outcome.carried, observed: rest } }),
+  );
+  return { ...outcome, carried: { ...outcome.carried, observed: { ...rest, proof } } };
 }
 
 /** `decision` with the operator's proof over it (src/dns/ownership.ts `ownershipProof`). */
