@@ -20,6 +20,8 @@ export type OwnedLookup = { cached: true; object: KubernetesObject | undefined }
 export interface ClusterView {
   /** The labels of namespace `name`, or undefined when it is not (yet) cached. */
   namespaceLabels(name: string): Readonly<Record<string, string>> | undefined;
+  /** The metadata.uid of namespace `name`, or undefined when it is not (yet) cached. */
+  namespaceUid(name: string): string | undefined;
   /** Ready endpoints across the EndpointSlices of Service `service` in `namespace`. */
   readyEndpoints(namespace: string, service: string): number;
   /**

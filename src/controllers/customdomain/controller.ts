@@ -405,6 +405,7 @@ export class CustomDomainController {
     return {
       customDomainsOfHostname: (hostname) => this.#domainsOfHostname(hostname),
       namespaceLabels: (name) => this.#namespaces.get(name)?.metadata?.labels,
+      namespaceUid: (name) => this.#namespaces.get(name)?.metadata?.uid,
       readyEndpoints: (namespace, service) =>
         this.#slices
           .list(namespace)

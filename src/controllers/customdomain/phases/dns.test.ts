@@ -49,6 +49,7 @@ function phase(required: boolean, cname: RRsetAnswer = { kind: 'records', values
       store: { key: () => Promise.resolve(KEY), lastRelease: () => Promise.resolve(undefined) },
     },
     resolver: fakeResolver(cname),
+    view: { namespaceUid: () => 'uid-shop' },
     tracker: { clearFailure: () => undefined },
     metrics: { dnsChecksTotal: { inc: () => undefined } },
   };

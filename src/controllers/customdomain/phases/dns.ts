@@ -199,7 +199,11 @@ export class DnsPhase {
     if (standing) return standing;
     const { policy, recentMs, store } = this.#d.ownership;
     const release = policy === 'recently-claimed' ? await store.lastRelease(hostname) : undefined;
-    const decided = decideOwnership(hostname, domain.metadata.namespace, policy, release, recentMs, now);
+    const namespace = {
+      name: domain.metadata.namespace,
+      uid: this.#d.view.namespaceUid(domain.metadata.namespace),
+    };
+    const decided = decideOwnership(hostname, namespace, policy, release, recentMs, now);
     return withOwnershipProof(key, uid, decided);
   }
 
