@@ -46,8 +46,9 @@ export interface ClusterView {
    */
   serves(apiVersion: string, kind: string): boolean;
   /**
-   * The routes Portico does not own (Ingress; HTTPProxy and HTTPRoute where served) that name
-   * `hostname` exactly, each `Kind namespace/name`, sorted (routing/foreign-routes.ts).
+   * The routes (Ingress; HTTPProxy and HTTPRoute where served) that name `hostname` exactly, but
+   * those whose CustomDomain controller owner is in `owners` (routing/foreign-routes.ts `ownerKey`),
+   * each `Kind namespace/name`, sorted (routing/foreign-routes.ts).
    */
-  foreignRoutes(hostname: string): string[];
+  foreignRoutes(hostname: string, owners: ReadonlySet<string>): string[];
 }

@@ -277,6 +277,8 @@ export function provenDnsStatus(
 
 /** `status` without its DNS outcome: the DNSVerified condition, `verifiedAt` and `observed`. Pure. */
 export function withoutDnsOutcome(status: CustomDomainStatus): CustomDomainStatus {
-  const { observed: _observed, verifiedAt: _verifiedAt, ...rest } = status;
+  const rest = { ...status };
+  delete rest.observed;
+  delete rest.verifiedAt;
   return { ...rest, conditions: (status.conditions ?? []).filter((c) => c.type !== 'DNSVerified') };
 }

@@ -11,6 +11,7 @@ import { FINALIZER, splitKey, type CustomDomain } from '../../api/customdomain.j
 import { normalizeDnsName } from '../../dns/answers.js';
 import { requiredDnsRecords } from '../../dns/records.js';
 import { lazyChild } from '../../observability/logger.js';
+import { ownerKey } from '../../routing/foreign-routes.js';
 import { DANGLING_REASON } from './dns-outcome.js';
 import { acceptance } from './acceptance.js';
 import { dnsCheckDue } from './schedule.js';
@@ -212,10 +213,13 @@ export class CustomDomainReconciler {
 
   /**
    * The routes Portico does not own that name the domain's hostname (`Kind namespace/name`, from the
-   * foreign-route watches' index), and sets `portico_customdomain_foreign_routes` to their number.
+   * route watches' index), and sets `portico_customdomain_foreign_routes` to their number. A route
+   * is Portico's own only when its controller ownerReference names, in its own namespace, the
+   * CustomDomain that holds the hostname's claim or this one (routing/foreign-routes.ts).
    */
   #foreignRoutes(domain: CustomDomain): string[] {
-    const routes = this.#d.view.foreignRoutes(domain.spec.hostname);
+    const holder = this.#d.view.hostnameClaim(normalizeDnsName(domain.spec.hostname))?.spec.customDomainRef;
+    const routes = this.#d.view.foreignRoutes(domain.spec.hostname, routeOwners(domain, holder));
     this.#reportForeignRoutes(domain, routes.length);
     return routes;
   }
@@ -252,4 +256,19 @@ export class CustomDomainReconciler {
     this.#d.budget.withdraw(key);
     this.#d.serving?.forget(key);
   }
+}
+
+/**
+ * The owners whose routes are not foreign to `domain` (routing/foreign-routes.ts `ownerKey`): the
+ * domain itself and the CustomDomain its hostname's claim names (`holder`), each in its own
+ * namespace. Pure.
+ */
+export function routeOwners(
+  domain: CustomDomain,
+  holder: { namespace: string; uid: string } | undefined,
+): Set<string> {
+  const owners = new Set<string>();
+  if (domain.metadata.uid) owners.add(ownerKey(domain.metadata.namespace, domain.metadata.uid));
+  if (holder?.uid) owners.add(ownerKey(holder.namespace, holder.uid));
+  return owners;
 }

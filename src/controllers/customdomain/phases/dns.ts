@@ -292,7 +292,8 @@ function unverifiedBefore(status: CustomDomain['status']): CustomDomain['status'
 function signed(outcome: DnsPhaseOutcome, key: Buffer, uid: string, hostname: string): DnsPhaseOutcome {
   const observed = outcome.carried.observed;
   if (!observed || uid === '') return outcome;
-  const { proof: _old, ...rest } = observed;
+  const rest = { ...observed };
+  delete rest.proof;
   const proof = dnsOutcomeProof(
     key,
     uid,
