@@ -276,7 +276,9 @@ export class CustomDomainController {
   /** Records whether `obj` serves its hostname now; true when that changed. */
   #noteServing(key: string, obj: CustomDomain, verb: 'add' | 'update' | 'delete'): boolean {
     const was = this.#serving.has(key);
-    const is = verb !== 'delete' && servesHostname(obj, normalizeDnsName(obj.spec.hostname), new Date());
+    // Only which domains to queue: the claim rules themselves ask for the operator's proof.
+    const is =
+      verb !== 'delete' && servesHostname(obj, normalizeDnsName(obj.spec.hostname), new Date(), () => true);
     if (is) this.#serving.add(key);
     else this.#serving.delete(key);
     return was !== is;

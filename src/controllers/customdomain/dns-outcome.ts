@@ -10,7 +10,6 @@ import type {
 } from '../../api/customdomain.js';
 import { findCondition } from '../../kube/conditions.js';
 import type { Verdict } from '../../dns/verdict.js';
-import type { DnsOutcomeFields } from '../../dns/outcome-proof.js';
 import { MISMATCH_RECHECK_MS, nextDnsCheckDelayMs, TRANSIENT_RETRY_MS } from './schedule.js';
 import type { ObservedState } from './status.js';
 
@@ -220,59 +219,23 @@ function verifiedAnswerStands(
 }
 
 /**
- * What a DNS outcome proof covers (src/dns/outcome-proof.ts), from the outcome a reconcile is about
- * to write: the DNSVerified condition, `verifiedAt` and `observed` (its proof left out).
- */
-export function outcomeFields(
-  hostname: string,
-  outcome: Pick<DnsOutcome, 'condition' | 'carried'>,
-): DnsOutcomeFields {
-  return fieldsOf(hostname, outcome.condition, outcome.carried);
-}
-
-function fieldsOf(
-  hostname: string,
-  condition: { status: string; reason: string } | undefined,
-  status: Pick<CustomDomainStatus, 'verifiedAt' | 'observed'>,
-): DnsOutcomeFields {
-  const observed = status.observed;
-  const delegation = observed?.challengeDelegation;
-  const verified = condition?.status;
-  return {
-    hostname,
-    verified: verified === 'True' || verified === 'False' ? verified : 'Unknown',
-    reason: condition?.reason ?? '',
-    verifiedAt: status.verifiedAt,
-    checkedAt: observed?.checkedAt,
-    nextCheckAt: observed?.nextCheckAt,
-    failingSince: observed?.failingSince,
-    result: observed?.result,
-    ...(delegation
-      ? { delegation: { result: delegation.result, target: delegation.target, found: delegation.found } }
-      : {}),
-  };
-}
-
-/**
  * `status` as the reconcile may trust it (docs/customdomains.md, "What status Portico trusts"): as it
- * is when its DNS outcome carries the operator's proof (`genuine`: src/dns/outcome-proof.ts
- * `isDnsOutcomeProof` with the key and the CustomDomain's uid), else without the DNS outcome (the
+ * is when it carries the operator's proof (`genuine`: status-proof.ts `isProvenStatus` with the key
+ * and the CustomDomain's uid), else without the DNS outcome (the
  * DNSVerified condition, `verifiedAt` and `observed`), so that no decision rests on a DNS outcome
  * someone else wrote: the next DNS check is due at once (schedule.ts, `first`) and is judged as a
  * new domain's. A status with no DNS outcome at all is returned as it is. Pure.
  */
 export function provenDnsStatus(
   status: CustomDomainStatus | undefined,
-  hostname: string,
-  genuine: (fields: DnsOutcomeFields, proof: string | undefined) => boolean,
+  genuine: (status: CustomDomainStatus) => boolean,
 ): CustomDomainStatus | undefined {
   if (!status) return status;
   const condition = findCondition(status.conditions, 'DNSVerified');
   if (!condition && !status.observed && status.verifiedAt === undefined) return status;
   // NotAccepted (Unknown) is written without an outcome and decides nothing.
   if (condition?.status === 'Unknown' && !status.observed && status.verifiedAt === undefined) return status;
-  if (genuine(fieldsOf(hostname, condition, status), status.observed?.proof)) return status;
-  return withoutDnsOutcome(status);
+  return genuine(status) ? status : withoutDnsOutcome(status);
 }
 
 /** `status` without its DNS outcome: the DNSVerified condition, `verifiedAt` and `observed`. Pure. */

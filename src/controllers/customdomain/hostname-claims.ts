@@ -112,6 +112,12 @@ export interface HostnameClaimsOptions {
    * its own creation (`--undeployed-claim-grace-seconds`). Default: Infinity (it keeps it).
    */
   undeployedGraceMs?: number;
+  /**
+   * Whether a CustomDomain's status carries the operator's proof (status-proof.ts), so that an
+   * Accepted condition and a certificate written by anyone else never make it serve its hostname
+   * (claim-precedence.ts `servesHostname`). Default: none does.
+   */
+  proven?: (domain: CustomDomain) => boolean;
   now?: () => Date;
 }
 
@@ -122,6 +128,7 @@ export class HostnameClaims {
   readonly #events: Pick<EventRecorder, 'record'> | undefined;
   readonly #releases: HostnameClaimsOptions['releases'];
   readonly #undeployedGraceMs: number;
+  readonly #proven: (domain: CustomDomain) => boolean;
   readonly #now: () => Date;
 
   constructor(customObjects: CustomObjectsApi, log: Logger, options: HostnameClaimsOptions = {}) {
@@ -131,6 +138,7 @@ export class HostnameClaims {
     this.#events = options.events;
     this.#releases = options.releases;
     this.#undeployedGraceMs = options.undeployedGraceMs ?? Number.POSITIVE_INFINITY;
+    this.#proven = options.proven ?? (() => false);
     this.#now = options.now ?? (() => new Date());
   }
 
@@ -170,6 +178,7 @@ export class HostnameClaims {
       now: this.#now(),
       deployed: options.deployed ?? false,
       undeployedGraceMs: this.#undeployedGraceMs,
+      proven: this.#proven,
     };
     const fast = await this.#fromCache(facts, cached);
     if (fast) return fast;

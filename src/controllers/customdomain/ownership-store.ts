@@ -49,6 +49,7 @@ export class OwnershipStore {
   readonly #keySecret: string;
   readonly #log: Logger;
   #key: Promise<Buffer> | undefined;
+  #loaded: Buffer | undefined;
 
   /**
    * @param namespace the operator's namespace
@@ -74,11 +75,22 @@ export class OwnershipStore {
    *   API errors (the next call tries again)
    */
   async key(): Promise<Buffer> {
-    this.#key ??= this.#loadOrCreateKey().catch((err: unknown) => {
-      this.#key = undefined;
-      throw err;
-    });
+    this.#key ??= this.#loadOrCreateKey().then(
+      (key) => {
+        this.#loaded = key;
+        return key;
+      },
+      (err: unknown) => {
+        this.#key = undefined;
+        throw err;
+      },
+    );
     return this.#key;
+  }
+
+  /** The token key once `key()` has loaded it; undefined before. */
+  loadedKey(): Buffer | undefined {
+    return this.#loaded;
   }
 
   async #loadOrCreateKey(): Promise<Buffer> {

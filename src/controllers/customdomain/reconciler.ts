@@ -17,6 +17,7 @@ import { acceptance } from './acceptance.js';
 import { dnsCheckDue } from './schedule.js';
 import { msUntilOverdue, overdueClockStart } from './overdue.js';
 import { buildStatus } from './status.js';
+import { withStatusProof } from './status-proof.js';
 import type { CustomDomainReconcilerDeps, ReconcileResult } from './phases/deps.js';
 import {
   accepted as acceptedCondition,
@@ -91,6 +92,8 @@ export class CustomDomainReconciler {
       domain = await this.#objects.addFinalizer(domain);
 
     const now = this.#d.now();
+    // The key of the operator's proofs is loaded before the claim rules ask for them (status-proof.ts).
+    await this.#d.ownership.store.key();
     const { claimLapsesAt, ...accepted } = await acceptedCondition(this.#d, domain);
     if (accepted.status !== 'True') return this.#notAccepted(domain, key, accepted, claimLapsesAt, now, log);
     // From here on, no decision rests on a DNS outcome the operator did not prove
@@ -148,7 +151,11 @@ export class CustomDomainReconciler {
       now,
       this.#d.certificateOverdueMs,
     );
-    await this.#status.write(stored, status, log);
+    // The operator's proof over what later reconciles and the claim rules decide by (status-proof.ts).
+    const ownershipKey = await this.#d.ownership.store.key();
+    const hostname = normalizeDnsName(domain.spec.hostname);
+    const proven = withStatusProof(ownershipKey, domain.metadata.uid ?? '', hostname, status);
+    await this.#status.write(stored, proven, log);
     // Without a certificate, look again when it becomes overdue, so the condition says so on time.
     const overdueAt = msUntilOverdue(
       overdueClock,

@@ -2,9 +2,8 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain, CustomDomainStatus } from '../../../api/customdomain.js';
 import type { HostnameAnswers, RRsetAnswer } from '../../../dns/answers.js';
-import { dnsOutcomeProof } from '../../../dns/outcome-proof.js';
 import { ownershipProof } from '../../../dns/ownership.js';
-import { outcomeFields } from '../dns-outcome.js';
+import { withStatusProof } from '../status-proof.js';
 import { dnsCheckDue } from '../schedule.js';
 import { decideCertificate } from './certificate-decision.js';
 import type { CustomDomainReconcilerDeps } from './deps.js';
@@ -83,20 +82,9 @@ const observed = {
   records: [],
 };
 
-/** `status` with the proof the operator would have written for its DNS outcome (key, uid). */
+/** `status` with the proof the operator would have written (key, uid). */
 function proved(status: CustomDomainStatus, key = KEY, uid = UID): CustomDomainStatus {
-  const condition = status.conditions?.find((c) => c.type === 'DNSVerified');
-  const outcome = {
-    condition: {
-      type: 'DNSVerified',
-      status: condition?.status ?? 'False',
-      reason: condition?.reason ?? '',
-      message: '',
-    },
-    carried: { dnsRecords: [], verifiedAt: status.verifiedAt, observed: status.observed },
-  } as const;
-  const proof = dnsOutcomeProof(key, uid, outcomeFields(HOST, outcome as never));
-  return { ...status, observed: { ...(status.observed ?? observed), proof } };
+  return withStatusProof(key, uid, HOST, { ...status, observed: status.observed ?? observed });
 }
 
 function domain(status: CustomDomainStatus): CustomDomain {
@@ -223,20 +211,19 @@ describe('DnsPhase with a status it did not write', () => {
     const outcome = await dns.verify(trusted, 'shop/www', due, now, log);
     expect(outcome.condition).toMatchObject({ status: 'True', reason: 'RecordMatches' });
     expect(outcome.carried.verifiedAt).toBe(status.verifiedAt);
-    expect(outcome.carried.observed?.proof).toBe(status.observed?.proof);
   });
 
-  it('signs a fresh outcome, and that signed outcome is trusted at the next reconcile', async () => {
+  it('a fresh outcome, signed as the reconcile writes it, is trusted at the next reconcile', async () => {
     const dns = phase(false);
     const first = await dns.verify(domain({ ownership: ownership(false) }), 'shop/www', 'first', now, log);
     expect(first.condition.status).toBe('True');
-    expect(first.carried.observed?.proof).toMatch(/^[\w-]{43}$/);
-    const written: CustomDomainStatus = {
+    const written = proved({
       ...first.carried,
       conditions: [
         { ...verifiedCondition, reason: first.condition.reason, message: first.condition.message },
       ],
-    };
+    });
+    expect(written.observed?.proof).toMatch(/^[\w-]{43}$/);
     const trusted = await dns.trusted(domain(written));
     expect(trusted.status?.verifiedAt).toBe(first.carried.verifiedAt);
     expect(dnsCheckDue(trusted, new Date(now.getTime() + 60_000))).toBeUndefined();

@@ -33,12 +33,11 @@ import {
   verifyOwnership,
   withOwnership,
 } from '../../../dns/ownership.js';
-import { dnsOutcomeProof, isDnsOutcomeProof } from '../../../dns/outcome-proof.js';
+import { isProvenStatus } from '../status-proof.js';
 import { findCondition } from '../../../kube/conditions.js';
 import {
   carriedDnsOutcome,
   freshDnsOutcome,
-  outcomeFields,
   provenDnsStatus,
   withoutDnsOutcome,
   type DnsOutcome,
@@ -76,15 +75,14 @@ export class DnsPhase {
   async trusted(domain: CustomDomain): Promise<CustomDomain> {
     const key = await this.#d.ownership.store.key();
     const uid = domain.metadata.uid ?? '';
-    const status = provenDnsStatus(domain.status, normalizeDnsName(domain.spec.hostname), (fields, proof) =>
-      isDnsOutcomeProof(key, uid, fields, proof),
-    );
+    const hostname = normalizeDnsName(domain.spec.hostname);
+    const status = provenDnsStatus(domain.status, (s) => isProvenStatus(key, uid, hostname, s));
     return status === domain.status ? domain : { ...domain, ...(status ? { status } : {}) };
   }
 
   /**
-   * The DNS outcome of `domain` (as `trusted` returns it), with the operator's proof in
-   * `observed.proof`: checked now when `due` (schedule.ts `dnsCheckDue`, computed once by
+   * The DNS outcome of `domain` (as `trusted` returns it; the reconcile signs the status it writes,
+   * status-proof.ts): checked now when `due` (schedule.ts `dnsCheckDue`, computed once by
    * the reconcile, which also acts on a verify request by it), else the one its status carries.
    */
   async verify(
@@ -110,12 +108,9 @@ export class DnsPhase {
     // A verified outcome does not stand while the ownership record is asked for and not found (an
     // ownership decision made again): the domain is judged as a new one.
     const previous = pending ? unverifiedBefore(domain.status) : domain.status;
-    const sign = (outcome: DnsPhaseOutcome): DnsPhaseOutcome => signed(outcome, ownershipKey, uid, hostname);
     const carried = due ? undefined : carriedDnsOutcome(previous, base, now);
     if (carried)
-      return sign(
-        withCarriedDelegation(carried, hostname, target, pendingOwnership(base.ownership, hostname)),
-      );
+      return withCarriedDelegation(carried, hostname, target, pendingOwnership(base.ownership, hostname));
     // Re-verify (docs/customdomains.md, "Verify and re-verify"): a verified domain whose order failed gets a fresh attempt.
     if (due === 'requested') this.#d.tracker.clearFailure(key);
     const [hostnameVerdict, delegation] = await Promise.all([
@@ -146,8 +141,12 @@ export class DnsPhase {
       this.#d.dnsMismatchGraceMs,
       this.#d.danglingAfterMs,
     );
-    return sign(
-      withFreshDelegation(outcome, hostname, target, delegation, pendingOwnership(base.ownership, hostname)),
+    return withFreshDelegation(
+      outcome,
+      hostname,
+      target,
+      delegation,
+      pendingOwnership(base.ownership, hostname),
     );
   }
 
@@ -286,20 +285,6 @@ function unverifiedBefore(status: CustomDomain['status']): CustomDomain['status'
   if (!status) return status;
   const verified = findCondition(status.conditions, 'DNSVerified')?.status === 'True';
   return verified || status.verifiedAt !== undefined ? withoutDnsOutcome(status) : status;
-}
-
-/** `outcome` with the operator's proof in `observed.proof` (src/dns/outcome-proof.ts). */
-function signed(outcome: DnsPhaseOutcome, key: Buffer, uid: string, hostname: string): DnsPhaseOutcome {
-  const observed = outcome.carried.observed;
-  if (!observed || uid === '') return outcome;
-  const rest = { ...observed };
-  delete rest.proof;
-  const proof = dnsOutcomeProof(
-    key,
-    uid,
-    outcomeFields(hostname, { ...outcome, carried: { ...outcome.carried, observed: rest } }),
-  );
-  return { ...outcome, carried: { ...outcome.carried, observed: { ...rest, proof } } };
 }
 
 /** `decision` with the operator's proof over it (src/dns/ownership.ts `ownershipProof`). */
