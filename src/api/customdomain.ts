@@ -131,10 +131,11 @@ export interface ObservedDns {
    */
   challengeDelegation?: ChallengeDelegationStatus;
   /**
-   * The operator's proof of this outcome (src/dns/outcome-proof.ts `dnsOutcomeProof`: an HMAC by its
-   * ownership key over the DNSVerified status and reason, `verifiedAt`, the times and result above,
-   * the hostname and the CustomDomain's uid). An outcome without a valid proof is not carried: DNS
-   * is checked again as for a new domain.
+   * The operator's proof of the status it wrote (src/controllers/customdomain/status-proof.ts: an
+   * HMAC by its ownership key over the Accepted status, the DNSVerified status and reason,
+   * `verifiedAt`, the times and result above, the certificate's dnsNames and notAfter, the hostname
+   * and the CustomDomain's uid). A status without a valid proof has its DNS checked again as for a
+   * new domain and never makes the domain serve its hostname (claim-precedence.ts).
    */
   proof?: string;
 }
