@@ -200,7 +200,7 @@ export class ForeignRouteIndex {
     return [...ids].filter((id) => !owners.has(this.#owner.get(id) ?? '')).sort();
   }
 
-  /** Number of hostnames named by at least one foreign object. */
+  /** Number of hostnames named by at least one indexed route (Portico's own included). */
   get size(): number {
     return this.#byHostname.size;
   }
