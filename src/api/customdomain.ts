@@ -130,6 +130,14 @@ export interface ObservedDns {
    * `Unknown` (the lookup failed). Absent when no challenge zone is configured.
    */
   challengeDelegation?: ChallengeDelegationStatus;
+  /**
+   * The operator's proof of the status it wrote (src/controllers/customdomain/status-proof.ts: an
+   * HMAC by its ownership key over the Accepted status, the DNSVerified status and reason,
+   * `verifiedAt`, the times and result above, the certificate's dnsNames and notAfter, the hostname
+   * and the CustomDomain's uid). A status without a valid proof has its DNS checked again as for a
+   * new domain and never makes the domain serve its hostname (claim-precedence.ts).
+   */
+  proof?: string;
 }
 
 /** `status.observed.challengeDelegation`. */

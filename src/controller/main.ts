@@ -21,6 +21,7 @@ import type { ClusterView } from '../controllers/customdomain/cluster-view.js';
 import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.js';
 import { HostnameClaims, type ClaimsCache } from '../controllers/customdomain/hostname-claims.js';
 import { OwnershipStore } from '../controllers/customdomain/ownership-store.js';
+import { isProvenStatus } from '../controllers/customdomain/status-proof.js';
 import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
@@ -178,6 +179,13 @@ function build(
         events: new EventRecorder(core, 'portico-controller', log),
         releases: ownership,
         undeployedGraceMs: config.undeployedClaimGraceMs,
+        // A domain serves its hostname for the claim rules only with the operator's proof on its
+        // status (docs/customdomains.md, "What status Portico trusts"); every reconcile loads the key first.
+        proven: (domain) => {
+          const key = ownership.loadedKey();
+          const hostname = normalizeDnsName(domain.spec.hostname);
+          return key !== undefined && isProvenStatus(key, domain.metadata.uid ?? '', hostname, domain.status);
+        },
       }),
       routing: {
         ...config.routing,

@@ -112,30 +112,46 @@ describe('withOwnership', () => {
 });
 
 describe('ownershipRequirement', () => {
-  const release = (namespace: string, daysAgo: number) => ({
-    namespace,
+  /** A release by namespace `name` (uid `uid-<name>` unless given; null: none), `daysAgo` days before now. */
+  const release = (name: string, daysAgo: number, uid: string | null = `uid-${name}`) => ({
+    namespace: name,
+    ...(uid === null ? {} : { namespaceUid: uid }),
     releasedAt: new Date(now.getTime() - daysAgo * DAY),
   });
+  /** A claimant's namespace (uid `uid-<name>` unless given; null: not known). */
+  const ns = (name: string, uid: string | null = `uid-${name}`) => ({ name, uid: uid ?? undefined });
 
   it('always and never ignore history', () => {
-    expect(ownershipRequirement('always', 'b', undefined, 30 * DAY, now).required).toBe(true);
-    expect(ownershipRequirement('never', 'b', release('a', 1), 30 * DAY, now).required).toBe(false);
+    expect(ownershipRequirement('always', ns('b'), undefined, 30 * DAY, now).required).toBe(true);
+    expect(ownershipRequirement('never', ns('b'), release('a', 1), 30 * DAY, now).required).toBe(false);
   });
 
   it('recently-claimed: only a release by another project within the window', () => {
-    expect(ownershipRequirement('recently-claimed', 'b', undefined, 30 * DAY, now)).toMatchObject({
+    expect(ownershipRequirement('recently-claimed', ns('b'), undefined, 30 * DAY, now)).toMatchObject({
       required: false,
       reason: 'NotRecentlyClaimed',
     });
-    expect(ownershipRequirement('recently-claimed', 'b', release('a', 29), 30 * DAY, now)).toMatchObject({
+    expect(ownershipRequirement('recently-claimed', ns('b'), release('a', 29), 30 * DAY, now)).toMatchObject({
       required: true,
       reason: 'RecentlyClaimed',
     });
-    expect(ownershipRequirement('recently-claimed', 'b', release('a', 31), 30 * DAY, now).required).toBe(
+    expect(ownershipRequirement('recently-claimed', ns('b'), release('a', 31), 30 * DAY, now).required).toBe(
       false,
     );
-    expect(ownershipRequirement('recently-claimed', 'a', release('a', 1), 30 * DAY, now).required).toBe(
+    expect(ownershipRequirement('recently-claimed', ns('a'), release('a', 1), 30 * DAY, now).required).toBe(
       false,
     );
+  });
+
+  it.each([
+    ['a namespace of the same name created again (another uid)', ns('a', 'uid-new'), release('a', 1)],
+    ['a record written before records kept the uid', ns('a'), release('a', 1, null)],
+    ['a claimant whose namespace uid is not known', ns('a', null), release('a', 1)],
+    ['a record with an empty uid, and a claimant with none', ns('a', ''), release('a', 1, '')],
+  ])('recently-claimed: the record is asked for from %s', (_case, claimant, released) => {
+    expect(ownershipRequirement('recently-claimed', claimant, released, 30 * DAY, now)).toMatchObject({
+      required: true,
+      reason: 'RecentlyClaimed',
+    });
   });
 });

@@ -180,8 +180,34 @@ export function withOwnership(verdict: Verdict, ownership: OwnershipVerdict): Ve
 export interface HostnameRelease {
   /** The namespace (project) of the CustomDomain that held the hostname. */
   namespace: string;
+  /**
+   * That namespace's metadata.uid when the hostname was released; undefined in a record written
+   * before release records kept it (or when the namespace was not in the operator's cache), which
+   * matches no namespace.
+   */
+  namespaceUid?: string | undefined;
   /** When the claim was released. */
   releasedAt: Date;
+}
+
+/** The claimant's namespace: its name and metadata.uid (undefined when not known). */
+export interface ClaimantNamespace {
+  name: string;
+  uid: string | undefined;
+}
+
+/**
+ * Whether `release` was made by the claimant's own project: the same namespace, by uid. A namespace
+ * deleted and created again under the same name (for someone else) has a new uid, so it is another
+ * project; a record without a uid (or a claimant whose uid is not known) matches no namespace.
+ */
+export function releasedBySameProject(release: HostnameRelease, namespace: ClaimantNamespace): boolean {
+  return (
+    release.namespace === namespace.name &&
+    release.namespaceUid !== undefined &&
+    release.namespaceUid !== '' &&
+    release.namespaceUid === namespace.uid
+  );
 }
 
 /** Why ownership is, or is not, required: `status.ownership.reason`. */
@@ -202,13 +228,14 @@ export interface OwnershipRequirement {
  * - `never`: no.
  * - `recently-claimed`: yes when another project (namespace) released the hostname less than
  *   `recentMs` (milliseconds) before `now`; a release by the claimant's own project does not count
- *   (deleting and re-adding one's own domain).
+ *   (deleting and re-adding one's own domain). The project is the namespace by uid
+ *   (`releasedBySameProject`): a namespace of the same name created again is another project.
  *
  * @param release the last release of the hostname, if one is on record
  */
 export function ownershipRequirement(
   policy: OwnershipPolicy,
-  namespace: string,
+  namespace: ClaimantNamespace,
   release: HostnameRelease | undefined,
   recentMs: number,
   now: Date,
@@ -223,7 +250,7 @@ export function ownershipRequirement(
     return { required: false, reason: 'PolicyNever', message: 'Ownership verification is off.' };
   const recent =
     release !== undefined &&
-    release.namespace !== namespace &&
+    !releasedBySameProject(release, namespace) &&
     now.getTime() - release.releasedAt.getTime() < recentMs;
   const days = Math.round(recentMs / 86_400_000);
   return recent

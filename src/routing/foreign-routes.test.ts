@@ -2,11 +2,13 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import {
   conflictMessage,
+  controllerOwnerUid,
   ForeignRouteIndex,
   hostnamesOf,
   MAX_NAMED_ROUTES,
   namedRoutes,
   newRoutes,
+  ownerKey,
   routeId,
   routeClassOf,
   servedWithPortico,
@@ -68,6 +70,76 @@ describe('ForeignRouteIndex', () => {
   });
 });
 
+/** An object with the ownerReferences `refs`. */
+function ownedBy(refs: unknown, namespace = 'other'): KubernetesObject {
+  return { metadata: { name: 'r', namespace, ownerReferences: refs } } as KubernetesObject;
+}
+const cdRef = (uid: string, controller = true) => ({
+  apiVersion: 'portico.dev/v1alpha1',
+  kind: 'CustomDomain',
+  name: 'www',
+  uid,
+  controller,
+});
+
+describe('controllerOwnerUid', () => {
+  it('reads the uid of a CustomDomain controller reference only', () => {
+    expect(controllerOwnerUid(ownedBy([cdRef('u1')]))).toBe('u1');
+    expect(controllerOwnerUid(ownedBy([{ ...cdRef('u1'), apiVersion: 'portico.dev/v1' }]))).toBe('u1');
+    expect(controllerOwnerUid(ownedBy([cdRef('u1', false)]))).toBeUndefined();
+    expect(controllerOwnerUid(ownedBy([{ ...cdRef('u1'), kind: 'Deployment' }]))).toBeUndefined();
+    expect(
+      controllerOwnerUid(ownedBy([{ ...cdRef('u1'), apiVersion: 'evil.dev/v1alpha1' }])),
+    ).toBeUndefined();
+    expect(controllerOwnerUid(ownedBy([{ ...cdRef(''), uid: '' }]))).toBeUndefined();
+    expect(controllerOwnerUid(ownedBy('not a list'))).toBeUndefined();
+    expect(controllerOwnerUid(ownedBy([null, 3, cdRef('u2')]))).toBe('u2');
+    expect(controllerOwnerUid({ metadata: {} })).toBeUndefined();
+  });
+});
+
+describe('ForeignRouteIndex by owner (what only Portico writes, never a label)', () => {
+  const host = 'www.victim.example';
+  const victim = ownerKey('victim', 'uid-victim');
+
+  it.each([
+    [
+      'the holder’s own route (its controller reference, in its namespace)',
+      'Ingress victim/portico-www',
+      victim,
+      false,
+    ],
+    ['a route with no owner (labelled managed-by portico or not)', 'Ingress hijacker/login', undefined, true],
+    [
+      'a route whose controller reference names the tenant’s own CustomDomain',
+      'HTTPProxy hijacker/proxy',
+      ownerKey('hijacker', 'uid-attacker-cd'),
+      true,
+    ],
+    [
+      'a route in another namespace whose reference names the holder’s uid (references are namespace-local)',
+      'Ingress hijacker/copy',
+      ownerKey('hijacker', 'uid-victim'),
+      true,
+    ],
+  ])('%s: foreign=%s', (_case, id, owner, foreign) => {
+    const index = new ForeignRouteIndex();
+    index.set(id, new Set([host]), owner);
+    expect(index.routesOf(host, new Set([victim]))).toEqual(foreign ? [id] : []);
+  });
+
+  it('reports the hostnames it keeps when only its owner changes, and forgets the owner on delete', () => {
+    const index = new ForeignRouteIndex();
+    expect(index.set('Ingress victim/r', new Set([host]), victim)).toEqual([host]);
+    expect(index.set('Ingress victim/r', new Set([host]), victim)).toEqual([]);
+    expect(index.set('Ingress victim/r', new Set([host]))).toEqual([host]);
+    expect(index.routesOf(host, new Set([victim]))).toEqual(['Ingress victim/r']);
+    expect(index.delete('Ingress victim/r')).toEqual([host]);
+    expect(index.set('Ingress victim/r', new Set([host]))).toEqual([host]);
+    expect(index.routesOf(host, new Set([victim]))).toEqual(['Ingress victim/r']);
+  });
+});
+
 describe('the Conflicted message', () => {
   it('names each object as Kind namespace/name and reads them back', () => {
     const routes = [routeId('Ingress', obj({})), 'HTTPProxy shop/www'];
@@ -114,6 +186,27 @@ describe('slimForeignRoute', () => {
     const route = obj({ hostnames: ['b.example.com'], rules: [] });
     slimForeignRoute('HTTPRoute', route);
     expect((route as { spec?: unknown }).spec).toEqual({ hostnames: ['b.example.com'] });
+  });
+
+  it('keeps the CustomDomain controller reference’s uid, idempotently, and nothing of other references', () => {
+    const ing = obj({ rules: [{ host: 'www.example.com' }] });
+    ing.metadata = {
+      ...ing.metadata,
+      labels: { 'app.kubernetes.io/managed-by': 'portico' },
+      ownerReferences: [
+        { apiVersion: 'apps/v1', kind: 'Deployment', name: 'd', uid: 'uid-d' },
+        cdRef('uid-www'),
+      ],
+    };
+    slimForeignRoute('Ingress', ing);
+    expect(controllerOwnerUid(ing)).toBe('uid-www');
+    expect(ing.metadata.ownerReferences).toHaveLength(1);
+    expect(ing.metadata.labels).toBeUndefined();
+    slimForeignRoute('Ingress', ing);
+    expect(controllerOwnerUid(ing)).toBe('uid-www');
+    const plain = obj({ rules: [{ host: 'www.example.com' }] });
+    slimForeignRoute('Ingress', plain);
+    expect(plain.metadata?.ownerReferences).toBeUndefined();
   });
 });
 

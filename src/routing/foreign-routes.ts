@@ -5,11 +5,19 @@
  * and two HTTPProxies with one fqdn are both marked invalid (DuplicateVhost), so each such object
  * is reported on the CustomDomain that claims the hostname.
  *
- * Pure: `hostnamesOf` reads the hostnames an object names, `ForeignRouteIndex` keeps hostname →
- * objects (client-go's `Indexers` / `ByIndex`), and the message helpers write and read the
- * `Conflicted` condition's list. No I/O.
+ * A route is Portico's own for a hostname only when its controller ownerReference names, by uid and
+ * in the route's own namespace (ownerReferences are namespace-local), the CustomDomain that holds
+ * the hostname's claim (or the CustomDomain being looked at): never by a label, which anyone who
+ * writes the route can set. A tenant can point an ownerReference at its own CustomDomain, but that
+ * CustomDomain does not hold the claim of another project's hostname, so its route is still
+ * reported there.
+ *
+ * Pure: `hostnamesOf` reads the hostnames an object names, `controllerOwnerUid` its owner,
+ * `ForeignRouteIndex` keeps hostname → objects with their owners (client-go's `Indexers` /
+ * `ByIndex`), and the message helpers write and read the `Conflicted` condition's list. No I/O.
  */
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject, V1OwnerReference } from '@kubernetes/client-node';
+import { CUSTOM_DOMAIN_KIND, GROUP } from '../api/customdomain.js';
 import { normalizeDnsName } from '../domain/hostname.js';
 
 /** The kinds read here (their `kind` field). */
@@ -102,27 +110,63 @@ export function servedWithPortico(
   return own === portico || (own === '' && portico === CONTOUR_DEFAULT_CLASS);
 }
 
+/**
+ * The uid of `obj`'s controller ownerReference when it names a CustomDomain (group `portico.dev`,
+ * any version); undefined otherwise (none, another kind, or not the controller reference). Never
+ * throws on a malformed list.
+ */
+export function controllerOwnerUid(obj: KubernetesObject): string | undefined {
+  const refs: unknown = obj.metadata?.ownerReferences;
+  if (!Array.isArray(refs)) return undefined;
+  for (const ref of refs as Partial<V1OwnerReference>[]) {
+    if (typeof ref !== 'object' || ref === null || ref.controller !== true) continue;
+    const group = typeof ref.apiVersion === 'string' ? ref.apiVersion.split('/')[0] : undefined;
+    if (group === GROUP && ref.kind === CUSTOM_DOMAIN_KIND && typeof ref.uid === 'string' && ref.uid !== '')
+      return ref.uid;
+  }
+  return undefined;
+}
+
+/**
+ * How an owner is keyed in `ForeignRouteIndex`: `namespace/uid` (an ownerReference is namespace-local:
+ * it names an owner in the object's own namespace).
+ */
+export function ownerKey(namespace: string, uid: string): string {
+  return `${namespace}/${uid}`;
+}
+
 /** `Kind namespace/name`: how a foreign object is named in messages and Events. */
 export function routeId(kind: string, obj: KubernetesObject): string {
   return `${kind} ${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
 }
 
 /**
- * Hostname → the foreign objects (`routeId`) that name it, kept in step with the foreign-route
- * watches' add, update and delete events.
+ * Hostname → the route objects (`routeId`) that name it, each with its controller owner (`ownerKey`
+ * of a CustomDomain, when it has one), kept in step with the route watches' add, update and delete
+ * events. Every route is indexed, Portico's own included: which are foreign is decided when a
+ * domain asks (`routesOf`), by owner, never by a label.
  */
 export class ForeignRouteIndex {
   /** The hostnames each object was last indexed with, by `routeId`. */
   readonly #byRoute = new Map<string, Set<string>>();
   readonly #byHostname = new Map<string, Set<string>>();
+  /** The owner (`ownerKey`) of each object that has a CustomDomain controller reference, by `routeId`. */
+  readonly #owner = new Map<string, string>();
 
   /**
-   * Records that `id` names `hostnames` now (an add or an update; an empty set forgets it).
-   * @returns the hostnames whose list changed (those it names now or named before, not both)
+   * Records that `id` names `hostnames` now, owned by `owner` (`ownerKey`, or undefined); an add or
+   * an update; an empty set forgets it.
+   * @returns the hostnames whose list changed (those it names now or named before, not both; all of
+   *   them when its owner changed)
    */
-  set(id: string, hostnames: ReadonlySet<string>): string[] {
+  set(id: string, hostnames: ReadonlySet<string>, owner?: string): string[] {
     const before = this.#byRoute.get(id) ?? new Set<string>();
-    const changed: string[] = [];
+    const ownerBefore = this.#owner.get(id);
+    const ownerNow = hostnames.size === 0 ? undefined : owner;
+    if (ownerNow === undefined) this.#owner.delete(id);
+    else this.#owner.set(id, ownerNow);
+    // A new owner changes what the hostnames it keeps see as foreign.
+    const changed = ownerBefore === ownerNow ? [] : [...hostnames].filter((h) => before.has(h));
     for (const host of before)
       if (!hostnames.has(host)) {
         changed.push(host);
@@ -147,12 +191,16 @@ export class ForeignRouteIndex {
     return this.set(id, new Set());
   }
 
-  /** The objects naming `hostname` (normalized here), sorted. */
-  routesOf(hostname: string): string[] {
-    return [...(this.#byHostname.get(normalizeDnsName(hostname)) ?? [])].sort();
+  /**
+   * The objects naming `hostname` (normalized here) but those whose owner is in `owners`
+   * (`ownerKey`s: the CustomDomain that holds the hostname's claim), sorted.
+   */
+  routesOf(hostname: string, owners: ReadonlySet<string> = new Set()): string[] {
+    const ids = this.#byHostname.get(normalizeDnsName(hostname)) ?? [];
+    return [...ids].filter((id) => !owners.has(this.#owner.get(id) ?? '')).sort();
   }
 
-  /** Number of hostnames named by at least one foreign object. */
+  /** Number of hostnames named by at least one indexed route (Portico's own included). */
   get size(): number {
     return this.#byHostname.size;
   }
@@ -188,9 +236,10 @@ export function newRoutes(previousMessage: string | undefined, now: readonly str
 }
 
 /**
- * Trims a foreign object to what the index reads, for the informer's `keep` (a cluster can hold
- * many Ingresses Portico does not own): metadata name, namespace and resourceVersion, and a spec in
- * the kind's own shape holding only its exact hostnames (`hostnamesOf` reads it the same way), none
+ * Trims a route object to what the index reads, for the informer's `keep` (every route of the
+ * cluster is cached, Portico's own 10,000 Ingresses included): metadata name, namespace,
+ * resourceVersion and the CustomDomain controller ownerReference (its uid only), and a spec in the
+ * kind's own shape holding only its exact hostnames (`hostnamesOf` reads it the same way), none
  * when the object is not served with Portico's routes (`servedWithPortico` with `ingressClassName`,
  * the operator's class). Idempotent; mutates `obj`; never throws.
  */
@@ -203,8 +252,13 @@ export function slimForeignRoute(
   // The class is kept (as spec.ingressClassName) so that trimming again gives the same object.
   const routeClass = routeClassOf(kind, obj);
   const classField = routeClass === '' ? {} : { ingressClassName: routeClass };
+  const uid = controllerOwnerUid(obj);
   const { name = '', namespace = '', resourceVersion = '' } = obj.metadata ?? {};
   obj.metadata = { name, namespace, resourceVersion };
+  if (uid !== undefined)
+    obj.metadata.ownerReferences = [
+      { apiVersion: `${GROUP}/`, kind: CUSTOM_DOMAIN_KIND, name: '', uid, controller: true },
+    ];
   let spec: unknown;
   switch (kind) {
     case 'Ingress':

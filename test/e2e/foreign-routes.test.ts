@@ -245,3 +245,96 @@ describe('a foreign Ingress in another namespace names a Live domain’s hostnam
     await deleteCustomDomain(ns, 'www');
   });
 });
+
+describe('foreign routes labelled as Portico’s, with an ownerReference to the tenant’s own CustomDomain', () => {
+  // Labels and ownerReferences are anyone's to write on their own objects: only a controller
+  // reference to the CustomDomain that holds the hostname's claim, in its namespace, makes a route
+  // Portico's own (docs/routing.md, "Foreign routes").
+  const proxies = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
+  let ns: string;
+  let other: string;
+  let hostname: string;
+
+  it('reports a labelled Ingress (path /login) and a labelled HTTPProxy in another namespace as foreign, and not the domain’s own Ingress', async () => {
+    ns = unique('victim-l');
+    other = unique('hijacker-l');
+    hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await createProject(other);
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web', port: 80 } });
+    await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 90_000);
+    // The tenant's own CustomDomain for the same hostname: refused, but it has a uid to point at.
+    await createCustomDomain(other, 'www', { hostname, service: { name: 'web', port: 80 } });
+    const theirs = await waitForCondition(other, 'www', 'Accepted', 'False', 'HostnameAlreadyClaimed');
+    const metadata = (name: string) => ({
+      name,
+      namespace: other,
+      labels: { 'app.kubernetes.io/managed-by': 'portico', 'portico.dev/customdomain': 'www' },
+      ownerReferences: [
+        {
+          apiVersion: 'portico.dev/v1alpha1',
+          kind: 'CustomDomain',
+          name: 'www',
+          uid: theirs.metadata.uid ?? '',
+          controller: true,
+        },
+      ],
+    });
+    await kube().networking.createNamespacedIngress({
+      namespace: other,
+      body: {
+        metadata: metadata('login'),
+        spec: {
+          rules: [
+            {
+              host: hostname,
+              http: {
+                paths: [
+                  {
+                    path: '/login',
+                    pathType: 'Prefix',
+                    backend: { service: { name: 'web', port: { number: 80 } } },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    });
+    await kube().custom.createNamespacedCustomObject({
+      ...proxies,
+      namespace: other,
+      body: {
+        apiVersion: 'projectcontour.io/v1',
+        kind: 'HTTPProxy',
+        metadata: metadata('proxy'),
+        spec: { virtualhost: { fqdn: hostname }, routes: [{ services: [{ name: 'web', port: 80 }] }] },
+      },
+    });
+    const cd = await waitFor('Conflicted naming the labelled Ingress and HTTPProxy', async () => {
+      const found = await getCustomDomain(ns, 'www');
+      const message = domainCondition(found, 'Conflicted').message ?? '';
+      return domainCondition(found, 'Conflicted').status === 'True' &&
+        message.includes(`Ingress ${other}/login`) &&
+        message.includes(`HTTPProxy ${other}/proxy`)
+        ? found
+        : undefined;
+    });
+    expect(domainCondition(cd, 'Conflicted').reason).toBe('ForeignRoute');
+    expect(domainCondition(cd, 'Ready')).toMatchObject({ status: 'False', reason: 'ForeignRoute' });
+    // Every route is watched now, Portico's own included: its own Ingress is not named.
+    expect(domainCondition(cd, 'Conflicted').message).not.toContain(`${ns}/portico-www`);
+    expect(await foreignRouteSamples(ns)).toEqual([2]);
+  });
+
+  it('clears once they are deleted, and the domain is Live again', async () => {
+    await kube().networking.deleteNamespacedIngress({ namespace: other, name: 'login' });
+    await kube().custom.deleteNamespacedCustomObject({ ...proxies, namespace: other, name: 'proxy' });
+    await waitForCondition(ns, 'www', 'Conflicted', 'False', 'NoForeignRoute', 60_000);
+    await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 60_000);
+    await deleteCustomDomain(other, 'www');
+    await deleteCustomDomain(ns, 'www');
+  });
+});

@@ -14,6 +14,8 @@ import {
 
 const NOW = new Date('2026-06-01T12:00:00Z');
 const HOST = 'www.shop.example';
+/** Every status carries the operator's proof (status-proof.ts): the rules as they were. */
+const PROVEN = (): boolean => true;
 
 interface Options {
   hostname?: string;
@@ -87,6 +89,7 @@ function facts(me: CustomDomain, f: Partial<ClaimFacts> = {}): ClaimFacts {
     now: NOW,
     deployed: false,
     undeployedGraceMs: Number.POSITIVE_INFINITY,
+    proven: PROVEN,
     ...f,
   };
 }
@@ -111,37 +114,42 @@ function withAccepted(d: CustomDomain, status: 'True' | 'False'): CustomDomain {
 
 describe('servesHostname', () => {
   it('is true for an accepted domain with an unexpired certificate for the hostname', () => {
-    expect(servesHostname(domain('a', { serving: true }), HOST, NOW)).toBe(true);
+    expect(servesHostname(domain('a', { serving: true }), HOST, NOW, PROVEN)).toBe(true);
   });
 
   it('is false without a certificate, when not accepted, expired, or for another name', () => {
-    expect(servesHostname(domain('a'), HOST, NOW)).toBe(false);
+    expect(servesHostname(domain('a'), HOST, NOW, PROVEN)).toBe(false);
     const downgraded = domain('a', { serving: true });
     const accepted = downgraded.status?.conditions?.[0];
     if (accepted) accepted.status = 'False';
-    expect(servesHostname(downgraded, HOST, NOW)).toBe(false);
-    expect(servesHostname(domain('a', { serving: true }), HOST, new Date('2026-08-01T00:00:00Z'))).toBe(
-      false,
-    );
-    expect(servesHostname(domain('a', { serving: true, hostname: 'api.shop.example' }), HOST, NOW)).toBe(
-      false,
-    );
+    expect(servesHostname(downgraded, HOST, NOW, PROVEN)).toBe(false);
+    expect(
+      servesHostname(domain('a', { serving: true }), HOST, new Date('2026-08-01T00:00:00Z'), PROVEN),
+    ).toBe(false);
+    expect(
+      servesHostname(domain('a', { serving: true, hostname: 'api.shop.example' }), HOST, NOW, PROVEN),
+    ).toBe(false);
     const otherName = domain('a', { serving: true });
     if (otherName.status?.certificate) otherName.status.certificate.dnsNames = ['other.example'];
-    expect(servesHostname(otherName, HOST, NOW)).toBe(false);
+    expect(servesHostname(otherName, HOST, NOW, PROVEN)).toBe(false);
   });
 
   it("counts a deleting domain while Portico's finalizer is on it, not after", () => {
-    expect(servesHostname(domain('a', { serving: true, deleting: true }), HOST, NOW)).toBe(true);
+    expect(servesHostname(domain('a', { serving: true, deleting: true }), HOST, NOW, PROVEN)).toBe(true);
     expect(
-      servesHostname(domain('a', { serving: true, deleting: true, finalizers: ['e2e/hold'] }), HOST, NOW),
+      servesHostname(
+        domain('a', { serving: true, deleting: true, finalizers: ['e2e/hold'] }),
+        HOST,
+        NOW,
+        PROVEN,
+      ),
     ).toBe(false);
   });
 
   it('compares names case-insensitively and without a trailing dot', () => {
-    expect(servesHostname(domain('a', { serving: true, hostname: 'WWW.Shop.Example.' }), HOST, NOW)).toBe(
-      true,
-    );
+    expect(
+      servesHostname(domain('a', { serving: true, hostname: 'WWW.Shop.Example.' }), HOST, NOW, PROVEN),
+    ).toBe(true);
   });
 });
 
@@ -168,9 +176,9 @@ describe('firstServing', () => {
     const old = domain('z', { serving: true, created: '2025-01-01T00:00:00Z' });
     const young = domain('a', { serving: true, created: '2026-01-01T00:00:00Z' });
     const twin = domain('b', { serving: true, created: '2026-01-01T00:00:00Z' });
-    expect(firstServing([young, old, domain('c')], HOST, NOW)).toBe(old);
-    expect(firstServing([twin, young], HOST, NOW)).toBe(young);
-    expect(firstServing([domain('c')], HOST, NOW)).toBeUndefined();
+    expect(firstServing([young, old, domain('c')], HOST, NOW, PROVEN)).toBe(old);
+    expect(firstServing([twin, young], HOST, NOW, PROVEN)).toBe(young);
+    expect(firstServing([domain('c')], HOST, NOW, PROVEN)).toBeUndefined();
   });
 });
 
@@ -353,5 +361,34 @@ describe('a holder that is never accepted', () => {
         }),
       ),
     ).toBe('replace');
+  });
+});
+
+describe('a status the operator did not prove never makes a domain serve (docs/customdomains.md, "What status Portico trusts")', () => {
+  const forgedOnly =
+    (...forged: CustomDomain[]) =>
+    (d: CustomDomain): boolean =>
+      !forged.some((f) => f.metadata.uid === d.metadata.uid);
+
+  it('a domain whose status says Accepted with a certificate, unproven, does not take the claim of an accepted holder', () => {
+    const holder = withAccepted(domain('a'), 'True');
+    const forger = domain('b', { serving: true });
+    const claim = claimOf(holder);
+    expect(claimVerdict(facts(forger, { claim, holder, rivals: [holder] }))).toBe('replace');
+    expect(claimVerdict(facts(forger, { claim, holder, rivals: [holder], proven: forgedOnly(forger) }))).toBe(
+      'taken',
+    );
+    expect(servesHostname(forger, HOST, NOW, forgedOnly(forger))).toBe(false);
+  });
+
+  it('an unproven serving rival does not keep a claimant from a free hostname, nor a holder from its claim', () => {
+    const me = withAccepted(domain('a'), 'True');
+    const forger = domain('b', { serving: true });
+    expect(claimVerdict(facts(me, { rivals: [forger] }))).toBe('taken');
+    expect(claimVerdict(facts(me, { rivals: [forger], proven: forgedOnly(forger) }))).toBe('create');
+    const claim = claimOf(me);
+    expect(claimVerdict(facts(me, { claim, holder: me, rivals: [forger], proven: forgedOnly(forger) }))).toBe(
+      'held',
+    );
   });
 });

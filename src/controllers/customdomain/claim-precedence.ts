@@ -36,8 +36,17 @@ import { findCondition } from '../../kube/conditions.js';
  *
  * Ready / phase Live is deliberately not required: a Live domain whose DNS check fails for a while,
  * or whose backend scaled to zero, keeps its routing and its certificate, and with them its place.
+ *
+ * @param proven whether `domain`'s status carries the operator's proof (status-proof.ts
+ *   `isProvenStatus`): an Accepted condition and a certificate written by anyone else never make a
+ *   domain serve (docs/customdomains.md, "What status Portico trusts")
  */
-export function servesHostname(domain: CustomDomain, hostname: string, now: Date): boolean {
+export function servesHostname(
+  domain: CustomDomain,
+  hostname: string,
+  now: Date,
+  proven: (domain: CustomDomain) => boolean,
+): boolean {
   if (normalizeDnsName(domain.spec.hostname) !== hostname) return false;
   if (domain.metadata.deletionTimestamp && !(domain.metadata.finalizers ?? []).includes(FINALIZER))
     return false;
@@ -48,7 +57,8 @@ export function servesHostname(domain: CustomDomain, hostname: string, now: Date
   return (
     certificate.dnsNames.some((name) => normalizeDnsName(name) === hostname) &&
     !Number.isNaN(notAfter) &&
-    notAfter > now.getTime()
+    notAfter > now.getTime() &&
+    proven(domain)
   );
 }
 
@@ -77,8 +87,9 @@ export function firstServing(
   domains: readonly CustomDomain[],
   hostname: string,
   now: Date,
+  proven: (domain: CustomDomain) => boolean,
 ): CustomDomain | undefined {
-  const serving = domains.filter((d) => servesHostname(d, hostname, now));
+  const serving = domains.filter((d) => servesHostname(d, hostname, now, proven));
   return serving.sort(byAge)[0];
 }
 
@@ -157,24 +168,29 @@ export interface ClaimFacts {
    * (`--undeployed-claim-grace-seconds`); Infinity: forever.
    */
   undeployedGraceMs: number;
+  /**
+   * Whether a domain's status carries the operator's proof (status-proof.ts `isProvenStatus`); a
+   * domain whose status does not never serves (`servesHostname`).
+   */
+  proven: (domain: CustomDomain) => boolean;
 }
 
 export function claimVerdict(f: ClaimFacts): ClaimVerdict {
   const uid = f.me.metadata.uid;
   const others = f.rivals.filter((d) => d.metadata.uid !== uid);
-  const first = firstServing([f.me, ...others], f.hostname, f.now);
+  const first = firstServing([f.me, ...others], f.hostname, f.now, f.proven);
   const someoneElseFirst = first !== undefined && first.metadata.uid !== uid;
   if (!f.claim) return someoneElseFirst ? 'taken' : 'create';
   if (unhonouredReason(f.claim, f.holder) !== undefined) return someoneElseFirst ? 'taken' : 'replace';
   const holder = f.holder as CustomDomain;
   if (holder.metadata.uid === uid) {
     // Mine, but a serving rival comes first unless I serve as well (then the holder stays).
-    const iServe = servesHostname(f.me, f.hostname, f.now);
+    const iServe = servesHostname(f.me, f.hostname, f.now, f.proven);
     return someoneElseFirst && !iServe ? 'taken' : 'held';
   }
   // Held by another: a serving holder always keeps it (two serving domains never swap it back and
   // forth); one that does not serve gives way to the serving domain that comes first.
-  if (servesHostname(holder, f.hostname, f.now)) return 'taken';
+  if (servesHostname(holder, f.hostname, f.now, f.proven)) return 'taken';
   if (first?.metadata.uid === uid) return 'replace';
   // A hold nobody uses ends after the grace, for a claimant that is deployed, unless a serving
   // domain comes first (it takes the claim itself).

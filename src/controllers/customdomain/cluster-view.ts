@@ -20,6 +20,8 @@ export type OwnedLookup = { cached: true; object: KubernetesObject | undefined }
 export interface ClusterView {
   /** The labels of namespace `name`, or undefined when it is not (yet) cached. */
   namespaceLabels(name: string): Readonly<Record<string, string>> | undefined;
+  /** The metadata.uid of namespace `name`, or undefined when it is not (yet) cached. */
+  namespaceUid(name: string): string | undefined;
   /** Ready endpoints across the EndpointSlices of Service `service` in `namespace`. */
   readyEndpoints(namespace: string, service: string): number;
   /**
@@ -44,8 +46,9 @@ export interface ClusterView {
    */
   serves(apiVersion: string, kind: string): boolean;
   /**
-   * The routes Portico does not own (Ingress; HTTPProxy and HTTPRoute where served) that name
-   * `hostname` exactly, each `Kind namespace/name`, sorted (routing/foreign-routes.ts).
+   * The routes (Ingress; HTTPProxy and HTTPRoute where served) that name `hostname` exactly, but
+   * those whose CustomDomain controller owner is in `owners` (routing/foreign-routes.ts `ownerKey`),
+   * each `Kind namespace/name`, sorted (routing/foreign-routes.ts).
    */
-  foreignRoutes(hostname: string): string[];
+  foreignRoutes(hostname: string, owners: ReadonlySet<string>): string[];
 }

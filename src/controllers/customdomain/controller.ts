@@ -5,7 +5,7 @@
  * acknowledgement is seen at once), HostnameClaims, Namespaces (the plan label),
  * EndpointSlices (the first ready endpoint), every Service, trimmed to its ports (the port a
  * domain names must exist), and the Ingresses, HTTPProxies and HTTPRoutes Portico does not own
- * (label-selected `managed-by!=portico`, trimmed to their hostnames: foreign routes, docs/routing.md,
+ * (every one, trimmed to its hostnames and CustomDomain owner: foreign routes, docs/routing.md,
  * routing/foreign-routes.ts), feeds a de-duplicating work queue, and runs N workers.
  * The reconcile reads all of these from the caches (`view()`), so a pass that changes nothing sends
  * no request. Events find the domains they affect through an index, never a scan of every domain.
@@ -41,7 +41,9 @@ import { GATEWAY_API_VERSION, HTTPROUTE_KIND, LISTENERSET_KIND } from '../../rou
 import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from '../../routing/traefik.js';
 import { CONTOUR_API_VERSION, HTTPPROXY_KIND, HTTPPROXY_PLURAL } from '../../routing/contour.js';
 import {
+  controllerOwnerUid,
   ForeignRouteIndex,
+  ownerKey,
   hostnamesOf,
   routeId,
   slimForeignRoute,
@@ -68,11 +70,6 @@ const OPTIONAL_OWNED_KINDS = [
   { apiVersion: CONTOUR_API_VERSION, kind: HTTPPROXY_KIND, plural: HTTPPROXY_PLURAL },
 ] as const;
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
-/**
- * Routes Portico does not own (docs/routing.md, "Foreign routes"): only these are cached for the foreign-route index, so its
- * own 10,000 Ingresses are not held twice.
- */
-const FOREIGN_SELECTOR = `${MANAGED_BY_LABEL}!=${MANAGED_BY_VALUE}`;
 /** The optional kinds that are also watched for foreign routes, once known to be served. */
 const FOREIGN_OPTIONAL_KINDS: ReadonlySet<string> = new Set([HTTPROUTE_KIND, HTTPPROXY_KIND]);
 
@@ -279,7 +276,9 @@ export class CustomDomainController {
   /** Records whether `obj` serves its hostname now; true when that changed. */
   #noteServing(key: string, obj: CustomDomain, verb: 'add' | 'update' | 'delete'): boolean {
     const was = this.#serving.has(key);
-    const is = verb !== 'delete' && servesHostname(obj, normalizeDnsName(obj.spec.hostname), new Date());
+    // Only which domains to queue: the claim rules themselves ask for the operator's proof.
+    const is =
+      verb !== 'delete' && servesHostname(obj, normalizeDnsName(obj.spec.hostname), new Date(), () => true);
     if (is) this.#serving.add(key);
     else this.#serving.delete(key);
     return was !== is;
@@ -339,23 +338,26 @@ export class CustomDomainController {
   }
 
   /**
-   * Caches the objects of `kind` at `path` that Portico does not own (`FOREIGN_SELECTOR`), trimmed
-   * to their hostnames; each event updates the foreign-route index and re-queues the CustomDomains of
-   * every hostname the object names now or named before.
+   * Caches every object of `kind` at `path`, trimmed to its hostnames and its CustomDomain controller
+   * owner (routing/foreign-routes.ts `slimForeignRoute`); no label selector, since a label is anyone's
+   * to set and would hide a foreign route (docs/routing.md, "Foreign routes"). Each event updates the
+   * route index and re-queues the CustomDomains of every hostname the object names now or named
+   * before.
    */
   #watchForeign(kind: ForeignRouteKind, path: string): ResilientInformer<KubernetesObject> {
     const informer = new ResilientInformer<KubernetesObject>(this.#d.kubeConfig, {
       resyncMs: 0,
       log: this.#d.log,
       path,
-      labelSelector: FOREIGN_SELECTOR,
       keep: (obj) => {
         slimForeignRoute(kind, obj, this.#d.ingressClassName);
       },
       onChange: (obj, verb) => {
         const id = routeId(kind, obj);
+        const uid = controllerOwnerUid(obj);
+        const owner = uid === undefined ? undefined : ownerKey(obj.metadata?.namespace ?? '', uid);
         const changed =
-          verb === 'delete' ? this.#foreign.delete(id) : this.#foreign.set(id, hostnamesOf(kind, obj));
+          verb === 'delete' ? this.#foreign.delete(id) : this.#foreign.set(id, hostnamesOf(kind, obj), owner);
         for (const hostname of changed) this.#enqueue(this.#index.ofHostname(hostname));
       },
     });
@@ -405,6 +407,7 @@ export class CustomDomainController {
     return {
       customDomainsOfHostname: (hostname) => this.#domainsOfHostname(hostname),
       namespaceLabels: (name) => this.#namespaces.get(name)?.metadata?.labels,
+      namespaceUid: (name) => this.#namespaces.get(name)?.metadata?.uid,
       readyEndpoints: (namespace, service) =>
         this.#slices
           .list(namespace)
@@ -419,7 +422,7 @@ export class CustomDomainController {
       hostnameClaim: (hostname) => this.#claims.get(hostname),
       owned: (header) => this.#ownedLookup(header),
       serves: (apiVersion, kind) => !this.#absentKinds.has(`${apiVersion}/${kind}`),
-      foreignRoutes: (hostname) => this.#foreign.routesOf(hostname),
+      foreignRoutes: (hostname, owners) => this.#foreign.routesOf(hostname, owners),
     };
   }
 

@@ -217,3 +217,31 @@ function verifiedAnswerStands(
     nextCheckMs,
   };
 }
+
+/**
+ * `status` as the reconcile may trust it (docs/customdomains.md, "What status Portico trusts"): as it
+ * is when it carries the operator's proof (`genuine`: status-proof.ts `isProvenStatus` with the key
+ * and the CustomDomain's uid), else without the DNS outcome (the
+ * DNSVerified condition, `verifiedAt` and `observed`), so that no decision rests on a DNS outcome
+ * someone else wrote: the next DNS check is due at once (schedule.ts, `first`) and is judged as a
+ * new domain's. A status with no DNS outcome at all is returned as it is. Pure.
+ */
+export function provenDnsStatus(
+  status: CustomDomainStatus | undefined,
+  genuine: (status: CustomDomainStatus) => boolean,
+): CustomDomainStatus | undefined {
+  if (!status) return status;
+  const condition = findCondition(status.conditions, 'DNSVerified');
+  if (!condition && !status.observed && status.verifiedAt === undefined) return status;
+  // NotAccepted (Unknown) is written without an outcome and decides nothing.
+  if (condition?.status === 'Unknown' && !status.observed && status.verifiedAt === undefined) return status;
+  return genuine(status) ? status : withoutDnsOutcome(status);
+}
+
+/** `status` without its DNS outcome: the DNSVerified condition, `verifiedAt` and `observed`. Pure. */
+export function withoutDnsOutcome(status: CustomDomainStatus): CustomDomainStatus {
+  const rest = { ...status };
+  delete rest.observed;
+  delete rest.verifiedAt;
+  return { ...rest, conditions: (status.conditions ?? []).filter((c) => c.type !== 'DNSVerified') };
+}

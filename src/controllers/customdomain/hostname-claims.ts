@@ -71,6 +71,8 @@ export interface ClaimsCache {
   hostnameClaim(hostname: string): HostnameClaim | undefined;
   /** The cached CustomDomains whose spec.hostname is `hostname` (normalized), in any namespace. */
   customDomainsOfHostname(hostname: string): readonly CustomDomain[];
+  /** The metadata.uid of namespace `name`, or undefined when it is not cached. */
+  namespaceUid?(name: string): string | undefined;
 }
 
 const NO_CACHE: ClaimsCache = { hostnameClaim: () => undefined, customDomainsOfHostname: () => [] };
@@ -80,6 +82,12 @@ export const CLAIM_REPLACED_REASON: CustomDomainReason = 'HostnameClaimReplaced'
 
 /** Reason of the Normal Event recorded on a deployed domain that took over a lapsed hold. */
 export const CLAIM_TAKEN_OVER_REASON: CustomDomainReason = 'HostnameClaimTakenOver';
+
+/** The namespace that gives a hostname up: its name and metadata.uid (undefined when not cached). */
+export interface ReleasingNamespace {
+  name: string;
+  uid: string | undefined;
+}
 
 export interface HostnameClaimsOptions {
   /**
@@ -96,12 +104,20 @@ export interface HostnameClaimsOptions {
    * deleted, for ownership verification's `recently-claimed` policy (ownership-store.ts). A record
    * is a separate object: a HostnameClaim's existence still means "held".
    */
-  releases?: { recordRelease(hostname: string, namespace: string, at: Date): Promise<void> };
+  releases?: {
+    recordRelease(hostname: string, namespace: ReleasingNamespace, at: Date): Promise<void>;
+  };
   /**
    * Milliseconds a holder that is never accepted keeps the claim against a deployed claimant, from
    * its own creation (`--undeployed-claim-grace-seconds`). Default: Infinity (it keeps it).
    */
   undeployedGraceMs?: number;
+  /**
+   * Whether a CustomDomain's status carries the operator's proof (status-proof.ts), so that an
+   * Accepted condition and a certificate written by anyone else never make it serve its hostname
+   * (claim-precedence.ts `servesHostname`). Default: none does.
+   */
+  proven?: (domain: CustomDomain) => boolean;
   now?: () => Date;
 }
 
@@ -112,6 +128,7 @@ export class HostnameClaims {
   readonly #events: Pick<EventRecorder, 'record'> | undefined;
   readonly #releases: HostnameClaimsOptions['releases'];
   readonly #undeployedGraceMs: number;
+  readonly #proven: (domain: CustomDomain) => boolean;
   readonly #now: () => Date;
 
   constructor(customObjects: CustomObjectsApi, log: Logger, options: HostnameClaimsOptions = {}) {
@@ -121,6 +138,7 @@ export class HostnameClaims {
     this.#events = options.events;
     this.#releases = options.releases;
     this.#undeployedGraceMs = options.undeployedGraceMs ?? Number.POSITIVE_INFINITY;
+    this.#proven = options.proven ?? (() => false);
     this.#now = options.now ?? (() => new Date());
   }
 
@@ -160,6 +178,7 @@ export class HostnameClaims {
       now: this.#now(),
       deployed: options.deployed ?? false,
       undeployedGraceMs: this.#undeployedGraceMs,
+      proven: this.#proven,
     };
     const fast = await this.#fromCache(facts, cached);
     if (fast) return fast;
@@ -235,7 +254,7 @@ export class HostnameClaims {
    */
   async #takeOver(domain: CustomDomain, claim: HostnameClaim, holder: CustomDomain): Promise<boolean> {
     const hostname = claim.metadata.name;
-    await this.#releases?.recordRelease(hostname, holder.metadata.namespace, this.#now());
+    await this.#releases?.recordRelease(hostname, this.#namespaceOf(holder), this.#now());
     await this.#delete(claim);
     // Created right after the delete: the former holder, woken by the delete, must not be first.
     if (!(await this.#create(hostname, refOf(domain), holder.metadata.uid))) return false;
@@ -280,9 +299,18 @@ export class HostnameClaims {
       return;
     const claim = await this.#get(hostname);
     if (claim && claim.spec.customDomainRef.uid === domain.metadata.uid) {
-      await this.#releases?.recordRelease(hostname, domain.metadata.namespace, this.#now());
+      await this.#releases?.recordRelease(hostname, this.#namespaceOf(domain), this.#now());
       await this.#delete(claim);
     }
+  }
+
+  /**
+   * The namespace of `domain` for a release record, with its uid from the namespace cache (a
+   * namespace being deleted stays cached until its CustomDomains are gone).
+   */
+  #namespaceOf(domain: CustomDomain): ReleasingNamespace {
+    const name = domain.metadata.namespace;
+    return { name, uid: this.#cache.namespaceUid?.(name) };
   }
 
   async #get(hostname: string): Promise<HostnameClaim | undefined> {

@@ -5,7 +5,7 @@ import type { ObjectHeader } from '../../routing/plan.js';
 import { foreignKind, notOurs, otherOwner } from './object-holder.js';
 
 const domain = {
-  metadata: { name: 'www', namespace: 'shop' },
+  metadata: { name: 'www', namespace: 'shop', uid: 'uid-www' },
 } as CustomDomain;
 const at = (apiVersion: string, kind: string): ObjectHeader => ({
   apiVersion,
@@ -14,8 +14,25 @@ const at = (apiVersion: string, kind: string): ObjectHeader => ({
 });
 const proxy = at('projectcontour.io/v1', 'HTTPProxy');
 const ingress = at('networking.k8s.io/v1', 'Ingress');
-const labelled = (labels?: Record<string, string>): KubernetesObject => ({
-  metadata: { name: 'portico-www', namespace: 'shop', ...(labels ? { labels } : {}) },
+const labelled = (labels?: Record<string, string>, ownerUid?: string): KubernetesObject => ({
+  metadata: {
+    name: 'portico-www',
+    namespace: 'shop',
+    ...(labels ? { labels } : {}),
+    ...(ownerUid
+      ? {
+          ownerReferences: [
+            {
+              apiVersion: 'portico.dev/v1alpha1',
+              kind: 'CustomDomain',
+              name: 'www',
+              uid: ownerUid,
+              controller: true,
+            },
+          ],
+        }
+      : {}),
+  },
 });
 const ours = { 'app.kubernetes.io/managed-by': 'portico', 'portico.dev/customdomain': 'www' };
 
@@ -32,8 +49,15 @@ describe('whose an object at Portico’s name is', () => {
     expect(foreignKind(ingress)).toBe(false);
     expect(notOurs(proxy, labelled(), domain)).toBe(true);
     expect(notOurs(proxy, labelled({ 'app.kubernetes.io/managed-by': 'helm' }), domain)).toBe(true);
-    expect(notOurs(proxy, labelled(ours), domain)).toBe(false);
+    expect(notOurs(proxy, labelled(ours, 'uid-www'), domain)).toBe(false);
     expect(notOurs(ingress, labelled(), domain)).toBe(false);
+  });
+
+  it('leaves alone an HTTPProxy labelled as Portico’s without its controller reference to this domain', () => {
+    // Labels are anyone's to write: only the ownerReference to this domain's uid makes it ours.
+    expect(notOurs(proxy, labelled(ours), domain)).toBe(true);
+    expect(notOurs(proxy, labelled(ours, 'uid-other'), domain)).toBe(true);
+    expect(notOurs(proxy, labelled(undefined, 'uid-www'), domain)).toBe(false);
   });
 
   it("leaves alone another domain's object of any kind", () => {

@@ -1,16 +1,12 @@
 /**
  * Whose an object at a name Portico uses is, as the reconcile must know before it applies or
  * deletes one: Portico never overwrites or deletes another CustomDomain's object, nor an HTTPProxy
- * it did not write. Pure: reads labels only.
+ * it did not write. Pure: reads labels and owner references only.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import {
-  CUSTOM_DOMAIN_LABEL,
-  MANAGED_BY_LABEL,
-  MANAGED_BY_VALUE,
-  type CustomDomain,
-} from '../../api/customdomain.js';
+import { CUSTOM_DOMAIN_LABEL, type CustomDomain } from '../../api/customdomain.js';
 import { CONTOUR_API_VERSION, HTTPPROXY_KIND } from '../../routing/contour.js';
+import { controllerOwnerUid } from '../../routing/foreign-routes.js';
 import type { ObjectHeader } from '../../routing/plan.js';
 
 /**
@@ -24,8 +20,9 @@ export function otherOwner(obj: KubernetesObject | undefined, domain: CustomDoma
 }
 
 /**
- * Kinds where an object without Portico's `app.kubernetes.io/managed-by=portico` label is someone
- * else's and never overwritten or deleted: HTTPProxy (docs/routing.md, "Foreign routes"). A platform team writes its own
+ * Kinds where an object without a controller ownerReference to the domain (by uid) is someone
+ * else's and never overwritten or deleted, whatever its labels say: HTTPProxy (docs/routing.md,
+ * "Foreign routes"). A platform team writes its own
  * HTTPProxies (e.g. the API's, which RateLimitPolicies target) in the same namespaces, and one at
  * `portico-<name>` is theirs, not a leftover of Portico's. (Other kinds keep the rule of
  * `otherOwner`: an unlabelled object at Portico's name is Portico's to replace.)
@@ -36,9 +33,12 @@ export function foreignKind(header: ObjectHeader): boolean {
 
 /**
  * Whether `obj` (at `header`) must be left alone by `domain`: another CustomDomain's by its owner
- * label, or, for a `foreignKind`, not labelled as Portico's at all.
+ * label, or, for a `foreignKind`, without a controller ownerReference to `domain`'s uid (a label
+ * is anyone's to write; Portico writes the reference on every object it owns).
  */
 export function notOurs(header: ObjectHeader, obj: KubernetesObject, domain: CustomDomain): boolean {
   if (otherOwner(obj, domain) !== undefined) return true;
-  return foreignKind(header) && obj.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY_VALUE;
+  if (!foreignKind(header)) return false;
+  const uid = domain.metadata.uid;
+  return uid === undefined || uid === '' || controllerOwnerUid(obj) !== uid;
 }

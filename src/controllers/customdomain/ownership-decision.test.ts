@@ -48,14 +48,26 @@ describe('standingOwnership', () => {
 
 describe('decideOwnership', () => {
   it('requires the record of a hostname another project released recently', () => {
-    const release = { namespace: 'tenant-a', releasedAt: new Date(now.getTime() - DAY) };
-    expect(decideOwnership(host, 'tenant-b', 'recently-claimed', release, 30 * DAY, now)).toMatchObject({
+    const release = {
+      namespace: 'tenant-a',
+      namespaceUid: 'uid-a',
+      releasedAt: new Date(now.getTime() - DAY),
+    };
+    expect(
+      decideOwnership(host, { name: 'tenant-b', uid: 'uid-b' }, 'recently-claimed', release, 30 * DAY, now),
+    ).toMatchObject({
       hostname: host,
       required: true,
       reason: 'RecentlyClaimed',
     });
-    expect(decideOwnership(host, 'tenant-a', 'recently-claimed', release, 30 * DAY, now).required).toBe(
-      false,
-    );
+    expect(
+      decideOwnership(host, { name: 'tenant-a', uid: 'uid-a' }, 'recently-claimed', release, 30 * DAY, now)
+        .required,
+    ).toBe(false);
+    // The same name, created again for someone else: another project.
+    expect(
+      decideOwnership(host, { name: 'tenant-a', uid: 'uid-a2' }, 'recently-claimed', release, 30 * DAY, now)
+        .required,
+    ).toBe(true);
   });
 });

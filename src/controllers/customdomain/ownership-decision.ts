@@ -3,7 +3,12 @@
  * made once per CustomDomain and hostname and then kept in `status.ownership`. Pure.
  */
 import type { CustomDomainStatus, OwnershipStatus } from '../../api/customdomain.js';
-import { ownershipRequirement, type HostnameRelease, type OwnershipPolicy } from '../../dns/ownership.js';
+import {
+  ownershipRequirement,
+  type ClaimantNamespace,
+  type HostnameRelease,
+  type OwnershipPolicy,
+} from '../../dns/ownership.js';
 
 /**
  * The decision that stands for `hostname` (normalized) without asking anything: the one in `status`
@@ -23,14 +28,14 @@ export function standingOwnership(
 }
 
 /**
- * A new decision for a domain of `namespace` (ownership.ts, `ownershipRequirement`).
+ * A new decision for a domain of `namespace` (its name and uid; ownership.ts, `ownershipRequirement`).
  *
  * @param release the hostname's last release on record (read only for `recently-claimed`)
  * @param recentMs milliseconds within which a release by another project requires the record
  */
 export function decideOwnership(
   hostname: string,
-  namespace: string,
+  namespace: ClaimantNamespace,
   policy: OwnershipPolicy,
   release: HostnameRelease | undefined,
   recentMs: number,

@@ -10,7 +10,7 @@
  *   a new value (every ownership decision, whose proof is keyed by it, is then made again: docs/customdomains.md).
  * - one release record per hostname whose claim was given up: the Secret
  *   `portico-release-<first 40 hex of SHA-256(hostname)>`, holding the hostname, the namespace that
- *   held it and when. Claims (HostnameClaim objects) keep their meaning, "held now"; these records
+ *   held it (its name and uid) and when. Claims (HostnameClaim objects) keep their meaning, "held now"; these records
  *   are separate objects and only answer "who held it last, and when" for the `recently-claimed`
  *   policy. A record is overwritten by the next release of the same hostname; records are not
  *   deleted (one small Secret per released hostname).
@@ -22,6 +22,7 @@ import { FIELD_MANAGER, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/cus
 import { OWNERSHIP_KEY_MIN_BYTES, type HostnameRelease } from '../../dns/ownership.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import { serverSideApply } from '../../kube/server-side-apply.js';
+import type { ReleasingNamespace } from './hostname-claims.js';
 
 const KEY_FIELD = 'key';
 /** Label on every release record. */
@@ -48,6 +49,7 @@ export class OwnershipStore {
   readonly #keySecret: string;
   readonly #log: Logger;
   #key: Promise<Buffer> | undefined;
+  #loaded: Buffer | undefined;
 
   /**
    * @param namespace the operator's namespace
@@ -73,11 +75,22 @@ export class OwnershipStore {
    *   API errors (the next call tries again)
    */
   async key(): Promise<Buffer> {
-    this.#key ??= this.#loadOrCreateKey().catch((err: unknown) => {
-      this.#key = undefined;
-      throw err;
-    });
+    this.#key ??= this.#loadOrCreateKey().then(
+      (key) => {
+        this.#loaded = key;
+        return key;
+      },
+      (err: unknown) => {
+        this.#key = undefined;
+        throw err;
+      },
+    );
     return this.#key;
+  }
+
+  /** The token key once `key()` has loaded it; undefined before. */
+  loadedKey(): Buffer | undefined {
+    return this.#loaded;
   }
 
   async #loadOrCreateKey(): Promise<Buffer> {
@@ -118,7 +131,7 @@ export class OwnershipStore {
    *
    * @throws ApiException on any API error
    */
-  async recordRelease(hostname: string, namespace: string, at: Date): Promise<void> {
+  async recordRelease(hostname: string, namespace: ReleasingNamespace, at: Date): Promise<void> {
     const secret: V1Secret = {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -130,7 +143,9 @@ export class OwnershipStore {
       type: 'Opaque',
       data: {
         hostname: b64(hostname),
-        namespace: b64(namespace),
+        namespace: b64(namespace.name),
+        // The namespace's uid: a namespace of the same name created again is another project.
+        ...(namespace.uid ? { namespaceUid: b64(namespace.uid) } : {}),
         releasedAt: b64(at.toISOString()),
       },
     };
@@ -163,7 +178,8 @@ export class OwnershipStore {
       );
       return undefined;
     }
-    return { namespace: field('namespace'), releasedAt };
+    const namespaceUid = field('namespaceUid');
+    return { namespace: field('namespace'), ...(namespaceUid ? { namespaceUid } : {}), releasedAt };
   }
 }
 

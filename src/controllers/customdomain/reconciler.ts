@@ -11,11 +11,13 @@ import { FINALIZER, splitKey, type CustomDomain } from '../../api/customdomain.j
 import { normalizeDnsName } from '../../dns/answers.js';
 import { requiredDnsRecords } from '../../dns/records.js';
 import { lazyChild } from '../../observability/logger.js';
+import { ownerKey } from '../../routing/foreign-routes.js';
 import { DANGLING_REASON } from './dns-outcome.js';
 import { acceptance } from './acceptance.js';
 import { dnsCheckDue } from './schedule.js';
 import { msUntilOverdue, overdueClockStart } from './overdue.js';
 import { buildStatus } from './status.js';
+import { withStatusProof } from './status-proof.js';
 import type { CustomDomainReconcilerDeps, ReconcileResult } from './phases/deps.js';
 import {
   accepted as acceptedCondition,
@@ -90,8 +92,15 @@ export class CustomDomainReconciler {
       domain = await this.#objects.addFinalizer(domain);
 
     const now = this.#d.now();
+    // The key of the operator's proofs is loaded before the claim rules ask for them (status-proof.ts).
+    await this.#d.ownership.store.key();
     const { claimLapsesAt, ...accepted } = await acceptedCondition(this.#d, domain);
     if (accepted.status !== 'True') return this.#notAccepted(domain, key, accepted, claimLapsesAt, now, log);
+    // From here on, no decision rests on a DNS outcome the operator did not prove
+    // (docs/customdomains.md, "What status Portico trusts"); the status write compares with what
+    // is stored.
+    const stored = domain;
+    domain = await this.#dns.trusted(domain);
     // Why a DNS check is due, computed once: the DNS phase checks by it, the certificate phase acts
     // on a verify request by it.
     const due = dnsCheckDue(domain, now);
@@ -142,7 +151,11 @@ export class CustomDomainReconciler {
       now,
       this.#d.certificateOverdueMs,
     );
-    await this.#status.write(domain, status, log);
+    // The operator's proof over what later reconciles and the claim rules decide by (status-proof.ts).
+    const ownershipKey = await this.#d.ownership.store.key();
+    const hostname = normalizeDnsName(domain.spec.hostname);
+    const proven = withStatusProof(ownershipKey, domain.metadata.uid ?? '', hostname, status);
+    await this.#status.write(stored, proven, log);
     // Without a certificate, look again when it becomes overdue, so the condition says so on time.
     const overdueAt = msUntilOverdue(
       overdueClock,
@@ -207,10 +220,13 @@ export class CustomDomainReconciler {
 
   /**
    * The routes Portico does not own that name the domain's hostname (`Kind namespace/name`, from the
-   * foreign-route watches' index), and sets `portico_customdomain_foreign_routes` to their number.
+   * route watches' index), and sets `portico_customdomain_foreign_routes` to their number. A route
+   * is Portico's own only when its controller ownerReference names, in its own namespace, the
+   * CustomDomain that holds the hostname's claim or this one (routing/foreign-routes.ts).
    */
   #foreignRoutes(domain: CustomDomain): string[] {
-    const routes = this.#d.view.foreignRoutes(domain.spec.hostname);
+    const holder = this.#d.view.hostnameClaim(normalizeDnsName(domain.spec.hostname))?.spec.customDomainRef;
+    const routes = this.#d.view.foreignRoutes(domain.spec.hostname, routeOwners(domain, holder));
     this.#reportForeignRoutes(domain, routes.length);
     return routes;
   }
@@ -247,4 +263,19 @@ export class CustomDomainReconciler {
     this.#d.budget.withdraw(key);
     this.#d.serving?.forget(key);
   }
+}
+
+/**
+ * The owners whose routes are not foreign to `domain` (routing/foreign-routes.ts `ownerKey`): the
+ * domain itself and the CustomDomain its hostname's claim names (`holder`), each in its own
+ * namespace. Pure.
+ */
+export function routeOwners(
+  domain: CustomDomain,
+  holder: { namespace: string; uid: string } | undefined,
+): Set<string> {
+  const owners = new Set<string>();
+  if (domain.metadata.uid) owners.add(ownerKey(domain.metadata.namespace, domain.metadata.uid));
+  if (holder?.uid) owners.add(ownerKey(holder.namespace, holder.uid));
+  return owners;
 }

@@ -33,7 +33,16 @@ import {
   verifyOwnership,
   withOwnership,
 } from '../../../dns/ownership.js';
-import { carriedDnsOutcome, freshDnsOutcome, type DnsOutcome, type DnsStatusBase } from '../dns-outcome.js';
+import { isProvenStatus } from '../status-proof.js';
+import { findCondition } from '../../../kube/conditions.js';
+import {
+  carriedDnsOutcome,
+  freshDnsOutcome,
+  provenDnsStatus,
+  withoutDnsOutcome,
+  type DnsOutcome,
+  type DnsStatusBase,
+} from '../dns-outcome.js';
 import { decideOwnership, standingOwnership } from '../ownership-decision.js';
 import type { ChallengeDelegation } from './certificate-decision.js';
 import type { DnsCheckReason } from '../schedule.js';
@@ -57,7 +66,23 @@ export class DnsPhase {
   }
 
   /**
-   * The DNS outcome of `domain`: checked now when `due` (schedule.ts `dnsCheckDue`, computed once by
+   * `domain` as the reconcile may trust it: its DNS outcome (DNSVerified, `verifiedAt`, `observed`)
+   * kept only when it carries the operator's proof (dns-outcome.ts `provenDnsStatus`), so that a
+   * DNS outcome written by anyone else gates nothing and DNS is checked again at once.
+   *
+   * @throws OwnershipKeyError, ApiException as `OwnershipStore.key`
+   */
+  async trusted(domain: CustomDomain): Promise<CustomDomain> {
+    const key = await this.#d.ownership.store.key();
+    const uid = domain.metadata.uid ?? '';
+    const hostname = normalizeDnsName(domain.spec.hostname);
+    const status = provenDnsStatus(domain.status, (s) => isProvenStatus(key, uid, hostname, s));
+    return status === domain.status ? domain : { ...domain, ...(status ? { status } : {}) };
+  }
+
+  /**
+   * The DNS outcome of `domain` (as `trusted` returns it; the reconcile signs the status it writes,
+   * status-proof.ts): checked now when `due` (schedule.ts `dnsCheckDue`, computed once by
    * the reconcile, which also acts on a verify request by it), else the one its status carries.
    */
   async verify(
@@ -80,7 +105,10 @@ export class DnsPhase {
       lastVerifyRequest: requested ?? domain.status?.lastVerifyRequest,
       ownership,
     };
-    const carried = due ? undefined : carriedDnsOutcome(domain.status, base, now);
+    // A verified outcome does not stand while the ownership record is asked for and not found (an
+    // ownership decision made again): the domain is judged as a new one.
+    const previous = pending ? unverifiedBefore(domain.status) : domain.status;
+    const carried = due ? undefined : carriedDnsOutcome(previous, base, now);
     if (carried)
       return withCarriedDelegation(carried, hostname, target, pendingOwnership(base.ownership, hostname));
     // Re-verify (docs/customdomains.md, "Verify and re-verify"): a verified domain whose order failed gets a fresh attempt.
@@ -107,7 +135,7 @@ export class DnsPhase {
     log.debug({ due, verdict: verdict.reason }, 'DNS checked');
     const outcome = freshDnsOutcome(
       verdict,
-      domain.status,
+      previous,
       base,
       now,
       this.#d.dnsMismatchGraceMs,
@@ -170,7 +198,11 @@ export class DnsPhase {
     if (standing) return standing;
     const { policy, recentMs, store } = this.#d.ownership;
     const release = policy === 'recently-claimed' ? await store.lastRelease(hostname) : undefined;
-    const decided = decideOwnership(hostname, domain.metadata.namespace, policy, release, recentMs, now);
+    const namespace = {
+      name: domain.metadata.namespace,
+      uid: this.#d.view.namespaceUid(domain.metadata.namespace),
+    };
+    const decided = decideOwnership(hostname, namespace, policy, release, recentMs, now);
     return withOwnershipProof(key, uid, decided);
   }
 
@@ -243,6 +275,16 @@ function withFreshDelegation(
     },
     delegation: challengeDelegation(hostname, target, verdict, ownershipPending),
   };
+}
+
+/**
+ * `status` without a verified DNS outcome (DNSVerified True, or a `verifiedAt`), for a domain that
+ * must still show the ownership record; an unverified outcome stays (its schedule counts from it).
+ */
+function unverifiedBefore(status: CustomDomain['status']): CustomDomain['status'] {
+  if (!status) return status;
+  const verified = findCondition(status.conditions, 'DNSVerified')?.status === 'True';
+  return verified || status.verifiedAt !== undefined ? withoutDnsOutcome(status) : status;
 }
 
 /** `decision` with the operator's proof over it (src/dns/ownership.ts `ownershipProof`). */

@@ -1,0 +1,222 @@
+/**
+ * Ownership from what a tenant cannot forge (docs/customdomains.md, "What status Portico trusts" and
+ * "Ownership verification"), on the real stack (kube-apiserver, Pebble, pebble-challtestsrv, the
+ * stack's operator with its default `recently-claimed` policy):
+ *
+ * - A DNS outcome written into status by someone other than the operator (`DNSVerified=True`, or a
+ *   `verifiedAt` alone) gets no route, no certificate and does not verify the domain: the operator
+ *   checks DNS again and asks for the ownership TXT record. The chart's tenant role cannot write
+ *   `customdomains/status`, so these cases use the admin identity, which can (an operator or a
+ *   platform tool with that right, misused).
+ * - A namespace deleted and created again under the same name is another project: the hostname its
+ *   former self released needs the TXT record. No kube-controller-manager runs here, so the test does
+ *   what its namespace controller would: deletes what the namespace holds, then removes the
+ *   namespace's `kubernetes` finalizer through the `finalize` subresource.
+ */
+import { describe, expect, it } from 'vitest';
+import type { CustomDomain } from '../../src/api/customdomain.js';
+import {
+  createCustomDomain,
+  createProject,
+  customDomainApi,
+  deleteCustomDomain,
+  dns,
+  domainCondition,
+  getCustomDomain,
+  kube,
+  sandbox,
+  unique,
+  waitFor,
+  waitForCondition,
+} from './support/cluster.js';
+
+const isNotFound = (err: unknown): boolean => (err as { code?: number }).code === 404;
+
+async function exists(read: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await read();
+    return true;
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw err;
+  }
+}
+
+/** Whether the domain's Ingress (`portico-<name>`) or certificate Secret (`<name>-tls`) exists. */
+async function routeOrCertificate(ns: string, name: string): Promise<string[]> {
+  const found: string[] = [];
+  if (await exists(() => kube().networking.readNamespacedIngress({ namespace: ns, name: `portico-${name}` })))
+    found.push(`Ingress ${ns}/portico-${name}`);
+  if (await exists(() => kube().core.readNamespacedSecret({ namespace: ns, name: `${name}-tls` })))
+    found.push(`Secret ${ns}/${name}-tls`);
+  return found;
+}
+
+async function waitGone(ns: string, name: string): Promise<void> {
+  await waitFor(`${ns}/${name} gone`, async () =>
+    (await exists(() => getCustomDomain(ns, name))) ? undefined : true,
+  );
+}
+
+/**
+ * A hostname another project held and released (its CustomDomain deleted, the CNAME left in place:
+ * the dangling record a takeover would use), then asked for by `claimant`'s CustomDomain `www`,
+ * which waits for the ownership TXT record.
+ */
+async function releasedHostnameClaimedBy(
+  claimant: string,
+): Promise<{ hostname: string; waiting: CustomDomain }> {
+  const former = unique('own-former');
+  const hostname = `www.${former}.example`;
+  await createProject(former);
+  await createProject(claimant);
+  await dns.setCname(hostname, sandbox.platformCnameTarget);
+  await createCustomDomain(former, 'www', { hostname, service: { name: 'web' } });
+  await waitForCondition(former, 'www', 'Accepted', 'True', undefined, 60_000);
+  await deleteCustomDomain(former, 'www');
+  await waitGone(former, 'www');
+  await createCustomDomain(claimant, 'www', { hostname, service: { name: 'web' } });
+  const waiting = await waitForCondition(
+    claimant,
+    'www',
+    'DNSVerified',
+    'False',
+    'OwnershipNotVerified',
+    90_000,
+  );
+  expect(waiting.status?.ownership).toMatchObject({ required: true, reason: 'RecentlyClaimed' });
+  return { hostname, waiting };
+}
+
+/**
+ * Writes `forge(status)` through the status subresource as the admin, retrying on a conflict with
+ * the operator's own writes; returns the time of the write.
+ */
+async function forgeStatus(
+  ns: string,
+  name: string,
+  forge: (cd: CustomDomain) => CustomDomain['status'],
+): Promise<Date> {
+  return waitFor(`the forged status of ${ns}/${name} written`, async () => {
+    const cd = await getCustomDomain(ns, name);
+    const at = new Date();
+    try {
+      await kube().custom.replaceNamespacedCustomObjectStatus({
+        ...customDomainApi,
+        namespace: ns,
+        name,
+        body: { ...cd, status: forge(cd) },
+      });
+      return at;
+    } catch (err) {
+      if ((err as { code?: number }).code === 409) return undefined;
+      throw err;
+    }
+  });
+}
+
+/** Waits for the operator's next DNS check after `since` (status.observed.checkedAt later than it). */
+async function checkedAfter(ns: string, name: string, since: Date): Promise<CustomDomain> {
+  return waitFor(
+    `a DNS check of ${ns}/${name} after ${since.toISOString()}`,
+    async () => {
+      const cd = await getCustomDomain(ns, name);
+      const checkedAt = cd.status?.observed?.checkedAt;
+      return checkedAt !== undefined && Date.parse(checkedAt) > since.getTime() ? cd : undefined;
+    },
+    90_000,
+  );
+}
+
+const inAnHour = (): string => new Date(Date.now() + 3_600_000).toISOString();
+
+describe('a DNS outcome written into status by someone other than the operator', () => {
+  it('DNSVerified=True (written by an admin: the chart’s tenant role cannot write status) on a released hostname: checked again, OwnershipNotVerified, no route, no certificate', async () => {
+    const ns = unique('own-forge-dns');
+    const { waiting } = await releasedHostnameClaimedBy(ns);
+    const forgedAt = await forgeStatus(ns, 'www', (cd) => ({
+      ...cd.status,
+      conditions: (cd.status?.conditions ?? []).map((c) =>
+        c.type === 'DNSVerified' ? { ...c, status: 'True', reason: 'RecordMatches', message: 'forged' } : c,
+      ),
+      verifiedAt: new Date().toISOString(),
+      // The next check an hour away: before the proof, the forged outcome was carried until then.
+      observed: { ...(cd.status?.observed ?? waiting.status?.observed), nextCheckAt: inAnHour() } as never,
+    }));
+    const after = await checkedAfter(ns, 'www', forgedAt);
+    expect(domainCondition(after, 'DNSVerified')).toMatchObject({
+      status: 'False',
+      reason: 'OwnershipNotVerified',
+    });
+    expect(after.status?.verifiedAt).toBeUndefined();
+    expect(after.status?.observed?.proof).toMatch(/^[\w-]{43}$/);
+    expect(after.status?.ownership).toMatchObject({ required: true, reason: 'RecentlyClaimed' });
+    expect(after.status?.ownership?.verifiedAt).toBeUndefined();
+    expect(domainCondition(after, 'CertificateReady').reason).toBe('AwaitingDNSVerification');
+    expect(domainCondition(after, 'Routed').status).toBe('False');
+    expect(after.status?.phase).not.toBe('Live');
+    expect(await routeOrCertificate(ns, 'www')).toEqual([]);
+    await deleteCustomDomain(ns, 'www');
+  });
+
+  it('a verifiedAt alone (written by an admin: the chart’s tenant role cannot write status): no Ingress written, verifiedAt dropped', async () => {
+    const ns = unique('own-forge-at');
+    await releasedHostnameClaimedBy(ns);
+    const forgedAt = await forgeStatus(ns, 'www', (cd) => ({
+      ...cd.status,
+      verifiedAt: new Date().toISOString(),
+      ...(cd.status?.observed ? { observed: { ...cd.status.observed, nextCheckAt: inAnHour() } } : {}),
+    }));
+    const after = await checkedAfter(ns, 'www', forgedAt);
+    expect(after.status?.verifiedAt).toBeUndefined();
+    expect(domainCondition(after, 'DNSVerified')).toMatchObject({
+      status: 'False',
+      reason: 'OwnershipNotVerified',
+    });
+    expect(domainCondition(after, 'Routed').status).toBe('False');
+    expect(await routeOrCertificate(ns, 'www')).toEqual([]);
+    await deleteCustomDomain(ns, 'www');
+  });
+});
+
+describe('a namespace deleted and created again under the same name', () => {
+  it('is another project: the hostname it released needs the TXT record (RecentlyClaimed), no route, no certificate', async () => {
+    const ns = unique('own-reused');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns);
+    const { core, discovery } = kube();
+    const before = (await core.readNamespace({ name: ns })).metadata?.uid;
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const first = await waitForCondition(ns, 'www', 'DNSVerified', 'True', undefined, 90_000);
+    expect(first.status?.ownership).toMatchObject({ required: false, reason: 'NotRecentlyClaimed' });
+
+    // What the namespace controller would do: delete the namespace's objects (the CustomDomain
+    // first, whose finalizer releases the hostname), then finish the namespace's deletion.
+    await deleteCustomDomain(ns, 'www');
+    await waitGone(ns, 'www');
+    await discovery.deleteNamespacedEndpointSlice({ namespace: ns, name: 'web-1' });
+    await core.deleteNamespacedService({ namespace: ns, name: 'web' });
+    await core.deleteNamespace({ name: ns });
+    const terminating = await core.readNamespace({ name: ns });
+    await core.replaceNamespaceFinalize({
+      name: ns,
+      body: { ...terminating, spec: { ...terminating.spec, finalizers: [] } },
+    });
+    await waitFor(`namespace ${ns} gone`, async () =>
+      (await exists(() => core.readNamespace({ name: ns }))) ? undefined : true,
+    );
+
+    // Someone else's project, under the same name; the CNAME is still in place.
+    await createProject(ns);
+    const after = (await core.readNamespace({ name: ns })).metadata?.uid;
+    expect(after).not.toBe(before);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const waiting = await waitForCondition(ns, 'www', 'DNSVerified', 'False', 'OwnershipNotVerified', 90_000);
+    expect(waiting.status?.ownership).toMatchObject({ hostname, required: true, reason: 'RecentlyClaimed' });
+    expect(waiting.status?.dnsRecords?.some((r) => r.type === 'TXT')).toBe(true);
+    expect(domainCondition(waiting, 'CertificateReady').reason).toBe('AwaitingDNSVerification');
+    expect(await routeOrCertificate(ns, 'www')).toEqual([]);
+    await deleteCustomDomain(ns, 'www');
+  });
+});
