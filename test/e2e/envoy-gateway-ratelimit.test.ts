@@ -397,15 +397,16 @@ describe('the rate-limit EnvoyPatchPolicies for a Live domain on Envoy Gateway',
       x.clusters.some((c) => c.name === RATELIMIT_CLUSTER_NAME),
     );
 
-    // The filter: first in every HTTP connection manager of tcp-80 and tcp-443, as for Contour.
+    // The filter: just before the router (so after any authentication filter) in every HTTP
+    // connection manager of tcp-80 and tcp-443.
     for (const name of [`tcp-${SANDBOX_GATEWAY.httpPort}`, 'tcp-443']) {
       const listener = listeners.find((l) => l.name === name);
       expect(listener, `listener ${name} in ${JSON.stringify(listeners.map((l) => l.name))}`).toBeDefined();
       const lists = httpFilterLists(listener as Listener);
       expect(lists.length).toBeGreaterThan(0);
       for (const filters of lists) {
-        expect(filters[0]?.name).toBe(RATELIMIT_FILTER_NAME);
-        expect(filters[0]?.typed_config).toMatchObject({
+        expect(filters.at(-2)?.name).toBe(RATELIMIT_FILTER_NAME);
+        expect(filters.at(-2)?.typed_config).toMatchObject({
           '@type': 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit',
           domain: DEFAULT_GATEWAY_DOMAIN,
           timeout: { seconds: '1' },
@@ -415,7 +416,7 @@ describe('the rate-limit EnvoyPatchPolicies for a Live domain on Envoy Gateway',
           },
         });
         // failure_mode_deny false: proto3's default, so absent from the decoded message.
-        expect(filters[0]?.typed_config?.failure_mode_deny ?? false).toBe(false);
+        expect(filters.at(-2)?.typed_config?.failure_mode_deny ?? false).toBe(false);
         expect(filters.filter((f) => f.name === RATELIMIT_FILTER_NAME)).toHaveLength(1);
         expect(filters.at(-1)?.name).toBe('envoy.filters.http.router');
       }
@@ -429,7 +430,7 @@ describe('the rate-limit EnvoyPatchPolicies for a Live domain on Envoy Gateway',
     expect(JSON.stringify(cluster)).toContain('"port_value":8081');
     expect(JSON.stringify(cluster)).toContain('http2_protocol_options');
 
-    // The descriptors: on each of the HTTPRoute's routes for the hostname, Contour's two.
+    // The descriptors: on each of the HTTPRoute's routes for the hostname, Contour's three.
     const expected = JSON.parse(JSON.stringify(envoyRateLimits(policy(ns), service.headers))) as unknown[];
     const ours = routes
       .flatMap((rc) => (rc.virtual_hosts ?? []).filter((vh) => vh.domains?.includes(hostname) === true))
