@@ -16,41 +16,37 @@ const policyEntry = {
   generic_key: { descriptor_key: 'portico.dev/policy', descriptor_value: 'platform-api/public-api' },
 };
 
+type Request = { headers: Record<string, string>; address: string };
+
+/** One entry as Envoy sends it for `request`, or `drop` when Envoy drops the whole descriptor. */
+function sentEntry(entry: DescriptorEntry, request: Request): SentEntry | 'drop' {
+  switch (entry.kind) {
+    case 'fixed':
+      return { key: entry.key, value: entry.value };
+    case 'header': {
+      const value = request.headers[entry.header];
+      return value === undefined ? 'drop' : { key: entry.key, value };
+    }
+    case 'headerAbsent':
+      return request.headers[entry.header] === undefined
+        ? { key: 'header_match', value: entry.value }
+        : 'drop';
+    case 'remoteAddress':
+      return { key: 'remote_address', value: request.address };
+  }
+}
+
 /**
- * The descriptors Envoy builds from `entries` for one request, by Envoy's rules for its rate-limit
+ * The descriptors Envoy builds from `descriptors` for one request, by Envoy's rules for its rate-limit
  * actions (envoy.config.route.v3.RateLimit.Action): a missing header drops the whole descriptor
  * (`request_headers` without `skip_if_absent`), a `header_value_match` that does not match drops it,
  * `remote_address` always adds the client's address.
  */
-function envoySends(
-  descriptors: readonly DescriptorEntry[][],
-  request: { headers: Record<string, string>; address: string },
-): SentEntry[][] {
+function envoySends(descriptors: readonly DescriptorEntry[][], request: Request): SentEntry[][] {
   const sent: SentEntry[][] = [];
   for (const entries of descriptors) {
-    const out: SentEntry[] = [];
-    let dropped = false;
-    for (const entry of entries) {
-      switch (entry.kind) {
-        case 'fixed':
-          out.push({ key: entry.key, value: entry.value });
-          break;
-        case 'header': {
-          const value = request.headers[entry.header];
-          if (value === undefined) dropped = true;
-          else out.push({ key: entry.key, value });
-          break;
-        }
-        case 'headerAbsent':
-          if (request.headers[entry.header] !== undefined) dropped = true;
-          else out.push({ key: 'header_match', value: entry.value });
-          break;
-        case 'remoteAddress':
-          out.push({ key: 'remote_address', value: request.address });
-          break;
-      }
-    }
-    if (!dropped) sent.push(out);
+    const out = entries.map((entry) => sentEntry(entry, request));
+    if (!out.includes('drop')) sent.push(out.filter((e): e is SentEntry => e !== 'drop'));
   }
   return sent;
 }
@@ -93,8 +89,10 @@ describe('policyDescriptors', () => {
     const check = (requestHeaders: Record<string, string>) =>
       lookupLimits(
         indexed,
-        envoySends(policyDescriptors(policy, headers), { headers: requestHeaders, address: '192.0.2.7' })[0] ??
-          [],
+        envoySends(policyDescriptors(policy, headers), {
+          headers: requestHeaders,
+          address: '192.0.2.7',
+        })[0] ?? [],
       );
     expect(check({ 'x-api-key-id': 'k1', 'x-api-plan': 'pro' })).toMatchObject({
       kind: 'limited',
