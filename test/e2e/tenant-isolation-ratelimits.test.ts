@@ -277,7 +277,7 @@ describe('a tenant naming another namespace’s RateLimitPolicy', () => {
       TENANT,
     );
     expect(fromHeader.code).not.toBe(0);
-    expect(fromHeader.stderr).toContain('name the policy the value of a request header');
+    expect(fromHeader.stderr).toContain('name the policy from request header x-policy');
 
     // Its own HTTPProxy, naming its own namespace, is taken; changing it to the victim's is refused.
     const own = await kubectlObjects(
