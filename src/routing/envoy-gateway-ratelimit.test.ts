@@ -52,7 +52,7 @@ describe('envoyGatewayRateLimitPatch', () => {
     });
   });
 
-  it('adds the cluster whole, the filter first in each HTTP connection manager of tcp-<port> (each port once), and the descriptors on the routes of the HTTPRoute', () => {
+  it('adds the cluster whole, the filter just before the router (after authentication) in each HTTP connection manager of tcp-<port> (each port once), and the descriptors on the routes of the HTTPRoute', () => {
     const patches = (envoyGatewayRateLimitPatch(wiring).spec as { jsonPatches: Record<string, unknown>[] })
       .jsonPatches;
     expect(patches[0]).toEqual({
@@ -64,7 +64,11 @@ describe('envoyGatewayRateLimitPatch', () => {
       [80, 443].map((port) => ({
         type: 'type.googleapis.com/envoy.config.listener.v3.Listener',
         name: `tcp-${port}`,
-        operation: { op: 'add', jsonPath: '$..http_filters', path: '/0', value: rateLimitFilter(service) },
+        operation: {
+          op: 'add',
+          jsonPath: "$..http_filters[?(@.name == 'envoy.filters.http.router')]",
+          value: rateLimitFilter(service),
+        },
       })),
     );
     expect(patches.slice(3)).toEqual(

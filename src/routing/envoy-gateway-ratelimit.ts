@@ -129,9 +129,29 @@ export function rateLimitCluster(service: RateLimitServiceTarget): Record<string
 /** One operation of an EnvoyPatchPolicy's `spec.jsonPatches` (type, resource name, operation). */
 export type JSONPatch = Record<string, unknown>;
 
+/** Envoy's name of the router filter, the last of every HTTP filter chain (Envoy Gateway's too). */
+export const ROUTER_FILTER_NAME = 'envoy.filters.http.router';
+
+/**
+ * Where the ratelimit filter goes in an HTTP connection manager's `http_filters`: just before the
+ * router, so after every filter Envoy Gateway puts ahead of it, authentication included. Envoy
+ * Gateway v1.9 orders its filters itself (internal/xds/translator/httpfilters.go): the
+ * SecurityPolicy's `envoy.filters.http.ext_authz`, `api_key_auth`, `basic_auth`, `oauth2` and
+ * `jwt_authn` (each named `<filter>/securitypolicy/...`) all come before the router, so the filter
+ * sees the headers they set (a JWT's `claimToHeaders`, the API key's `forwardClientIDHeader`) and
+ * never runs for a request they refused (docs/ratelimits.md, "Identity: where the key id and plan
+ * come from"). Whatever auth filter a later version adds, the router stays last.
+ *
+ * A JSONPath that finds the router element with no `path` makes the patch's pointer the router's own
+ * index (`.../http_filters/<n>`), and a JSON Patch `add` at an array index inserts before it
+ * (RFC 6902, section 4.1).
+ */
+export const BEFORE_ROUTER_JSON_PATH = `$..http_filters[?(@.name == '${ROUTER_FILTER_NAME}')]`;
+
 /**
  * The patches every wired Gateway needs once, whatever policy: the rate-limit service's cluster
- * added whole, and the ratelimit filter first in every HTTP connection manager of the Envoy listeners
+ * added whole, and the ratelimit filter just before the router (so after authentication:
+ * {@link BEFORE_ROUTER_JSON_PATH}) in every HTTP connection manager of the Envoy listeners
  * `tcp-<port>` of `ports`.
  *
  * @throws RangeError for no ports
@@ -150,7 +170,7 @@ export function serviceWiringPatches(service: RateLimitServiceTarget, ports: rea
     patches.push({
       type: TYPE.listener,
       name: `tcp-${port}`,
-      operation: { op: 'add', jsonPath: '$..http_filters', path: '/0', value: rateLimitFilter(service) },
+      operation: { op: 'add', jsonPath: BEFORE_ROUTER_JSON_PATH, value: rateLimitFilter(service) },
     });
   }
   return patches;

@@ -6,10 +6,21 @@
  * is what Contour itself turns its descriptors into and what an Envoy Gateway EnvoyPatchPolicy
  * carries (docs/ratelimits.md, "Attaching to Contour"; docs/routing.md, "Envoy Gateway").
  *
- * Two descriptors per policy, excluding each other, because Envoy drops a whole descriptor when a
- * `request_headers` action finds no header (Envoy's `RateLimit.Action.RequestHeaders`): with the
- * plan header `[portico.dev/policy, key_id, plan]`; without it `[portico.dev/policy, key_id,
- * header_match=no-plan-header]`, for which the server applies the default plan. The first entry names
+ * Three descriptors per policy, excluding each other, so that Envoy sends exactly one for every
+ * request (Envoy drops a whole descriptor when a `request_headers` action finds no header:
+ * `RateLimit.Action.RequestHeaders`):
+ *
+ *   1. with the key id and plan headers: `[portico.dev/policy, key_id, plan]`;
+ *   2. with the key id header, without the plan header:
+ *      `[portico.dev/policy, key_id, header_match=no-plan-header]`, for which the server applies the
+ *      default plan;
+ *   3. without the key id header: `[portico.dev/policy, header_match=no-key-id-header,
+ *      remote_address]`, for which the server applies the policy's `missingKeyId` rule (limited per
+ *      client address under the default plan, or refused: docs/ratelimits.md, "Checks without a key
+ *      id"). It carries no plan entry, so a keyless client cannot choose its plan with a header.
+ *
+ * Without the third, a request without the key id header produced no descriptor, the service was
+ * never asked, and the request passed unlimited and without rate-limit headers. The first entry names
  * the policy because the gateway sends one `domain` for every policy (the server maps it:
  * src/ratelimit/gateway-domain.ts).
  */
@@ -27,6 +38,9 @@ import {
  */
 export const NO_PLAN_HEADER_VALUE = 'no-plan-header';
 
+/** The value of the `header_match` entry Envoy sends for a request without the key id header. */
+export const NO_KEY_ID_HEADER_VALUE = 'no-key-id-header';
+
 /** The request headers the gateway's auth layer sets (the controller's flags). */
 export interface RateLimitHeaders {
   /** Lowercase header carrying the API key id, e.g. `x-api-key-id`. */
@@ -42,9 +56,11 @@ export type DescriptorEntry =
   /** `key=<value of header>`; the whole descriptor is dropped when the header is missing. */
   | { readonly kind: 'header'; readonly header: string; readonly key: string }
   /** `header_match=<value>` when `header` is absent from the request; else the descriptor is dropped. */
-  | { readonly kind: 'headerAbsent'; readonly header: string; readonly value: string };
+  | { readonly kind: 'headerAbsent'; readonly header: string; readonly value: string }
+  /** `remote_address=<the client's address>`, as Envoy's connection manager trusts it (never dropped). */
+  | { readonly kind: 'remoteAddress' };
 
-/** The two descriptors of a policy (see the file's docstring), each a list of entries in order. */
+/** The three descriptors of a policy (see the file's docstring), each a list of entries in order. */
 export function policyDescriptors(
   policy: { metadata: { namespace: string; name: string } },
   headers: RateLimitHeaders,
@@ -54,14 +70,19 @@ export function policyDescriptors(
   return [
     [identity, keyId, { kind: 'header', header: headers.plan, key: DESCRIPTOR_PLAN }],
     [identity, keyId, { kind: 'headerAbsent', header: headers.plan, value: NO_PLAN_HEADER_VALUE }],
+    [
+      identity,
+      { kind: 'headerAbsent', header: headers.keyId, value: NO_KEY_ID_HEADER_VALUE },
+      { kind: 'remoteAddress' },
+    ],
   ];
 }
 
 /**
  * A policy's descriptors as Envoy route `RateLimit` entries (envoy.config.route.v3.RateLimit, proto
- * JSON field names), one per descriptor: `generic_key`, `request_headers`, and `header_value_match`
- * with a `present_match` inverted for an absent header, as Contour v1.33 renders its own descriptors
- * (internal/envoy/v3/ratelimit.go).
+ * JSON field names), one per descriptor: `generic_key`, `request_headers`, `header_value_match`
+ * with a `present_match` inverted for an absent header, and `remote_address`, as Contour v1.33
+ * renders its own descriptors (internal/envoy/v3/ratelimit.go).
  */
 export function envoyRateLimits(
   policy: { metadata: { namespace: string; name: string } },
@@ -82,6 +103,8 @@ export function envoyRateLimits(
               headers: [{ name: entry.header, present_match: true, invert_match: true }],
             },
           };
+        case 'remoteAddress':
+          return { remote_address: {} };
       }
     }),
   }));

@@ -6,10 +6,10 @@
  * checked against the sandbox's rate-limit service with envoyproxy/ratelimit's client.
  *
  * No Envoy runs in the sandbox, so the step from Contour's `rate_limits` actions to descriptors is
- * evaluated here (`descriptorsFor`), for the three action kinds Portico's descriptors use, with
+ * evaluated here (`descriptorsFor`), for the four action kinds Portico's descriptors use, with
  * Envoy's rules: a `request_headers` action whose header is missing drops the whole descriptor
  * (Contour sets no `skip_if_absent`), a `header_value_match` action adds `header_match` only when the
- * headers match as `expect_match` says.
+ * headers match as `expect_match` says, and `remote_address` adds the client's address.
  *
  * The stack's Contour is used when its configuration has the rate-limit service (docs/ratelimits.md:
  * `rateLimitService` pointing at the operator's ExtensionService, domain `portico-gateway`); a stack
@@ -49,6 +49,8 @@ const OPERATOR_NAMESPACE = 'portico-system';
 const EXTENSION_CLUSTER = `extension/${OPERATOR_NAMESPACE}/portico-ratelimit`;
 const GATEWAY_DOMAIN = 'portico-gateway';
 const PLATFORM = 'platform-team';
+/** The client address the descriptors of this file's requests carry (TEST-NET-2, RFC 5737). */
+const CLIENT_ADDRESS = '198.51.100.7';
 
 const ns = unique('rl-contour');
 const plans: RateLimitPolicySpec['plans'] = [
@@ -318,19 +320,21 @@ interface EnvoyAction {
     expect_match?: boolean;
     headers: { name: string; present_match?: boolean; invert_match?: boolean }[];
   };
+  remote_address?: Record<string, never>;
 }
 
 /**
  * The descriptors Envoy builds from a virtual host's `rate_limits` for a request with `headers`
- * (lowercase names), by Envoy's rules for the three action kinds (see the file's docstring). Any
- * other action kind fails the test: Portico's descriptors use none.
+ * (lowercase names) from the client address `address`, by Envoy's rules for the four action kinds
+ * (see the file's docstring). Any other action kind fails the test: Portico's descriptors use none.
  */
 function descriptorsFor(
   rateLimits: { actions: EnvoyAction[] }[],
   headers: Record<string, string>,
+  address = CLIENT_ADDRESS,
 ): { key: string; value: string }[][] {
   return rateLimits.flatMap((rl) => {
-    const entries = rl.actions.map((action) => entryFor(action, headers));
+    const entries = rl.actions.map((action) => entryFor(action, headers, address));
     if (entries.some((e) => e === 'drop') || entries.length === 0) return [];
     return [entries.filter((e): e is { key: string; value: string } => e !== 'drop' && e !== undefined)];
   });
@@ -340,7 +344,9 @@ function descriptorsFor(
 function entryFor(
   action: EnvoyAction,
   headers: Record<string, string>,
+  address: string,
 ): { key: string; value: string } | 'drop' | undefined {
+  if (action.remote_address !== undefined) return { key: 'remote_address', value: address };
   if (action.generic_key !== undefined) {
     return {
       key: action.generic_key.descriptor_key ?? 'generic_key',
@@ -466,6 +472,21 @@ describe('a RateLimitPolicy attached to a root HTTPProxy', () => {
           },
         ],
       },
+      {
+        actions: [
+          { generic_key: { descriptor_key: 'portico.dev/policy', descriptor_value: `${ns}/public-api` } },
+          {
+            header_value_match: expect.objectContaining({
+              descriptor_value: 'no-key-id-header',
+              expect_match: true,
+              headers: [
+                expect.objectContaining({ name: 'x-api-key-id', present_match: true, invert_match: true }),
+              ],
+            }) as unknown,
+          },
+          { remote_address: {} },
+        ],
+      },
     ]);
 
     // Envoy's descriptors for three requests: with a plan, without one, without a key id.
@@ -485,7 +506,17 @@ describe('a RateLimitPolicy attached to a root HTTPProxy', () => {
         { key: 'header_match', value: 'no-plan-header' },
       ],
     ]);
-    expect(descriptorsFor(rateLimits, { 'x-api-plan': 'pro' })).toEqual([]);
+    // Without a key id: one descriptor by the client's address, with no plan entry (the header sent
+    // does not choose the plan).
+    const keyless = descriptorsFor(rateLimits, { 'x-api-plan': 'pro' });
+    expect(keyless).toEqual([
+      [
+        { key: 'portico.dev/policy', value: `${ns}/public-api` },
+        { key: 'header_match', value: 'no-key-id-header' },
+        { key: 'remote_address', value: CLIENT_ADDRESS },
+      ],
+    ]);
+    expect(descriptorsFor(rateLimits, {})).toEqual(keyless);
 
     const filter = await xds('lds', rateLimitFilterIn);
     expect(filter).toMatchObject({
@@ -536,6 +567,12 @@ describe('a RateLimitPolicy attached to a root HTTPProxy', () => {
     const freeAnswer = await envoyClientCheck(GATEWAY_DOMAIN, descriptorText(free));
     expect(freeAnswer).toMatchObject({ code: 'OK', limit: 60, remaining: 59 });
     expect(freeAnswer.headers['X-RateLimit-Remaining']).toBe('59');
+    // The keyless request: limited by its address under the default plan, with the headers.
+    const [anonymous] = keyless;
+    if (anonymous === undefined) throw new Error('no keyless descriptor');
+    const keylessAnswer = await envoyClientCheck(GATEWAY_DOMAIN, descriptorText(anonymous));
+    expect(keylessAnswer).toMatchObject({ code: 'OK', limit: 60, remaining: 59 });
+    expect(keylessAnswer.headers['X-RateLimit-Limit']).toBe('60');
   });
 
   it('takes its fields away when the target leaves the list, and leaves the HTTPProxy', async () => {

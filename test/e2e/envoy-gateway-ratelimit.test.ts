@@ -10,6 +10,7 @@
  * RateLimitPolicies and the Gateway API objects a project would (HTTPRoutes, ListenerSets, Secrets).
  */
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_GATEWAY_DOMAIN, type RateLimitPolicy } from '../../src/api/ratelimitpolicy.js';
 import {
@@ -366,7 +367,7 @@ describe('the rate-limit EnvoyPatchPolicies for a Live domain on Envoy Gateway',
     await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 90_000);
   });
 
-  it("the operator writes the Gateway's EnvoyPatchPolicies for a policy targeting the HTTPRoute; Envoy Gateway programs them, the policy reads Attached=True, and the xDS carries the filter first, the cluster, and the descriptors on the HTTPRoute's routes", async () => {
+  it("the operator writes the Gateway's EnvoyPatchPolicies for a policy targeting the HTTPRoute; Envoy Gateway programs them, the policy reads Attached=True, and the xDS carries the filter just before the router, the cluster, and the descriptors on the HTTPRoute's routes", async () => {
     await kube().custom.createNamespacedCustomObject({ ...RLP, namespace: ns, body: policy(ns) });
     const attached = await attachedOf(ns, 'public-api', 'True');
     expect(attached.reason).toBe('Attached');
@@ -397,15 +398,16 @@ describe('the rate-limit EnvoyPatchPolicies for a Live domain on Envoy Gateway',
       x.clusters.some((c) => c.name === RATELIMIT_CLUSTER_NAME),
     );
 
-    // The filter: first in every HTTP connection manager of tcp-80 and tcp-443, as for Contour.
+    // The filter: just before the router (so after any authentication filter) in every HTTP
+    // connection manager of tcp-80 and tcp-443.
     for (const name of [`tcp-${SANDBOX_GATEWAY.httpPort}`, 'tcp-443']) {
       const listener = listeners.find((l) => l.name === name);
       expect(listener, `listener ${name} in ${JSON.stringify(listeners.map((l) => l.name))}`).toBeDefined();
       const lists = httpFilterLists(listener as Listener);
       expect(lists.length).toBeGreaterThan(0);
       for (const filters of lists) {
-        expect(filters[0]?.name).toBe(RATELIMIT_FILTER_NAME);
-        expect(filters[0]?.typed_config).toMatchObject({
+        expect(filters.at(-2)?.name).toBe(RATELIMIT_FILTER_NAME);
+        expect(filters.at(-2)?.typed_config).toMatchObject({
           '@type': 'type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit',
           domain: DEFAULT_GATEWAY_DOMAIN,
           timeout: { seconds: '1' },
@@ -415,7 +417,7 @@ describe('the rate-limit EnvoyPatchPolicies for a Live domain on Envoy Gateway',
           },
         });
         // failure_mode_deny false: proto3's default, so absent from the decoded message.
-        expect(filters[0]?.typed_config?.failure_mode_deny ?? false).toBe(false);
+        expect(filters.at(-2)?.typed_config?.failure_mode_deny ?? false).toBe(false);
         expect(filters.filter((f) => f.name === RATELIMIT_FILTER_NAME)).toHaveLength(1);
         expect(filters.at(-1)?.name).toBe('envoy.filters.http.router');
       }
@@ -429,7 +431,7 @@ describe('the rate-limit EnvoyPatchPolicies for a Live domain on Envoy Gateway',
     expect(JSON.stringify(cluster)).toContain('"port_value":8081');
     expect(JSON.stringify(cluster)).toContain('http2_protocol_options');
 
-    // The descriptors: on each of the HTTPRoute's routes for the hostname, Contour's two.
+    // The descriptors: on each of the HTTPRoute's routes for the hostname, Contour's three.
     const expected = JSON.parse(JSON.stringify(envoyRateLimits(policy(ns), service.headers))) as unknown[];
     const ours = routes
       .flatMap((rc) => (rc.virtual_hosts ?? []).filter((vh) => vh.domains?.includes(hostname) === true))
@@ -437,6 +439,53 @@ describe('the rate-limit EnvoyPatchPolicies for a Live domain on Envoy Gateway',
       .filter((r) => r.name?.startsWith(`httproute/${ns}/portico-www/rule/`) === true);
     expect(ours.length).toBeGreaterThan(0);
     for (const route of ours) expect(protoJson(route.route?.rate_limits)).toMatchObject(expected);
+  });
+
+  it("with a SecurityPolicy (basic auth) on the HTTPRoute, Envoy Gateway's authentication filter comes before Portico's rate-limit filter, and the router after it, in every HTTP connection manager of tcp-443", async () => {
+    // htpasswd's {SHA} form, the one Envoy's basic_auth filter takes: base64(SHA-1(password)).
+    const htpasswd = `tenant:{SHA}${createHash('sha1').update('s3cret').digest('base64')}\n`;
+    await kube().core.createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'basic-auth' }, stringData: { '.htpasswd': htpasswd } },
+    });
+    await kube().custom.createNamespacedCustomObject({
+      group: 'gateway.envoyproxy.io',
+      version: 'v1alpha1',
+      plural: 'securitypolicies',
+      namespace: ns,
+      body: {
+        apiVersion: 'gateway.envoyproxy.io/v1alpha1',
+        kind: 'SecurityPolicy',
+        metadata: { name: 'basic-auth', namespace: ns },
+        spec: {
+          targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'portico-www' }],
+          basicAuth: { users: { name: 'basic-auth' } },
+        },
+      },
+    });
+    const isAuth = (f: HttpFilter): boolean => f.name?.startsWith('envoy.filters.http.basic_auth') === true;
+    const { listeners } = await readXds("the basic_auth filter in Envoy Gateway's LDS", (x) =>
+      x.listeners.some((l) => httpFilterLists(l).some((filters) => filters.some(isAuth))),
+    );
+    const listener = listeners.find((l) => l.name === 'tcp-443');
+    const withAuth = httpFilterLists(listener as Listener).filter((filters) => filters.some(isAuth));
+    expect(withAuth.length).toBeGreaterThan(0);
+    for (const filters of withAuth) {
+      const names = filters.map((f) => f.name ?? '');
+      const auth = names.findIndex((n) => n.startsWith('envoy.filters.http.basic_auth'));
+      const rateLimit = names.indexOf(RATELIMIT_FILTER_NAME);
+      expect(auth, names.join(', ')).toBeGreaterThanOrEqual(0);
+      expect(rateLimit, names.join(', ')).toBeGreaterThan(auth);
+      expect(names.at(-1)).toBe('envoy.filters.http.router');
+      expect(rateLimit).toBe(names.length - 2);
+    }
+    await kube().custom.deleteNamespacedCustomObject({
+      group: 'gateway.envoyproxy.io',
+      version: 'v1alpha1',
+      plural: 'securitypolicies',
+      namespace: ns,
+      name: 'basic-auth',
+    });
   });
 
   it("a policy targeting the Gateway: Attached=True, its descriptors on every virtual host of the route configurations of the Gateway's listeners and ListenerSets with routes, the HTTPRoute's own policy still first on its routes (the more specific wins); deleted, its EnvoyPatchPolicy and descriptors go", async () => {

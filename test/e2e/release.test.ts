@@ -35,7 +35,11 @@ const id = unique('rel');
 const CRD_GROUP = `${id}.portico.dev`;
 const CRD_PLURALS = ['customdomains', 'hostnameclaims', 'ratelimitpolicies'];
 const RELEASE = unique('portico-rel');
-const SETS = ['platform.cnameTarget=sites.example.net', 'admissionPolicy.hostnameClaims.enabled=false'];
+const SETS = [
+  'platform.cnameTarget=sites.example.net',
+  'admissionPolicy.hostnameClaims.enabled=false',
+  'admissionPolicy.rateLimitDescriptors.enabled=false',
+];
 const GIT_IDENTITY = {
   GIT_AUTHOR_NAME: 'Release Test',
   GIT_AUTHOR_EMAIL: 'release-test@example.net',

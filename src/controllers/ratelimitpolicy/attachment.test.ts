@@ -45,7 +45,7 @@ function proxy(over: Partial<HTTPProxy> = {}): HTTPProxy {
 }
 
 describe('contourDescriptors', () => {
-  it('names the policy first, then key_id and plan from the headers; a second descriptor for a missing plan header', () => {
+  it('names the policy first, then key_id and plan from the headers; a second descriptor for a missing plan header, a third by client address for a missing key id header', () => {
     expect(contourDescriptors(policy, DEFAULT_ATTACHMENT_HEADERS)).toEqual([
       {
         entries: [
@@ -65,6 +65,19 @@ describe('contourDescriptors', () => {
               value: 'no-plan-header',
             },
           },
+        ],
+      },
+      {
+        entries: [
+          { genericKey: { key: 'portico.dev/policy', value: 'platform-api/public-api' } },
+          {
+            requestHeaderValueMatch: {
+              headers: [{ name: 'x-api-key-id', notpresent: true }],
+              expectMatch: true,
+              value: 'no-key-id-header',
+            },
+          },
+          { remoteAddress: {} },
         ],
       },
     ]);

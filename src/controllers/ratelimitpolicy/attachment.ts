@@ -13,9 +13,10 @@
  *   (`GlobalRateLimits`): when the header is missing Envoy drops the WHOLE descriptor. So the optional
  *   plan takes two descriptors that exclude each other: one with the plan header, one for requests
  *   without it (`requestHeaderValueMatch` with `notpresent`, which Envoy sends as the entry
- *   `header_match=<value>`; the server ignores that entry and applies the default plan). A request
- *   without the key id header produces no descriptor and is not limited, as for a direct caller that
- *   sends no `key_id`.
+ *   `header_match=<value>`; the server ignores that entry and applies the default plan). A third
+ *   descriptor, for requests without the key id header, carries `remoteAddress` (Envoy's
+ *   `remote_address` action), so the server applies the policy's `missingKeyId` rule to them
+ *   instead of their passing unlimited.
  * - `spec.virtualhost.rateLimitPolicy.global.descriptors` is an atomic list (no list type in
  *   Contour's CRD): one field manager owns all of it, so two writers conflict instead of merging.
  */
@@ -143,7 +144,8 @@ export function targetsOf(policy: RateLimitPolicy): PolicyTargetRef[] {
  * Contour's `spec.virtualhost.rateLimitPolicy.global.descriptors` for a policy: the policy's
  * descriptors (routing/ratelimit-descriptors.ts, the one definition) in Contour's terms. With the plan
  * header, `[portico.dev/policy, key_id, plan]`; without it,
- * `[portico.dev/policy, key_id, header_match=no-plan-header]`.
+ * `[portico.dev/policy, key_id, header_match=no-plan-header]`; without the key id header,
+ * `[portico.dev/policy, header_match=no-key-id-header, remote_address]`.
  */
 export function contourDescriptors(policy: RateLimitPolicy, headers: AttachmentHeaders): unknown[] {
   return policyDescriptors(policy, headers).map((entries) => ({
@@ -161,6 +163,8 @@ export function contourDescriptors(policy: RateLimitPolicy, headers: AttachmentH
               value: entry.value,
             },
           };
+        case 'remoteAddress':
+          return { remoteAddress: {} };
       }
     }),
   }));
