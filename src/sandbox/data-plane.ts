@@ -11,4 +11,9 @@
  *   route is unconfirmed.
  */
 export type SandboxDataPlane = 'contour' | 'envoy-gateway' | 'traefik' | 'none';
-export const SANDBOX_DATA_PLANES: readonly SandboxDataPlane[] = ['contour', 'envoy-gateway', 'traefik', 'none'];
+export const SANDBOX_DATA_PLANES: readonly SandboxDataPlane[] = [
+  'contour',
+  'envoy-gateway',
+  'traefik',
+  'none',
+];

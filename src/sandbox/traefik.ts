@@ -265,7 +265,8 @@ export async function examplesWithBackend(
         );
         projects.push(metadata['namespace']);
       } else {
-        docs.push(doc.toString());
+        // A document after the first prints its own `---` marker: the join adds it back.
+        docs.push(doc.toString().replace(/^---\n/, ''));
       }
     }
     await writeFile(path.join(outDir, path.basename(file)), docs.join('---\n'));
