@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { get, type Server } from 'node:http';
 
-import { projectPage, startProjectBackend } from './project-backend.js';
+import { closeServer, projectPage, startProjectBackend } from './project-backend.js';
 
 describe('projectPage', () => {
   it('names the project, the Host and the target, HTML-escaped', () => {
@@ -19,11 +19,11 @@ describe('startProjectBackend', () => {
     ({ server, port } = await startProjectBackend('shop'));
   });
   afterAll(async () => {
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    if (server) await closeServer(server);
   });
 
   it('answers any path on 127.0.0.1 with 200 and the page', async () => {
-    const answer = await new Promise<{ status?: number; project: unknown; body: string }>(
+    const answer = await new Promise<{ status: number | undefined; project: unknown; body: string }>(
       (resolve, reject) => {
         get({ port, host: '127.0.0.1', path: '/x/y?z=1', headers: { host: 'docs.shop.example' } }, (res) => {
           let body = '';

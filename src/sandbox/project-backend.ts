@@ -48,6 +48,17 @@ export async function startProjectBackend(
   return { server, port: typeof address === 'object' && address !== null ? address.port : port };
 }
 
+/** Stops `server` listening and resolves once its connections are closed. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.close((err) => {
+      if (err) reject(err);
+      else resolve();
+    });
+    server.closeAllConnections();
+  });
+}
+
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [portArg, project] = process.argv.slice(2);
   const port = Number(portArg);

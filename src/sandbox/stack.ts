@@ -58,7 +58,7 @@ import { REDIS, startRedis } from './redis.js';
 import { readState, removeSandboxEnv, writeSandboxEnv, type SandboxEnv } from './state.js';
 import { sandboxStatus } from './status.js';
 import { installTools, type Tools } from './tools.js';
-import { TRAEFIK_INGRESS_CLASS, startTraefikDataPlane, type TraefikDataPlane } from './traefik.js';
+import { TRAEFIK_CONTROLLER_OPTIONS, startTraefikDataPlane, traefikSandboxEnv } from './traefik.js';
 
 export type { SandboxEnv } from './state.js';
 export { sandboxStatus, type ComponentStatus, type SandboxStatus } from './status.js';
@@ -214,8 +214,8 @@ interface StartedStack {
   readonly env: SandboxEnv;
   readonly tools: Tools;
   readonly dns: DnsManagementClient;
-  /** The examples to apply, when the data plane rewrote them (`traefik`); default examples/. */
-  readonly examplesDir?: string;
+  /** The examples to apply, when the data plane rewrote them (`traefik`); undefined: examples/. */
+  readonly examplesDir: string | undefined;
 }
 
 interface ClusterFacts {
@@ -257,13 +257,13 @@ async function startStack(
 ): Promise<StartedStack> {
   const external = externalKubeconfig(options.env ?? process.env);
   const dataPlane = options.dataPlane ?? 'contour';
-  const toolFlags = `${options.testTools === true ? ' --test' : ''}${dataPlane === 'envoy-gateway' ? ' --envoy-gateway' : ''}${dataPlane === 'traefik' ? ' --traefik' : ''}`;
-  step(`installing tools (scripts/install-tools.sh${toolFlags})`);
-  const tools = await installTools(repoRoot, process.stderr, {
+  const toolSets = {
     test: options.testTools === true,
     envoyGateway: dataPlane === 'envoy-gateway',
     traefik: dataPlane === 'traefik',
-  });
+  };
+  step(`installing tools (scripts/install-tools.sh${toolFlags(toolSets)})`);
+  const tools = await installTools(repoRoot, process.stderr, toolSets);
   const ports = await pickFreePorts(PORT_KINDS);
   step('generating certificates');
   const certs = await generateSandboxCertificates();
@@ -331,18 +331,15 @@ async function startStack(
     await applyPlatformGateway(kubectl, paths, SANDBOX_GATEWAY);
   }
 
-  let traefik: TraefikDataPlane | undefined;
-  if (dataPlane === 'traefik') {
-    step(
-      `installing Traefik's CRDs; starting the example project's backend and Traefik (HTTPS on 127.0.0.1:${ports.traefikWebsecure})`,
-    );
-    traefik = await startTraefikDataPlane(paths, repoRoot, tools, kubectl, {
-      web: ports.traefikWeb,
-      websecure: ports.traefikWebsecure,
-      ping: ports.traefikPing,
-      backend: ports.projectBackend,
-    });
-  }
+  const traefik =
+    dataPlane === 'traefik'
+      ? await startTraefikDataPlane(paths, repoRoot, tools, kubectl, step, {
+          web: ports.traefikWeb,
+          websecure: ports.traefikWebsecure,
+          ping: ports.traefikPing,
+          backend: ports.projectBackend,
+        })
+      : undefined;
 
   step('starting the operator (portico controller)');
   const acmeCaBundle = paths.cert(CERT_FILES.pebbleCaCert);
@@ -361,9 +358,7 @@ async function startStack(
     ...(dataPlane === 'envoy-gateway'
       ? { dataPlaneName: ENVOY_GATEWAY_NAME, gatewayParentRefs: gatewayParentRefsArg(SANDBOX_GATEWAY) }
       : {}),
-    ...(dataPlane === 'traefik'
-      ? { dataPlaneName: 'Traefik', ingressFlavor: 'traefik', ingressClass: TRAEFIK_INGRESS_CLASS }
-      : {}),
+    ...(dataPlane === 'traefik' ? TRAEFIK_CONTROLLER_OPTIONS : {}),
     contourAttachment: dataPlane === 'contour',
     envoyGatewayAttachment: dataPlane === 'envoy-gateway',
   });
@@ -406,18 +401,19 @@ async function startStack(
     ...(envoyGateway === undefined
       ? {}
       : { envoyGatewayAdminUrl: envoyGateway.adminUrl, gateway: gatewayParentRefsArg(SANDBOX_GATEWAY) }),
-    ...(traefik === undefined
-      ? {}
-      : {
-          ingressHttpAddr: traefik.traefik.httpAddr,
-          ingressHttpsAddr: traefik.traefik.httpsAddr,
-          traefikPingUrl: traefik.traefik.pingUrl,
-          projectBackendUrl: traefik.backendUrl,
-        }),
+    ...traefikSandboxEnv(traefik),
   };
   await writeSandboxEnv(paths, env);
   step(`stack up; wrote ${paths.envFile}`);
-  return { env, tools, dns: dns.client, ...(traefik ? { examplesDir: traefik.examplesDir } : {}) };
+  return { env, tools, dns: dns.client, examplesDir: traefik?.examplesDir };
+}
+
+/** install-tools.sh's flags for `sets`, each with a leading space, for the progress line. */
+function toolFlags(sets: { test: boolean; envoyGateway: boolean; traefik: boolean }): string {
+  return Object.entries({ test: '--test', envoyGateway: '--envoy-gateway', traefik: '--traefik' })
+    .filter(([set]) => sets[set as keyof typeof sets])
+    .map(([, flag]) => ` ${flag}`)
+    .join('');
 }
 
 /**

@@ -91,6 +91,16 @@ export async function installTools(
     traefik: path.join(binDir, 'traefik'),
     traefikCrds: path.join(binDir, 'traefik-crds.yaml'),
   };
+  await checkInstalled(script, tools, sets);
+  return tools;
+}
+
+/**
+ * Checks that the tools of the sets built are there: binaries executable, CRD files readable.
+ *
+ * @throws ToolsInstallError naming the first one missing
+ */
+async function checkInstalled(script: string, tools: Tools, sets: ToolSets): Promise<void> {
   const withEnvoyGateway = sets.test === true || sets.envoyGateway === true;
   const withTraefik = sets.test === true || sets.traefik === true;
   for (const file of [
@@ -121,7 +131,6 @@ export async function installTools(
       throw new ToolsInstallError(`${script} finished but ${file} is missing or not readable`);
     }
   }
-  return tools;
 }
 
 function runScript(script: string, args: readonly string[], stderr: NodeJS.WritableStream): Promise<string> {

@@ -23,6 +23,7 @@ import type { SandboxPaths } from './paths.js';
 import { startDetached, type StartedProcess } from './processes.js';
 import { httpProbe, waitUntilReady } from './readiness.js';
 import { SandboxError } from './errors.js';
+import type { SandboxEnv } from './state.js';
 
 export const TRAEFIK = 'traefik';
 /** The sandbox's process serving the example project's page (src/sandbox/project-backend.ts). */
@@ -218,6 +219,24 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** An EndpointSlice the sandbox manages by hand (examples/), or undefined for any other object. */
+function sandboxManagedSlice(
+  object: unknown,
+): { namespace: string; service: string; name: string; portName: string } | undefined {
+  if (!isRecord(object) || object['kind'] !== 'EndpointSlice') return undefined;
+  const metadata = isRecord(object['metadata']) ? object['metadata'] : {};
+  const labels = isRecord(metadata['labels']) ? metadata['labels'] : {};
+  const { name, namespace } = metadata;
+  const service = labels['kubernetes.io/service-name'];
+  if (labels['endpointslice.kubernetes.io/managed-by'] !== SANDBOX_MANAGED_BY) return undefined;
+  if (typeof name !== 'string' || typeof namespace !== 'string' || typeof service !== 'string')
+    return undefined;
+  const ports: unknown[] = Array.isArray(object['ports']) ? (object['ports'] as unknown[]) : [];
+  const first = ports[0];
+  const portName = isRecord(first) && typeof first['name'] === 'string' ? first['name'] : 'http';
+  return { namespace, service, name, portName };
+}
+
 /**
  * Copies the manifests of `examplesDir` into `outDir`, each EndpointSlice the sandbox manages by hand
  * (label `endpointslice.kubernetes.io/managed-by: sandbox.portico.dev`) replaced by one that points at
@@ -238,32 +257,14 @@ export async function examplesWithBackend(
     const docs: string[] = [];
     for (const doc of parseAllDocuments(await readFile(file, 'utf8'))) {
       if (doc.errors.length > 0) throw new SandboxError(`${file}: invalid YAML: ${doc.errors[0]?.message}`);
-      const object: unknown = doc.toJS();
-      if (!isRecord(object)) continue;
-      const metadata = isRecord(object['metadata']) ? object['metadata'] : {};
-      const labels = isRecord(metadata['labels']) ? metadata['labels'] : {};
-      const ports = Array.isArray(object['ports']) ? (object['ports'] as unknown[]) : [];
-      const firstPort = isRecord(ports[0]) ? ports[0] : {};
-      if (
-        object['kind'] === 'EndpointSlice' &&
-        labels['endpointslice.kubernetes.io/managed-by'] === SANDBOX_MANAGED_BY &&
-        typeof metadata['name'] === 'string' &&
-        typeof metadata['namespace'] === 'string' &&
-        typeof labels['kubernetes.io/service-name'] === 'string'
-      ) {
-        const portName = typeof firstPort['name'] === 'string' ? firstPort['name'] : 'http';
+      const slice = sandboxManagedSlice(doc.toJS());
+      if (slice !== undefined) {
         docs.push(
           stringify(
-            backendEndpointSlice(
-              metadata['namespace'],
-              labels['kubernetes.io/service-name'],
-              metadata['name'],
-              backendPort,
-              portName,
-            ),
+            backendEndpointSlice(slice.namespace, slice.service, slice.name, backendPort, slice.portName),
           ),
         );
-        projects.push(metadata['namespace']);
+        projects.push(slice.namespace);
       } else {
         // A document after the first prints its own `---` marker: the join adds it back.
         docs.push(doc.toString().replace(/^---\n/, ''));
@@ -295,8 +296,12 @@ export async function startTraefikDataPlane(
   repoRoot: string,
   tools: { readonly traefik: string; readonly traefikCrds: string },
   kubectl: Kubectl,
+  step: (line: string) => void,
   ports: TraefikPorts & { readonly backend: number },
 ): Promise<TraefikDataPlane> {
+  step(
+    `installing Traefik's CRDs; starting the example project's backend and Traefik (HTTPS on 127.0.0.1:${ports.websecure})`,
+  );
   await installTraefikCrds(kubectl, paths, tools.traefikCrds);
   const examples = await examplesWithBackend(
     path.join(repoRoot, 'examples'),
@@ -311,4 +316,24 @@ export async function startTraefikDataPlane(
   );
   const traefik = await startTraefik(paths, tools.traefik, kubectl.kubeconfig, ports);
   return { traefik, examplesDir: examples.dir, backendUrl: backend.url };
+}
+
+/** The operator's options in the sandbox where Traefik runs (src/sandbox/controller.ts). */
+export const TRAEFIK_CONTROLLER_OPTIONS = {
+  dataPlaneName: 'Traefik',
+  ingressFlavor: 'traefik',
+  ingressClass: TRAEFIK_INGRESS_CLASS,
+} as const;
+
+/** The facts of `<dir>/env` about Traefik and the backend; none without them. */
+export function traefikSandboxEnv(
+  dataPlane: TraefikDataPlane | undefined,
+): Pick<SandboxEnv, 'ingressHttpAddr' | 'ingressHttpsAddr' | 'traefikPingUrl' | 'projectBackendUrl'> {
+  if (dataPlane === undefined) return {};
+  return {
+    ingressHttpAddr: dataPlane.traefik.httpAddr,
+    ingressHttpsAddr: dataPlane.traefik.httpsAddr,
+    traefikPingUrl: dataPlane.traefik.pingUrl,
+    projectBackendUrl: dataPlane.backendUrl,
+  };
 }

@@ -17,7 +17,7 @@ import {
   traefikOperatorFlags,
   TRAEFIK_INGRESS_CLASS,
 } from '../../src/sandbox/traefik.js';
-import { startProjectBackend } from '../../src/sandbox/project-backend.js';
+import { closeServer, startProjectBackend } from '../../src/sandbox/project-backend.js';
 import {
   createCustomDomain,
   deleteCreatedDomains,
@@ -106,7 +106,7 @@ afterAll(async () => {
     () => restartStackController(stack),
     () => stopStackTraefik(),
     async () => {
-      await new Promise<void>((resolve) => (backend ? backend.close(() => resolve()) : resolve()));
+      if (backend) await closeServer(backend);
     },
   );
 });
