@@ -84,6 +84,34 @@ function https(): string {
   return traefik.httpsAddr;
 }
 
+/**
+ * Waits until CustomDomain `name` is Ready and then until Traefik presents, by SNI, the certificate
+ * whose serial its status holds. Traefik publishes an Ingress's address (the acknowledgement Ready
+ * rests on) as soon as it reads the Ingress, before its TLS Secret is loaded, so Ready comes first:
+ * the lag is printed, not asserted (docs/routing.md, "Traefik").
+ */
+async function waitUntilServed(name: string, hostname: string): Promise<void> {
+  const cd = await waitForCondition(ns, name, 'Ready', 'True', undefined, 180_000);
+  const ready = Date.now();
+  const serial = cd.status?.certificate?.serialNumber.toUpperCase();
+  let last = '';
+  await waitFor(
+    `Traefik to present ${hostname}'s certificate ${serial ?? '(none in status)'}`,
+    async () => {
+      const handshake = await tlsHandshake(https(), hostname, root);
+      const presented = handshake.certificate.serialNumber.toUpperCase();
+      if (presented === serial) return true;
+      last = `CN=${handshake.certificate.subject.CN ?? ''} serial ${presented}`;
+      return undefined;
+    },
+    60_000,
+    50,
+  );
+  process.stdout.write(
+    `traefik-traffic: ${hostname} served with its certificate ${Date.now() - ready} ms after Ready was seen (before: ${last || 'nothing'})\n`,
+  );
+}
+
 beforeAll(async () => {
   const started = await startProjectBackend(ns);
   backend = started.server;
@@ -94,7 +122,7 @@ beforeAll(async () => {
   operator = await startOperator(stack, 'traefik-traffic', traefikOperatorFlags());
   await createProjectWithBackend(started.port);
   await domain('www', primary, { service: { name: 'web', port: 80 } });
-  await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 180_000);
+  await waitUntilServed('www', primary);
 });
 
 afterAll(async () => {
@@ -156,7 +184,7 @@ describe('redirect domains through Traefik', () => {
         redirect: { to: primary, ...(c.statusCode === undefined ? {} : { statusCode: c.statusCode }) },
       });
     }
-    for (const c of cases) await waitForCondition(ns, c.name, 'Ready', 'True', undefined, 180_000);
+    for (const c of cases) await waitUntilServed(c.name, `${c.name}.${ns}.example`);
   }, 600_000);
 
   it('answers a GET with 301 by default, Location keeping path and query, over its own certificate', async () => {
@@ -193,7 +221,7 @@ describe('deleting a CustomDomain through Traefik', () => {
   it('stops the hostname being served; the time to the first refused request is reported', async () => {
     const hostname = `gone.${ns}.example`;
     await domain('gone', hostname, { service: { name: 'web', port: 80 } });
-    await waitForCondition(ns, 'gone', 'Ready', 'True', undefined, 180_000);
+    await waitUntilServed('gone', hostname);
     const before = await httpsGet(https(), hostname, '/', root);
     expect(before.status).toBe(200);
 
