@@ -7,7 +7,7 @@
  * through the real DNS check (pebble-challtestsrv) and real issuance by Pebble; HTTP-01 is validated
  * on the operator's own port, as in the other files (not through Traefik).
  */
-import type { V1EndpointSlice } from '@kubernetes/client-node';
+import type { V1EndpointSlice, V1Ingress } from '@kubernetes/client-node';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -85,30 +85,36 @@ function https(): string {
 }
 
 /**
- * Waits until CustomDomain `name` is Ready and then until Traefik presents, by SNI, the certificate
- * whose serial its status holds. Traefik publishes an Ingress's address (the acknowledgement Ready
- * rests on) as soon as it reads the Ingress, before its TLS Secret is loaded, so Ready comes first:
- * the lag is printed, not asserted (docs/routing.md, "Traefik").
+ * Waits until CustomDomain `name` is Ready, then until Traefik presents, by SNI, the certificate whose
+ * serial its status holds and answers a GET of `hostname` with `status`. Traefik publishes an
+ * Ingress's address (the acknowledgement Ready rests on) as soon as it reads the Ingress, before its
+ * TLS Secret and a redirect's Middleware are loaded, so Ready comes first: the lag is printed, not
+ * asserted (docs/routing.md, "Traefik").
  */
-async function waitUntilServed(name: string, hostname: string): Promise<void> {
+async function waitUntilServed(name: string, hostname: string, status: number): Promise<void> {
   const cd = await waitForCondition(ns, name, 'Ready', 'True', undefined, 180_000);
   const ready = Date.now();
   const serial = cd.status?.certificate?.serialNumber.toUpperCase();
   let last = '';
   await waitFor(
-    `Traefik to present ${hostname}'s certificate ${serial ?? '(none in status)'}`,
+    `Traefik to present ${hostname}'s certificate ${serial ?? '(none in status)'} and answer ${status}`,
     async () => {
       const handshake = await tlsHandshake(https(), hostname, root);
       const presented = handshake.certificate.serialNumber.toUpperCase();
-      if (presented === serial) return true;
-      last = `CN=${handshake.certificate.subject.CN ?? ''} serial ${presented}`;
+      if (presented !== serial) {
+        last = `certificate CN=${String(handshake.certificate.subject.CN)} serial ${presented}`;
+        return undefined;
+      }
+      const answer = await httpsGet(https(), hostname, '/', root);
+      if (answer.status === status) return true;
+      last = `the issued certificate, HTTP ${answer.status}`;
       return undefined;
     },
     60_000,
     50,
   );
   process.stdout.write(
-    `traefik-traffic: ${hostname} served with its certificate ${Date.now() - ready} ms after Ready was seen (before: ${last || 'nothing'})\n`,
+    `traefik-traffic: ${hostname} answered ${status} with its certificate ${Date.now() - ready} ms after Ready was seen (before: ${last || 'nothing else'})\n`,
   );
 }
 
@@ -122,7 +128,7 @@ beforeAll(async () => {
   operator = await startOperator(stack, 'traefik-traffic', traefikOperatorFlags());
   await createProjectWithBackend(started.port);
   await domain('www', primary, { service: { name: 'web', port: 80 } });
-  await waitUntilServed('www', primary);
+  await waitUntilServed('www', primary, 200);
 });
 
 afterAll(async () => {
@@ -184,7 +190,7 @@ describe('redirect domains through Traefik', () => {
         redirect: { to: primary, ...(c.statusCode === undefined ? {} : { statusCode: c.statusCode }) },
       });
     }
-    for (const c of cases) await waitUntilServed(c.name, `${c.name}.${ns}.example`);
+    for (const c of cases) await waitUntilServed(c.name, `${c.name}.${ns}.example`, c.get);
   }, 600_000);
 
   it('answers a GET with 301 by default, Location keeping path and query, over its own certificate', async () => {
@@ -221,7 +227,7 @@ describe('deleting a CustomDomain through Traefik', () => {
   it('stops the hostname being served; the time to the first refused request is reported', async () => {
     const hostname = `gone.${ns}.example`;
     await domain('gone', hostname, { service: { name: 'web', port: 80 } });
-    await waitUntilServed('gone', hostname);
+    await waitUntilServed('gone', hostname, 200);
     const before = await httpsGet(https(), hostname, '/', root);
     expect(before.status).toBe(200);
 
@@ -265,5 +271,93 @@ describe('deleting a CustomDomain through Traefik', () => {
     for (let i = 0; i < 5; i++) expect(await attempt()).not.toBe('served');
     // The primary is still served.
     expect((await httpsGet(https(), primary, '/', root)).status).toBe(200);
+  });
+});
+
+describe("another namespace's route for the claimed hostname, through Traefik", () => {
+  const other = unique('traefik-other');
+  let evil: Server | undefined;
+
+  /** An Ingress of namespace `other` for the primary's hostname, each of `paths` to Service `evil`. */
+  function foreignIngress(name: string, paths: string[], ingressClassName?: string): V1Ingress {
+    const backend = { service: { name: 'evil', port: { number: 80 } } };
+    return {
+      metadata: { name, namespace: other },
+      spec: {
+        ...(ingressClassName === undefined ? {} : { ingressClassName }),
+        rules: [
+          { host: primary, http: { paths: paths.map((path) => ({ path, pathType: 'Prefix', backend })) } },
+        ],
+      },
+    };
+  }
+
+  beforeAll(async () => {
+    const started = await startProjectBackend(other);
+    evil = started.server;
+    const { core, discovery } = kube();
+    await core.createNamespace({ body: { metadata: { name: other } } });
+    await core.createNamespacedService({
+      namespace: other,
+      body: { metadata: { name: 'evil' }, spec: { ports: [{ name: 'http', port: 80, protocol: 'TCP' }] } },
+    });
+    await discovery.createNamespacedEndpointSlice({
+      namespace: other,
+      body: backendEndpointSlice(other, 'evil', 'evil-1', started.port) as unknown as V1EndpointSlice,
+    });
+  });
+
+  afterAll(async () => {
+    await runAll(
+      () => kube().core.deleteNamespace({ name: other }),
+      async () => {
+        if (evil) await closeServer(evil);
+      },
+    );
+  });
+
+  it("serves the project's page for a classless one; one of Traefik's class is served (the hijack the class's admission policy refuses)", async () => {
+    const { networking } = kube();
+    // Created first: a team's route on the shared ingress (no class), `/` and `/hijacked`.
+    await networking.createNamespacedIngress({
+      namespace: other,
+      body: foreignIngress('shared', ['/', '/hijacked']),
+    });
+    // Then one of the class Traefik serves, `/taken` only: once Traefik routes `/taken` to the
+    // other namespace, it has read the classless one too (it rebuilds from every Ingress it holds).
+    await networking.createNamespacedIngress({
+      namespace: other,
+      body: foreignIngress('in-class', ['/taken'], TRAEFIK_INGRESS_CLASS),
+    });
+    await waitFor(
+      "Traefik to route /taken to the other namespace's backend",
+      async () => {
+        const answer = await httpsGet(https(), primary, '/taken', root);
+        return answer.headers['x-portico-project'] === other ? true : undefined;
+      },
+      60_000,
+      100,
+    );
+    for (const target of ['/', '/hijacked', '/hijacked/deeper?x=1']) {
+      const answer = await httpsGet(https(), primary, target, root);
+      expect(answer.status, target).toBe(200);
+      expect(answer.headers['x-portico-project'], target).toBe(ns);
+    }
+    // Only the route of Portico's class counts as foreign (docs/routing.md, "Foreign routes").
+    const cd = await waitForCondition(ns, 'www', 'Conflicted', 'True', 'ForeignRoute');
+    expect(domainCondition(cd, 'Conflicted').message).toContain(`Ingress ${other}/in-class`);
+    expect(domainCondition(cd, 'Conflicted').message).not.toContain(`${other}/shared`);
+
+    await networking.deleteNamespacedIngress({ namespace: other, name: 'in-class' });
+    await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 60_000);
+    await waitFor(
+      'Traefik to route /taken to the project again',
+      async () => {
+        const answer = await httpsGet(https(), primary, '/taken', root);
+        return answer.headers['x-portico-project'] === ns ? true : undefined;
+      },
+      60_000,
+      100,
+    );
   });
 });
