@@ -10,6 +10,8 @@
 #                       kubectl-portico), and Knot DNS and BIND 9 from Debian's packages
 #   --envoy-gateway     also build Envoy Gateway and egctl, with its CRDs (`sandbox up --data-plane
 #                       envoy-gateway` passes it; --test implies it)
+#   --traefik           also build Traefik, with its CRDs (`sandbox up --data-plane traefik` passes
+#                       it; --test implies it)
 #   --bench             also build the benchmark's tools: envoyproxy/ratelimit's service_cmd and ghz
 #   --prometheus        also build the Prometheus server (same release as promtool), for
 #                       `npm run dashboard:render` (test/bench/render-dashboard.ts); not needed by npm test
@@ -59,18 +61,28 @@ DISTRIBUTION_VERSION=v3.1.2
 # are stripped: Gateway API's experimental channel (the Gateway API version Envoy Gateway requires)
 # and Envoy Gateway's own (EnvoyPatchPolicy, EnvoyProxy, ...), one file beside the binary.
 ENVOY_GATEWAY_VERSION=v1.9.1
+# Traefik, the data plane that serves HTTPS itself in the sandbox (`--data-plane traefik`) and in
+# test/e2e/traefik-*.test.ts (docs/routing.md, "Traefik"). Its go.mod has replace and exclude
+# directives, which go install refuses, so it is built in the module test/tools/traefik/, which repeats
+# them (v3.7.x does not build from the proxy at all: it replaces a nested module by a local path the
+# module zip lacks). Its CRDs (Middleware, IngressRoute, ...; the CRD provider watches them all) come
+# from the same module version (docs/content/reference/dynamic-configuration/
+# kubernetes-crd-definition-v1.yml), copied beside the binary.
+TRAEFIK_VERSION=$(awk '/^require github.com\/traefik\/traefik\/v3/ {print $3}' "$here/test/tools/traefik/go.mod")
 
 bench=false
 prometheus=false
 test_tools=false
 envoy_gateway=false
+traefik=false
 for arg in "$@"; do
   case $arg in
-    --test) test_tools=true; envoy_gateway=true ;;
+    --test) test_tools=true; envoy_gateway=true; traefik=true ;;
     --envoy-gateway) envoy_gateway=true ;;
+    --traefik) traefik=true ;;
     --bench) bench=true ;;
     --prometheus) prometheus=true ;;
-    *) printf 'usage: %s [--test] [--envoy-gateway] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
+    *) printf 'usage: %s [--test] [--envoy-gateway] [--traefik] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
   esac
 done
 
@@ -166,6 +178,19 @@ if [[ $envoy_gateway == true ]]; then
   [[ -s "$eg_dir/envoy-gateway-crds.yaml" ]] || envoy_gateway_crds "$eg_dir/envoy-gateway-crds.yaml"
   ln -sf "$eg_dir/egctl" "$bin_dir/egctl"
   ln -sf "$eg_dir/envoy-gateway-crds.yaml" "$bin_dir/envoy-gateway-crds.yaml"
+fi
+build_traefik() {
+  cd "$here/test/tools/traefik"
+  go build -trimpath -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION" \
+    -o "$GOBIN/traefik" github.com/traefik/traefik/v3/cmd/traefik
+  local module_dir
+  module_dir=$(go mod download -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+  cp "$module_dir/docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml" "$GOBIN/traefik-crds.yaml"
+  chmod 0644 "$GOBIN/traefik-crds.yaml"
+}
+if [[ $traefik == true ]]; then
+  build_once traefik "$TRAEFIK_VERSION" build_traefik
+  ln -sf "$tools_dir/traefik-$TRAEFIK_VERSION/traefik-crds.yaml" "$bin_dir/traefik-crds.yaml"
 fi
 if [[ $test_tools == true ]]; then
   build_once helm "$HELM_VERSION" go install -trimpath "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"

@@ -19,11 +19,13 @@ import { envVariables, type SandboxEnv } from './state.js';
 
 const usage = `usage: portico sandbox <up|down|status> [flags]
 
-  up [--no-examples] [--data-plane contour|envoy-gateway|none]
+  up [--no-examples] [--data-plane contour|envoy-gateway|traefik|none]
                        start the stack (or see that it runs) and apply examples/; writes .sandbox/env.
                        --data-plane: the controller that takes the routes (default contour, a real
                        Contour whose acknowledgement Routed waits for; envoy-gateway: a real Envoy
-                       Gateway, Portico in Gateway API mode; none: routes are unconfirmed)
+                       Gateway, Portico in Gateway API mode; traefik: a real Traefik serving
+                       HTTPS on INGRESS_HTTPS_ADDR in front of the example project's backend;
+                       none: routes are unconfirmed)
   status               print each component; exit 0 when everything is up
   down                 stop every process the sandbox started (logs stay in .sandbox/logs/)
 

@@ -47,6 +47,10 @@ export interface ControllerOptions {
    * (`--gateway-parent-refs`); undefined routes with Ingress.
    */
   readonly gatewayParentRefs?: string;
+  /** `--ingress-flavor` (ingress mode): `traefik` where Traefik runs; undefined: the default. */
+  readonly ingressFlavor?: string;
+  /** `--ingress-class`: the IngressClass of the Ingresses; undefined: none. */
+  readonly ingressClass?: string;
 }
 
 /** `portico controller`'s flags. */
@@ -98,6 +102,10 @@ export function controllerArgs(options: ControllerOptions): string[] {
     ...(options.gatewayParentRefs === undefined
       ? []
       : ['--routing-mode', 'gateway', '--gateway-parent-refs', options.gatewayParentRefs]),
+    // With Traefik in the sandbox: Ingresses of its class, redirects as Traefik Middlewares
+    // (docs/routing.md, "Traefik").
+    ...(options.ingressFlavor === undefined ? [] : ['--ingress-flavor', options.ingressFlavor]),
+    ...(options.ingressClass === undefined ? [] : ['--ingress-class', options.ingressClass]),
   ];
 }
 

@@ -5,8 +5,15 @@
  * - `contour` (default): a real Contour; the operator routes with Ingress (contour.ts).
  * - `envoy-gateway`: a real Envoy Gateway; the operator runs in gateway mode, an HTTPRoute and a
  *   ListenerSet per domain on the sandbox's Gateway (envoy-gateway.ts).
+ * - `traefik`: a real Traefik that serves HTTPS itself, in front of a real backend of the example
+ *   project; the operator writes the `traefik` flavor (traefik.ts).
  * - `none`: nothing takes the routes; the operator's acknowledgement is off and Routed says the
  *   route is unconfirmed.
  */
-export type SandboxDataPlane = 'contour' | 'envoy-gateway' | 'none';
-export const SANDBOX_DATA_PLANES: readonly SandboxDataPlane[] = ['contour', 'envoy-gateway', 'none'];
+export type SandboxDataPlane = 'contour' | 'envoy-gateway' | 'traefik' | 'none';
+export const SANDBOX_DATA_PLANES: readonly SandboxDataPlane[] = [
+  'contour',
+  'envoy-gateway',
+  'traefik',
+  'none',
+];

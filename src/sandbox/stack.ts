@@ -5,7 +5,8 @@
  *
  * Start order: tools → ports → certificates → [etcd → kube-apiserver] beside the DNS server, Pebble
  * and Redis (in parallel) → namespace and CRDs → Contour (with `dataPlane: 'contour'`) or Envoy
- * Gateway with its GatewayClass and Gateway (with `dataPlane: 'envoy-gateway'`) → operator →
+ * Gateway with its GatewayClass and Gateway (with `dataPlane: 'envoy-gateway'`) or the example
+ * project's backend and Traefik (with `dataPlane: 'traefik'`, traefik.ts) → operator →
  * rate-limit server → env files → examples. Every start begins
  * from scratch: empty etcd, fresh certificates and ports. A failure before the env files are written
  * stops every process of the sandbox (logs stay); a failure of the examples leaves the stack running
@@ -57,6 +58,7 @@ import { REDIS, startRedis } from './redis.js';
 import { readState, removeSandboxEnv, writeSandboxEnv, type SandboxEnv } from './state.js';
 import { sandboxStatus } from './status.js';
 import { installTools, type Tools } from './tools.js';
+import { TRAEFIK_CONTROLLER_OPTIONS, startTraefikDataPlane, traefikSandboxEnv } from './traefik.js';
 
 export type { SandboxEnv } from './state.js';
 export { sandboxStatus, type ComponentStatus, type SandboxStatus } from './status.js';
@@ -88,7 +90,7 @@ export interface SandboxUpOptions {
   /**
    * The control plane that takes Portico's routes (default `contour`): a real Contour, whose
    * acknowledgement the operator waits for; a real Envoy Gateway (`envoy-gateway`), the operator in
-   * gateway mode; or `none` (the operator's acknowledgement is off, and Routed says the route is
+   * gateway mode; a real Traefik serving HTTPS itself (`traefik`); or `none` (the operator's acknowledgement is off, and Routed says the route is
    * unconfirmed).
    */
   readonly dataPlane?: SandboxDataPlane;
@@ -212,6 +214,8 @@ interface StartedStack {
   readonly env: SandboxEnv;
   readonly tools: Tools;
   readonly dns: DnsManagementClient;
+  /** The examples to apply, when the data plane rewrote them (`traefik`); undefined: examples/. */
+  readonly examplesDir: string | undefined;
 }
 
 interface ClusterFacts {
@@ -239,6 +243,10 @@ const PORT_KINDS = {
   contourHealth: 'tcp',
   contourDebug: 'tcp',
   envoyGatewayAdmin: 'tcp',
+  traefikWeb: 'tcp',
+  traefikWebsecure: 'tcp',
+  traefikPing: 'tcp',
+  projectBackend: 'tcp',
 } as const;
 
 async function startStack(
@@ -249,12 +257,13 @@ async function startStack(
 ): Promise<StartedStack> {
   const external = externalKubeconfig(options.env ?? process.env);
   const dataPlane = options.dataPlane ?? 'contour';
-  const toolFlags = `${options.testTools === true ? ' --test' : ''}${dataPlane === 'envoy-gateway' ? ' --envoy-gateway' : ''}`;
-  step(`installing tools (scripts/install-tools.sh${toolFlags})`);
-  const tools = await installTools(repoRoot, process.stderr, {
+  const toolSets = {
     test: options.testTools === true,
     envoyGateway: dataPlane === 'envoy-gateway',
-  });
+    traefik: dataPlane === 'traefik',
+  };
+  step(`installing tools (scripts/install-tools.sh${toolFlags(toolSets)})`);
+  const tools = await installTools(repoRoot, process.stderr, toolSets);
   const ports = await pickFreePorts(PORT_KINDS);
   step('generating certificates');
   const certs = await generateSandboxCertificates();
@@ -322,6 +331,16 @@ async function startStack(
     await applyPlatformGateway(kubectl, paths, SANDBOX_GATEWAY);
   }
 
+  const traefik =
+    dataPlane === 'traefik'
+      ? await startTraefikDataPlane(paths, repoRoot, tools, kubectl, step, {
+          web: ports.traefikWeb,
+          websecure: ports.traefikWebsecure,
+          ping: ports.traefikPing,
+          backend: ports.projectBackend,
+        })
+      : undefined;
+
   step('starting the operator (portico controller)');
   const acmeCaBundle = paths.cert(CERT_FILES.pebbleCaCert);
   const controller = await startController(paths, repoRoot, {
@@ -339,6 +358,7 @@ async function startStack(
     ...(dataPlane === 'envoy-gateway'
       ? { dataPlaneName: ENVOY_GATEWAY_NAME, gatewayParentRefs: gatewayParentRefsArg(SANDBOX_GATEWAY) }
       : {}),
+    ...(dataPlane === 'traefik' ? TRAEFIK_CONTROLLER_OPTIONS : {}),
     contourAttachment: dataPlane === 'contour',
     envoyGatewayAttachment: dataPlane === 'envoy-gateway',
   });
@@ -381,10 +401,19 @@ async function startStack(
     ...(envoyGateway === undefined
       ? {}
       : { envoyGatewayAdminUrl: envoyGateway.adminUrl, gateway: gatewayParentRefsArg(SANDBOX_GATEWAY) }),
+    ...traefikSandboxEnv(traefik),
   };
   await writeSandboxEnv(paths, env);
   step(`stack up; wrote ${paths.envFile}`);
-  return { env, tools, dns: dns.client };
+  return { env, tools, dns: dns.client, examplesDir: traefik?.examplesDir };
+}
+
+/** install-tools.sh's flags for `sets`, each with a leading space, for the progress line. */
+function toolFlags(sets: { test: boolean; envoyGateway: boolean; traefik: boolean }): string {
+  return Object.entries({ test: '--test', envoyGateway: '--envoy-gateway', traefik: '--traefik' })
+    .filter(([set]) => sets[set as keyof typeof sets])
+    .map(([, flag]) => ` ${flag}`)
+    .join('');
 }
 
 /**
@@ -447,7 +476,7 @@ async function upExamples(
   step: (line: string) => void,
 ): Promise<void> {
   const kubectl: Kubectl = { binary: stack.tools.kubectl, kubeconfig: stack.env.kubeconfig };
-  const examplesDir = path.join(repoRoot, 'examples');
+  const examplesDir = stack.examplesDir ?? path.join(repoRoot, 'examples');
   step(`setting each example domain's CNAME to ${stack.env.platformCnameTarget}; applying ${examplesDir}`);
   const domains = await applyExamples(examplesDir, kubectl, stack.dns, stack.env.platformCnameTarget);
   step(`waiting up to ${timeoutMs / 1000} s for ${domains.length} CustomDomain(s) to be Ready`);

@@ -67,6 +67,14 @@ export interface SandboxEnv {
   readonly envoyGatewayAdminUrl?: string;
   /** The Gateway Portico's routes attach to, `namespace/name`; with `envoy-gateway`. */
   readonly gateway?: string;
+  /** `127.0.0.1:<port>` where the data plane serves HTTP (Traefik's `web`); with `traefik`. */
+  readonly ingressHttpAddr?: string;
+  /** `127.0.0.1:<port>` where the data plane serves HTTPS (Traefik's `websecure`); with `traefik`. */
+  readonly ingressHttpsAddr?: string;
+  /** Traefik's `/ping`; with `traefik`. */
+  readonly traefikPingUrl?: string;
+  /** The example project's backend (src/sandbox/project-backend.ts); with `traefik`. */
+  readonly projectBackendUrl?: string;
 }
 
 /** The shell variables of `<dir>/env`, in file order. */
@@ -96,6 +104,12 @@ export function envVariables(env: SandboxEnv): [string, string][] {
       ? []
       : [['ENVOY_GATEWAY_ADMIN_URL', env.envoyGatewayAdminUrl] as [string, string]]),
     ...(env.gateway === undefined ? [] : [['GATEWAY', env.gateway] as [string, string]]),
+    ...(env.ingressHttpAddr === undefined
+      ? []
+      : [['INGRESS_HTTP_ADDR', env.ingressHttpAddr] as [string, string]]),
+    ...(env.ingressHttpsAddr === undefined
+      ? []
+      : [['INGRESS_HTTPS_ADDR', env.ingressHttpsAddr] as [string, string]]),
   ];
 }
 

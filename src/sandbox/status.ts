@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { CONTOUR } from './contour.js';
 import { CONTROLLER } from './controller.js';
 import { ENVOY_GATEWAY } from './envoy-gateway.js';
+import { PROJECT_BACKEND, TRAEFIK } from './traefik.js';
 import { DNS_SERVER, dnsProbe } from './dns-server.js';
 import { SandboxNotFoundError } from './errors.js';
 import { ETCD } from './etcd.js';
@@ -89,6 +90,12 @@ async function checksFor(env: SandboxEnv): Promise<Check[]> {
       hasProcess: true,
       probe: httpProbe(`${env.envoyGatewayAdminUrl}/api/server_info`),
     });
+  }
+  if (env.traefikPingUrl !== undefined) {
+    checks.push({ name: TRAEFIK, hasProcess: true, probe: httpProbe(env.traefikPingUrl) });
+  }
+  if (env.projectBackendUrl !== undefined) {
+    checks.push({ name: PROJECT_BACKEND, hasProcess: true, probe: httpProbe(env.projectBackendUrl) });
   }
   return checks;
 }

@@ -30,6 +30,12 @@ export interface Tools {
   readonly envoyGateway: string;
   readonly egctl: string;
   readonly envoyGatewayCrds: string;
+  /**
+   * Traefik and its CRDs (Middleware, IngressRoute, ...), from the module version the binary was built
+   * from. Present (checked) only when built: the `traefik` or `test` tool set.
+   */
+  readonly traefik: string;
+  readonly traefikCrds: string;
 }
 
 /** Which of the script's tool sets to build besides the sandbox's own. */
@@ -41,6 +47,8 @@ export interface ToolSets {
   readonly test?: boolean;
   /** Envoy Gateway and egctl with their CRDs (`--envoy-gateway`), for `--data-plane envoy-gateway`. */
   readonly envoyGateway?: boolean;
+  /** Traefik with its CRDs (`--traefik`), for `--data-plane traefik`. */
+  readonly traefik?: boolean;
 }
 
 /**
@@ -62,6 +70,7 @@ export async function installTools(
   const flags = [
     ...(sets.test === true ? ['--test'] : []),
     ...(sets.envoyGateway === true ? ['--envoy-gateway'] : []),
+    ...(sets.traefik === true ? ['--traefik'] : []),
   ];
   const stdout = await runScript(script, flags, stderr);
   const binDir = stdout.trim().split('\n').at(-1)?.trim() ?? '';
@@ -79,8 +88,21 @@ export async function installTools(
     envoyGateway: path.join(binDir, 'envoy-gateway'),
     egctl: path.join(binDir, 'egctl'),
     envoyGatewayCrds: path.join(binDir, 'envoy-gateway-crds.yaml'),
+    traefik: path.join(binDir, 'traefik'),
+    traefikCrds: path.join(binDir, 'traefik-crds.yaml'),
   };
+  await checkInstalled(script, tools, sets);
+  return tools;
+}
+
+/**
+ * Checks that the tools of the sets built are there: binaries executable, CRD files readable.
+ *
+ * @throws ToolsInstallError naming the first one missing
+ */
+async function checkInstalled(script: string, tools: Tools, sets: ToolSets): Promise<void> {
   const withEnvoyGateway = sets.test === true || sets.envoyGateway === true;
+  const withTraefik = sets.test === true || sets.traefik === true;
   for (const file of [
     tools.etcd,
     tools.kubeApiserver,
@@ -90,6 +112,7 @@ export async function installTools(
     tools.redisServer,
     tools.contour,
     ...(withEnvoyGateway ? [tools.envoyGateway, tools.egctl] : []),
+    ...(withTraefik ? [tools.traefik] : []),
   ]) {
     try {
       await access(file, constants.X_OK);
@@ -97,14 +120,17 @@ export async function installTools(
       throw new ToolsInstallError(`${script} finished but ${file} is missing or not executable`);
     }
   }
-  for (const file of [tools.contourCrds, ...(withEnvoyGateway ? [tools.envoyGatewayCrds] : [])]) {
+  for (const file of [
+    tools.contourCrds,
+    ...(withEnvoyGateway ? [tools.envoyGatewayCrds] : []),
+    ...(withTraefik ? [tools.traefikCrds] : []),
+  ]) {
     try {
       await access(file, constants.R_OK);
     } catch {
       throw new ToolsInstallError(`${script} finished but ${file} is missing or not readable`);
     }
   }
-  return tools;
 }
 
 function runScript(script: string, args: readonly string[], stderr: NodeJS.WritableStream): Promise<string> {

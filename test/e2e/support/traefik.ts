@@ -1,0 +1,141 @@
+/**
+ * Traefik in the e2e stack, and HTTP clients that reach it as a browser would.
+ *
+ * Lifecycle: the stack's default data plane is Contour (global-setup.ts), so a test file that needs
+ * Traefik starts it with {@link startStackTraefik} in its `beforeAll` (the sandbox's own start,
+ * src/sandbox/traefik.ts; its pid file in the stack's directory, so `sandboxDown` stops it too) and
+ * stops it in `afterAll`. It serves only Ingresses of the IngressClass `traefik`, which the stack's
+ * Contour does not take, so the two never answer for one Ingress.
+ *
+ * Clients: every request goes to Traefik's loopback entrypoint with the hostname as SNI and Host,
+ * trusting only Pebble's issuing root (its management API `/roots/0`): what a client that resolved the
+ * hostname to the platform would see.
+ */
+import { connect, type PeerCertificate } from 'node:tls';
+import { request as httpsRequest } from 'node:https';
+import path from 'node:path';
+
+import { sandboxPaths } from '../../../src/sandbox/paths.js';
+import { stopProcess } from '../../../src/sandbox/processes.js';
+import {
+  TRAEFIK,
+  installTraefikCrds,
+  startTraefik,
+  type StartedTraefik,
+} from '../../../src/sandbox/traefik.js';
+import { getPebble, sandbox } from './cluster.js';
+import { stackKubectl } from './envoy-gateway.js';
+import { freePort } from './stack-controller.js';
+
+const paths = sandboxPaths(sandbox.sandboxDir);
+
+/** Installs Traefik's CRDs and IngressClass on the stack's API server and starts Traefik. */
+export async function startStackTraefik(): Promise<StartedTraefik> {
+  await stopProcess(paths, TRAEFIK); // a leftover of an interrupted run
+  const kubectl = stackKubectl();
+  await installTraefikCrds(kubectl, paths, path.join(sandbox.toolsBinDir, 'traefik-crds.yaml'));
+  return startTraefik(paths, path.join(sandbox.toolsBinDir, 'traefik'), sandbox.kubeconfig, {
+    web: await freePort(),
+    websecure: await freePort(),
+    ping: await freePort(),
+  });
+}
+
+/** Stops the stack's Traefik (SIGTERM, SIGKILL after 5 s). */
+export async function stopStackTraefik(): Promise<void> {
+  await stopProcess(paths, TRAEFIK);
+}
+
+/** Pebble's issuing root, PEM: what a browser of the sandbox would trust. */
+export async function pebbleRoot(): Promise<string> {
+  return getPebble(`${sandbox.acmeMgmtUrl}/roots/0`);
+}
+
+/** `host:port` split. */
+function hostPort(addr: string): { host: string; port: number } {
+  const at = addr.lastIndexOf(':');
+  return { host: addr.slice(0, at), port: Number(addr.slice(at + 1)) };
+}
+
+/** What a TLS handshake with `servername` presented. */
+export interface Handshake {
+  readonly certificate: PeerCertificate;
+  /** True when the chain verified up to `ca` and names `servername`. */
+  readonly authorized: boolean;
+  readonly authorizationError?: string;
+}
+
+/**
+ * One TLS handshake with `addr`, SNI `servername`, trusting `ca`; the connection is closed after it.
+ * An untrusted certificate is reported (`authorized: false`), not thrown.
+ *
+ * @throws Error when the connection or handshake fails
+ */
+export function tlsHandshake(addr: string, servername: string, ca: string): Promise<Handshake> {
+  const { host, port } = hostPort(addr);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port, servername, ca, rejectUnauthorized: false }, () => {
+      const certificate = socket.getPeerCertificate();
+      const error = socket.authorizationError;
+      socket.end();
+      resolve({
+        certificate,
+        authorized: socket.authorized,
+        ...(error ? { authorizationError: String(error) } : {}),
+      });
+    });
+    socket.setTimeout(5000, () => socket.destroy(new Error(`TLS handshake with ${addr} timed out`)));
+    socket.on('error', reject);
+  });
+}
+
+/** An HTTPS answer. */
+export interface HttpsAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: string;
+}
+
+/**
+ * `method https://<hostname><target>` sent to `addr` (SNI and Host `hostname`), verifying the
+ * certificate against `ca` and `hostname` as a browser would.
+ *
+ * @throws Error when the connection fails, the certificate is not trusted for `hostname`, or no answer
+ *   comes within 5 s
+ */
+export function httpsGet(
+  addr: string,
+  hostname: string,
+  target: string,
+  ca: string,
+  method = 'GET',
+): Promise<HttpsAnswer> {
+  const { host, port } = hostPort(addr);
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host,
+        port,
+        method,
+        path: target,
+        servername: hostname,
+        headers: { host: hostname },
+        ca,
+        agent: false,
+        timeout: 5000,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${addr} for ${hostname} within 5 s`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
