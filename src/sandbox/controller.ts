@@ -47,6 +47,11 @@ export interface ControllerOptions {
    * (`--gateway-parent-refs`); undefined routes with Ingress.
    */
   readonly gatewayParentRefs?: string;
+  /**
+   * `--ingress-class`: the class of every Ingress and HTTPProxy it writes, a class of Portico's own
+   * (docs/routing.md, "A routing class of Portico's own"); undefined leaves the cluster default.
+   */
+  readonly ingressClass?: string;
 }
 
 /** `portico controller`'s flags. */
@@ -98,6 +103,7 @@ export function controllerArgs(options: ControllerOptions): string[] {
     ...(options.gatewayParentRefs === undefined
       ? []
       : ['--routing-mode', 'gateway', '--gateway-parent-refs', options.gatewayParentRefs]),
+    ...(options.ingressClass === undefined ? [] : ['--ingress-class', options.ingressClass]),
   ];
 }
 

@@ -14,6 +14,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { SANDBOX_INGRESS_CLASS, applyChartAdmission, writeControllerKubeconfig } from './admission.js';
 import {
   CERT_FILES,
   generateSandboxCertificates,
@@ -94,6 +95,14 @@ export interface SandboxUpOptions {
   readonly dataPlane?: SandboxDataPlane;
   /** Also build the tools only the tests run (install-tools.sh `--test`: helm, promtool, ...). */
   readonly testTools?: boolean;
+  /**
+   * Run as the chart's defaults do (default true; src/sandbox/admission.ts): the chart's
+   * ValidatingAdmissionPolicies from deploy/portico-admission.yaml, the operator as the chart's
+   * controller ServiceAccount with `--ingress-class portico`, and Contour serving that class alone
+   * (classless Ingresses and HTTPProxies are ignored). false: no policies, the operator as the
+   * admin with the cluster's default class, Contour serving every classless route.
+   */
+  readonly chartDefaults?: boolean;
 }
 
 const defaultLog = (line: string): void => {
@@ -288,10 +297,22 @@ async function startStack(
   step(`creating namespace ${OPERATOR_NAMESPACE}; installing CRDs`);
   await ensureNamespace(kubectl, OPERATOR_NAMESPACE);
   await installCrds(kubectl, path.join(repoRoot, 'crds'));
+  const chartDefaults = options.chartDefaults ?? true;
+  let controllerKubeconfig = cluster.kubeconfig;
+  if (chartDefaults) {
+    step(
+      `applying the chart's admission policies (deploy/portico-admission.yaml); the controller's ServiceAccount`,
+    );
+    await applyChartAdmission(kubectl, repoRoot, OPERATOR_NAMESPACE);
+    controllerKubeconfig = await writeControllerKubeconfig(kubectl, paths, OPERATOR_NAMESPACE);
+  }
+  const ingressClass = chartDefaults ? SANDBOX_INGRESS_CLASS : undefined;
 
   let contour: StartedContour | undefined;
   if (dataPlane === 'contour') {
-    step(`installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.contourXds})`);
+    step(
+      `installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.contourXds}, ${ingressClass === undefined ? 'every class' : `class ${ingressClass} alone`})`,
+    );
     await installContourCrds(kubectl, tools.contourCrds);
     await applyRateLimitExtension(kubectl, paths, OPERATOR_NAMESPACE);
     contour = await startContour(
@@ -305,6 +326,7 @@ async function startStack(
         debug: ports.contourDebug,
       },
       OPERATOR_NAMESPACE,
+      ingressClass === undefined ? undefined : { name: CONTOUR, ingressClassName: ingressClass },
     );
   }
 
@@ -325,7 +347,7 @@ async function startStack(
   step('starting the operator (portico controller)');
   const acmeCaBundle = paths.cert(CERT_FILES.pebbleCaCert);
   const controller = await startController(paths, repoRoot, {
-    kubeconfig: cluster.kubeconfig,
+    kubeconfig: controllerKubeconfig,
     platformCnameTarget: PLATFORM_CNAME_TARGET,
     dnsServer,
     acmeDirectoryUrl: pebble.directoryUrl,
@@ -341,6 +363,7 @@ async function startStack(
       : {}),
     contourAttachment: dataPlane === 'contour',
     envoyGatewayAttachment: dataPlane === 'envoy-gateway',
+    ...(ingressClass === undefined ? {} : { ingressClass }),
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');
