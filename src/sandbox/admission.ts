@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { parseAllDocuments, parse, stringify } from 'yaml';
 
+import { CONTOUR, type ContourInstance } from './contour.js';
 import { SandboxError } from './errors.js';
 import { runKubectl, type Kubectl } from './kubectl.js';
 import type { SandboxPaths } from './paths.js';
@@ -159,4 +160,40 @@ export async function writeControllerKubeconfig(
   const file = path.join(paths.dir, 'controller.kubeconfig');
   await writeFile(file, stringify(config), { mode: 0o600 });
   return file;
+}
+
+/** What the rest of the sandbox takes from `setUpChartDefaults`. */
+export interface ChartDefaults {
+  /** The operator's kubeconfig: the controller ServiceAccount's, or the admin's without the defaults. */
+  readonly controllerKubeconfig: string;
+  /** `--ingress-class` of the operator; undefined: none. */
+  readonly ingressClass?: string | undefined;
+  /** Contour's instance serving `ingressClass` alone (`startContour`); undefined: every classless route. */
+  readonly contourInstance?: ContourInstance | undefined;
+}
+
+/**
+ * With `enabled`: `applyChartAdmission` and `writeControllerKubeconfig`, the class
+ * `SANDBOX_INGRESS_CLASS` for the operator and Contour (logged with `log`). Without: nothing is applied; the operator uses `kubectl`'s kubeconfig
+ * and no class.
+ *
+ * @throws as `applyChartAdmission` and `writeControllerKubeconfig`
+ */
+export async function setUpChartDefaults(
+  enabled: boolean,
+  kubectl: Kubectl,
+  paths: SandboxPaths,
+  repoRoot: string,
+  namespace: string,
+  log: (line: string) => void,
+): Promise<ChartDefaults> {
+  if (!enabled) return { controllerKubeconfig: kubectl.kubeconfig };
+  log(`applying the chart's admission policies (${ADMISSION_MANIFEST}); the controller's ServiceAccount`);
+  await applyChartAdmission(kubectl, repoRoot, namespace);
+  const controllerKubeconfig = await writeControllerKubeconfig(kubectl, paths, namespace);
+  return {
+    controllerKubeconfig,
+    ingressClass: SANDBOX_INGRESS_CLASS,
+    contourInstance: { name: CONTOUR, ingressClassName: SANDBOX_INGRESS_CLASS },
+  };
 }

@@ -51,7 +51,7 @@ export interface ControllerOptions {
    * `--ingress-class`: the class of every Ingress and HTTPProxy it writes, a class of Portico's own
    * (docs/routing.md, "A routing class of Portico's own"); undefined leaves the cluster default.
    */
-  readonly ingressClass?: string;
+  readonly ingressClass?: string | undefined;
 }
 
 /** `portico controller`'s flags. */

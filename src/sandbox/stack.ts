@@ -14,7 +14,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { SANDBOX_INGRESS_CLASS, applyChartAdmission, writeControllerKubeconfig } from './admission.js';
+import { setUpChartDefaults } from './admission.js';
 import {
   CERT_FILES,
   generateSandboxCertificates,
@@ -297,21 +297,19 @@ async function startStack(
   step(`creating namespace ${OPERATOR_NAMESPACE}; installing CRDs`);
   await ensureNamespace(kubectl, OPERATOR_NAMESPACE);
   await installCrds(kubectl, path.join(repoRoot, 'crds'));
-  const chartDefaults = options.chartDefaults ?? true;
-  let controllerKubeconfig = cluster.kubeconfig;
-  if (chartDefaults) {
-    step(
-      `applying the chart's admission policies (deploy/portico-admission.yaml); the controller's ServiceAccount`,
-    );
-    await applyChartAdmission(kubectl, repoRoot, OPERATOR_NAMESPACE);
-    controllerKubeconfig = await writeControllerKubeconfig(kubectl, paths, OPERATOR_NAMESPACE);
-  }
-  const ingressClass = chartDefaults ? SANDBOX_INGRESS_CLASS : undefined;
+  const { controllerKubeconfig, ingressClass, contourInstance } = await setUpChartDefaults(
+    options.chartDefaults ?? true,
+    kubectl,
+    paths,
+    repoRoot,
+    OPERATOR_NAMESPACE,
+    step,
+  );
 
   let contour: StartedContour | undefined;
   if (dataPlane === 'contour') {
     step(
-      `installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.contourXds}, ${ingressClass === undefined ? 'every class' : `class ${ingressClass} alone`})`,
+      `installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.contourXds}, serving class ${ingressClass ?? 'none and contour'})`,
     );
     await installContourCrds(kubectl, tools.contourCrds);
     await applyRateLimitExtension(kubectl, paths, OPERATOR_NAMESPACE);
@@ -326,7 +324,7 @@ async function startStack(
         debug: ports.contourDebug,
       },
       OPERATOR_NAMESPACE,
-      ingressClass === undefined ? undefined : { name: CONTOUR, ingressClassName: ingressClass },
+      contourInstance,
     );
   }
 
@@ -363,7 +361,7 @@ async function startStack(
       : {}),
     contourAttachment: dataPlane === 'contour',
     envoyGatewayAttachment: dataPlane === 'envoy-gateway',
-    ...(ingressClass === undefined ? {} : { ingressClass }),
+    ingressClass,
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');

@@ -206,7 +206,7 @@ beforeAll(async () => {
   const file = path.join(REPO, ADMISSION_MANIFEST);
   const manifests = admissionManifests(await readFile(file, 'utf8'), file);
   policies = manifests.map((m) => `---\n${stringify(m)}`).join('');
-  expect(policies).toContain(`${CONTROLLER}`);
+  expect(policies).toContain(CONTROLLER);
   const installed = await kubectl(['apply', '--server-side', '-f', '-'], { input: policies });
   expect(installed.code, installed.stderr).toBe(0);
 
