@@ -88,6 +88,21 @@ for t in "${ratelimit_templates[@]}"; do show_only+=(--show-only "templates/$t.y
   render --set rateLimit.enabled=true --set rateLimit.redis.existingSecret.name=portico-redis "${show_only[@]}"
 } >"$out/deploy/portico-ratelimit.yaml"
 
+# 5. deploy/portico-admission.yaml: every ValidatingAdmissionPolicy and binding the chart renders
+#    with its default values where the API server has them (Kubernetes 1.30+; helm template has no
+#    cluster to ask, so the API version is named). The sandbox applies this file (src/sandbox/
+#    admission.ts); a kubectl user on 1.30+ applies it after deploy/portico.yaml.
+{
+  header "$chart" "helm template $release --namespace $namespace --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy, its admission policies alone"
+  render --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy |
+    awk '
+      function flush() { if (doc ~ /(^|\n)kind: ValidatingAdmissionPolicy(Binding)?\n/) printf "%s", doc; doc = "" }
+      /^---$/ { flush(); doc = "---\n"; next }
+      { doc = doc $0 "\n" }
+      END { flush() }
+    '
+} >"$out/deploy/portico-admission.yaml"
+
 if $check; then
   status=0
   if ! diff -ru --exclude=README.md "$out/crds" "$chart/crds"; then

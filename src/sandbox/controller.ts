@@ -49,8 +49,11 @@ export interface ControllerOptions {
   readonly gatewayParentRefs?: string;
   /** `--ingress-flavor` (ingress mode): `traefik` where Traefik runs; undefined: the default. */
   readonly ingressFlavor?: string;
-  /** `--ingress-class`: the IngressClass of the Ingresses; undefined: none. */
-  readonly ingressClass?: string;
+  /**
+   * `--ingress-class`: the class of every Ingress and HTTPProxy it writes, a class of Portico's own
+   * (docs/routing.md, "A routing class of Portico's own"); undefined leaves the cluster default.
+   */
+  readonly ingressClass?: string | undefined;
 }
 
 /** `portico controller`'s flags. */

@@ -15,6 +15,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { setUpChartDefaults } from './admission.js';
 import {
   CERT_FILES,
   generateSandboxCertificates,
@@ -96,6 +97,14 @@ export interface SandboxUpOptions {
   readonly dataPlane?: SandboxDataPlane;
   /** Also build the tools only the tests run (install-tools.sh `--test`: helm, promtool, ...). */
   readonly testTools?: boolean;
+  /**
+   * Run as the chart's defaults do (default true; src/sandbox/admission.ts): the chart's
+   * ValidatingAdmissionPolicies from deploy/portico-admission.yaml, the operator as the chart's
+   * controller ServiceAccount with `--ingress-class portico`, and Contour serving that class alone
+   * (classless Ingresses and HTTPProxies are ignored). false: no policies, the operator as the
+   * admin with the cluster's default class, Contour serving every classless route.
+   */
+  readonly chartDefaults?: boolean;
 }
 
 const defaultLog = (line: string): void => {
@@ -297,10 +306,20 @@ async function startStack(
   step(`creating namespace ${OPERATOR_NAMESPACE}; installing CRDs`);
   await ensureNamespace(kubectl, OPERATOR_NAMESPACE);
   await installCrds(kubectl, path.join(repoRoot, 'crds'));
+  const { controllerKubeconfig, ingressClass, contourInstance } = await setUpChartDefaults(
+    options.chartDefaults ?? true,
+    kubectl,
+    paths,
+    repoRoot,
+    OPERATOR_NAMESPACE,
+    step,
+  );
 
   let contour: StartedContour | undefined;
   if (dataPlane === 'contour') {
-    step(`installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.contourXds})`);
+    step(
+      `installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.contourXds}, serving class ${ingressClass ?? 'none and contour'})`,
+    );
     await installContourCrds(kubectl, tools.contourCrds);
     await applyRateLimitExtension(kubectl, paths, OPERATOR_NAMESPACE);
     contour = await startContour(
@@ -314,6 +333,7 @@ async function startStack(
         debug: ports.contourDebug,
       },
       OPERATOR_NAMESPACE,
+      contourInstance,
     );
   }
 
@@ -333,18 +353,26 @@ async function startStack(
 
   const traefik =
     dataPlane === 'traefik'
-      ? await startTraefikDataPlane(paths, repoRoot, tools, kubectl, step, {
-          web: ports.traefikWeb,
-          websecure: ports.traefikWebsecure,
-          ping: ports.traefikPing,
-          backend: ports.projectBackend,
-        })
+      ? await startTraefikDataPlane(
+          paths,
+          repoRoot,
+          tools,
+          kubectl,
+          step,
+          {
+            web: ports.traefikWeb,
+            websecure: ports.traefikWebsecure,
+            ping: ports.traefikPing,
+            backend: ports.projectBackend,
+          },
+          ingressClass,
+        )
       : undefined;
 
   step('starting the operator (portico controller)');
   const acmeCaBundle = paths.cert(CERT_FILES.pebbleCaCert);
   const controller = await startController(paths, repoRoot, {
-    kubeconfig: cluster.kubeconfig,
+    kubeconfig: controllerKubeconfig,
     platformCnameTarget: PLATFORM_CNAME_TARGET,
     dnsServer,
     acmeDirectoryUrl: pebble.directoryUrl,
@@ -361,6 +389,9 @@ async function startStack(
     ...(dataPlane === 'traefik' ? TRAEFIK_CONTROLLER_OPTIONS : {}),
     contourAttachment: dataPlane === 'contour',
     envoyGatewayAttachment: dataPlane === 'envoy-gateway',
+    // The chart's class where the sandbox runs as the chart does (Traefik then serves it too);
+    // without it, Traefik's own class for Traefik, none for the others.
+    ...(ingressClass === undefined ? {} : { ingressClass }),
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');

@@ -298,11 +298,12 @@ export async function startTraefikDataPlane(
   kubectl: Kubectl,
   step: (line: string) => void,
   ports: TraefikPorts & { readonly backend: number },
+  ingressClass: string = TRAEFIK_INGRESS_CLASS,
 ): Promise<TraefikDataPlane> {
   step(
     `installing Traefik's CRDs; starting the example project's backend and Traefik (HTTPS on 127.0.0.1:${ports.websecure})`,
   );
-  await installTraefikCrds(kubectl, paths, tools.traefikCrds);
+  await installTraefikCrds(kubectl, paths, tools.traefikCrds, ingressClass);
   const examples = await examplesWithBackend(
     path.join(repoRoot, 'examples'),
     path.join(paths.dir, 'examples'),
@@ -314,7 +315,7 @@ export async function startTraefikDataPlane(
     ports.backend,
     examples.projects.join(', ') || 'the example project',
   );
-  const traefik = await startTraefik(paths, tools.traefik, kubectl.kubeconfig, ports);
+  const traefik = await startTraefik(paths, tools.traefik, kubectl.kubeconfig, ports, { ingressClass });
   return { traefik, examplesDir: examples.dir, backendUrl: backend.url };
 }
 

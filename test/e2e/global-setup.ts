@@ -17,7 +17,17 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dir = resolve(process.env.PORTICO_E2E_SANDBOX_DIR ?? '.sandbox-e2e');
   await sandboxDown(dir).catch(() => []);
-  const env = await sandboxUp({ dir, applyExamples: false, dataPlane: 'contour', testTools: true });
+  // chartDefaults false: the shared stack keeps a Contour serving every classless route, no admission
+  // policies and the operator as the admin, which the files testing foreign-route detection rely on.
+  // The files about the chart's defaults (tenant-isolation-routes, contour-routing-class) start a
+  // Contour of Portico's class and apply the chart's policies themselves.
+  const env = await sandboxUp({
+    dir,
+    applyExamples: false,
+    dataPlane: 'contour',
+    testTools: true,
+    chartDefaults: false,
+  });
   project.provide('sandbox', env);
   return async () => {
     if (process.env.PORTICO_E2E_KEEP !== '1') await sandboxDown(dir);
