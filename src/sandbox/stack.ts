@@ -31,7 +31,7 @@ import {
   type SandboxDataPlane,
   type StartedContour,
 } from './contour.js';
-import { CONTROLLER, startController } from './controller.js';
+import { CONTROLLER, startController, type ControllerOptions } from './controller.js';
 import { DNS_SERVER, startDnsServer, type DnsManagementClient } from './dns-server.js';
 import {
   ENVOY_GATEWAY,
@@ -381,17 +381,7 @@ async function startStack(
     http01Port: ports.http01,
     metricsPort: ports.metrics,
     namespace: OPERATOR_NAMESPACE,
-    dataPlaneAcknowledgement: dataPlane !== 'none',
-    ...(dataPlane === 'contour' ? { dataPlaneName: 'Contour' } : {}),
-    ...(dataPlane === 'envoy-gateway'
-      ? { dataPlaneName: ENVOY_GATEWAY_NAME, gatewayParentRefs: gatewayParentRefsArg(SANDBOX_GATEWAY) }
-      : {}),
-    ...(dataPlane === 'traefik' ? TRAEFIK_CONTROLLER_OPTIONS : {}),
-    contourAttachment: dataPlane === 'contour',
-    envoyGatewayAttachment: dataPlane === 'envoy-gateway',
-    // The chart's class where the sandbox runs as the chart does (Traefik then serves it too);
-    // without it, Traefik's own class for Traefik, none for the others.
-    ...(ingressClass === undefined ? {} : { ingressClass }),
+    ...dataPlaneControllerOptions(dataPlane, ingressClass),
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');
@@ -513,4 +503,36 @@ async function upExamples(
   step(`waiting up to ${timeoutMs / 1000} s for ${domains.length} CustomDomain(s) to be Ready`);
   await waitForCustomDomainsReady(kubectl, timeoutMs, step);
   step('every example CustomDomain is Ready');
+}
+
+/**
+ * The operator's options that depend on the data plane: which one acknowledges routes, the flavor
+ * and attachments it takes, and the ingress class (the chart's class where the sandbox runs as the
+ * chart does, which Traefik then serves too; without it, Traefik's own class for Traefik, none for
+ * the others).
+ */
+function dataPlaneControllerOptions(
+  dataPlane: SandboxDataPlane,
+  ingressClass: string | undefined,
+): Pick<
+  ControllerOptions,
+  | 'dataPlaneAcknowledgement'
+  | 'dataPlaneName'
+  | 'gatewayParentRefs'
+  | 'ingressFlavor'
+  | 'ingressClass'
+  | 'contourAttachment'
+  | 'envoyGatewayAttachment'
+> {
+  return {
+    dataPlaneAcknowledgement: dataPlane !== 'none',
+    ...(dataPlane === 'contour' ? { dataPlaneName: 'Contour' } : {}),
+    ...(dataPlane === 'envoy-gateway'
+      ? { dataPlaneName: ENVOY_GATEWAY_NAME, gatewayParentRefs: gatewayParentRefsArg(SANDBOX_GATEWAY) }
+      : {}),
+    ...(dataPlane === 'traefik' ? TRAEFIK_CONTROLLER_OPTIONS : {}),
+    contourAttachment: dataPlane === 'contour',
+    envoyGatewayAttachment: dataPlane === 'envoy-gateway',
+    ...(ingressClass === undefined ? {} : { ingressClass }),
+  };
 }
