@@ -96,6 +96,50 @@ async function expectQuiet(): Promise<void> {
   expect(await reconcilesIn(QUIET_MS)).toBeLessThanOrEqual(baseline + QUIET_RECONCILES);
 }
 
+/**
+ * Creates a Ready domain, then deletes it while its annotations are patched in a loop, and waits
+ * until it, its Ingress and its Secret are gone. Returns whether the operator counted a 409 meanwhile.
+ */
+async function removeWhileTouched(attempt: number): Promise<boolean> {
+  const ns = unique(`conflict-rm${attempt}`);
+  const hostname = `www.${ns}.example`;
+  await createProject(ns);
+  await dns.setCname(hostname, target);
+  await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+  await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 90_000);
+  const { networking, custom } = kube();
+  const start = await reconciles();
+
+  // The CustomDomain touched in a loop from before its deletion until after it is gone.
+  const touching = writeFor(WRITING_MS, async (i) => {
+    await custom.patchNamespacedCustomObject({
+      ...customDomainApi,
+      namespace: ns,
+      name: 'www',
+      body: [{ op: 'add', path: '/metadata/annotations', value: { 'test.portico.dev/touch': String(i) } }],
+    });
+  });
+  await sleep(500);
+  await deleteCustomDomain(ns, 'www');
+  await touching;
+
+  await waitFor(
+    'the CustomDomain, its Ingress and its Secret to be gone',
+    async () => {
+      const left = await networking.listNamespacedIngress({ namespace: ns });
+      const domain = await getCustomDomain(ns, 'www').catch((err: unknown) => {
+        if ((err as { code?: number }).code === 404) return undefined;
+        throw err;
+      });
+      const secrets = await tlsSecrets(ns);
+      return left.items.length === 0 && secrets.length === 0 && domain === undefined ? true : undefined;
+    },
+    60_000,
+  );
+  const after = await reconciles();
+  return after.conflict > start.conflict;
+}
+
 describe('409 Conflict on the write paths', () => {
   it('on the finalizer and the status: the domain still becomes Ready, then the operator goes quiet', async () => {
     const ns = unique('conflict');
@@ -145,43 +189,13 @@ describe('409 Conflict on the write paths', () => {
   }, 180_000);
 
   it('on the finalizer removal: the domain is removed, then the operator goes quiet', async () => {
-    const ns = unique('conflict-rm');
-    const hostname = `www.${ns}.example`;
-    await createProject(ns);
-    await dns.setCname(hostname, target);
-    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
-    await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 90_000);
-    const { networking, custom } = kube();
-    const start = await reconciles();
-
-    // The CustomDomain touched in a loop from before its deletion until after it is gone.
-    const touching = writeFor(WRITING_MS, async (i) => {
-      await custom.patchNamespacedCustomObject({
-        ...customDomainApi,
-        namespace: ns,
-        name: 'www',
-        body: [{ op: 'add', path: '/metadata/annotations', value: { 'test.portico.dev/touch': String(i) } }],
-      });
-    });
-    await sleep(500);
-    await deleteCustomDomain(ns, 'www');
-    await touching;
-
-    await waitFor(
-      'the CustomDomain, its Ingress and its Secret to be gone',
-      async () => {
-        const left = await networking.listNamespacedIngress({ namespace: ns });
-        const domain = await getCustomDomain(ns, 'www').catch((err: unknown) => {
-          if ((err as { code?: number }).code === 404) return undefined;
-          throw err;
-        });
-        const secrets = await tlsSecrets(ns);
-        return left.items.length === 0 && secrets.length === 0 && domain === undefined ? true : undefined;
-      },
-      60_000,
-    );
-    const after = await reconciles();
-    expect(after.conflict).toBeGreaterThan(start.conflict);
+    // A 409 on the finalizer removal needs a touch to land between the operator's read and its
+    // patch, which a run does not always produce; up to three domains are removed until one did.
+    let conflicted = false;
+    for (let attempt = 1; attempt <= 3 && !conflicted; attempt++) {
+      conflicted = await removeWhileTouched(attempt);
+    }
+    expect(conflicted, 'a 409 on the finalizer removal in three removals').toBe(true);
     await expectQuiet();
-  }, 180_000);
+  }, 420_000);
 });
