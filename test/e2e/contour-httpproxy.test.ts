@@ -36,7 +36,13 @@ import {
   type ControllerCommand,
   type OperatorProcess,
 } from './support/stack-controller.js';
-import { contourXdsAddr, virtualHostsFor, xdsResources, type XdsRoute } from './support/contour.js';
+import {
+  contourXdsAddr,
+  virtualHostsFor,
+  xdsResources,
+  type XdsRoute,
+  readProxy,
+} from './support/contour.js';
 
 const CONTOUR_API = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
 const HTTP01_SERVICE = 'portico-controller.portico-system.svc.cluster.local:8089';
@@ -63,11 +69,6 @@ afterAll(async () => {
     () => restartStackController(stack),
   );
 });
-
-async function readProxy(namespace: string, name: string): Promise<HTTPProxy & HTTPProxyWithStatus> {
-  return (await kube().custom.getNamespacedCustomObject({ ...CONTOUR_API, namespace, name })) as HTTPProxy &
-    HTTPProxyWithStatus;
-}
 
 async function proxyGone(namespace: string, name: string): Promise<boolean> {
   try {

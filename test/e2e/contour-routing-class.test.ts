@@ -16,7 +16,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import type { HTTPProxyWithStatus } from '../../src/routing/acknowledgement.js';
 import type { HTTPProxy } from '../../src/routing/contour.js';
 import { startContour, type StartedContour } from '../../src/sandbox/contour.js';
 import { sandboxPaths } from '../../src/sandbox/paths.js';
@@ -29,13 +28,12 @@ import {
   dns,
   domainCondition,
   getCustomDomain,
-  kube,
   sandbox,
   unique,
   waitFor,
   waitForCondition,
 } from './support/cluster.js';
-import { contourXdsAddr, virtualHostsFor, type XdsRoute } from './support/contour.js';
+import { contourXdsAddr, virtualHostsFor, readProxy, matchedPath } from './support/contour.js';
 import { CHART, kubectl, run, toolsBin, type RunResult } from './support/helm.js';
 import {
   restartStackController,
@@ -49,7 +47,6 @@ import {
 
 const CLASS = 'portico-edge';
 const EDGE = 'contour-edge';
-const CONTOUR_API = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
 const HTTP01_SERVICE = 'portico-controller.portico-system.svc.cluster.local:8089';
 /** The chart's release namespace here: names the controller's ServiceAccount in the policy. */
 const RELEASE_NAMESPACE = 'portico-system';
@@ -116,16 +113,6 @@ function foreignIngress(namespace: string, name: string, host: string, ingressCl
       ],
     },
   };
-}
-
-/** The path a route matches, whichever of Envoy's match fields Contour used. */
-function matchedPath(route: XdsRoute): string | undefined {
-  return route.match?.prefix ?? route.match?.path_separated_prefix ?? route.match?.path;
-}
-
-async function readProxy(namespace: string, name: string): Promise<HTTPProxy & HTTPProxyWithStatus> {
-  return (await kube().custom.getNamespacedCustomObject({ ...CONTOUR_API, namespace, name })) as HTTPProxy &
-    HTTPProxyWithStatus;
 }
 
 beforeAll(async () => {

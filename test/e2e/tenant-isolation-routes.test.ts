@@ -20,7 +20,6 @@ import path from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { HTTPProxyWithStatus } from '../../src/routing/acknowledgement.js';
 import type { HTTPProxy } from '../../src/routing/contour.js';
 import {
   ADMISSION_MANIFEST,
@@ -38,13 +37,12 @@ import {
   dns,
   domainCondition,
   getCustomDomain,
-  kube,
   sandbox,
   unique,
   waitFor,
   waitForCondition,
 } from './support/cluster.js';
-import { contourXdsAddr, virtualHostsFor, type XdsRoute } from './support/contour.js';
+import { contourXdsAddr, virtualHostsFor, readProxy, matchedPath } from './support/contour.js';
 import { kubectl, toolsBin, type RunResult } from './support/helm.js';
 import {
   restartStackController,
@@ -62,7 +60,6 @@ const RELEASE_NAMESPACE = 'portico-system';
 const CONTROLLER = `system:serviceaccount:${RELEASE_NAMESPACE}:portico-controller`;
 const TENANT = 'tenant-mallory@example.com';
 const TENANT_RBAC = 'e2e-tenant-routes';
-const CONTOUR_API = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
 const HTTP01_SERVICE = 'portico-controller.portico-system.svc.cluster.local:8089';
 const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'portico' };
 
@@ -134,15 +131,6 @@ function tenantIngress(namespace: string, name: string, host: string, o: RouteOp
       ],
     },
   };
-}
-
-function matchedPath(route: XdsRoute): string | undefined {
-  return route.match?.prefix ?? route.match?.path_separated_prefix ?? route.match?.path;
-}
-
-async function readProxy(namespace: string, name: string): Promise<HTTPProxy & HTTPProxyWithStatus> {
-  return (await kube().custom.getNamespacedCustomObject({ ...CONTOUR_API, namespace, name })) as HTTPProxy &
-    HTTPProxyWithStatus;
 }
 
 /** The tenant's RBAC in `namespace` (see the file's comment). */

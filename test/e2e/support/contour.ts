@@ -14,7 +14,9 @@ import path from 'node:path';
 import { sandboxPaths } from '../../../src/sandbox/paths.js';
 import { isAlive, readPid } from '../../../src/sandbox/processes.js';
 import { CONTOUR } from '../../../src/sandbox/contour.js';
-import { sandbox, waitFor } from './cluster.js';
+import type { HTTPProxyWithStatus } from '../../../src/routing/acknowledgement.js';
+import type { HTTPProxy } from '../../../src/routing/contour.js';
+import { kube, sandbox, waitFor } from './cluster.js';
 
 /** The xDS resource types `contour cli` reads. */
 export type XdsKind = 'lds' | 'rds' | 'cds' | 'eds' | 'sds';
@@ -190,4 +192,20 @@ export async function withContourPaused<T>(body: () => Promise<T>): Promise<T> {
       return res?.status === 200 ? true : undefined;
     });
   }
+}
+
+/** The path a route matches, whichever of Envoy's match fields Contour used. */
+export function matchedPath(route: XdsRoute): string | undefined {
+  return route.match?.prefix ?? route.match?.path_separated_prefix ?? route.match?.path;
+}
+
+/** HTTPProxy `namespace/name` as the API server holds it, with the status Contour wrote. */
+export async function readProxy(namespace: string, name: string): Promise<HTTPProxy & HTTPProxyWithStatus> {
+  return (await kube().custom.getNamespacedCustomObject({
+    group: 'projectcontour.io',
+    version: 'v1',
+    plural: 'httpproxies',
+    namespace,
+    name,
+  })) as HTTPProxy & HTTPProxyWithStatus;
 }
