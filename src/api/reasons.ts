@@ -141,6 +141,10 @@ export const CUSTOM_DOMAIN_REASONS = {
     severity: 'Warning',
     doc: "ingress mode, flavor contour: the API server serves no HTTPProxy (Contour's CRDs are not installed)",
   },
+  UnsupportedByDataPlane: {
+    severity: 'Warning',
+    doc: 'the data plane named by --data-plane ignores the routing flavor (or its redirect) the operator writes; the message names the flags that work',
+  },
   // Conflicted (routing/foreign-routes.ts, status.ts); ForeignRoute is also Ready's reason and the
   // Warning Event recorded once per newly seen object
   ForeignRoute: {

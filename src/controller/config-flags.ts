@@ -246,10 +246,15 @@ export const controllerOptions = {
     default: 'true',
     help: 'true | false: Routed waits until the ingress controller publishes an address for the Ingress, or the Gateway accepts the HTTPRoute and ListenerSet; false for a data plane that reports nothing (Routed and Ready then say the route is unconfirmed)',
   },
+  'data-plane': {
+    type: 'string',
+    env: 'PORTICO_DATA_PLANE',
+    help: 'contour | envoy-gateway | traefik | ingress-nginx: the data plane that takes the routes; a domain whose flavor it ignores is Routed=False, UnsupportedByDataPlane, naming the flags that work (docs/routing.md, "Data planes and flavors"); unset: not judged',
+  },
   'data-plane-name': {
     type: 'string',
     env: 'PORTICO_DATA_PLANE_NAME',
-    help: 'the data plane\'s name in the Routed messages, e.g. Contour ("Contour took Ingress portico-www ..."); unset: "the ingress controller"',
+    help: 'the data plane\'s name in the Routed messages, e.g. Contour ("Contour took Ingress portico-www ..."); unset: the name of --data-plane, else "the ingress controller"',
   },
   'nginx-redirect-keeps-path': {
     type: 'string',

@@ -241,6 +241,22 @@ describe('parseControllerConfig', () => {
     );
   });
 
+  it('reads the data plane (unset by default), which names it in messages unless --data-plane-name does', () => {
+    const byDefault = parseControllerConfig(required, {});
+    const contour = parseControllerConfig([...required, '--data-plane', 'contour'], {});
+    const named = parseControllerConfig([...required, '--data-plane-name', 'Edge'], {
+      PORTICO_DATA_PLANE: 'envoy-gateway',
+    });
+    if ('help' in byDefault || 'help' in contour || 'help' in named) throw new Error('unexpected help');
+    expect(byDefault.routing.dataPlane).toBeUndefined();
+    expect(byDefault.routing.dataPlaneName).toBeUndefined();
+    expect(contour.routing).toMatchObject({ dataPlane: 'contour', dataPlaneName: 'Contour' });
+    expect(named.routing).toMatchObject({ dataPlane: 'envoy-gateway', dataPlaneName: 'Edge' });
+    expect(() => parseControllerConfig([...required, '--data-plane', 'haproxy'], {})).toThrow(
+      /--data-plane must be one of contour, envoy-gateway, traefik, ingress-nginx, got "haproxy"/,
+    );
+  });
+
   it('leaves the serving check off without an address, and reads its settings from flags or the environment', () => {
     const off = parseControllerConfig(required, { PORTICO_SERVING_CHECK_ADDRESS: '' });
     if ('help' in off) throw new Error('unexpected help');

@@ -26,6 +26,7 @@ import {
   type RoutingMode,
   type RoutingOptions,
 } from '../routing/options.js';
+import { DATA_PLANE_NAMES, DATA_PLANES, type DataPlane } from '../routing/data-planes.js';
 import { parseDataPlaneAddress } from '../serving/serving-check.js';
 import type { ProjectHeader } from '../serving/verdict.js';
 
@@ -115,6 +116,7 @@ export interface ControllerConfig {
   routing: Pick<
     RoutingOptions,
     | 'mode'
+    | 'dataPlane'
     | 'ingressFlavor'
     | 'gatewayParentRefs'
     | 'gatewayHttpsPort'
@@ -257,6 +259,13 @@ function routingSettings(
     gatewayHttpsPort: positiveInt('gateway-https-port', required('gateway-https-port')),
     dataPlaneAcknowledgement: bool('data-plane-acknowledgement', required('data-plane-acknowledgement')),
   };
+  const dataPlane = get('data-plane');
+  if (dataPlane !== undefined && dataPlane !== '') {
+    if (!(DATA_PLANES as readonly string[]).includes(dataPlane))
+      throw new ConfigError(`--data-plane must be one of ${DATA_PLANES.join(', ')}, got "${dataPlane}"`);
+    routing.dataPlane = dataPlane as DataPlane;
+    routing.dataPlaneName = DATA_PLANE_NAMES[routing.dataPlane];
+  }
   const dataPlaneName = get('data-plane-name');
   if (dataPlaneName !== undefined && dataPlaneName !== '') routing.dataPlaneName = dataPlaneName;
   try {

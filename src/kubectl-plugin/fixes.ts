@@ -112,6 +112,8 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     "A platform fix: install the Gateway API CRDs v1.5 or later (standard channel) so that the API server serves ListenerSet, then restart the operator; the Gateway must allow ListenerSets from the projects' namespaces (`spec.allowedListeners`, docs/routing.md).",
   HTTPProxyUnsupported:
     "A platform fix: install Contour's CRDs (`examples/contour/01-crds.yaml` of the Contour release) so that the API server serves HTTPProxy (projectcontour.io/v1), then restart the operator; or start it with another `--ingress-flavor` (docs/routing.md).",
+  UnsupportedByDataPlane:
+    'A platform fix: start the operator with the flags the message names (for Contour `--ingress-flavor contour`, for Traefik `--ingress-flavor traefik`, for Envoy Gateway `--routing-mode gateway`; docs/routing.md, "Data planes and flavors"). The domain is routed at the next reconcile after the restart.',
   // Conflicted
   ForeignRoute:
     "The message names each object as `Kind namespace/name`. Find who made it (`kubectl get ingress -n <its namespace> <its name> -o yaml --show-managed-fields`: the field managers) and delete it or remove `<hostname>` from its hosts: the hostname is this project's (its HostnameClaim). Ready returns as soon as it is gone (the operator watches these kinds).",

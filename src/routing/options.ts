@@ -4,6 +4,8 @@
  * message instead of failing each reconcile.
  */
 
+import { DATA_PLANES, type DataPlane } from './data-planes.js';
+
 /** Where routing objects go: Ingress (networking.k8s.io/v1) or Gateway API HTTPRoute. */
 export type RoutingMode = 'ingress' | 'gateway';
 
@@ -33,6 +35,12 @@ export interface GatewayParentRef {
 export interface RoutingOptions {
   /** Default `ingress`. */
   mode?: RoutingMode;
+  /**
+   * The data plane that takes the routes (`--data-plane`). When set, a domain whose flavor it
+   * ignores is `Routed=False`, reason `UnsupportedByDataPlane`, naming the flags that work
+   * (data-planes.ts); undefined: the flavor is not judged.
+   */
+  dataPlane?: DataPlane;
   /** Default `nginx` (ingress-nginx). Used in `ingress` mode. */
   ingressFlavor?: IngressFlavor;
   /**
@@ -120,13 +128,15 @@ function checkParentRef(ref: GatewayParentRef, i: number): void {
 
 /**
  * Checks the settings once, at start. Throws {@link RoutingOptionsError} naming the setting: an
- * unknown mode or flavor, gateway mode without a parent Gateway, a malformed parent reference.
+ * unknown mode, flavor or data plane, gateway mode without a parent Gateway, a malformed parent reference.
  */
 export function checkRoutingOptions(options: RoutingOptions): void {
   if (options.mode !== undefined && !ROUTING_MODES.includes(options.mode))
     throw new RoutingOptionsError(`routing mode must be one of ${ROUTING_MODES.join(', ')}`);
   if (options.ingressFlavor !== undefined && !INGRESS_FLAVORS.includes(options.ingressFlavor))
     throw new RoutingOptionsError(`ingress flavor must be one of ${INGRESS_FLAVORS.join(', ')}`);
+  if (options.dataPlane !== undefined && !DATA_PLANES.includes(options.dataPlane))
+    throw new RoutingOptionsError(`data plane must be one of ${DATA_PLANES.join(', ')}`);
   const refs = options.gatewayParentRefs ?? [];
   if (options.mode === 'gateway' && refs.length === 0)
     throw new RoutingOptionsError(

@@ -13,6 +13,7 @@ import {
 } from './plan.js';
 import type { TraefikMiddleware } from './traefik.js';
 import type { HTTPProxy } from './contour.js';
+import type { DataPlane } from './data-planes.js';
 
 const domain = (spec: Partial<CustomDomainSpec>, name = 'old'): CustomDomain => ({
   apiVersion: 'portico.dev/v1alpha1',
@@ -524,6 +525,66 @@ describe('a redirect whose target is refused (redirect.ts redirectRouting)', () 
           permitInsecure: true,
         },
       ],
+    });
+  });
+});
+
+describe('a flavor the declared data plane ignores (data-planes.ts, UnsupportedByDataPlane)', () => {
+  it('does not route a redirect that Contour would serve instead, keeping only the challenge Ingress', () => {
+    const plan = desiredRouting(redirecting, { dataPlane: 'contour', ingressFlavor: 'nginx', http01Service });
+    expect(plan).toMatchObject({ routed: false, reason: 'UnsupportedByDataPlane' });
+    expect(plan.routed ? '' : plan.message).toContain(
+      'Start the operator with --routing-mode ingress --ingress-flavor contour',
+    );
+    expect(plan.apply.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`)).toEqual([
+      'Service/portico-acme-http01',
+      'Ingress/portico--acme-old',
+    ]);
+    // The redirect Ingress, which Contour would proxy to its backend, is among the stale objects.
+    expect(staleRoutingObjects(plan).map((h) => `${h.kind}/${h.metadata.name}`)).toContain(
+      'Ingress/portico-old',
+    );
+  });
+
+  it('routes a serving domain where the data plane serves the flavor but ignores its redirects', () => {
+    const plan = desiredRouting(serving, { dataPlane: 'contour', ingressFlavor: 'nginx' });
+    expect(plan.routed).toBe(true);
+  });
+
+  it('writes nothing for a flavor the data plane does not read at all', () => {
+    for (const d of [serving, redirecting]) {
+      const plan = desiredRouting(d, { dataPlane: 'envoy-gateway', ingressFlavor: 'nginx', http01Service });
+      expect(plan).toMatchObject({ routed: false, reason: 'UnsupportedByDataPlane', apply: [] });
+      expect(plan.routed ? '' : plan.message).toContain('--routing-mode gateway');
+    }
+  });
+
+  it("routes each data plane's working flavor as without a data plane", () => {
+    const cases: [DataPlane, RoutingOptions][] = [
+      ['contour', { ingressFlavor: 'contour' }],
+      ['traefik', { ingressFlavor: 'traefik', http01Service }],
+      ['ingress-nginx', { ingressFlavor: 'nginx' }],
+      ['envoy-gateway', gateway],
+    ];
+    for (const [dataPlane, without] of cases) {
+      const options = { ...without, dataPlane };
+      expect(desiredRouting(redirecting, options)).toEqual(desiredRouting(redirecting, without));
+      expect(desiredRouting(serving, options)).toEqual(desiredRouting(serving, without));
+    }
+  });
+
+  it('comes before the checks of the redirect target and of the HTTPProxy kind', () => {
+    const lookups = {
+      httpProxiesServed: false,
+      redirectTarget: { domainsInNamespace: [], holderOf: () => undefined },
+    };
+    expect(
+      desiredRouting(redirecting, { dataPlane: 'traefik', ingressFlavor: 'contour' }, lookups),
+    ).toMatchObject({
+      reason: 'UnsupportedByDataPlane',
+    });
+    expect(desiredRouting(redirecting, { dataPlane: 'contour' }, lookups)).toMatchObject({
+      reason: 'UnsupportedByDataPlane',
     });
   });
 });

@@ -49,6 +49,7 @@ import {
 } from './ingress.js';
 import { nginxRedirectAnnotations, nginxRedirectSummary } from './nginx.js';
 import type { RoutingOptions } from './options.js';
+import { unsupportedByDataPlane } from './data-planes.js';
 import {
   CONTOUR_API_VERSION,
   httpProxy,
@@ -125,7 +126,11 @@ export interface RoutingLookups {
 export type UnservableReason = 'ListenerSetUnsupported';
 
 export type NotRoutedReason =
-  'NoBackend' | 'ServicePortNotFound' | 'HTTPProxyUnsupported' | RedirectNotRoutedReason;
+  | 'NoBackend'
+  | 'ServicePortNotFound'
+  | 'HTTPProxyUnsupported'
+  | 'UnsupportedByDataPlane'
+  | RedirectNotRoutedReason;
 
 export type RoutingPlan =
   | {
@@ -465,6 +470,25 @@ function httpProxyUnsupported(domain: CustomDomain): RoutingPlan {
   );
 }
 
+/**
+ * The plan of a domain whose flavor the declared data plane ignores (data-planes.ts): nothing but
+ * the challenge objects, and only where the data plane takes the flavor's objects for a serving
+ * domain (it ignores just the redirect), so that the certificate is still issued. Undefined when the
+ * data plane takes the flavor, or none is declared.
+ */
+function unsupportedFlavor(domain: CustomDomain, options: RoutingOptions): RoutingPlan | undefined {
+  const redirect = redirectIntent(domain) !== undefined;
+  const message = unsupportedByDataPlane(options.dataPlane, options, redirect);
+  if (message === undefined) return undefined;
+  const servesFlavor = unsupportedByDataPlane(options.dataPlane, options, false) === undefined;
+  return notRouted(
+    domain,
+    'UnsupportedByDataPlane',
+    message,
+    redirect && servesFlavor ? challengeOnly(domain, options) : [],
+  );
+}
+
 /** The plan of a redirect whose target `redirectRouting` refuses; undefined otherwise. */
 function refusedRedirect(
   domain: CustomDomain,
@@ -485,7 +509,9 @@ function noBackend(domain: CustomDomain): RoutingPlan {
 }
 
 /**
- * The routing plan of `domain` under `options`. `lookups` carries what only the cluster knows (the
+ * The routing plan of `domain` under `options`. A data plane declared in `options.dataPlane` that
+ * ignores the flavor (or, for a redirect domain, the flavor's redirect) gives `Routed=False`,
+ * reason `UnsupportedByDataPlane` (data-planes.ts), before anything else is judged. `lookups` carries what only the cluster knows (the
  * ports of the Service a serving domain names: a port it lacks is not routed, and gateway mode needs
  * a named port's number; for a redirect, its target: one that is not a serving domain of the same
  * project is not routed, with `redirectRouting`'s reason, and only the ACME challenge is routed; for
@@ -497,6 +523,8 @@ export function desiredRouting(
   options: RoutingOptions,
   lookups: RoutingLookups = {},
 ): RoutingPlan {
+  const unsupported = unsupportedFlavor(domain, options);
+  if (unsupported) return unsupported;
   if (isContour(options) && lookups.httpProxiesServed === false) return httpProxyUnsupported(domain);
   const refused = refusedRedirect(domain, options, lookups);
   if (refused) return refused;
