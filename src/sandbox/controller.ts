@@ -5,6 +5,7 @@
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 
+import type { DataPlane } from '../routing/data-planes.js';
 import { ComponentStartError } from './errors.js';
 import type { SandboxPaths } from './paths.js';
 import { CHART_MALLOC_ENV, startDetached, type StartedProcess } from './processes.js';
@@ -33,6 +34,11 @@ export interface ControllerOptions {
    * nothing takes them, and Routed and Ready then say the route is unconfirmed.
    */
   readonly dataPlaneAcknowledgement: boolean;
+  /**
+   * `--data-plane`: the data plane that takes the routes, so that a flavor it ignores is
+   * `Routed=False` (src/routing/data-planes.ts); undefined: not declared.
+   */
+  readonly dataPlane?: DataPlane;
   /** The data plane's name in the Routed messages (`--data-plane-name`), e.g. `Contour`. */
   readonly dataPlaneName?: string;
   /** Wire RateLimitPolicy targets into Contour (`--contour-attachment`): where Contour runs. */
@@ -47,7 +53,10 @@ export interface ControllerOptions {
    * (`--gateway-parent-refs`); undefined routes with Ingress.
    */
   readonly gatewayParentRefs?: string;
-  /** `--ingress-flavor` (ingress mode): `traefik` where Traefik runs; undefined: the default. */
+  /**
+   * `--ingress-flavor` (ingress mode): `contour` where Contour runs as the chart does, `traefik` where
+   * Traefik runs; undefined: the default (`nginx`).
+   */
   readonly ingressFlavor?: string;
   /**
    * `--ingress-class`: the class of every Ingress and HTTPProxy it writes, a class of Portico's own
@@ -91,6 +100,7 @@ export function controllerArgs(options: ControllerOptions): string[] {
     // and Ready say the route is written but unconfirmed.
     '--data-plane-acknowledgement',
     String(options.dataPlaneAcknowledgement),
+    ...(options.dataPlane === undefined ? [] : ['--data-plane', options.dataPlane]),
     ...(options.dataPlaneName === undefined ? [] : ['--data-plane-name', options.dataPlaneName]),
     // RateLimitPolicy targetRefs into Contour's HTTPProxies, and the rate-limit ExtensionService
     // (docs/ratelimits.md, "Attaching to Contour"): only where Contour runs.

@@ -381,7 +381,7 @@ async function startStack(
     http01Port: ports.http01,
     metricsPort: ports.metrics,
     namespace: OPERATOR_NAMESPACE,
-    ...dataPlaneControllerOptions(dataPlane, ingressClass),
+    ...dataPlaneControllerOptions(dataPlane, ingressClass, options.chartDefaults ?? true),
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');
@@ -509,13 +509,21 @@ async function upExamples(
  * The operator's options that depend on the data plane: which one acknowledges routes, the flavor
  * and attachments it takes, and the ingress class (the chart's class where the sandbox runs as the
  * chart does, which Traefik then serves too; without it, Traefik's own class for Traefik, none for
- * the others).
+ * the others). Each data plane is declared (`--data-plane`) with the flavor that serves and
+ * redirects in it (src/routing/data-planes.ts, docs/routing.md "Data planes and flavors"): for
+ * Contour the `contour` flavor (HTTPProxy). Except the e2e stack's Contour (`chartDefaults`
+ * false): its operator keeps the default Ingress flavor, undeclared, because its test files read
+ * the Ingresses it writes and start operators of their own from its command line in other modes and
+ * flavors; its redirects are therefore not served by Contour (contour-httpproxy.test.ts shows what
+ * a declared Contour says of them).
  */
 function dataPlaneControllerOptions(
   dataPlane: SandboxDataPlane,
   ingressClass: string | undefined,
+  chartDefaults: boolean,
 ): Pick<
   ControllerOptions,
+  | 'dataPlane'
   | 'dataPlaneAcknowledgement'
   | 'dataPlaneName'
   | 'gatewayParentRefs'
@@ -527,8 +535,13 @@ function dataPlaneControllerOptions(
   return {
     dataPlaneAcknowledgement: dataPlane !== 'none',
     ...(dataPlane === 'contour' ? { dataPlaneName: 'Contour' } : {}),
+    ...(dataPlane === 'contour' && chartDefaults ? { dataPlane: 'contour', ingressFlavor: 'contour' } : {}),
     ...(dataPlane === 'envoy-gateway'
-      ? { dataPlaneName: ENVOY_GATEWAY_NAME, gatewayParentRefs: gatewayParentRefsArg(SANDBOX_GATEWAY) }
+      ? {
+          dataPlane: 'envoy-gateway',
+          dataPlaneName: ENVOY_GATEWAY_NAME,
+          gatewayParentRefs: gatewayParentRefsArg(SANDBOX_GATEWAY),
+        }
       : {}),
     ...(dataPlane === 'traefik' ? TRAEFIK_CONTROLLER_OPTIONS : {}),
     contourAttachment: dataPlane === 'contour',

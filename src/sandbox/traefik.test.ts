@@ -42,6 +42,7 @@ describe('traefikOperatorFlags', () => {
     const given = traefikOperatorFlags('mine');
     for (const flag of Object.keys(given)) expect(Object.keys(controllerOptions)).toContain(flag.slice(2));
     expect(given['--ingress-flavor']).toBe('traefik');
+    expect(given['--data-plane']).toBe('traefik');
     expect(given['--ingress-class']).toBe('mine');
   });
 });

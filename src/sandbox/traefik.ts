@@ -76,12 +76,14 @@ export function traefikArgs(ports: TraefikPorts, ingressClass: string = TRAEFIK_
 
 /**
  * The operator's flags for Traefik (src/controller/config-flags.ts): Ingresses of `ingressClass`
- * written in the `traefik` flavor (a Middleware per redirect), and Routed waiting for Traefik to
+ * written in the `traefik` flavor (a Middleware per redirect), the data plane declared (so a flavor
+ * Traefik ignores would say so: src/routing/data-planes.ts), and Routed waiting for Traefik to
  * publish each Ingress's address.
  */
 export function traefikOperatorFlags(ingressClass: string = TRAEFIK_INGRESS_CLASS): Record<string, string> {
   return {
     '--ingress-flavor': 'traefik',
+    '--data-plane': 'traefik',
     '--ingress-class': ingressClass,
     '--data-plane-acknowledgement': 'true',
     '--data-plane-name': 'Traefik',
@@ -321,6 +323,7 @@ export async function startTraefikDataPlane(
 
 /** The operator's options in the sandbox where Traefik runs (src/sandbox/controller.ts). */
 export const TRAEFIK_CONTROLLER_OPTIONS = {
+  dataPlane: 'traefik',
   dataPlaneName: 'Traefik',
   ingressFlavor: 'traefik',
   ingressClass: TRAEFIK_INGRESS_CLASS,
