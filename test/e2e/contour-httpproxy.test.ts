@@ -1,7 +1,8 @@
 /**
  * The `contour` flavor (docs/routing.md, "Contour (HTTPProxy)") against the REAL Contour of the e2e
- * stack: an operator of this file's own runs with `--ingress-flavor contour` and the data-plane
- * acknowledgement on; every assertion about the data plane reads what Contour wrote (the
+ * stack: an operator of this file's own runs with `--ingress-flavor contour --data-plane contour`
+ * and the data-plane acknowledgement on (the last test: the nginx flavor, whose redirects Contour
+ * ignores, "Data planes and flavors"); every assertion about the data plane reads what Contour wrote (the
  * HTTPProxy's status) or what it would push to Envoy (`contour cli rds` against its xDS server).
  * The test writes no status.
  *
@@ -38,6 +39,7 @@ import {
 } from './support/stack-controller.js';
 import {
   contourXdsAddr,
+  matchedPath,
   virtualHostsFor,
   xdsResources,
   type XdsRoute,
@@ -56,6 +58,7 @@ beforeAll(async () => {
   if (!stack) throw new Error('the stack operator was not found');
   operator = await startOperator(stack, 'contour-httpproxy', {
     '--ingress-flavor': 'contour',
+    '--data-plane': 'contour',
     '--data-plane-acknowledgement': 'true',
     '--http01-service': HTTP01_SERVICE,
   });
@@ -315,11 +318,34 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     const ns = await project('hp-redir');
     const target = `www.${ns}.example`;
     const old = `old.${ns}.example`;
+    const moved = `moved.${ns}.example`;
     await servingDomain(ns, 'www', target);
     await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 120_000);
     await dns.setCname(old, sandbox.platformCnameTarget);
+    await dns.setCname(moved, sandbox.platformCnameTarget);
     await createCustomDomain(ns, 'old', { hostname: old, redirect: { to: target, statusCode: 308 } });
+    // The spec's default status (no statusCode): 301.
+    await createCustomDomain(ns, 'moved', { hostname: moved, redirect: { to: target } });
     const live = await waitForCondition(ns, 'old', 'Ready', 'True', 'Live', 120_000);
+    const movedLive = await waitForCondition(ns, 'moved', 'Ready', 'True', 'Live', 120_000);
+    expect(domainCondition(movedLive, 'Routed').message).toContain(
+      `HTTPProxy portico-moved (Contour) answers ${moved} with 301 Moved Permanently to https://${target}, keeping path and query.`,
+    );
+    // Contour's CRD defaults statusCode to 302, so the 301 must be written; Envoy's RedirectAction
+    // has MOVED_PERMANENTLY (301) as its enum's zero value, which proto3 JSON (contour cli) leaves
+    // out: a redirect with no response_code is a 301 (envoy/config/route/v3/route_components.proto).
+    expect((await readProxy(ns, 'portico-moved')).spec.routes.at(-1)?.requestRedirectPolicy).toEqual({
+      scheme: 'https',
+      hostname: target,
+      statusCode: 301,
+    });
+    const movedHosts = await xdsHostsOf(moved, 2);
+    expect(movedHosts.map((h) => h.routeConfig).sort()).toEqual([`https/${moved}`, 'ingress_http']);
+    for (const { routeConfig, routes } of movedHosts) {
+      const redirect = routeFor(routes, '/')?.redirect;
+      expect(redirect, routeConfig).toMatchObject({ host_redirect: target, scheme_redirect: 'https' });
+      expect(redirect?.response_code ?? 'MOVED_PERMANENTLY', routeConfig).toBe('MOVED_PERMANENTLY');
+    }
     expect(domainCondition(live, 'Routed').message).toContain(
       `HTTPProxy portico-old (Contour) answers ${old} with 308 Permanent Redirect to https://${target}, keeping path and query.`,
     );
@@ -365,6 +391,7 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     if (!stack) throw new Error('the stack operator was not found');
     operator = await startOperator(stack, 'contour-httpproxy-nginx', {
       '--ingress-flavor': 'nginx',
+      '--data-plane': 'contour',
       '--data-plane-acknowledgement': 'true',
       '--http01-service': HTTP01_SERVICE,
     });
@@ -380,5 +407,41 @@ describe('--ingress-flavor contour, with a real Contour', () => {
     expect(domainCondition(live, 'Ready')).toMatchObject({ status: 'True', reason: 'Live' });
     const hosts = await xdsHostsOf(hostname, 2);
     expect(hosts.map((h) => h.routeConfig).sort()).toEqual([`https/${hostname}`, 'ingress_http']);
+
+    // A redirect in this flavor (ingress-nginx annotations), which Contour ignores: not Ready, the
+    // reason naming the flag that works, and no Ingress that Contour would proxy to the project.
+    const old = `old.${ns}.example`;
+    await dns.setCname(old, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'old', { hostname: old, redirect: { to: hostname } });
+    const refused = await waitForCondition(ns, 'old', 'Routed', 'False', 'UnsupportedByDataPlane', 120_000);
+    expect(domainCondition(refused, 'Routed').message).toContain(
+      "Contour cannot redirect this domain that way: it serves the Ingress but ignores ingress-nginx's permanent-redirect annotations",
+    );
+    expect(domainCondition(refused, 'Routed').message).toContain(
+      'Start the operator with --routing-mode ingress --ingress-flavor contour',
+    );
+    // Its certificate is still issued (the challenge path stays routed); Ready stays False.
+    const issued = await waitForCondition(ns, 'old', 'CertificateReady', 'True', undefined, 120_000);
+    expect(domainCondition(issued, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'UnsupportedByDataPlane',
+    });
+    const ingresses = await kube().networking.listNamespacedIngress({ namespace: ns });
+    expect(ingresses.items.map((i) => i.metadata?.name).sort()).toEqual(['portico--acme-old', 'portico-www']);
+    // What Contour would push to Envoy for the hostname: the challenge route, nothing to the project.
+    const oldHosts = await xdsHostsOf(old, 1);
+    for (const { routeConfig, routes } of oldHosts) {
+      expect(routeConfig).toBe('ingress_http');
+      // Prefix or path-separated prefix, with or without the trailing slash, as Contour chooses.
+      const paths = (routes ?? []).map((r) => matchedPath(r) ?? '');
+      expect(paths.length, routeConfig).toBeGreaterThan(0);
+      expect(
+        paths.filter((p) => !p.startsWith('/.well-known/acme-challenge')),
+        routeConfig,
+      ).toEqual([]);
+      expect((routes ?? []).map((r) => r.route?.cluster ?? '').filter((c) => c.includes('/web/'))).toEqual(
+        [],
+      );
+    }
   });
 });
