@@ -80,6 +80,7 @@ beforeAll(async () => {
     '--routing-mode': 'gateway',
     '--gateway-parent-refs': gatewayParentRefsArg(SANDBOX_GATEWAY),
     '--data-plane-acknowledgement': 'true',
+    '--data-plane': 'envoy-gateway',
     '--data-plane-name': ENVOY_GATEWAY_NAME,
     '--contour-attachment': 'false',
   });
@@ -314,7 +315,7 @@ describe('Envoy Gateway takes the HTTPRoute and ListenerSet of a serving domain'
 });
 
 describe('Envoy Gateway takes a redirect domain', () => {
-  it('answers the hostname with the redirect: https, the target host, response code 308 (PERMANENT_REDIRECT)', async () => {
+  it('answers the hostname with the redirect: https, the target host, response code 308 (PERMANENT_REDIRECT), and 301 by default', async () => {
     const ns = unique('eg-redir');
     await createProject(ns);
     const target = `www.${ns}.example`;
@@ -342,6 +343,38 @@ describe('Envoy Gateway takes a redirect domain', () => {
         host_redirect: target,
         response_code: 'PERMANENT_REDIRECT',
       });
+
+    // The spec's default status (no statusCode): 301. The HTTPRoute says 301; Envoy's RedirectAction
+    // has MOVED_PERMANENTLY (301) as its enum's zero value, which the decoded message leaves out
+    // (protobufjs toObject without defaults): a redirect with no response_code is a 301
+    // (envoy/config/route/v3/route_components.proto).
+    const moved = `moved.${ns}.example`;
+    await dns.setCname(moved, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'moved', { hostname: moved, redirect: { to: target } });
+    created.push({ namespace: ns, name: 'moved' });
+    await waitForCondition(ns, 'moved', 'Ready', 'True', 'Live', 90_000);
+    const route = (await kube().custom.getNamespacedCustomObject({
+      group: 'gateway.networking.k8s.io',
+      version: 'v1',
+      plural: 'httproutes',
+      namespace: ns,
+      name: 'portico-moved',
+    })) as { spec: { rules: { filters?: { requestRedirect?: { statusCode?: number } }[] }[] } };
+    expect(
+      route.spec.rules.flatMap((r) => r.filters ?? []).map((f) => f.requestRedirect?.statusCode),
+    ).toEqual([301]);
+    const movedHosts = await waitFor('the default redirect route in RDS', async () => {
+      const found = await routesFor(moved);
+      return found.some((h) => h.routes.some((r) => r.redirect !== undefined)) ? found : undefined;
+    });
+    const movedRedirects = movedHosts
+      .flatMap((h) => h.routes.map((r) => r.redirect))
+      .filter((r) => r !== undefined);
+    expect(movedRedirects.length).toBeGreaterThan(0);
+    for (const redirect of movedRedirects) {
+      expect(redirect).toMatchObject({ scheme_redirect: 'https', host_redirect: target });
+      expect(redirect.response_code ?? 'MOVED_PERMANENTLY').toBe('MOVED_PERMANENTLY');
+    }
   });
 });
 
