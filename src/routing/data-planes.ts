@@ -15,8 +15,9 @@
  *   its source (internal/dag/ingress_processor.go reads its own `projectcontour.io/*` annotations
  *   only); implements no ListenerSet (no mention in the module), so gateway mode's certificate is
  *   never attached.
- * - Envoy Gateway v1.9.1: Gateway API only (its provider watches Gateway API, its own CRDs and
- *   Services; no Ingress, no HTTPProxy); ListenerSet implemented (test/e2e/envoy-gateway-routes).
+ * - Envoy Gateway v1.9.1: Gateway API only (internal/provider/ imports no k8s.io/api/networking/v1,
+ *   so reads no Ingress, and names no HTTPProxy); ListenerSet implemented
+ *   (test/e2e/envoy-gateway-routes).
  * - Traefik v3.6.12: `kubernetesIngress` ignores ingress-nginx annotations, and its
  *   `kubernetesIngressNGINX` provider (pkg/provider/kubernetes/ingress-nginx/annotations.go) has no
  *   `permanent-redirect`; reads no HTTPProxy; its Gateway provider implements no ListenerSet (no
