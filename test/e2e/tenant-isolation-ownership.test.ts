@@ -238,6 +238,39 @@ describe('an Accepted=True written into status by someone other than the operato
   });
 });
 
+describe('a Live domain accepted before the status proof existed (the upgrade path)', () => {
+  it('its status without a proof (as an earlier build wrote it; written here by an admin, since this build always signs its own) and its Service scaled to zero: stays accepted and routed, and its status is signed again', async () => {
+    const ns = unique('own-upgrade');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 90_000);
+    // Scaled to zero: the deploy gate's latch alone keeps it accepted.
+    await kube().discovery.deleteNamespacedEndpointSlice({ namespace: ns, name: 'web-1' });
+
+    const unsignedAt = await forgeStatus(ns, 'www', (cd) => {
+      const observed = { ...cd.status?.observed } as NonNullable<
+        NonNullable<CustomDomain['status']>['observed']
+      >;
+      delete observed.proof;
+      return { ...cd.status, observed };
+    });
+    expect((await getCustomDomain(ns, 'www')).status?.observed?.proof).toBeUndefined();
+    // Its first reconcile by this build (the verify request makes one now, with a DNS check).
+    await requestVerify(ns, 'www');
+    const after = await checkedAfter(ns, 'www', unsignedAt);
+    expect(after.status?.observed?.proof).toMatch(/^[\w-]{43}$/);
+    expect(domainCondition(after, 'Accepted')).toMatchObject({ status: 'True', reason: 'Accepted' });
+    expect(domainCondition(after, 'Routed').status).toBe('True');
+    expect(await routeOrCertificate(ns, 'www')).toEqual([
+      `Ingress ${ns}/portico-www`,
+      `Secret ${ns}/www-tls`,
+    ]);
+    await deleteCustomDomain(ns, 'www');
+  });
+});
+
 describe('a namespace deleted and created again under the same name', () => {
   it('is another project: the hostname it released needs the TXT record (RecentlyClaimed), no route, no certificate', async () => {
     const ns = unique('own-reused');
