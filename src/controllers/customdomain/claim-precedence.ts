@@ -168,7 +168,8 @@ export interface ClaimFacts {
   now: Date;
   /**
    * `me`'s project is deployed: its Service has a ready endpoint, it has no Service (a redirect), or
-   * it was accepted before. Only a deployed claimant takes a claim over (`take-over`).
+   * it was accepted before as the operator proves it (acceptance.ts `deployState`). Only a deployed
+   * claimant takes a claim over (`take-over`).
    */
   deployed: boolean;
   /**
