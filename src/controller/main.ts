@@ -188,7 +188,7 @@ function build(
           return key !== undefined && isProvenStatus(key, domain.metadata.uid ?? '', hostname, domain.status);
         },
         // A holder's Accepted=True keeps its hold past the grace only as the operator proves it
-        // (the status proof, or a route of the operator's for it).
+        // (the status proof, or a routing object of the operator's for it).
         acceptedBefore: (domain) => acceptedBeforeIn(view, ownership.loadedKey(), domain),
       }),
       routing: {

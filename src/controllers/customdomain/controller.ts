@@ -107,7 +107,7 @@ export interface CustomDomainControllerDeps {
    * The operator's ownership key once loaded (ownership-store.ts `loadedKey`), for telling an
    * `Accepted=True` the operator wrote from one written by anyone else (phases/acceptance.ts
    * `acceptedBeforeIn`) when choosing which domains an event queues. Default: never loaded (only a
-   * route of the operator's then shows a domain accepted).
+   * routing object of the operator's then shows a domain accepted).
    */
   loadedKey?: () => Uint8Array | undefined;
 }
