@@ -234,8 +234,12 @@ describe('Envoy Gateway takes the HTTPRoute and ListenerSet of a serving domain'
     // No Envoy runs here, so no serving check: Ready names the acknowledgement, not serving.
     const ready = domainCondition(live, 'Ready').message ?? '';
     expect(ready).toContain(
-      `${hostname} has certificate ${live.status?.certificate?.serialNumber}, and its route is acknowledged: Envoy Gateway (${ENVOY_GATEWAY_CONTROLLER_NAME}) accepted HTTPRoute portico-www`,
+      `${hostname} has certificate ${live.status?.certificate?.serialNumber}, and its route is acknowledged: `,
     );
+    expect(ready).toContain(
+      `Envoy Gateway (${ENVOY_GATEWAY_CONTROLLER_NAME}) accepted HTTPRoute portico-www on Gateway ${gatewayParentRefsArg(SANDBOX_GATEWAY)}`,
+    );
+    expect(ready).toContain('Envoy Gateway programmed ListenerSet portico-www.');
     expect(ready).toContain('Serving was not observed');
     expect(ready).not.toContain('serves over HTTPS');
   });
