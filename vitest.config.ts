@@ -1,15 +1,19 @@
 import { defineConfig } from 'vitest/config';
+import DurationShardSequencer from './test/e2e-shards.js';
 
 export default defineConfig({
   test: {
     // The default output, the slowest files (all of them with their times in test-results/durations.json,
     // test/duration-reporter.ts), then one line per failure at the very end (test/failure-summary-reporter.ts).
     reporters: ['default', './test/duration-reporter.ts', './test/failure-summary-reporter.ts'],
+    // `--shard=<i>/<n>` deals the e2e files by their measured time (test/e2e-shards.ts); scripts/test.sh
+    // runs each shard in its own process on a stack of its own.
+    sequence: { sequencer: DurationShardSequencer },
     projects: [
       {
         test: {
           name: 'unit',
-          include: ['src/**/*.test.ts'],
+          include: ['src/**/*.test.ts', 'test/*.test.ts'],
         },
       },
       {

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # `npm test` (README.md, "Tests"): ESLint and Prettier, and `tsc --noEmit`, run beside the build and
 # the tests rather than before them; the build comes before vitest, since the e2e tests run dist/.
-# Arguments go to `vitest run` (e.g. a project or a file).
+# Arguments go to one `vitest run` (e.g. a project or a file). Without arguments the unit tests run
+# in one vitest process and the e2e files in PORTICO_E2E_SHARDS processes (3 by default), each on a
+# stack of its own (PORTICO_E2E_SANDBOX_DIR=.sandbox-e2e-<i>) with its share of the files dealt by
+# their measured time (test/e2e-shards.ts; docs/testing.md, "In parallel"). Each process's output is
+# held in a log and printed when it ends; each writes its own test-results/durations-<part>.json.
 #
 # The exit status is 0 only when every part passed: lint, typecheck, build and tests. The output of
 # lint and typecheck is held back and printed after the tests, so it does not interleave with
@@ -18,12 +22,41 @@ lint_pid=$!
 "$bin/tsc" -p tsconfig.json --noEmit >"$logs/typecheck" 2>&1 &
 typecheck_pid=$!
 
+# The unit project, and the e2e project in shards, side by side. Returns non-zero when any failed.
+run_sharded() {
+  local shards=${PORTICO_E2E_SHARDS:-3}
+  local parts=(unit) pids=() status=0 i part
+  PORTICO_TEST_DURATIONS_FILE=test-results/durations-unit.json "$bin/vitest" run --project unit >"$logs/unit" 2>&1 &
+  pids+=($!)
+  for ((i = 1; i <= shards; i++)); do
+    PORTICO_E2E_SANDBOX_DIR=".sandbox-e2e-$i" PORTICO_TEST_DURATIONS_FILE="test-results/durations-e2e-$i.json" \
+      "$bin/vitest" run --project e2e --shard="$i/$shards" >"$logs/e2e-$i" 2>&1 &
+    pids+=($!)
+    parts+=("e2e-$i")
+  done
+  echo "vitest: unit and $shards e2e shards started; each one's output follows when it ends"
+  for i in "${!pids[@]}"; do
+    part=${parts[$i]}
+    local code=0
+    wait "${pids[$i]}" || code=$?
+    echo
+    echo "=== vitest $part (exit $code) ==="
+    cat "$logs/$part"
+    [ "$code" -eq 0 ] || status=$code
+  done
+  return "$status"
+}
+
 build=0
 tests=skipped
 npm run --silent build || build=$?
 if [ "$build" -eq 0 ]; then
   tests=0
-  "$bin/vitest" run "$@" || tests=$?
+  if [ "$#" -gt 0 ]; then
+    "$bin/vitest" run "$@" || tests=$?
+  else
+    run_sharded || tests=$?
+  fi
 fi
 
 lint=0

@@ -135,7 +135,9 @@ export interface ObservedDns {
    * HMAC by its ownership key over the Accepted status, the DNSVerified status and reason,
    * `verifiedAt`, the times and result above, the certificate's dnsNames and notAfter, the hostname
    * and the CustomDomain's uid). A status without a valid proof has its DNS checked again as for a
-   * new domain and never makes the domain serve its hostname (claim-precedence.ts).
+   * new domain and never makes the domain serve its hostname (claim-precedence.ts); its
+   * `Accepted=True` latches the deploy gate only where a routing object of the operator's shows the
+   * domain accepted (controllers/customdomain/acceptance.ts `acceptedBefore`).
    */
   proof?: string;
 }

@@ -153,7 +153,10 @@ export const CUSTOM_DOMAIN_REASONS = {
   },
   NoForeignRoute: { severity: 'Normal', doc: 'the foreign routes that named the hostname are gone' },
   // Ready
-  Live: { severity: 'Normal', doc: 'the domain serves over HTTPS' },
+  Live: {
+    severity: 'Normal',
+    doc: 'every other condition holds; with the serving check on, it saw the issued certificate served and the route answer',
+  },
   // Ready, the serving check (serving/verdict.ts SERVING_REASONS picks its own from here, serving/schedule.ts)
   CertificateNotServed: {
     severity: 'Warning',

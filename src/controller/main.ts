@@ -22,6 +22,7 @@ import { CustomDomainReconciler } from '../controllers/customdomain/reconciler.j
 import { HostnameClaims, type ClaimsCache } from '../controllers/customdomain/hostname-claims.js';
 import { OwnershipStore } from '../controllers/customdomain/ownership-store.js';
 import { isProvenStatus } from '../controllers/customdomain/status-proof.js';
+import { acceptedBeforeIn } from '../controllers/customdomain/phases/acceptance.js';
 import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
@@ -186,6 +187,9 @@ function build(
           const hostname = normalizeDnsName(domain.spec.hostname);
           return key !== undefined && isProvenStatus(key, domain.metadata.uid ?? '', hostname, domain.status);
         },
+        // A holder's Accepted=True keeps its hold past the grace only as the operator proves it
+        // (the status proof, or a routing object of the operator's for it).
+        acceptedBefore: (domain) => acceptedBeforeIn(view, ownership.loadedKey(), domain),
       }),
       routing: {
         ...config.routing,
@@ -222,6 +226,7 @@ function build(
     onCustomDomainChange: (domain, verb) => {
       metrics.readyTransitions.onChange(domain, verb);
     },
+    loadedKey: () => ownership.loadedKey(),
   });
   // The per-domain metrics read the controller's cache at each scrape (none kept in between).
   metrics.readCustomDomainsFrom(() => controller.customDomains());

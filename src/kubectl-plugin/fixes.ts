@@ -119,7 +119,7 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     "The message names each object as `Kind namespace/name`. Find who made it (`kubectl get ingress -n <its namespace> <its name> -o yaml --show-managed-fields`: the field managers) and delete it or remove `<hostname>` from its hosts: the hostname is this project's (its HostnameClaim). Ready returns as soon as it is gone (the operator watches these kinds).",
   NoForeignRoute: 'Nothing to do.',
   // Ready
-  Live: 'Nothing to do.',
+  Live: "Nothing to do. Without the serving check, Ready rests on the certificate and the data plane's acknowledgement, and no request was made (`--serving-check-address` turns the check on); with it, the message says what the check saw.",
   CertificateNotServed:
     "The message names the certificate served. The ingress controller's default certificate: it has not loaded the Secret `<name>-tls` yet, or does not serve the Ingress `portico-<name>` (its class, the controller's logs); the certificate the renewal replaced: wait, the check repeats within seconds; another certificate: another Ingress or listener claims the hostname, or `--serving-check-address` is not the ingress controller that serves the domain.",
   ProjectNotReached:

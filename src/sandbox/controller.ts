@@ -63,6 +63,12 @@ export interface ControllerOptions {
    * (docs/routing.md, "A routing class of Portico's own"); undefined leaves the cluster default.
    */
   readonly ingressClass?: string | undefined;
+  /**
+   * `--serving-check-address`: the data plane's HTTPS `host:port`, where one serves (Traefik's
+   * `websecure` entrypoint); Ready then names what the check saw. Undefined: no serving check, and
+   * Ready names the acknowledgement it rests on (docs/routing.md, "Serving check").
+   */
+  readonly servingCheckAddress?: string | undefined;
 }
 
 /** `portico controller`'s flags. */
@@ -119,6 +125,10 @@ export function controllerArgs(options: ControllerOptions): string[] {
     // (docs/routing.md, "Traefik").
     ...(options.ingressFlavor === undefined ? [] : ['--ingress-flavor', options.ingressFlavor]),
     ...(options.ingressClass === undefined ? [] : ['--ingress-class', options.ingressClass]),
+    // Where a data plane really serves (Traefik), the serving check requests each domain from it.
+    ...(options.servingCheckAddress === undefined
+      ? []
+      : ['--serving-check-address', options.servingCheckAddress]),
   ];
 }
 

@@ -382,6 +382,8 @@ async function startStack(
     metricsPort: ports.metrics,
     namespace: OPERATOR_NAMESPACE,
     ...dataPlaneControllerOptions(dataPlane, ingressClass, options.chartDefaults ?? true),
+    // Only Traefik serves in the sandbox: Contour and Envoy Gateway run without an Envoy.
+    ...(traefik === undefined ? {} : { servingCheckAddress: traefik.traefik.httpsAddr }),
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');

@@ -39,11 +39,13 @@ describe('traefikArgs', () => {
 
 describe('traefikOperatorFlags', () => {
   it("names only flags the operator has, with the traefik flavor and Traefik's class", () => {
-    const given = traefikOperatorFlags('mine');
+    const given = traefikOperatorFlags('mine', '127.0.0.1:8443');
     for (const flag of Object.keys(given)) expect(Object.keys(controllerOptions)).toContain(flag.slice(2));
     expect(given['--ingress-flavor']).toBe('traefik');
     expect(given['--data-plane']).toBe('traefik');
     expect(given['--ingress-class']).toBe('mine');
+    expect(given['--serving-check-address']).toBe('127.0.0.1:8443');
+    expect(traefikOperatorFlags('mine')).not.toHaveProperty('--serving-check-address');
   });
 });
 

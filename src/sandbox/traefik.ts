@@ -77,16 +77,21 @@ export function traefikArgs(ports: TraefikPorts, ingressClass: string = TRAEFIK_
 /**
  * The operator's flags for Traefik (src/controller/config-flags.ts): Ingresses of `ingressClass`
  * written in the `traefik` flavor (a Middleware per redirect), the data plane declared (so a flavor
- * Traefik ignores would say so: src/routing/data-planes.ts), and Routed waiting for Traefik to
- * publish each Ingress's address.
+ * Traefik ignores would say so: src/routing/data-planes.ts), Routed waiting for Traefik to publish
+ * each Ingress's address, and, given Traefik's `websecure` address (`host:port`), the serving check
+ * requesting each domain there (Ready names what it saw).
  */
-export function traefikOperatorFlags(ingressClass: string = TRAEFIK_INGRESS_CLASS): Record<string, string> {
+export function traefikOperatorFlags(
+  ingressClass: string = TRAEFIK_INGRESS_CLASS,
+  servingCheckAddress?: string,
+): Record<string, string> {
   return {
     '--ingress-flavor': 'traefik',
     '--data-plane': 'traefik',
     '--ingress-class': ingressClass,
     '--data-plane-acknowledgement': 'true',
     '--data-plane-name': 'Traefik',
+    ...(servingCheckAddress === undefined ? {} : { '--serving-check-address': servingCheckAddress }),
   };
 }
 

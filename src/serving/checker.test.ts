@@ -17,11 +17,17 @@ const settings: ServingCheckSettings = {
   maxConcurrent: 1,
 };
 
-function serving(message = 'Serves.'): ServingVerdict {
+const SERVED =
+  'www.shop.example: served certificate AB (valid until 2027-01-01T00:00:00.000Z) at ingress.example.svc:443';
+
+/** A serving verdict whose answer (verdict.ts `answer`) is `answer`. */
+function serving(answer = 'Serves.'): ServingVerdict {
   return {
     result: 'serving',
     reason: 'Live',
-    message,
+    served: SERVED,
+    answer,
+    message: `${SERVED}: ${answer}`,
     compared: true,
     certificate: {
       serialNumber: 'AB',
@@ -63,6 +69,10 @@ const ready = (status: 'True' | 'False', reason: string, message: string): Condi
   lastTransitionTime: T0.toISOString(),
 });
 
+/** Ready's message for a serving check whose run began at `since` (schedule.ts). */
+const readyMessage = (answer: string, since: Date = T0): string =>
+  `${SERVED}, checked ${since.toISOString()} (re-checked every 10 minutes): ${answer}`;
+
 const domain = (serialNumber: string, readyCondition?: Condition, uid = 'uid-1') => ({
   key: 'shop/www',
   uid,
@@ -76,20 +86,54 @@ describe('ServingChecker', () => {
     const { calls, check } = recorder(serving('Serves with AB.'), serving('Serves again.'));
     const checker = new ServingChecker(settings, check);
     const first = await checker.observe(domain('AB'), T0, log);
-    expect(first.readiness).toEqual({ status: 'True', reason: 'Live', message: 'Serves with AB.' });
+    expect(first.readiness).toEqual({
+      status: 'True',
+      reason: 'Live',
+      message: readyMessage('Serves with AB.'),
+    });
     expect(first.nextCheckAt).toEqual(at(DEFAULT_SERVING_SCHEDULE.intervalMs));
     expect(calls).toEqual([
       { address: settings.address, hostname: 'www.shop.example', serialNumber: 'AB', timeoutMs: 1_000 },
     ]);
 
-    const written = ready('True', 'Live', 'Serves with AB.');
+    const written = ready('True', 'Live', readyMessage('Serves with AB.'));
     const between = await checker.observe(domain('AB', written), at(60_000), log);
     expect(between).toEqual({ readiness: first.readiness, nextCheckAt: first.nextCheckAt });
     expect(calls).toHaveLength(1);
 
-    const due = await checker.observe(domain('AB', written), at(DEFAULT_SERVING_SCHEDULE.intervalMs), log);
-    expect(due.readiness.message).toBe('Serves again.');
+    // Another answer: a new run, checked at this check's time.
+    const interval = at(DEFAULT_SERVING_SCHEDULE.intervalMs);
+    const due = await checker.observe(domain('AB', written), interval, log);
+    expect(due.readiness.message).toBe(readyMessage('Serves again.', interval));
     expect(calls).toHaveLength(2);
+  });
+
+  it('keeps the time of the first check in Ready’s message while re-checks see the same answer, so the status is not rewritten', async () => {
+    const { calls, check } = recorder(serving('Same.'), serving('Same.'), serving('Same.'));
+    const checker = new ServingChecker(settings, check);
+    const first = await checker.observe(domain('AB'), T0, log);
+    const written = ready('True', 'Live', first.readiness.message);
+    for (const n of [1, 2]) {
+      const again = await checker.observe(
+        domain('AB', written),
+        at(n * DEFAULT_SERVING_SCHEDULE.intervalMs),
+        log,
+      );
+      expect(again.readiness).toEqual(first.readiness);
+    }
+    expect(calls).toHaveLength(3);
+    expect(first.readiness.message).toBe(readyMessage('Same.', T0));
+  });
+
+  it('starts a new run when the domain’s Ready does not say what the run says (its status write was lost)', async () => {
+    const { check } = recorder(serving('Same.'), serving('Same.'));
+    const checker = new ServingChecker(settings, check);
+    await checker.observe(domain('AB'), T0, log);
+    const stale = ready('True', 'Live', 'Something older.');
+    const interval = at(DEFAULT_SERVING_SCHEDULE.intervalMs);
+    // Ready's reason is Live and status True, so the record's verdict is carried until due.
+    const again = await checker.observe(domain('AB', stale), interval, log);
+    expect(again.readiness.message).toBe(readyMessage('Same.', interval));
   });
 
   it('checks again at once when the Ready condition is not what the last check made it', async () => {
@@ -150,14 +194,16 @@ describe('ServingChecker', () => {
     expect(pending.readiness.message).toContain('1 checks running');
     expect(pending.nextCheckAt).toEqual(at(DEFAULT_SERVING_SCHEDULE.intervalMs + 2_000));
     const kept = await checker.observe(
-      { ...other, ready: ready('True', 'Live', 'First.') },
+      { ...other, ready: ready('True', 'Live', readyMessage('First.')) },
       at(DEFAULT_SERVING_SCHEDULE.intervalMs),
       log,
     );
-    expect(kept.readiness).toEqual({ status: 'True', reason: 'Live', message: 'First.' });
+    expect(kept.readiness).toEqual({ status: 'True', reason: 'Live', message: readyMessage('First.') });
 
     release(serving('Held.'));
-    expect((await held).readiness.message).toBe('Held.');
+    expect((await held).readiness.message).toBe(
+      readyMessage('Held.', at(DEFAULT_SERVING_SCHEDULE.intervalMs)),
+    );
     expect(checker.running).toBe(0);
   });
 

@@ -64,8 +64,9 @@ const REASON_OF: Record<ServingResult, ServingReason> = {
 /**
  * One domain's record, packed: the uid of the CustomDomain it was made for (a domain deleted and
  * created again under the same name starts afresh), the normalized serial (up to 40 hex digits),
- * and five numbers (times in epoch milliseconds, NaN for absent). About 320 bytes in V8 with its Map
- * entry and key (measured with Node 24: 10,000 records, 3.2 MB of heap). Ready's message (another
+ * and six numbers (times in epoch milliseconds, NaN for absent). About 320 bytes in V8 with its Map
+ * entry and key (measured with Node 24 before `servingSinceMs` was added: 10,000 records, 3.2 MB of
+ * heap). Ready's message (another
  * 300 bytes or so) is not kept: between checks it is read back from the domain's Ready condition.
  */
 interface PackedRecord {
@@ -77,6 +78,7 @@ interface PackedRecord {
   consecutiveFailures: number;
   failingSinceMs: number;
   lastServingMs: number;
+  servingSinceMs: number;
 }
 
 function pack(uid: string, record: ServingCheckRecord): PackedRecord {
@@ -88,6 +90,7 @@ function pack(uid: string, record: ServingCheckRecord): PackedRecord {
     consecutiveFailures: record.consecutiveFailures,
     failingSinceMs: record.failingSince === undefined ? NaN : Date.parse(record.failingSince),
     lastServingMs: record.lastServingTime === undefined ? NaN : Date.parse(record.lastServingTime),
+    servingSinceMs: record.servingSince === undefined ? NaN : Date.parse(record.servingSince),
   };
 }
 
@@ -100,6 +103,7 @@ function unpack(packed: PackedRecord): ServingCheckRecord {
     consecutiveFailures: packed.consecutiveFailures,
     ...(Number.isNaN(packed.failingSinceMs) ? {} : { failingSince: iso(packed.failingSinceMs) }),
     ...(Number.isNaN(packed.lastServingMs) ? {} : { lastServingTime: iso(packed.lastServingMs) }),
+    ...(Number.isNaN(packed.servingSinceMs) ? {} : { servingSince: iso(packed.servingSinceMs) }),
   };
 }
 
@@ -118,6 +122,29 @@ export function carriedReadiness(
   const expected = servingReadiness({ result, reason: REASON_OF[result], message: '' }, record, now, policy);
   if (ready?.status !== expected.status || ready.reason !== expected.reason) return undefined;
   return { status: expected.status, reason: expected.reason, message: ready.message };
+}
+
+/**
+ * The record and Ready after a check made at `now` ended in `verdict`. A serving run goes on, with
+ * the time of its first check in Ready's message, only while that message is the domain's Ready
+ * (`domain.ready`): a check that sees another answer, or finds Ready saying something else (its
+ * status write was lost), starts a new run, checked now.
+ */
+function afterCheck(
+  record: ServingCheckRecord | undefined,
+  domain: { serialNumber: string; ready: Condition | undefined },
+  verdict: ServingVerdict,
+  now: Date,
+  policy: ServingSchedulePolicy,
+): { next: ServingCheckRecord; readiness: ServingReadiness } {
+  const next = recordServingCheck(record, domain.serialNumber, verdict, now);
+  const readiness = servingReadiness(verdict, next, now, policy);
+  const at = now.toISOString();
+  if (verdict.result !== 'serving' || next.servingSince === at) return { next, readiness };
+  if (domain.ready?.status === 'True' && domain.ready.message === readiness.message)
+    return { next, readiness };
+  const restarted = { ...next, servingSince: at };
+  return { next: restarted, readiness: servingReadiness(verdict, restarted, now, policy) };
 }
 
 export class ServingChecker {
@@ -175,14 +202,11 @@ export class ServingChecker {
       return { readiness: (!renewed && carried) || this.#pending(domain), nextCheckAt };
     }
     const verdict = await this.#run(domain, record);
-    const next = recordServingCheck(record, domain.serialNumber, verdict, now);
+    const { next, readiness } = afterCheck(record, domain, verdict, now, policy);
     this.#records.set(domain.key, pack(domain.uid, next));
     if (record?.lastResult !== verdict.result || record.serialNumber !== next.serialNumber)
       log.info({ result: verdict.result, serialNumber: next.serialNumber }, 'serving checked');
-    return {
-      readiness: servingReadiness(verdict, next, now, policy),
-      nextCheckAt: nextServingCheckAt(next, domain.serialNumber, now, policy),
-    };
+    return { readiness, nextCheckAt: nextServingCheckAt(next, domain.serialNumber, now, policy) };
   }
 
   /** One check in a slot; `record` names the serial it was made for as the previous one. */

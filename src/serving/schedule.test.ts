@@ -87,7 +87,23 @@ describe('recordServingCheck', () => {
       lastResult: 'serving',
       consecutiveFailures: 0,
       lastServingTime: at(7_000).toISOString(),
+      servingSince: at(7_000).toISOString(),
     });
+  });
+
+  it('keeps the start of a serving run through serving re-checks of one serial, and starts a new one after a failure', () => {
+    const first = recordServingCheck(undefined, SERIAL, serving, T0);
+    const again = recordServingCheck(first, SERIAL, serving, at(600_000));
+    expect(again.servingSince).toBe(T0.toISOString());
+    expect(again.lastServingTime).toBe(at(600_000).toISOString());
+    const failed = recordServingCheck(again, SERIAL, unreachable, at(1_200_000));
+    expect(failed.servingSince).toBeUndefined();
+    expect(recordServingCheck(failed, SERIAL, serving, at(1_205_000)).servingSince).toBe(
+      at(1_205_000).toISOString(),
+    );
+    expect(recordServingCheck(again, RENEWED, serving, at(1_300_000)).servingSince).toBe(
+      at(1_300_000).toISOString(),
+    );
   });
 });
 
@@ -105,6 +121,27 @@ describe('servingReadiness', () => {
       reason: 'CertificateNotServed',
       message: 'Another one.',
     });
+  });
+
+  it('names in Ready what the check saw, where, and when the serving run began, with the re-check interval', () => {
+    const seen = {
+      ...serving,
+      served:
+        'www.shop.example: served certificate A1B2C (valid until 2027-01-01T00:00:00.000Z) at 127.0.0.1:8443',
+      answer: 'GET https://www.shop.example/ answered HTTP 301, Location https://shop.example/.',
+    };
+    const first = recordServingCheck(undefined, SERIAL, seen, T0);
+    const later = recordServingCheck(first, SERIAL, seen, at(600_000));
+    const expected =
+      'www.shop.example: served certificate A1B2C (valid until 2027-01-01T00:00:00.000Z) at 127.0.0.1:8443, ' +
+      `checked ${T0.toISOString()} (re-checked every 10 minutes): ` +
+      'GET https://www.shop.example/ answered HTTP 301, Location https://shop.example/.';
+    expect(servingReadiness(seen, first, T0).message).toBe(expected);
+    expect(servingReadiness(seen, later, at(600_000)).message).toBe(expected);
+    const everyFive = { intervalMs: 5_000, unreachableGraceMs: 60_000 };
+    expect(servingReadiness(seen, first, T0, everyFive).message).toContain('(re-checked every 5 seconds)');
+    const everyMinute = { intervalMs: 60_000, unreachableGraceMs: 60_000 };
+    expect(servingReadiness(seen, first, T0, everyMinute).message).toContain('(re-checked every 1 minute)');
   });
 
   it('keeps a domain that served this serial Ready through the grace period while unreachable', () => {

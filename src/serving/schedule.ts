@@ -15,8 +15,8 @@
  *   unverifies a domain: docs/customdomains.md, "DNS faults on a verified domain"). A definite
  *   answer (another certificate, the default backend) takes it away at once.
  */
-import type { ServingReason, ServingResult, ServingVerdict } from './verdict.js';
-import { normalizeSerial } from './verdict.js';
+import type { ServingReason, ServingResult, ServingSuccess, ServingVerdict } from './verdict.js';
+import { normalizeSerial, servedMessage } from './verdict.js';
 
 export const DEFAULT_SERVING_INTERVAL_MS = 10 * 60_000;
 export const SERVING_RETRY_BASE_MS = 5_000;
@@ -35,6 +35,13 @@ export interface ServingCheckRecord {
   failingSince?: string;
   /** When a check for this serial last found the domain serving; absent if none did. */
   lastServingTime?: string;
+  /**
+   * The first check of the current run of checks that found the domain serving this serial: Ready's
+   * message says "checked <servingSince>", so that a re-check seeing the same leaves the message,
+   * and the status, as they are (checker.ts starts a new run when a check sees another answer).
+   * Absent while not serving.
+   */
+  servingSince?: string;
 }
 
 export interface ServingSchedulePolicy {
@@ -89,6 +96,7 @@ export function recordServingCheck(
       lastResult: 'serving',
       consecutiveFailures: 0,
       lastServingTime: at,
+      servingSince: (same?.lastResult === 'serving' ? same.servingSince : undefined) ?? at,
     };
   }
   return {
@@ -115,17 +123,39 @@ export interface ServingReadiness {
 }
 
 /**
+ * `checked <time> (re-checked every <interval>)`: the first check of the current serving run, and
+ * the schedule of the next ones (the interval in minutes when whole, else seconds). The same words
+ * while re-checks see the same answer: no status write for them.
+ */
+function checkedPhrase(record: ServingCheckRecord, policy: ServingSchedulePolicy): string {
+  const since = record.servingSince ?? record.lastCheckTime;
+  const minutes = policy.intervalMs / 60_000;
+  const every = Number.isInteger(minutes)
+    ? `${minutes} minute${minutes === 1 ? '' : 's'}`
+    : `${policy.intervalMs / 1000} seconds`;
+  return `checked ${since} (re-checked every ${every})`;
+}
+
+/**
  * Ready from the latest `verdict` and the `record` that includes it (recordServingCheck's result).
  * An unreachable data plane keeps a domain that served this serial Ready during the grace period,
  * with Ready's reason `Live` and the failure in the message.
  */
 export function servingReadiness(
-  verdict: Pick<ServingVerdict, 'result' | 'reason' | 'message'>,
+  verdict: Pick<ServingVerdict, 'result' | 'reason' | 'message'> &
+    Partial<Pick<ServingSuccess, 'served' | 'answer'>>,
   record: ServingCheckRecord,
   now: Date,
   policy: ServingSchedulePolicy = DEFAULT_SERVING_SCHEDULE,
 ): ServingReadiness {
-  if (verdict.result === 'serving') return { status: 'True', reason: 'Live', message: verdict.message };
+  if (verdict.result === 'serving') {
+    const { served, answer } = verdict;
+    const message =
+      served === undefined || answer === undefined
+        ? verdict.message
+        : servedMessage({ served, answer }, checkedPhrase(record, policy));
+    return { status: 'True', reason: 'Live', message };
+  }
   if (verdict.result === 'unreachable' && record.lastServingTime !== undefined) {
     const since = Date.parse(record.failingSince ?? record.lastCheckTime);
     const until = since + policy.unreachableGraceMs;

@@ -126,7 +126,9 @@ describe('checkServing against a TLS server standing in for the ingress controll
     expect(verdict.certificate.coversHostname).toBe(true);
     expect(verdict.response.statusCode).toBe(200);
     expect(verdict.compared).toBe(true);
-    expect(verdict.message).toContain(`serial ${verdict.certificate.serialNumber}`);
+    expect(verdict.message).toBe(
+      `${HOSTNAME}: served certificate ${verdict.certificate.serialNumber} (valid until ${verdict.certificate.notAfter}) at ${address}: GET https://${HOSTNAME}/ answered HTTP 200.`,
+    );
     // One connection for the certificate, one kept alive for both requests.
     expect(ingress.connections).toBe(2);
     expect(ingress.handshakeErrors).toEqual([]);

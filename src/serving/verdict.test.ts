@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   judgeServing,
   normalizeSerial,
+  servedMessage,
   SERVING_REASONS,
   type ObservedResponse,
   type ServedCertificate,
@@ -57,6 +58,30 @@ describe('judgeServing on observations', () => {
       if (verdict.result === 'serving') expect(verdict.compared).toBe(false);
       expect(verdict.message).toContain('not compared with the default backend');
     }
+  });
+
+  it('words a serving verdict as what was served where, and the answer, a redirect’s Location included', () => {
+    const redirect: ObservedResponse = {
+      ...response(301, 'r'),
+      headers: { location: 'https://shop.example/a?b=c' },
+    };
+    const verdict = judgeServing(
+      { ...expected, path: '/a?b=c' },
+      { step: 'done', certificate: issued, response: redirect, defaultResponse: response(404, 'd') },
+    );
+    expect(verdict.result).toBe('serving');
+    if (verdict.result !== 'serving') return;
+    expect(verdict.served).toBe(
+      'www.shop.example: served certificate AB12 (valid until 2027-02-23T00:00:00.000Z) at ingress-nginx-controller.ingress-nginx.svc:443',
+    );
+    expect(verdict.answer).toBe(
+      'GET https://www.shop.example/a?b=c answered HTTP 301, Location https://shop.example/a?b=c.',
+    );
+    expect(verdict.message).toBe(`${verdict.served}: ${verdict.answer}`);
+    expect(servedMessage(verdict, 'checked 2026-11-29T03:00:00.000Z')).toBe(
+      `${verdict.served}, checked 2026-11-29T03:00:00.000Z: ${verdict.answer}`,
+    );
+    expect(verdict.message).not.toContain('serves over HTTPS');
   });
 
   it('tells the default backend by status and body together', () => {

@@ -1,7 +1,8 @@
 /**
- * What the serving check saw, and what it means for the domain (docs/routing.md, "Serving check": "Live" means
- * the domain serves the project over HTTPS). Pure: the I/O is in serving-check.ts, which
- * gathers the observations this module judges and words.
+ * What the serving check saw, and what it means for the domain (docs/routing.md, "Serving check":
+ * with the check on, "Live" means the check saw the issued certificate served and the domain's
+ * route answer). Pure: the I/O is in serving-check.ts, which gathers the observations this module
+ * judges and words.
  *
  * The verdicts, in the order they are decided:
  * - `unreachable`: no TLS connection, or no HTTP answer, from the data plane (an error code).
@@ -135,6 +136,17 @@ export type ServingVerdict =
       response: ObservedResponse;
       /** False when there was no default answer to compare with (see the module comment). */
       compared: boolean;
+      /**
+       * What was served where: `<hostname>: served certificate <serial> (valid until <RFC 3339>) at
+       * <address>`. `message` is `<served>: <answer>`; Ready's message puts the time of the check
+       * between them (schedule.ts `servingReadiness`).
+       */
+      served: string;
+      /**
+       * The answer: `GET https://<hostname><path> answered HTTP <status>`, with `, Location <url>` for
+       * a redirect and a note when it was not compared with the default backend; a full sentence.
+       */
+      answer: string;
     })
   | (VerdictBase & {
       result: 'wrong-certificate';
@@ -157,6 +169,9 @@ export type ServingVerdict =
     });
 
 export type ServingResult = ServingVerdict['result'];
+
+/** The verdict of a check that found the domain served. */
+export type ServingSuccess = Extract<ServingVerdict, { result: 'serving' }>;
 
 /**
  * A serial number as Portico compares it: uppercase hex, without `:` separators, whitespace or
@@ -353,12 +368,27 @@ function judgeResponse(
   const note = compared
     ? ''
     : ` (not compared with the default backend: ${isError(defaultResponse) ? defaultResponse.code : 'HTTP 421'} for a hostname without a route)`;
+  const location = response.headers['location'];
+  const served = `${expected.hostname}: served certificate ${certificate.serialNumber} (valid until ${certificate.notAfter}) at ${expected.address}`;
+  const answered = `GET https://${expected.hostname}${expected.path ?? '/'} answered HTTP ${response.statusCode}${location === undefined ? '' : `, Location ${location}`}${note}.`;
   return {
     result: 'serving',
     reason: 'Live',
     certificate,
     response,
     compared,
-    message: `${expected.hostname} serves over HTTPS: the data plane at ${expected.address} serves the certificate Portico issued (serial ${certificate.serialNumber}, valid until ${certificate.notAfter}) and the domain's route answers HTTP ${response.statusCode}${note}.`,
+    served,
+    answer: answered,
+    message: `${served}: ${answered}`,
   };
+}
+
+/**
+ * Ready's message for a serving verdict checked at `checked` (a phrase, e.g. `checked
+ * 2026-11-29T03:00:00.000Z`): `<hostname>: served certificate <serial> (valid until …) at <address>,
+ * <checked>: GET https://<hostname>/ answered HTTP <status>[, Location <url>].` It names only what the
+ * check saw (docs/customdomains.md, Ready).
+ */
+export function servedMessage(verdict: Pick<ServingSuccess, 'served' | 'answer'>, checked: string): string {
+  return `${verdict.served}, ${checked}: ${verdict.answer}`;
 }

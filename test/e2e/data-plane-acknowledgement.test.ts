@@ -81,8 +81,10 @@ describe('with the data-plane acknowledgement off', () => {
     const cd = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 60_000);
     expect(domainCondition(cd, 'Routed')).toMatchObject({ status: 'True', reason: 'RoutesReady' });
     expect(domainCondition(cd, 'Routed').message).toContain('Written, but unconfirmed');
-    expect(domainCondition(cd, 'Ready').message).toContain('unconfirmed');
-    expect(domainCondition(cd, 'Ready').message).not.toBe(`${hostname} serves over HTTPS.`);
+    expect(domainCondition(cd, 'Ready').message).toBe(
+      `${hostname} has certificate ${cd.status?.certificate?.serialNumber} and its routing is written, but unconfirmed: the data-plane acknowledgement is off, so the ingress controller or gateway is not asked. ` +
+        'Serving was not observed: no HTTPS request is made while the serving check is off (--serving-check-address, chart value routing.servingCheck.address).',
+    );
   });
 });
 
@@ -203,7 +205,16 @@ describe('gateway mode with the acknowledgement on (the test plays the Gateway: 
 
     await reportOnRoute(ns, true);
     const live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 15_000);
-    expect(domainCondition(live, 'Ready').message).toBe(`${hostname} serves over HTTPS.`);
+    const ready = domainCondition(live, 'Ready').message ?? '';
+    expect(ready).toContain(
+      `${hostname} has certificate ${live.status?.certificate?.serialNumber}, and its route is acknowledged: `,
+    );
+    expect(ready).toContain(
+      `Gateway ${GATEWAY_NAMESPACE}/public, ListenerSet ${ns}/portico-www accepted HTTPRoute portico-www.`,
+    );
+    expect(ready).toContain('programmed ListenerSet portico-www.');
+    expect(ready).toContain('Serving was not observed');
+    expect(ready).not.toContain('serves over HTTPS');
     expect(domainCondition(live, 'Routed').message).toContain(
       `Gateway ${GATEWAY_NAMESPACE}/public, ListenerSet ${ns}/portico-www accepted HTTPRoute portico-www.`,
     );

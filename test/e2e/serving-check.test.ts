@@ -42,12 +42,14 @@ import {
 let stack: ControllerCommand | undefined;
 let operator: OperatorProcess | undefined;
 let ingress: StandInIngress | undefined;
+/** The stand-in's `host:port`, the operator's --serving-check-address. */
+let address = '';
 
 const PROJECT_PAGE = { status: 200, body: '<!doctype html><title>Shop</title>' };
 
 beforeAll(async () => {
   ingress = new StandInIngress(await selfSignedCertificate(FAKE_CERTIFICATE_SUBJECT, ['ingress.local']));
-  const address = await ingress.listen();
+  address = await ingress.listen();
   stack = await stopStackController();
   if (!stack) throw new Error('the stack operator was not found');
   // A 5 s interval caps the retry delay, so each change of the stand-in is seen within seconds.
@@ -118,9 +120,24 @@ describe('the serving check against a TLS server standing in for the ingress con
     standIn.route(hostname, PROJECT_PAGE);
     const live = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 30_000);
     expect(live.status?.phase).toBe('Live');
-    expect(ready(live)?.message).toContain(`${hostname} serves over HTTPS`);
-    expect(ready(live)?.message).toContain(`serial ${issuedSerial}`);
+    // What the check saw, where and when (re-checked every 5 s here, the same answer each time).
+    const message = ready(live)?.message ?? '';
+    expect(message).toContain(`${hostname}: served certificate ${issuedSerial} (valid until `);
+    expect(message).toContain(`) at ${address}, checked `);
+    expect(message).toMatch(/, checked \d{4}-\d\d-\d\dT[\d:.]+Z \(re-checked every 5 seconds\): /);
+    expect(message).toMatch(
+      new RegExp(`: GET https://${hostname.replace(/\./g, '\\.')}/ answered HTTP 200\\.$`),
+    );
+    expect(ready(live)?.message).not.toContain('serves over HTTPS');
     expect(standIn.servernames).toContain(hostname);
+    // Re-checks that see the same answer leave the message, and so the status, as it was. A check
+    // makes two TLS connections with the hostname as SNI; once a second re-check has begun, the
+    // reconcile of the first (and its status write, if any) is over.
+    const asked = (): number => standIn.servernames.filter((name) => name === hostname).length;
+    const before = asked();
+    await waitFor('two re-checks of the serving domain', () => (asked() > before + 2 ? true : undefined));
+    const rechecked = await getCustomDomain(ns, 'www');
+    expect(ready(rechecked)).toMatchObject({ status: 'True', reason: 'Live', message });
 
     // A renewal (the CA's ARI window moved into the past, then a verify request): the new
     // certificate is in the Secret, the stand-in still serves the old one.
@@ -157,7 +174,7 @@ describe('the serving check against a TLS server standing in for the ingress con
     expect(renewedPem.serial).toBe(renewedSerial);
     standIn.load(hostname, renewedPem);
     const liveAgain = await waitForCondition(ns, 'www', 'Ready', 'True', 'Live', 30_000);
-    expect(ready(liveAgain)?.message).toContain(`serial ${renewedSerial}`);
+    expect(ready(liveAgain)?.message).toContain(`served certificate ${renewedSerial} `);
     expect(serial(liveAgain.status?.certificate?.serialNumber)).toBe(renewedSerial);
   });
 });

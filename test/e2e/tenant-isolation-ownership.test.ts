@@ -8,6 +8,10 @@
  *   checks DNS again and asks for the ownership TXT record. The chart's tenant role cannot write
  *   `customdomains/status`, so these cases use the admin identity, which can (an operator or a
  *   platform tool with that right, misused).
+ * - An `Accepted=True` written into status by someone other than the operator (the admin, for the
+ *   same reason) on a domain whose Service has no ready endpoint: the deploy gate is asked again,
+ *   the domain stays `NotDeployed`, with no route and no certificate order, until the project
+ *   really deploys.
  * - A namespace deleted and created again under the same name is another project: the hostname its
  *   former self released needs the TXT record. No kube-controller-manager runs here, so the test does
  *   what its namespace controller would: deletes what the namespace holds, then removes the
@@ -24,6 +28,8 @@ import {
   domainCondition,
   getCustomDomain,
   kube,
+  markDeployed,
+  requestVerify,
   sandbox,
   unique,
   waitFor,
@@ -175,6 +181,92 @@ describe('a DNS outcome written into status by someone other than the operator',
     });
     expect(domainCondition(after, 'Routed').status).toBe('False');
     expect(await routeOrCertificate(ns, 'www')).toEqual([]);
+    await deleteCustomDomain(ns, 'www');
+  });
+});
+
+describe('an Accepted=True written into status by someone other than the operator', () => {
+  it('on a domain whose Service has no ready endpoint (written by an admin: the chart’s tenant role cannot write status): the deploy gate is asked again, NotDeployed, no route, no certificate order', async () => {
+    const ns = unique('own-forge-acc');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns, { deployed: false });
+    // DNS points at the platform: only the deploy gate stands between the domain and Live.
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    await waitForCondition(ns, 'www', 'Accepted', 'False', 'NotDeployed');
+
+    const forgedAt = await forgeStatus(ns, 'www', (cd) => ({
+      ...cd.status,
+      conditions: (cd.status?.conditions ?? []).map((c) =>
+        c.type === 'Accepted' ? { ...c, status: 'True', reason: 'Accepted', message: 'forged' } : c,
+      ),
+    }));
+    // A change the tenant may make, so that the operator reconciles the forged status whatever
+    // queues it (before the proof was asked, this reconcile latched the gate and went on to Live).
+    await requestVerify(ns, 'www');
+    // The operator's own verdict written over the forged one: Accepted turned False again after the
+    // forgery (lastTransitionTime has whole seconds).
+    const after = await waitFor(
+      `${ns}/www Accepted=False again after the forged Accepted=True`,
+      async () => {
+        const cd = await getCustomDomain(ns, 'www');
+        const accepted = cd.status?.conditions?.find((c) => c.type === 'Accepted');
+        return accepted?.status === 'False' &&
+          Date.parse(accepted.lastTransitionTime) >= Math.floor(forgedAt.getTime() / 1000) * 1000
+          ? cd
+          : undefined;
+      },
+      60_000,
+    );
+    expect(domainCondition(after, 'Accepted')).toMatchObject({ status: 'False', reason: 'NotDeployed' });
+    expect(after.status?.phase).toBe('Pending');
+    expect(domainCondition(after, 'Routed').status).toBe('False');
+    expect(domainCondition(after, 'CertificateReady').status).not.toBe('True');
+    expect(after.status?.certificate).toBeUndefined();
+    expect(after.status?.issuance).toBeUndefined();
+    expect(await routeOrCertificate(ns, 'www')).toEqual([]);
+
+    // The same domain, once its project really deploys, goes Live: nothing else held it back.
+    await markDeployed(ns);
+    const live = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 90_000);
+    expect(live.status?.observed?.proof).toMatch(/^[\w-]{43}$/);
+    expect(await routeOrCertificate(ns, 'www')).toEqual([
+      `Ingress ${ns}/portico-www`,
+      `Secret ${ns}/www-tls`,
+    ]);
+    await deleteCustomDomain(ns, 'www');
+  });
+});
+
+describe('a Live domain accepted before the status proof existed (the upgrade path)', () => {
+  it('its status without a proof (as an earlier build wrote it; written here by an admin, since this build always signs its own) and its Service scaled to zero: stays accepted and routed, and its status is signed again', async () => {
+    const ns = unique('own-upgrade');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns);
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 90_000);
+    // Scaled to zero: the deploy gate's latch alone keeps it accepted.
+    await kube().discovery.deleteNamespacedEndpointSlice({ namespace: ns, name: 'web-1' });
+
+    const unsignedAt = await forgeStatus(ns, 'www', (cd) => {
+      const observed = { ...cd.status?.observed } as NonNullable<
+        NonNullable<CustomDomain['status']>['observed']
+      >;
+      delete observed.proof;
+      return { ...cd.status, observed };
+    });
+    expect((await getCustomDomain(ns, 'www')).status?.observed?.proof).toBeUndefined();
+    // Its first reconcile by this build (the verify request makes one now, with a DNS check).
+    await requestVerify(ns, 'www');
+    const after = await checkedAfter(ns, 'www', unsignedAt);
+    expect(after.status?.observed?.proof).toMatch(/^[\w-]{43}$/);
+    expect(domainCondition(after, 'Accepted')).toMatchObject({ status: 'True', reason: 'Accepted' });
+    expect(domainCondition(after, 'Routed').status).toBe('True');
+    expect(await routeOrCertificate(ns, 'www')).toEqual([
+      `Ingress ${ns}/portico-www`,
+      `Secret ${ns}/www-tls`,
+    ]);
     await deleteCustomDomain(ns, 'www');
   });
 });

@@ -5,7 +5,8 @@
  * with the hostname as SNI and Host and Pebble's issuing root as its only trust anchor. The project's
  * Service is backed by a real HTTP server of this file (its EndpointSlice points at it). Domains go
  * through the real DNS check (pebble-challtestsrv) and real issuance by Pebble; HTTP-01 is validated
- * on the operator's own port, as in the other files (not through Traefik).
+ * on the operator's own port, as in the other files (not through Traefik). The operator's serving
+ * check requests each domain from Traefik, as the sandbox's does: Ready names what it saw.
  */
 import type { V1EndpointSlice, V1Ingress } from '@kubernetes/client-node';
 import type { Server } from 'node:http';
@@ -86,10 +87,9 @@ function https(): string {
 
 /**
  * Waits until CustomDomain `name` is Ready, then until Traefik presents, by SNI, the certificate whose
- * serial its status holds and answers a GET of `hostname` with `status`. Traefik publishes an
- * Ingress's address (the acknowledgement Ready rests on) as soon as it reads the Ingress, before its
- * TLS Secret and a redirect's Middleware are loaded, so Ready comes first: the lag is printed, not
- * asserted (docs/routing.md, "Traefik").
+ * serial its status holds and answers a GET of `hostname` with `status`. With the serving check on,
+ * Ready waits for the check to see the issued certificate served and the route answer; the lag
+ * between Ready and this client seeing the same is printed, not asserted.
  */
 async function waitUntilServed(name: string, hostname: string, status: number): Promise<void> {
   const cd = await waitForCondition(ns, name, 'Ready', 'True', undefined, 180_000);
@@ -125,7 +125,13 @@ beforeAll(async () => {
   root = await pebbleRoot();
   stack = await stopStackController();
   if (!stack) throw new Error('the stack operator was not found');
-  operator = await startOperator(stack, 'traefik-traffic', traefikOperatorFlags());
+  // The serving check requests each domain from Traefik's websecure entrypoint, as the sandbox's
+  // operator does with `--data-plane traefik`.
+  operator = await startOperator(
+    stack,
+    'traefik-traffic',
+    traefikOperatorFlags(TRAEFIK_INGRESS_CLASS, traefik.httpsAddr),
+  );
   await createProjectWithBackend(started.port);
   await domain('www', primary, { service: { name: 'web', port: 80 } });
   await waitUntilServed('www', primary, 200);
@@ -163,6 +169,19 @@ describe('a serving domain through Traefik', () => {
     expect(handshake.authorized).toBe(true);
     expect(handshake.certificate.serialNumber.toUpperCase()).toBe(serial?.toUpperCase());
     expect(handshake.certificate.subjectaltname).toBe(`DNS:${primary}`);
+  });
+
+  it('is Ready on what the serving check saw: the serial the TLS handshake presents, at Traefik’s address, and the answer', async () => {
+    const cd = await getCustomDomain(ns, 'www');
+    const handshake = await tlsHandshake(https(), primary, root);
+    const presented = handshake.certificate.serialNumber.toUpperCase().replace(/^0+/, '');
+    const ready = domainCondition(cd, 'Ready');
+    expect(ready).toMatchObject({ status: 'True', reason: 'Live' });
+    expect(ready.message).toContain(`${primary}: served certificate ${presented} (valid until `);
+    expect(ready.message).toContain(`) at ${https()}, checked `);
+    expect(ready.message).toMatch(/, checked \d{4}-\d\d-\d\dT[\d:.]+Z \(re-checked every 10 minutes\): /);
+    expect(ready.message?.endsWith(`: GET https://${primary}/ answered HTTP 200.`)).toBe(true);
+    expect(ready.message).not.toContain('serves over HTTPS');
   });
 
   it("answers 200 with the project's page from the backend, path and query passed on", async () => {
@@ -204,6 +223,14 @@ describe('redirect domains through Traefik', () => {
     const answer = await httpsGet(https(), hostname, '/old/page?id=7&ref=mail', root);
     expect(answer.status).toBe(301);
     expect(answer.headers.location).toBe(`https://${primary}/old/page?id=7&ref=mail`);
+    // Ready names the 301 and the Location the serving check saw for `/`.
+    const presented = handshake.certificate.serialNumber.toUpperCase().replace(/^0+/, '');
+    const ready = domainCondition(cd, 'Ready').message ?? '';
+    expect(ready).toContain(`${hostname}: served certificate ${presented} (valid until `);
+    expect(ready).toContain(`) at ${https()}, checked `);
+    expect(
+      ready.endsWith(`: GET https://${hostname}/ answered HTTP 301, Location https://${primary}/.`),
+    ).toBe(true);
   });
 
   it('sends the statuses of the documented mapping for each status the API accepts, to GET and to POST', async () => {

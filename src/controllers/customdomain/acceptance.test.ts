@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../api/customdomain.js';
 import { validateHostname } from '../../domain/hostname.js';
-import { acceptance, planOf, reservedDomainOf, type AcceptanceFacts } from './acceptance.js';
+import {
+  acceptance,
+  acceptedBefore,
+  deployState,
+  planOf,
+  reservedDomainOf,
+  type AcceptanceFacts,
+} from './acceptance.js';
 
 const domain: CustomDomain = {
   apiVersion: 'portico.dev/v1alpha1',
@@ -99,5 +106,67 @@ describe('labels and reserved domains', () => {
     expect(planOf({ 'portico.dev/plan': 'Business' })).toBe('business');
     expect(reservedDomainOf('a.platform.example', ['platform.example'])).toBe('platform.example');
     expect(reservedDomainOf('notplatform.example', ['platform.example'])).toBeUndefined();
+  });
+});
+
+describe('accepted before, as the operator proves it (docs/customdomains.md, "What status Portico trusts")', () => {
+  const withAccepted = (status: 'True' | 'False'): CustomDomain => ({
+    ...domain,
+    status: {
+      conditions: [
+        {
+          type: 'Accepted',
+          status,
+          reason: status === 'True' ? 'Accepted' : 'NotDeployed',
+          message: '',
+          lastTransitionTime: '2026-06-01T00:00:00Z',
+        },
+      ],
+    },
+  });
+  const accepted = withAccepted('True');
+  const neither = { proven: false, routed: false };
+
+  it('counts an Accepted=True only with the operator’s proof on the status or a route of its own', () => {
+    expect(acceptedBefore(accepted, { proven: true, routed: false })).toBe(true);
+    expect(acceptedBefore(accepted, { proven: false, routed: true })).toBe(true);
+    // Written by someone else (a status writer), on a domain the operator never routed.
+    expect(acceptedBefore(accepted, neither)).toBe(false);
+  });
+
+  it('never counts a status that does not say Accepted=True, whatever the evidence', () => {
+    expect(acceptedBefore(withAccepted('False'), { proven: true, routed: true })).toBe(false);
+    expect(acceptedBefore(domain, { proven: true, routed: true })).toBe(false);
+  });
+
+  it('deployState: an unproven Accepted=True with no ready endpoint is not deployed, so NotDeployed', () => {
+    const forged = deployState(accepted, 0, neither);
+    expect(forged).toEqual({ readyEndpoints: 0, previouslyAccepted: false, deployed: false });
+    expect(acceptance({ ...ok, domain: accepted, ...forged }).reason).toBe('NotDeployed');
+  });
+
+  it('deployState: the operator’s own Accepted=True latches the gate through scale-to-zero', () => {
+    for (const evidence of [
+      { proven: true, routed: false },
+      // Accepted by a build before the proof: its route shows it (the upgrade).
+      { proven: false, routed: true },
+    ]) {
+      const state = deployState(accepted, 0, evidence);
+      expect(state).toEqual({ readyEndpoints: 0, previouslyAccepted: true, deployed: true });
+      expect(acceptance({ ...ok, domain: accepted, ...state }).status).toBe('True');
+    }
+  });
+
+  it('deployState: a ready endpoint, or no Service (a redirect), is deployed without any latch', () => {
+    expect(deployState(accepted, 2, neither)).toEqual({
+      readyEndpoints: 2,
+      previouslyAccepted: false,
+      deployed: true,
+    });
+    expect(deployState(domain, undefined, neither)).toEqual({
+      readyEndpoints: undefined,
+      previouslyAccepted: false,
+      deployed: true,
+    });
   });
 });

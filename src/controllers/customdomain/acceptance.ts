@@ -4,7 +4,8 @@
  * - Plan (docs/customdomains.md, PlanNotEligible): custom domains need Pro or above. The plan is the namespace label
  *   `portico.dev/plan`; a missing label means free (docs/tenant-rbac.md).
  * - Deploy (docs/customdomains.md, NotDeployed): the project must have had a successful deploy: its Service has had at least
- *   one ready endpoint. Once accepted, a later scale-to-zero does not revoke it.
+ *   one ready endpoint. Once accepted, a later scale-to-zero does not revoke it; "accepted before"
+ *   counts only as the operator can prove it (`acceptedBefore`), never from status as written.
  * - The hostname rules of the CRD (domain/hostname.ts), checked again for an object stored before
  *   a rule existed (the API server does not re-check stored objects).
  * - Internationalized names: every `xn--` label must be a valid A-label (RFC 5891, UTS #46); the CRD's
@@ -22,6 +23,7 @@ import type { CustomDomain } from '../../api/customdomain.js';
 import { PLAN_LABEL } from '../../api/customdomain.js';
 import type { ClaimableProblem } from '../../domain/claimable.js';
 import type { ConditionInput } from '../../kube/conditions.js';
+import { isAccepted } from './claim-precedence.js';
 import type { ClaimState } from './hostname-claims.js';
 
 export const ELIGIBLE_PLANS: ReadonlySet<string> = new Set(['pro', 'business', 'enterprise']);
@@ -36,12 +38,74 @@ export function reservedDomainOf(hostname: string, reserved: readonly string[]):
   return reserved.find((r) => hostname === r || hostname.endsWith(`.${r}`));
 }
 
+/**
+ * What the operator observes of a CustomDomain that says whether an `Accepted=True` in its status
+ * is its own (docs/customdomains.md, "What status Portico trusts").
+ */
+export interface AcceptedEvidence {
+  /**
+   * The status carries the operator's proof (status-proof.ts `isProvenStatus`, which covers the
+   * Accepted status): the operator wrote this Accepted=True itself.
+   */
+  proven: boolean;
+  /**
+   * A routing object of the operator's for the domain exists now: at one of the names Portico gives
+   * the domain's routing (routing/plan.ts `ownedRoutingObjects`), with a controller ownerReference
+   * to the domain's uid. The operator writes routing only for an accepted domain and deletes it when
+   * the domain is not, so one means the domain was accepted; this is how a domain accepted by a
+   * build before the proof (no `status.observed.proof`) keeps its latch until its first reconcile
+   * signs its status. Any class counts: the routing class may change at that same upgrade.
+   */
+  routed: boolean;
+}
+
+/**
+ * Whether `domain` counts as accepted before: its status says `Accepted=True` (claim-precedence.ts
+ * `isAccepted`) and the operator can show that it wrote it (`evidence`: the status proof, or its own
+ * route for the domain). An `Accepted=True` written by anyone else (someone allowed to update
+ * `customdomains/status`) counts for nothing: the deploy gate is asked again and an undeployed hold
+ * lapses after its grace. Pure.
+ */
+export function acceptedBefore(domain: CustomDomain, evidence: AcceptedEvidence): boolean {
+  return isAccepted(domain) && (evidence.proven || evidence.routed);
+}
+
+/** The deploy gate's inputs (`deployState`). */
+export interface DeployState {
+  /** Ready endpoints of spec.service now; undefined when the domain has no service (a redirect). */
+  readyEndpoints: number | undefined;
+  /** `acceptedBefore`: the latch of the deploy gate, as the operator proves it. */
+  previouslyAccepted: boolean;
+  /**
+   * The project counts as deployed (for the deploy gate and a claim take-over): a ready endpoint
+   * now, no Service, or accepted before.
+   */
+  deployed: boolean;
+}
+
+/**
+ * The deploy gate of `domain` from `readyEndpoints` of its Service now (undefined: no Service) and
+ * what the operator observes of its earlier acceptance (`acceptedBefore`). Pure.
+ */
+export function deployState(
+  domain: CustomDomain,
+  readyEndpoints: number | undefined,
+  evidence: AcceptedEvidence,
+): DeployState {
+  const previouslyAccepted = acceptedBefore(domain, evidence);
+  const deployed = readyEndpoints === undefined || readyEndpoints > 0 || previouslyAccepted;
+  return { readyEndpoints, previouslyAccepted, deployed };
+}
+
 export interface AcceptanceFacts {
   domain: CustomDomain;
   plan: string;
   /** Ready endpoints of spec.service now; undefined when the domain has no service (redirect only). */
   readyEndpoints: number | undefined;
-  /** The Accepted condition was True before: the project has had a deploy. */
+  /**
+   * The Accepted condition was True before, as the operator proves it (`acceptedBefore`): the
+   * project has had a deploy.
+   */
   previouslyAccepted: boolean;
   reservedDomain: string | undefined;
   /** The labels of the hostname that are `xn--` labels but not valid A-labels (`invalidALabels`). */

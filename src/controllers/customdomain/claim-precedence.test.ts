@@ -90,6 +90,8 @@ function facts(me: CustomDomain, f: Partial<ClaimFacts> = {}): ClaimFacts {
     deployed: false,
     undeployedGraceMs: Number.POSITIVE_INFINITY,
     proven: PROVEN,
+    // Every Accepted=True is the operator's: the grace rule as it reads the status.
+    acceptedBefore: isAccepted,
     ...f,
   };
 }
@@ -253,6 +255,7 @@ describe('a holder that is never accepted', () => {
   const unstoredMeta = { ...undeployed.metadata };
   delete unstoredMeta.creationTimestamp;
   const unstored: CustomDomain = { ...undeployed, metadata: unstoredMeta };
+  const deployedClaimant = domain('deployed');
 
   it('isAccepted reads the Accepted condition', () => {
     expect(isAccepted(undeployed)).toBe(false);
@@ -267,15 +270,42 @@ describe('a holder that is never accepted', () => {
   });
 
   it('holdLapsed: only an unaccepted holder, only once the grace is over (its last instant included)', () => {
-    expect(holdLapsed(undeployed, HOUR, NOW)).toBe(true);
-    expect(holdLapsed(undeployed, 2 * HOUR, NOW)).toBe(true);
-    expect(holdLapsed(undeployed, 2 * HOUR + 1, NOW)).toBe(false);
-    expect(
-      holdLapsed(withAccepted(domain('idle', { created: '2026-06-01T10:00:00Z' }), 'True'), HOUR, NOW),
-    ).toBe(false);
+    expect(holdLapsed(undeployed, HOUR, NOW, isAccepted)).toBe(true);
+    expect(holdLapsed(undeployed, 2 * HOUR, NOW, isAccepted)).toBe(true);
+    expect(holdLapsed(undeployed, 2 * HOUR + 1, NOW, isAccepted)).toBe(false);
+    const accepted = withAccepted(domain('idle', { created: '2026-06-01T10:00:00Z' }), 'True');
+    expect(holdLapsed(accepted, HOUR, NOW, isAccepted)).toBe(false);
+    // The same status, its Accepted=True not the operator's (acceptance.ts acceptedBefore false).
+    expect(holdLapsed(accepted, HOUR, NOW, () => false)).toBe(true);
+    expect(holdLapsed(accepted, 3 * HOUR, NOW, () => false)).toBe(false);
   });
 
-  const deployedClaimant = domain('deployed');
+  it('a holder whose Accepted=True the operator did not write (written by a status writer) loses its hold after the grace', () => {
+    const forged = withAccepted(domain('idle', { created: '2026-06-01T10:00:00Z' }), 'True');
+    const notOperators = (d: CustomDomain): boolean =>
+      d.metadata.uid !== forged.metadata.uid && isAccepted(d);
+    const base = {
+      claim: claimOf(forged),
+      holder: forged,
+      rivals: [forged],
+      deployed: true,
+      undeployedGraceMs: HOUR,
+    };
+    expect(claimVerdict(facts(deployedClaimant, base))).toBe('taken');
+    expect(claimVerdict(facts(deployedClaimant, { ...base, acceptedBefore: notOperators }))).toBe(
+      'take-over',
+    );
+    // Within the grace, or for a claimant not deployed, it keeps the hold as any undeployed holder.
+    expect(
+      claimVerdict(
+        facts(deployedClaimant, { ...base, undeployedGraceMs: 3 * HOUR, acceptedBefore: notOperators }),
+      ),
+    ).toBe('taken');
+    expect(
+      claimVerdict(facts(deployedClaimant, { ...base, deployed: false, acceptedBefore: notOperators })),
+    ).toBe('taken');
+  });
+
   const cases: {
     name: string;
     holder: CustomDomain;

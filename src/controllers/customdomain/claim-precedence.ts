@@ -17,7 +17,8 @@
  * And one that ends a hold nobody uses (docs/customdomains.md, "A holder that never deploys"):
  *
  * - A holder that has never been accepted (its project never deployed: Accepted is not True in the
- *   status the API server holds) keeps the claim for a grace period from its own creation (its
+ *   status the API server holds, or is True but not the operator's: `acceptedBefore`, acceptance.ts)
+ *   keeps the claim for a grace period from its own creation (its
  *   metadata.creationTimestamp, which no one can change, so deleting and taking the claim again does
  *   not restart it); after it, a claimant that is deployed (`deployed`) takes the claim over
  *   (`take-over`).
@@ -117,9 +118,10 @@ function byAge(a: CustomDomain, b: CustomDomain): number {
 export type ClaimVerdict = 'held' | 'taken' | 'create' | 'replace' | 'take-over';
 
 /**
- * True when `domain`'s Accepted condition is True in its status: it passed every gate, the deploy
- * gate included, and (the gate being latched) its project has had a deploy. A domain that holds a
- * claim but is not accepted has never been deployed: the other refusals give the claim up.
+ * True when `domain`'s Accepted condition is True in its status as written. Written by the operator,
+ * it passed every gate, the deploy gate included, and (the gate being latched) its project has had a
+ * deploy; but anyone allowed to update `customdomains/status` can write it, so no decision reads it
+ * alone: `acceptedBefore` (acceptance.ts) asks the operator's evidence as well.
  */
 export function isAccepted(domain: CustomDomain): boolean {
   return findCondition(domain.status?.conditions, 'Accepted')?.status === 'True';
@@ -137,11 +139,17 @@ export function holdLapsesAt(holder: CustomDomain, graceMs: number): Date | unde
 }
 
 /**
- * True when `holder` has lost its hold to a deployed claimant: it is not accepted and the grace
- * from its creation (`holdLapsesAt`) is over at `now`.
+ * True when `holder` has lost its hold to a deployed claimant: it is not accepted (`accepted`, the
+ * operator's view of it: `ClaimFacts.acceptedBefore`) and the grace from its creation
+ * (`holdLapsesAt`) is over at `now`.
  */
-export function holdLapsed(holder: CustomDomain, graceMs: number, now: Date): boolean {
-  if (isAccepted(holder)) return false;
+export function holdLapsed(
+  holder: CustomDomain,
+  graceMs: number,
+  now: Date,
+  accepted: (domain: CustomDomain) => boolean,
+): boolean {
+  if (accepted(holder)) return false;
   const lapsesAt = holdLapsesAt(holder, graceMs);
   return lapsesAt !== undefined && lapsesAt.getTime() <= now.getTime();
 }
@@ -160,7 +168,8 @@ export interface ClaimFacts {
   now: Date;
   /**
    * `me`'s project is deployed: its Service has a ready endpoint, it has no Service (a redirect), or
-   * it was accepted before. Only a deployed claimant takes a claim over (`take-over`).
+   * it was accepted before as the operator proves it (acceptance.ts `deployState`). Only a deployed
+   * claimant takes a claim over (`take-over`).
    */
   deployed: boolean;
   /**
@@ -173,6 +182,12 @@ export interface ClaimFacts {
    * domain whose status does not never serves (`servesHostname`).
    */
   proven: (domain: CustomDomain) => boolean;
+  /**
+   * Whether a domain was accepted before, as the operator proves it (acceptance.ts
+   * `acceptedBefore`: `Accepted=True` in its status with the operator's proof, or a route of the
+   * operator's for it); a holder for which it is false keeps the claim only for the grace.
+   */
+  acceptedBefore: (domain: CustomDomain) => boolean;
 }
 
 export function claimVerdict(f: ClaimFacts): ClaimVerdict {
@@ -195,5 +210,5 @@ export function claimVerdict(f: ClaimFacts): ClaimVerdict {
   // A hold nobody uses ends after the grace, for a claimant that is deployed, unless a serving
   // domain comes first (it takes the claim itself).
   if (someoneElseFirst || !f.deployed) return 'taken';
-  return holdLapsed(holder, f.undeployedGraceMs, f.now) ? 'take-over' : 'taken';
+  return holdLapsed(holder, f.undeployedGraceMs, f.now, f.acceptedBefore) ? 'take-over' : 'taken';
 }

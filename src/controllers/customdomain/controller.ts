@@ -28,7 +28,6 @@ import {
 } from '../../api/customdomain.js';
 import { HOSTNAME_CLAIM_PLURAL, type HostnameClaim } from '../../api/hostnameclaim.js';
 import { backoffDelayMs } from '../../kube/backoff.js';
-import { findCondition } from '../../kube/conditions.js';
 import { apiStatusCode, isNotFound } from '../../kube/errors.js';
 import { normalizeDnsName } from '../../domain/hostname.js';
 import { collectionLister, collectionPath, ResilientInformer } from '../../kube/informer.js';
@@ -50,7 +49,8 @@ import {
   type ForeignRouteKind,
 } from '../../routing/foreign-routes.js';
 import type { ClusterView, OwnedLookup } from './cluster-view.js';
-import { servesHostname } from './claim-precedence.js';
+import { isAccepted, servesHostname } from './claim-precedence.js';
+import { acceptedBeforeIn } from './phases/acceptance.js';
 import { CustomDomainIndex } from './domain-index.js';
 import type { ClaimsCache } from './hostname-claims.js';
 import type { CustomDomainReconciler } from './reconciler.js';
@@ -103,6 +103,13 @@ export interface CustomDomainControllerDeps {
    * reducer's `MemoryHold`, while the resident set is far above the memory target).
    */
   relief?: () => Promise<void> | undefined;
+  /**
+   * The operator's ownership key once loaded (ownership-store.ts `loadedKey`), for telling an
+   * `Accepted=True` the operator wrote from one written by anyone else (phases/acceptance.ts
+   * `acceptedBeforeIn`) when choosing which domains an event queues. Default: never loaded (only a
+   * routing object of the operator's then shows a domain accepted).
+   */
+  loadedKey?: () => Uint8Array | undefined;
 }
 
 /**
@@ -188,6 +195,9 @@ export class CustomDomainController {
           if (servingChanged) this.#enqueue(this.#index.ofHostname(obj.spec.hostname));
           // Its Ready condition decides whether the redirects to it are routed (routing/redirect.ts).
           this.#enqueue(this.#index.redirectingTo(obj.spec.hostname));
+          // An Accepted=True the operator did not write (docs/customdomains.md, "What status
+          // Portico trusts"): reconciled at once, which writes the operator's own verdict over it.
+          if (isAccepted(obj) && !this.#acceptedBefore(obj)) deps.queue.add(key);
           return;
         }
         // The redirects to its hostname as last indexed lose their target when the hostname changed.
@@ -436,14 +446,23 @@ export class CustomDomainController {
 
   /**
    * An EndpointSlice changed: only the Service's domains not yet accepted can change verdict (an
-   * accepted domain is not gated by its endpoints again, acceptance.ts), so only those are queued.
+   * accepted domain is not gated by its endpoints again, acceptance.ts), so only those are queued;
+   * an `Accepted=True` counts only as the operator proves it (`#acceptedBefore`).
    */
   #enqueueAwaitingDeploy(namespace: string, service: string): void {
     for (const key of this.#index.ofService(namespace, service)) {
       const { name } = splitKey(key);
-      const accepted = findCondition(this.#domains.get(name, namespace)?.status?.conditions, 'Accepted');
-      if (accepted?.status !== 'True') this.#d.queue.add(key);
+      const domain = this.#domains.get(name, namespace);
+      if (!domain || !this.#acceptedBefore(domain)) this.#d.queue.add(key);
     }
+  }
+
+  /**
+   * Whether `domain`'s `Accepted=True` is the operator's (phases/acceptance.ts `acceptedBeforeIn`:
+   * its status proof, or a routing object of its own for the domain in the owned caches).
+   */
+  #acceptedBefore(domain: CustomDomain): boolean {
+    return acceptedBeforeIn({ owned: (header) => this.#ownedLookup(header) }, this.#d.loadedKey?.(), domain);
   }
 
   #enqueue(keys: Iterable<string>): void {

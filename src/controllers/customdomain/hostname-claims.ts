@@ -34,7 +34,7 @@ import {
 import { normalizeDnsName } from '../../domain/hostname.js';
 import { isConflict, isNotFound } from '../../kube/errors.js';
 import type { EventRecorder } from '../../kube/events.js';
-import { claimVerdict, holdLapsesAt, isAccepted, unhonouredReason } from './claim-precedence.js';
+import { claimVerdict, holdLapsesAt, unhonouredReason } from './claim-precedence.js';
 
 /**
  * `held`: this CustomDomain holds the hostname now. `taken`: another existing CustomDomain does.
@@ -118,6 +118,12 @@ export interface HostnameClaimsOptions {
    * (claim-precedence.ts `servesHostname`). Default: none does.
    */
   proven?: (domain: CustomDomain) => boolean;
+  /**
+   * Whether a CustomDomain was accepted before, as the operator proves it (acceptance.ts
+   * `acceptedBefore`), so that an `Accepted=True` written by anyone else never keeps a hold past
+   * its grace (claim-precedence.ts `holdLapsed`). Default: none was.
+   */
+  acceptedBefore?: (domain: CustomDomain) => boolean;
   now?: () => Date;
 }
 
@@ -129,6 +135,7 @@ export class HostnameClaims {
   readonly #releases: HostnameClaimsOptions['releases'];
   readonly #undeployedGraceMs: number;
   readonly #proven: (domain: CustomDomain) => boolean;
+  readonly #acceptedBefore: (domain: CustomDomain) => boolean;
   readonly #now: () => Date;
 
   constructor(customObjects: CustomObjectsApi, log: Logger, options: HostnameClaimsOptions = {}) {
@@ -139,6 +146,7 @@ export class HostnameClaims {
     this.#releases = options.releases;
     this.#undeployedGraceMs = options.undeployedGraceMs ?? Number.POSITIVE_INFINITY;
     this.#proven = options.proven ?? (() => false);
+    this.#acceptedBefore = options.acceptedBefore ?? (() => false);
     this.#now = options.now ?? (() => new Date());
   }
 
@@ -179,6 +187,7 @@ export class HostnameClaims {
       deployed: options.deployed ?? false,
       undeployedGraceMs: this.#undeployedGraceMs,
       proven: this.#proven,
+      acceptedBefore: this.#acceptedBefore,
     };
     const fast = await this.#fromCache(facts, cached);
     if (fast) return fast;
@@ -237,7 +246,13 @@ export class HostnameClaims {
       return { state: 'yielded', ...(created ? { takenOverAt: new Date(created) } : {}) };
     }
     // A holder never accepted is in the way of a deployed domain only until its grace is over.
-    if (claim && holder && deployed && !isAccepted(holder) && unhonouredReason(claim, holder) === undefined) {
+    if (
+      claim &&
+      holder &&
+      deployed &&
+      !this.#acceptedBefore(holder) &&
+      unhonouredReason(claim, holder) === undefined
+    ) {
       const lapsesAt = holdLapsesAt(holder, this.#undeployedGraceMs);
       if (lapsesAt) return { state: 'taken', lapsesAt };
     }

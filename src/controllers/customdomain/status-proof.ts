@@ -5,12 +5,14 @@
  * The DNS outcome (`DNSVerified`, `status.verifiedAt`, `status.observed`) is carried from one
  * reconcile to the next while no check is due, and it gates the routing and the certificate order;
  * the `Accepted` condition and `status.certificate` tell the claim rules whether a domain serves its
- * hostname (claim-precedence.ts). Status can be written by anyone allowed to update
+ * hostname (claim-precedence.ts), and the `Accepted` condition latches the deploy gate and keeps a
+ * holder's claim past its grace (acceptance.ts `acceptedBefore`). Status can be written by anyone allowed to update
  * `customdomains/status`, so the operator's status carries `status.observed.proof`: an HMAC-SHA256
  * (RFC 2104) by the operator's ownership key (src/dns/ownership.ts) over the CustomDomain's uid, its
  * hostname and the fields below. A status whose proof does not match (written by someone else,
  * changed, copied from another CustomDomain, or written before proofs existed) has its DNS outcome
- * checked again as for a new domain, and does not make its domain serve its hostname.
+ * checked again as for a new domain, does not make its domain serve its hostname, and its
+ * `Accepted=True` counts only where a routing object of the operator's shows the domain accepted.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { CustomDomainStatus } from '../../api/customdomain.js';

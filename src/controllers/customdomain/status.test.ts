@@ -5,6 +5,7 @@ import {
   asSentence,
   buildStatus,
   CERTIFICATE_THRESHOLD_MS,
+  NOT_OBSERVED_SENTENCE,
   UNCONFIRMED_SENTENCE,
   type ObservedState,
 } from './status.js';
@@ -66,8 +67,27 @@ describe('buildStatus', () => {
     };
     const condition = (observed: ObservedState, type: string) =>
       buildStatus(domain, observed, {}, t0).conditions?.find((c) => c.type === type);
-    expect(condition(base, 'Ready')?.message).toBe('www.example.com serves over HTTPS.');
+    expect(condition(base, 'Ready')?.message).toBe(
+      `www.example.com has certificate ${certificate.serialNumber}, and the data plane acknowledged its route. ${NOT_OBSERVED_SENTENCE}`,
+    );
     expect(condition(base, 'Routed')?.message).toBe('Ingress portico-www routes the hostname.');
+
+    const acknowledged: ObservedState = {
+      ...base,
+      routing: {
+        kind: 'routed',
+        message:
+          'HTTPProxy portico-www routes the hostname. Contour took HTTPProxy portico-www (currentStatus valid).',
+        confirmed: true,
+        acknowledgement: 'Contour took HTTPProxy portico-www (currentStatus valid).',
+      },
+    };
+    expect(condition(acknowledged, 'Ready')).toMatchObject({ status: 'True', reason: 'Live' });
+    expect(condition(acknowledged, 'Ready')?.message).toBe(
+      `www.example.com has certificate ${certificate.serialNumber}, and its route is acknowledged: Contour took HTTPProxy portico-www (currentStatus valid). ` +
+        'Serving was not observed: no HTTPS request is made while the serving check is off (--serving-check-address, chart value routing.servingCheck.address).',
+    );
+    expect(condition(acknowledged, 'Ready')?.message).not.toContain('serves over HTTPS');
 
     const unconfirmed: ObservedState = {
       ...base,
@@ -78,10 +98,10 @@ describe('buildStatus', () => {
     expect(condition(unconfirmed, 'Routed')?.message).toBe(
       `Ingress portico-www routes the hostname. ${UNCONFIRMED_SENTENCE}`,
     );
-    expect(condition(unconfirmed, 'Ready')?.message).toMatch(
-      /^www\.example\.com has its certificate .* unconfirmed/,
+    expect(condition(unconfirmed, 'Ready')?.message).toBe(
+      `www.example.com has certificate ${certificate.serialNumber} and its routing is written, but unconfirmed: the data-plane acknowledgement is off, so the ingress controller or gateway is not asked. ${NOT_OBSERVED_SENTENCE}`,
     );
-    expect(condition(unconfirmed, 'Ready')?.message).not.toContain('serves over HTTPS.');
+    expect(condition(unconfirmed, 'Ready')?.message).not.toContain('serves over HTTPS');
 
     const refused: ObservedState = {
       ...base,

@@ -84,7 +84,17 @@ const LATE_CERTIFICATE_HINTS =
  * own reason where it refused (routing/acknowledgement.ts).
  */
 export type RoutingState =
-  | { kind: 'routed'; message: string; confirmed: boolean }
+  | {
+      kind: 'routed';
+      message: string;
+      confirmed: boolean;
+      /**
+       * What the data plane reported when `confirmed`: which controller took which object, as
+       * routing/acknowledgement.ts words it (e.g. "Contour took HTTPProxy portico-www (currentStatus
+       * valid)."). Ready's message names it when the serving check is off.
+       */
+      acknowledgement?: string;
+    }
   | { kind: 'not-routed'; reason: string; message: string };
 
 /** What Routed and Ready add when the data plane is not asked whether it took the route. */
@@ -317,16 +327,42 @@ function phaseOf(observed: ObservedState, ready: boolean): Phase {
   return 'Verified';
 }
 
+/** How Ready's message says that serving was not observed, and how to observe it. */
+export const NOT_OBSERVED_SENTENCE =
+  'Serving was not observed: no HTTPS request is made while the serving check is off (--serving-check-address, chart value routing.servingCheck.address).';
+
 /**
- * Ready: True (`Live`) when no other condition blocks, its message saying whether serving is
- * confirmed by the data plane; else False with the first blocking reason and every blocking message.
- * With the serving check on, nothing else blocking: the check's status, reason and message.
+ * Ready=True's message without the serving check: what it rests on, never more. The certificate
+ * (its serial), the data plane's acknowledgement (which controller took which object) or that it
+ * was not asked, and that serving was not observed.
+ */
+export function unobservedReadyMessage(
+  hostname: string,
+  certificate: CertificateState,
+  routing: Extract<RoutingState, { kind: 'routed' }>,
+): string {
+  const serial = certificate.kind === 'valid' ? certificate.certificate.serialNumber : undefined;
+  const has =
+    serial === undefined ? `${hostname} has its certificate` : `${hostname} has certificate ${serial}`;
+  if (!routing.confirmed)
+    return `${has} and its routing is written, but unconfirmed: the data-plane acknowledgement is off, so the ingress controller or gateway is not asked. ${NOT_OBSERVED_SENTENCE}`;
+  const taken =
+    routing.acknowledgement === undefined
+      ? 'the data plane acknowledged its route.'
+      : `its route is acknowledged: ${asSentence(routing.acknowledgement)}`;
+  return `${has}, and ${taken} ${NOT_OBSERVED_SENTENCE}`;
+}
+
+/**
+ * Ready: True (`Live`) when no other condition blocks, its message naming what that rests on
+ * (`unobservedReadyMessage`); else False with the first blocking reason and every blocking message.
+ * With the serving check on, nothing else blocking: the check's status, reason and message (what it
+ * saw: the certificate served, where, when, and the answer).
  */
 function readyCondition(
   domain: CustomDomain,
   blocking: readonly ConditionInput[],
-  routing: RoutingState,
-  serving?: ServingReadiness,
+  observed: Pick<ObservedState, 'certificate' | 'routing' | 'serving'>,
 ): ConditionInput {
   if (blocking.length > 0)
     return {
@@ -335,15 +371,14 @@ function readyCondition(
       reason: blocking[0]?.reason ?? 'NotReady',
       message: blocking.map((c) => `${c.type}: ${c.message}`).join(' '),
     };
-  if (serving) return { type: 'Ready', ...serving };
-  const confirmed = routing.kind === 'routed' && routing.confirmed;
+  if (observed.serving) return { type: 'Ready', ...observed.serving };
+  const routing: Extract<RoutingState, { kind: 'routed' }> =
+    observed.routing.kind === 'routed' ? observed.routing : { kind: 'routed', message: '', confirmed: false };
   return {
     type: 'Ready',
     status: 'True',
     reason: 'Live',
-    message: confirmed
-      ? `${domain.spec.hostname} serves over HTTPS.`
-      : `${domain.spec.hostname} has its certificate and its routing is written, but that it serves over HTTPS is unconfirmed: the data-plane acknowledgement is off, so the ingress controller or gateway is not asked.`,
+    message: unobservedReadyMessage(domain.spec.hostname, observed.certificate, routing),
   };
 }
 
@@ -385,7 +420,7 @@ export function buildStatus(
     // domain is not known to serve the project, so Ready goes down, after any other cause.
     if (conflicted.status === 'True') blocking.push({ ...conflicted, status: 'False' });
   }
-  const readyInput = readyCondition(domain, blocking, observed.routing, observed.serving);
+  const readyInput = readyCondition(domain, blocking, observed);
   const ready = readyInput.status === 'True';
   conditions = setCondition(conditions, readyInput, generation, now);
   const status: CustomDomainStatus = {

@@ -8,8 +8,20 @@ import type { CustomDomain } from '../../../api/customdomain.js';
 import { normalizeDnsName } from '../../../dns/answers.js';
 import { claimableProblem } from '../../../domain/claimable.js';
 import { invalidALabels, validateHostname } from '../../../domain/hostname.js';
-import { findCondition } from '../../../kube/conditions.js';
-import { acceptance, ELIGIBLE_PLANS, planOf, reservedDomainOf } from '../acceptance.js';
+import { controllerOwnerUid } from '../../../routing/foreign-routes.js';
+import { ownedRoutingObjects } from '../../../routing/plan.js';
+import {
+  acceptance,
+  acceptedBefore,
+  deployState,
+  ELIGIBLE_PLANS,
+  planOf,
+  reservedDomainOf,
+  type AcceptedEvidence,
+} from '../acceptance.js';
+import { isAccepted } from '../claim-precedence.js';
+import type { ClusterView } from '../cluster-view.js';
+import { isProvenStatus } from '../status-proof.js';
 import type { CustomDomainReconcilerDeps } from './deps.js';
 
 /**
@@ -17,10 +29,14 @@ import type { CustomDomainReconcilerDeps } from './deps.js';
  * claim is taken (atomically, in the API server) only when they pass.
  */
 export async function accepted(
-  d: Pick<CustomDomainReconcilerDeps, 'view' | 'reservedDomains' | 'allowSpecialUseHostnames' | 'claims'>,
+  d: Pick<
+    CustomDomainReconcilerDeps,
+    'view' | 'reservedDomains' | 'allowSpecialUseHostnames' | 'claims' | 'ownership'
+  >,
   domain: CustomDomain,
 ): Promise<ReturnType<typeof acceptance> & { claimLapsesAt?: Date }> {
   const { view } = d;
+  const key = await d.ownership.store.key();
   const hostname = normalizeDnsName(domain.spec.hostname);
   const plan = planOf(view.namespaceLabels(domain.metadata.namespace));
   const reservedDomain = reservedDomainOf(hostname, d.reservedDomains);
@@ -37,7 +53,12 @@ export async function accepted(
     notClaimable === undefined &&
     ELIGIBLE_PLANS.has(plan) &&
     reservedDomain === undefined;
-  const { readyEndpoints, previouslyAccepted, deployed } = deployState(d, domain);
+  const service = domain.spec.service?.name;
+  const { readyEndpoints, previouslyAccepted, deployed } = deployState(
+    domain,
+    service ? view.readyEndpoints(domain.metadata.namespace, service) : undefined,
+    acceptedEvidence(view, key, domain),
+  );
   const claim = claimable ? await d.claims.acquire(domain, { deployed }) : undefined;
   const condition = acceptance({
     domain,
@@ -56,19 +77,42 @@ export async function accepted(
 }
 
 /**
- * The deploy gate's inputs: the ready endpoints of spec.service (undefined: no Service, a redirect),
- * whether Accepted was True before, and so whether the project counts as deployed (a ready endpoint,
- * no Service, or accepted before).
+ * What the operator observes of `domain` that tells whether an `Accepted=True` in its status is its
+ * own (acceptance.ts `AcceptedEvidence`): the status proof by `key` (status-proof.ts; none while the
+ * key is not loaded, `key` undefined), and, only without a proof, a routing object at one of the
+ * names Portico gives the domain's routing (routing/plan.ts `ownedRoutingObjects`) with a
+ * controller ownerReference to the domain's uid, as the owned caches of `view` hold it. One HMAC and
+ * a few cache reads; no API request (a cache not synced yet shows no routing object).
  */
-function deployState(
-  d: Pick<CustomDomainReconcilerDeps, 'view'>,
+export function acceptedEvidence(
+  view: Pick<ClusterView, 'owned'>,
+  key: Uint8Array | undefined,
   domain: CustomDomain,
-): { readyEndpoints: number | undefined; previouslyAccepted: boolean; deployed: boolean } {
-  const service = domain.spec.service?.name;
-  const readyEndpoints = service ? d.view.readyEndpoints(domain.metadata.namespace, service) : undefined;
-  const previouslyAccepted = findCondition(domain.status?.conditions, 'Accepted')?.status === 'True';
-  const deployed = readyEndpoints === undefined || readyEndpoints > 0 || previouslyAccepted;
-  return { readyEndpoints, previouslyAccepted, deployed };
+): AcceptedEvidence {
+  const hostname = normalizeDnsName(domain.spec.hostname);
+  const uid = domain.metadata.uid ?? '';
+  const proven = key !== undefined && isProvenStatus(key, uid, hostname, domain.status);
+  const routed =
+    !proven &&
+    uid !== '' &&
+    ownedRoutingObjects(domain).some((header) => {
+      const seen = view.owned(header);
+      return seen.cached && seen.object !== undefined && controllerOwnerUid(seen.object) === uid;
+    });
+  return { proven, routed };
+}
+
+/**
+ * Whether `domain`'s `Accepted=True` counts (acceptance.ts `acceptedBefore` with `acceptedEvidence`):
+ * for the claim rules' grace of a holder never accepted and for which domains an EndpointSlice or
+ * status change queues.
+ */
+export function acceptedBeforeIn(
+  view: Pick<ClusterView, 'owned'>,
+  key: Uint8Array | undefined,
+  domain: CustomDomain,
+): boolean {
+  return isAccepted(domain) && acceptedBefore(domain, acceptedEvidence(view, key, domain));
 }
 
 /**

@@ -71,7 +71,12 @@ export class RoutingPhase {
       return { kind: 'routed', message: plan.message, confirmed: false };
     const ack = this.#acknowledgement(plan.apply, written, domain);
     if (ack.kind === 'confirmed')
-      return { kind: 'routed', message: `${plan.message} ${ack.message}`, confirmed: true };
+      return {
+        kind: 'routed',
+        message: `${plan.message} ${ack.message}`,
+        confirmed: true,
+        acknowledgement: ack.message,
+      };
     return {
       kind: 'not-routed',
       reason: ack.kind === 'refused' ? ack.reason : 'AwaitingDataPlane',
