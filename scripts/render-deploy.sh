@@ -78,9 +78,9 @@ EOF
   render
 } >"$out/deploy/portico.yaml"
 
-# 4. deploy/portico-ratelimit.yaml: the rate-limit service alone, added to the above. Its Redis URL
+# 4. deploy/portico-ratelimit.yaml: the rate-limit service alone (with its NetworkPolicy), added to the above. Its Redis URL
 #    comes from the Secret portico-redis (key url), which the user creates.
-ratelimit_templates=(ratelimit-serviceaccount ratelimit-rbac ratelimit-service ratelimit-deployment ratelimit-pdb)
+ratelimit_templates=(ratelimit-serviceaccount ratelimit-rbac ratelimit-service ratelimit-deployment ratelimit-pdb networkpolicy)
 show_only=()
 for t in "${ratelimit_templates[@]}"; do show_only+=(--show-only "templates/$t.yaml"); done
 {

@@ -208,6 +208,48 @@ describe('the defaults', () => {
   });
 });
 
+// The API server stores a NetworkPolicy, but the stack has no CNI plugin to enforce it: these tests
+// check what the chart renders, not that a Pod is refused.
+describe('the rate-limit service on, without networkPolicy.enabled (rendered; no CNI enforces it here)', () => {
+  type Peer = {
+    namespaceSelector?: { matchExpressions?: { key: string; operator: string; values: string[] }[] };
+  };
+  type Rule = { ports: { port: string }[]; from?: Peer[] };
+  const grpcRule = (objects: Manifest[]): Rule | undefined => {
+    const policy = objects.find((m) => m.kind === 'NetworkPolicy' && m.metadata.name === 'portico-ratelimit');
+    const rules = (policy?.spec as { ingress?: Rule[] } | undefined)?.ingress ?? [];
+    return rules.find((r) => r.ports.some((p) => p.port === 'grpc'));
+  };
+
+  it("admits gRPC checks only from the namespaces named projectcontour and envoy-gateway-system, by the API server's name label", async () => {
+    const objects = await rendered('ratelimit-values.yaml');
+    expect(objects.filter((m) => m.kind === 'NetworkPolicy').map((m) => m.metadata.name)).toEqual([
+      'portico-ratelimit',
+    ]);
+    expect(grpcRule(objects)?.from).toEqual([
+      {
+        namespaceSelector: {
+          matchExpressions: [
+            {
+              key: 'kubernetes.io/metadata.name',
+              operator: 'In',
+              values: ['projectcontour', 'envoy-gateway-system'],
+            },
+          ],
+        },
+      },
+    ]);
+  });
+
+  it('admits every source with grpcFrom unset (--set …=null), and renders no policy with rateLimitServer.enabled=false', async () => {
+    const open = await rendered('ratelimit-values.yaml', ['networkPolicy.rateLimitServer.grpcFrom=null']);
+    expect(grpcRule(open)).toBeDefined();
+    expect(grpcRule(open)?.from).toBeUndefined();
+    const off = await rendered('ratelimit-values.yaml', ['networkPolicy.rateLimitServer.enabled=false']);
+    expect(off.filter((m) => m.kind === 'NetworkPolicy')).toEqual([]);
+  });
+});
+
 /** Values that must fail, and the words the message must have so that the user knows what to fix. */
 const BAD_VALUES: { name: string; sets: string[]; message: RegExp }[] = [
   { name: 'no platform.cnameTarget', sets: [], message: /at '\/platform': missing property 'cnameTarget'/ },
