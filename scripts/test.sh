@@ -6,6 +6,8 @@
 # stack of its own (PORTICO_E2E_SANDBOX_DIR=.sandbox-e2e-<i>) with its share of the files dealt by
 # their measured time (test/e2e-shards.ts; docs/testing.md, "In parallel"). Each process's output is
 # held in a log and printed when it ends; each writes its own test-results/durations-<part>.json.
+# PORTICO_TEST_SHUFFLE_SEED=<n> runs each process's files in an order shuffled with that seed
+# (test/e2e-shards.ts), to show no file depends on the files before it.
 #
 # The exit status is 0 only when every part passed: lint, typecheck, build and tests. The output of
 # lint and typecheck is held back and printed after the tests, so it does not interleave with

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assignShards } from './e2e-shards.js';
+import { assignShards, shuffleWithSeed } from './e2e-shards.js';
 
 describe('assignShards', () => {
   it('deals the slowest first to the shard with the least time so far', () => {
@@ -46,5 +46,21 @@ describe('assignShards', () => {
   it('refuses a shard count that is not a positive integer', () => {
     expect(() => assignShards(['a'], {}, 0, [])).toThrow(RangeError);
     expect(() => assignShards(['a'], {}, 1.5, [])).toThrow(/positive integer/);
+  });
+});
+
+describe('shuffleWithSeed', () => {
+  const items = Array.from({ length: 20 }, (_, i) => i);
+
+  it('keeps every item, and gives the same order for the same seed', () => {
+    const a = shuffleWithSeed(items, 4);
+    expect([...a].sort((x, y) => x - y)).toEqual(items);
+    expect(shuffleWithSeed(items, 4)).toEqual(a);
+  });
+
+  it('gives other orders for other seeds, not the input order', () => {
+    const orders = new Set([1, 2, 3, 4, 5].map((seed) => shuffleWithSeed(items, seed).join()));
+    expect(orders.size).toBe(5);
+    expect(orders.has(items.join())).toBe(false);
   });
 });

@@ -91,10 +91,44 @@ export function readFileDurations(root: string): Record<string, number> {
 }
 
 /**
+ * `items` in an order shuffled by `seed` (Fisher-Yates over mulberry32, a 32-bit seeded generator):
+ * the same seed and input give the same order on every machine.
+ */
+export function shuffleWithSeed<T>(items: readonly T[], seed: number): T[] {
+  let state = seed >>> 0;
+  const random = (): number => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
+}
+
+/**
  * vitest's sequencer (`sequence.sequencer` in vitest.config.ts) with `--shard=<index>/<count>` dealt
- * by assignShards instead of by path hash; the order within a shard stays vitest's own.
+ * by assignShards instead of by path hash. The order of the files in a process is vitest's own,
+ * or, with PORTICO_TEST_SHUFFLE_SEED=<n>, shuffled by that seed: a custom sequencer takes the place
+ * of vitest's RandomSequencer, so `--sequence.shuffle.files` has no effect on its own here.
  */
 export default class DurationShardSequencer extends BaseSequencer {
+  override sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const seed = process.env.PORTICO_TEST_SHUFFLE_SEED;
+    if (seed === undefined || seed === '') return super.sort(files);
+    if (!/^\d+$/.test(seed))
+      throw new Error(`PORTICO_TEST_SHUFFLE_SEED must be a whole number, got "${seed}"`);
+    const byPath = [...files].sort((a, b) =>
+      a.moduleId < b.moduleId ? -1 : a.moduleId > b.moduleId ? 1 : 0,
+    );
+    return Promise.resolve(shuffleWithSeed(byPath, Number(seed)));
+  }
+
   override shard(files: TestSpecification[]): Promise<TestSpecification[]> {
     const { config } = this.ctx;
     const { index, count } = config.shard ?? { index: 1, count: 1 };
