@@ -188,14 +188,22 @@ describe('409 Conflict on the write paths', () => {
     expect((await getCustomDomain(ns, 'www')).status?.phase).toBe('Live');
   }, 180_000);
 
-  it('on the finalizer removal: the domain is removed, then the operator goes quiet', async () => {
+  it('on the finalizer removal: the domain is removed, then the operator goes quiet (skipped when no removal met a 409)', async ({
+    skip,
+  }) => {
     // A 409 on the finalizer removal needs a touch to land between the operator's read and its
-    // patch, which a run does not always produce; up to three domains are removed until one did.
+    // patch, which a run does not always produce (none in three removals in one run of six); up to
+    // five domains are removed until one did. Each removal is checked (gone, with its Ingress and
+    // Secret) whatever happened; when none met a 409, the case this test is about did not happen,
+    // and the test says so as skipped rather than passed.
     let conflicted = false;
-    for (let attempt = 1; attempt <= 3 && !conflicted; attempt++) {
+    let removals = 0;
+    for (let attempt = 1; attempt <= 5 && !conflicted; attempt++) {
       conflicted = await removeWhileTouched(attempt);
+      removals = attempt;
     }
-    expect(conflicted, 'a 409 on the finalizer removal in three removals').toBe(true);
+    if (!conflicted)
+      skip(`no 409 on the finalizer removal in ${removals} removals: the race was not produced`);
     await expectQuiet();
-  }, 420_000);
+  }, 600_000);
 });
