@@ -5,7 +5,8 @@
 # in one vitest process and the e2e files in PORTICO_E2E_SHARDS processes (3 by default), each on a
 # stack of its own (PORTICO_E2E_SANDBOX_DIR=.sandbox-e2e-<i>) with its share of the files dealt by
 # their measured time (test/e2e-shards.ts; docs/testing.md, "In parallel"). Each process's output is
-# held in a log and printed when it ends; each writes its own test-results/durations-<part>.json.
+# held in a log and printed in the order started (unit, e2e-1, ...), each once it has ended; each
+# writes its own test-results/durations-<part>.json.
 # PORTICO_TEST_SHUFFLE_SEED=<n> runs each process's files in an order shuffled with that seed
 # (test/e2e-shards.ts), to show no file depends on the files before it.
 #
@@ -36,7 +37,7 @@ run_sharded() {
     pids+=($!)
     parts+=("e2e-$i")
   done
-  echo "vitest: unit and $shards e2e shards started; each one's output follows when it ends"
+  echo "vitest: unit and $shards e2e shards started; their outputs follow in that order, each once it has ended"
   for i in "${!pids[@]}"; do
     part=${parts[$i]}
     local code=0
