@@ -9,9 +9,11 @@
  * project's backend and Traefik (with `dataPlane: 'traefik'`, traefik.ts) → operator →
  * rate-limit server → env files → examples. Every start begins
  * from scratch: empty etcd, fresh certificates and ports. A failure before the env files are written
- * stops every process of the sandbox (logs stay); a failure of the examples leaves the stack running
+ * stops every process of the sandbox (logs stay), and is tried again with new ports (up to 3 starts)
+ * when a component exited because its port was taken meanwhile; a failure of the examples leaves the stack running
  * for inspection.
  */
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -44,7 +46,7 @@ import {
   startEnvoyGateway,
   type StartedEnvoyGateway,
 } from './envoy-gateway.js';
-import { SandboxError } from './errors.js';
+import { ComponentStartError, SandboxError } from './errors.js';
 import { ETCD, startEtcd } from './etcd.js';
 import { applyExamples, waitForCustomDomainsReady } from './examples.js';
 import { apiServerReadyProbe, KUBE_APISERVER, startKubeApiserver } from './kube-apiserver.js';
@@ -151,18 +153,37 @@ export async function sandboxUp(options: SandboxUpOptions): Promise<SandboxEnv> 
   await removeSandboxEnv(paths);
   const repoRoot = options.repoRoot ?? PACKAGE_ROOT;
   const step = stepper(log);
-  let started: StartedStack;
-  try {
-    started = await startStack(paths, repoRoot, options, step);
-  } catch (err: unknown) {
-    log('start failed; stopping the processes started so far (their logs stay)');
-    await stopAll(paths);
-    throw err;
+  let started: StartedStack | undefined;
+  for (let attempt = 1; started === undefined; attempt++) {
+    try {
+      started = await startStack(paths, repoRoot, options, step);
+    } catch (err: unknown) {
+      log('start failed; stopping the processes started so far (their logs stay)');
+      await stopAll(paths);
+      if (attempt >= START_ATTEMPTS || !(await portWasTaken(err))) throw err;
+      log(`${(err as Error).message}: a picked port was taken meanwhile; starting again with new ports`);
+      await removeSandboxEnv(paths);
+    }
   }
   if (options.applyExamples) {
     await upExamples(repoRoot, started, options.examplesTimeoutMs ?? 180_000, step);
   }
   return started.env;
+}
+
+/** How many times sandboxUp starts the stack when a port it picked was taken before its process bound it. */
+const START_ATTEMPTS = 3;
+
+/**
+ * Whether `err` is a component that exited because its listening address was in use (its log says
+ * so). The sandbox picks free ports (`pickFreePorts`) and releases them for the processes to bind;
+ * another socket can take one meanwhile — seen with several stacks starting at once (the e2e shards
+ * of scripts/test.sh): the rate-limit service's gRPC port, EADDRINUSE.
+ */
+async function portWasTaken(err: unknown): Promise<boolean> {
+  if (!(err instanceof ComponentStartError) || err.logPath === undefined) return false;
+  const log = await readFile(err.logPath, 'utf8').catch(() => '');
+  return /address already in use|EADDRINUSE/.test(log);
 }
 
 /** The outcome of stopping one process. */
