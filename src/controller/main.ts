@@ -158,6 +158,11 @@ function build(
         maxConcurrent: Math.max(1, Math.floor(config.workers / 2)),
       })
     : undefined;
+  const routing = {
+    ...config.routing,
+    ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
+    ...(config.http01Service ? { http01Service: config.http01Service } : {}),
+  };
   const createReconciler = (view: ClusterView & ClaimsCache): CustomDomainReconciler =>
     new CustomDomainReconciler({
       platformCnameTarget: config.platformCnameTarget,
@@ -188,14 +193,10 @@ function build(
           return key !== undefined && isProvenStatus(key, domain.metadata.uid ?? '', hostname, domain.status);
         },
         // A holder's Accepted=True keeps its hold past the grace only as the operator proves it
-        // (the status proof, or a routing object of the operator's for it).
-        acceptedBefore: (domain) => acceptedBeforeIn(view, ownership.loadedKey(), domain),
+        // (the status proof, or a routing object of the operator's for it, in its routing class).
+        acceptedBefore: (domain) => acceptedBeforeIn(view, ownership.loadedKey(), domain, routing),
       }),
-      routing: {
-        ...config.routing,
-        ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
-        ...(config.http01Service ? { http01Service: config.http01Service } : {}),
-      },
+      routing,
       customObjects,
       core,
       objects,
@@ -213,6 +214,7 @@ function build(
   const controller = new CustomDomainController({
     kubeConfig,
     ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
+    routingClass: routing,
     createReconciler,
     queue,
     metrics,

@@ -12,13 +12,21 @@
  *   same reason) on a domain whose Service has no ready endpoint: the deploy gate is asked again,
  *   the domain stays `NotDeployed`, with no route and no certificate order, until the project
  *   really deploys.
+ * - A route at Portico's name for the domain, with its labels and a controller ownerReference to
+ *   the domain but of another ingress class than Portico's (written by the admin, which, unlike the
+ *   tenant role, may also write the forged `Accepted=True` beside it): it is not the operator's
+ *   evidence that the domain was accepted (routing/routing-class.ts), so the deploy gate holds.
+ *   This case runs an operator of its own with `--ingress-class portico` (the chart's default
+ *   class; the shared stack's operator has none, and without a class any route counts).
  * - A namespace deleted and created again under the same name is another project: the hostname its
  *   former self released needs the TXT record. No kube-controller-manager runs here, so the test does
  *   what its namespace controller would: deletes what the namespace holds, then removes the
  *   namespace's `kubernetes` finalizer through the `finalize` subresource.
  */
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../src/api/customdomain.js';
+import { CUSTOM_DOMAIN_LABEL, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../src/api/customdomain.js';
+import { SANDBOX_INGRESS_CLASS as CLASS } from '../../src/sandbox/admission.js';
 import {
   createCustomDomain,
   createProject,
@@ -35,6 +43,15 @@ import {
   waitFor,
   waitForCondition,
 } from './support/cluster.js';
+import {
+  restartStackController,
+  runAll,
+  startOperator,
+  stopOperator,
+  stopStackController,
+  type ControllerCommand,
+  type OperatorProcess,
+} from './support/stack-controller.js';
 
 const isNotFound = (err: unknown): boolean => (err as { code?: number }).code === 404;
 
@@ -56,6 +73,18 @@ async function routeOrCertificate(ns: string, name: string): Promise<string[]> {
   if (await exists(() => kube().core.readNamespacedSecret({ namespace: ns, name: `${name}-tls` })))
     found.push(`Secret ${ns}/${name}-tls`);
   return found;
+}
+
+/** The ingress class of Ingress `ns/name` (`spec.ingressClassName`; '' for none), or undefined when it does not exist. */
+async function ingressClassAt(ns: string, name: string): Promise<string | undefined> {
+  try {
+    return (
+      (await kube().networking.readNamespacedIngress({ namespace: ns, name })).spec?.ingressClassName ?? ''
+    );
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
 }
 
 async function waitGone(ns: string, name: string): Promise<void> {
@@ -309,6 +338,123 @@ describe('a namespace deleted and created again under the same name', () => {
     expect(waiting.status?.dnsRecords?.some((r) => r.type === 'TXT')).toBe(true);
     expect(domainCondition(waiting, 'CertificateReady').reason).toBe('AwaitingDNSVerification');
     expect(await routeOrCertificate(ns, 'www')).toEqual([]);
+    await deleteCustomDomain(ns, 'www');
+  });
+});
+
+describe('a route at Portico’s name owned by the domain but of another ingress class (an operator of its own with --ingress-class portico, the chart’s default class)', () => {
+  let stack: ControllerCommand | undefined;
+  let operator: OperatorProcess | undefined;
+  const start = async (): Promise<OperatorProcess> => {
+    if (!stack) throw new Error('the stack operator was not found');
+    return startOperator(stack, 'tenant-isolation-ownership-class', { '--ingress-class': CLASS });
+  };
+
+  beforeAll(async () => {
+    stack = await stopStackController();
+    operator = await start();
+  }, 120_000);
+
+  afterAll(async () => {
+    await runAll(
+      async () => {
+        if (operator) await stopOperator(operator);
+      },
+      () => restartStackController(stack),
+    );
+  }, 120_000);
+
+  it('with an Accepted=True written into status (Ingress and status written by an admin: the chart’s tenant role cannot write status), on a domain whose Service has no ready endpoint: the route is not the operator’s, NotDeployed, no route of Portico’s class, no certificate', async () => {
+    const ns = unique('own-forge-class');
+    const hostname = `www.${ns}.example`;
+    await createProject(ns, { deployed: false });
+    await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
+    const { uid } = (await waitForCondition(ns, 'www', 'Accepted', 'False', 'NotDeployed')).metadata;
+    expect(uid).toBeTruthy();
+
+    // Everything anyone may write who creates an Ingress and writes customdomains/status: the
+    // operator's name for the route, its labels, a controller ownerReference to the domain, and
+    // Accepted=True; only the class is not Portico's (the chart's routing-class policy refuses
+    // that class to anyone but the controller). Written while no operator runs, so that the
+    // operator's first look at the domain sees both at once (an attacker would race it instead).
+    if (operator) await stopOperator(operator);
+    operator = undefined;
+    await kube().networking.createNamespacedIngress({
+      namespace: ns,
+      body: {
+        metadata: {
+          name: 'portico-www',
+          namespace: ns,
+          labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [CUSTOM_DOMAIN_LABEL]: 'www' },
+          ownerReferences: [
+            {
+              apiVersion: 'portico.dev/v1alpha1',
+              kind: 'CustomDomain',
+              name: 'www',
+              uid: uid ?? '',
+              controller: true,
+            },
+          ],
+        },
+        spec: {
+          ingressClassName: 'nginx',
+          rules: [
+            {
+              host: hostname,
+              http: {
+                paths: [
+                  {
+                    path: '/',
+                    pathType: 'Prefix',
+                    backend: { service: { name: 'web', port: { number: 80 } } },
+                  },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    });
+    const forgedAt = await forgeStatus(ns, 'www', (cd) => ({
+      ...cd.status,
+      conditions: (cd.status?.conditions ?? []).map((c) =>
+        c.type === 'Accepted' ? { ...c, status: 'True', reason: 'Accepted', message: 'forged' } : c,
+      ),
+    }));
+    operator = await start();
+
+    const after = await waitFor(
+      `${ns}/www Accepted=False again after the forged Accepted=True`,
+      async () => {
+        const cd = await getCustomDomain(ns, 'www');
+        const accepted = cd.status?.conditions?.find((c) => c.type === 'Accepted');
+        return accepted?.status === 'False' &&
+          Date.parse(accepted.lastTransitionTime) >= Math.floor(forgedAt.getTime() / 1000) * 1000
+          ? cd
+          : undefined;
+      },
+      60_000,
+    );
+    expect(domainCondition(after, 'Accepted')).toMatchObject({ status: 'False', reason: 'NotDeployed' });
+    expect(domainCondition(after, 'Routed').status).toBe('False');
+    expect(after.status?.certificate).toBeUndefined();
+    expect(after.status?.issuance).toBeUndefined();
+    expect(await exists(() => kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' }))).toBe(
+      false,
+    );
+    // The operator did not take the forged route over with its own (class portico); the forged
+    // one, owned by a domain that is not accepted, it deletes.
+    expect(await ingressClassAt(ns, 'portico-www')).not.toBe(CLASS);
+
+    // The same domain, once its project really deploys, is accepted and gets the operator's own
+    // route of Portico's class (no ingress controller here serves that class, so it is not Live).
+    await markDeployed(ns);
+    const accepted = await waitForCondition(ns, 'www', 'Accepted', 'True', undefined, 60_000);
+    expect(accepted.status?.observed?.proof).toMatch(/^[\w-]{43}$/);
+    await waitFor(`Ingress ${ns}/portico-www of class ${CLASS}`, async () =>
+      (await ingressClassAt(ns, 'portico-www')) === CLASS ? true : undefined,
+    );
     await deleteCustomDomain(ns, 'www');
   });
 });

@@ -51,10 +51,14 @@ export interface AcceptedEvidence {
   /**
    * A routing object of the operator's for the domain exists now: at one of the names Portico gives
    * the domain's routing (routing/plan.ts `ownedRoutingObjects`), with a controller ownerReference
-   * to the domain's uid. The operator writes routing only for an accepted domain and deletes it when
-   * the domain is not, so one means the domain was accepted; this is how a domain accepted by a
-   * build before the proof (no `status.observed.proof`) keeps its latch until its first reconcile
-   * signs its status. Any class counts: the routing class may change at that same upgrade.
+   * to the domain's uid, and in Portico's routing class (routing/routing-class.ts `inRoutingClass`:
+   * the ingress class or reserved Gateway that the chart's admission keeps to the controller; an
+   * ownerReference alone is anyone's to write who may create the route). The operator writes
+   * routing only for an accepted domain and deletes it when the domain is not, so one means the
+   * domain was accepted; this is how a domain accepted by a build before the proof (no
+   * `status.observed.proof`) keeps its latch until its first reconcile signs its status. A route
+   * of another class does not count, so a routing class changed at that same upgrade drops the
+   * latch (CHANGELOG.md, "Upgrading").
    */
   routed: boolean;
 }

@@ -51,6 +51,7 @@ import {
 import type { ClusterView, OwnedLookup } from './cluster-view.js';
 import { isAccepted, servesHostname } from './claim-precedence.js';
 import { acceptedBeforeIn } from './phases/acceptance.js';
+import type { RoutingClassSettings } from '../../routing/routing-class.js';
 import { CustomDomainIndex } from './domain-index.js';
 import type { ClaimsCache } from './hostname-claims.js';
 import type { CustomDomainReconciler } from './reconciler.js';
@@ -81,6 +82,12 @@ export interface CustomDomainControllerDeps {
    * `servedWithPortico`). Undefined: all count.
    */
   ingressClassName?: string;
+  /**
+   * The settings of Portico's routing class (routing/routing-class.ts), for telling the operator's
+   * own routes from routes anyone could write at its names (phases/acceptance.ts
+   * `acceptedBeforeIn`). Default: ingress mode with `ingressClassName`.
+   */
+  routingClass?: RoutingClassSettings;
   /** `view` also answers HostnameClaims' cache reads (`ClaimsCache`). */
   createReconciler: (view: ClusterView & ClaimsCache) => CustomDomainReconciler;
   queue: WorkQueue;
@@ -462,7 +469,15 @@ export class CustomDomainController {
    * its status proof, or a routing object of its own for the domain in the owned caches).
    */
   #acceptedBefore(domain: CustomDomain): boolean {
-    return acceptedBeforeIn({ owned: (header) => this.#ownedLookup(header) }, this.#d.loadedKey?.(), domain);
+    return acceptedBeforeIn(
+      { owned: (header) => this.#ownedLookup(header) },
+      this.#d.loadedKey?.(),
+      domain,
+      this.#d.routingClass ?? {
+        mode: 'ingress',
+        ...(this.#d.ingressClassName === undefined ? {} : { ingressClassName: this.#d.ingressClassName }),
+      },
+    );
   }
 
   #enqueue(keys: Iterable<string>): void {

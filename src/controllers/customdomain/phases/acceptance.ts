@@ -10,6 +10,7 @@ import { claimableProblem } from '../../../domain/claimable.js';
 import { invalidALabels, validateHostname } from '../../../domain/hostname.js';
 import { controllerOwnerUid } from '../../../routing/foreign-routes.js';
 import { ownedRoutingObjects } from '../../../routing/plan.js';
+import { inRoutingClass, type RoutingClassSettings } from '../../../routing/routing-class.js';
 import {
   acceptance,
   acceptedBefore,
@@ -31,7 +32,7 @@ import type { CustomDomainReconcilerDeps } from './deps.js';
 export async function accepted(
   d: Pick<
     CustomDomainReconcilerDeps,
-    'view' | 'reservedDomains' | 'allowSpecialUseHostnames' | 'claims' | 'ownership'
+    'view' | 'reservedDomains' | 'allowSpecialUseHostnames' | 'claims' | 'ownership' | 'routing'
   >,
   domain: CustomDomain,
 ): Promise<ReturnType<typeof acceptance> & { claimLapsesAt?: Date }> {
@@ -57,7 +58,7 @@ export async function accepted(
   const { readyEndpoints, previouslyAccepted, deployed } = deployState(
     domain,
     service ? view.readyEndpoints(domain.metadata.namespace, service) : undefined,
-    acceptedEvidence(view, key, domain),
+    acceptedEvidence(view, key, domain, d.routing),
   );
   const claim = claimable ? await d.claims.acquire(domain, { deployed }) : undefined;
   const condition = acceptance({
@@ -81,13 +82,19 @@ export async function accepted(
  * own (acceptance.ts `AcceptedEvidence`): the status proof by `key` (status-proof.ts; none while the
  * key is not loaded, `key` undefined), and, only without a proof, a routing object at one of the
  * names Portico gives the domain's routing (routing/plan.ts `ownedRoutingObjects`) with a
- * controller ownerReference to the domain's uid, as the owned caches of `view` hold it. One HMAC and
- * a few cache reads; no API request (a cache not synced yet shows no routing object).
+ * controller ownerReference to the domain's uid and in Portico's routing class of `routing`
+ * (routing/routing-class.ts `inRoutingClass`: the ingress class, or a reserved Gateway, that the
+ * chart's admission keeps to the controller), as the owned caches of `view` hold it. The class is
+ * what makes the route unforgeable: an identity that may write `customdomains/status` and create an
+ * Ingress could otherwise put one of another class at Portico's name, owned by its domain, and pass
+ * its own deploy gate. One HMAC and a few cache reads; no API request (a cache not synced yet shows
+ * no routing object).
  */
 export function acceptedEvidence(
   view: Pick<ClusterView, 'owned'>,
   key: Uint8Array | undefined,
   domain: CustomDomain,
+  routing: RoutingClassSettings,
 ): AcceptedEvidence {
   const hostname = normalizeDnsName(domain.spec.hostname);
   const uid = domain.metadata.uid ?? '';
@@ -97,22 +104,28 @@ export function acceptedEvidence(
     uid !== '' &&
     ownedRoutingObjects(domain).some((header) => {
       const seen = view.owned(header);
-      return seen.cached && seen.object !== undefined && controllerOwnerUid(seen.object) === uid;
+      return (
+        seen.cached &&
+        seen.object !== undefined &&
+        controllerOwnerUid(seen.object) === uid &&
+        inRoutingClass(header.kind, seen.object, routing)
+      );
     });
   return { proven, routed };
 }
 
 /**
- * Whether `domain`'s `Accepted=True` counts (acceptance.ts `acceptedBefore` with `acceptedEvidence`):
- * for the claim rules' grace of a holder never accepted and for which domains an EndpointSlice or
- * status change queues.
+ * Whether `domain`'s `Accepted=True` counts (acceptance.ts `acceptedBefore` with `acceptedEvidence`
+ * and the routing class of `routing`): for the claim rules' grace of a holder never accepted and for
+ * which domains an EndpointSlice or status change queues.
  */
 export function acceptedBeforeIn(
   view: Pick<ClusterView, 'owned'>,
   key: Uint8Array | undefined,
   domain: CustomDomain,
+  routing: RoutingClassSettings,
 ): boolean {
-  return isAccepted(domain) && acceptedBefore(domain, acceptedEvidence(view, key, domain));
+  return isAccepted(domain) && acceptedBefore(domain, acceptedEvidence(view, key, domain, routing));
 }
 
 /**
