@@ -488,6 +488,77 @@ describe('the rate-limit EnvoyPatchPolicies for a Live domain on Envoy Gateway',
     });
   });
 
+  it("an EnvoyExtensionPolicy with Lua on the project's HTTPRoute (written here by the admin: the chart's admission refuses Lua and Wasm to a tenant, e2e/tenant-isolation-ratelimits): Envoy Gateway v1.9.1 with its defaults (extensionApis.enableLua unset) refuses it and puts no Lua filter into the Envoy that holds the portico-ratelimit cluster; deleted, the route serves again", async () => {
+    const eep = {
+      group: 'gateway.envoyproxy.io',
+      version: 'v1alpha1',
+      plural: 'envoyextensionpolicies',
+    } as const;
+    await kube().custom.createNamespacedCustomObject({
+      ...eep,
+      namespace: ns,
+      body: {
+        apiVersion: 'gateway.envoyproxy.io/v1alpha1',
+        kind: 'EnvoyExtensionPolicy',
+        metadata: { name: 'lua', namespace: ns },
+        spec: {
+          targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'portico-www' }],
+          lua: [
+            {
+              type: 'Inline',
+              // What a tenant's script would do where Lua is on: call any cluster of the Envoy by name.
+              inline: [
+                'function envoy_on_request(handle)',
+                `  handle:httpCall("${RATELIMIT_CLUSTER_NAME}", {`,
+                '    [":method"] = "POST",',
+                '    [":path"] = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",',
+                `    [":authority"] = "${RATELIMIT_CLUSTER_NAME}",`,
+                '    ["content-type"] = "application/grpc",',
+                '  }, "", 1000)',
+                'end',
+              ].join('\n'),
+            },
+          ],
+        },
+      },
+    });
+    try {
+      const refused = await waitFor("Envoy Gateway's status on the EnvoyExtensionPolicy", async () => {
+        const obj = (await kube().custom.getNamespacedCustomObject({
+          ...eep,
+          namespace: ns,
+          name: 'lua',
+        })) as PolicyStatus;
+        const accepted = obj.status?.ancestors?.[0]?.conditions?.find((c) => c.type === 'Accepted');
+        return accepted;
+      });
+      expect(refused.status).toBe('False');
+      expect(refused.message).toContain('Lua EnvoyExtensionPolicy as feature is disabled');
+      const isLua = (f: HttpFilter): boolean => f.name?.includes('lua') === true;
+      const { listeners, clusters, routes } = await readXds(
+        'the xDS with the rate-limit cluster and the route of portico-www refused (a direct response)',
+        (x) =>
+          x.clusters.some((c) => c.name === RATELIMIT_CLUSTER_NAME) &&
+          routesOf(x.routes, ns, 'portico-www').some((r) => r.route === undefined),
+      );
+      expect(clusters.map((c) => c.name)).toContain(RATELIMIT_CLUSTER_NAME);
+      expect(
+        listeners
+          .flatMap((l) => httpFilterLists(l))
+          .flat()
+          .filter(isLua),
+      ).toEqual([]);
+      // Envoy Gateway answers the refused policy's own routes with a direct response (500).
+      expect(routesOf(routes, ns, 'portico-www').every((r) => r.route === undefined)).toBe(true);
+    } finally {
+      await kube().custom.deleteNamespacedCustomObject({ ...eep, namespace: ns, name: 'lua' });
+      await readXds('the route of portico-www forwarding again', (x) => {
+        const own = routesOf(x.routes, ns, 'portico-www');
+        return own.length > 0 && own.every((r) => r.route !== undefined);
+      });
+    }
+  });
+
   it("a policy targeting the Gateway: Attached=True, its descriptors on every virtual host of the route configurations of the Gateway's listeners and ListenerSets with routes, the HTTPRoute's own policy still first on its routes (the more specific wins); deleted, its EnvoyPatchPolicy and descriptors go", async () => {
     const gwNs = SANDBOX_GATEWAY.namespace;
     const body = policyBody(gwNs, 'gateway-wide', { kind: 'Gateway', name: SANDBOX_GATEWAY.name }, 600);

@@ -12,7 +12,10 @@
  *
  *   - the attack (an HTTPProxy whose descriptors name the victim's policy, at the virtual host or a
  *     route, or that take the policy from a request header; the same by an update; an
- *     EnvoyPatchPolicy) is refused by the API server with the policy's message;
+ *     EnvoyPatchPolicy; an EnvoyExtensionPolicy with Lua or Wasm code, which runs inside the
+ *     gateway's Envoy and can call the rate-limit service's cluster) is refused by the API server
+ *     with the policy's message; EnvoyExtensionPolicy objects are checked against Envoy Gateway
+ *     v1.9.1's own CRD (from the tools' bundle), and one with extProc alone is admitted;
  *   - what the tenant may write (descriptors naming its own namespace) is in Contour's RDS, and
  *     sending the service what Envoy would send for that route with the victim's key id ten times
  *     leaves the victim's key uncounted (no counter in Redis, the victim's own next check sees its
@@ -22,8 +25,8 @@
  *   - the operator (which runs with the admin's credentials, not exempted here) still attaches the
  *     victim's policy, and the controller's ServiceAccount may write both kinds.
  *
- * The policy, the tenant RBAC and the EnvoyPatchPolicy CRD (when this file installed it) are removed
- * after the file.
+ * The policy, the tenant RBAC and the EnvoyPatchPolicy and EnvoyExtensionPolicy CRDs (those this
+ * file installed) are removed after the file.
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -47,6 +50,7 @@ const RELEASE_NAMESPACE = 'portico-system';
 const CONTROLLER = `system:serviceaccount:${RELEASE_NAMESPACE}:portico-controller`;
 const TENANT = 'tenant-attacker@example.com';
 const EPP_CRD = 'envoypatchpolicies.gateway.envoyproxy.io';
+const EEP_CRD = 'envoyextensionpolicies.gateway.envoyproxy.io';
 const RBAC_NAME = 'e2e-tenant-routes';
 
 const victim = unique('rl-victim');
@@ -55,7 +59,7 @@ const victimPolicy = `${victim}/public-api`;
 const victimKey = 'victim-prod-key';
 let policy = '';
 let tenantRbac = '';
-let installedEppCrd = false;
+const installedCrds: string[] = [];
 
 /** `kubectl <args> -f -` of `objects`, as `user` (default: the admin). */
 function kubectlObjects(args: string[], objects: unknown[], user?: string): Promise<RunResult> {
@@ -148,20 +152,73 @@ function patchPolicy(namespace: string, value: string): Record<string, unknown> 
   };
 }
 
-/** Installs Envoy Gateway's EnvoyPatchPolicy CRD (from the tools' bundle) when the stack lacks it. */
-async function ensureEnvoyPatchPolicyCrd(): Promise<void> {
-  if ((await kubectl(['get', 'crd', EPP_CRD])).code === 0) return;
+/** Installs Envoy Gateway's CRD `name` (from the tools' bundle) when the stack lacks it. */
+async function ensureEnvoyGatewayCrd(name: string): Promise<void> {
+  if ((await kubectl(['get', 'crd', name])).code === 0) return;
   const bundle = await readFile(path.join(await toolsBin(), 'envoy-gateway-crds.yaml'), 'utf8');
   const crd = parseAllDocuments(bundle)
     .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null)
-    .find((d) => d?.kind === 'CustomResourceDefinition' && d.metadata?.name === EPP_CRD);
-  if (crd === undefined) throw new Error(`no ${EPP_CRD} in the tools' envoy-gateway-crds.yaml`);
+    .find((d) => d?.kind === 'CustomResourceDefinition' && d.metadata?.name === name);
+  if (crd === undefined) throw new Error(`no ${name} in the tools' envoy-gateway-crds.yaml`);
   const applied = await kubectlObjects(['apply', '--server-side'], [crd]);
   expect(applied.code, applied.stderr).toBe(0);
-  installedEppCrd = true;
-  const established = await kubectl(['wait', '--for=condition=Established', `crd/${EPP_CRD}`]);
+  installedCrds.push(name);
+  const established = await kubectl(['wait', '--for=condition=Established', `crd/${name}`]);
   expect(established.code, established.stderr).toBe(0);
 }
+
+/**
+ * A Lua script that asks the rate-limit service, from inside the gateway's Envoy, to count
+ * `policy`'s key `key` (the cluster the operator's EnvoyPatchPolicy adds; the gRPC message body is
+ * left out here: admission refuses the object before any of it runs).
+ */
+function luaCallingRateLimitService(policy: string, key: string): string {
+  return [
+    'function envoy_on_request(handle)',
+    `  -- ShouldRateLimit { domain = "${policy}", descriptors = { key_id = "${key}" } }`,
+    '  handle:httpCall("portico-ratelimit", {',
+    '    [":method"] = "POST",',
+    '    [":path"] = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",',
+    '    [":authority"] = "portico-ratelimit",',
+    '    ["content-type"] = "application/grpc",',
+    '  }, "", 1000)',
+    'end',
+  ].join('\n');
+}
+
+/**
+ * An EnvoyExtensionPolicy `name` in `namespace` for the HTTPRoute `mine` of its namespace, with
+ * `extension` (its `lua`, `wasm` or `extProc` list).
+ */
+function extensionPolicy(
+  namespace: string,
+  name: string,
+  extension: Record<string, unknown>,
+): Record<string, unknown> {
+  return {
+    apiVersion: 'gateway.envoyproxy.io/v1alpha1',
+    kind: 'EnvoyExtensionPolicy',
+    metadata: { name, namespace },
+    spec: {
+      targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'mine' }],
+      ...extension,
+    },
+  };
+}
+
+const LUA = { lua: [{ type: 'Inline', inline: luaCallingRateLimitService(victimPolicy, victimKey) }] };
+const WASM = {
+  wasm: [
+    {
+      name: 'counter',
+      code: {
+        type: 'HTTP',
+        http: { url: 'https://wasm.example.com/counter.wasm', sha256: 'a'.repeat(64) },
+      },
+    },
+  ],
+};
+const EXT_PROC = { extProc: [{ backendRefs: [{ name: 'processor', port: 9002 }] }] };
 
 /** The Role and RoleBindings of the tenant in its namespace, and RBAC for the controller's ServiceAccount. */
 function rbacObjects(tenantRoles: string[]): unknown[] {
@@ -173,8 +230,8 @@ function rbacObjects(tenantRoles: string[]): unknown[] {
     },
     {
       apiGroups: ['gateway.envoyproxy.io'],
-      resources: ['envoypatchpolicies'],
-      verbs: ['get', 'create', 'update', 'patch'],
+      resources: ['envoypatchpolicies', 'envoyextensionpolicies'],
+      verbs: ['get', 'create', 'update', 'patch', 'delete'],
     },
   ];
   const binding = (name: string, kind: 'Role' | 'ClusterRole') => ({
@@ -211,7 +268,8 @@ function rbacObjects(tenantRoles: string[]): unknown[] {
 
 beforeAll(async () => {
   contourXdsAddr(); // throws unless the stack runs Contour
-  await ensureEnvoyPatchPolicyCrd();
+  await ensureEnvoyGatewayCrd(EPP_CRD);
+  await ensureEnvoyGatewayCrd(EEP_CRD);
   await createProject(victim);
   await createProject(attacker);
   tenantRbac = await renderTemplate('tenancy', 'tenant-rbac.yaml');
@@ -250,7 +308,7 @@ afterAll(async () => {
   if (policy !== '') await kubectl(['delete', '--ignore-not-found', '-f', '-'], { input: policy });
   if (tenantRbac !== '') await kubectl(['delete', '--ignore-not-found', '-f', '-'], { input: tenantRbac });
   await kubectl(['delete', '--ignore-not-found', 'clusterrolebinding,clusterrole', RBAC_NAME]);
-  if (installedEppCrd) await kubectl(['delete', '--ignore-not-found', 'crd', EPP_CRD]);
+  for (const crd of installedCrds) await kubectl(['delete', '--ignore-not-found', 'crd', crd]);
 }, 120_000);
 
 describe('a tenant naming another namespace’s RateLimitPolicy', () => {
@@ -321,6 +379,76 @@ describe('a tenant naming another namespace’s RateLimitPolicy', () => {
       CONTROLLER,
     );
     expect(byController.code, byController.stderr).toBe(0);
+  });
+
+  it('is refused for an EnvoyExtensionPolicy with Lua or Wasm code (it runs inside the gateway’s Envoy, which can call the rate-limit service’s cluster), created or changed into one; extProc alone is admitted, and the controller’s ServiceAccount may write either', async () => {
+    for (const [what, extension] of [
+      ['Lua', LUA],
+      ['Wasm', WASM],
+    ] as const) {
+      const result = await kubectlObjects(
+        ['create', '--dry-run=server'],
+        [extensionPolicy(attacker, 'count', extension)],
+        TENANT,
+      );
+      expect(result.code, what).not.toBe(0);
+      expect(result.stderr, what).toContain(
+        `${TENANT} may not create the EnvoyExtensionPolicy ${attacker}/count with ${what} code`,
+      );
+      expect(result.stderr, what).toContain('the Portico rate-limit service with the policy and key ids');
+      expect(result.stderr, what).toContain(`only the Portico controller (${CONTROLLER})`);
+    }
+    // extProc alone (a server the Envoy calls for the tenant's own routes) is the tenant's to write;
+    // changing it to add Lua is refused, and the object stays as it was.
+    const own = await kubectlObjects(['create'], [extensionPolicy(attacker, 'processor', EXT_PROC)], TENANT);
+    expect(own.code, own.stderr).toBe(0);
+    const changed = await kubectlObjects(
+      ['apply'],
+      [extensionPolicy(attacker, 'processor', { ...EXT_PROC, ...LUA })],
+      TENANT,
+    );
+    expect(changed.code).not.toBe(0);
+    expect(changed.stderr).toContain(
+      `may not update the EnvoyExtensionPolicy ${attacker}/processor with Lua code`,
+    );
+    const stored = await kubectl(['get', 'envoyextensionpolicy', 'processor', '-n', attacker, '-o', 'json']);
+    expect(stored.code, stored.stderr).toBe(0);
+    expect((JSON.parse(stored.stdout) as { spec: Record<string, unknown> }).spec.lua).toBeUndefined();
+    // The controller's ServiceAccount may write Lua (and Wasm); the tenant may then change the
+    // object's metadata (an update that leaves the spec as it was), not its code.
+    const byController = await kubectlObjects(
+      ['create'],
+      [extensionPolicy(attacker, 'count', { ...LUA, ...WASM })],
+      CONTROLLER,
+    );
+    expect(byController.code, byController.stderr).toBe(0);
+    const labelled = await kubectl([
+      'label',
+      'envoyextensionpolicy',
+      'count',
+      '-n',
+      attacker,
+      'team=attacker',
+      '--as',
+      TENANT,
+    ]);
+    expect(labelled.code, labelled.stderr).toBe(0);
+    const rewritten = await kubectlObjects(
+      ['apply'],
+      [
+        extensionPolicy(attacker, 'count', {
+          lua: [{ type: 'Inline', inline: luaCallingRateLimitService(victimPolicy, 'other-key') }],
+        }),
+      ],
+      TENANT,
+    );
+    expect(rewritten.code).not.toBe(0);
+    // kubectl apply merges: the Wasm the controller wrote stays beside the tenant's new Lua.
+    expect(rewritten.stderr).toContain(
+      `may not update the EnvoyExtensionPolicy ${attacker}/count with Lua and Wasm code`,
+    );
+    const removed = await kubectl(['delete', 'envoyextensionpolicy', 'processor', 'count', '-n', attacker]);
+    expect(removed.code, removed.stderr).toBe(0);
   });
 
   it("leaves the victim's key uncounted: ten checks of what Envoy would send for the tenant's route (Contour's RDS) with the victim's key id touch no counter of the victim's", async () => {
