@@ -157,7 +157,7 @@ describe('ServingChecker', () => {
     expect(renewed.readiness).toEqual({
       status: 'False',
       reason: 'DataPlaneUnreachable',
-      message: 'No TLS connection.',
+      message: `No TLS connection. Failing since ${at(1_000).toISOString()}.`,
     });
     expect(renewed.nextCheckAt).toEqual(at(1_000 + 5_000));
   });

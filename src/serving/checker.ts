@@ -28,6 +28,8 @@ import type { ProjectHeader, ServingReason, ServingResult, ServingVerdict } from
 export interface ServingCheckSettings {
   /** The data plane's in-cluster `host:port` (--serving-check-address). */
   address: string;
+  /** The data plane's name in Ready's messages, e.g. `Traefik` (--data-plane-name); default "the data plane". */
+  dataPlaneName?: string;
   /** Milliseconds for each connection and each request of a check (a check takes at most 4 times this). */
   timeoutMs: number;
   projectHeader?: ProjectHeader;
@@ -218,6 +220,9 @@ export class ServingChecker {
     try {
       return await this.#check({
         address: this.#settings.address,
+        ...(this.#settings.dataPlaneName === undefined
+          ? {}
+          : { dataPlaneName: this.#settings.dataPlaneName }),
         hostname: domain.hostname,
         serialNumber: domain.serialNumber,
         ...(record && record.serialNumber !== '' ? { previousSerialNumber: record.serialNumber } : {}),

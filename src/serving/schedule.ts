@@ -14,6 +14,17 @@
  *   controller or a dropped connection is not the domain's fault (as a transient DNS error never
  *   unverifies a domain: docs/customdomains.md, "DNS faults on a verified domain"). A definite
  *   answer (another certificate, the default backend) takes it away at once.
+ * - Propagation: a data plane takes a route (and publishes its acknowledgement) before it has loaded
+ *   the domain's Secret and routes: Traefik served its default certificate for about 5 s after its
+ *   status write (docs/routing.md, "Traefik"). So for `propagationGraceMs` (default 30 s) after the
+ *   first check of a certificate that no check has yet seen served (a new domain, or a renewal),
+ *   another certificate or the default backend is reported as `AwaitingServing` (Normal), not as the
+ *   verdict's Warning reason. The first check of a certificate runs as soon as its route is
+ *   acknowledged and the certificate is in its Secret, so the grace is measured from then. Ready is
+ *   False meanwhile, as before: nothing was seen served.
+ * - While not serving, Ready's message ends with the time of the run's first failure
+ *   (`failingSince`), so a data plane that stopped answering says since when; not a count, so
+ *   retries that see the same do not rewrite the status.
  */
 import type { ServingReason, ServingResult, ServingSuccess, ServingVerdict } from './verdict.js';
 import { normalizeSerial, servedMessage } from './verdict.js';
@@ -21,6 +32,8 @@ import { normalizeSerial, servedMessage } from './verdict.js';
 export const DEFAULT_SERVING_INTERVAL_MS = 10 * 60_000;
 export const SERVING_RETRY_BASE_MS = 5_000;
 export const DEFAULT_UNREACHABLE_GRACE_MS = 5 * 60_000;
+/** Default of `ServingSchedulePolicy.propagationGraceMs`: 30 s (`--serving-check-propagation-seconds`). */
+export const DEFAULT_PROPAGATION_GRACE_MS = 30_000;
 
 /** What is kept of the checks of one domain (e.g. in `status.serving`; times RFC 3339). */
 export interface ServingCheckRecord {
@@ -49,6 +62,12 @@ export interface ServingSchedulePolicy {
   intervalMs: number;
   /** Milliseconds a serving domain stays Ready while the data plane cannot be reached. */
   unreachableGraceMs: number;
+  /**
+   * Milliseconds after the first check of a certificate not yet seen served during which another
+   * certificate or the default backend is `AwaitingServing` rather than a Warning (the data plane
+   * loading the Secret and route it took); default DEFAULT_PROPAGATION_GRACE_MS, 0 for none.
+   */
+  propagationGraceMs?: number;
 }
 
 export const DEFAULT_SERVING_SCHEDULE: ServingSchedulePolicy = {
@@ -115,10 +134,16 @@ export function recordServingCheck(
  */
 export const SERVING_CHECK_PENDING = 'ServingCheckPending';
 
+/**
+ * Ready's reason while a certificate no check has seen served is not served yet, within the
+ * propagation grace (`ServingSchedulePolicy.propagationGraceMs`): the data plane is loading it.
+ */
+export const AWAITING_SERVING = 'AwaitingServing';
+
 /** Ready as the serving check has it. */
 export interface ServingReadiness {
   status: 'True' | 'False';
-  reason: ServingReason | typeof SERVING_CHECK_PENDING;
+  reason: ServingReason | typeof SERVING_CHECK_PENDING | typeof AWAITING_SERVING;
   message: string;
 }
 
@@ -167,5 +192,24 @@ export function servingReadiness(
       };
     }
   }
-  return { status: 'False', reason: verdict.reason, message: verdict.message };
+  const failingSince = record.failingSince ?? record.lastCheckTime;
+  // The start of the run only, not a count: the message stays the same while retries see the same.
+  const run = ` Failing since ${failingSince}.`;
+  const graceMs = policy.propagationGraceMs ?? DEFAULT_PROPAGATION_GRACE_MS;
+  const propagating =
+    (verdict.result === 'wrong-certificate' || verdict.result === 'not-reaching-project') &&
+    record.lastServingTime === undefined &&
+    now.getTime() < Date.parse(failingSince) + graceMs;
+  if (propagating) {
+    const until = new Date(Date.parse(failingSince) + graceMs).toISOString();
+    return {
+      status: 'False',
+      reason: AWAITING_SERVING,
+      message:
+        `Waiting for the data plane to load the route and certificate it took: ${verdict.message} ` +
+        `Normal for up to ${graceMs / 1000} s after the first check of this certificate (${failingSince}); ` +
+        `reported as ${verdict.reason} from ${until} if it persists.`,
+    };
+  }
+  return { status: 'False', reason: verdict.reason, message: `${verdict.message}${run}` };
 }
