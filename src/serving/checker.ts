@@ -66,7 +66,7 @@ const REASON_OF: Record<ServingResult, ServingReason> = {
 /**
  * One domain's record, packed: the uid of the CustomDomain it was made for (a domain deleted and
  * created again under the same name starts afresh), the normalized serial (up to 40 hex digits),
- * and six numbers (times in epoch milliseconds, NaN for absent). About 320 bytes in V8 with its Map
+ * and seven numbers (times in epoch milliseconds, NaN for absent). About 320 bytes in V8 with its Map
  * entry and key (measured with Node 24 before `servingSinceMs` was added: 10,000 records, 3.2 MB of
  * heap). Ready's message (another
  * 300 bytes or so) is not kept: between checks it is read back from the domain's Ready condition.
@@ -79,6 +79,8 @@ interface PackedRecord {
   result: number;
   consecutiveFailures: number;
   failingSinceMs: number;
+  /** Index in RESULTS of the run's first failure; -1 for none. */
+  failingFrom: number;
   lastServingMs: number;
   servingSinceMs: number;
 }
@@ -91,6 +93,7 @@ function pack(uid: string, record: ServingCheckRecord): PackedRecord {
     result: RESULTS.indexOf(record.lastResult),
     consecutiveFailures: record.consecutiveFailures,
     failingSinceMs: record.failingSince === undefined ? NaN : Date.parse(record.failingSince),
+    failingFrom: record.failingFrom === undefined ? -1 : RESULTS.indexOf(record.failingFrom),
     lastServingMs: record.lastServingTime === undefined ? NaN : Date.parse(record.lastServingTime),
     servingSinceMs: record.servingSince === undefined ? NaN : Date.parse(record.servingSince),
   };
@@ -104,6 +107,7 @@ function unpack(packed: PackedRecord): ServingCheckRecord {
     lastResult: RESULTS[packed.result] ?? 'unreachable',
     consecutiveFailures: packed.consecutiveFailures,
     ...(Number.isNaN(packed.failingSinceMs) ? {} : { failingSince: iso(packed.failingSinceMs) }),
+    ...(RESULTS[packed.failingFrom] === undefined ? {} : { failingFrom: RESULTS[packed.failingFrom] }),
     ...(Number.isNaN(packed.lastServingMs) ? {} : { lastServingTime: iso(packed.lastServingMs) }),
     ...(Number.isNaN(packed.servingSinceMs) ? {} : { servingSince: iso(packed.servingSinceMs) }),
   };

@@ -79,6 +79,7 @@ describe('recordServingCheck', () => {
       lastResult: 'unreachable',
       consecutiveFailures: 2,
       failingSince: T0.toISOString(),
+      failingFrom: 'wrong-certificate',
     });
     const renewed = recordServingCheck(second, RENEWED, wrong, at(6_000));
     expect(renewed.consecutiveFailures).toBe(1);
@@ -167,6 +168,30 @@ describe('servingReadiness', () => {
       at(60_000 + DEFAULT_SERVING_SCHEDULE.unreachableGraceMs),
     );
     expect(after).toMatchObject({ status: 'False', reason: 'DataPlaneUnreachable' });
+  });
+
+  it('keeps it Ready while the data plane comes back from a run that began unreachable (its default certificate while it reloads), not past the grace', () => {
+    const ok = recordServingCheck(undefined, SERIAL, serving, T0);
+    const down = recordServingCheck(ok, SERIAL, unreachable, at(60_000));
+    // Restarted: its default certificate until it has read the Secret again.
+    const back = recordServingCheck(down, SERIAL, wrong, at(65_000));
+    expect(back.failingFrom).toBe('unreachable');
+    const during = servingReadiness(wrong, back, at(65_000));
+    expect(during).toMatchObject({ status: 'True', reason: 'Live' });
+    expect(during.message).toContain(`the latest check failed: Another one.`);
+    const end = 60_000 + DEFAULT_SERVING_SCHEDULE.unreachableGraceMs;
+    const stuck = recordServingCheck(back, SERIAL, wrong, at(end));
+    expect(servingReadiness(wrong, stuck, at(end))).toMatchObject({
+      status: 'False',
+      reason: 'CertificateNotServed',
+    });
+    // A run that began with another certificate gets no such grace.
+    const swapped = recordServingCheck(ok, SERIAL, wrong, at(60_000));
+    const thenDown = recordServingCheck(swapped, SERIAL, unreachable, at(65_000));
+    expect(thenDown.failingFrom).toBe('wrong-certificate');
+    expect(
+      servingReadiness(wrong, recordServingCheck(thenDown, SERIAL, wrong, at(70_000)), at(70_000)).status,
+    ).toBe('False');
   });
 
   it('gives no grace to a domain never found serving, or to a renewed certificate not yet confirmed', () => {

@@ -12,8 +12,10 @@
  *   from a domain whose last conclusive check for the same serial found it serving, for
  *   `unreachableGraceMs` (default 5 minutes) after the failures began: a restarting ingress
  *   controller or a dropped connection is not the domain's fault (as a transient DNS error never
- *   unverifies a domain: docs/customdomains.md, "DNS faults on a verified domain"). A definite
- *   answer (another certificate, the default backend) takes it away at once.
+ *   unverifies a domain: docs/customdomains.md, "DNS faults on a verified domain"). The same grace
+ *   covers what the data plane answers when it comes back within that run of failures (its default
+ *   certificate or backend while it reloads: `failingFrom`). Otherwise a definite answer (another
+ *   certificate, the default backend) takes it away at once.
  * - Propagation: a data plane takes a route (and publishes its acknowledgement) before it has loaded
  *   the domain's Secret and routes: Traefik served its default certificate for about 5 s after its
  *   status write (docs/routing.md, "Traefik"). So for `propagationGraceMs` (default 30 s) after the
@@ -46,6 +48,11 @@ export interface ServingCheckRecord {
   consecutiveFailures: number;
   /** The first of those failures; absent while serving. */
   failingSince?: string;
+  /**
+   * The result of the first of those failures; absent while serving. `unreachable`: the run began
+   * with the data plane not answering, so what it serves next may be its restart still loading.
+   */
+  failingFrom?: ServingResult;
   /** When a check for this serial last found the domain serving; absent if none did. */
   lastServingTime?: string;
   /**
@@ -124,6 +131,7 @@ export function recordServingCheck(
     lastResult: verdict.result,
     consecutiveFailures: (same?.consecutiveFailures ?? 0) + 1,
     failingSince: same?.failingSince ?? at,
+    failingFrom: (same?.failingSince !== undefined ? same.failingFrom : undefined) ?? verdict.result,
     ...(same?.lastServingTime !== undefined ? { lastServingTime: same.lastServingTime } : {}),
   };
 }
@@ -181,7 +189,10 @@ export function servingReadiness(
         : servedMessage({ served, answer }, checkedPhrase(record, policy));
     return { status: 'True', reason: 'Live', message };
   }
-  if (verdict.result === 'unreachable' && record.lastServingTime !== undefined) {
+  // A run that began with the data plane not answering covers what it answers while it comes back:
+  // a restarted Traefik serves its default certificate until it has loaded the Secrets again.
+  const restarting = verdict.result === 'unreachable' || record.failingFrom === 'unreachable';
+  if (restarting && record.lastServingTime !== undefined) {
     const since = Date.parse(record.failingSince ?? record.lastCheckTime);
     const until = since + policy.unreachableGraceMs;
     if (now.getTime() < until) {
