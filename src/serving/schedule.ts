@@ -129,9 +129,21 @@ export function recordServingCheck(
     serialNumber: serial,
     lastCheckTime: at,
     lastResult: verdict.result,
+    ...failingRun(same, verdict, at),
+  };
+}
+
+/** The failure run's fields after a failed check at `at`, continuing `same`'s run when it has one. */
+function failingRun(
+  same: ServingCheckRecord | undefined,
+  verdict: Pick<ServingVerdict, 'result'>,
+  at: string,
+): Pick<ServingCheckRecord, 'consecutiveFailures' | 'failingSince' | 'failingFrom' | 'lastServingTime'> {
+  const running = same?.failingSince !== undefined ? same : undefined;
+  return {
     consecutiveFailures: (same?.consecutiveFailures ?? 0) + 1,
-    failingSince: same?.failingSince ?? at,
-    failingFrom: (same?.failingSince !== undefined ? same.failingFrom : undefined) ?? verdict.result,
+    failingSince: running?.failingSince ?? at,
+    failingFrom: running?.failingFrom ?? verdict.result,
     ...(same?.lastServingTime !== undefined ? { lastServingTime: same.lastServingTime } : {}),
   };
 }
@@ -170,6 +182,29 @@ function checkedPhrase(record: ServingCheckRecord, policy: ServingSchedulePolicy
 }
 
 /**
+ * Ready kept True for a domain that served this serial while the data plane does not answer, or
+ * answers otherwise as it comes back (a run of failures that began `unreachable`: a restarted
+ * Traefik serves its default certificate until it has loaded the Secrets again), for
+ * `unreachableGraceMs` from the run's first failure; undefined otherwise.
+ */
+function keptThroughOutage(
+  verdict: Pick<ServingVerdict, 'result' | 'message'>,
+  record: ServingCheckRecord,
+  now: Date,
+  policy: ServingSchedulePolicy,
+): ServingReadiness | undefined {
+  const outage = verdict.result === 'unreachable' || record.failingFrom === 'unreachable';
+  if (!outage || record.lastServingTime === undefined) return undefined;
+  const until = Date.parse(record.failingSince ?? record.lastCheckTime) + policy.unreachableGraceMs;
+  if (now.getTime() >= until) return undefined;
+  return {
+    status: 'True',
+    reason: 'Live',
+    message: `Served as checked at ${record.lastServingTime}; the latest check failed: ${verdict.message} Ready stays True until ${new Date(until).toISOString()} unless a check succeeds.`,
+  };
+}
+
+/**
  * Ready from the latest `verdict` and the `record` that includes it (recordServingCheck's result).
  * An unreachable data plane keeps a domain that served this serial Ready during the grace period,
  * with Ready's reason `Live` and the failure in the message.
@@ -189,20 +224,8 @@ export function servingReadiness(
         : servedMessage({ served, answer }, checkedPhrase(record, policy));
     return { status: 'True', reason: 'Live', message };
   }
-  // A run that began with the data plane not answering covers what it answers while it comes back:
-  // a restarted Traefik serves its default certificate until it has loaded the Secrets again.
-  const restarting = verdict.result === 'unreachable' || record.failingFrom === 'unreachable';
-  if (restarting && record.lastServingTime !== undefined) {
-    const since = Date.parse(record.failingSince ?? record.lastCheckTime);
-    const until = since + policy.unreachableGraceMs;
-    if (now.getTime() < until) {
-      return {
-        status: 'True',
-        reason: 'Live',
-        message: `Served as checked at ${record.lastServingTime}; the latest check failed: ${verdict.message} Ready stays True until ${new Date(until).toISOString()} unless a check succeeds.`,
-      };
-    }
-  }
+  const kept = keptThroughOutage(verdict, record, now, policy);
+  if (kept) return kept;
   const failingSince = record.failingSince ?? record.lastCheckTime;
   // The start of the run only, not a count: the message stays the same while retries see the same.
   const run = ` Failing since ${failingSince}.`;
