@@ -11,6 +11,7 @@
  * redirect Middlewares the `traefik` flavor writes (src/routing/traefik.ts). Entrypoints `web` (HTTP)
  * and `websecure` (HTTPS) listen on free loopback ports; its ping endpoint, on a third one, is the
  * readiness probe. Update checks and anonymous usage reports are off: nothing leaves the machine.
+ * Its access log (common log format, in its log file) keeps the User-Agent of each request.
  */
 import { readFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -94,6 +95,11 @@ export function traefikArgs(
     '--providers.kubernetesCRD=true',
     '--log.level=INFO',
     '--accessLog=true',
+    // Traefik drops every request header from its access log by default: the User-Agent says who
+    // asked (the CA's validation, the operator's self-check and serving check, a browser).
+    '--accessLog.fields.headers.names.User-Agent=keep',
+    // Requests its own routers answer (the entrypoint redirect of `httpsRedirect`) are logged too.
+    '--accessLog.addInternals=true',
     ...(options.httpsRedirect === true ? TRAEFIK_HTTPS_REDIRECT_ARGS : []),
   ];
 }
