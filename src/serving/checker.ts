@@ -74,6 +74,8 @@ const REASON_OF: Record<ServingResult, ServingReason> = {
 interface PackedRecord {
   uid: string;
   serialNumber: string;
+  /** '' for none. */
+  previousSerialNumber: string;
   lastCheckMs: number;
   /** Index in RESULTS. */
   result: number;
@@ -89,6 +91,7 @@ function pack(uid: string, record: ServingCheckRecord): PackedRecord {
   return {
     uid,
     serialNumber: record.serialNumber,
+    previousSerialNumber: record.previousSerialNumber ?? '',
     lastCheckMs: Date.parse(record.lastCheckTime),
     result: RESULTS.indexOf(record.lastResult),
     consecutiveFailures: record.consecutiveFailures,
@@ -103,6 +106,7 @@ function unpack(packed: PackedRecord): ServingCheckRecord {
   const iso = (ms: number): string => new Date(ms).toISOString();
   return {
     serialNumber: packed.serialNumber,
+    ...(packed.previousSerialNumber === '' ? {} : { previousSerialNumber: packed.previousSerialNumber }),
     lastCheckTime: iso(packed.lastCheckMs),
     lastResult: RESULTS[packed.result] ?? 'unreachable',
     consecutiveFailures: packed.consecutiveFailures,
@@ -151,6 +155,16 @@ function afterCheck(
     return { next, readiness };
   const restarted = { ...next, servingSince: at };
   return { next: restarted, readiness: servingReadiness(verdict, restarted, now, policy) };
+}
+
+/** `previousSerialNumber` for a check of `serialNumber`, given the domain's record. */
+function previousOf(
+  record: ServingCheckRecord | undefined,
+  serialNumber: string,
+): { previousSerialNumber?: string } {
+  if (record === undefined) return {};
+  const previous = isNewCertificate(record, serialNumber) ? record.serialNumber : record.previousSerialNumber;
+  return previous === undefined || previous === '' ? {} : { previousSerialNumber: previous };
 }
 
 export class ServingChecker {
@@ -215,7 +229,10 @@ export class ServingChecker {
     return { readiness, nextCheckAt: nextServingCheckAt(next, domain.serialNumber, now, policy) };
   }
 
-  /** One check in a slot; `record` names the serial it was made for as the previous one. */
+  /**
+   * One check in a slot. The previous certificate named to the check: `record`'s serial when the
+   * domain's differs (the first check of a renewed one), else the one `record` keeps as replaced.
+   */
   async #run(
     domain: { hostname: string; serialNumber: string },
     record: ServingCheckRecord | undefined,
@@ -229,7 +246,7 @@ export class ServingChecker {
           : { dataPlaneName: this.#settings.dataPlaneName }),
         hostname: domain.hostname,
         serialNumber: domain.serialNumber,
-        ...(record && record.serialNumber !== '' ? { previousSerialNumber: record.serialNumber } : {}),
+        ...previousOf(record, domain.serialNumber),
         timeoutMs: this.#settings.timeoutMs,
         ...(this.#settings.projectHeader ? { projectHeader: this.#settings.projectHeader } : {}),
       });

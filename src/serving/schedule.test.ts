@@ -86,6 +86,8 @@ describe('recordServingCheck', () => {
     expect(renewed.failingSince).toBe(at(6_000).toISOString());
     expect(recordServingCheck(renewed, RENEWED, serving, at(7_000))).toEqual({
       serialNumber: RENEWED,
+      // The certificate it replaced is kept for the renewed one's checks.
+      previousSerialNumber: 'A1B2C',
       lastCheckTime: at(7_000).toISOString(),
       lastResult: 'serving',
       consecutiveFailures: 0,

@@ -41,6 +41,12 @@ export const DEFAULT_PROPAGATION_GRACE_MS = 30_000;
 export interface ServingCheckRecord {
   /** The serial the checks were made for (normalized). */
   serialNumber: string;
+  /**
+   * The serial of the certificate checked before this one (normalized), kept through this one's
+   * checks: a data plane still serving it is named as serving "the certificate the renewal
+   * replaced" on every retry, not only on the first check of the renewed one.
+   */
+  previousSerialNumber?: string;
   /** The last check. */
   lastCheckTime: string;
   lastResult: ServingResult;
@@ -115,9 +121,12 @@ export function recordServingCheck(
   const serial = normalizeSerial(serialNumber);
   const same = record !== undefined && record.serialNumber === serial ? record : undefined;
   const at = now.toISOString();
+  const previous = same ? same.previousSerialNumber : record?.serialNumber;
+  const replaced = previous === undefined || previous === '' ? {} : { previousSerialNumber: previous };
   if (verdict.result === 'serving') {
     return {
       serialNumber: serial,
+      ...replaced,
       lastCheckTime: at,
       lastResult: 'serving',
       consecutiveFailures: 0,
@@ -127,6 +136,7 @@ export function recordServingCheck(
   }
   return {
     serialNumber: serial,
+    ...replaced,
     lastCheckTime: at,
     lastResult: verdict.result,
     ...failingRun(same, verdict, at),
