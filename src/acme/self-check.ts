@@ -3,8 +3,18 @@
  * hostname through the configured DNS servers (following the CNAME) and GET
  * `http://<hostname>:<port>/.well-known/acme-challenge/<token>` (RFC 8555 §8.3). A failure here
  * would fail at the CA too, and a failed authorization counts against the CA's limits.
+ *
+ * Redirects are followed as the CA follows them (RFC 8555 §8.3: "The server SHOULD follow
+ * redirects"): up to `MAX_REDIRECTS` (Let's Encrypt and Pebble: 10; Go's http.Client default), to
+ * `http:` or `https:` only, names resolved through the same DNS servers, the certificate of an
+ * HTTPS hop not verified (Pebble: `InsecureSkipVerify` "if we get redirected to an HTTPS host";
+ * Let's Encrypt likewise accepts any certificate there). A data plane that sends every plain HTTP
+ * request to HTTPS (Traefik's entrypoint redirect, docs/routing.md "Traefik") thus passes here as
+ * it passes at the CA. Let's Encrypt also refuses a redirect to a port other than 80 and 443; this
+ * check does not, like Pebble, whose HTTP port is not 80 in the sandbox.
  */
-import { request } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { DnsResolver } from '../dns/resolver.js';
 
@@ -43,26 +53,59 @@ function lookupThrough(resolver: DnsResolver): LookupFunction {
   };
 }
 
+/** Redirects followed at most, as the CAs do (Go's http.Client default, which Pebble and Boulder keep). */
+export const MAX_REDIRECTS = 10;
+
+/**
+ * GET `url`, following redirects (see the module comment); each hop has `timeoutMs`. Resolves to the
+ * last answer's status and body, and the URLs of the hops after the first.
+ *
+ * @throws Error for a connection failure, a timeout, a redirect to another scheme than http/https,
+ *   or more than MAX_REDIRECTS redirects
+ */
+async function fetchFollowing(
+  url: URL,
+  resolver: DnsResolver,
+  timeoutMs: number,
+): Promise<{ status: number; body: string; redirects: string[] }> {
+  const redirects: string[] = [];
+  let current = url;
+  for (;;) {
+    const answer = await fetchOnce(current, resolver, timeoutMs);
+    if (answer.location === undefined || ![301, 302, 303, 307, 308].includes(answer.status))
+      return { status: answer.status, body: answer.body, redirects };
+    const next = new URL(answer.location, current);
+    if (next.protocol !== 'http:' && next.protocol !== 'https:')
+      throw new Error(`HTTP ${answer.status} redirect to ${next.href}, not an http or https URL`);
+    if (redirects.length === MAX_REDIRECTS)
+      throw new Error(`more than ${MAX_REDIRECTS} redirects (the last to ${next.href})`);
+    redirects.push(next.href);
+    current = next;
+  }
+}
+
 function fetchOnce(
   url: URL,
   resolver: DnsResolver,
   timeoutMs: number,
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: string; location: string | undefined }> {
   return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      { method: 'GET', lookup: lookupThrough(resolver), timeout: timeoutMs },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          if (body.length < 4096) body += chunk;
-        });
-        res.on('end', () => {
-          resolve({ status: res.statusCode ?? 0, body });
-        });
-      },
-    );
+    const onResponse = (res: IncomingMessage): void => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (body.length < 4096) body += chunk;
+      });
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, body, location: res.headers.location });
+      });
+    };
+    const options = { method: 'GET', lookup: lookupThrough(resolver), timeout: timeoutMs };
+    const req =
+      url.protocol === 'https:'
+        ? // An HTTPS hop (after a redirect): its certificate is not verified, as the CA does not.
+          httpsRequest(url, { ...options, servername: url.hostname, rejectUnauthorized: false }, onResponse)
+        : httpRequest(url, options, onResponse);
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on('error', reject);
     req.end();
@@ -90,9 +133,10 @@ export async function selfCheckHttp01(args: {
   let last = '';
   for (let attempt = 1; attempt <= args.attempts; attempt++) {
     try {
-      const { status, body } = await fetchOnce(url, args.resolver, args.timeoutMs);
+      const { status, body, redirects } = await fetchFollowing(url, args.resolver, args.timeoutMs);
       if (status === 200 && body.trim() === args.keyAuthorization) return;
-      last = `HTTP ${status}${status === 200 ? ' with a different body' : ''}`;
+      const via = redirects.length === 0 ? '' : ` after redirects to ${redirects.join(', ')}`;
+      last = `HTTP ${status}${status === 200 ? ' with a different body' : ''}${via}`;
     } catch (err) {
       last = (err as Error).message;
     }

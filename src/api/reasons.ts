@@ -170,6 +170,10 @@ export const CUSTOM_DOMAIN_REASONS = {
     severity: 'Warning',
     doc: 'the serving check could not connect to the data plane or got no answer',
   },
+  AwaitingServing: {
+    severity: 'Normal',
+    doc: 'the data plane took the route but does not serve the issued certificate or route yet, within the propagation grace after the first check',
+  },
   ServingCheckPending: {
     severity: 'Normal',
     doc: 'the serving check of this certificate is due and waits for a free slot',

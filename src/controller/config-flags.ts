@@ -285,6 +285,12 @@ export const controllerOptions = {
     default: '5000',
     help: 'ms each connection and request of a serving check may take',
   },
+  'serving-check-propagation-seconds': {
+    type: 'string',
+    env: 'PORTICO_SERVING_CHECK_PROPAGATION_SECONDS',
+    default: '30',
+    help: "seconds after the first check of a certificate not yet seen served during which the data plane's default certificate or backend is AwaitingServing (it is loading what it took), not a Warning; 0: none",
+  },
   'serving-check-project-header': {
     type: 'string',
     env: 'PORTICO_SERVING_CHECK_PROJECT_HEADER',

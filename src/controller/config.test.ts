@@ -269,6 +269,7 @@ describe('parseControllerConfig', () => {
       address: 'ingress-nginx-controller.ingress-nginx.svc:443',
       intervalMs: 600_000,
       timeoutMs: 5_000,
+      propagationGraceMs: 30_000,
     });
     const set = parseControllerConfig(
       [
@@ -281,6 +282,8 @@ describe('parseControllerConfig', () => {
         '1500',
         '--serving-check-project-header',
         'X-Served-By=platform',
+        '--serving-check-propagation-seconds',
+        '0',
       ],
       {},
     );
@@ -289,6 +292,7 @@ describe('parseControllerConfig', () => {
       address: '[fd00::1]:8443',
       intervalMs: 60_000,
       timeoutMs: 1_500,
+      propagationGraceMs: 0,
       projectHeader: { name: 'X-Served-By', value: 'platform' },
     });
     const anyValue = parseControllerConfig(

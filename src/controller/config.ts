@@ -137,6 +137,11 @@ export interface ControllerConfig {
         intervalMs: number;
         /** Milliseconds for each connection and each request of a check. */
         timeoutMs: number;
+        /**
+         * Milliseconds after the first check of a certificate not yet seen served during which another
+         * certificate or the default backend is `AwaitingServing` (schedule.ts); 0: none.
+         */
+        propagationGraceMs: number;
         projectHeader?: ProjectHeader;
       }
     | undefined;
@@ -399,6 +404,8 @@ function servingCheckSettings(
   const intervalMs =
     positiveInt('serving-check-interval-seconds', required('serving-check-interval-seconds')) * 1000;
   const timeoutMs = positiveInt('serving-check-timeout-ms', required('serving-check-timeout-ms'));
+  const propagationGraceMs =
+    nonNegativeInt('serving-check-propagation-seconds', required('serving-check-propagation-seconds')) * 1000;
   const header = get('serving-check-project-header');
   let projectHeader: ProjectHeader | undefined;
   if (header !== undefined && header !== '') {
@@ -416,7 +423,7 @@ function servingCheckSettings(
   } catch (err) {
     throw new ConfigError(`--serving-check-address: ${(err as Error).message}`);
   }
-  return { address, intervalMs, timeoutMs, ...(projectHeader ? { projectHeader } : {}) };
+  return { address, intervalMs, timeoutMs, propagationGraceMs, ...(projectHeader ? { projectHeader } : {}) };
 }
 
 /**

@@ -149,11 +149,15 @@ function build(
   const serving = config.servingCheck
     ? new ServingChecker({
         address: config.servingCheck.address,
+        ...(config.routing.dataPlaneName === undefined
+          ? {}
+          : { dataPlaneName: config.routing.dataPlaneName }),
         timeoutMs: config.servingCheck.timeoutMs,
         ...(config.servingCheck.projectHeader ? { projectHeader: config.servingCheck.projectHeader } : {}),
         policy: {
           intervalMs: config.servingCheck.intervalMs,
           unreachableGraceMs: DEFAULT_UNREACHABLE_GRACE_MS,
+          propagationGraceMs: config.servingCheck.propagationGraceMs,
         },
         maxConcurrent: Math.max(1, Math.floor(config.workers / 2)),
       })

@@ -126,6 +126,8 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     "The request for the hostname got the same answer as the data plane's default backend (or lacks `--serving-check-project-header`): the ingress controller does not route the hostname. Check that it took the Ingress `portico-<name>` or the HTTPRoute (`kubectl get ingress,httproute -n <namespace> portico-<name> -o yaml`, the controller's logs) and that the Service's pods answer.",
   DataPlaneUnreachable:
     "A platform fix: the operator cannot reach `--serving-check-address` (the message has the error). Check that the address is the ingress controller's in-cluster HTTPS Service and port, that the controller runs, and that the operator's NetworkPolicy allows egress to it (chart: `routing.servingCheck`). A domain that served keeps Ready for 5 minutes meanwhile; the check is retried.",
+  AwaitingServing:
+    "Usually nothing: the data plane took the route and is loading the Secret and route (Traefik took about 5 s here); the check repeats after 5, 10, 20 s. If it persists past `--serving-check-propagation-seconds` (default 30), Ready's reason becomes the check's Warning (`CertificateNotServed` or `ProjectNotReached`), whose fix applies.",
   ServingCheckPending:
     'Nothing to do: the check runs within seconds, once one of the checks running ends. If it stays, the data plane is slow to answer (each check waits up to four times `--serving-check-timeout-ms`).',
   // Events

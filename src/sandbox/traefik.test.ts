@@ -35,6 +35,14 @@ describe('traefikArgs', () => {
     expect(f.get('--providers.kubernetesIngress.ingressEndpoint.ip')).toBe('127.0.0.1');
     expect(f.get('--providers.kubernetesCRD')).toBe('true');
   });
+
+  it('redirects plain HTTP on web to HTTPS on websecure only when asked (httpsRedirect)', () => {
+    const plain = flags(traefikArgs({ web: 1, websecure: 2, ping: 3 }));
+    expect([...plain.keys()].filter((k) => k.includes('redirections'))).toEqual([]);
+    const f = flags(traefikArgs({ web: 1, websecure: 2, ping: 3 }, 'mine', { httpsRedirect: true }));
+    expect(f.get('--entryPoints.web.http.redirections.entryPoint.to')).toBe('websecure');
+    expect(f.get('--entryPoints.web.http.redirections.entryPoint.scheme')).toBe('https');
+  });
 });
 
 describe('traefikOperatorFlags', () => {

@@ -11,6 +11,7 @@
  * redirect Middlewares the `traefik` flavor writes (src/routing/traefik.ts). Entrypoints `web` (HTTP)
  * and `websecure` (HTTPS) listen on free loopback ports; its ping endpoint, on a third one, is the
  * readiness probe. Update checks and anonymous usage reports are off: nothing leaves the machine.
+ * Its access log (common log format, in its log file) keeps the User-Agent of each request.
  */
 import { readFile, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -47,13 +48,36 @@ export interface TraefikPorts {
   readonly ping: number;
 }
 
+/** How a platform has configured Traefik beyond the sandbox's defaults. */
+export interface TraefikOptions {
+  /**
+   * Every plain HTTP request on `web` answered with a redirect to HTTPS on `websecure`: Traefik's
+   * entrypoint redirect (`--entryPoints.web.http.redirections.entryPoint.to=websecure`, scheme
+   * `https`; permanent by default, so 301 to GET and 308 to other methods), the setting a platform
+   * running Traefik uses for "HTTP goes to HTTPS". The `Location` names `websecure`'s port (none when
+   * it is 443). The CA's HTTP-01 request is redirected too and follows (RFC 8555 §8.3), as does the
+   * operator's self-check (src/acme/self-check.ts). Default false: `web` serves the routes as they are.
+   */
+  readonly httpsRedirect?: boolean;
+}
+
+/** Traefik's flags for the entrypoint redirect of `TraefikOptions.httpsRedirect` (v3.6 static options). */
+export const TRAEFIK_HTTPS_REDIRECT_ARGS: readonly string[] = [
+  '--entryPoints.web.http.redirections.entryPoint.to=websecure',
+  '--entryPoints.web.http.redirections.entryPoint.scheme=https',
+];
+
 /**
  * Traefik's static configuration as command-line flags (its static options, v3.6: `--entryPoints.*`,
  * `--providers.*`, `--ping`, `--global.*`).
  *
  * @param ingressClass the IngressClass whose Ingresses Traefik serves
  */
-export function traefikArgs(ports: TraefikPorts, ingressClass: string = TRAEFIK_INGRESS_CLASS): string[] {
+export function traefikArgs(
+  ports: TraefikPorts,
+  ingressClass: string = TRAEFIK_INGRESS_CLASS,
+  options: TraefikOptions = {},
+): string[] {
   return [
     '--global.checkNewVersion=false',
     '--global.sendAnonymousUsage=false',
@@ -71,6 +95,12 @@ export function traefikArgs(ports: TraefikPorts, ingressClass: string = TRAEFIK_
     '--providers.kubernetesCRD=true',
     '--log.level=INFO',
     '--accessLog=true',
+    // Traefik drops every request header from its access log by default: the User-Agent says who
+    // asked (the CA's validation, the operator's self-check and serving check, a browser).
+    '--accessLog.fields.headers.names.User-Agent=keep',
+    // Requests its own routers answer (the entrypoint redirect of `httpsRedirect`) are logged too.
+    '--accessLog.addInternals=true',
+    ...(options.httpsRedirect === true ? TRAEFIK_HTTPS_REDIRECT_ARGS : []),
   ];
 }
 
@@ -147,12 +177,13 @@ export async function startTraefik(
   binary: string,
   kubeconfig: string,
   ports: TraefikPorts,
-  options: { name?: string; ingressClass?: string } = {},
+  options: { name?: string; ingressClass?: string; appendToLog?: boolean } & TraefikOptions = {},
 ): Promise<StartedTraefik> {
   const proc = await startDetached(paths, {
     name: options.name ?? TRAEFIK,
     command: binary,
-    args: traefikArgs(ports, options.ingressClass),
+    args: traefikArgs(ports, options.ingressClass, options),
+    ...(options.appendToLog === true ? { appendToLog: true } : {}),
     // Traefik's Kubernetes providers build an out-of-cluster client from KUBECONFIG when it is set.
     env: { KUBECONFIG: kubeconfig },
   });

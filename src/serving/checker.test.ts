@@ -157,9 +157,19 @@ describe('ServingChecker', () => {
     expect(renewed.readiness).toEqual({
       status: 'False',
       reason: 'DataPlaneUnreachable',
-      message: 'No TLS connection.',
+      message: `No TLS connection. Failing since ${at(1_000).toISOString()}.`,
     });
     expect(renewed.nextCheckAt).toEqual(at(1_000 + 5_000));
+  });
+
+  it('names the replaced serial as the previous one on every retry of a renewed certificate, not only the first', async () => {
+    const { calls, check } = recorder(serving(), unreachable, unreachable);
+    const checker = new ServingChecker(settings, check);
+    await checker.observe(domain('AB'), T0, log);
+    await checker.observe(domain('CD', ready('True', 'Live', 'Serves.')), at(1_000), log);
+    const failed = ready('False', 'DataPlaneUnreachable', 'No TLS connection.');
+    await checker.observe(domain('CD', failed), at(6_000), log);
+    expect(calls.map((c) => c.previousSerialNumber)).toEqual([undefined, 'AB', 'AB']);
   });
 
   it('starts afresh for a domain created again under the same name, and after forget', async () => {

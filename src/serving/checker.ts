@@ -28,6 +28,8 @@ import type { ProjectHeader, ServingReason, ServingResult, ServingVerdict } from
 export interface ServingCheckSettings {
   /** The data plane's in-cluster `host:port` (--serving-check-address). */
   address: string;
+  /** The data plane's name in Ready's messages, e.g. `Traefik` (--data-plane-name); default "the data plane". */
+  dataPlaneName?: string;
   /** Milliseconds for each connection and each request of a check (a check takes at most 4 times this). */
   timeoutMs: number;
   projectHeader?: ProjectHeader;
@@ -64,7 +66,7 @@ const REASON_OF: Record<ServingResult, ServingReason> = {
 /**
  * One domain's record, packed: the uid of the CustomDomain it was made for (a domain deleted and
  * created again under the same name starts afresh), the normalized serial (up to 40 hex digits),
- * and six numbers (times in epoch milliseconds, NaN for absent). About 320 bytes in V8 with its Map
+ * and seven numbers (times in epoch milliseconds, NaN for absent). About 320 bytes in V8 with its Map
  * entry and key (measured with Node 24 before `servingSinceMs` was added: 10,000 records, 3.2 MB of
  * heap). Ready's message (another
  * 300 bytes or so) is not kept: between checks it is read back from the domain's Ready condition.
@@ -72,11 +74,15 @@ const REASON_OF: Record<ServingResult, ServingReason> = {
 interface PackedRecord {
   uid: string;
   serialNumber: string;
+  /** '' for none. */
+  previousSerialNumber: string;
   lastCheckMs: number;
   /** Index in RESULTS. */
   result: number;
   consecutiveFailures: number;
   failingSinceMs: number;
+  /** Index in RESULTS of the run's first failure; -1 for none. */
+  failingFrom: number;
   lastServingMs: number;
   servingSinceMs: number;
 }
@@ -85,10 +91,12 @@ function pack(uid: string, record: ServingCheckRecord): PackedRecord {
   return {
     uid,
     serialNumber: record.serialNumber,
+    previousSerialNumber: record.previousSerialNumber ?? '',
     lastCheckMs: Date.parse(record.lastCheckTime),
     result: RESULTS.indexOf(record.lastResult),
     consecutiveFailures: record.consecutiveFailures,
     failingSinceMs: record.failingSince === undefined ? NaN : Date.parse(record.failingSince),
+    failingFrom: record.failingFrom === undefined ? -1 : RESULTS.indexOf(record.failingFrom),
     lastServingMs: record.lastServingTime === undefined ? NaN : Date.parse(record.lastServingTime),
     servingSinceMs: record.servingSince === undefined ? NaN : Date.parse(record.servingSince),
   };
@@ -98,10 +106,12 @@ function unpack(packed: PackedRecord): ServingCheckRecord {
   const iso = (ms: number): string => new Date(ms).toISOString();
   return {
     serialNumber: packed.serialNumber,
+    ...(packed.previousSerialNumber === '' ? {} : { previousSerialNumber: packed.previousSerialNumber }),
     lastCheckTime: iso(packed.lastCheckMs),
     lastResult: RESULTS[packed.result] ?? 'unreachable',
     consecutiveFailures: packed.consecutiveFailures,
     ...(Number.isNaN(packed.failingSinceMs) ? {} : { failingSince: iso(packed.failingSinceMs) }),
+    ...(RESULTS[packed.failingFrom] === undefined ? {} : { failingFrom: RESULTS[packed.failingFrom] }),
     ...(Number.isNaN(packed.lastServingMs) ? {} : { lastServingTime: iso(packed.lastServingMs) }),
     ...(Number.isNaN(packed.servingSinceMs) ? {} : { servingSince: iso(packed.servingSinceMs) }),
   };
@@ -145,6 +155,16 @@ function afterCheck(
     return { next, readiness };
   const restarted = { ...next, servingSince: at };
   return { next: restarted, readiness: servingReadiness(verdict, restarted, now, policy) };
+}
+
+/** `previousSerialNumber` for a check of `serialNumber`, given the domain's record. */
+function previousOf(
+  record: ServingCheckRecord | undefined,
+  serialNumber: string,
+): { previousSerialNumber?: string } {
+  if (record === undefined) return {};
+  const previous = isNewCertificate(record, serialNumber) ? record.serialNumber : record.previousSerialNumber;
+  return previous === undefined || previous === '' ? {} : { previousSerialNumber: previous };
 }
 
 export class ServingChecker {
@@ -209,7 +229,10 @@ export class ServingChecker {
     return { readiness, nextCheckAt: nextServingCheckAt(next, domain.serialNumber, now, policy) };
   }
 
-  /** One check in a slot; `record` names the serial it was made for as the previous one. */
+  /**
+   * One check in a slot. The previous certificate named to the check: `record`'s serial when the
+   * domain's differs (the first check of a renewed one), else the one `record` keeps as replaced.
+   */
   async #run(
     domain: { hostname: string; serialNumber: string },
     record: ServingCheckRecord | undefined,
@@ -218,9 +241,12 @@ export class ServingChecker {
     try {
       return await this.#check({
         address: this.#settings.address,
+        ...(this.#settings.dataPlaneName === undefined
+          ? {}
+          : { dataPlaneName: this.#settings.dataPlaneName }),
         hostname: domain.hostname,
         serialNumber: domain.serialNumber,
-        ...(record && record.serialNumber !== '' ? { previousSerialNumber: record.serialNumber } : {}),
+        ...previousOf(record, domain.serialNumber),
         timeoutMs: this.#settings.timeoutMs,
         ...(this.#settings.projectHeader ? { projectHeader: this.#settings.projectHeader } : {}),
       });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  AWAITING_SERVING,
+  DEFAULT_PROPAGATION_GRACE_MS,
   DEFAULT_SERVING_SCHEDULE,
   isNewCertificate,
   nextServingCheckAt,
@@ -77,12 +79,15 @@ describe('recordServingCheck', () => {
       lastResult: 'unreachable',
       consecutiveFailures: 2,
       failingSince: T0.toISOString(),
+      failingFrom: 'wrong-certificate',
     });
     const renewed = recordServingCheck(second, RENEWED, wrong, at(6_000));
     expect(renewed.consecutiveFailures).toBe(1);
     expect(renewed.failingSince).toBe(at(6_000).toISOString());
     expect(recordServingCheck(renewed, RENEWED, serving, at(7_000))).toEqual({
       serialNumber: RENEWED,
+      // The certificate it replaced is kept for the renewed one's checks.
+      previousSerialNumber: 'A1B2C',
       lastCheckTime: at(7_000).toISOString(),
       lastResult: 'serving',
       consecutiveFailures: 0,
@@ -119,7 +124,7 @@ describe('servingReadiness', () => {
     expect(servingReadiness(wrong, bad, at(1_000))).toEqual({
       status: 'False',
       reason: 'CertificateNotServed',
-      message: 'Another one.',
+      message: `Another one. Failing since ${at(1_000).toISOString()}.`,
     });
   });
 
@@ -167,11 +172,101 @@ describe('servingReadiness', () => {
     expect(after).toMatchObject({ status: 'False', reason: 'DataPlaneUnreachable' });
   });
 
+  it('keeps it Ready while the data plane comes back from a run that began unreachable (its default certificate while it reloads), not past the grace', () => {
+    const ok = recordServingCheck(undefined, SERIAL, serving, T0);
+    const down = recordServingCheck(ok, SERIAL, unreachable, at(60_000));
+    // Restarted: its default certificate until it has read the Secret again.
+    const back = recordServingCheck(down, SERIAL, wrong, at(65_000));
+    expect(back.failingFrom).toBe('unreachable');
+    const during = servingReadiness(wrong, back, at(65_000));
+    expect(during).toMatchObject({ status: 'True', reason: 'Live' });
+    expect(during.message).toContain(`the latest check failed: Another one.`);
+    const end = 60_000 + DEFAULT_SERVING_SCHEDULE.unreachableGraceMs;
+    const stuck = recordServingCheck(back, SERIAL, wrong, at(end));
+    expect(servingReadiness(wrong, stuck, at(end))).toMatchObject({
+      status: 'False',
+      reason: 'CertificateNotServed',
+    });
+    // A run that began with another certificate gets no such grace.
+    const swapped = recordServingCheck(ok, SERIAL, wrong, at(60_000));
+    const thenDown = recordServingCheck(swapped, SERIAL, unreachable, at(65_000));
+    expect(thenDown.failingFrom).toBe('wrong-certificate');
+    expect(
+      servingReadiness(wrong, recordServingCheck(thenDown, SERIAL, wrong, at(70_000)), at(70_000)).status,
+    ).toBe('False');
+  });
+
   it('gives no grace to a domain never found serving, or to a renewed certificate not yet confirmed', () => {
     const never = recordServingCheck(undefined, SERIAL, unreachable, T0);
     expect(servingReadiness(unreachable, never, T0).status).toBe('False');
     const ok = recordServingCheck(undefined, SERIAL, serving, T0);
     const renewed = recordServingCheck(ok, RENEWED, unreachable, at(1_000));
     expect(servingReadiness(unreachable, renewed, at(1_000)).status).toBe('False');
+  });
+
+  it('says since when a domain never found serving has failed, the same words on each retry', () => {
+    const first = recordServingCheck(undefined, SERIAL, unreachable, T0);
+    const third = recordServingCheck(
+      recordServingCheck(first, SERIAL, unreachable, at(5_000)),
+      SERIAL,
+      unreachable,
+      at(15_000),
+    );
+    const message = `${unreachable.message} Failing since ${T0.toISOString()}.`;
+    expect(servingReadiness(unreachable, first, T0)).toEqual({
+      status: 'False',
+      reason: 'DataPlaneUnreachable',
+      message,
+    });
+    expect(servingReadiness(unreachable, third, at(15_000)).message).toBe(message);
+  });
+});
+
+describe('servingReadiness during the propagation grace', () => {
+  const notReached = {
+    result: 'not-reaching-project',
+    reason: 'ProjectNotReached',
+    message: 'Default.',
+  } as const;
+
+  it('reports the default certificate or backend of a first check as AwaitingServing (Normal) until the grace ends, then as the Warning', () => {
+    const first = recordServingCheck(undefined, SERIAL, wrong, T0);
+    const during = servingReadiness(wrong, first, T0);
+    expect(during.status).toBe('False');
+    expect(during.reason).toBe(AWAITING_SERVING);
+    expect(during.message).toBe(
+      'Waiting for the data plane to load the route and certificate it took: Another one. ' +
+        `Normal for up to 30 s after the first check of this certificate (${T0.toISOString()}); ` +
+        `reported as CertificateNotServed from ${at(DEFAULT_PROPAGATION_GRACE_MS).toISOString()} if it persists.`,
+    );
+    // 5 s later (the first retry), the route's answer is the default backend's: still within the grace.
+    const retry = recordServingCheck(first, SERIAL, notReached, at(5_000));
+    expect(servingReadiness(notReached, retry, at(5_000)).reason).toBe(AWAITING_SERVING);
+    // The grace is measured from the first check of the certificate, not from the latest failure.
+    const late = recordServingCheck(retry, SERIAL, wrong, at(DEFAULT_PROPAGATION_GRACE_MS));
+    expect(servingReadiness(wrong, late, at(DEFAULT_PROPAGATION_GRACE_MS))).toEqual({
+      status: 'False',
+      reason: 'CertificateNotServed',
+      message: `Another one. Failing since ${T0.toISOString()}.`,
+    });
+    // Serving within the grace is Live, as before.
+    const served = recordServingCheck(retry, SERIAL, serving, at(10_000));
+    expect(servingReadiness(serving, served, at(10_000)).reason).toBe('Live');
+  });
+
+  it('applies to a renewed certificate (the data plane loading the new Secret), not to one that served and then stopped', () => {
+    const ok = recordServingCheck(undefined, SERIAL, serving, T0);
+    const renewed = recordServingCheck(ok, RENEWED, wrong, at(1_000));
+    expect(servingReadiness(wrong, renewed, at(1_000)).reason).toBe(AWAITING_SERVING);
+    const dropped = recordServingCheck(ok, SERIAL, wrong, at(1_000));
+    expect(servingReadiness(wrong, dropped, at(1_000)).reason).toBe('CertificateNotServed');
+  });
+
+  it('does not cover an unreachable data plane, and is off at 0 (--serving-check-propagation-seconds 0)', () => {
+    const down = recordServingCheck(undefined, SERIAL, unreachable, T0);
+    expect(servingReadiness(unreachable, down, T0).reason).toBe('DataPlaneUnreachable');
+    const first = recordServingCheck(undefined, SERIAL, wrong, T0);
+    const none = { ...DEFAULT_SERVING_SCHEDULE, propagationGraceMs: 0 };
+    expect(servingReadiness(wrong, first, T0, none).reason).toBe('CertificateNotServed');
   });
 });

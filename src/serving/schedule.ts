@@ -12,8 +12,21 @@
  *   from a domain whose last conclusive check for the same serial found it serving, for
  *   `unreachableGraceMs` (default 5 minutes) after the failures began: a restarting ingress
  *   controller or a dropped connection is not the domain's fault (as a transient DNS error never
- *   unverifies a domain: docs/customdomains.md, "DNS faults on a verified domain"). A definite
- *   answer (another certificate, the default backend) takes it away at once.
+ *   unverifies a domain: docs/customdomains.md, "DNS faults on a verified domain"). The same grace
+ *   covers what the data plane answers when it comes back within that run of failures (its default
+ *   certificate or backend while it reloads: `failingFrom`). Otherwise a definite answer (another
+ *   certificate, the default backend) takes it away at once.
+ * - Propagation: a data plane takes a route (and publishes its acknowledgement) before it has loaded
+ *   the domain's Secret and routes: Traefik served its default certificate for about 5 s after its
+ *   status write (docs/routing.md, "Traefik"). So for `propagationGraceMs` (default 30 s) after the
+ *   first check of a certificate that no check has yet seen served (a new domain, or a renewal),
+ *   another certificate or the default backend is reported as `AwaitingServing` (Normal), not as the
+ *   verdict's Warning reason. The first check of a certificate runs as soon as its route is
+ *   acknowledged and the certificate is in its Secret, so the grace is measured from then. Ready is
+ *   False meanwhile, as before: nothing was seen served.
+ * - While not serving, Ready's message ends with the time of the run's first failure
+ *   (`failingSince`), so a data plane that stopped answering says since when; not a count, so
+ *   retries that see the same do not rewrite the status.
  */
 import type { ServingReason, ServingResult, ServingSuccess, ServingVerdict } from './verdict.js';
 import { normalizeSerial, servedMessage } from './verdict.js';
@@ -21,11 +34,19 @@ import { normalizeSerial, servedMessage } from './verdict.js';
 export const DEFAULT_SERVING_INTERVAL_MS = 10 * 60_000;
 export const SERVING_RETRY_BASE_MS = 5_000;
 export const DEFAULT_UNREACHABLE_GRACE_MS = 5 * 60_000;
+/** Default of `ServingSchedulePolicy.propagationGraceMs`: 30 s (`--serving-check-propagation-seconds`). */
+export const DEFAULT_PROPAGATION_GRACE_MS = 30_000;
 
 /** What is kept of the checks of one domain (e.g. in `status.serving`; times RFC 3339). */
 export interface ServingCheckRecord {
   /** The serial the checks were made for (normalized). */
   serialNumber: string;
+  /**
+   * The serial of the certificate checked before this one (normalized), kept through this one's
+   * checks: a data plane still serving it is named as serving "the certificate the renewal
+   * replaced" on every retry, not only on the first check of the renewed one.
+   */
+  previousSerialNumber?: string;
   /** The last check. */
   lastCheckTime: string;
   lastResult: ServingResult;
@@ -33,6 +54,11 @@ export interface ServingCheckRecord {
   consecutiveFailures: number;
   /** The first of those failures; absent while serving. */
   failingSince?: string;
+  /**
+   * The result of the first of those failures; absent while serving. `unreachable`: the run began
+   * with the data plane not answering, so what it serves next may be its restart still loading.
+   */
+  failingFrom?: ServingResult;
   /** When a check for this serial last found the domain serving; absent if none did. */
   lastServingTime?: string;
   /**
@@ -49,6 +75,12 @@ export interface ServingSchedulePolicy {
   intervalMs: number;
   /** Milliseconds a serving domain stays Ready while the data plane cannot be reached. */
   unreachableGraceMs: number;
+  /**
+   * Milliseconds after the first check of a certificate not yet seen served during which another
+   * certificate or the default backend is `AwaitingServing` rather than a Warning (the data plane
+   * loading the Secret and route it took); default DEFAULT_PROPAGATION_GRACE_MS, 0 for none.
+   */
+  propagationGraceMs?: number;
 }
 
 export const DEFAULT_SERVING_SCHEDULE: ServingSchedulePolicy = {
@@ -89,9 +121,12 @@ export function recordServingCheck(
   const serial = normalizeSerial(serialNumber);
   const same = record !== undefined && record.serialNumber === serial ? record : undefined;
   const at = now.toISOString();
+  const previous = same ? same.previousSerialNumber : record?.serialNumber;
+  const replaced = previous === undefined || previous === '' ? {} : { previousSerialNumber: previous };
   if (verdict.result === 'serving') {
     return {
       serialNumber: serial,
+      ...replaced,
       lastCheckTime: at,
       lastResult: 'serving',
       consecutiveFailures: 0,
@@ -101,10 +136,24 @@ export function recordServingCheck(
   }
   return {
     serialNumber: serial,
+    ...replaced,
     lastCheckTime: at,
     lastResult: verdict.result,
+    ...failingRun(same, verdict, at),
+  };
+}
+
+/** The failure run's fields after a failed check at `at`, continuing `same`'s run when it has one. */
+function failingRun(
+  same: ServingCheckRecord | undefined,
+  verdict: Pick<ServingVerdict, 'result'>,
+  at: string,
+): Pick<ServingCheckRecord, 'consecutiveFailures' | 'failingSince' | 'failingFrom' | 'lastServingTime'> {
+  const running = same?.failingSince !== undefined ? same : undefined;
+  return {
     consecutiveFailures: (same?.consecutiveFailures ?? 0) + 1,
-    failingSince: same?.failingSince ?? at,
+    failingSince: running?.failingSince ?? at,
+    failingFrom: running?.failingFrom ?? verdict.result,
     ...(same?.lastServingTime !== undefined ? { lastServingTime: same.lastServingTime } : {}),
   };
 }
@@ -115,10 +164,16 @@ export function recordServingCheck(
  */
 export const SERVING_CHECK_PENDING = 'ServingCheckPending';
 
+/**
+ * Ready's reason while a certificate no check has seen served is not served yet, within the
+ * propagation grace (`ServingSchedulePolicy.propagationGraceMs`): the data plane is loading it.
+ */
+export const AWAITING_SERVING = 'AwaitingServing';
+
 /** Ready as the serving check has it. */
 export interface ServingReadiness {
   status: 'True' | 'False';
-  reason: ServingReason | typeof SERVING_CHECK_PENDING;
+  reason: ServingReason | typeof SERVING_CHECK_PENDING | typeof AWAITING_SERVING;
   message: string;
 }
 
@@ -134,6 +189,29 @@ function checkedPhrase(record: ServingCheckRecord, policy: ServingSchedulePolicy
     ? `${minutes} minute${minutes === 1 ? '' : 's'}`
     : `${policy.intervalMs / 1000} seconds`;
   return `checked ${since} (re-checked every ${every})`;
+}
+
+/**
+ * Ready kept True for a domain that served this serial while the data plane does not answer, or
+ * answers otherwise as it comes back (a run of failures that began `unreachable`: a restarted
+ * Traefik serves its default certificate until it has loaded the Secrets again), for
+ * `unreachableGraceMs` from the run's first failure; undefined otherwise.
+ */
+function keptThroughOutage(
+  verdict: Pick<ServingVerdict, 'result' | 'message'>,
+  record: ServingCheckRecord,
+  now: Date,
+  policy: ServingSchedulePolicy,
+): ServingReadiness | undefined {
+  const outage = verdict.result === 'unreachable' || record.failingFrom === 'unreachable';
+  if (!outage || record.lastServingTime === undefined) return undefined;
+  const until = Date.parse(record.failingSince ?? record.lastCheckTime) + policy.unreachableGraceMs;
+  if (now.getTime() >= until) return undefined;
+  return {
+    status: 'True',
+    reason: 'Live',
+    message: `Served as checked at ${record.lastServingTime}; the latest check failed: ${verdict.message} Ready stays True until ${new Date(until).toISOString()} unless a check succeeds.`,
+  };
 }
 
 /**
@@ -156,16 +234,26 @@ export function servingReadiness(
         : servedMessage({ served, answer }, checkedPhrase(record, policy));
     return { status: 'True', reason: 'Live', message };
   }
-  if (verdict.result === 'unreachable' && record.lastServingTime !== undefined) {
-    const since = Date.parse(record.failingSince ?? record.lastCheckTime);
-    const until = since + policy.unreachableGraceMs;
-    if (now.getTime() < until) {
-      return {
-        status: 'True',
-        reason: 'Live',
-        message: `Served as checked at ${record.lastServingTime}; the latest check failed: ${verdict.message} Ready stays True until ${new Date(until).toISOString()} unless a check succeeds.`,
-      };
-    }
+  const kept = keptThroughOutage(verdict, record, now, policy);
+  if (kept) return kept;
+  const failingSince = record.failingSince ?? record.lastCheckTime;
+  // The start of the run only, not a count: the message stays the same while retries see the same.
+  const run = ` Failing since ${failingSince}.`;
+  const graceMs = policy.propagationGraceMs ?? DEFAULT_PROPAGATION_GRACE_MS;
+  const propagating =
+    (verdict.result === 'wrong-certificate' || verdict.result === 'not-reaching-project') &&
+    record.lastServingTime === undefined &&
+    now.getTime() < Date.parse(failingSince) + graceMs;
+  if (propagating) {
+    const until = new Date(Date.parse(failingSince) + graceMs).toISOString();
+    return {
+      status: 'False',
+      reason: AWAITING_SERVING,
+      message:
+        `Waiting for the data plane to load the route and certificate it took: ${verdict.message} ` +
+        `Normal for up to ${graceMs / 1000} s after the first check of this certificate (${failingSince}); ` +
+        `reported as ${verdict.reason} from ${until} if it persists.`,
+    };
   }
-  return { status: 'False', reason: verdict.reason, message: verdict.message };
+  return { status: 'False', reason: verdict.reason, message: `${verdict.message}${run}` };
 }

@@ -46,6 +46,29 @@ describe('normalizeSerial', () => {
 });
 
 describe('judgeServing on observations', () => {
+  it('names the data plane (--data-plane-name) when it cannot be reached or serves another certificate', () => {
+    const traefik = { ...expected, address: '127.0.0.1:8443', dataPlaneName: 'Traefik' };
+    const down = judgeServing(traefik, {
+      step: 'tls',
+      error: { code: 'ECONNREFUSED', message: 'connect ECONNREFUSED 127.0.0.1:8443' },
+    });
+    expect(down.message).toBe(
+      'The serving check got no TLS connection to Traefik at 127.0.0.1:8443 for www.shop.example: ECONNREFUSED (nothing listens there). ' +
+        'Check the address (--serving-check-address) and that Traefik runs; the check is retried.',
+    );
+    const wrong = judgeServing(traefik, {
+      step: 'certificate',
+      certificate: other,
+      defaultCertificate: other,
+    });
+    expect(wrong.message).toMatch(
+      /^For www\.shop\.example, Traefik at 127\.0\.0\.1:8443 serves its default certificate/,
+    );
+    const unnamed = judgeServing(expected, { step: 'tls', error: { code: 'ETIMEDOUT', message: 'timeout' } });
+    expect(unnamed.message).toContain('no TLS connection to the data plane at ingress-nginx-controller');
+    expect(unnamed.message).toContain('and that the ingress controller runs;');
+  });
+
   it('counts the answer as the route’s when the default backend answers 421 or not at all, and says so', () => {
     for (const defaultResponse of [response(421, 'x'), { code: 'ECONNRESET', message: 'socket hang up' }]) {
       const verdict = judgeServing(expected, {

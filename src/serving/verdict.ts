@@ -91,6 +91,8 @@ export interface ProjectHeader {
 export interface ServingExpectation {
   /** The data plane's address as configured (`host:port`), for messages. */
   address: string;
+  /** The data plane's name for messages, e.g. `Traefik` (`--data-plane-name`); default "the data plane". */
+  dataPlaneName?: string;
   hostname: string;
   /**
    * The serial of the certificate Portico issued (status.certificate.serialNumber); any hex form.
@@ -251,10 +253,11 @@ function unreachable(
     step === 'tls' && error.code === 'ECONNRESET'
       ? 'the connection was closed during the TLS handshake, as a data plane does that refuses SNI names it has no certificate or listener for'
       : ERROR_HINTS[error.code];
+  const plane = expected.dataPlaneName ?? 'the data plane';
   const what =
     step === 'tls'
-      ? `no TLS connection to the data plane at ${expected.address} for ${expected.hostname}`
-      : `the data plane at ${expected.address} served the certificate but gave no HTTP answer for ${expected.hostname}`;
+      ? `no TLS connection to ${plane} at ${expected.address} for ${expected.hostname}`
+      : `${plane} at ${expected.address} served the certificate but gave no HTTP answer for ${expected.hostname}`;
   return {
     result: 'unreachable',
     reason: 'DataPlaneUnreachable',
@@ -262,7 +265,7 @@ function unreachable(
     error,
     message:
       `The serving check got ${what}: ${error.code}${hint ? ` (${hint})` : ''}. ` +
-      'Check the address (--serving-check-address) and that the ingress controller runs; the check is retried.',
+      `Check the address (--serving-check-address) and that ${expected.dataPlaneName ?? 'the ingress controller'} runs; the check is retried.`,
   };
 }
 
@@ -304,7 +307,7 @@ function wrongCertificate(
     certificate,
     kind,
     message:
-      `For ${expected.hostname}, the data plane at ${expected.address} serves ${served}, ` +
+      `For ${expected.hostname}, ${expected.dataPlaneName ?? 'the data plane'} at ${expected.address} serves ${served}, ` +
       `not the certificate Portico issued (serial ${normalizeSerial(expected.serialNumber)}). ${fix}`,
   };
 }

@@ -45,6 +45,8 @@ let ingress: StandInIngress | undefined;
 /** The stand-in's `host:port`, the operator's --serving-check-address. */
 let address = '';
 
+/** `--serving-check-propagation-seconds` of this file's operator. */
+const PROPAGATION_SECONDS = 10;
 const PROJECT_PAGE = { status: 200, body: '<!doctype html><title>Shop</title>' };
 
 beforeAll(async () => {
@@ -57,6 +59,8 @@ beforeAll(async () => {
     '--serving-check-address': address,
     '--serving-check-interval-seconds': '5',
     '--serving-check-timeout-ms': '2000',
+    // The propagation grace (AwaitingServing before CertificateNotServed) shortened from 30 s.
+    '--serving-check-propagation-seconds': String(PROPAGATION_SECONDS),
   });
 });
 
@@ -98,12 +102,21 @@ describe('the serving check against a TLS server standing in for the ingress con
     await dns.setCname(hostname, sandbox.platformCnameTarget);
     await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
 
-    // Issued, routed, but the stand-in has no Secret for the hostname: its default certificate.
+    // Issued, routed, but the stand-in has no Secret for the hostname: its default certificate,
+    // first within the propagation grace (Normal), then as the Warning.
+    const awaiting = await waitForCondition(ns, 'www', 'Ready', 'False', 'AwaitingServing', 60_000);
+    expect(ready(awaiting)?.message).toMatch(
+      /^Waiting for the data plane to load the route and certificate it took: For .* its default certificate/,
+    );
+    expect(ready(awaiting)?.message).toContain(
+      `Normal for up to ${PROPAGATION_SECONDS} s after the first check of this certificate`,
+    );
     const notServed = await waitForCondition(ns, 'www', 'Ready', 'False', 'CertificateNotServed', 60_000);
     const issuedSerial = serial(notServed.status?.certificate?.serialNumber);
     expect(notServed.status?.conditions?.find((c) => c.type === 'CertificateReady')?.status).toBe('True');
     expect(notServed.status?.phase).toBe('Verified');
-    expect(ready(notServed)?.message).toContain(`For ${hostname}, the data plane at 127.0.0.1:`);
+    // Named as the operator's --data-plane-name has it (the stack's: Contour), at the address checked.
+    expect(ready(notServed)?.message).toContain(`For ${hostname}, Contour at ${address} serves`);
     expect(ready(notServed)?.message).toContain('its default certificate');
     expect(ready(notServed)?.message).toContain(`subject ${FAKE_CERTIFICATE_SUBJECT}, self-signed`);
     expect(ready(notServed)?.message).toContain(
@@ -156,7 +169,7 @@ describe('the serving check against a TLS server standing in for the ingress con
     });
     const renewedSerial = serial(renewed.status?.certificate?.serialNumber);
     expect(ready(renewed)?.status).toBe('False');
-    const previous = await waitForCondition(ns, 'www', 'Ready', 'False', 'CertificateNotServed', 30_000);
+    const previous = await waitForCondition(ns, 'www', 'Ready', 'False', 'CertificateNotServed', 45_000);
     // Pebble's certificates have an empty subject: the message names the issuer and the serial.
     expect(ready(previous)?.message).toContain(
       'serves the certificate the renewal replaced (subject (empty), issuer CN=Pebble',

@@ -5,8 +5,9 @@
  * with the hostname as SNI and Host and Pebble's issuing root as its only trust anchor. The project's
  * Service is backed by a real HTTP server of this file (its EndpointSlice points at it). Domains go
  * through the real DNS check (pebble-challtestsrv) and real issuance by Pebble; HTTP-01 is validated
- * on the operator's own port, as in the other files (not through Traefik). The operator's serving
- * check requests each domain from Traefik, as the sandbox's does: Ready names what it saw.
+ * on the operator's own port, as in the other files (traefik-lifecycle.test.ts validates through
+ * Traefik). The operator's serving check requests each domain from Traefik, as the sandbox's does:
+ * Ready names what it saw.
  */
 import type { V1EndpointSlice, V1Ingress } from '@kubernetes/client-node';
 import type { Server } from 'node:http';

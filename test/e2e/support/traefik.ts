@@ -12,16 +12,19 @@
  * hostname to the platform would see.
  */
 import { connect, type PeerCertificate } from 'node:tls';
+import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import path from 'node:path';
 
 import { sandboxPaths } from '../../../src/sandbox/paths.js';
-import { stopProcess } from '../../../src/sandbox/processes.js';
+import { readPid, stopProcess } from '../../../src/sandbox/processes.js';
 import {
   TRAEFIK,
   installTraefikCrds,
   startTraefik,
   type StartedTraefik,
+  type TraefikOptions,
+  type TraefikPorts,
 } from '../../../src/sandbox/traefik.js';
 import { getPebble, sandbox } from './cluster.js';
 import { stackKubectl } from './envoy-gateway.js';
@@ -29,16 +32,48 @@ import { freePort } from './stack-controller.js';
 
 const paths = sandboxPaths(sandbox.sandboxDir);
 
-/** Installs Traefik's CRDs and IngressClass on the stack's API server and starts Traefik. */
-export async function startStackTraefik(): Promise<StartedTraefik> {
+/** Free loopback ports for Traefik's entrypoints. */
+export async function freeTraefikPorts(): Promise<TraefikPorts> {
+  return { web: await freePort(), websecure: await freePort(), ping: await freePort() };
+}
+
+/**
+ * Installs Traefik's CRDs and IngressClass on the stack's API server and starts Traefik, on free
+ * ports unless `ports` are given (a restart on the same addresses); `options.appendToLog` keeps the
+ * earlier run's log (its access log) in `traefikLogPath()`.
+ */
+export async function startStackTraefik(
+  options: TraefikOptions & { ports?: TraefikPorts; appendToLog?: boolean } = {},
+): Promise<StartedTraefik> {
   await stopProcess(paths, TRAEFIK); // a leftover of an interrupted run
   const kubectl = stackKubectl();
   await installTraefikCrds(kubectl, paths, path.join(sandbox.toolsBinDir, 'traefik-crds.yaml'));
-  return startTraefik(paths, path.join(sandbox.toolsBinDir, 'traefik'), sandbox.kubeconfig, {
-    web: await freePort(),
-    websecure: await freePort(),
-    ping: await freePort(),
-  });
+  const { ports, ...rest } = options;
+  return startTraefik(
+    paths,
+    path.join(sandbox.toolsBinDir, 'traefik'),
+    sandbox.kubeconfig,
+    ports ?? (await freeTraefikPorts()),
+    rest,
+  );
+}
+
+/** The stack's Traefik's log: its own lines and its access log (`--accessLog`, common log format). */
+export function traefikLogPath(): string {
+  return path.join(paths.logsDir, `${TRAEFIK}.log`);
+}
+
+/**
+ * Sends `signal` to the stack's Traefik process (`SIGSTOP` pauses it: connections are accepted by the
+ * kernel and never answered; `SIGCONT` resumes it). Returns its pid.
+ *
+ * @throws Error when no Traefik of the stack runs
+ */
+export async function signalStackTraefik(signal: NodeJS.Signals): Promise<number> {
+  const pid = await readPid(paths, TRAEFIK);
+  if (pid === undefined) throw new Error(`the stack's Traefik has no pid file in ${paths.pidsDir}`);
+  process.kill(pid, signal);
+  return pid;
 }
 
 /** Stops the stack's Traefik (SIGTERM, SIGKILL after 5 s). */
@@ -94,6 +129,32 @@ export interface HttpsAnswer {
   readonly status: number;
   readonly headers: Record<string, string | string[] | undefined>;
   readonly body: string;
+}
+
+/**
+ * `GET http://<hostname><target>` sent to `addr` (Host `hostname`), plain HTTP, no redirect followed.
+ *
+ * @throws Error when the connection fails or no answer comes within 5 s
+ */
+export function httpGet(addr: string, hostname: string, target: string): Promise<HttpsAnswer> {
+  const { host, port } = hostPort(addr);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host, port, method: 'GET', path: target, headers: { host: hostname }, agent: false, timeout: 5000 },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`no answer from ${addr} for ${hostname} within 5 s`)));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /**
