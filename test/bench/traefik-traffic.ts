@@ -73,6 +73,11 @@ import { pool, positive } from './run-helpers.js';
 
 const run = promisify(execFile);
 const RUN_LABEL = 'portico.dev/bench-run';
+/** The conditions whose first True the watch records (their lastTransitionTime has 1 s steps). */
+const SEEN_CONDITIONS = ['CertificateReady', 'Routed', 'Ready'] as const;
+type SeenCondition = (typeof SEEN_CONDITIONS)[number];
+/** How long after the last domain is served the benchmark waits for every Ready before deleting. */
+const READY_WAIT_MS = 60_000;
 /** Each probe's connection and answer must come within this many milliseconds. */
 const PROBE_TIMEOUT_MS = 5_000;
 
@@ -262,6 +267,14 @@ function outcomeText(o: ProbeOutcome | undefined): string {
   return `HTTP ${o.status}${o.backendPage ? ' (backend page)' : ''}, serial ${o.serial ?? 'none'}`;
 }
 
+/** What refused a request for a deleted domain, grouped: the error, or the status and which certificate. */
+function refusalText(o: ProbeOutcome, issuedSerial: string | undefined): string {
+  if (o.error !== undefined) return o.error;
+  const certificate =
+    o.serial === issuedSerial ? 'the issued certificate' : `certificate ${o.serial ?? 'none'}`;
+  return `HTTP ${o.status} with ${certificate}${o.backendPage ? ' (backend page)' : ''}`;
+}
+
 /** One domain as the benchmark follows it. Times are Date.now() milliseconds. */
 interface Domain {
   namespace: string;
@@ -270,9 +283,11 @@ interface Domain {
   createSentAt?: number;
   /** When the watch first saw a serial in the status, and that serial. */
   serialSeenAt?: number;
-  serial?: string | undefined;
-  /** Ready's lastTransitionTime (second resolution), when it was True. */
-  readyAt?: number;
+  serial?: string;
+  /** When the watch first saw each condition of {@link SEEN_CONDITIONS} True. */
+  seenTrueAt: Partial<Record<SeenCondition, number>>;
+  /** When the watch saw the CustomDomain deleted (its finalizer removed). */
+  goneAt?: number;
   servedAt?: number;
   servedOnFirstProbe?: boolean;
   deleteSentAt?: number;
@@ -402,9 +417,10 @@ async function pebbleRoot(env: SandboxEnv): Promise<string> {
 }
 
 /**
- * Keeps, for each domain of the run, the first moment the watch saw a serial in its status and
- * Ready's lastTransitionTime (client-node's informer: a list, then a watch; started again after an
- * error).
+ * Keeps, for each domain of the run, the first moment the watch saw a serial in its status, each of
+ * SEEN_CONDITIONS True, and the CustomDomain deleted (client-node's informer: a list, then a watch;
+ * started again after an error). These are the moments the operator's status writes reached the
+ * watch, not the moments the operator decided.
  */
 function watchDomains(cluster: Cluster, runId: string, byKey: Map<string, Domain>): () => Promise<void> {
   const informer = makeInformer<CustomDomain>(
@@ -427,14 +443,18 @@ function watchDomains(cluster: Cluster, runId: string, byKey: Map<string, Domain
       d.serial = normalSerial(serial);
       d.serialSeenAt ??= Date.now();
     }
-    const ready = cd.status?.conditions?.find((c) => c.type === 'Ready');
-    if (d.readyAt === undefined && ready?.status === 'True' && ready.lastTransitionTime) {
-      d.readyAt = Date.parse(ready.lastTransitionTime);
+    for (const type of SEEN_CONDITIONS) {
+      if (cd.status?.conditions?.some((c) => c.type === type && c.status === 'True'))
+        d.seenTrueAt[type] ??= Date.now();
     }
   };
   let stopped = false;
   informer.on('add', record);
   informer.on('update', record);
+  informer.on('delete', (cd) => {
+    const d = byKey.get(`${cd.metadata.namespace}/${cd.metadata.name}`);
+    if (d !== undefined) d.goneAt ??= Date.now();
+  });
   informer.on('error', (err: unknown) => {
     if (stopped) return;
     progress(`watch of CustomDomains ended (${errorText(err)}); starting it again`);
@@ -494,6 +514,7 @@ async function main(): Promise<void> {
     name: `d${i}`,
     hostname: `d${i}.r${i}-${runId}.example`,
     probes: 0,
+    seenTrueAt: {},
   }));
   const byKey = new Map(domains.map((d) => [`${d.namespace}/${d.name}`, d]));
   try {
@@ -558,9 +579,10 @@ async function main(): Promise<void> {
     progress(
       `apply: ${served} of ${domains.length} served after ${((Date.now() - applyStart) / 1000).toFixed(1)} s`,
     );
-    // Ready's lastTransitionTime may land after the last served probe: give the watch a moment.
-    await sleep(3000);
-    await stopWatch();
+    // The operator's serving check may say Ready after this client saw the domain served.
+    const readyWaitEnd = Date.now() + READY_WAIT_MS;
+    while (Date.now() < readyWaitEnd && domains.some((d) => d.seenTrueAt.Ready === undefined))
+      await sleep(250);
 
     // Delete → refused.
     const deleteCpu = await cpuTimes();
@@ -594,7 +616,7 @@ async function main(): Promise<void> {
           const stillServed = o.status === 200 && o.backendPage === true;
           if (!stillServed) {
             d.refusedAt = startedAt;
-            d.refusal = outcomeText(o);
+            d.refusal = refusalText(o, d.serial);
             refused++;
           }
           return !stillServed;
@@ -607,6 +629,9 @@ async function main(): Promise<void> {
     ]);
     clearInterval(deleteReporter);
     const deleteBusy = await busySince(deleteCpu);
+    const goneWaitEnd = Date.now() + 30_000;
+    while (Date.now() < goneWaitEnd && domains.some((d) => d.goneAt === undefined)) await sleep(250);
+    await stopWatch();
 
     const since = (from: number | undefined, to: number | undefined): number | undefined =>
       from === undefined || to === undefined ? undefined : to - from;
@@ -633,7 +658,11 @@ async function main(): Promise<void> {
         createToServedMs: figures(defined(domains.map((d) => since(d.createSentAt, d.servedAt)))),
         createToSerialInStatusMs: figures(defined(domains.map((d) => since(d.createSentAt, d.serialSeenAt)))),
         serialInStatusToServedMs: figures(defined(domains.map((d) => since(d.serialSeenAt, d.servedAt)))),
-        createToReadyMs: figures(defined(domains.map((d) => since(d.createSentAt, d.readyAt)))),
+        createToRoutedSeenMs: figures(
+          defined(domains.map((d) => since(d.createSentAt, d.seenTrueAt.Routed))),
+        ),
+        createToReadySeenMs: figures(defined(domains.map((d) => since(d.createSentAt, d.seenTrueAt.Ready)))),
+        servedToReadySeenMs: figures(defined(domains.map((d) => since(d.servedAt, d.seenTrueAt.Ready)))),
         probeGapMs: figures(applyGaps),
         probes: applyProbes,
         notServed: domains
@@ -647,6 +676,7 @@ async function main(): Promise<void> {
       delete: {
         refused,
         deleteToRefusedMs: figures(defined(domains.map((d) => since(d.deleteSentAt, d.refusedAt)))),
+        deleteToGoneMs: figures(defined(domains.map((d) => since(d.deleteSentAt, d.goneAt)))),
         probeGapMs: figures(deleteGaps),
         probes: deleteProbes,
         refusals: Object.fromEntries(refusals),
@@ -655,7 +685,8 @@ async function main(): Promise<void> {
         hostname: d.hostname,
         createSentAt: d.createSentAt,
         serialSeenAt: d.serialSeenAt,
-        readyAt: d.readyAt,
+        seenTrueAt: d.seenTrueAt,
+        goneAt: d.goneAt,
         servedAt: d.servedAt,
         deleteSentAt: d.deleteSentAt,
         refusedAt: d.refusedAt,
@@ -684,7 +715,9 @@ type Report = {
     createToServedMs?: Figures | undefined;
     createToSerialInStatusMs?: Figures | undefined;
     serialInStatusToServedMs?: Figures | undefined;
-    createToReadyMs?: Figures | undefined;
+    createToRoutedSeenMs?: Figures | undefined;
+    createToReadySeenMs?: Figures | undefined;
+    servedToReadySeenMs?: Figures | undefined;
     probeGapMs?: Figures | undefined;
     probes: number;
     notServed: string[];
@@ -692,6 +725,7 @@ type Report = {
   delete: {
     refused: number;
     deleteToRefusedMs?: Figures | undefined;
+    deleteToGoneMs?: Figures | undefined;
     probeGapMs?: Figures | undefined;
     probes: number;
     refusals: Record<string, number>;
@@ -715,11 +749,13 @@ function printReport(r: Report, o: Options): void {
       ` each figure is late by up to one probe gap`,
     '',
     `apply → first HTTPS answer with the issued certificate (serial of the status, trusted by Pebble's root, 200 from the backend):`,
-    `  served ${r.apply.served} of ${o.domains}; ${r.apply.servedOnFirstProbe} on their first probe (served no later than their serial reached the status)`,
+    `  served ${r.apply.served} of ${o.domains}; ${r.apply.servedOnFirstProbe} on their first probe (for those, the figure is when the watch saw the serial: Traefik may have served it a little earlier)`,
     figuresLine('create → served', r.apply.createToServedMs),
     figuresLine('create → serial in status (seen by a watch)', r.apply.createToSerialInStatusMs),
     figuresLine('serial in status → served', r.apply.serialInStatusToServedMs),
-    figuresLine("create → Ready's lastTransitionTime (1 s steps)", r.apply.createToReadyMs),
+    figuresLine('create → Routed=True seen', r.apply.createToRoutedSeenMs),
+    figuresLine('create → Ready=True seen', r.apply.createToReadySeenMs),
+    figuresLine('served → Ready=True seen', r.apply.servedToReadySeenMs),
     figuresLine('gap between probes of one domain', r.apply.probeGapMs),
     `  ${r.apply.probes} probes`,
     ...r.apply.notServed.map((line) => `  not served: ${line}`),
@@ -727,6 +763,7 @@ function printReport(r: Report, o: Options): void {
     'delete → first refused request (anything but 200 with the backend page):',
     `  refused ${r.delete.refused} of ${o.domains}`,
     figuresLine('delete sent → refused', r.delete.deleteToRefusedMs),
+    figuresLine('delete sent → CustomDomain gone (watch)', r.delete.deleteToGoneMs),
     figuresLine('gap between probes of one domain', r.delete.probeGapMs),
     `  ${r.delete.probes} probes`,
     ...Object.entries(r.delete.refusals).map(([what, n]) => `  ${n} × ${what}`),
