@@ -8,6 +8,9 @@
  *   npm run bench:traffic -- --domains 1000 --namespaces 20
  *   npm run bench:traffic -- --domains 100 --keep     # leave .sandbox-traffic up afterwards
  *
+ * Prints the figures on stdout (progress on stderr) and writes them, with each domain's times, to
+ * --json (default docs/bench-data/traefik-traffic-<N>-<UTC date and minute>.json).
+ *
  * Steps: a sandbox in its own directory (`.sandbox-traffic/`, started with `dataPlane: 'traefik'`
  * unless one is up there); --namespaces namespaces on the Pro plan, each with a Service `web` whose
  * EndpointSlice points at the sandbox's project backend (so Traefik proxies to a real HTTP server);
@@ -26,7 +29,12 @@
  * already passes is counted: its figure is the moment its serial reached the status, and the
  * certificate may have been served a little earlier.
  *
- * Delete: once every domain is served (or --timeout-seconds passed), every CustomDomain is deleted
+ * The watch also records when it first sees CertificateReady, Routed and Ready True (Ready, with the
+ * operator's serving check on as the sandbox runs it, follows the operator's own request to Traefik),
+ * and, after the delete, the CustomDomain gone: the report sets the client's view beside the status.
+ *
+ * Delete: once every domain is served (or --timeout-seconds passed) and Ready (or 60 s more passed),
+ * every CustomDomain is deleted
  * with --concurrency deletes in flight, and each hostname is probed from its delete on, every
  * --interval-ms, until a request is refused: anything but a 200 with the backend's page (a TLS
  * failure, as when Traefik presents its default certificate, which Pebble's root does not sign, a
@@ -116,7 +124,10 @@ function parseOptions(): Options {
     probeConcurrency: positive('probe-concurrency', values['probe-concurrency']),
     timeoutSeconds: positive('timeout-seconds', values['timeout-seconds']),
     keep: values.keep,
-    json: resolve(values.json ?? `docs/bench-data/traefik-traffic-${domains}.json`),
+    json: resolve(
+      values.json ??
+        `docs/bench-data/traefik-traffic-${domains}-${new Date().toISOString().slice(0, 16).replace(/[-:]/g, '')}.json`,
+    ),
     dir: resolve(values.dir),
   };
 }
