@@ -40,6 +40,11 @@
  * failure, as when Traefik presents its default certificate, which Pebble's root does not sign, a
  * 404, a reset connection).
  *
+ * Every --metrics-interval-ms (2000) it reads the operator's CustomDomain work queue depth and
+ * reconcile counters from its /metrics (only those families, `?name[]=`): the report gives each
+ * phase's deepest queue, when it was last seen non-empty and the mean reconcile, so that the time a
+ * domain waited for the operator can be told from the time Traefik took.
+ *
  * The operator's ACME order budget is set to N (PORTICO_ACME_ORDERS_PER_WINDOW, as bench:scale
  * does); Pebble has no such limit.
  */
@@ -77,6 +82,7 @@ import {
   type SandboxEnv,
 } from '../../src/sandbox/stack.js';
 import { backendEndpointSlice } from '../../src/sandbox/traefik.js';
+import { parsePrometheus, sumOf } from './process-figures.js';
 import { pool, positive } from './run-helpers.js';
 
 const run = promisify(execFile);
@@ -86,6 +92,18 @@ const SEEN_CONDITIONS = ['CertificateReady', 'Routed', 'Ready'] as const;
 type SeenCondition = (typeof SEEN_CONDITIONS)[number];
 /** How long after the last domain is served the benchmark waits for every Ready before deleting. */
 const READY_WAIT_MS = 60_000;
+/** The operator's metric families the benchmark reads (`/metrics?name[]=…` answers only these). */
+const OPERATOR_FAMILIES = [
+  'portico_workqueue_depth_by_priority',
+  'portico_reconcile_total',
+  'portico_reconcile_duration_seconds',
+];
+/** The samples of those families it uses. */
+const OPERATOR_SAMPLES = new Set([
+  'portico_workqueue_depth_by_priority',
+  'portico_reconcile_total',
+  'portico_reconcile_duration_seconds_sum',
+]);
 /** Each probe's connection and answer must come within this many milliseconds. */
 const PROBE_TIMEOUT_MS = 5_000;
 
@@ -95,6 +113,7 @@ interface Options {
   concurrency: number;
   intervalMs: number;
   probeConcurrency: number;
+  metricsIntervalMs: number;
   timeoutSeconds: number;
   keep: boolean;
   json: string;
@@ -109,6 +128,7 @@ function parseOptions(): Options {
       concurrency: { type: 'string', default: '32' },
       'interval-ms': { type: 'string', default: '500' },
       'probe-concurrency': { type: 'string', default: '8' },
+      'metrics-interval-ms': { type: 'string', default: '2000' },
       'timeout-seconds': { type: 'string', default: '1800' },
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
@@ -122,6 +142,7 @@ function parseOptions(): Options {
     concurrency: positive('concurrency', values.concurrency),
     intervalMs: positive('interval-ms', values['interval-ms']),
     probeConcurrency: positive('probe-concurrency', values['probe-concurrency']),
+    metricsIntervalMs: positive('metrics-interval-ms', values['metrics-interval-ms']),
     timeoutSeconds: positive('timeout-seconds', values['timeout-seconds']),
     keep: values.keep,
     json: resolve(
@@ -367,6 +388,96 @@ async function probeLoop(
 }
 
 // ---------------------------------------------------------------------------------------------
+// The operator's work queue
+
+/** One read of the operator's /metrics for the CustomDomain controller. */
+interface OperatorSample {
+  /** Date.now() of the read. */
+  at: number;
+  phase: 'apply' | 'ready-wait' | 'delete';
+  /** Keys waiting in its work queue, every priority. */
+  queueDepth: number;
+  reconciles: number;
+  /** Sum of the reconciles' durations, seconds. */
+  reconcileSeconds: number;
+}
+
+/**
+ * Reads the operator's CustomDomain work queue depth and reconcile counters from `url` every
+ * `intervalMs` into `samples`, tagged with `phase()`, until the returned function is called. Only the
+ * four families are asked for, so a read costs the operator little at any number of domains.
+ */
+function sampleOperator(
+  url: string,
+  intervalMs: number,
+  phase: () => OperatorSample['phase'],
+  samples: OperatorSample[],
+): () => void {
+  const query = OPERATOR_FAMILIES.map((n) => `name[]=${n}`).join('&');
+  const controller = { controller: 'customdomain' };
+  const read = async (): Promise<void> => {
+    try {
+      const res = await fetch(`${url}?${query}`, { signal: AbortSignal.timeout(intervalMs) });
+      if (!res.ok) return;
+      const m = parsePrometheus(await res.text(), OPERATOR_SAMPLES);
+      samples.push({
+        at: Date.now(),
+        phase: phase(),
+        queueDepth: sumOf(m, 'portico_workqueue_depth_by_priority', controller),
+        reconciles: sumOf(m, 'portico_reconcile_total', controller),
+        reconcileSeconds: sumOf(m, 'portico_reconcile_duration_seconds_sum', controller),
+      });
+    } catch {
+      // A read that fails or times out is a gap in the samples, not an error of the run.
+    }
+  };
+  const timer = setInterval(() => void read(), intervalMs);
+  void read();
+  return () => {
+    clearInterval(timer);
+  };
+}
+
+/** Of one phase's samples: the deepest queue, the last moment it was not empty, the mean reconcile. */
+interface QueueSummary {
+  samples: number;
+  peakDepth: number;
+  /** Milliseconds from the phase's start to the last sample with a non-empty queue. */
+  lastNonEmptyMs?: number | undefined;
+  reconciles: number;
+  meanReconcileMs?: number | undefined;
+}
+
+function queueSummary(
+  samples: readonly OperatorSample[],
+  phase: OperatorSample['phase'],
+  start: number,
+): QueueSummary {
+  const own = samples.filter((x) => x.phase === phase);
+  const first = own[0];
+  const last = own.at(-1);
+  const reconciles = first && last ? last.reconciles - first.reconciles : 0;
+  const seconds = first && last ? last.reconcileSeconds - first.reconcileSeconds : 0;
+  const nonEmpty = own.filter((x) => x.queueDepth > 0).at(-1);
+  return {
+    samples: own.length,
+    peakDepth: Math.max(0, ...own.map((x) => x.queueDepth)),
+    lastNonEmptyMs: nonEmpty === undefined ? undefined : nonEmpty.at - start,
+    reconciles,
+    meanReconcileMs: reconciles > 0 ? (seconds / reconciles) * 1000 : undefined,
+  };
+}
+
+function queueLine(label: string, q: QueueSummary): string {
+  const last =
+    q.lastNonEmptyMs === undefined
+      ? 'never seen non-empty'
+      : `last seen non-empty ${(q.lastNonEmptyMs / 1000).toFixed(1)} s into it`;
+  const mean = q.meanReconcileMs === undefined ? 'n/a' : `${q.meanReconcileMs.toFixed(0)} ms`;
+  return `  ${label.padEnd(12)} peak depth ${q.peakDepth}, ${last}; ${q.reconciles} reconciles, mean ${mean} (${q.samples} reads)`;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Cluster
 
 interface Cluster {
@@ -535,6 +646,14 @@ async function main(): Promise<void> {
     const dns = new DnsManagementClient(env.dnsMgmtUrl);
     await pool(domains, options.concurrency, (d) => dns.setCname(d.hostname, env.platformCnameTarget));
     const stopWatch = watchDomains(cluster, runId, byKey);
+    let phase: OperatorSample['phase'] = 'apply';
+    const operatorSamples: OperatorSample[] = [];
+    const stopSampling = sampleOperator(
+      env.controllerMetricsUrl,
+      options.metricsIntervalMs,
+      () => phase,
+      operatorSamples,
+    );
 
     // Apply → served.
     const applyCpu = await cpuTimes();
@@ -591,11 +710,14 @@ async function main(): Promise<void> {
       `apply: ${served} of ${domains.length} served after ${((Date.now() - applyStart) / 1000).toFixed(1)} s`,
     );
     // The operator's serving check may say Ready after this client saw the domain served.
+    phase = 'ready-wait';
+    const readyWaitStart = Date.now();
     const readyWaitEnd = Date.now() + READY_WAIT_MS;
     while (Date.now() < readyWaitEnd && domains.some((d) => d.seenTrueAt.Ready === undefined))
       await sleep(250);
 
     // Delete → refused.
+    phase = 'delete';
     const deleteCpu = await cpuTimes();
     const deleteStart = Date.now();
     const deleteGaps: number[] = [];
@@ -643,6 +765,7 @@ async function main(): Promise<void> {
     const goneWaitEnd = Date.now() + 30_000;
     while (Date.now() < goneWaitEnd && domains.some((d) => d.goneAt === undefined)) await sleep(250);
     await stopWatch();
+    stopSampling();
 
     const since = (from: number | undefined, to: number | undefined): number | undefined =>
       from === undefined || to === undefined ? undefined : to - from;
@@ -683,6 +806,13 @@ async function main(): Promise<void> {
             (d) =>
               `${d.hostname}: ${d.serial === undefined ? 'no serial in status' : outcomeText(d.lastOutcome)}`,
           ),
+      },
+      operatorQueue: {
+        intervalMs: options.metricsIntervalMs,
+        apply: queueSummary(operatorSamples, 'apply', applyStart),
+        readyWait: queueSummary(operatorSamples, 'ready-wait', readyWaitStart),
+        delete: queueSummary(operatorSamples, 'delete', deleteStart),
+        samples: operatorSamples,
       },
       delete: {
         refused,
@@ -742,6 +872,7 @@ type Report = {
     refusals: Record<string, number>;
   };
   sandbox: { reused: boolean; traefik: string };
+  operatorQueue: { intervalMs: number; apply: QueueSummary; readyWait: QueueSummary; delete: QueueSummary };
 };
 
 function printReport(r: Report, o: Options): void {
@@ -778,6 +909,11 @@ function printReport(r: Report, o: Options): void {
     figuresLine('gap between probes of one domain', r.delete.probeGapMs),
     `  ${r.delete.probes} probes`,
     ...Object.entries(r.delete.refusals).map(([what, n]) => `  ${n} × ${what}`),
+    '',
+    `the operator's CustomDomain work queue, read from its /metrics every ${r.operatorQueue.intervalMs} ms:`,
+    queueLine('apply', r.operatorQueue.apply),
+    queueLine('Ready wait', r.operatorQueue.readyWait),
+    queueLine('delete', r.operatorQueue.delete),
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }
