@@ -137,3 +137,13 @@ export function defineDataPlane<const Name extends string>(
 ): DataPlaneModule<Name> {
   return module;
 }
+
+/** Whether `ref` (a RateLimitPolicy target) is one of `module`'s rate-limit attachment targets. */
+export function isAttachmentTarget(
+  module: Pick<DataPlaneModule, 'rateLimitAttachment'>,
+  ref: { readonly group: string; readonly kind: string },
+): boolean {
+  return (module.rateLimitAttachment?.targets ?? []).some(
+    (t) => t.group === ref.group && t.kind === ref.kind,
+  );
+}
