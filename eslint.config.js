@@ -26,10 +26,18 @@ const RUNTIME = [
   'serving',
 ].map((dir) => `./src/${dir}`);
 
+/**
+ * The data planes' modules (src/data-planes/): pure, but each folder's `sandbox.ts` and the top
+ * folder's `sandbox-*.ts` (registry, types), which start processes for `portico sandbox` (development only).
+ */
+const DATA_PLANES_RUNTIME = ['./src/data-planes/!(sandbox*).ts', './src/data-planes/*/!(sandbox).ts'];
+const DATA_PLANES_SANDBOX = './src/data-planes/**/sandbox*.ts';
+
 /** The pure folders and files: decisions over values, no Kubernetes client, no network, no file system. */
 const PURE = [
   './src/domain',
   './src/routing',
+  ...DATA_PLANES_RUNTIME,
   './src/dns/!(resolver|update-client).ts',
   './src/serving/verdict.ts',
   './src/serving/schedule.ts',
@@ -116,9 +124,14 @@ export default tseslint.config(
         {
           zones: [
             {
-              target: RUNTIME,
+              target: [...RUNTIME, ...DATA_PLANES_RUNTIME],
               from: './src/sandbox',
               message: 'Runtime code never imports the sandbox (a development tool).',
+            },
+            {
+              target: [...RUNTIME, ...DATA_PLANES_RUNTIME],
+              from: DATA_PLANES_SANDBOX,
+              message: "Runtime code never imports a data plane's sandbox part (a development tool).",
             },
             {
               target: ['./src/api', './src/domain'],
@@ -142,6 +155,7 @@ export default tseslint.config(
                 './src/certificates',
                 './src/dns',
                 './src/routing',
+                ...DATA_PLANES_RUNTIME,
               ],
               from: [
                 './src/acme',

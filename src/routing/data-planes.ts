@@ -10,43 +10,24 @@
  * hostname to the Ingress's backend instead of answering with the redirect. The routing plan turns
  * such a cell into `Routed=False`, reason `UnsupportedByDataPlane`, instead of Ready.
  *
- * Sources, per data plane (the versions the stack runs; scripts/install-tools.sh):
- * - Contour v1.33.8: reads Ingress and HTTPProxy; no ingress-nginx or Traefik annotation appears in
- *   its source (internal/dag/ingress_processor.go reads its own `projectcontour.io/*` annotations
- *   only); implements no ListenerSet (no mention in the module), so gateway mode's certificate is
- *   never attached.
- * - Envoy Gateway v1.9.1: Gateway API only (internal/provider/ imports no k8s.io/api/networking/v1,
- *   so reads no Ingress, and names no HTTPProxy); ListenerSet implemented
- *   (test/e2e/envoy-gateway-routes).
- * - Traefik v3.6.12: `kubernetesIngress` ignores ingress-nginx annotations, and its
- *   `kubernetesIngressNGINX` provider (pkg/provider/kubernetes/ingress-nginx/annotations.go) has no
- *   `permanent-redirect`; reads no HTTPProxy; its Gateway provider implements no ListenerSet (no
- *   mention in the module).
- * - ingress-nginx: reads Ingress and its own annotations only (nginx.ts); no HTTPProxy, no Gateway
- *   API.
+ * Each data plane's row, with its sources, is its module's `flavors` (src/data-planes/<name>/,
+ * registered in src/data-planes/registry.ts); the tables here are read from the modules.
  */
+import { DATA_PLANE_MODULES, DATA_PLANES, dataPlaneModule, type DataPlane } from '../data-planes/registry.js';
+import { ROUTING_FLAVORS, type FlavorSupport, type RoutingFlavor } from '../data-planes/types.js';
 import type { RoutingOptions } from './options.js';
 
-/** A data plane the operator can be told it runs with (`--data-plane`). */
-export type DataPlane = 'contour' | 'envoy-gateway' | 'traefik' | 'ingress-nginx';
+export { DATA_PLANES, ROUTING_FLAVORS, type DataPlane, type FlavorSupport, type RoutingFlavor };
 
-export const DATA_PLANES: readonly DataPlane[] = ['contour', 'envoy-gateway', 'traefik', 'ingress-nginx'];
+/** A table with one entry per data plane, read from each module. */
+function byDataPlane<T>(
+  read: (module: (typeof DATA_PLANE_MODULES)[number]) => T,
+): Readonly<Record<DataPlane, T>> {
+  return Object.fromEntries(DATA_PLANE_MODULES.map((m) => [m.name, read(m)])) as Record<DataPlane, T>;
+}
 
 /** Each data plane's name in condition messages (the default of `--data-plane-name`). */
-export const DATA_PLANE_NAMES: Readonly<Record<DataPlane, string>> = {
-  contour: 'Contour',
-  'envoy-gateway': 'Envoy Gateway',
-  traefik: 'Traefik',
-  'ingress-nginx': 'ingress-nginx',
-};
-
-/**
- * What Portico writes, by its settings: `nginx`, `traefik`, `contour` (ingress mode and its
- * `--ingress-flavor`) or `gateway` (gateway mode).
- */
-export type RoutingFlavor = 'nginx' | 'traefik' | 'contour' | 'gateway';
-
-export const ROUTING_FLAVORS: readonly RoutingFlavor[] = ['nginx', 'traefik', 'contour', 'gateway'];
+export const DATA_PLANE_NAMES: Readonly<Record<DataPlane, string>> = byDataPlane((m) => m.displayName);
 
 /** The flavor `options` write (ingress mode's default flavor is `nginx`). */
 export function routingFlavor(options: Pick<RoutingOptions, 'mode' | 'ingressFlavor'>): RoutingFlavor {
@@ -55,77 +36,14 @@ export function routingFlavor(options: Pick<RoutingOptions, 'mode' | 'ingressFla
 }
 
 /** The flags that make each data plane serve and redirect (its working flavor). */
-export const WORKING_FLAGS: Readonly<Record<DataPlane, string>> = {
-  contour: '--routing-mode ingress --ingress-flavor contour',
-  'envoy-gateway': '--routing-mode gateway --gateway-parent-refs <namespace>/<gateway>',
-  traefik: '--routing-mode ingress --ingress-flavor traefik',
-  'ingress-nginx': '--routing-mode ingress --ingress-flavor nginx',
-};
+export const WORKING_FLAGS: Readonly<Record<DataPlane, string>> = byDataPlane((m) => m.workingFlags);
 
 /** The flavor each data plane serves and redirects with. */
-export const WORKING_FLAVOR: Readonly<Record<DataPlane, RoutingFlavor>> = {
-  contour: 'contour',
-  'envoy-gateway': 'gateway',
-  traefik: 'traefik',
-  'ingress-nginx': 'nginx',
-};
-
-/** One cell of the table. */
-export interface FlavorSupport {
-  /** A serving domain's objects are taken and its hostname is routed to the Service over HTTPS. */
-  serves: boolean;
-  /** A redirect domain answers with the redirect (the status as docs/routing.md says per flavor). */
-  redirects: boolean;
-  /** Why not, when either is false: what the data plane does with the flavor's objects. */
-  why?: string;
-}
-
-const NO_LISTENERSET =
-  "Portico attaches each domain's certificate to the Gateway with a ListenerSet, which it does not implement, so HTTPS would never serve the certificate";
+export const WORKING_FLAVOR: Readonly<Record<DataPlane, RoutingFlavor>> = byDataPlane((m) => m.workingFlavor);
 
 /** The table: data plane × flavor. Every cell is shown by a test (docs/routing.md names it). */
-export const FLAVOR_SUPPORT: Readonly<Record<DataPlane, Readonly<Record<RoutingFlavor, FlavorSupport>>>> = {
-  contour: {
-    nginx: {
-      serves: true,
-      redirects: false,
-      why: "it serves the Ingress but ignores ingress-nginx's permanent-redirect annotations, so the hostname would be proxied to the Ingress's backend instead of redirected",
-    },
-    traefik: {
-      serves: true,
-      redirects: false,
-      why: "it serves the Ingress but ignores Traefik's router.middlewares annotation and Middleware, so the hostname would be proxied to the Ingress's backend instead of redirected",
-    },
-    contour: { serves: true, redirects: true },
-    gateway: { serves: false, redirects: false, why: NO_LISTENERSET },
-  },
-  'envoy-gateway': {
-    nginx: { serves: false, redirects: false, why: 'it reads Gateway API routes only, no Ingress' },
-    traefik: { serves: false, redirects: false, why: 'it reads Gateway API routes only, no Ingress' },
-    contour: { serves: false, redirects: false, why: 'it reads Gateway API routes only, no HTTPProxy' },
-    gateway: { serves: true, redirects: true },
-  },
-  traefik: {
-    nginx: {
-      serves: true,
-      redirects: false,
-      why: "it serves the Ingress but ignores ingress-nginx's permanent-redirect annotations (its ingress-nginx provider does not implement them either), so the hostname would be proxied to the Ingress's backend instead of redirected",
-    },
-    traefik: { serves: true, redirects: true },
-    contour: { serves: false, redirects: false, why: 'it reads no HTTPProxy' },
-    gateway: { serves: false, redirects: false, why: NO_LISTENERSET },
-  },
-  'ingress-nginx': {
-    nginx: { serves: true, redirects: true },
-    traefik: {
-      serves: true,
-      redirects: false,
-      why: "it serves the Ingress but ignores Traefik's router.middlewares annotation and Middleware, so the hostname would be proxied to the Ingress's backend instead of redirected",
-    },
-    contour: { serves: false, redirects: false, why: 'it reads no HTTPProxy' },
-    gateway: { serves: false, redirects: false, why: 'it implements no Gateway API' },
-  },
-};
+export const FLAVOR_SUPPORT: Readonly<Record<DataPlane, Readonly<Record<RoutingFlavor, FlavorSupport>>>> =
+  byDataPlane((m) => m.flavors);
 
 /** The flags that select `flavor`, as the operator is started with them. */
 function flagsOf(flavor: RoutingFlavor): string {
@@ -145,12 +63,13 @@ export function unsupportedByDataPlane(
 ): string | undefined {
   if (dataPlane === undefined) return undefined;
   const flavor = routingFlavor(options);
-  const cell = FLAVOR_SUPPORT[dataPlane][flavor];
+  const module = dataPlaneModule(dataPlane);
+  const cell = module.flavors[flavor];
   if (redirect ? cell.redirects : cell.serves) return undefined;
-  const name = DATA_PLANE_NAMES[dataPlane];
+  const name = module.displayName;
   const what = redirect ? 'redirect' : 'serve';
   return (
     `The operator runs with ${flagsOf(flavor)} for data plane ${name} (--data-plane ${dataPlane}), and ${name} cannot ${what} this domain that way: ${cell.why ?? ''}. ` +
-    `Start the operator with ${WORKING_FLAGS[dataPlane]}, the flavor ${name} takes (docs/routing.md, "Data planes and flavors").`
+    `Start the operator with ${module.workingFlags}, the flavor ${name} takes (docs/routing.md, "Data planes and flavors").`
   );
 }

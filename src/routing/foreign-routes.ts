@@ -19,49 +19,44 @@
 import type { KubernetesObject, V1OwnerReference } from '@kubernetes/client-node';
 import { CUSTOM_DOMAIN_KIND, GROUP } from '../api/customdomain.js';
 import { normalizeDnsName } from '../domain/hostname.js';
+import {
+  CLASSES_SERVING_CLASSLESS,
+  FOREIGN_ROUTE_KINDS,
+  INGRESS_CLASS_ANNOTATIONS,
+  ROUTE_KINDS,
+} from '../data-planes/registry.js';
+import { record } from '../data-planes/shared.js';
+import type { ForeignRouteReader } from '../data-planes/types.js';
 
-/** The kinds read here (their `kind` field). */
-export const FOREIGN_ROUTE_KINDS = ['Ingress', 'HTTPProxy', 'HTTPRoute'] as const;
-export type ForeignRouteKind = (typeof FOREIGN_ROUTE_KINDS)[number];
+export { CONTOUR_DEFAULT_CLASS } from '../data-planes/contour/index.js';
+/**
+ * The kinds read here (their `kind` field): every route kind with a `foreignRoute` reader, the
+ * shared ones (Ingress, HTTPRoute) and the data planes' own (Contour's HTTPProxy); see
+ * src/data-planes/registry.ts.
+ */
+export { FOREIGN_ROUTE_KINDS };
+/** A kind of `FOREIGN_ROUTE_KINDS`. */
+export type ForeignRouteKind = string;
 
 /** At most this many objects are named in a condition message; the rest are counted. */
 export const MAX_NAMED_ROUTES = 10;
 
-function strings(value: unknown): string[] {
-  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
-}
-
-function record(value: unknown): Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : {};
+/** The foreign-route reader of `kind`; undefined for a kind that is no route. */
+function readerOf(kind: ForeignRouteKind): ForeignRouteReader | undefined {
+  return ROUTE_KINDS.get(kind)?.foreignRoute;
 }
 
 /**
  * The exact hostnames (normalized: lowercase, no trailing dot) `obj` of kind `kind` names:
  * an Ingress's `spec.rules[].host` and `spec.tls[].hosts[]`, an HTTPProxy's
- * `spec.virtualhost.fqdn`, an HTTPRoute's `spec.hostnames[]`. Wildcards (`*.example.com`) are left
+ * `spec.virtualhost.fqdn`, an HTTPRoute's `spec.hostnames[]` (each kind's `foreignRoute.hostnames`,
+ * src/data-planes/); none for a kind that is no route. Wildcards (`*.example.com`) are left
  * out: every data plane here prefers an exact host over a wildcard, so a wildcard takes no traffic
  * from a claimed hostname. Any malformed field is skipped, never thrown on (the objects are
  * anyone's).
  */
 export function hostnamesOf(kind: ForeignRouteKind, obj: KubernetesObject): Set<string> {
-  const spec = record((obj as { spec?: unknown }).spec);
-  let names: string[];
-  switch (kind) {
-    case 'Ingress':
-      names = [
-        ...(Array.isArray(spec.rules) ? spec.rules : []).flatMap((r) => strings([record(r).host])),
-        ...(Array.isArray(spec.tls) ? spec.tls : []).flatMap((t) => strings(record(t).hosts)),
-      ];
-      break;
-    case 'HTTPProxy':
-      names = strings([record(spec.virtualhost).fqdn]);
-      break;
-    case 'HTTPRoute':
-      names = strings(spec.hostnames);
-      break;
-  }
+  const names = readerOf(kind)?.hostnames(record((obj as { spec?: unknown }).spec)) ?? [];
   const out = new Set<string>();
   for (const name of names) {
     const host = normalizeDnsName(name.trim());
@@ -70,19 +65,17 @@ export function hostnamesOf(kind: ForeignRouteKind, obj: KubernetesObject): Set<
   return out;
 }
 
-/** Contour's class when it is run without `--ingress-class-name` (internal/ingressclass). */
-export const CONTOUR_DEFAULT_CLASS = 'contour';
-
 /**
  * The ingress class `obj` asks for, as Contour v1.33.8 reads it (internal/annotation
  * `IngressClass`, internal/ingressclass): the annotation `projectcontour.io/ingress.class`, else
  * `kubernetes.io/ingress.class`, else `spec.ingressClassName`; '' when none is set. An HTTPRoute
- * has no class (it attaches to a Gateway through `parentRefs`): always ''.
+ * has no class (it attaches to a Gateway through `parentRefs`): always ''. The annotations are the
+ * data planes' own (`ingressClass.annotation`, src/data-planes/), then `kubernetes.io/ingress.class`.
  */
 export function routeClassOf(kind: ForeignRouteKind, obj: KubernetesObject): string {
-  if (kind === 'HTTPRoute') return '';
+  if (readerOf(kind)?.classed !== true) return '';
   const annotations = obj.metadata?.annotations ?? {};
-  for (const key of ['projectcontour.io/ingress.class', 'kubernetes.io/ingress.class']) {
+  for (const key of INGRESS_CLASS_ANNOTATIONS) {
     const value = annotations[key];
     if (typeof value === 'string' && value !== '') return value;
   }
@@ -96,7 +89,8 @@ export function routeClassOf(kind: ForeignRouteKind, obj: KubernetesObject): str
  * - not set: every object counts (Portico cannot tell which controller serves what);
  * - set: an Ingress or HTTPProxy counts only when its class (`routeClassOf`) is that class, or when
  *   it names no class and that class is `contour`, which a Contour run without
- *   `--ingress-class-name` serves together with classless objects. A controller given a class of
+ *   `--ingress-class-name` serves together with classless objects (a data plane's
+ *   `ingressClass.defaultClassServesClassless`). A controller given a class of
  *   its own ignores objects of any other class and, Contour and ingress-nginx by default, those
  *   with none (docs/routing.md, "A routing class of Portico's own"). An HTTPRoute always counts.
  */
@@ -105,9 +99,9 @@ export function servedWithPortico(
   obj: KubernetesObject,
   portico: string | undefined,
 ): boolean {
-  if (portico === undefined || portico === '' || kind === 'HTTPRoute') return true;
+  if (portico === undefined || portico === '' || readerOf(kind)?.classed !== true) return true;
   const own = routeClassOf(kind, obj);
-  return own === portico || (own === '' && portico === CONTOUR_DEFAULT_CLASS);
+  return own === portico || (own === '' && CLASSES_SERVING_CLASSLESS.has(portico));
 }
 
 /**
@@ -259,18 +253,7 @@ export function slimForeignRoute(
     obj.metadata.ownerReferences = [
       { apiVersion: `${GROUP}/`, kind: CUSTOM_DOMAIN_KIND, name: '', uid, controller: true },
     ];
-  let spec: unknown;
-  switch (kind) {
-    case 'Ingress':
-      spec = { ...classField, rules: hosts.map((host) => ({ host })) };
-      break;
-    case 'HTTPProxy':
-      spec = { ...classField, ...(hosts[0] === undefined ? {} : { virtualhost: { fqdn: hosts[0] } }) };
-      break;
-    case 'HTTPRoute':
-      spec = { hostnames: hosts };
-      break;
-  }
+  const spec = readerOf(kind)?.slimSpec(hosts, classField);
   Reflect.set(obj, 'spec', spec);
   Reflect.set(obj, 'status', undefined);
 }

@@ -27,8 +27,6 @@ import { httpProbe, waitUntilReady } from './readiness.js';
 
 export const CONTOUR = 'contour';
 
-export { SANDBOX_DATA_PLANES, type SandboxDataPlane } from './data-plane.js';
-
 /** The address Contour publishes in each Ingress's `status.loadBalancer.ingress`. */
 export const CONTOUR_INGRESS_STATUS_ADDRESS = '127.0.0.1';
 

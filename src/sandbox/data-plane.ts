@@ -1,6 +1,7 @@
 /**
  * The data planes the sandbox can run (`portico sandbox up --data-plane`): the controller that takes
- * Portico's routes and whose acknowledgement the operator waits for.
+ * Portico's routes and whose acknowledgement the operator waits for. Each is a module of
+ * src/data-planes/<name>/sandbox.ts, listed in src/data-planes/sandbox-registry.ts:
  *
  * - `contour` (default): a real Contour; the operator routes with Ingress (contour.ts).
  * - `envoy-gateway`: a real Envoy Gateway; the operator runs in gateway mode, an HTTPRoute and a
@@ -10,10 +11,4 @@
  * - `none`: nothing takes the routes; the operator's acknowledgement is off and Routed says the
  *   route is unconfirmed.
  */
-export type SandboxDataPlane = 'contour' | 'envoy-gateway' | 'traefik' | 'none';
-export const SANDBOX_DATA_PLANES: readonly SandboxDataPlane[] = [
-  'contour',
-  'envoy-gateway',
-  'traefik',
-  'none',
-];
+export { SANDBOX_DATA_PLANES, type SandboxDataPlane } from '../data-planes/sandbox-registry.js';

@@ -26,26 +26,12 @@ import {
 } from './certificates.js';
 import { ensureNamespace, installCrds } from './cluster.js';
 import {
-  CONTOUR,
-  applyRateLimitExtension,
-  installContourCrds,
-  startContour,
+  SANDBOX_DATA_PLANE_MODULES,
+  sandboxDataPlaneModule,
   type SandboxDataPlane,
-  type StartedContour,
-} from './contour.js';
-import { CONTROLLER, startController, type ControllerOptions } from './controller.js';
+} from '../data-planes/sandbox-registry.js';
+import { CONTROLLER, startController } from './controller.js';
 import { DNS_SERVER, startDnsServer, type DnsManagementClient } from './dns-server.js';
-import {
-  ENVOY_GATEWAY,
-  ENVOY_GATEWAY_NAME,
-  ENVOY_GATEWAY_NAMESPACE,
-  SANDBOX_GATEWAY,
-  applyPlatformGateway,
-  gatewayParentRefsArg,
-  installEnvoyGatewayCrds,
-  startEnvoyGateway,
-  type StartedEnvoyGateway,
-} from './envoy-gateway.js';
 import { ComponentStartError, SandboxError } from './errors.js';
 import { ETCD, startEtcd } from './etcd.js';
 import { applyExamples, waitForCustomDomainsReady } from './examples.js';
@@ -60,8 +46,7 @@ import { RATELIMIT_SERVER, startRateLimitServer } from './ratelimit-server.js';
 import { REDIS, startRedis } from './redis.js';
 import { readState, removeSandboxEnv, writeSandboxEnv, type SandboxEnv } from './state.js';
 import { sandboxStatus } from './status.js';
-import { installTools, type Tools } from './tools.js';
-import { TRAEFIK_CONTROLLER_OPTIONS, startTraefikDataPlane, traefikSandboxEnv } from './traefik.js';
+import { installTools, type Tools, type ToolSets } from './tools.js';
 
 export type { SandboxEnv } from './state.js';
 export { sandboxStatus, type ComponentStatus, type SandboxStatus } from './status.js';
@@ -206,10 +191,12 @@ export async function sandboxDown(dir: string): Promise<StoppedProcess[]> {
   return stopped;
 }
 
-/** Stop order: the operator first, storage last; names not listed go in between. */
+/**
+ * Stop order: the data planes' `stopFirst` processes (src/data-planes/<name>/sandbox.ts), then the
+ * operator, storage last; names not listed go in between.
+ */
 const STOP_ORDER = [
-  CONTOUR,
-  ENVOY_GATEWAY,
+  ...SANDBOX_DATA_PLANE_MODULES.flatMap((m) => m.stopFirst),
   RATELIMIT_SERVER,
   CONTROLLER,
   PEBBLE,
@@ -268,16 +255,10 @@ const PORT_KINDS = {
   redis: 'tcp',
   ratelimitGrpc: 'tcp',
   ratelimitMetrics: 'tcp',
-  contourXds: 'tcp',
-  contourMetrics: 'tcp',
-  contourHealth: 'tcp',
-  contourDebug: 'tcp',
-  envoyGatewayAdmin: 'tcp',
-  traefikWeb: 'tcp',
-  traefikWebsecure: 'tcp',
-  traefikPing: 'tcp',
-  projectBackend: 'tcp',
 } as const;
+
+/** The key of a data plane's port `name` among the stack's picked ports. */
+const dataPlanePort = (name: string): string => `dataPlane.${name}`;
 
 async function startStack(
   paths: SandboxPaths,
@@ -287,14 +268,15 @@ async function startStack(
 ): Promise<StartedStack> {
   const external = externalKubeconfig(options.env ?? process.env);
   const dataPlane = options.dataPlane ?? 'contour';
-  const toolSets = {
-    test: options.testTools === true,
-    envoyGateway: dataPlane === 'envoy-gateway',
-    traefik: dataPlane === 'traefik',
-  };
+  const plane = sandboxDataPlaneModule(dataPlane);
+  const toolSets: ToolSets = { test: options.testTools === true, ...plane.toolSets };
   step(`installing tools (scripts/install-tools.sh${toolFlags(toolSets)})`);
   const tools = await installTools(repoRoot, process.stderr, toolSets);
-  const ports = await pickFreePorts(PORT_KINDS);
+  const picked = await pickFreePorts<string>({
+    ...PORT_KINDS,
+    ...Object.fromEntries(Object.entries(plane.ports).map(([name, kind]) => [dataPlanePort(name), kind])),
+  });
+  const ports = picked as Record<keyof typeof PORT_KINDS, number>;
   step('generating certificates');
   const certs = await generateSandboxCertificates();
   await writeSandboxCertificates(paths, certs);
@@ -327,73 +309,27 @@ async function startStack(
   step(`creating namespace ${OPERATOR_NAMESPACE}; installing CRDs`);
   await ensureNamespace(kubectl, OPERATOR_NAMESPACE);
   await installCrds(kubectl, path.join(repoRoot, 'crds'));
-  const { controllerKubeconfig, ingressClass, contourInstance } = await setUpChartDefaults(
-    options.chartDefaults ?? true,
-    kubectl,
+  const chartDefaults = options.chartDefaults ?? true;
+  const chart = await setUpChartDefaults(chartDefaults, kubectl, paths, repoRoot, OPERATOR_NAMESPACE, step);
+
+  const started = await plane.start({
     paths,
     repoRoot,
-    OPERATOR_NAMESPACE,
+    tools,
+    kubectl,
     step,
-  );
-
-  let contour: StartedContour | undefined;
-  if (dataPlane === 'contour') {
-    step(
-      `installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.contourXds}, serving class ${ingressClass ?? 'none and contour'})`,
-    );
-    await installContourCrds(kubectl, tools.contourCrds);
-    await applyRateLimitExtension(kubectl, paths, OPERATOR_NAMESPACE);
-    contour = await startContour(
-      paths,
-      tools.contour,
-      cluster.kubeconfig,
-      {
-        xds: ports.contourXds,
-        metrics: ports.contourMetrics,
-        health: ports.contourHealth,
-        debug: ports.contourDebug,
-      },
-      OPERATOR_NAMESPACE,
-      contourInstance,
-    );
-  }
-
-  let envoyGateway: StartedEnvoyGateway | undefined;
-  if (dataPlane === 'envoy-gateway') {
-    step(
-      `installing Envoy Gateway's and Gateway API's CRDs; starting Envoy Gateway (admin on 127.0.0.1:${ports.envoyGatewayAdmin})`,
-    );
-    await installEnvoyGatewayCrds(kubectl, tools.envoyGatewayCrds);
-    await ensureNamespace(kubectl, ENVOY_GATEWAY_NAMESPACE);
-    envoyGateway = await startEnvoyGateway(paths, tools.envoyGateway, kubectl, ports.envoyGatewayAdmin);
-    step(
-      `applying GatewayClass ${SANDBOX_GATEWAY.gatewayClassName} and Gateway ${gatewayParentRefsArg(SANDBOX_GATEWAY)}`,
-    );
-    await applyPlatformGateway(kubectl, paths, SANDBOX_GATEWAY);
-  }
-
-  const traefik =
-    dataPlane === 'traefik'
-      ? await startTraefikDataPlane(
-          paths,
-          repoRoot,
-          tools,
-          kubectl,
-          step,
-          {
-            web: ports.traefikWeb,
-            websecure: ports.traefikWebsecure,
-            ping: ports.traefikPing,
-            backend: ports.projectBackend,
-          },
-          ingressClass,
-        )
-      : undefined;
+    ports: Object.fromEntries(
+      Object.keys(plane.ports).map((name) => [name, picked[dataPlanePort(name)] ?? 0]),
+    ),
+    operatorNamespace: OPERATOR_NAMESPACE,
+    chartDefaults,
+    chart,
+  });
 
   step('starting the operator (portico controller)');
   const acmeCaBundle = paths.cert(CERT_FILES.pebbleCaCert);
   const controller = await startController(paths, repoRoot, {
-    kubeconfig: controllerKubeconfig,
+    kubeconfig: chart.controllerKubeconfig,
     platformCnameTarget: PLATFORM_CNAME_TARGET,
     dnsServer,
     acmeDirectoryUrl: pebble.directoryUrl,
@@ -402,9 +338,7 @@ async function startStack(
     http01Port: ports.http01,
     metricsPort: ports.metrics,
     namespace: OPERATOR_NAMESPACE,
-    ...dataPlaneControllerOptions(dataPlane, ingressClass, options.chartDefaults ?? true),
-    // Only Traefik serves in the sandbox: Contour and Envoy Gateway run without an Envoy.
-    ...(traefik === undefined ? {} : { servingCheckAddress: traefik.traefik.httpsAddr }),
+    ...started.controllerOptions,
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');
@@ -435,27 +369,17 @@ async function startStack(
     ratelimitMetricsUrl: ratelimit.metricsUrl,
     ratelimitReadyzUrl: ratelimit.readyzUrl,
     dataPlane,
-    ...(contour === undefined
-      ? {}
-      : {
-          contourXdsAddr: contour.xdsAddr,
-          contourHealthUrl: contour.healthUrl,
-          contourMetricsUrl: contour.metricsUrl,
-        }),
-    ...(envoyGateway === undefined
-      ? {}
-      : { envoyGatewayAdminUrl: envoyGateway.adminUrl, gateway: gatewayParentRefsArg(SANDBOX_GATEWAY) }),
-    ...traefikSandboxEnv(traefik),
+    ...started.env,
   };
   await writeSandboxEnv(paths, env);
   step(`stack up; wrote ${paths.envFile}`);
-  return { env, tools, dns: dns.client, examplesDir: traefik?.examplesDir };
+  return { env, tools, dns: dns.client, examplesDir: started.examplesDir };
 }
 
 /** install-tools.sh's flags for `sets`, each with a leading space, for the progress line. */
-function toolFlags(sets: { test: boolean; envoyGateway: boolean; traefik: boolean }): string {
+function toolFlags(sets: ToolSets): string {
   return Object.entries({ test: '--test', envoyGateway: '--envoy-gateway', traefik: '--traefik' })
-    .filter(([set]) => sets[set as keyof typeof sets])
+    .filter(([set]) => sets[set as keyof ToolSets] === true)
     .map(([, flag]) => ` ${flag}`)
     .join('');
 }
@@ -526,49 +450,4 @@ async function upExamples(
   step(`waiting up to ${timeoutMs / 1000} s for ${domains.length} CustomDomain(s) to be Ready`);
   await waitForCustomDomainsReady(kubectl, timeoutMs, step);
   step('every example CustomDomain is Ready');
-}
-
-/**
- * The operator's options that depend on the data plane: which one acknowledges routes, the flavor
- * and attachments it takes, and the ingress class (the chart's class where the sandbox runs as the
- * chart does, which Traefik then serves too; without it, Traefik's own class for Traefik, none for
- * the others). Each data plane is declared (`--data-plane`) with the flavor that serves and
- * redirects in it (src/routing/data-planes.ts, docs/routing.md "Data planes and flavors"): for
- * Contour the `contour` flavor (HTTPProxy). Except the e2e stack's Contour (`chartDefaults`
- * false): its operator keeps the default Ingress flavor, undeclared, because its test files read
- * the Ingresses it writes and start operators of their own from its command line in other modes and
- * flavors; its redirects are therefore not served by Contour (contour-httpproxy.test.ts shows what
- * a declared Contour says of them).
- */
-function dataPlaneControllerOptions(
-  dataPlane: SandboxDataPlane,
-  ingressClass: string | undefined,
-  chartDefaults: boolean,
-): Pick<
-  ControllerOptions,
-  | 'dataPlane'
-  | 'dataPlaneAcknowledgement'
-  | 'dataPlaneName'
-  | 'gatewayParentRefs'
-  | 'ingressFlavor'
-  | 'ingressClass'
-  | 'contourAttachment'
-  | 'envoyGatewayAttachment'
-> {
-  return {
-    dataPlaneAcknowledgement: dataPlane !== 'none',
-    ...(dataPlane === 'contour' ? { dataPlaneName: 'Contour' } : {}),
-    ...(dataPlane === 'contour' && chartDefaults ? { dataPlane: 'contour', ingressFlavor: 'contour' } : {}),
-    ...(dataPlane === 'envoy-gateway'
-      ? {
-          dataPlane: 'envoy-gateway',
-          dataPlaneName: ENVOY_GATEWAY_NAME,
-          gatewayParentRefs: gatewayParentRefsArg(SANDBOX_GATEWAY),
-        }
-      : {}),
-    ...(dataPlane === 'traefik' ? TRAEFIK_CONTROLLER_OPTIONS : {}),
-    contourAttachment: dataPlane === 'contour',
-    envoyGatewayAttachment: dataPlane === 'envoy-gateway',
-    ...(ingressClass === undefined ? {} : { ingressClass }),
-  };
 }

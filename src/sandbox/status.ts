@@ -3,10 +3,8 @@
  */
 import { readFile } from 'node:fs/promises';
 
-import { CONTOUR } from './contour.js';
+import { SANDBOX_DATA_PLANE_MODULES } from '../data-planes/sandbox-registry.js';
 import { CONTROLLER } from './controller.js';
-import { ENVOY_GATEWAY } from './envoy-gateway.js';
-import { PROJECT_BACKEND, TRAEFIK } from './traefik.js';
 import { DNS_SERVER, dnsProbe } from './dns-server.js';
 import { SandboxNotFoundError } from './errors.js';
 import { ETCD } from './etcd.js';
@@ -81,22 +79,8 @@ async function checksFor(env: SandboxEnv): Promise<Check[]> {
     { name: REDIS, hasProcess: true, probe: redisPingProbe(new URL(env.redisUrl).host) },
     { name: RATELIMIT_SERVER, hasProcess: true, probe: httpProbe(env.ratelimitReadyzUrl) },
   );
-  if (env.contourHealthUrl !== undefined) {
-    checks.push({ name: CONTOUR, hasProcess: true, probe: httpProbe(env.contourHealthUrl) });
-  }
-  if (env.envoyGatewayAdminUrl !== undefined) {
-    checks.push({
-      name: ENVOY_GATEWAY,
-      hasProcess: true,
-      probe: httpProbe(`${env.envoyGatewayAdminUrl}/api/server_info`),
-    });
-  }
-  if (env.traefikPingUrl !== undefined) {
-    checks.push({ name: TRAEFIK, hasProcess: true, probe: httpProbe(env.traefikPingUrl) });
-  }
-  if (env.projectBackendUrl !== undefined) {
-    checks.push({ name: PROJECT_BACKEND, hasProcess: true, probe: httpProbe(env.projectBackendUrl) });
-  }
+  // Each data plane checks what it started (src/data-planes/<name>/sandbox.ts), from `<dir>/env`.
+  for (const plane of SANDBOX_DATA_PLANE_MODULES) checks.push(...plane.checks(env));
   return checks;
 }
 

@@ -36,9 +36,8 @@ import { WorkQueue } from '../../kube/work-queue.js';
 import { runWorkers } from '../../kube/workers.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
 import type { ObjectHeader } from '../../routing/plan.js';
-import { GATEWAY_API_VERSION, HTTPROUTE_KIND, LISTENERSET_KIND } from '../../routing/gateway.js';
-import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from '../../routing/traefik.js';
-import { CONTOUR_API_VERSION, HTTPPROXY_KIND, HTTPPROXY_PLURAL } from '../../routing/contour.js';
+import { ROUTE_KINDS } from '../../data-planes/registry.js';
+import type { RouteKind } from '../../data-planes/types.js';
 import {
   controllerOwnerUid,
   ForeignRouteIndex,
@@ -62,17 +61,17 @@ const OWNED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${CUSTOM_DOMAIN_
 const MANAGED_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE}`;
 /** The wait between failed probes of the optional kinds, milliseconds. */
 const PROBE_BACKOFF = { baseMs: 1_000, maxMs: 30_000 };
-/** Owned kinds from CRDs the cluster may not have; each is watched only where the API serves it. */
-const OPTIONAL_OWNED_KINDS = [
-  { apiVersion: TRAEFIK_API_VERSION, kind: TRAEFIK_MIDDLEWARE_KIND, plural: 'middlewares' },
-  { apiVersion: GATEWAY_API_VERSION, kind: HTTPROUTE_KIND, plural: 'httproutes' },
-  { apiVersion: GATEWAY_API_VERSION, kind: LISTENERSET_KIND, plural: 'listenersets' },
-  // Contour's HTTPProxy (--ingress-flavor contour); its status says whether Contour took it.
-  { apiVersion: CONTOUR_API_VERSION, kind: HTTPPROXY_KIND, plural: HTTPPROXY_PLURAL },
-] as const;
+/**
+ * Owned kinds from CRDs the cluster may not have (the route kinds of src/data-planes/ with `crd`:
+ * Gateway API's HTTPRoute and ListenerSet, Contour's HTTPProxy, Traefik's Middleware); each is
+ * watched only where the API serves it.
+ */
+const OPTIONAL_OWNED_KINDS: readonly RouteKind[] = [...ROUTE_KINDS.values()].filter((k) => k.crd);
 const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
 /** The optional kinds that are also watched for foreign routes, once known to be served. */
-const FOREIGN_OPTIONAL_KINDS: ReadonlySet<string> = new Set([HTTPROUTE_KIND, HTTPPROXY_KIND]);
+const FOREIGN_OPTIONAL_KINDS: ReadonlySet<string> = new Set(
+  OPTIONAL_OWNED_KINDS.filter((k) => k.foreignRoute !== undefined).map((k) => k.kind),
+);
 
 export interface CustomDomainControllerDeps {
   kubeConfig: KubeConfig;
@@ -413,7 +412,7 @@ export class CustomDomainController {
       this.#d.log.debug({ apiVersion, kind, served }, 'owned kind probed');
       if (served && !this.#stopping) {
         this.#watchOwned(apiVersion, kind, path, OWNED_SELECTOR).start();
-        if (FOREIGN_OPTIONAL_KINDS.has(kind)) this.#watchForeign(kind as ForeignRouteKind, path).start();
+        if (FOREIGN_OPTIONAL_KINDS.has(kind)) this.#watchForeign(kind, path).start();
       } else if (!served) this.#absentKinds.add(type);
     }
     this.#optionalKindsProbed = true;

@@ -5,7 +5,7 @@
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { CUSTOM_DOMAIN_LABEL, type CustomDomain } from '../../api/customdomain.js';
-import { CONTOUR_API_VERSION, HTTPPROXY_KIND } from '../../routing/contour.js';
+import { ROUTE_KINDS } from '../../data-planes/registry.js';
 import { controllerOwnerUid } from '../../routing/foreign-routes.js';
 import type { ObjectHeader } from '../../routing/plan.js';
 
@@ -21,14 +21,16 @@ export function otherOwner(obj: KubernetesObject | undefined, domain: CustomDoma
 
 /**
  * Kinds where an object without a controller ownerReference to the domain (by uid) is someone
- * else's and never overwritten or deleted, whatever its labels say: HTTPProxy (docs/routing.md,
+ * else's and never overwritten or deleted, whatever its labels say: the route kinds of
+ * src/data-planes/ with `ownedByReferenceOnly`, today Contour's HTTPProxy (docs/routing.md,
  * "Foreign routes"). A platform team writes its own
  * HTTPProxies (e.g. the API's, which RateLimitPolicies target) in the same namespaces, and one at
  * `portico-<name>` is theirs, not a leftover of Portico's. (Other kinds keep the rule of
  * `otherOwner`: an unlabelled object at Portico's name is Portico's to replace.)
  */
 export function foreignKind(header: ObjectHeader): boolean {
-  return header.apiVersion === CONTOUR_API_VERSION && header.kind === HTTPPROXY_KIND;
+  const routeKind = ROUTE_KINDS.get(header.kind);
+  return routeKind?.ownedByReferenceOnly === true && routeKind.apiVersion === header.apiVersion;
 }
 
 /**

@@ -25,6 +25,8 @@ import type { Condition } from '../../api/customdomain.js';
 import { type PolicyTargetRef, type RateLimitPolicy } from '../../api/ratelimitpolicy.js';
 import type { RateLimitAttachedReason } from '../../api/reasons.js';
 import { policyDescriptors, type RateLimitHeaders } from '../../routing/ratelimit-descriptors.js';
+import { contour } from '../../data-planes/contour/index.js';
+import { isAttachmentTarget } from '../../data-planes/types.js';
 
 export const CONTOUR_GROUP = 'projectcontour.io';
 export const HTTPPROXY_KIND = 'HTTPProxy';
@@ -117,9 +119,12 @@ export function trimProxy(proxy: HTTPProxy): void {
   };
 }
 
-/** True when `ref` is a kind this operator can wire (Contour's HTTPProxy). */
+/**
+ * True when `ref` is a kind this operator can wire into Contour: the targets of Contour's
+ * `rateLimitAttachment` (src/data-planes/contour, an HTTPProxy).
+ */
 export function isSupportedTarget(ref: PolicyTargetRef): boolean {
-  return ref.group === CONTOUR_GROUP && ref.kind === HTTPPROXY_KIND;
+  return isAttachmentTarget(contour, ref);
 }
 
 /** `group/kind name` of a target, for messages (`HTTPProxy api` for the core case). */

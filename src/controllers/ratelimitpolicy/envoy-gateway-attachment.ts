@@ -37,7 +37,9 @@ import {
 } from '../../routing/envoy-gateway-ratelimit.js';
 import { createHash } from 'node:crypto';
 import { envoyRateLimits } from '../../routing/ratelimit-descriptors.js';
-import { GATEWAY_API_GROUP, HTTPROUTE_KIND, LISTENERSET_KIND } from '../../routing/gateway.js';
+import { GATEWAY_API_GROUP, LISTENERSET_KIND } from '../../routing/gateway.js';
+import { envoyGateway } from '../../data-planes/envoy-gateway/index.js';
+import { isAttachmentTarget } from '../../data-planes/types.js';
 
 /** The Gateway kind of Gateway API. */
 export const GATEWAY_KIND = 'Gateway';
@@ -96,9 +98,12 @@ export interface Placement {
   readonly routeConfigurations: readonly string[];
 }
 
-/** True when `ref` names a Gateway API HTTPRoute or Gateway (wired through Envoy Gateway). */
+/**
+ * True when `ref` names a Gateway API HTTPRoute or Gateway (wired through Envoy Gateway): the
+ * targets of Envoy Gateway's `rateLimitAttachment` (src/data-planes/envoy-gateway).
+ */
 export function isEnvoyGatewayTarget(ref: PolicyTargetRef): boolean {
-  return ref.group === GATEWAY_API_GROUP && (ref.kind === HTTPROUTE_KIND || ref.kind === GATEWAY_KIND);
+  return isAttachmentTarget(envoyGateway, ref);
 }
 
 /** `namespace/name`. */

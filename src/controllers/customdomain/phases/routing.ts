@@ -14,20 +14,9 @@ import {
 } from '../../../api/customdomain.js';
 import { parsedSecret } from '../../../certificates/parsed-secret.js';
 import { CONTOUR_API_VERSION, HTTPPROXY_KIND } from '../../../routing/contour.js';
-import {
-  combine,
-  httpProxyAcknowledgement,
-  httpRouteAcknowledgement,
-  ingressAcknowledgement,
-  listenerSetAcknowledgement,
-  type Acknowledgement,
-} from '../../../routing/acknowledgement.js';
-import {
-  GATEWAY_API_VERSION,
-  HTTPROUTE_KIND,
-  LISTENERSET_KIND,
-  type HTTPRoute,
-} from '../../../routing/gateway.js';
+import { combine, type Acknowledgement } from '../../../routing/acknowledgement.js';
+import { GATEWAY_API_VERSION, LISTENERSET_KIND } from '../../../routing/gateway.js';
+import { ROUTE_KINDS } from '../../../data-planes/registry.js';
 import { desiredRouting, staleRoutingObjects, type RoutingLookups } from '../../../routing/plan.js';
 import { reservedDomainOf } from '../acceptance.js';
 import type { RoutingState } from '../status.js';
@@ -85,10 +74,12 @@ export class RoutingPhase {
   }
 
   /**
-   * Whether the data plane took the applied Ingresses, HTTPRoute and ListenerSet, or HTTPProxy, from
-   * their cached status (routing/acknowledgement.ts); a change of that status re-queues the domain
-   * through the owned objects' watch. An HTTPRoute, ListenerSet or HTTPProxy written in this pass is
-   * awaited: its cached copy is of the previous generation, and so is the status on it.
+   * Whether the data plane took the applied objects, each judged by its route kind's `acknowledge`
+   * (src/data-planes/registry.ts `ROUTE_KINDS`: the Ingresses, HTTPRoute and ListenerSet, or a data
+   * plane's own kind such as Contour's HTTPProxy) from its cached status; a change of that status
+   * re-queues the domain through the owned objects' watch. An object of a kind whose status carries
+   * a generation (one with a `reporter`) written in this pass is awaited: its cached copy is of the
+   * previous generation, and so is the status on it.
    */
   #acknowledgement(
     applied: readonly KubernetesObject[],
@@ -96,50 +87,30 @@ export class RoutingPhase {
     domain: CustomDomain,
   ): Acknowledgement {
     const { namespace } = domain.metadata;
+    const { ingressClassName, dataPlaneName } = this.#d.routing;
     const parts: Acknowledgement[] = [];
     for (const obj of applied) {
+      const routeKind = obj.kind === undefined ? undefined : ROUTE_KINDS.get(obj.kind);
+      if (routeKind?.acknowledge === undefined) continue;
       const name = obj.metadata?.name ?? '';
-      const header = {
-        apiVersion: obj.apiVersion ?? '',
-        kind: obj.kind ?? '',
-        metadata: { name, namespace },
-      };
-      const seen = this.#d.view.owned(header);
-      const cached = seen.cached ? seen.object : undefined;
-      if (obj.kind === 'Ingress') {
-        parts.push(
-          ingressAcknowledgement(
-            cached,
-            name,
-            this.#d.routing.ingressClassName,
-            this.#d.routing.dataPlaneName,
-          ),
-        );
-        continue;
-      }
-      if (obj.kind !== HTTPROUTE_KIND && obj.kind !== LISTENERSET_KIND && obj.kind !== HTTPPROXY_KIND)
-        continue;
-      if (written.has(obj)) {
+      if (routeKind.reporter !== undefined && written.has(obj)) {
         parts.push({
           kind: 'awaiting',
-          message: `${obj.kind} ${name} was written just now; waiting for ${this.#reporter(obj.kind)} to report on it.`,
+          message: `${routeKind.kind} ${name} was written just now; waiting for ${routeKind.reporter(dataPlaneName)} to report on it.`,
         });
-      } else if (obj.kind === HTTPPROXY_KIND) {
-        parts.push(httpProxyAcknowledgement(cached, name));
-      } else if (obj.kind === HTTPROUTE_KIND) {
-        const parents = (obj as HTTPRoute).spec.parentRefs;
-        parts.push(httpRouteAcknowledgement(cached, name, namespace, parents, this.#d.routing.dataPlaneName));
-      } else {
-        parts.push(listenerSetAcknowledgement(cached, name, this.#d.routing.dataPlaneName));
+        continue;
       }
+      const seen = this.#d.view.owned({
+        apiVersion: obj.apiVersion ?? '',
+        kind: routeKind.kind,
+        metadata: { name, namespace },
+      });
+      const cached = seen.cached ? seen.object : undefined;
+      parts.push(
+        routeKind.acknowledge({ applied: obj, cached, name, namespace, ingressClassName, dataPlaneName }),
+      );
     }
     return combine(parts);
-  }
-
-  /** Who reports on an object of `kind`: Contour for an HTTPProxy, else the data plane's name or "the gateway". */
-  #reporter(kind: string | undefined): string {
-    if (kind === HTTPPROXY_KIND) return 'Contour';
-    return this.#d.routing.dataPlaneName ?? 'the gateway';
   }
 
   /**

@@ -1,0 +1,55 @@
+/**
+ * The sandbox's Contour (`portico sandbox up --data-plane contour`, the default): its CRDs, the
+ * rate-limit ExtensionService, and `contour serve` (src/sandbox/contour.ts). Where the sandbox runs
+ * as the chart does, Contour serves the chart's class alone and the operator is declared
+ * `--data-plane contour` with the `contour` flavor (HTTPProxy); without the chart's defaults (the
+ * e2e stack) the operator keeps the default Ingress flavor, undeclared, because its test files read
+ * the Ingresses it writes and start operators of their own from its command line in other modes and
+ * flavors; its redirects are therefore not served by Contour (contour-httpproxy.test.ts shows what a
+ * declared Contour says of them). Development only.
+ */
+import { httpProbe } from '../../sandbox/readiness.js';
+import { CONTOUR, applyRateLimitExtension, installContourCrds, startContour } from '../../sandbox/contour.js';
+import { defineSandboxDataPlane } from '../sandbox-types.js';
+import { contour } from './index.js';
+
+export const contourSandbox = defineSandboxDataPlane({
+  name: contour.name,
+  toolSets: {},
+  ports: { xds: 'tcp', metrics: 'tcp', health: 'tcp', debug: 'tcp' },
+  stopFirst: [CONTOUR],
+  async start({ paths, tools, kubectl, step, ports, operatorNamespace, chartDefaults, chart }) {
+    step(
+      `installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.xds}, serving class ${chart.ingressClass ?? 'none and contour'})`,
+    );
+    await installContourCrds(kubectl, tools.contourCrds);
+    await applyRateLimitExtension(kubectl, paths, operatorNamespace);
+    const started = await startContour(
+      paths,
+      tools.contour,
+      kubectl.kubeconfig,
+      ports,
+      operatorNamespace,
+      chart.contourInstance,
+    );
+    return {
+      controllerOptions: {
+        dataPlaneAcknowledgement: true,
+        dataPlaneName: contour.displayName,
+        ...(chartDefaults ? { dataPlane: contour.name, ingressFlavor: 'contour' } : {}),
+        contourAttachment: true,
+        envoyGatewayAttachment: false,
+        ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
+      },
+      env: {
+        contourXdsAddr: started.xdsAddr,
+        contourHealthUrl: started.healthUrl,
+        contourMetricsUrl: started.metricsUrl,
+      },
+    };
+  },
+  checks: (env) =>
+    env.contourHealthUrl === undefined
+      ? []
+      : [{ name: CONTOUR, hasProcess: true, probe: httpProbe(env.contourHealthUrl) }],
+});

@@ -1,0 +1,61 @@
+/**
+ * The sandbox's Envoy Gateway (`portico sandbox up --data-plane envoy-gateway`): its and Gateway
+ * API's CRDs, `envoy-gateway server` (src/sandbox/envoy-gateway.ts), and the platform's
+ * GatewayClass and Gateway; the operator runs in gateway mode with that Gateway as parent and
+ * attaches rate limits through EnvoyPatchPolicies. Development only.
+ */
+import { ensureNamespace } from '../../sandbox/cluster.js';
+import {
+  ENVOY_GATEWAY,
+  ENVOY_GATEWAY_NAME,
+  ENVOY_GATEWAY_NAMESPACE,
+  SANDBOX_GATEWAY,
+  applyPlatformGateway,
+  gatewayParentRefsArg,
+  installEnvoyGatewayCrds,
+  startEnvoyGateway,
+} from '../../sandbox/envoy-gateway.js';
+import { httpProbe } from '../../sandbox/readiness.js';
+import { defineSandboxDataPlane } from '../sandbox-types.js';
+import { envoyGateway } from './index.js';
+
+export const envoyGatewaySandbox = defineSandboxDataPlane({
+  name: envoyGateway.name,
+  toolSets: { envoyGateway: true },
+  ports: { admin: 'tcp' },
+  stopFirst: [ENVOY_GATEWAY],
+  async start({ paths, tools, kubectl, step, ports, chart }) {
+    step(
+      `installing Envoy Gateway's and Gateway API's CRDs; starting Envoy Gateway (admin on 127.0.0.1:${ports.admin})`,
+    );
+    await installEnvoyGatewayCrds(kubectl, tools.envoyGatewayCrds);
+    await ensureNamespace(kubectl, ENVOY_GATEWAY_NAMESPACE);
+    const started = await startEnvoyGateway(paths, tools.envoyGateway, kubectl, ports.admin);
+    step(
+      `applying GatewayClass ${SANDBOX_GATEWAY.gatewayClassName} and Gateway ${gatewayParentRefsArg(SANDBOX_GATEWAY)}`,
+    );
+    await applyPlatformGateway(kubectl, paths, SANDBOX_GATEWAY);
+    return {
+      controllerOptions: {
+        dataPlaneAcknowledgement: true,
+        dataPlane: envoyGateway.name,
+        dataPlaneName: ENVOY_GATEWAY_NAME,
+        gatewayParentRefs: gatewayParentRefsArg(SANDBOX_GATEWAY),
+        contourAttachment: false,
+        envoyGatewayAttachment: true,
+        ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
+      },
+      env: { envoyGatewayAdminUrl: started.adminUrl, gateway: gatewayParentRefsArg(SANDBOX_GATEWAY) },
+    };
+  },
+  checks: (env) =>
+    env.envoyGatewayAdminUrl === undefined
+      ? []
+      : [
+          {
+            name: ENVOY_GATEWAY,
+            hasProcess: true,
+            probe: httpProbe(`${env.envoyGatewayAdminUrl}/api/server_info`),
+          },
+        ],
+});

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { DATA_PLANES } from './registry.js';
+import {
+  SANDBOX_DATA_PLANE_MODULES,
+  SANDBOX_DATA_PLANES,
+  sandboxDataPlaneModule,
+} from './sandbox-registry.js';
+
+describe('the sandbox data plane registry', () => {
+  it('runs contour, envoy-gateway, traefik and none, each but none a data plane the operator knows', () => {
+    expect(SANDBOX_DATA_PLANES).toEqual(['contour', 'envoy-gateway', 'traefik', 'none']);
+    for (const name of SANDBOX_DATA_PLANES.filter((n) => n !== 'none'))
+      expect(DATA_PLANES as readonly string[]).toContain(name);
+  });
+
+  it('stops Contour and Envoy Gateway before the operator, as before the modules', () => {
+    expect(SANDBOX_DATA_PLANE_MODULES.flatMap((m) => m.stopFirst)).toEqual(['contour', 'envoy-gateway']);
+  });
+
+  it('builds the Envoy Gateway and Traefik tool sets only for their data planes', () => {
+    expect(sandboxDataPlaneModule('contour').toolSets).toEqual({});
+    expect(sandboxDataPlaneModule('envoy-gateway').toolSets).toEqual({ envoyGateway: true });
+    expect(sandboxDataPlaneModule('traefik').toolSets).toEqual({ traefik: true });
+  });
+
+  it('starts nothing for none: the acknowledgement off, no attachment, the chart’s class kept', async () => {
+    const none = sandboxDataPlaneModule('none');
+    const started = await none.start({
+      chartDefaults: true,
+      chart: { controllerKubeconfig: '/k', ingressClass: 'portico' },
+    } as Parameters<typeof none.start>[0]);
+    expect(started).toEqual({
+      controllerOptions: {
+        dataPlaneAcknowledgement: false,
+        contourAttachment: false,
+        envoyGatewayAttachment: false,
+        ingressClass: 'portico',
+      },
+      env: {},
+    });
+  });
+
+  it('checks only the processes whose facts <dir>/env holds', () => {
+    const env = { contourHealthUrl: 'http://127.0.0.1:1/healthz' } as Parameters<
+      (typeof SANDBOX_DATA_PLANE_MODULES)[number]['checks']
+    >[0];
+    const names = SANDBOX_DATA_PLANE_MODULES.flatMap((m) => m.checks(env)).map((c) => c.name);
+    expect(names).toEqual(['contour']);
+  });
+});

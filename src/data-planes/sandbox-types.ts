@@ -1,0 +1,103 @@
+/**
+ * What a data plane is to `portico sandbox up --data-plane <name>` (development only): how the
+ * sandbox starts it, what the operator is told about it, what `<dir>/env` records, and how
+ * `portico sandbox status` checks it. Each data plane the sandbox can run has a `sandbox.ts` in its
+ * folder, registered in `sandbox-registry.ts`; the operator's side of it is its `index.ts`.
+ */
+import type { ChartDefaults } from '../sandbox/admission.js';
+import type { ControllerOptions } from '../sandbox/controller.js';
+import type { Kubectl } from '../sandbox/kubectl.js';
+import type { SandboxPaths } from '../sandbox/paths.js';
+import type { PortKind } from '../sandbox/ports.js';
+import type { SandboxEnv } from '../sandbox/state.js';
+import type { Tools, ToolSets } from '../sandbox/tools.js';
+
+/** The operator's options that depend on the data plane (src/sandbox/controller.ts). */
+export type DataPlaneControllerOptions = Pick<
+  ControllerOptions,
+  | 'dataPlane'
+  | 'dataPlaneAcknowledgement'
+  | 'dataPlaneName'
+  | 'gatewayParentRefs'
+  | 'ingressFlavor'
+  | 'ingressClass'
+  | 'contourAttachment'
+  | 'envoyGatewayAttachment'
+  | 'servingCheckAddress'
+>;
+
+/** The facts of `<dir>/env` a data plane adds (src/sandbox/state.ts). */
+export type DataPlaneEnv = Partial<
+  Pick<
+    SandboxEnv,
+    | 'contourXdsAddr'
+    | 'contourHealthUrl'
+    | 'contourMetricsUrl'
+    | 'envoyGatewayAdminUrl'
+    | 'gateway'
+    | 'ingressHttpAddr'
+    | 'ingressHttpsAddr'
+    | 'traefikPingUrl'
+    | 'projectBackendUrl'
+  >
+>;
+
+/** What `start` is given: the stack so far. */
+export interface SandboxStartContext<PortName extends string> {
+  readonly paths: SandboxPaths;
+  /** The repository holding scripts/, crds/, examples/ and dist/. */
+  readonly repoRoot: string;
+  readonly tools: Tools;
+  /** kubectl as the cluster's admin. */
+  readonly kubectl: Kubectl;
+  /** Progress lines. */
+  readonly step: (line: string) => void;
+  /** The free loopback ports picked for the module's `ports`. */
+  readonly ports: Readonly<Record<PortName, number>>;
+  /** The namespace of the operator's own objects. */
+  readonly operatorNamespace: string;
+  /** Whether the sandbox runs as the chart's defaults do, and what that set up (src/sandbox/admission.ts). */
+  readonly chartDefaults: boolean;
+  readonly chart: ChartDefaults;
+}
+
+/** What a started data plane hands back to the stack. */
+export interface StartedSandboxDataPlane {
+  /** The operator's data-plane options (every one: the stack adds none of its own). */
+  readonly controllerOptions: DataPlaneControllerOptions;
+  /** The facts of `<dir>/env` about it. */
+  readonly env: DataPlaneEnv;
+  /** The examples to apply, when it rewrote them; undefined: examples/. */
+  readonly examplesDir?: string | undefined;
+}
+
+/** One readiness check of `portico sandbox status` (src/sandbox/status.ts). */
+export interface SandboxCheck {
+  /** The process name (`<dir>/pids/<name>.pid`). */
+  readonly name: string;
+  readonly hasProcess: boolean;
+  readonly probe: () => Promise<true | string>;
+}
+
+/** A data plane the sandbox can start (`portico sandbox up --data-plane <name>`). */
+export interface SandboxDataPlaneModule<Name extends string = string, PortName extends string = string> {
+  /** The value of `--data-plane` (the operator's `--data-plane` where it declares one). */
+  readonly name: Name;
+  /** The optional tool sets of scripts/install-tools.sh it needs (src/sandbox/tools.ts). */
+  readonly toolSets: Omit<ToolSets, 'test'>;
+  /** The loopback ports it listens on, picked with the stack's (src/sandbox/ports.ts). */
+  readonly ports: Readonly<Record<PortName, PortKind>>;
+  /** Its processes that `sandbox down` stops before the operator (the rest stop after it). */
+  readonly stopFirst: readonly string[];
+  /** Installs its CRDs and starts its processes, after the cluster, before the operator. */
+  start(context: SandboxStartContext<PortName>): Promise<StartedSandboxDataPlane>;
+  /** The readiness checks of its processes, from `<dir>/env` (none when it did not start them). */
+  checks(env: SandboxEnv): SandboxCheck[];
+}
+
+/** Declares a sandbox data plane with its name and port names as literal types. */
+export function defineSandboxDataPlane<const Name extends string, const PortName extends string>(
+  module: SandboxDataPlaneModule<Name, PortName>,
+): SandboxDataPlaneModule<Name, PortName> {
+  return module;
+}

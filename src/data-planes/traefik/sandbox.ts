@@ -1,0 +1,56 @@
+/**
+ * The sandbox's Traefik (`portico sandbox up --data-plane traefik`): Traefik serving HTTPS itself in
+ * front of a real backend of the example project, the operator writing the `traefik` flavor and
+ * checking what is served. The parts are src/sandbox/traefik.ts's (`startTraefikDataPlane`,
+ * `TRAEFIK_CONTROLLER_OPTIONS`, `traefikSandboxEnv`). Development only.
+ */
+import { httpProbe } from '../../sandbox/readiness.js';
+import {
+  PROJECT_BACKEND,
+  TRAEFIK,
+  TRAEFIK_CONTROLLER_OPTIONS,
+  startTraefikDataPlane,
+  traefikSandboxEnv,
+} from '../../sandbox/traefik.js';
+import type { SandboxCheck } from '../sandbox-types.js';
+import { defineSandboxDataPlane } from '../sandbox-types.js';
+import { traefik } from './index.js';
+
+export const traefikSandbox = defineSandboxDataPlane({
+  name: traefik.name,
+  toolSets: { traefik: true },
+  ports: { web: 'tcp', websecure: 'tcp', ping: 'tcp', backend: 'tcp' },
+  stopFirst: [],
+  async start({ paths, repoRoot, tools, kubectl, step, ports, chart }) {
+    const started = await startTraefikDataPlane(
+      paths,
+      repoRoot,
+      tools,
+      kubectl,
+      step,
+      ports,
+      chart.ingressClass,
+    );
+    return {
+      controllerOptions: {
+        dataPlaneAcknowledgement: true,
+        ...TRAEFIK_CONTROLLER_OPTIONS,
+        contourAttachment: false,
+        envoyGatewayAttachment: false,
+        ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
+        // Only Traefik serves in the sandbox: Contour and Envoy Gateway run without an Envoy.
+        servingCheckAddress: started.traefik.httpsAddr,
+      },
+      env: traefikSandboxEnv(started),
+      examplesDir: started.examplesDir,
+    };
+  },
+  checks: (env) => {
+    const checks: SandboxCheck[] = [];
+    if (env.traefikPingUrl !== undefined)
+      checks.push({ name: TRAEFIK, hasProcess: true, probe: httpProbe(env.traefikPingUrl) });
+    if (env.projectBackendUrl !== undefined)
+      checks.push({ name: PROJECT_BACKEND, hasProcess: true, probe: httpProbe(env.projectBackendUrl) });
+    return checks;
+  },
+});

@@ -1,0 +1,149 @@
+/**
+ * What a data plane is to Portico (docs/architecture.md, "A data plane is one folder"): one module
+ * per data plane under `src/data-planes/<name>/`, registered in `registry.ts` (the operator's side,
+ * pure) and, when the sandbox can start it, in `sandbox-registry.ts` (development only). Pure: types.
+ */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Acknowledgement } from '../routing/acknowledgement.js';
+
+/**
+ * What Portico writes, by its settings: `nginx`, `traefik`, `contour` (ingress mode and its
+ * `--ingress-flavor`) or `gateway` (gateway mode).
+ */
+export type RoutingFlavor = 'nginx' | 'traefik' | 'contour' | 'gateway';
+
+export const ROUTING_FLAVORS: readonly RoutingFlavor[] = ['nginx', 'traefik', 'contour', 'gateway'];
+
+/** One cell of the data plane × flavor table (docs/routing.md, "Data planes and flavors"). */
+export interface FlavorSupport {
+  /** A serving domain's objects are taken and its hostname is routed to the Service over HTTPS. */
+  readonly serves: boolean;
+  /** A redirect domain answers with the redirect (the status as docs/routing.md says per flavor). */
+  readonly redirects: boolean;
+  /** Why not, when either is false: what the data plane does with the flavor's objects. */
+  readonly why?: string;
+}
+
+/** What the routing phase knows when it asks whether the data plane took one applied object. */
+export interface AcknowledgementContext {
+  /** The object as Portico applied it (its spec: e.g. an HTTPRoute's parentRefs). */
+  readonly applied: KubernetesObject;
+  /** The object as the operator's cache holds it, status included; undefined: not cached yet. */
+  readonly cached: KubernetesObject | undefined;
+  readonly name: string;
+  readonly namespace: string;
+  /** The operator's `--ingress-class-name`. */
+  readonly ingressClassName: string | undefined;
+  /** The operator's `--data-plane-name` (its default is the declared data plane's `displayName`). */
+  readonly dataPlaneName: string | undefined;
+}
+
+/**
+ * A kind of routing object Portico writes or reads as a route: how the data plane acknowledges it,
+ * and how a foreign one (not Portico's) names hostnames (routing/foreign-routes.ts).
+ */
+export interface RouteKind {
+  readonly apiVersion: string;
+  readonly kind: string;
+  /** The resource's plural (its collection path). */
+  readonly plural: string;
+  /**
+   * From a CRD the cluster may not have: watched (owned, and foreign when `foreignRoute` is set)
+   * only where the API server serves it. false: a built-in kind, always watched.
+   */
+  readonly crd: boolean;
+  /**
+   * Whether the data plane took an applied object of this kind, from its cached status. Undefined:
+   * nothing acknowledges this kind (e.g. a Traefik Middleware, which carries no status).
+   */
+  readonly acknowledge?: (context: AcknowledgementContext) => Acknowledgement;
+  /**
+   * Who reports on an object of this kind, for the message while an object written in this pass
+   * is awaited (its cached status is of the previous generation). Undefined: the status carries no
+   * generation (an Ingress's address), so it is judged at once.
+   */
+  readonly reporter?: (dataPlaneName: string | undefined) => string;
+  /** Set when an object of this kind that Portico does not own can take a claimed hostname's traffic. */
+  readonly foreignRoute?: ForeignRouteReader;
+  /**
+   * Whether an object of this kind at a name Portico uses, without a controller ownerReference to
+   * the domain, is someone else's and never overwritten or deleted, whatever its labels say
+   * (controllers/customdomain/object-holder.ts `foreignKind`).
+   */
+  readonly ownedByReferenceOnly?: boolean;
+}
+
+/** How a foreign route of one kind names hostnames (routing/foreign-routes.ts). */
+export interface ForeignRouteReader {
+  /** The hostnames `spec` names, unnormalized and unfiltered (wildcards included); never throws. */
+  readonly hostnames: (spec: Record<string, unknown>) => string[];
+  /** The trimmed spec the foreign-route cache keeps: `hosts` (normalized), the class field if any. */
+  readonly slimSpec: (hosts: readonly string[], classField: { ingressClassName?: string }) => unknown;
+  /** Whether the kind has an ingress class (`routeClassOf`); false: it always counts (an HTTPRoute). */
+  readonly classed: boolean;
+}
+
+/** How a data plane picks the Ingresses and its own routes it serves by class. */
+export interface IngressClassRules {
+  /** An annotation of its own that names the class, read before `kubernetes.io/ingress.class`. */
+  readonly annotation?: string;
+  /**
+   * The class it serves when run without a class flag, together with objects that name no class:
+   * an operator whose `--ingress-class-name` is this class counts classless foreign routes.
+   */
+  readonly defaultClassServesClassless?: string;
+}
+
+/**
+ * One data plane: what the operator knows of it (`--data-plane <name>`). A new data plane is a
+ * folder `src/data-planes/<name>/` exporting one of these, plus one line in `registry.ts`.
+ */
+export interface DataPlaneModule<Name extends string = string> {
+  /** The value of `--data-plane`. */
+  readonly name: Name;
+  /** Its name in condition messages (the default of `--data-plane-name`). */
+  readonly displayName: string;
+  /** The flavor it serves and redirects with. */
+  readonly workingFlavor: RoutingFlavor;
+  /** The operator flags that select `workingFlavor` for it. */
+  readonly workingFlags: string;
+  /** The objects it takes: for each flavor Portico can write, whether it serves and redirects. */
+  readonly flavors: Readonly<Record<RoutingFlavor, FlavorSupport>>;
+  /**
+   * The kinds of its own API that Portico writes or reads as routes (the Ingress and Gateway API
+   * kinds are shared: `route-kinds.ts`).
+   */
+  readonly routeKinds: readonly RouteKind[];
+  /** How it reads ingress classes; undefined: by `kubernetes.io/ingress.class` and `spec.ingressClassName` only. */
+  readonly ingressClass?: IngressClassRules;
+  /**
+   * How RateLimitPolicy targets attach to its routes: the operator flag that turns it on and the
+   * target kinds; undefined: Portico attaches none (the rate-limit service is reached otherwise).
+   * The attacher itself lives in controllers/ratelimitpolicy/ (`attacher`, a path from src/).
+   */
+  readonly rateLimitAttachment?: {
+    /** The operator flag that turns the attachment on or off (e.g. `--contour-attachment`). */
+    readonly flag: string;
+    /** The `spec.targetRefs` kinds it wires, by API group and kind. */
+    readonly targets: readonly { readonly group: string; readonly kind: string }[];
+    /** The attacher's file, from src/. */
+    readonly attacher: string;
+  };
+}
+
+/** Declares a data plane with its name as a literal type (so the registry's names form a union). */
+export function defineDataPlane<const Name extends string>(
+  module: DataPlaneModule<Name>,
+): DataPlaneModule<Name> {
+  return module;
+}
+
+/** Whether `ref` (a RateLimitPolicy target) is one of `module`'s rate-limit attachment targets. */
+export function isAttachmentTarget(
+  module: Pick<DataPlaneModule, 'rateLimitAttachment'>,
+  ref: { readonly group: string; readonly kind: string },
+): boolean {
+  return (module.rateLimitAttachment?.targets ?? []).some(
+    (t) => t.group === ref.group && t.kind === ref.kind,
+  );
+}
