@@ -502,12 +502,13 @@ describe('crds.install', () => {
  * Releases installed for real into the stack's API server, in NAMESPACE. The chart's own CRDs are
  * the stack's (other tests use them), so the CRD tests install a copy of the chart whose CRDs are
  * moved to a group of their own; the admission policies, which would restrict the stack's
- * HostnameClaims and EnvoyPatchPolicies to this release's controller, are off.
+ * HostnameClaims, EnvoyPatchPolicies and ExternalName Services to this release's controller, are off.
  */
 const RELEASE_SETS = [
   'platform.cnameTarget=sites.example.net',
   'admissionPolicy.hostnameClaims.enabled=false',
   'admissionPolicy.rateLimitDescriptors.enabled=false',
+  'admissionPolicy.externalNameServices.enabled=false',
 ];
 const tempDirs: string[] = [];
 const crdGroups: string[] = [];

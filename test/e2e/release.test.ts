@@ -39,6 +39,7 @@ const SETS = [
   'platform.cnameTarget=sites.example.net',
   'admissionPolicy.hostnameClaims.enabled=false',
   'admissionPolicy.rateLimitDescriptors.enabled=false',
+  'admissionPolicy.externalNameServices.enabled=false',
 ];
 const GIT_IDENTITY = {
   GIT_AUTHOR_NAME: 'Release Test',
