@@ -51,6 +51,7 @@ import { ETCD, startEtcd } from './etcd.js';
 import { applyExamples, waitForCustomDomainsReady } from './examples.js';
 import { apiServerReadyProbe, KUBE_APISERVER, startKubeApiserver } from './kube-apiserver.js';
 import { clusterAccess } from './kubeconfig.js';
+import { NODE_PROCESSES, nodeTools, startNode, stopNode } from './kubelet.js';
 import type { Kubectl } from './kubectl.js';
 import { ensureSandboxDirs, sandboxPaths, type SandboxPaths } from './paths.js';
 import { PEBBLE, startPebble } from './pebble.js';
@@ -107,6 +108,11 @@ export interface SandboxUpOptions {
    * admin with the cluster's default class, Contour serving every classless route.
    */
   readonly chartDefaults?: boolean;
+  /**
+   * Also run a node (src/sandbox/kubelet.ts) and the ServiceAccount admission plugin, so that `helm
+   * install` of the chart runs Portico's Pods (install-tools.sh `--kubelet`); one per machine.
+   */
+  readonly kubelet?: boolean;
 }
 
 const defaultLog = (line: string): void => {
@@ -206,8 +212,9 @@ export async function sandboxDown(dir: string): Promise<StoppedProcess[]> {
   return stopped;
 }
 
-/** Stop order: the operator first, storage last; names not listed go in between. */
+/** Stop order: the node (stopNode), the operator first, storage last; names not listed go in between. */
 const STOP_ORDER = [
+  ...NODE_PROCESSES,
   CONTOUR,
   ENVOY_GATEWAY,
   RATELIMIT_SERVER,
@@ -220,12 +227,18 @@ const STOP_ORDER = [
 ];
 
 async function stopAll(paths: SandboxPaths): Promise<StoppedProcess[]> {
+  // The node's Pods, cgroups and host paths first, with the ctr of the sandbox's tools.
+  const binDir = await readState(paths).then(
+    (env) => env.toolsBinDir,
+    () => undefined,
+  );
+  const node = await stopNode(paths, binDir === undefined ? 'ctr' : nodeTools(binDir).ctr);
   const names = await listPidNames(paths);
   const rank = (name: string): number => {
     const i = STOP_ORDER.indexOf(name);
     return i === -1 ? 0.5 : i;
   };
-  const stopped: StoppedProcess[] = [];
+  const stopped: StoppedProcess[] = [...(node?.processes ?? [])];
   for (const name of names.sort((a, b) => rank(a) - rank(b))) {
     stopped.push({ name, outcome: await stopProcess(paths, name) });
   }
@@ -277,6 +290,10 @@ const PORT_KINDS = {
   traefikWebsecure: 'tcp',
   traefikPing: 'tcp',
   projectBackend: 'tcp',
+  kubelet: 'tcp',
+  kubeletHealthz: 'tcp',
+  kubeScheduler: 'tcp',
+  kubeControllerManager: 'tcp',
 } as const;
 
 async function startStack(
@@ -291,6 +308,7 @@ async function startStack(
     test: options.testTools === true,
     envoyGateway: dataPlane === 'envoy-gateway',
     traefik: dataPlane === 'traefik',
+    kubelet: options.kubelet === true,
   };
   step(`installing tools (scripts/install-tools.sh${toolFlags(toolSets)})`);
   const tools = await installTools(repoRoot, process.stderr, toolSets);
@@ -306,7 +324,9 @@ async function startStack(
   );
   const dnsServer = `127.0.0.1:${ports.dns}`;
   const [cluster, dns, pebble, redis] = await settleAll([
-    external === undefined ? startOwnCluster(paths, tools, certs, ports) : checkExternalCluster(external),
+    external === undefined
+      ? startOwnCluster(paths, tools, certs, ports, options.kubelet === true)
+      : checkExternalCluster(external),
     startDnsServer(
       paths,
       tools.pebbleChalltestsrv,
@@ -335,6 +355,8 @@ async function startStack(
     OPERATOR_NAMESPACE,
     step,
   );
+
+  await startSandboxNode(options, { paths, tools, kubectl, cluster, certs, ports, step });
 
   let contour: StartedContour | undefined;
   if (dataPlane === 'contour') {
@@ -452,9 +474,43 @@ async function startStack(
   return { env, tools, dns: dns.client, examplesDir: traefik?.examplesDir };
 }
 
+/** With `options.kubelet`, starts the node (src/sandbox/kubelet.ts) against the sandbox's API server. */
+async function startSandboxNode(
+  options: SandboxUpOptions,
+  s: {
+    paths: SandboxPaths;
+    tools: Tools;
+    kubectl: Kubectl;
+    cluster: ClusterFacts;
+    certs: SandboxCertificates;
+    ports: Record<keyof typeof PORT_KINDS, number>;
+    step: (line: string) => void;
+  },
+): Promise<void> {
+  if (options.kubelet !== true) return;
+  s.step('starting the node: kube-scheduler, kube-controller-manager, containerd, the kubelet');
+  await startNode(s.paths, nodeTools(s.tools.binDir), s.kubectl, s.cluster.apiServerUrl, s.certs, {
+    kubelet: s.ports.kubelet,
+    kubeletHealthz: s.ports.kubeletHealthz,
+    scheduler: s.ports.kubeScheduler,
+    controllerManager: s.ports.kubeControllerManager,
+  });
+  s.step(`Node localhost is Ready (kubelet on 127.0.0.1:${s.ports.kubelet})`);
+}
+
 /** install-tools.sh's flags for `sets`, each with a leading space, for the progress line. */
-function toolFlags(sets: { test: boolean; envoyGateway: boolean; traefik: boolean }): string {
-  return Object.entries({ test: '--test', envoyGateway: '--envoy-gateway', traefik: '--traefik' })
+function toolFlags(sets: {
+  test: boolean;
+  envoyGateway: boolean;
+  traefik: boolean;
+  kubelet: boolean;
+}): string {
+  return Object.entries({
+    test: '--test',
+    envoyGateway: '--envoy-gateway',
+    traefik: '--traefik',
+    kubelet: '--kubelet',
+  })
     .filter(([set]) => sets[set as keyof typeof sets])
     .map(([, flag]) => ` ${flag}`)
     .join('');
@@ -494,11 +550,13 @@ async function startOwnCluster(
   tools: Tools,
   certs: SandboxCertificates,
   ports: Record<keyof typeof PORT_KINDS, number>,
+  serviceAccountAdmission: boolean,
 ): Promise<ClusterFacts> {
   const etcd = await startEtcd(paths, tools.etcd, { clientPort: ports.etcdClient, peerPort: ports.etcdPeer });
   const api = await startKubeApiserver(paths, tools.kubeApiserver, certs, {
     securePort: ports.apiServer,
     etcdUrl: etcd.clientUrl,
+    serviceAccountAdmission,
   });
   return { kubeconfig: paths.kubeconfig, apiServerUrl: api.server, etcdUrl: etcd.clientUrl };
 }
