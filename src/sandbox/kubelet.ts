@@ -491,6 +491,32 @@ function defaultServiceAccountProbe(kubectl: Kubectl): () => Promise<true | stri
   };
 }
 
+/**
+ * The node's components for `sandbox status`: each process runs, the Node is Ready, containerd's
+ * socket is there, the controller manager made the `default` ServiceAccount.
+ */
+export function nodeStatusChecks(
+  paths: SandboxPaths,
+  kubectl: Kubectl,
+): { name: string; hasProcess: true; probe: () => Promise<true | string> }[] {
+  const socket = nodePaths(paths).containerdSocket;
+  return [
+    { name: KUBELET, hasProcess: true, probe: nodeReadyProbe(kubectl) },
+    {
+      name: CONTAINERD,
+      hasProcess: true,
+      probe: async () => ((await exists(socket)) ? true : `no socket ${socket}`),
+    },
+    { name: KUBE_SCHEDULER, hasProcess: true, probe: () => Promise.resolve(true) },
+    { name: KUBE_CONTROLLER_MANAGER, hasProcess: true, probe: defaultServiceAccountProbe(kubectl) },
+  ];
+}
+
+/** Whether the sandbox in `paths` has a node (`<dir>/node/` exists). */
+export function hasNode(paths: SandboxPaths): Promise<boolean> {
+  return exists(nodePaths(paths).dir);
+}
+
 function nodeReadyProbe(kubectl: Kubectl): () => Promise<true | string> {
   return async () => {
     try {
