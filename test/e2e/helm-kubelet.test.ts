@@ -15,9 +15,13 @@
  * kubelet, containerd or image, or an image of other sources, fails the file with what to run (it
  * never passes without them).
  *
- * Not covered here (yet): two controller replicas electing one leader (with hostNetwork their
- * ports are the node's, so a second replica needs a second node), the rate-limit server's Pod,
- * `helm upgrade` and the memory limit (issue #43, item 3).
+ * Two replicas electing one leader: with hostNetwork a replica's ports are the node's, so two
+ * replicas of one Deployment cannot run on the one node; the second replica is a second release
+ * (`portico-b`, other ports) in the same namespace, campaigning for the same Lease. Deleting the
+ * leader's Pod moves the Lease to the other release's Pod (0.9 s here), every domain still Live.
+ *
+ * Not covered here (yet): the rate-limit server's Pod, `helm upgrade` and the memory limit (issue
+ * #43, item 3).
  */
 import { createHash } from 'node:crypto';
 import { access, constants, readFile, readdir } from 'node:fs/promises';
@@ -40,6 +44,10 @@ const IMAGE_ARCHIVE =
   path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'portico/images/portico-e2e.tar');
 const BUILD_HINT = `scripts/build-image.sh --tag localhost/portico:e2e --output ${IMAGE_ARCHIVE}`;
 const RELEASE = 'portico';
+/** A second release of the controller on the same node (see the leader-election test). */
+const SECOND_RELEASE = 'portico-b';
+/** The controller's leader-election Lease (src/controller/main.ts LEASE_NAME). */
+const LEASE = 'portico-controller';
 /** This file's own stack, beside the shared one (a node needs the ServiceAccount admission plugin). */
 const DIR = `${sharedStack.sandboxDir}-kubelet`;
 
@@ -195,6 +203,39 @@ async function kubeChains(): Promise<string[] | undefined> {
   return saved.stdout.split('\n').filter((l) => l.startsWith(':KUBE-'));
 }
 
+/** The chart's values for a release on the sandbox's node, its controller on `http01Port`. */
+async function releaseValues(http01Port: number): Promise<Record<string, unknown>> {
+  const apiPort = new URL(env.apiServerUrl).port;
+  const [repository, tag] = [
+    image.image.slice(0, image.image.lastIndexOf(':')),
+    image.image.slice(image.image.lastIndexOf(':') + 1),
+  ];
+  return {
+    image: { repository, tag, pullPolicy: 'Never' },
+    hostNetwork: true,
+    platform: { cnameTarget: env.platformCnameTarget },
+    dns: { resolvers: [env.dnsServer] },
+    acme: {
+      directoryUrl: env.acmeDirectoryUrl,
+      email: 'ops@portico.test',
+      caBundle: { configMapName: 'pebble-ca', key: 'ca.crt' },
+      http01: { selfCheckPort: env.http01Port },
+    },
+    routing: { dataPlaneAcknowledgement: false },
+    controller: {
+      replicas: 1,
+      ports: { http01: http01Port, metrics: await freePort() },
+      extraEnv: [
+        // The API server listens on the node's loopback; the `kubernetes` Service has no route.
+        { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
+        { name: 'KUBERNETES_SERVICE_PORT', value: apiPort },
+        // The examples' hostnames are under .example (RFC 6761), as in the sandbox's operator.
+        { name: 'PORTICO_ALLOW_SPECIAL_USE_HOSTNAMES', value: 'true' },
+      ],
+    },
+  };
+}
+
 describe('helm install into a sandbox with a real kubelet', () => {
   it('registers Node localhost Ready with the kubelet and containerd that were built', async () => {
     const node = JSON.parse(await kubectl(['get', 'node', 'localhost', '-o', 'json'])) as {
@@ -219,35 +260,7 @@ describe('helm install into a sandbox with a real kubelet', () => {
         data: { 'ca.crt': pebbleCa },
       }),
     );
-    const apiPort = new URL(env.apiServerUrl).port;
-    const [repository, tag] = [
-      image.image.slice(0, image.image.lastIndexOf(':')),
-      image.image.slice(image.image.lastIndexOf(':') + 1),
-    ];
-    const values = {
-      image: { repository, tag, pullPolicy: 'Never' },
-      hostNetwork: true,
-      platform: { cnameTarget: env.platformCnameTarget },
-      dns: { resolvers: [env.dnsServer] },
-      acme: {
-        directoryUrl: env.acmeDirectoryUrl,
-        email: 'ops@portico.test',
-        caBundle: { configMapName: 'pebble-ca', key: 'ca.crt' },
-        http01: { selfCheckPort: env.http01Port },
-      },
-      routing: { dataPlaneAcknowledgement: false },
-      controller: {
-        replicas: 1,
-        ports: { http01: env.http01Port, metrics: await freePort() },
-        extraEnv: [
-          // The API server listens on the node's loopback; the `kubernetes` Service has no route.
-          { name: 'KUBERNETES_SERVICE_HOST', value: '127.0.0.1' },
-          { name: 'KUBERNETES_SERVICE_PORT', value: apiPort },
-          // The examples' hostnames are under .example (RFC 6761), as in the sandbox's operator.
-          { name: 'PORTICO_ALLOW_SPECIAL_USE_HOSTNAMES', value: 'true' },
-        ],
-      },
-    };
+    const values = await releaseValues(env.http01Port);
     const installed = await run(
       `${bin}/helm`,
       [
@@ -327,10 +340,108 @@ describe('helm install into a sandbox with a real kubelet', () => {
     for (const d of domains) expect(logs).toContain(d.hostname);
   }, 240_000);
 
+  it("two controller releases on the one node (with hostNetwork a replica's ports are the node's, so a second replica is a second release) elect one leader, and deleting the leader's Pod moves the Lease with every domain still Live", async () => {
+    const second = await run(
+      `${bin}/helm`,
+      [
+        'install',
+        SECOND_RELEASE,
+        CHART,
+        '--namespace',
+        OPERATOR_NAMESPACE,
+        '--kubeconfig',
+        env.kubeconfig,
+        '--values',
+        '-',
+        '--wait',
+        '--timeout',
+        '5m',
+      ],
+      { input: JSON.stringify(await releaseValues(await freePort())), timeoutMs: 360_000 },
+    );
+    expect(second.code, second.stderr).toBe(0);
+    const holder = async (): Promise<string> =>
+      (
+        await kubectl([
+          'get',
+          'lease',
+          LEASE,
+          '-n',
+          OPERATOR_NAMESPACE,
+          '-o',
+          'jsonpath={.spec.holderIdentity}',
+        ])
+      ).trim();
+    /** The running controller Pods' names. */
+    const pods = async (): Promise<string[]> =>
+      (
+        await kubectl([
+          'get',
+          'pods',
+          '-n',
+          OPERATOR_NAMESPACE,
+          '-l',
+          'app.kubernetes.io/component=controller',
+          '--field-selector',
+          'status.phase=Running',
+          '-o',
+          'jsonpath={.items[*].metadata.name}',
+        ])
+      )
+        .split(' ')
+        .filter((n) => n !== '');
+    /** The Pod whose own log (read through the kubelet) says it became leader as `identity`. */
+    const podLeadingAs = async (identity: string): Promise<string | undefined> => {
+      for (const name of await pods()) {
+        const log = await kubectl(['logs', '-n', OPERATOR_NAMESPACE, name]);
+        if (
+          log.split('\n').some((l) => l.includes(`"identity":"${identity}"`) && l.includes('became leader'))
+        )
+          return name;
+      }
+      return undefined;
+    };
+    const running = await pods();
+    expect(running).toHaveLength(2);
+    const leaderId = await holder();
+    const leaderPod = await waitFor("the Lease holder's Pod", () => podLeadingAs(leaderId), 30_000, 1000);
+    const otherPod = running.find((p) => p !== leaderPod);
+    expect(otherPod).toBeDefined();
+
+    const deleted = Date.now();
+    await kubectl(['delete', 'pod', '-n', OPERATOR_NAMESPACE, leaderPod ?? '', '--wait=false']);
+    const newId = await waitFor(
+      'the Lease to move',
+      async () => {
+        const h = await holder();
+        return h !== leaderId && h !== '' ? h : undefined;
+      },
+      30_000,
+      200,
+    );
+    const movedSeconds = (Date.now() - deleted) / 1000;
+    // The surviving replica took it, not the deleted one's replacement.
+    expect(await waitFor("the new holder's Pod", () => podLeadingAs(newId), 30_000, 1000)).toBe(otherPod);
+    process.stderr.write(
+      `helm-kubelet: the Lease moved ${movedSeconds.toFixed(1)} s after the leader's Pod was deleted\n`,
+    );
+    // Within the chart's leaseDurationSeconds (15) with the renew deadline's margin.
+    expect(movedSeconds).toBeLessThan(25);
+    const phases = (
+      await kubectl(['get', 'customdomains', '-A', '-o', 'jsonpath={.items[*].status.phase}'])
+    ).split(' ');
+    expect(phases.length).toBeGreaterThan(0);
+    expect(
+      phases.every((p) => p === 'Live'),
+      phases.join(' '),
+    ).toBe(true);
+  }, 420_000);
+
   it('sandbox down leaves no Pod process, cgroup, host path or kernel setting changed behind', async () => {
     const uninstalled = await run(`${bin}/helm`, [
       'uninstall',
       RELEASE,
+      SECOND_RELEASE,
       '--namespace',
       OPERATOR_NAMESPACE,
       '--kubeconfig',
