@@ -12,6 +12,10 @@
 #                       envoy-gateway` passes it; --test implies it)
 #   --traefik           also build Traefik, with its CRDs (`sandbox up --data-plane traefik` passes
 #                       it; --test implies it)
+#   --kubelet           also build a node for the stack (`sandbox up --kubelet` passes it; --test
+#                       implies it): kubelet, kube-scheduler and kube-controller-manager from the same
+#                       Kubernetes module as kube-apiserver, the pause image (test/tools/pause) as a
+#                       docker-archive, and containerd and runc from Debian's packages
 #   --bench             also build the benchmark's tools: envoyproxy/ratelimit's service_cmd and ghz
 #   --prometheus        also build the Prometheus server (same release as promtool), for
 #                       `npm run dashboard:render` (test/bench/render-dashboard.ts); not needed by npm test
@@ -75,14 +79,16 @@ prometheus=false
 test_tools=false
 envoy_gateway=false
 traefik=false
+kubelet=false
 for arg in "$@"; do
   case $arg in
-    --test) test_tools=true; envoy_gateway=true; traefik=true ;;
+    --test) test_tools=true; envoy_gateway=true; traefik=true; kubelet=true ;;
     --envoy-gateway) envoy_gateway=true ;;
     --traefik) traefik=true ;;
+    --kubelet) kubelet=true ;;
     --bench) bench=true ;;
     --prometheus) prometheus=true ;;
-    *) printf 'usage: %s [--test] [--envoy-gateway] [--traefik] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
+    *) printf 'usage: %s [--test] [--envoy-gateway] [--traefik] [--kubelet] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
   esac
 done
 
@@ -191,6 +197,47 @@ build_traefik() {
 if [[ $traefik == true ]]; then
   build_once traefik "$TRAEFIK_VERSION" build_traefik
   ln -sf "$tools_dir/traefik-$TRAEFIK_VERSION/traefik-crds.yaml" "$bin_dir/traefik-crds.yaml"
+fi
+# The pause image, the container every Pod sandbox holds its namespaces with (containerd's
+# sandbox_image): test/tools/pause built static, as a docker-archive that `ctr images import` takes,
+# made here byte for byte the same each time (fixed mtime, owner and order), so its digest is stable.
+PAUSE_IMAGE=localhost/portico-pause:3.10
+build_pause() {
+  local scratch layer_sha config config_sha
+  scratch=$(mktemp -d)
+  mkdir -p "$scratch/rootfs" "$scratch/archive"
+  (cd "$here/test/tools/pause" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$scratch/rootfs/pause" .)
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=1970-01-01 -C "$scratch/rootfs" -cf "$scratch/archive/layer.tar" pause
+  layer_sha=$(sha256sum "$scratch/archive/layer.tar" | cut -d' ' -f1)
+  config='{"architecture":"amd64","os":"linux","config":{"Entrypoint":["/pause"],"User":"65535:65535"},"rootfs":{"type":"layers","diff_ids":["sha256:'$layer_sha'"]}}'
+  config_sha=$(printf '%s' "$config" | sha256sum | cut -d' ' -f1)
+  printf '%s' "$config" >"$scratch/archive/$config_sha.json"
+  printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["layer.tar"]}]' "$config_sha" "$PAUSE_IMAGE" >"$scratch/archive/manifest.json"
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=1970-01-01 -C "$scratch/archive" -cf "$GOBIN/pause.tar" manifest.json "$config_sha.json" layer.tar
+  cp "$scratch/rootfs/pause" "$GOBIN/pause"
+  rm -rf "$scratch"
+}
+if [[ $kubelet == true ]]; then
+  build_once kubelet "$KUBERNETES_VERSION" build_kubernetes kubelet
+  build_once kube-scheduler "$KUBERNETES_VERSION" build_kubernetes kube-scheduler
+  build_once kube-controller-manager "$KUBERNETES_VERSION" build_kubernetes kube-controller-manager
+  pause_version=$(sha256sum "$here/test/tools/pause/main.go" | cut -c1-12)
+  build_once pause "$pause_version" build_pause
+  ln -sf "$tools_dir/pause-$pause_version/pause.tar" "$bin_dir/pause.tar"
+  # containerd and runc from Debian's packages (containerd 1.6 serves the CRI the kubelet 1.37 needs;
+  # the kubelet falls back to its cgroupDriver without CRI RuntimeConfig). Nothing is started: the
+  # sandbox runs containerd itself (src/sandbox/kubelet.ts).
+  if ! command -v containerd >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1 || [[ ! -x /usr/lib/cni/loopback ]]; then
+    log "installing containerd, runc and the CNI plugins from Debian's packages"
+    if [[ $(id -u) -eq 0 ]]; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends containerd runc containernetworking-plugins >/dev/null
+    else
+      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends containerd runc containernetworking-plugins >/dev/null
+    fi
+  fi
+  for tool in containerd containerd-shim-runc-v2 ctr runc; do
+    ln -sf "$(command -v "$tool")" "$bin_dir/$tool"
+  done
 fi
 if [[ $test_tools == true ]]; then
   build_once helm "$HELM_VERSION" go install -trimpath "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"

@@ -306,7 +306,7 @@ export async function release(options: Options): Promise<void> {
       `released Portico ${options.version} (commit ${commit}, tag v${options.version})`,
       `chart: oci://${ref.replace(/:[^:/]+$/, '')} --version ${options.version} (${digest})`,
       `files: ${options.out} (SHA256SUMS beside them)`,
-      `image: docker build --build-arg PORTICO_COMMIT=${commit} -t ghcr.io/portico-dev/portico:${options.version} .`,
+      `image: scripts/build-image.sh --fresh --tag ghcr.io/portico-dev/portico:${options.version} && podman push ghcr.io/portico-dev/portico:${options.version}`,
       `then: git push origin HEAD v${options.version}`,
       '',
     ].join('\n'),

@@ -37,6 +37,11 @@ export interface SandboxCertificates {
   readonly apiServer: PemPair;
   /** CN=portico-admin, O=system:masters. */
   readonly admin: PemPair;
+  /**
+   * CN=system:node:localhost, O=system:nodes: the kubelet's client certificate (`sandbox up
+   * --kubelet`, src/sandbox/kubelet.ts).
+   */
+  readonly node: PemPair;
   /** The service-account token signing key (private, PKCS#8 PEM) and its public key (SPKI PEM). */
   readonly serviceAccount: { readonly privateKeyPem: string; readonly publicKeyPem: string };
   readonly pebbleCa: PemPair;
@@ -131,9 +136,10 @@ export async function generateSandboxCertificates(): Promise<SandboxCertificates
     generateKeys(),
   ]);
   const loopback = { dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] };
-  const [apiServer, admin, pebbleServing] = await Promise.all([
+  const [apiServer, admin, node, pebbleServing] = await Promise.all([
     createLeaf(clusterCa, { subject: 'CN=kube-apiserver', usage: 'server', ...loopback }),
     createLeaf(clusterCa, { subject: 'CN=portico-admin, O=system:masters', usage: 'client' }),
+    createLeaf(clusterCa, { subject: 'CN=system:node:localhost, O=system:nodes', usage: 'client' }),
     createLeaf(pebbleCa, {
       subject: 'CN=pebble',
       usage: 'server',
@@ -145,6 +151,7 @@ export async function generateSandboxCertificates(): Promise<SandboxCertificates
     clusterCa: await authorityPem(clusterCa),
     apiServer,
     admin,
+    node,
     serviceAccount: {
       privateKeyPem: await privateKeyPem(serviceAccountKeys.privateKey),
       publicKeyPem: await publicKeyPem(serviceAccountKeys.publicKey),
@@ -162,6 +169,8 @@ export const CERT_FILES = {
   apiServerKey: 'kube-apiserver.key',
   adminCert: 'admin.crt',
   adminKey: 'admin.key',
+  nodeCert: 'node.crt',
+  nodeKey: 'node.key',
   serviceAccountKey: 'service-account.key',
   serviceAccountPub: 'service-account.pub',
   pebbleCaCert: 'pebble-ca.crt',
@@ -182,6 +191,8 @@ export async function writeSandboxCertificates(
     [CERT_FILES.apiServerKey, certs.apiServer.keyPem, true],
     [CERT_FILES.adminCert, certs.admin.certPem, false],
     [CERT_FILES.adminKey, certs.admin.keyPem, true],
+    [CERT_FILES.nodeCert, certs.node.certPem, false],
+    [CERT_FILES.nodeKey, certs.node.keyPem, true],
     [CERT_FILES.serviceAccountKey, certs.serviceAccount.privateKeyPem, true],
     [CERT_FILES.serviceAccountPub, certs.serviceAccount.publicKeyPem, false],
     [CERT_FILES.pebbleCaCert, certs.pebbleCa.certPem, false],

@@ -19,13 +19,16 @@ import { envVariables, type SandboxEnv } from './state.js';
 
 const usage = `usage: portico sandbox <up|down|status> [flags]
 
-  up [--no-examples] [--data-plane contour|envoy-gateway|traefik|none]
+  up [--no-examples] [--data-plane contour|envoy-gateway|traefik|none] [--kubelet]
                        start the stack (or see that it runs) and apply examples/; writes .sandbox/env.
                        --data-plane: the controller that takes the routes (default contour, a real
                        Contour whose acknowledgement Routed waits for; envoy-gateway: a real Envoy
                        Gateway, Portico in Gateway API mode; traefik: a real Traefik serving
                        HTTPS on INGRESS_HTTPS_ADDR in front of the example project's backend;
                        none: routes are unconfirmed)
+                       --kubelet: also a node that runs Pods (containerd, a kubelet, kube-scheduler,
+                       kube-controller-manager), for \`helm install\` of the chart; root only, one
+                       per machine; it changes no kernel setting or firewall rule
   status               print each component; exit 0 when everything is up
   down                 stop every process the sandbox started (logs stay in .sandbox/logs/)
 
@@ -43,11 +46,15 @@ function printEnv(env: SandboxEnv): void {
 }
 
 async function up(dir: string, args: string[]): Promise<number> {
-  let values: { 'no-examples'?: boolean; 'data-plane'?: string };
+  let values: { 'no-examples'?: boolean; 'data-plane'?: string; kubelet?: boolean };
   try {
     ({ values } = parseArgs({
       args,
-      options: { 'no-examples': { type: 'boolean' }, 'data-plane': { type: 'string' } },
+      options: {
+        'no-examples': { type: 'boolean' },
+        'data-plane': { type: 'string' },
+        kubelet: { type: 'boolean' },
+      },
       strict: true,
       allowPositionals: false,
     }));
@@ -67,6 +74,7 @@ async function up(dir: string, args: string[]): Promise<number> {
     dir,
     applyExamples: values['no-examples'] !== true,
     dataPlane: dataPlane as SandboxDataPlane,
+    kubelet: values.kubelet === true,
   });
   out(`sandbox ${env.sandboxDir}: up (this command took ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   printEnv(env);

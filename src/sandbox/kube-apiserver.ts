@@ -16,6 +16,13 @@ export interface KubeApiserverOptions {
   readonly securePort: number;
   /** etcd's client URL, `http://127.0.0.1:<port>`. */
   readonly etcdUrl: string;
+  /**
+   * The ServiceAccount admission plugin on (default off): Pods get their ServiceAccount's token
+   * volume, and are refused until the namespace's ServiceAccount exists. On with a node
+   * (`sandbox up --kubelet`), whose kube-controller-manager creates each namespace's `default`
+   * ServiceAccount; off otherwise, as envtest runs it.
+   */
+  readonly serviceAccountAdmission?: boolean;
 }
 
 /** kube-apiserver's command-line flags. */
@@ -32,6 +39,10 @@ export function kubeApiserverArgs(paths: SandboxPaths, options: KubeApiserverOpt
     `--tls-cert-file=${paths.cert(CERT_FILES.apiServerCert)}`,
     `--tls-private-key-file=${paths.cert(CERT_FILES.apiServerKey)}`,
     `--client-ca-file=${paths.cert(CERT_FILES.clusterCaCert)}`,
+    // How it authenticates to a kubelet (`kubectl logs`, `exec`; `sandbox up --kubelet`): the admin's
+    // client certificate, which the kubelet's webhook authorizer lets through (system:masters).
+    `--kubelet-client-certificate=${paths.cert(CERT_FILES.adminCert)}`,
+    `--kubelet-client-key=${paths.cert(CERT_FILES.adminKey)}`,
     '--service-cluster-ip-range=10.0.0.0/24',
     '--allow-privileged=true',
     '--authorization-mode=RBAC',
@@ -39,7 +50,7 @@ export function kubeApiserverArgs(paths: SandboxPaths, options: KubeApiserverOpt
     `--service-account-key-file=${paths.cert(CERT_FILES.serviceAccountPub)}`,
     `--service-account-signing-key-file=${paths.cert(CERT_FILES.serviceAccountKey)}`,
     // envtest's choice: no kube-controller-manager creates the default ServiceAccount of a namespace.
-    '--disable-admission-plugins=ServiceAccount',
+    ...(options.serviceAccountAdmission === true ? [] : ['--disable-admission-plugins=ServiceAccount']),
   ];
 }
 

@@ -37,6 +37,7 @@ import { ETCD, startEtcd } from './etcd.js';
 import { applyExamples, waitForCustomDomainsReady } from './examples.js';
 import { apiServerReadyProbe, KUBE_APISERVER, startKubeApiserver } from './kube-apiserver.js';
 import { clusterAccess } from './kubeconfig.js';
+import { NODE_PROCESSES, nodeTools, startNode, stopNode } from './kubelet.js';
 import type { Kubectl } from './kubectl.js';
 import { ensureSandboxDirs, sandboxPaths, type SandboxPaths } from './paths.js';
 import { PEBBLE, startPebble } from './pebble.js';
@@ -92,6 +93,11 @@ export interface SandboxUpOptions {
    * admin with the cluster's default class, Contour serving every classless route.
    */
   readonly chartDefaults?: boolean;
+  /**
+   * Also run a node (src/sandbox/kubelet.ts) and the ServiceAccount admission plugin, so that `helm
+   * install` of the chart runs Portico's Pods (install-tools.sh `--kubelet`); one per machine.
+   */
+  readonly kubelet?: boolean;
 }
 
 const defaultLog = (line: string): void => {
@@ -192,10 +198,11 @@ export async function sandboxDown(dir: string): Promise<StoppedProcess[]> {
 }
 
 /**
- * Stop order: the data planes' `stopFirst` processes (src/data-planes/<name>/sandbox.ts), then the
+ * Stop order: the node's processes (stopNode), the data planes' `stopFirst` processes (src/data-planes/<name>/sandbox.ts), then the
  * operator, storage last; names not listed go in between.
  */
 const STOP_ORDER = [
+  ...NODE_PROCESSES,
   ...SANDBOX_DATA_PLANE_MODULES.flatMap((m) => m.stopFirst),
   RATELIMIT_SERVER,
   CONTROLLER,
@@ -207,12 +214,18 @@ const STOP_ORDER = [
 ];
 
 async function stopAll(paths: SandboxPaths): Promise<StoppedProcess[]> {
+  // The node's Pods, cgroups and host paths first, with the ctr of the sandbox's tools.
+  const binDir = await readState(paths).then(
+    (env) => env.toolsBinDir,
+    () => undefined,
+  );
+  const node = await stopNode(paths, binDir === undefined ? 'ctr' : nodeTools(binDir).ctr);
   const names = await listPidNames(paths);
   const rank = (name: string): number => {
     const i = STOP_ORDER.indexOf(name);
     return i === -1 ? 0.5 : i;
   };
-  const stopped: StoppedProcess[] = [];
+  const stopped: StoppedProcess[] = [...(node?.processes ?? [])];
   for (const name of names.sort((a, b) => rank(a) - rank(b))) {
     stopped.push({ name, outcome: await stopProcess(paths, name) });
   }
@@ -255,6 +268,10 @@ const PORT_KINDS = {
   redis: 'tcp',
   ratelimitGrpc: 'tcp',
   ratelimitMetrics: 'tcp',
+  kubelet: 'tcp',
+  kubeletHealthz: 'tcp',
+  kubeScheduler: 'tcp',
+  kubeControllerManager: 'tcp',
 } as const;
 
 /** The key of a data plane's port `name` among the stack's picked ports. */
@@ -269,7 +286,7 @@ async function startStack(
   const external = externalKubeconfig(options.env ?? process.env);
   const dataPlane = options.dataPlane ?? 'contour';
   const plane = sandboxDataPlaneModule(dataPlane);
-  const toolSets: ToolSets = { test: options.testTools === true, ...plane.toolSets };
+  const toolSets: ToolSets = { test: options.testTools === true, kubelet: options.kubelet === true, ...plane.toolSets };
   step(`installing tools (scripts/install-tools.sh${toolFlags(toolSets)})`);
   const tools = await installTools(repoRoot, process.stderr, toolSets);
   const picked = await pickFreePorts<string>({
@@ -288,7 +305,9 @@ async function startStack(
   );
   const dnsServer = `127.0.0.1:${ports.dns}`;
   const [cluster, dns, pebble, redis] = await settleAll([
-    external === undefined ? startOwnCluster(paths, tools, certs, ports) : checkExternalCluster(external),
+    external === undefined
+      ? startOwnCluster(paths, tools, certs, ports, options.kubelet === true)
+      : checkExternalCluster(external),
     startDnsServer(
       paths,
       tools.pebbleChalltestsrv,
@@ -311,6 +330,8 @@ async function startStack(
   await installCrds(kubectl, path.join(repoRoot, 'crds'));
   const chartDefaults = options.chartDefaults ?? true;
   const chart = await setUpChartDefaults(chartDefaults, kubectl, paths, repoRoot, OPERATOR_NAMESPACE, step);
+
+  await startSandboxNode(options, { paths, tools, kubectl, cluster, certs, ports, step });
 
   const started = await plane.start({
     paths,
@@ -376,9 +397,33 @@ async function startStack(
   return { env, tools, dns: dns.client, examplesDir: started.examplesDir };
 }
 
+/** With `options.kubelet`, starts the node (src/sandbox/kubelet.ts) against the sandbox's API server. */
+async function startSandboxNode(
+  options: SandboxUpOptions,
+  s: {
+    paths: SandboxPaths;
+    tools: Tools;
+    kubectl: Kubectl;
+    cluster: ClusterFacts;
+    certs: SandboxCertificates;
+    ports: Record<keyof typeof PORT_KINDS, number>;
+    step: (line: string) => void;
+  },
+): Promise<void> {
+  if (options.kubelet !== true) return;
+  s.step('starting the node: kube-scheduler, kube-controller-manager, containerd, the kubelet');
+  await startNode(s.paths, nodeTools(s.tools.binDir), s.kubectl, s.cluster.apiServerUrl, s.certs, {
+    kubelet: s.ports.kubelet,
+    kubeletHealthz: s.ports.kubeletHealthz,
+    scheduler: s.ports.kubeScheduler,
+    controllerManager: s.ports.kubeControllerManager,
+  });
+  s.step(`Node localhost is Ready (kubelet on 127.0.0.1:${s.ports.kubelet})`);
+}
+
 /** install-tools.sh's flags for `sets`, each with a leading space, for the progress line. */
 function toolFlags(sets: ToolSets): string {
-  return Object.entries({ test: '--test', envoyGateway: '--envoy-gateway', traefik: '--traefik' })
+  return Object.entries({ test: '--test', envoyGateway: '--envoy-gateway', traefik: '--traefik', kubelet: '--kubelet' })
     .filter(([set]) => sets[set as keyof ToolSets] === true)
     .map(([, flag]) => ` ${flag}`)
     .join('');
@@ -418,11 +463,13 @@ async function startOwnCluster(
   tools: Tools,
   certs: SandboxCertificates,
   ports: Record<keyof typeof PORT_KINDS, number>,
+  serviceAccountAdmission: boolean,
 ): Promise<ClusterFacts> {
   const etcd = await startEtcd(paths, tools.etcd, { clientPort: ports.etcdClient, peerPort: ports.etcdPeer });
   const api = await startKubeApiserver(paths, tools.kubeApiserver, certs, {
     securePort: ports.apiServer,
     etcdUrl: etcd.clientUrl,
+    serviceAccountAdmission,
   });
   return { kubeconfig: paths.kubeconfig, apiServerUrl: api.server, etcdUrl: etcd.clientUrl };
 }

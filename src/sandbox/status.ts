@@ -2,6 +2,7 @@
  * `sandboxStatus`: is each process of a sandbox running, and does it answer?
  */
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 
 import { SANDBOX_DATA_PLANE_MODULES } from '../data-planes/sandbox-registry.js';
 import { CONTROLLER } from './controller.js';
@@ -9,6 +10,7 @@ import { DNS_SERVER, dnsProbe } from './dns-server.js';
 import { SandboxNotFoundError } from './errors.js';
 import { ETCD } from './etcd.js';
 import { apiServerReadyProbe, KUBE_APISERVER } from './kube-apiserver.js';
+import { hasNode, nodeStatusChecks } from './kubelet.js';
 import { sandboxPaths, type SandboxPaths } from './paths.js';
 import { PEBBLE } from './pebble.js';
 import { RATELIMIT_SERVER } from './ratelimit-server.js';
@@ -117,6 +119,11 @@ export async function sandboxStatus(dir: string): Promise<SandboxStatus> {
     }
     throw err;
   }
-  const components = await Promise.all((await checksFor(env)).map((check) => runCheck(paths, check)));
+  const kubectl = { binary: path.join(env.toolsBinDir, 'kubectl'), kubeconfig: env.kubeconfig };
+  const checks = [
+    ...(await checksFor(env)),
+    ...((await hasNode(paths)) ? nodeStatusChecks(paths, kubectl) : []),
+  ];
+  const components = await Promise.all(checks.map((check) => runCheck(paths, check)));
   return { dir: paths.dir, up: components.every((c) => c.ok), components, env };
 }

@@ -49,6 +49,11 @@ export interface ToolSets {
   readonly envoyGateway?: boolean;
   /** Traefik with its CRDs (`--traefik`), for `--data-plane traefik`. */
   readonly traefik?: boolean;
+  /**
+   * The node (`--kubelet`): kubelet, kube-scheduler, kube-controller-manager, the pause image,
+   * containerd and runc, for `sandbox up --kubelet` (src/sandbox/kubelet.ts checks them).
+   */
+  readonly kubelet?: boolean;
 }
 
 /**
@@ -71,6 +76,7 @@ export async function installTools(
     ...(sets.test === true ? ['--test'] : []),
     ...(sets.envoyGateway === true ? ['--envoy-gateway'] : []),
     ...(sets.traefik === true ? ['--traefik'] : []),
+    ...(sets.kubelet === true ? ['--kubelet'] : []),
   ];
   const stdout = await runScript(script, flags, stderr);
   const binDir = stdout.trim().split('\n').at(-1)?.trim() ?? '';

@@ -1,0 +1,3 @@
+module portico.dev/test/tools/pause
+
+go 1.26.0
