@@ -286,7 +286,11 @@ async function startStack(
   const external = externalKubeconfig(options.env ?? process.env);
   const dataPlane = options.dataPlane ?? 'contour';
   const plane = sandboxDataPlaneModule(dataPlane);
-  const toolSets: ToolSets = { test: options.testTools === true, kubelet: options.kubelet === true, ...plane.toolSets };
+  const toolSets: ToolSets = {
+    test: options.testTools === true,
+    kubelet: options.kubelet === true,
+    ...plane.toolSets,
+  };
   step(`installing tools (scripts/install-tools.sh${toolFlags(toolSets)})`);
   const tools = await installTools(repoRoot, process.stderr, toolSets);
   const picked = await pickFreePorts<string>({
@@ -423,7 +427,12 @@ async function startSandboxNode(
 
 /** install-tools.sh's flags for `sets`, each with a leading space, for the progress line. */
 function toolFlags(sets: ToolSets): string {
-  return Object.entries({ test: '--test', envoyGateway: '--envoy-gateway', traefik: '--traefik', kubelet: '--kubelet' })
+  return Object.entries({
+    test: '--test',
+    envoyGateway: '--envoy-gateway',
+    traefik: '--traefik',
+    kubelet: '--kubelet',
+  })
     .filter(([set]) => sets[set as keyof ToolSets] === true)
     .map(([, flag]) => ` ${flag}`)
     .join('');
