@@ -219,6 +219,7 @@ sources_sha256=$(cd "$here" && find Dockerfile package.json package-lock.json ts
 id=$(podman image inspect --format '{{.Id}}' "$tag")
 digest=$(podman image inspect --format '{{.Digest}}' "$tag")
 if [[ -n $output ]]; then
+  mkdir -p "$(dirname "$output")"
   rm -f "$output" "$output.json"
   podman save --format docker-archive -o "$output" "$tag"
   # What the archive holds, for its users (test/e2e/helm-kubelet.test.ts checks sourcesSha256).

@@ -94,6 +94,42 @@ async function sourcesSha256(): Promise<string> {
   return createHash('sha256').update(lines.join('')).digest('hex');
 }
 
+/** How long the file waits for the image build scripts/test.sh runs beside the tests (ms). */
+const IMAGE_BUILD_WAIT_MS = 900_000;
+
+/**
+ * Waits for the image build that `npm test` (scripts/test.sh) runs beside the tests, when it runs
+ * one: until PORTICO_E2E_IMAGE_BUILD_STATUS holds its exit status (polled every 2 s, at most
+ * IMAGE_BUILD_WAIT_MS). Returns at once without that variable (a filtered run uses the archive as
+ * it is). Throws with the end of the build's log (PORTICO_E2E_IMAGE_BUILD_LOG) when it failed, or
+ * when it had not ended in time.
+ */
+async function imageBuildEnded(): Promise<void> {
+  const statusFile = process.env.PORTICO_E2E_IMAGE_BUILD_STATUS;
+  if (statusFile === undefined || statusFile === '') return;
+  const logTail = async (): Promise<string> =>
+    (await readFile(process.env.PORTICO_E2E_IMAGE_BUILD_LOG ?? '', 'utf8').catch(() => ''))
+      .split('\n')
+      .slice(-30)
+      .join('\n');
+  const deadline = Date.now() + IMAGE_BUILD_WAIT_MS;
+  for (;;) {
+    const status = await readFile(statusFile, 'utf8').catch(() => undefined);
+    if (status !== undefined) {
+      if (status.trim() === '0') return;
+      throw new Error(
+        `the image build beside the tests failed (exit ${status.trim()}): ${BUILD_HINT}\n${await logTail()}`,
+      );
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `the image build beside the tests had not ended after ${IMAGE_BUILD_WAIT_MS / 60_000} min\n${await logTail()}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
 let env: SandboxEnv;
 let bin = '';
 let image: ImageFacts;
@@ -125,6 +161,7 @@ beforeAll(async () => {
   bin = await toolsBin();
   // Fails (never skips) when the node's tools or the image are missing, saying what to run.
   await checkNodeTools(nodeTools(bin));
+  await imageBuildEnded();
   try {
     await access(IMAGE_ARCHIVE, constants.R_OK);
   } catch {
@@ -157,7 +194,7 @@ beforeAll(async () => {
   await runOk(ctr, ['--address', node.containerdSocket, '-n', 'k8s.io', 'images', 'import', IMAGE_ARCHIVE], {
     timeoutMs: 300_000,
   });
-}, 900_000);
+}, 900_000 + IMAGE_BUILD_WAIT_MS);
 
 afterAll(async () => {
   // The last test brings the stack down and checks it; this is for a run that failed before it.
