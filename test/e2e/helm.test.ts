@@ -521,7 +521,7 @@ afterAll(async () => {
   for (const dir of tempDirs) await rm(dir, { recursive: true, force: true });
 }, 60_000);
 
-const CRD_PLURALS = ['customdomains', 'hostnameclaims', 'ratelimitpolicies'] as const;
+const CRD_PLURALS = ['customdomains', 'hostnameclaims', 'projects', 'ratelimitpolicies'] as const;
 /** Prefix of the copies' kinds and resource names (see chartCopy). */
 const COPY_PREFIX = 'copy';
 
