@@ -5,6 +5,7 @@
  * `crds/portico.dev_projects.yaml`; the CRD schema is the authority.
  */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import { normalizeDnsName } from '../domain/hostname.js';
 import type { Condition, RequiredDnsRecord } from './customdomain.js';
 
 /** A redirect's HTTP status (RFC 9110 §15.4), as CustomDomain's `spec.redirect.statusCode`. */
@@ -88,4 +89,26 @@ export interface Project {
   metadata: V1ObjectMeta & { name: string; namespace: string };
   spec: ProjectSpec;
   status?: ProjectStatus;
+}
+
+/**
+ * The www counterpart of a primary (`spec.domains.wwwRedirect`): `www.<primary>` for a primary that
+ * does not start with `www.`, the primary without `www.` for one that does; undefined when that would
+ * leave a name without a dot (`www.com`, which the CRD refuses). The CRD's CEL rule computes the
+ * same. Pure.
+ */
+export function wwwCounterpart(primary: string): string | undefined {
+  if (primary.startsWith('www.')) {
+    const apex = primary.slice(4);
+    return apex.includes('.') ? apex : undefined;
+  }
+  return `www.${primary}`;
+}
+
+/** Every hostname a Project lists: the primary, its www counterpart when asked for, the redirects. Pure. */
+export function projectHostnames(spec: Pick<ProjectSpec, 'domains'>): string[] {
+  const primary = normalizeDnsName(spec.domains.primary);
+  const twin = spec.domains.wwwRedirect === true ? wwwCounterpart(primary) : undefined;
+  const froms = (spec.domains.redirects ?? []).map((r) => normalizeDnsName(r.from));
+  return [...new Set([primary, ...(twin === undefined ? [] : [twin]), ...froms])];
 }

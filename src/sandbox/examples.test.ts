@@ -18,9 +18,14 @@ spec: {hostname: www.example.com, service: {name: web}}
 kind: Project
 metadata: {name: blog, namespace: blog}
 spec: {service: {name: web}, domains: {primary: www.blog.example, redirects: [{from: blog.example}, {from: old.example, status: 308}]}}
+---
+kind: Project
+metadata: {name: twin, namespace: blog}
+spec: {service: {name: web}, domains: {primary: twin.example, wwwRedirect: true}}
 `;
     expect(projectsIn(yaml, 'inline')).toEqual([
       { namespace: 'blog', name: 'blog', hostnames: ['www.blog.example', 'blog.example', 'old.example'] },
+      { namespace: 'blog', name: 'twin', hostnames: ['twin.example', 'www.twin.example'] },
     ]);
   });
 

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { parseAllDocuments } from 'yaml';
 
+import { projectHostnames } from '../api/project.js';
 import type { DnsManagementClient } from './dns-server.js';
 import { CommandFailedError, ExamplesNotReadyError, SandboxError } from './errors.js';
 import { runKubectl, type Kubectl } from './kubectl.js';
@@ -45,7 +46,10 @@ export function customDomainsIn(yamlText: string, source: string): ExampleCustom
   return found;
 }
 
-/** A Project found in a manifest, with every hostname it lists (the primary, then the redirects). */
+/**
+ * A Project found in a manifest, with every hostname it lists (the primary, its www counterpart with
+ * wwwRedirect, the redirects).
+ */
 export interface ExampleProject {
   readonly namespace: string;
   readonly name: string;
@@ -70,11 +74,14 @@ export function projectsIn(yamlText: string, source: string): ExampleProject[] {
       throw new SandboxError(`${source}: a Project without metadata.name or spec.domains.primary`);
     }
     const redirects = Array.isArray(domains['redirects']) ? (domains['redirects'] as unknown[]) : [];
-    const froms = redirects.flatMap((r) => (isRecord(r) && typeof r['from'] === 'string' ? [r['from']] : []));
+    const froms = redirects.flatMap((r) =>
+      isRecord(r) && typeof r['from'] === 'string' ? [{ from: r['from'] }] : [],
+    );
+    const wwwRedirect = domains['wwwRedirect'] === true;
     found.push({
       name,
       namespace: typeof namespace === 'string' ? namespace : 'default',
-      hostnames: [primary, ...froms],
+      hostnames: projectHostnames({ domains: { primary, redirects: froms, wwwRedirect } }),
     });
   }
   return found;

@@ -34,6 +34,10 @@ const MESSAGES = {
   status:
     'status must be a redirect status: 301 (Moved Permanently, the default), 302 (Found), 307 (Temporary Redirect) or 308 (Permanent Redirect)',
   lowercase: 'hostname must be lowercase, e.g. www.example.com',
+  wwwListed:
+    "with wwwRedirect, the primary's www counterpart (www.<primary>, or the primary without www.) already redirects to the primary with 301; remove it from domains.redirects, or set wwwRedirect to false to list it yourself",
+  wwwNoDot:
+    'wwwRedirect needs a counterpart that is a hostname: the primary without www. has no dot; set wwwRedirect to false',
 } as const;
 
 interface KubectlResult {
@@ -154,6 +158,32 @@ describe('Project: refused input', () => {
   it(`more than ${MAX_PROJECT_HOSTNAMES} hostnames`, async () => {
     const redirects = Array.from({ length: MAX_PROJECT_HOSTNAMES }, (_, i) => ({ from: `r${i}.example` }));
     expectRefused(await dryRunCreate({ primary: 'shop.example', redirects }), MESSAGES.tooMany);
+  });
+
+  it.each([
+    ['www.shop.example', 'shop.example'],
+    ['shop.example', 'www.shop.example'],
+  ])('with wwwRedirect, the counterpart of %s (%s) listed as a redirect too', async (primary, twin) => {
+    expectRefused(
+      await dryRunCreate({ primary, wwwRedirect: true, redirects: [{ from: twin }] }),
+      MESSAGES.wwwListed,
+    );
+  });
+
+  it('wwwRedirect on www.<tld>, whose counterpart has no dot', async () => {
+    expectRefused(await dryRunCreate({ primary: 'www.example', wwwRedirect: true }), MESSAGES.wwwNoDot);
+  });
+
+  it(`more than ${MAX_PROJECT_HOSTNAMES} hostnames, counting the www counterpart`, async () => {
+    const redirects = Array.from({ length: MAX_PROJECT_HOSTNAMES - 1 }, (_, i) => ({
+      from: `r${i}.example`,
+    }));
+    expectRefused(
+      await dryRunCreate({ primary: 'shop.example', wwwRedirect: true, redirects }),
+      MESSAGES.tooMany,
+    );
+    const accepted = await dryRunCreate({ primary: 'shop.example', wwwRedirect: false, redirects });
+    expect(accepted.stderr).toBe('');
   });
 
   it.each([

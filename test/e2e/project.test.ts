@@ -5,7 +5,8 @@
  * CustomDomain made by hand for a listed hostname is adopted, one another object controls is
  * reported and left alone; a hostname taken out of the list loses its CustomDomain and its route at
  * once; a switch of primary leaves no moment at which either hostname has no route (the stored
- * routes polled every 100 ms through the switch); deleting the Project deletes its CustomDomains.
+ * routes polled every 100 ms through the switch); wwwRedirect gives an apex primary its www twin;
+ * deleting the Project deletes its CustomDomains.
  *
  * Every hostname's CNAME is set in the stack's DNS server first, as the customer would.
  */
@@ -252,6 +253,46 @@ describe('a Project', () => {
     expect(seen.get(primary)).toEqual(['serve:web', `redirect:https://${apex}$request_uri`]);
     const domains = await customDomains();
     expect(domains.find((d) => d.spec.hostname === handMade)?.spec.redirect?.to).toBe(apex);
+  }, 150_000);
+
+  it('with wwwRedirect, gives an apex primary its www twin as a 301 redirect with its own record', async () => {
+    const twinApex = `twin-${ns}.example`;
+    for (const h of [twinApex, `www.${twinApex}`]) await dns.setCname(h, sandbox.platformCnameTarget);
+    await kube().custom.createNamespacedCustomObject({
+      ...projectApi,
+      namespace: ns,
+      body: {
+        apiVersion: 'portico.dev/v1alpha1',
+        kind: 'Project',
+        metadata: { name: 'twin', namespace: ns },
+        spec: { service: { name: 'web' }, domains: { primary: twinApex, wwwRedirect: true } },
+      },
+    });
+    const project = await waitFor(
+      'Project twin Ready',
+      async () => {
+        const p = (await kube().custom.getNamespacedCustomObject({
+          ...projectApi,
+          namespace: ns,
+          name: 'twin',
+        })) as Project;
+        return p.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? p : undefined;
+      },
+      120_000,
+    );
+    expect(project.status?.domains?.map((d) => [d.hostname, d.role, d.redirectTo, d.statusCode])).toEqual([
+      [twinApex, 'Primary', undefined, undefined],
+      [`www.${twinApex}`, 'Redirect', twinApex, 301],
+    ]);
+    // Each its own DNS instructions: ALIAS for the apex, CNAME for www.
+    expect(project.status?.domains?.map((d) => d.dnsRecords?.[0]?.type)).toEqual(['ALIAS', 'CNAME']);
+    const twin = (await customDomains()).find((d) => d.spec.hostname === `www.${twinApex}`);
+    expect(twin?.spec.redirect).toEqual({ to: twinApex, statusCode: 301 });
+    expect(twin?.metadata.ownerReferences?.[0]?.uid).toBe(project.metadata.uid);
+    await kube().custom.deleteNamespacedCustomObject({ ...projectApi, namespace: ns, name: 'twin' });
+    await waitFor('the twin Project CustomDomains gone', async () =>
+      (await customDomains()).some((d) => d.spec.hostname.endsWith(twinApex)) ? undefined : true,
+    );
   }, 150_000);
 
   it('deletes its CustomDomains when deleted (the garbage collector would; the stack runs none)', async () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain, CustomDomainSpec } from '../../api/customdomain.js';
 import type { Project, ProjectSpec } from '../../api/project.js';
-import { customDomainName, planProject, wantedHostnames, wwwCounterpart, type DomainAction } from './plan.js';
+import { wwwCounterpart } from '../../api/project.js';
+import { customDomainName, planProject, wantedHostnames, type DomainAction } from './plan.js';
 
 const UID = 'project-uid';
 
@@ -109,6 +110,47 @@ describe('wantedHostnames', () => {
       { hostname: 'shop.example', role: 'Primary' },
       { hostname: 'old.example', role: 'Redirect', to: 'shop.example', status: 301 },
       { hostname: 'b.example', role: 'Redirect', to: 'shop.example', status: 308 },
+    ]);
+  });
+});
+
+describe('wantedHostnames with wwwRedirect', () => {
+  it('adds the www name of an apex primary as a 301 redirect, right after the primary', () => {
+    expect(
+      wantedHostnames(
+        project({ primary: 'shop.example', wwwRedirect: true, redirects: [{ from: 'old.example' }] }),
+      ),
+    ).toEqual([
+      { hostname: 'shop.example', role: 'Primary' },
+      { hostname: 'www.shop.example', role: 'Redirect', to: 'shop.example', status: 301 },
+      { hostname: 'old.example', role: 'Redirect', to: 'shop.example', status: 301 },
+    ]);
+  });
+
+  it('adds the apex of a www primary', () => {
+    expect(
+      wantedHostnames(project({ primary: 'www.shop.example', wwwRedirect: true })).map((w) => w.hostname),
+    ).toEqual(['www.shop.example', 'shop.example']);
+  });
+
+  it('adds nothing without it', () => {
+    expect(wantedHostnames(project({ primary: 'www.shop.example', wwwRedirect: false }))).toHaveLength(1);
+  });
+
+  it('switches an apex primary with its www twin to the www name without a gap', () => {
+    // Was: primary shop.example, wwwRedirect (www.shop.example → shop.example). Now: the www primary.
+    const plan = planProject(
+      project({ primary: 'www.shop.example', wwwRedirect: true }),
+      [
+        domain('shop.example', serve('shop.example'), { live: true }),
+        domain('www.shop.example', redirect('www.shop.example', 'shop.example'), { live: true }),
+      ],
+      { projectExists: exists },
+    );
+    expect(specs(plan.actions)).toEqual({ 'www.shop.example': serve('www.shop.example') });
+    expect(plan.domains.map((d) => [d.hostname, d.role])).toEqual([
+      ['www.shop.example', 'Primary'],
+      ['shop.example', 'FormerPrimary'],
     ]);
   });
 });

@@ -32,6 +32,7 @@ import {
   type RedirectStatus,
   type ProjectDomainRole,
   type ProjectDomainStatus,
+  wwwCounterpart,
 } from '../../api/project.js';
 import type { ConditionInput } from '../../kube/conditions.js';
 import { DEFAULT_REDIRECT_STATUS } from '../../routing/redirect.js';
@@ -63,23 +64,19 @@ export interface WantedHostname {
 }
 
 /**
- * The www counterpart of `primary`: `www.<primary>` for an apex-like name (one without a `www.`
- * label in front), the name without `www.` for a `www.` name; undefined when that would leave no dot
- * (`www.com`). Pure.
+ * Every hostname of the Project, the primary first, then its www counterpart (`wwwRedirect`), then
+ * the redirects in the order of the spec. Pure.
  */
-export function wwwCounterpart(primary: string): string | undefined {
-  if (primary.startsWith('www.')) {
-    const apex = primary.slice(4);
-    return apex.includes('.') ? apex : undefined;
-  }
-  return `www.${primary}`;
-}
-
-/** Every hostname of the Project, the primary first, in the order of the spec. Pure. */
 export function wantedHostnames(project: Pick<Project, 'spec'>): WantedHostname[] {
   const primary = normalizeDnsName(project.spec.domains.primary);
   const wanted: WantedHostname[] = [{ hostname: primary, role: 'Primary' }];
   const seen = new Set([primary]);
+  // The www counterpart (wwwRedirect): a 301 to the primary, right after it.
+  const twin = project.spec.domains.wwwRedirect === true ? wwwCounterpart(primary) : undefined;
+  if (twin !== undefined) {
+    wanted.push({ hostname: twin, role: 'Redirect', to: primary, status: 301 });
+    seen.add(twin);
+  }
   for (const r of project.spec.domains.redirects ?? []) {
     const from = normalizeDnsName(r.from);
     if (seen.has(from)) continue; // the CRD refuses this; an object stored before the rule keeps the first
