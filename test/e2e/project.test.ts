@@ -5,7 +5,8 @@
  * CustomDomain made by hand for a listed hostname is adopted, one another object controls is
  * reported and left alone; a hostname taken out of the list loses its CustomDomain and its route at
  * once; a switch of primary leaves no moment at which either hostname has no route (the stored
- * routes polled every 100 ms through the switch); wwwRedirect gives an apex primary its www twin;
+ * routes polled every 100 ms through the switch; and, through a switch back, every RouteConfiguration
+ * Contour pushes to Envoy, read from its xDS stream, keeps a serving virtual host); wwwRedirect gives an apex primary its www twin;
  * deleting the Project deletes its CustomDomains.
  *
  * Every hostname's CNAME is set in the stack's DNS server first, as the customer would.
@@ -14,7 +15,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Ingress } from '@kubernetes/client-node';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import type { Project } from '../../src/api/project.js';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { NGINX_PERMANENT_REDIRECT } from '../../src/routing/nginx.js';
+import { contourXdsAddr, splitTopLevelObjects } from './support/contour.js';
 import {
   createCustomDomain,
   createProject,
@@ -82,6 +86,46 @@ function routeOf(ingresses: readonly V1Ingress[], hostname: string): string {
   if (location !== undefined) return `redirect:${location}`;
   const rule = ingress.spec?.rules?.find((r) => r.host === hostname);
   return `serve:${rule?.http?.paths[0]?.backend.service?.name ?? '?'}`;
+}
+
+/**
+ * Watches the stack's Contour's RouteConfigurations (RDS) as Envoy would receive them: one
+ * `contour cli rds` stream, every DiscoveryResponse it prints (each the whole state of the world).
+ * For each response, the hostnames of `hosts` that have a virtual host in it (HTTP and HTTPS).
+ */
+function watchRds(hosts: readonly string[]): { responses: Map<string, boolean>[]; stop: () => void } {
+  const child = spawn(
+    path.join(sandbox.toolsBinDir, 'contour'),
+    ['cli', 'rds', '--contour', contourXdsAddr()],
+    {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
+  const responses: Map<string, boolean>[] = [];
+  let stdout = '';
+  let seen = 0;
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    const objects = splitTopLevelObjects(stdout).filter((o) => 'nonce' in o);
+    for (const response of objects.slice(seen)) {
+      const configs = (response['resources'] ?? []) as {
+        name?: string;
+        virtual_hosts?: { domains?: string[] }[];
+      }[];
+      const has = (host: string, config: string): boolean =>
+        configs.some(
+          (c) => c.name === config && (c.virtual_hosts ?? []).some((vh) => vh.domains?.includes(host)),
+        );
+      responses.push(new Map(hosts.map((h) => [h, has(h, 'ingress_http') && has(h, `https/${h}`)])));
+    }
+    seen = objects.length;
+  });
+  return {
+    responses,
+    stop: () => {
+      child.kill('SIGKILL');
+    },
+  };
 }
 
 beforeAll(async () => {
@@ -253,6 +297,45 @@ describe('a Project', () => {
     expect(seen.get(primary)).toEqual(['serve:web', `redirect:https://${apex}$request_uri`]);
     const domains = await customDomains();
     expect(domains.find((d) => d.spec.hostname === handMade)?.spec.redirect?.to).toBe(apex);
+  }, 150_000);
+
+  // The stack's operator writes Ingresses with ingress-nginx's redirect annotations, which Contour
+  // does not take (docs/routing.md, "Data planes and flavors"): a redirect hostname has no virtual
+  // host in this Contour's xDS. What the xDS shows here is the serving side of the switch: the new
+  // primary's virtual host is pushed while the former primary's still is, and the project is never
+  // without one.
+  it("switches back with the serving side never lapsing in Contour's xDS (the new primary's virtual host is pushed before the former one's goes)", async () => {
+    const watch = watchRds([primary, apex]);
+    try {
+      await waitFor('the first RDS response', () => (watch.responses.length > 0 ? true : undefined), 15_000);
+      await patchDomains({ primary, redirects: [{ from: apex }, { from: handMade }] });
+      const project = await waitForProject('True', 'Live', 120_000);
+      expect(project.status?.servingPrimary).toBe(primary);
+      // Contour pushes the former primary's change too: wait until its virtual host is gone.
+      await waitFor(
+        "an RDS response without the former primary's virtual host",
+        () => (watch.responses.at(-1)?.get(apex) === false ? true : undefined),
+        15_000,
+      );
+    } finally {
+      watch.stop();
+    }
+    const states = watch.responses.map(
+      (r) => `${r.get(primary) ? 'www' : '-'}/${r.get(apex) ? 'apex' : '-'}`,
+    );
+    // Before: the apex serves; then both (the overlap); then www alone. Never neither.
+    expect(states[0]).toBe('-/apex');
+    expect(states).not.toContain('-/-');
+    const overlap = states.indexOf('www/apex');
+    expect(overlap, states.join(' ')).toBeGreaterThan(0);
+    expect(
+      states.slice(overlap + 1).every((s) => s === 'www/-' || s === 'www/apex'),
+      states.join(' '),
+    ).toBe(true);
+    expect(states.at(-1)).toBe('www/-');
+    const ingresses = (await kube().networking.listNamespacedIngress({ namespace: ns })).items;
+    expect(routeOf(ingresses, primary)).toBe('serve:web');
+    expect(routeOf(ingresses, apex)).toBe(`redirect:https://${primary}$request_uri`);
   }, 150_000);
 
   it('with wwwRedirect, gives an apex primary its www twin as a 301 redirect with its own record', async () => {
