@@ -492,7 +492,7 @@ describe('crds.install', () => {
     const unkept = (await rendered('default-values.yaml', ['crds.install=true', 'crds.keep=false'])).filter(
       (m) => m.kind === 'CustomResourceDefinition',
     );
-    expect(unkept.map((m) => annotationsOf(m))).toEqual([undefined, undefined, undefined]);
+    expect(unkept.map((m) => annotationsOf(m))).toEqual(files.map(() => undefined));
     const none = await rendered('default-values.yaml');
     expect(none.filter((m) => m.kind === 'CustomResourceDefinition')).toEqual([]);
   });
