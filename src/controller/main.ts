@@ -24,6 +24,7 @@ import { OwnershipStore } from '../controllers/customdomain/ownership-store.js';
 import { isProvenStatus } from '../controllers/customdomain/status-proof.js';
 import { acceptedBeforeIn } from '../controllers/customdomain/phases/acceptance.js';
 import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
+import { ProjectController } from '../controllers/project/controller.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
 import { DNS_UPDATE_TIMEOUT_MS, DnsUpdateClient } from '../dns/update-client.js';
@@ -79,6 +80,7 @@ function build(
   metrics: ReturnType<typeof createControllerMetrics>;
   objects: KubernetesObjectApi;
   rateLimitPolicies: RateLimitPolicyController;
+  projects: ProjectController;
   tracker: IssuanceTracker;
   /** Each configured ACME issuer's account, directory and order queue, in order. */
   issuers: BuiltIssuer[];
@@ -215,6 +217,9 @@ function build(
       log,
       now: () => new Date(),
     });
+  // Set right after the CustomDomain controller, whose cache it reads; no event arrives before start().
+  // eslint-disable-next-line prefer-const
+  let projects: ProjectController | undefined;
   const controller = new CustomDomainController({
     kubeConfig,
     ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
@@ -231,8 +236,18 @@ function build(
     },
     onCustomDomainChange: (domain, verb) => {
       metrics.readyTransitions.onChange(domain, verb);
+      projects?.onCustomDomainChange(domain);
     },
     loadedKey: () => ownership.loadedKey(),
+  });
+  // Projects keep one CustomDomain per hostname in step with them, read from the controller's cache.
+  projects = new ProjectController({
+    kubeConfig,
+    domains: controller,
+    log,
+    metrics,
+    resyncMs: config.resyncMs,
+    events: new EventRecorder(core, 'portico-controller', log),
   });
   // The per-domain metrics read the controller's cache at each scrape (none kept in between).
   metrics.readCustomDomainsFrom(() => controller.customDomains());
@@ -254,6 +269,7 @@ function build(
     metrics,
     objects,
     rateLimitPolicies,
+    projects,
     tracker,
     issuers,
     kubeConfig,
@@ -340,6 +356,7 @@ export async function runController(args: string[]): Promise<number> {
     metrics,
     objects,
     rateLimitPolicies,
+    projects,
     tracker,
     issuers,
     kubeConfig,
@@ -358,7 +375,7 @@ export async function runController(args: string[]): Promise<number> {
   // A replica that is not the leader serves challenges and metrics, so it is ready as it is.
   const observability = createObservabilityServer(
     metrics.registry,
-    () => !elector?.leading || (controller.synced && rateLimitPolicies.synced),
+    () => !elector?.leading || (controller.synced && rateLimitPolicies.synced && projects.synced),
   );
   const reducer = memoryReducer(config, {
     log,
@@ -378,6 +395,7 @@ export async function runController(args: string[]): Promise<number> {
       if (stopping) return;
       controller.start();
       rateLimitPolicies.start();
+      projects.start();
       log.info(
         {
           platformCnameTarget: config.platformCnameTarget,
@@ -399,7 +417,7 @@ export async function runController(args: string[]): Promise<number> {
   // asked nothing more; the next leader places new ones.
   for (const built of issuers) built.queue.stop();
   reducer?.stop();
-  await Promise.all([controller.stop(), rateLimitPolicies.stop(), tracker.stop()]);
+  await Promise.all([controller.stop(), rateLimitPolicies.stop(), projects.stop(), tracker.stop()]);
   for (const built of issuers) built.account.close();
   await elector?.stop();
   await store.stop();

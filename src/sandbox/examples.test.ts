@@ -4,9 +4,42 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 import { SandboxError } from './errors.js';
-import { customDomainsIn, manifestFiles } from './examples.js';
+import { customDomainsIn, manifestFiles, projectsIn } from './examples.js';
 
 const EXAMPLES_DIR = fileURLToPath(new URL('../../examples', import.meta.url));
+
+describe('projectsIn', () => {
+  it('finds the Projects with their primary and redirect hostnames, and skips other kinds', () => {
+    const yaml = `
+kind: CustomDomain
+metadata: {name: www, namespace: shop}
+spec: {hostname: www.example.com, service: {name: web}}
+---
+kind: Project
+metadata: {name: blog, namespace: blog}
+spec: {service: {name: web}, domains: {primary: www.blog.example, redirects: [{from: blog.example}, {from: old.example, status: 308}]}}
+---
+kind: Project
+metadata: {name: twin, namespace: blog}
+spec: {service: {name: web}, domains: {primary: twin.example, wwwRedirect: true}}
+`;
+    expect(projectsIn(yaml, 'inline')).toEqual([
+      { namespace: 'blog', name: 'blog', hostnames: ['www.blog.example', 'blog.example', 'old.example'] },
+      { namespace: 'blog', name: 'twin', hostnames: ['twin.example', 'www.twin.example'] },
+    ]);
+  });
+
+  it('names the file when a Project has no primary', () => {
+    expect(() => projectsIn('kind: Project\nmetadata: {name: p}\nspec: {domains: {}}\n', 'bad.yaml')).toThrow(
+      /bad\.yaml/,
+    );
+  });
+
+  it('reads the Project of examples/', async () => {
+    const text = await readFile(`${EXAMPLES_DIR}/04-blog-project.yaml`, 'utf8');
+    expect(projectsIn(text, 'examples').map((p) => p.name)).toEqual(['blog']);
+  });
+});
 
 describe('customDomainsIn', () => {
   it('finds the CustomDomains of a multi-document manifest and skips other kinds', () => {

@@ -1,7 +1,7 @@
 /**
  * `examples/`: the manifests a newcomer applies first. The sandbox plays the customer for them (it
- * creates the CNAME each CustomDomain asks for in the sandbox's DNS), applies them, and waits until
- * every CustomDomain is Ready.
+ * creates the CNAME each CustomDomain asks for in the sandbox's DNS, and one for each hostname of a
+ * Project), applies them, and waits until every Project and every CustomDomain is Ready.
  */
 import { readFile, readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { parseAllDocuments } from 'yaml';
 
+import { projectHostnames } from '../api/project.js';
 import type { DnsManagementClient } from './dns-server.js';
 import { CommandFailedError, ExamplesNotReadyError, SandboxError } from './errors.js';
 import { runKubectl, type Kubectl } from './kubectl.js';
@@ -45,6 +46,47 @@ export function customDomainsIn(yamlText: string, source: string): ExampleCustom
   return found;
 }
 
+/**
+ * A Project found in a manifest, with every hostname it lists (the primary, its www counterpart with
+ * wwwRedirect, the redirects).
+ */
+export interface ExampleProject {
+  readonly namespace: string;
+  readonly name: string;
+  readonly hostnames: readonly string[];
+}
+
+/** The Projects in one YAML text (multi-document). Other kinds are skipped. */
+export function projectsIn(yamlText: string, source: string): ExampleProject[] {
+  const found: ExampleProject[] = [];
+  for (const doc of parseAllDocuments(yamlText)) {
+    if (doc.errors.length > 0) {
+      throw new SandboxError(`${source}: invalid YAML: ${doc.errors.map((e) => e.message).join('; ')}`);
+    }
+    const object: unknown = doc.toJS();
+    if (!isRecord(object) || object['kind'] !== 'Project') continue;
+    const metadata = isRecord(object['metadata']) ? object['metadata'] : {};
+    const spec = isRecord(object['spec']) ? object['spec'] : {};
+    const domains = isRecord(spec['domains']) ? spec['domains'] : {};
+    const { name, namespace } = metadata;
+    const { primary } = domains;
+    if (typeof name !== 'string' || typeof primary !== 'string') {
+      throw new SandboxError(`${source}: a Project without metadata.name or spec.domains.primary`);
+    }
+    const redirects = Array.isArray(domains['redirects']) ? (domains['redirects'] as unknown[]) : [];
+    const froms = redirects.flatMap((r) =>
+      isRecord(r) && typeof r['from'] === 'string' ? [{ from: r['from'] }] : [],
+    );
+    const wwwRedirect = domains['wwwRedirect'] === true;
+    found.push({
+      name,
+      namespace: typeof namespace === 'string' ? namespace : 'default',
+      hostnames: projectHostnames({ domains: { primary, redirects: froms, wwwRedirect } }),
+    });
+  }
+  return found;
+}
+
 /** The `.yaml`/`.yml` files of `dir`, sorted (kubectl applies a directory in that order too). */
 export async function manifestFiles(dir: string): Promise<string[]> {
   const entries = await readdir(dir);
@@ -65,34 +107,36 @@ export async function applyExamples(
   kubectl: Kubectl,
   dns: DnsManagementClient,
   cnameTarget: string,
-): Promise<ExampleCustomDomain[]> {
+): Promise<{ domains: ExampleCustomDomain[]; projects: ExampleProject[] }> {
   const domains: ExampleCustomDomain[] = [];
+  const projects: ExampleProject[] = [];
   for (const file of await manifestFiles(dir)) {
-    domains.push(...customDomainsIn(await readFile(file, 'utf8'), file));
+    const text = await readFile(file, 'utf8');
+    domains.push(...customDomainsIn(text, file));
+    projects.push(...projectsIn(text, file));
   }
-  for (const domain of domains) await dns.setCname(domain.hostname, cnameTarget);
+  const hostnames = new Set([...domains.map((d) => d.hostname), ...projects.flatMap((p) => p.hostnames)]);
+  for (const hostname of hostnames) await dns.setCname(hostname, cnameTarget);
   // kubectl does not follow a symlinked directory: hand it the real path.
   await runKubectl(kubectl, ['apply', '-f', await realpath(dir)]);
-  return domains;
+  return { domains, projects };
 }
 
 const SUMMARY_JSONPATH =
   '{range .items[*]}{.metadata.namespace}/{.metadata.name}: phase {.status.phase},' +
   ' Ready {.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}{"\\n"}{end}';
 
-async function summary(kubectl: Kubectl): Promise<string> {
+async function summary(kubectl: Kubectl, resource: string): Promise<string> {
   try {
-    return (
-      await runKubectl(kubectl, ['get', 'customdomains', '-A', '-o', `jsonpath=${SUMMARY_JSONPATH}`])
-    ).trim();
+    return (await runKubectl(kubectl, ['get', resource, '-A', '-o', `jsonpath=${SUMMARY_JSONPATH}`])).trim();
   } catch (err: unknown) {
     return err instanceof Error ? err.message : String(err);
   }
 }
 
 /**
- * Waits until every CustomDomain in the cluster has condition Ready=True, printing their phases
- * whenever they change.
+ * Waits until every CustomDomain (or, with `resource` `projects`, every Project) in the cluster has
+ * condition Ready=True, printing their phases whenever they change.
  *
  * @param timeoutMs the deadline, in milliseconds
  * @param progress receives one line per change
@@ -102,6 +146,7 @@ export async function waitForCustomDomainsReady(
   kubectl: Kubectl,
   timeoutMs: number,
   progress: (line: string) => void,
+  resource: 'customdomains' | 'projects' = 'customdomains',
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = '';
@@ -111,7 +156,7 @@ export async function waitForCustomDomainsReady(
       await runKubectl(kubectl, [
         'wait',
         '--for=condition=Ready',
-        'customdomains',
+        resource,
         '--all',
         '-A',
         `--timeout=${chunkSeconds}s`,
@@ -120,15 +165,15 @@ export async function waitForCustomDomainsReady(
     } catch (err: unknown) {
       if (!(err instanceof CommandFailedError)) throw err;
     }
-    const now = await summary(kubectl);
+    const now = await summary(kubectl, resource);
     if (now !== last) {
       for (const line of now.split('\n')) progress(`  ${line}`);
       last = now;
     }
     if (Date.now() >= deadline) {
       throw new ExamplesNotReadyError(
-        `the example CustomDomains are not Ready after ${Math.round(timeoutMs / 1000)} s:\n${now}\n` +
-          'inspect with: kubectl describe customdomains -A',
+        `the example ${resource === 'projects' ? 'Projects' : 'CustomDomains'} are not Ready after ${Math.round(timeoutMs / 1000)} s:\n${now}\n` +
+          `inspect with: kubectl describe ${resource} -A`,
       );
     }
     await sleep(200);

@@ -502,8 +502,18 @@ async function upExamples(
   const kubectl: Kubectl = { binary: stack.tools.kubectl, kubeconfig: stack.env.kubeconfig };
   const examplesDir = stack.examplesDir ?? path.join(repoRoot, 'examples');
   step(`setting each example domain's CNAME to ${stack.env.platformCnameTarget}; applying ${examplesDir}`);
-  const domains = await applyExamples(examplesDir, kubectl, stack.dns, stack.env.platformCnameTarget);
+  const { domains, projects } = await applyExamples(
+    examplesDir,
+    kubectl,
+    stack.dns,
+    stack.env.platformCnameTarget,
+  );
+  // The Projects first: their CustomDomains exist only once the operator has created them.
+  if (projects.length > 0) {
+    step(`waiting up to ${timeoutMs / 1000} s for ${projects.length} Project(s) to be Ready`);
+    await waitForCustomDomainsReady(kubectl, timeoutMs, step, 'projects');
+  }
   step(`waiting up to ${timeoutMs / 1000} s for ${domains.length} CustomDomain(s) to be Ready`);
   await waitForCustomDomainsReady(kubectl, timeoutMs, step);
-  step('every example CustomDomain is Ready');
+  step('every example Project and CustomDomain is Ready');
 }

@@ -492,7 +492,7 @@ describe('crds.install', () => {
     const unkept = (await rendered('default-values.yaml', ['crds.install=true', 'crds.keep=false'])).filter(
       (m) => m.kind === 'CustomResourceDefinition',
     );
-    expect(unkept.map((m) => annotationsOf(m))).toEqual([undefined, undefined, undefined]);
+    expect(unkept.map((m) => annotationsOf(m))).toEqual(files.map(() => undefined));
     const none = await rendered('default-values.yaml');
     expect(none.filter((m) => m.kind === 'CustomResourceDefinition')).toEqual([]);
   });
@@ -522,7 +522,7 @@ afterAll(async () => {
   for (const dir of tempDirs) await rm(dir, { recursive: true, force: true });
 }, 60_000);
 
-const CRD_PLURALS = ['customdomains', 'hostnameclaims', 'ratelimitpolicies'] as const;
+const CRD_PLURALS = ['customdomains', 'hostnameclaims', 'projects', 'ratelimitpolicies'] as const;
 /** Prefix of the copies' kinds and resource names (see chartCopy). */
 const COPY_PREFIX = 'copy';
 

@@ -444,10 +444,17 @@ describe('kubectl auth can-i: no more than needed', () => {
     // cluster-wide (docs/adr/2026-11-22-rbac-secret-access.md); but never update or delete them in bulk.
     [['update', 'secrets', '-n', TENANT], false],
     [['deletecollection', 'secrets', '-n', TENANT], false],
-    // The CustomDomains belong to the customers and the platform.
-    [['create', 'customdomains.portico.dev', '-n', TENANT], false],
-    [['delete', 'customdomains.portico.dev', '-n', TENANT], false],
-    [['update', 'customdomains.portico.dev', '-n', TENANT], false],
+    // The CustomDomains a Project keeps, one per hostname (controllers/project/controller.ts).
+    [['create', 'customdomains.portico.dev', '-n', TENANT], true],
+    [['update', 'customdomains.portico.dev', '-n', TENANT], true],
+    [['delete', 'customdomains.portico.dev', '-n', TENANT], true],
+    [['deletecollection', 'customdomains.portico.dev', '-n', TENANT], false],
+    // Projects belong to the platform: read, and their status written.
+    [['watch', 'projects.portico.dev', '--all-namespaces'], true],
+    [['update', 'projects.portico.dev', '--subresource=status', '-n', TENANT], true],
+    [['update', 'projects.portico.dev', '-n', TENANT], false],
+    [['create', 'projects.portico.dev', '-n', TENANT], false],
+    [['delete', 'projects.portico.dev', '-n', TENANT], false],
     [['patch', 'ratelimitpolicies.portico.dev', '-n', TENANT], false],
     // A hostname claim never changes hands in place.
     [['update', 'hostnameclaims.portico.dev'], false],

@@ -488,6 +488,11 @@ export class CustomDomainController {
     return this.#domains.list();
   }
 
+  /** The cached CustomDomains of `namespace` (the Project controller reads them). */
+  customDomainsInNamespace(namespace: string): readonly CustomDomain[] {
+    return this.#domainsInNamespace(namespace);
+  }
+
   /** True once every watch has listed and the optional owned kinds are known. */
   get synced(): boolean {
     return (
