@@ -354,27 +354,32 @@ describe('helm install into a sandbox with a real kubelet', () => {
   }, 420_000);
 
   it("makes the examples Live through the in-cluster operator (the sandbox's own operator stopped)", async () => {
-    const domains = await applyExamples(
+    const examples = await applyExamples(
       path.join(REPO, 'examples'),
       { binary: `${bin}/kubectl`, kubeconfig: env.kubeconfig },
       new DnsManagementClient(env.dnsMgmtUrl),
       env.platformCnameTarget,
     );
-    expect(domains.length).toBeGreaterThan(0);
+    // The examples' CustomDomains and those the in-cluster operator makes for the examples' Projects.
+    const hostnames = [
+      ...examples.domains.map((d) => d.hostname),
+      ...examples.projects.flatMap((p) => p.hostnames),
+    ];
+    expect(hostnames.length).toBeGreaterThan(0);
     await waitFor(
       'every example CustomDomain Live',
       async () => {
         const phases = (
           await kubectl(['get', 'customdomains', '-A', '-o', 'jsonpath={.items[*].status.phase}'])
         ).split(' ');
-        return phases.length === domains.length && phases.every((p) => p === 'Live') ? phases : undefined;
+        return phases.length === hostnames.length && phases.every((p) => p === 'Live') ? phases : undefined;
       },
       180_000,
       1000,
     );
     // The Pod's own log (read through the kubelet) names each domain it made Live.
     const logs = await kubectl(['logs', '-n', OPERATOR_NAMESPACE, `deployment/${RELEASE}-controller`]);
-    for (const d of domains) expect(logs).toContain(d.hostname);
+    for (const hostname of hostnames) expect(logs).toContain(hostname);
   }, 240_000);
 
   it("two controller releases on the one node (with hostNetwork a replica's ports are the node's, so a second replica is a second release) elect one leader, and deleting the leader's Pod moves the Lease with every domain still Live", async () => {
