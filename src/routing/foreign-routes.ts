@@ -85,7 +85,7 @@ export function routeClassOf(kind: ForeignRouteKind, obj: KubernetesObject): str
 
 /**
  * Whether the data plane that serves Portico's routes also serves the foreign `obj`, so that it can
- * take traffic from a claimed hostname. `portico` is the operator's `--ingress-class-name`:
+ * take traffic from a claimed hostname. `portico` is the operator's `--ingress-class`:
  * - not set: every object counts (Portico cannot tell which controller serves what);
  * - set: an Ingress or HTTPProxy counts only when its class (`routeClassOf`) is that class, or when
  *   it names no class and that class is `contour`, which a Contour run without

@@ -76,7 +76,7 @@ const FOREIGN_OPTIONAL_KINDS: ReadonlySet<string> = new Set(
 export interface CustomDomainControllerDeps {
   kubeConfig: KubeConfig;
   /**
-   * The operator's `--ingress-class-name`: foreign Ingresses and HTTPProxies of another class are
+   * The operator's `--ingress-class`: foreign Ingresses and HTTPProxies of another class are
    * not served with Portico's routes and are not counted (routing/foreign-routes.ts
    * `servedWithPortico`). Undefined: all count.
    */
