@@ -15,7 +15,6 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import type { HTTPProxy } from '../../src/routing/contour.js';
 import { startContour, type StartedContour } from '../../src/sandbox/contour.js';
 import { sandboxPaths } from '../../src/sandbox/paths.js';
@@ -34,7 +33,7 @@ import {
   waitForCondition,
 } from './support/cluster.js';
 import { contourXdsAddr, virtualHostsFor, readProxy, matchedPath } from './support/contour.js';
-import { CHART, kubectl, run, toolsBin, type RunResult } from './support/helm.js';
+import { CHART, kubectl, kubectlObjects, run, toolsBin, type RunResult } from './support/helm.js';
 import {
   restartStackController,
   runAll,
@@ -60,13 +59,6 @@ let stack: ControllerCommand | undefined;
 let operator: OperatorProcess | undefined;
 let edge: StartedContour | undefined;
 let policy = '';
-
-/** `kubectl <args> -f -` of `objects`, as `user` (default: the admin). */
-function kubectlObjects(args: string[], objects: unknown[], user?: string): Promise<RunResult> {
-  return kubectl([...args, '-f', '-', ...(user ? ['--as', user] : [])], {
-    input: objects.map((o) => `---\n${stringify(o)}`).join(''),
-  });
-}
 
 function foreignProxy(
   namespace: string,

@@ -28,7 +28,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import { FIELD_MANAGER } from '../../src/api/customdomain.js';
 import { writeControllerKubeconfig } from '../../src/sandbox/admission.js';
 import { sandboxPaths } from '../../src/sandbox/paths.js';
@@ -42,7 +42,7 @@ import {
   waitFor,
   waitForCondition,
 } from './support/cluster.js';
-import { CHART, kubectl, parseManifests, run, toolsBin, type RunResult } from './support/helm.js';
+import { kubectl, kubectlObjects, parseManifests, renderChartTemplate, toolsBin } from './support/helm.js';
 import {
   restartStackController,
   runAll,
@@ -69,34 +69,6 @@ let tenantRbac = '';
 let installedCrd = false;
 let stack: ControllerCommand | undefined;
 let operator: OperatorProcess | undefined;
-
-/** `kubectl <args> -f -` of `objects`, as `user` (default: the admin). */
-function kubectlObjects(args: string[], objects: unknown[], user?: string): Promise<RunResult> {
-  return kubectl([...args, '-f', '-', ...(user ? ['--as', user] : [])], {
-    input: objects.map((o) => `---\n${stringify(o)}`).join(''),
-  });
-}
-
-/** `helm template` of one of the chart's templates (release `release`), default values otherwise. */
-async function renderTemplate(release: string, template: string): Promise<string> {
-  const rendered = await run(`${await toolsBin()}/helm`, [
-    'template',
-    release,
-    CHART,
-    '--namespace',
-    RELEASE_NAMESPACE,
-    '--kube-version',
-    '1.37.0',
-    '--api-versions',
-    'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy',
-    '--set',
-    `platform.cnameTarget=${sandbox.platformCnameTarget}`,
-    '--show-only',
-    `templates/${template}`,
-  ]);
-  expect(rendered.code, rendered.stderr).toBe(0);
-  return rendered.stdout;
-}
 
 /** An ExternalName Service `name` of the tenant's namespace, port 8081 (the rate-limit gRPC port). */
 function externalNameService(name: string, externalName: string): Record<string, unknown> {
@@ -164,7 +136,7 @@ function rbacObjects(tenantRoles: string[]): unknown[] {
 beforeAll(async () => {
   await ensureBackendCrd();
   await createProject(tenant);
-  tenantRbac = await renderTemplate('tenancy', 'tenant-rbac.yaml');
+  tenantRbac = await renderChartTemplate('tenancy', RELEASE_NAMESPACE, 'tenant-rbac.yaml');
   const tenantRoles = parseManifests(tenantRbac)
     .filter((m) => m.kind === 'ClusterRole')
     .map((m) => m.metadata.name);
@@ -194,7 +166,7 @@ beforeAll(async () => {
     '--http01-service': HTTP01_SERVICE,
   });
 
-  policy = await renderTemplate('portico', 'externalname-admission.yaml');
+  policy = await renderChartTemplate('portico', RELEASE_NAMESPACE, 'externalname-admission.yaml');
   expect(policy).toContain(CONTROLLER);
   const installed = await kubectl(['apply', '-f', '-'], { input: policy });
   expect(installed.code, installed.stderr).toBe(0);

@@ -31,12 +31,12 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import { DEFAULT_GATEWAY_DOMAIN } from '../../src/api/ratelimitpolicy.js';
 import { hashTag } from '../../src/ratelimit/redis-keys.js';
-import { createProject, sandbox, unique, waitFor } from './support/cluster.js';
+import { createProject, unique, waitFor } from './support/cluster.js';
 import { contourXdsAddr, virtualHostsFor } from './support/contour.js';
-import { CHART, kubectl, parseManifests, run, toolsBin, type RunResult } from './support/helm.js';
+import { kubectl, kubectlObjects, parseManifests, renderChartTemplate, toolsBin } from './support/helm.js';
 import {
   check,
   createPolicy,
@@ -60,34 +60,6 @@ const victimKey = 'victim-prod-key';
 let policy = '';
 let tenantRbac = '';
 const installedCrds: string[] = [];
-
-/** `kubectl <args> -f -` of `objects`, as `user` (default: the admin). */
-function kubectlObjects(args: string[], objects: unknown[], user?: string): Promise<RunResult> {
-  return kubectl([...args, '-f', '-', ...(user ? ['--as', user] : [])], {
-    input: objects.map((o) => `---\n${stringify(o)}`).join(''),
-  });
-}
-
-/** `helm template` of one of the chart's templates (release `release`), default values otherwise. */
-async function renderTemplate(release: string, template: string): Promise<string> {
-  const rendered = await run(`${await toolsBin()}/helm`, [
-    'template',
-    release,
-    CHART,
-    '--namespace',
-    RELEASE_NAMESPACE,
-    '--kube-version',
-    '1.37.0',
-    '--api-versions',
-    'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy',
-    '--set',
-    `platform.cnameTarget=${sandbox.platformCnameTarget}`,
-    '--show-only',
-    `templates/${template}`,
-  ]);
-  expect(rendered.code, rendered.stderr).toBe(0);
-  return rendered.stdout;
-}
 
 type Entry = Record<string, unknown>;
 const policyEntry = (value: string): Entry => ({ genericKey: { key: 'portico.dev/policy', value } });
@@ -272,7 +244,7 @@ beforeAll(async () => {
   await ensureEnvoyGatewayCrd(EEP_CRD);
   await createProject(victim);
   await createProject(attacker);
-  tenantRbac = await renderTemplate('tenancy', 'tenant-rbac.yaml');
+  tenantRbac = await renderChartTemplate('tenancy', RELEASE_NAMESPACE, 'tenant-rbac.yaml');
   const tenantRoles = parseManifests(tenantRbac)
     .filter((m) => m.kind === 'ClusterRole')
     .map((m) => m.metadata.name);
@@ -282,7 +254,7 @@ beforeAll(async () => {
   const bound = await kubectlObjects(['apply'], rbacObjects(tenantRoles));
   expect(bound.code, bound.stderr).toBe(0);
 
-  policy = await renderTemplate('portico', 'ratelimit-descriptor-admission.yaml');
+  policy = await renderChartTemplate('portico', RELEASE_NAMESPACE, 'ratelimit-descriptor-admission.yaml');
   const installed = await kubectl(['apply', '-f', '-'], { input: policy });
   expect(installed.code, installed.stderr).toBe(0);
   await waitFor('the policy to refuse a descriptor naming another namespace', async () => {

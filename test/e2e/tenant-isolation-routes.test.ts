@@ -43,7 +43,7 @@ import {
   waitForCondition,
 } from './support/cluster.js';
 import { contourXdsAddr, virtualHostsFor, readProxy, matchedPath } from './support/contour.js';
-import { kubectl, toolsBin, type RunResult } from './support/helm.js';
+import { kubectl, kubectlObjects, toolsBin } from './support/helm.js';
 import {
   restartStackController,
   runAll,
@@ -70,13 +70,6 @@ let edge: StartedContour | undefined;
 let policies = '';
 let controllerKubeconfig = '';
 let chartTenantRoles: unknown[] = [];
-
-/** `kubectl <args> -f -` of `objects`, as `user` (default: the admin). */
-function kubectlObjects(args: string[], objects: unknown[], user?: string): Promise<RunResult> {
-  return kubectl([...args, '-f', '-', ...(user ? ['--as', user] : [])], {
-    input: objects.map((o) => `---\n${stringify(o)}`).join(''),
-  });
-}
 
 interface RouteOptions {
   readonly spec?: string;

@@ -8,7 +8,8 @@ import { readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseAllDocuments } from 'yaml';
+import { expect } from 'vitest';
+import { parseAllDocuments, stringify } from 'yaml';
 import { sandbox } from './cluster.js';
 
 export const REPO = fileURLToPath(new URL('../../..', import.meta.url));
@@ -93,6 +94,44 @@ export async function kubectl(
     ['--kubeconfig', options.kubeconfig ?? sandbox.kubeconfig, ...args],
     options,
   );
+}
+
+/** `kubectl <args> -f -` of `objects` (each a YAML document), as `user` (`--as`; default: the admin). */
+export function kubectlObjects(args: string[], objects: unknown[], user?: string): Promise<RunResult> {
+  return kubectl([...args, '-f', '-', ...(user ? ['--as', user] : [])], {
+    input: objects.map((o) => `---\n${stringify(o)}`).join(''),
+  });
+}
+
+/**
+ * `helm template` of one of the chart's templates (`templates/<template>`) for release `release` in
+ * `namespace`, with ValidatingAdmissionPolicy available and default values otherwise (the sandbox's
+ * CNAME target); fails the test when helm does.
+ *
+ * @returns the rendered YAML
+ */
+export async function renderChartTemplate(
+  release: string,
+  namespace: string,
+  template: string,
+): Promise<string> {
+  const rendered = await run(`${await toolsBin()}/helm`, [
+    'template',
+    release,
+    CHART,
+    '--namespace',
+    namespace,
+    '--kube-version',
+    '1.37.0',
+    '--api-versions',
+    'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy',
+    '--set',
+    `platform.cnameTarget=${sandbox.platformCnameTarget}`,
+    '--show-only',
+    `templates/${template}`,
+  ]);
+  expect(rendered.code, rendered.stderr).toBe(0);
+  return rendered.stdout;
 }
 
 /** A rendered object, loosely typed: the tests read the fields they check. */
