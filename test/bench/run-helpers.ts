@@ -1,7 +1,9 @@
 /**
  * Pieces the sandbox benchmarks share: reading a positive integer option, a bounded pool of calls,
- * nearest-rank percentiles, and seconds as printed. Used by bench:scale and bench:policies.
+ * nearest-rank percentiles, seconds as printed, and the machine's busy CPU share. Used by
+ * bench:scale, bench:policies and bench:traffic.
  */
+import { readFile } from 'node:fs/promises';
 
 /** `value` of option `--name` as a positive integer; throws naming the option otherwise. */
 export function positive(name: string, value: string): number {
@@ -29,6 +31,7 @@ export async function pool<T>(
 export interface Stats {
   count: number;
   p50: number;
+  p90: number;
   p99: number;
   max: number;
 }
@@ -38,10 +41,36 @@ export function stats(values: readonly number[]): Stats | undefined {
   if (values.length === 0) return undefined;
   const sorted = [...values].sort((a, b) => a - b);
   const rank = (p: number): number => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? 0;
-  return { count: sorted.length, p50: rank(0.5), p99: rank(0.99), max: sorted.at(-1) ?? 0 };
+  return { count: sorted.length, p50: rank(0.5), p90: rank(0.9), p99: rank(0.99), max: sorted.at(-1) ?? 0 };
 }
 
 /** Seconds as the reports print them (`n/a` when unknown). */
 export function secs(value: number | undefined, digits = 2): string {
   return value === undefined ? 'n/a' : `${value.toFixed(digits)} s`;
+}
+
+/** The machine's CPU time in jiffies (USER_HZ): busy (all but idle and iowait) and total. */
+export interface CpuTimes {
+  busy: number;
+  total: number;
+}
+
+/** The machine's CPU times from /proc/stat's first line; undefined where it cannot be read. */
+export async function machineCpuTimes(): Promise<CpuTimes | undefined> {
+  const stat = await readFile('/proc/stat', 'utf8').catch(() => '');
+  const fields = /^cpu\s+(.+)$/m.exec(stat)?.[1]?.trim().split(/\s+/).map(Number);
+  if (fields === undefined || fields.length < 5) return undefined;
+  const total = fields.slice(0, 8).reduce((a, b) => a + b, 0);
+  const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
+  return { busy: total - idle, total };
+}
+
+/**
+ * The share of all the machine's CPUs that was busy since `before` (0..1); undefined without both
+ * readings or when no time passed.
+ */
+export async function machineBusySince(before: CpuTimes | undefined): Promise<number | undefined> {
+  const now = await machineCpuTimes();
+  if (before === undefined || now === undefined || now.total <= before.total) return undefined;
+  return (now.busy - before.busy) / (now.total - before.total);
 }

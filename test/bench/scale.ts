@@ -76,7 +76,16 @@ import {
   type Sample,
 } from './process-figures.js';
 import { createProject } from './projects.js';
-import { pool, positive, secs, stats, type Stats } from './run-helpers.js';
+import {
+  machineBusySince,
+  machineCpuTimes,
+  pool,
+  positive,
+  secs,
+  stats,
+  type CpuTimes,
+  type Stats,
+} from './run-helpers.js';
 
 const run = promisify(execFile);
 
@@ -358,22 +367,6 @@ function ordersByResult(samples: readonly Sample[]): Record<string, number> {
   for (const s of samples.filter((x) => x.name === 'portico_acme_orders_total'))
     out[s.labels['result'] ?? ''] = s.value;
   return out;
-}
-
-/** Busy and total jiffies of the whole machine (/proc/stat). */
-async function machineCpu(): Promise<{ busy: number; total: number }> {
-  const stat = await readFile('/proc/stat', 'utf8').catch(() => '');
-  const fields = (/^cpu\s+(.+)$/m.exec(stat)?.[1] ?? '').split(/\s+/).slice(0, 8).map(Number);
-  const total = fields.reduce((a, b) => a + b, 0);
-  const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
-  return { busy: total - idle, total };
-}
-
-/** The share of the machine's CPU time that was busy since `before` (0..1). */
-async function machineBusySince(before: { busy: number; total: number }): Promise<number | undefined> {
-  const now = await machineCpu();
-  const total = now.total - before.total;
-  return total > 0 ? (now.busy - before.busy) / total : undefined;
 }
 
 interface ProcSample {
@@ -988,7 +981,7 @@ interface MeterStart {
   api: ApiCounts;
   own: RequestCounts;
   operatorCpu: number | undefined;
-  machine: { busy: number; total: number };
+  machine: CpuTimes | undefined;
   metrics: Sample[];
 }
 
@@ -1010,7 +1003,7 @@ async function meterStart(ctx: Context): Promise<MeterStart> {
     api: await apiRequestCounts(ctx.cluster.access),
     own: new Map(ctx.own),
     operatorCpu: await cpuSeconds(ctx.sampler.pid ?? 0, ctx.ticks),
-    machine: await machineCpu(),
+    machine: await machineCpuTimes(),
     metrics: (await operatorMetrics(ctx.env.controllerMetricsUrl)) ?? [],
   };
 }

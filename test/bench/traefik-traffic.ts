@@ -83,7 +83,7 @@ import {
 } from '../../src/sandbox/stack.js';
 import { backendEndpointSlice } from '../../src/sandbox/traefik.js';
 import { parsePrometheus, sumOf } from './process-figures.js';
-import { pool, positive } from './run-helpers.js';
+import { machineBusySince, machineCpuTimes, pool, positive, stats, type Stats } from './run-helpers.js';
 
 const run = promisify(execFile);
 const RUN_LABEL = 'portico.dev/bench-run';
@@ -164,28 +164,6 @@ function errorText(err: unknown): string {
 // ---------------------------------------------------------------------------------------------
 // Machine
 
-interface CpuTimes {
-  busy: number;
-  total: number;
-}
-
-/** The machine's CPU jiffies from /proc/stat's first line (idle and iowait are not busy). */
-async function cpuTimes(): Promise<CpuTimes | undefined> {
-  const stat = await readFile('/proc/stat', 'utf8').catch(() => '');
-  const fields = /^cpu\s+(.+)$/m.exec(stat)?.[1]?.trim().split(/\s+/).map(Number);
-  if (fields === undefined || fields.length < 5) return undefined;
-  const total = fields.slice(0, 8).reduce((a, b) => a + b, 0);
-  const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
-  return { busy: total - idle, total };
-}
-
-/** The share of all CPUs that was busy since `before`. */
-async function busySince(before: CpuTimes | undefined): Promise<number | undefined> {
-  const now = await cpuTimes();
-  if (before === undefined || now === undefined || now.total === before.total) return undefined;
-  return (now.busy - before.busy) / (now.total - before.total);
-}
-
 async function machine(): Promise<Record<string, unknown>> {
   const cpuinfo = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
   const model = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1] ?? cpus()[0]?.model ?? 'unknown';
@@ -206,25 +184,9 @@ async function machine(): Promise<Record<string, unknown>> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Figures
+// Figures (nearest-rank percentiles: run-helpers.ts `stats`)
 
-interface Figures {
-  count: number;
-  p50: number;
-  p90: number;
-  p99: number;
-  max: number;
-}
-
-/** Nearest-rank percentiles of `values` (milliseconds), undefined for none. */
-function figures(values: readonly number[]): Figures | undefined {
-  if (values.length === 0) return undefined;
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = (p: number): number => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? 0;
-  return { count: sorted.length, p50: rank(0.5), p90: rank(0.9), p99: rank(0.99), max: sorted.at(-1) ?? 0 };
-}
-
-function figuresLine(label: string, f: Figures | undefined): string {
+function figuresLine(label: string, f: Stats | undefined): string {
   if (f === undefined) return `  ${label.padEnd(46)} n/a`;
   const s = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
   return `  ${label.padEnd(46)} n=${f.count}  p50 ${s(f.p50)}  p90 ${s(f.p90)}  p99 ${s(f.p99)}  max ${s(f.max)}`;
@@ -656,7 +618,7 @@ async function main(): Promise<void> {
     );
 
     // Apply → served.
-    const applyCpu = await cpuTimes();
+    const applyCpu = await machineCpuTimes();
     const applyStart = Date.now();
     const applyGaps: number[] = [];
     let served = 0;
@@ -704,7 +666,7 @@ async function main(): Promise<void> {
       }),
     ]);
     clearInterval(reporter);
-    const applyBusy = await busySince(applyCpu);
+    const applyBusy = await machineBusySince(applyCpu);
     const applyLoadEnd = loadavg();
     progress(
       `apply: ${served} of ${domains.length} served after ${((Date.now() - applyStart) / 1000).toFixed(1)} s`,
@@ -718,7 +680,7 @@ async function main(): Promise<void> {
 
     // Delete → refused.
     phase = 'delete';
-    const deleteCpu = await cpuTimes();
+    const deleteCpu = await machineCpuTimes();
     const deleteStart = Date.now();
     const deleteGaps: number[] = [];
     let refused = 0;
@@ -761,7 +723,7 @@ async function main(): Promise<void> {
       }),
     ]);
     clearInterval(deleteReporter);
-    const deleteBusy = await busySince(deleteCpu);
+    const deleteBusy = await machineBusySince(deleteCpu);
     const goneWaitEnd = Date.now() + 30_000;
     while (Date.now() < goneWaitEnd && domains.some((d) => d.goneAt === undefined)) await sleep(250);
     await stopWatch();
@@ -789,15 +751,13 @@ async function main(): Promise<void> {
       apply: {
         served,
         servedOnFirstProbe: domains.filter((d) => d.servedOnFirstProbe).length,
-        createToServedMs: figures(defined(domains.map((d) => since(d.createSentAt, d.servedAt)))),
-        createToSerialInStatusMs: figures(defined(domains.map((d) => since(d.createSentAt, d.serialSeenAt)))),
-        serialInStatusToServedMs: figures(defined(domains.map((d) => since(d.serialSeenAt, d.servedAt)))),
-        createToRoutedSeenMs: figures(
-          defined(domains.map((d) => since(d.createSentAt, d.seenTrueAt.Routed))),
-        ),
-        createToReadySeenMs: figures(defined(domains.map((d) => since(d.createSentAt, d.seenTrueAt.Ready)))),
-        servedToReadySeenMs: figures(defined(domains.map((d) => since(d.servedAt, d.seenTrueAt.Ready)))),
-        probeGapMs: figures(applyGaps),
+        createToServedMs: stats(defined(domains.map((d) => since(d.createSentAt, d.servedAt)))),
+        createToSerialInStatusMs: stats(defined(domains.map((d) => since(d.createSentAt, d.serialSeenAt)))),
+        serialInStatusToServedMs: stats(defined(domains.map((d) => since(d.serialSeenAt, d.servedAt)))),
+        createToRoutedSeenMs: stats(defined(domains.map((d) => since(d.createSentAt, d.seenTrueAt.Routed)))),
+        createToReadySeenMs: stats(defined(domains.map((d) => since(d.createSentAt, d.seenTrueAt.Ready)))),
+        servedToReadySeenMs: stats(defined(domains.map((d) => since(d.servedAt, d.seenTrueAt.Ready)))),
+        probeGapMs: stats(applyGaps),
         probes: applyProbes,
         notServed: domains
           .filter((d) => d.servedAt === undefined)
@@ -816,9 +776,9 @@ async function main(): Promise<void> {
       },
       delete: {
         refused,
-        deleteToRefusedMs: figures(defined(domains.map((d) => since(d.deleteSentAt, d.refusedAt)))),
-        deleteToGoneMs: figures(defined(domains.map((d) => since(d.deleteSentAt, d.goneAt)))),
-        probeGapMs: figures(deleteGaps),
+        deleteToRefusedMs: stats(defined(domains.map((d) => since(d.deleteSentAt, d.refusedAt)))),
+        deleteToGoneMs: stats(defined(domains.map((d) => since(d.deleteSentAt, d.goneAt)))),
+        probeGapMs: stats(deleteGaps),
         probes: deleteProbes,
         refusals: Object.fromEntries(refusals),
       },
@@ -853,21 +813,21 @@ type Report = {
   apply: {
     served: number;
     servedOnFirstProbe: number;
-    createToServedMs?: Figures | undefined;
-    createToSerialInStatusMs?: Figures | undefined;
-    serialInStatusToServedMs?: Figures | undefined;
-    createToRoutedSeenMs?: Figures | undefined;
-    createToReadySeenMs?: Figures | undefined;
-    servedToReadySeenMs?: Figures | undefined;
-    probeGapMs?: Figures | undefined;
+    createToServedMs?: Stats | undefined;
+    createToSerialInStatusMs?: Stats | undefined;
+    serialInStatusToServedMs?: Stats | undefined;
+    createToRoutedSeenMs?: Stats | undefined;
+    createToReadySeenMs?: Stats | undefined;
+    servedToReadySeenMs?: Stats | undefined;
+    probeGapMs?: Stats | undefined;
     probes: number;
     notServed: string[];
   };
   delete: {
     refused: number;
-    deleteToRefusedMs?: Figures | undefined;
-    deleteToGoneMs?: Figures | undefined;
-    probeGapMs?: Figures | undefined;
+    deleteToRefusedMs?: Stats | undefined;
+    deleteToGoneMs?: Stats | undefined;
+    probeGapMs?: Stats | undefined;
     probes: number;
     refusals: Record<string, number>;
   };
