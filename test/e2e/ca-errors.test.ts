@@ -24,7 +24,7 @@ import {
   dns,
   getCustomDomain,
   kube,
-  postPebbleManagement,
+  renewalWindowInThePast,
   requestVerify,
   sandbox,
   unique,
@@ -236,13 +236,7 @@ describe('renewal orders', () => {
   async function renewNow(ns: string, label: string): Promise<CustomDomain> {
     const before = await getCustomDomain(ns, label);
     const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: `${label}-tls` });
-    const past = Date.now() - 3600_000;
-    await postPebbleManagement('/set-renewal-info/', {
-      Certificate: Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8'),
-      ARIResponse: JSON.stringify({
-        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
-      }),
-    });
+    await renewalWindowInThePast(Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8'));
     await requestVerify(ns, label, `renew-${Date.now()}`);
     return before;
   }

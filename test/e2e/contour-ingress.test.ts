@@ -17,7 +17,7 @@ import {
   domainCondition,
   getCustomDomain,
   kube,
-  postPebbleManagement,
+  renewalWindowInThePast,
   requestVerify,
   sandbox,
   waitFor,
@@ -97,13 +97,7 @@ describe('Contour takes the Ingress of a domain', () => {
     const before = normalSerial(live.status?.certificate?.serialNumber);
     const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
     const pem = Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
-    const past = Date.now() - 3_600_000;
-    await postPebbleManagement('/set-renewal-info/', {
-      Certificate: pem,
-      ARIResponse: JSON.stringify({
-        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
-      }),
-    });
+    await renewalWindowInThePast(pem);
     await requestVerify(ns, 'www', 'renew-on-contour');
     const renewed = await waitFor(
       'a renewed certificate in status',

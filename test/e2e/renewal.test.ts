@@ -12,7 +12,7 @@ import {
   failedAcmeOrders,
   getCustomDomain,
   kube,
-  postPebbleManagement,
+  renewalWindowInThePast,
   requestVerify,
   sandbox,
   unique,
@@ -64,13 +64,7 @@ describe('ARI-driven renewal', () => {
       }
     })();
 
-    const past = Date.now() - 3600_000;
-    await postPebbleManagement('/set-renewal-info/', {
-      Certificate: oldPem,
-      ARIResponse: JSON.stringify({
-        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
-      }),
-    });
+    await renewalWindowInThePast(oldPem);
     await requestVerify(ns, 'www', 'renew-now');
 
     const renewed = await waitFor('a new certificate in status', async () => {
@@ -100,13 +94,7 @@ describe('ARI-driven renewal', () => {
     });
     const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
     const servingPem = Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
-    const past = Date.now() - 3600_000;
-    await postPebbleManagement('/set-renewal-info/', {
-      Certificate: servingPem,
-      ARIResponse: JSON.stringify({
-        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
-      }),
-    });
+    await renewalWindowInThePast(servingPem);
     const failedBefore = await failedAcmeOrders();
     await requestVerify(ns, 'www', 'renew-again');
     let lastSeen = '';

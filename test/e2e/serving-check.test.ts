@@ -16,7 +16,7 @@ import {
   dns,
   getCustomDomain,
   kube,
-  postPebbleManagement,
+  renewalWindowInThePast,
   requestVerify,
   sandbox,
   unique,
@@ -154,13 +154,7 @@ describe('the serving check against a TLS server standing in for the ingress con
 
     // A renewal (the CA's ARI window moved into the past, then a verify request): the new
     // certificate is in the Secret, the stand-in still serves the old one.
-    const past = Date.now() - 3600_000;
-    await postPebbleManagement('/set-renewal-info/', {
-      Certificate: issued.certPem,
-      ARIResponse: JSON.stringify({
-        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
-      }),
-    });
+    await renewalWindowInThePast(issued.certPem);
     await requestVerify(ns, 'www', `renew-${Date.now()}`);
     const renewed = await waitFor('the renewed certificate in status', async () => {
       const cd = await getCustomDomain(ns, 'www');

@@ -15,7 +15,6 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import { request } from 'node:https';
 import type { CoreV1Event, V1EndpointSlice } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -37,6 +36,7 @@ import {
   getCustomDomain,
   getPebble,
   kube,
+  renewalWindowInThePast,
   requestVerify,
   sandbox,
   unique,
@@ -202,25 +202,6 @@ async function domainEvents(namespace: string, name: string): Promise<CoreV1Even
   return list.items.filter((e) => e.involvedObject.kind === 'CustomDomain' && e.involvedObject.name === name);
 }
 
-/** POSTs `body` as JSON to the second Pebble's management API at `path`. */
-async function postSecondPebble(path: string, body: unknown): Promise<void> {
-  const ca = await readFile(sandbox.acmeCaBundle);
-  await new Promise<void>((resolve, reject) => {
-    const options = { method: 'POST', ca, headers: { 'user-agent': 'portico-e2e' } };
-    const req = request(`${pebble?.managementUrl ?? ''}${path}`, options, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => {
-        if (res.statusCode === 200) resolve();
-        else reject(new Error(`POST ${path}: HTTP ${res.statusCode}: ${text}`));
-      });
-    });
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
-}
-
 beforeAll(async () => {
   const started = await startProjectBackend(ns);
   backend = started.server;
@@ -324,13 +305,7 @@ describe('renewal through Traefik', () => {
     const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
     const pem = Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64').toString('utf8');
     // The CA's renewal window moved into the past (RFC 9773), as the other renewal files do.
-    const past = Date.now() - 3_600_000;
-    await postSecondPebble('/set-renewal-info/', {
-      Certificate: pem,
-      ARIResponse: JSON.stringify({
-        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
-      }),
-    });
+    await renewalWindowInThePast(pem, pebble?.managementUrl ?? '');
     await requestVerify(ns, 'www', 'renew-through-traefik');
     const renewed = await waitFor(
       'a renewed certificate in status, and Ready on it',

@@ -181,13 +181,19 @@ export async function waitForCondition(
 
 /**
  * POSTs `body` as JSON to Pebble's management API at `path` (e.g. `/set-ari-response`), trusting the
- * sandbox's ACME CA bundle. Rejects with the status and answer unless Pebble answers 200.
+ * sandbox's ACME CA bundle: the stack's Pebble, or the one at `managementUrl` (a second Pebble a file
+ * starts, whose management API is served with the same CA). Rejects with the status and answer unless
+ * Pebble answers 200.
  */
-export async function postPebbleManagement(path: string, body: unknown): Promise<void> {
+export async function postPebbleManagement(
+  path: string,
+  body: unknown,
+  managementUrl: string = sandbox.acmeMgmtUrl,
+): Promise<void> {
   const ca = await readFile(sandbox.acmeCaBundle);
   await new Promise<void>((resolve, reject) => {
     const req = request(
-      `${sandbox.acmeMgmtUrl}${path}`,
+      `${managementUrl}${path}`,
       { method: 'POST', ca, headers: { 'user-agent': 'portico-e2e' } },
       (res) => {
         let text = '';
@@ -202,6 +208,28 @@ export async function postPebbleManagement(path: string, body: unknown): Promise
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
+}
+
+/**
+ * Moves the CA's suggested renewal window (ARI, RFC 9773) of the certificate `certificatePem` into
+ * the past (a 60 s window that began an hour ago), so the next check of the domain (e.g.
+ * `requestVerify`) renews it. The stack's Pebble, or the one at `managementUrl`.
+ */
+export async function renewalWindowInThePast(
+  certificatePem: string,
+  managementUrl: string = sandbox.acmeMgmtUrl,
+): Promise<void> {
+  const past = Date.now() - 3_600_000;
+  await postPebbleManagement(
+    '/set-renewal-info/',
+    {
+      Certificate: certificatePem,
+      ARIResponse: JSON.stringify({
+        suggestedWindow: { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() },
+      }),
+    },
+    managementUrl,
+  );
 }
 
 /** GETs `url` over HTTPS trusting the sandbox's ACME CA bundle (Pebble's endpoints). */
