@@ -33,7 +33,7 @@ import {
   waitForCondition,
 } from './support/cluster.js';
 import { contourXdsAddr, virtualHostsFor, readProxy, matchedPath } from './support/contour.js';
-import { CHART, kubectl, kubectlObjects, run, toolsBin, type RunResult } from './support/helm.js';
+import { kubectl, kubectlObjects, renderChartTemplate, type RunResult } from './support/helm.js';
 import {
   restartStackController,
   runAll,
@@ -119,32 +119,13 @@ beforeAll(async () => {
     { name: EDGE, ingressClassName: CLASS },
   );
 
-  const rendered = await run(`${await toolsBin()}/helm`, [
-    'template',
-    'portico',
-    CHART,
-    '--namespace',
-    RELEASE_NAMESPACE,
-    '--kube-version',
-    '1.37.0',
-    '--api-versions',
-    'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy',
-    '--set',
-    `platform.cnameTarget=${sandbox.platformCnameTarget}`,
-    '--set',
+  policy = await renderChartTemplate('portico', RELEASE_NAMESPACE, 'routing-class-admission.yaml', [
     `routing.ingress.className=${CLASS}`,
-    '--set',
     'routing.ingress.flavor=contour',
-    '--set',
     'admissionPolicy.routingClass.enabled=true',
     // The stack's operator runs with the admin's credentials (CN=portico-admin).
-    '--set',
     'admissionPolicy.routingClass.extraAllowedUsernames={portico-admin}',
-    '--show-only',
-    'templates/routing-class-admission.yaml',
   ]);
-  expect(rendered.code, rendered.stderr).toBe(0);
-  policy = rendered.stdout;
   // RBAC for the team's user and the controller's ServiceAccount (the policy comes after RBAC).
   const rbac = [
     {

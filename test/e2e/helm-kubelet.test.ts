@@ -25,7 +25,6 @@
  */
 import { createHash } from 'node:crypto';
 import { access, constants, readFile, readdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,6 +32,7 @@ import { DnsManagementClient } from '../../src/sandbox/dns-server.js';
 import { applyExamples } from '../../src/sandbox/examples.js';
 import { checkNodeTools, nodePaths, nodeTools } from '../../src/sandbox/kubelet.js';
 import { sandboxPaths } from '../../src/sandbox/paths.js';
+import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { stopProcess } from '../../src/sandbox/processes.js';
 import { CONTROLLER } from '../../src/sandbox/controller.js';
 import { OPERATOR_NAMESPACE, sandboxDown, sandboxUp, type SandboxEnv } from '../../src/sandbox/stack.js';
@@ -143,17 +143,32 @@ async function kubectl(args: readonly string[], input?: string): Promise<string>
   );
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        resolve(typeof address === 'object' && address !== null ? address.port : 0);
-      });
-    });
-  });
+/** A free TCP port on loopback (the sandbox's own port picking). */
+async function freePort(): Promise<number> {
+  return (await pickFreePorts({ port: 'tcp' })).port;
+}
+
+/** `helm install <release>` of the chart into the node's stack with `values`, waiting for its Pods (5 min). */
+async function helmInstall(release: string, values: unknown): Promise<void> {
+  const installed = await run(
+    `${bin}/helm`,
+    [
+      'install',
+      release,
+      CHART,
+      '--namespace',
+      OPERATOR_NAMESPACE,
+      '--kubeconfig',
+      env.kubeconfig,
+      '--values',
+      '-',
+      '--wait',
+      '--timeout',
+      '5m',
+    ],
+    { input: JSON.stringify(values), timeoutMs: 360_000 },
+  );
+  expect(installed.code, installed.stderr).toBe(0);
 }
 
 beforeAll(async () => {
@@ -297,26 +312,7 @@ describe('helm install into a sandbox with a real kubelet', () => {
         data: { 'ca.crt': pebbleCa },
       }),
     );
-    const values = await releaseValues(env.http01Port);
-    const installed = await run(
-      `${bin}/helm`,
-      [
-        'install',
-        RELEASE,
-        CHART,
-        '--namespace',
-        OPERATOR_NAMESPACE,
-        '--kubeconfig',
-        env.kubeconfig,
-        '--values',
-        '-',
-        '--wait',
-        '--timeout',
-        '5m',
-      ],
-      { input: JSON.stringify(values), timeoutMs: 360_000 },
-    );
-    expect(installed.code, installed.stderr).toBe(0);
+    await helmInstall(RELEASE, await releaseValues(env.http01Port));
 
     const pods = JSON.parse(
       await kubectl([
@@ -383,25 +379,7 @@ describe('helm install into a sandbox with a real kubelet', () => {
   }, 240_000);
 
   it("two controller releases on the one node (with hostNetwork a replica's ports are the node's, so a second replica is a second release) elect one leader, and deleting the leader's Pod moves the Lease with every domain still Live", async () => {
-    const second = await run(
-      `${bin}/helm`,
-      [
-        'install',
-        SECOND_RELEASE,
-        CHART,
-        '--namespace',
-        OPERATOR_NAMESPACE,
-        '--kubeconfig',
-        env.kubeconfig,
-        '--values',
-        '-',
-        '--wait',
-        '--timeout',
-        '5m',
-      ],
-      { input: JSON.stringify(await releaseValues(await freePort())), timeoutMs: 360_000 },
-    );
-    expect(second.code, second.stderr).toBe(0);
+    await helmInstall(SECOND_RELEASE, await releaseValues(await freePort()));
     const holder = async (): Promise<string> =>
       (
         await kubectl([

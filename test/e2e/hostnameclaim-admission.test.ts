@@ -13,8 +13,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { hostnameClaim, sandbox, unique, waitFor } from './support/cluster.js';
-import { CHART, kubectl, run, toolsBin, type RunResult } from './support/helm.js';
+import { hostnameClaim, unique, waitFor } from './support/cluster.js';
+import { kubectl, renderChartTemplate, type RunResult } from './support/helm.js';
 
 const NAMESPACE = 'portico-admission';
 const CONTROLLER = `system:serviceaccount:${NAMESPACE}:portico-controller`;
@@ -31,23 +31,7 @@ function createClaim(hostname: string, user?: string): Promise<RunResult> {
 }
 
 beforeAll(async () => {
-  const rendered = await run(`${await toolsBin()}/helm`, [
-    'template',
-    'portico',
-    CHART,
-    '--namespace',
-    NAMESPACE,
-    '--kube-version',
-    '1.37.0',
-    '--api-versions',
-    'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy',
-    '--set',
-    `platform.cnameTarget=${sandbox.platformCnameTarget}`,
-    '--show-only',
-    'templates/hostnameclaim-admission.yaml',
-  ]);
-  expect(rendered.code, rendered.stderr).toBe(0);
-  policy = rendered.stdout;
+  policy = await renderChartTemplate('portico', NAMESPACE, 'hostnameclaim-admission.yaml');
   // A claim made before the policy, to try to update and delete.
   const made = await kubectl(['create', '-f', '-'], {
     input: JSON.stringify(hostnameClaim(existing, { namespace: 'shop', name: 'www', uid: 'uid-1' })),

@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createProject, unique, waitFor } from './support/cluster.js';
-import { CHART, kubectl, run, toolsBin, type RunResult } from './support/helm.js';
+import { kubectl, renderChartTemplate, type RunResult } from './support/helm.js';
 import { installRoutingCrds } from './support/routing-crds.js';
 
 const GATEWAY_NS = 'infra';
@@ -62,27 +62,11 @@ function listenerSet(namespace: string, name: string): unknown {
 
 beforeAll(async () => {
   await installRoutingCrds();
-  const rendered = await run(`${await toolsBin()}/helm`, [
-    'template',
-    'portico',
-    CHART,
-    '--namespace',
-    RELEASE_NAMESPACE,
-    '--kube-version',
-    '1.37.0',
-    '--api-versions',
-    'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy',
-    '--set',
+  policies = await renderChartTemplate('portico', RELEASE_NAMESPACE, 'gateway-routes-admission.yaml', [
     'platform.cnameTarget=sites.portico.test',
-    '--set',
     'routing.mode=gateway',
-    '--set',
     `routing.gateway.parentRefs={${GATEWAY_NS}/${GATEWAY}:https}`,
-    '--show-only',
-    'templates/gateway-routes-admission.yaml',
   ]);
-  expect(rendered.code, rendered.stderr).toBe(0);
-  policies = rendered.stdout;
   const applied = await kubectl(['apply', '--server-side', '-f', '-'], { input: policies });
   expect(applied.code, applied.stderr).toBe(0);
   const rbac = [

@@ -105,8 +105,9 @@ export function kubectlObjects(args: string[], objects: unknown[], user?: string
 
 /**
  * `helm template` of one of the chart's templates (`templates/<template>`) for release `release` in
- * `namespace`, with ValidatingAdmissionPolicy available and default values otherwise (the sandbox's
- * CNAME target); fails the test when helm does.
+ * `namespace`, with ValidatingAdmissionPolicy available, the sandbox's CNAME target and `sets`
+ * (`--set` values, after that one, so they may override it), default values otherwise; fails the
+ * test when helm does.
  *
  * @returns the rendered YAML
  */
@@ -114,6 +115,7 @@ export async function renderChartTemplate(
   release: string,
   namespace: string,
   template: string,
+  sets: readonly string[] = [],
 ): Promise<string> {
   const rendered = await run(`${await toolsBin()}/helm`, [
     'template',
@@ -127,6 +129,7 @@ export async function renderChartTemplate(
     'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy',
     '--set',
     `platform.cnameTarget=${sandbox.platformCnameTarget}`,
+    ...sets.flatMap((set) => ['--set', set]),
     '--show-only',
     `templates/${template}`,
   ]);
