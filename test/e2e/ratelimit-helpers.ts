@@ -238,12 +238,22 @@ export function startProcess(
 }
 
 /**
- * redis-server's arguments for a cluster node keeping its node table in `configFile`; with
+ * redis-server's arguments for a cluster node keeping its node table in `configFile`, its cluster
+ * bus on a port picked free (`cluster-port`; by default Redis binds the node's port + 10000, which
+ * nothing picked and another socket may hold: the node then exits and never answers); with
  * `nodeTimeoutMs` (`cluster-node-timeout`, ms) a node unreachable that long is failed over, and a
  * cluster missing a primary still serves the others' slots (`cluster-require-full-coverage no`).
  */
-export function clusterNodeArgs(configFile: string, nodeTimeoutMs?: number): string[] {
-  const args = ['--cluster-enabled', 'yes', '--cluster-config-file', configFile];
+export async function clusterNodeArgs(configFile: string, nodeTimeoutMs?: number): Promise<string[]> {
+  const { bus } = await pickFreePorts({ bus: 'tcp' });
+  const args = [
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    configFile,
+    '--cluster-port',
+    String(bus),
+  ];
   if (nodeTimeoutMs !== undefined) {
     args.push('--cluster-node-timeout', String(nodeTimeoutMs), '--cluster-require-full-coverage', 'no');
   }
@@ -274,12 +284,16 @@ export async function createRedisCluster(ports: readonly number[], replicas = 0)
 export async function startTestRedis(port: number, cluster = false): Promise<TestProcess> {
   const dir = mkdtempSync(path.join(tmpdir(), 'portico-redis-'));
   const args = redisArgs(port, dir);
-  if (cluster) args.push(...clusterNodeArgs(path.join(dir, 'nodes.conf')));
+  if (cluster) args.push(...(await clusterNodeArgs(path.join(dir, 'nodes.conf'))));
   const proc = startProcess(path.join(TOOLS_BIN, 'redis-server'), args);
   const probe = redisPingProbe(`127.0.0.1:${port}`);
   await waitFor(
     `redis-server on ${port}`,
-    async () => ((await probe()) === true ? true : undefined),
+    async () => {
+      if (proc.child.exitCode !== null)
+        throw new Error(`redis-server exited: ${proc.output().trim().slice(-500)}`);
+      return (await probe()) === true ? true : undefined;
+    },
     10_000,
     50,
   );

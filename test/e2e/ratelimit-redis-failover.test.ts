@@ -572,7 +572,7 @@ describe.runIf(SLOW)('Redis Cluster', () => {
       const nodes: TestProcess[] = [];
       for (const p of ports) {
         const conf = path.join(mkdtempSync(path.join(dir, 'cluster-')), 'nodes.conf');
-        nodes.push(await redisServer(p, clusterNodeArgs(conf, 1000)));
+        nodes.push(await redisServer(p, await clusterNodeArgs(conf, 1000)));
       }
       await createRedisCluster(ports);
       const probe = new Redis(ports[0] ?? 0, '127.0.0.1');
@@ -668,7 +668,7 @@ describe.runIf(SLOW)('Redis Cluster with replicas', () => {
       const byPort = new Map<number, TestProcess>();
       for (const p of ports) {
         const conf = path.join(mkdtempSync(path.join(dir, 'cluster-r-')), 'nodes.conf');
-        byPort.set(p, await redisServer(p, clusterNodeArgs(conf, CLUSTER_NODE_TIMEOUT_MS)));
+        byPort.set(p, await redisServer(p, await clusterNodeArgs(conf, CLUSTER_NODE_TIMEOUT_MS)));
       }
       // Three primaries (the first three listed) and a replica of each.
       await createRedisCluster(ports, 1);
