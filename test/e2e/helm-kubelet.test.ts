@@ -12,8 +12,8 @@
  * The image: the docker-archive `scripts/build-image.sh --output FILE` writes, at
  * PORTICO_E2E_IMAGE_ARCHIVE (default ~/.cache/portico/images/portico-e2e.tar), with FILE.json
  * beside it; it must be built from this checkout's sources (FILE.json's sourcesSha256). A missing
- * kubelet, containerd or image, or an image of other sources, fails the file with what to run (it
- * never passes without them).
+ * kubelet, containerd or image, or an image of other sources, fails every test of the file with what
+ * to run (each test throws it: none passes or is reported skipped without them).
  *
  * Two replicas electing one leader: with hostNetwork a replica's ports are the node's, so two
  * replicas of one Deployment cannot run on the one node; the second replica is a second release
@@ -243,8 +243,43 @@ async function rolledOut(release: string): Promise<void> {
   }
 }
 
+/**
+ * Why the node's stack could not be set up (the node's tools or the image missing, or the stack not
+ * starting), or undefined once it is up. Each test of the file throws it, so each one fails and says
+ * why; a beforeAll that threw would leave them reported as skipped.
+ */
+let setupFailure: Error | undefined = new Error('the node stack was not set up (beforeAll did not run)');
+
+/** A test of the file: fails with setupFailure when the node's stack is not up. */
+function nodeTest(name: string, fn: () => Promise<void>, timeoutMs?: number): void {
+  it(
+    name,
+    async () => {
+      if (setupFailure !== undefined) throw setupFailure;
+      await fn();
+    },
+    timeoutMs,
+  );
+}
+
 beforeAll(async () => {
   started = Date.now();
+  try {
+    await setUpNode();
+    setupFailure = undefined;
+  } catch (err) {
+    setupFailure = err instanceof Error ? err : new Error(String(err));
+  }
+}, 900_000 + IMAGE_BUILD_WAIT_MS);
+
+/**
+ * Checks the node's tools and the image, starts this file's stack with a node, stops its own
+ * operator and rate-limit server and imports the image into containerd.
+ *
+ * @throws ToolsInstallError when the node's tools are missing; Error when the image archive is
+ *   missing or of other sources (each saying what to run), or when the stack does not start
+ */
+async function setUpNode(): Promise<void> {
   bin = await toolsBin();
   // Fails (never skips) when the node's tools or the image are missing, saying what to run.
   await checkNodeTools(nodeTools(bin));
@@ -283,7 +318,7 @@ beforeAll(async () => {
   await runOk(ctr, ['--address', node.containerdSocket, '-n', 'k8s.io', 'images', 'import', IMAGE_ARCHIVE], {
     timeoutMs: 300_000,
   });
-}, 900_000 + IMAGE_BUILD_WAIT_MS);
+}
 
 afterAll(async () => {
   // The last test brings the stack down and checks it; this is for a run that failed before it.
@@ -557,7 +592,7 @@ async function checkFromPod(keyId: string, hits?: number): Promise<ReturnType<ty
 }
 
 describe('helm install into a sandbox with a real kubelet', () => {
-  it('registers Node localhost Ready with the kubelet and containerd that were built', async () => {
+  nodeTest('registers Node localhost Ready with the kubelet and containerd that were built', async () => {
     const node = JSON.parse(await kubectl(['get', 'node', 'localhost', '-o', 'json'])) as {
       status: {
         conditions: { type: string; status: string }[];
@@ -569,417 +604,449 @@ describe('helm install into a sandbox with a real kubelet', () => {
     expect(node.status.nodeInfo.containerRuntimeVersion).toMatch(/^containerd:\/\//);
   });
 
-  it("helm install runs the controller and rate-limit server Deployments Ready from the built image, as the chart's ServiceAccounts", async () => {
-    const pebbleCa = await readFile(env.acmeCaBundle, 'utf8');
-    await kubectl(
-      ['apply', '-f', '-'],
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: { name: 'pebble-ca', namespace: OPERATOR_NAMESPACE },
-        data: { 'ca.crt': pebbleCa },
-      }),
-    );
-    rateLimitPorts = await pickFreePorts({ grpc: 'tcp', metrics: 'tcp' });
-    await helmInstall(RELEASE, await releaseValues(env.http01Port, { rateLimit: true }));
-
-    for (const component of ['controller', 'ratelimit']) {
-      const pods = await podsOf(component);
-      expect(pods, component).toHaveLength(1);
-      const [pod] = pods;
-      expect(pod?.spec.hostNetwork).toBe(true);
-      expect(pod?.spec.serviceAccountName).toBe(`${RELEASE}-${component}`);
-      // The ServiceAccount admission plugin mounted the token (kube-api-access-*).
-      expect(
-        pod?.spec.volumes.some((v) => v.name.startsWith('kube-api-access-') && v.projected !== undefined),
-      ).toBe(true);
-      const [container] = pod?.status.containerStatuses ?? [];
-      expect(container?.ready, component).toBe(true);
-      expect(container?.image).toBe(image.image);
-      expect(container?.imageID).toBe(image.id);
-    }
-  }, 420_000);
-
-  it("makes the examples Live through the in-cluster operator (the sandbox's own operator stopped)", async () => {
-    const examples = await applyExamples(
-      path.join(REPO, 'examples'),
-      { binary: `${bin}/kubectl`, kubeconfig: env.kubeconfig },
-      new DnsManagementClient(env.dnsMgmtUrl),
-      env.platformCnameTarget,
-    );
-    // The examples' CustomDomains and those the in-cluster operator makes for the examples' Projects.
-    const hostnames = [
-      ...examples.domains.map((d) => d.hostname),
-      ...examples.projects.flatMap((p) => p.hostnames),
-    ];
-    expect(hostnames.length).toBeGreaterThan(0);
-    await waitFor(
-      'every example CustomDomain Live',
-      async () => {
-        const now = await phases();
-        return now.length === hostnames.length && now.every((p) => p === 'Live') ? now : undefined;
-      },
-      180_000,
-      1000,
-    );
-    // The Pod's own log (read through the kubelet) names each domain it made Live.
-    const logs = await kubectl(['logs', '-n', OPERATOR_NAMESPACE, `deployment/${RELEASE}-controller`]);
-    for (const hostname of hostnames) expect(logs).toContain(hostname);
-  }, 240_000);
-
-  it("the rate-limit server's Pod loads the examples' policy and answers ShouldRateLimit from its gRPC port, counting in Redis", async () => {
-    const [pod] = await podsOf('ratelimit');
-    const policy = JSON.parse(
-      await kubectl(['get', 'ratelimitpolicy', '-n', 'shop', 'shop-api', '-o', 'json']),
-    ) as { metadata: { uid: string; generation: number } };
-    // The Pod's own load report (keyed by its name, POD_NAME) says it enforces the policy's generation.
-    await waitFor(
-      "the rate-limit server Pod's load report",
-      async () => {
-        const data = (
-          JSON.parse(
-            await kubectl([
-              'get',
-              'configmap',
-              '-n',
-              OPERATOR_NAMESPACE,
-              'portico-ratelimit-status',
-              '-o',
-              'json',
-            ]),
-          ) as { data?: Record<string, string> }
-        ).data;
-        const report = parseReports(data).find((r) => r.instance === pod?.metadata.name);
-        if (report === undefined) return undefined;
-        const generation = loadedGeneration(
-          report,
-          'shop/shop-api',
-          policy.metadata.uid,
-          policyToken(policy.metadata.uid),
-        );
-        return generation === policy.metadata.generation ? true : undefined;
-      },
-      60_000,
-      1000,
-    );
-    // The free plan's 60 a minute, spent in one minute: 59 then 1 left, then refused.
-    await freshMinute(10);
-    const keyId = `kubelet-${Date.now().toString(36)}`;
-    const first = await checkFromPod(keyId, 59);
-    expect(first.code).toBe('OK');
-    expect(first.headers['X-RateLimit-Limit']).toBe('60');
-    expect(first.headers['X-RateLimit-Remaining']).toBe('1');
-    expect((await checkFromPod(keyId)).code).toBe('OK');
-    const refused = await checkFromPod(keyId);
-    expect(refused.code).toBe('OVER_LIMIT');
-    expect(refused.headers['X-RateLimit-Remaining']).toBe('0');
-  }, 120_000);
-
-  it("two controller releases on the one node (with hostNetwork a replica's ports are the node's, so a second replica is a second release) elect one leader, and deleting the leader's Pod moves the Lease while a watch sees no Ready domain drop", async () => {
-    await helmInstall(SECOND_RELEASE, await releaseValues(await freePort()));
-    const holder = async (): Promise<string> =>
-      (
-        await kubectl([
-          'get',
-          'lease',
-          LEASE,
-          '-n',
-          OPERATOR_NAMESPACE,
-          '-o',
-          'jsonpath={.spec.holderIdentity}',
-        ])
-      ).trim();
-    /** The running controller Pods' names. */
-    const pods = async (): Promise<string[]> =>
-      (await podsOf('controller')).filter((p) => p.status.phase === 'Running').map((p) => p.metadata.name);
-    /** The Pod whose own log (read through the kubelet) says it became leader as `identity`. */
-    const podLeadingAs = async (identity: string): Promise<string | undefined> => {
-      for (const name of await pods()) {
-        const log = await kubectl(['logs', '-n', OPERATOR_NAMESPACE, name]);
-        if (
-          log.split('\n').some((l) => l.includes(`"identity":"${identity}"`) && l.includes('became leader'))
-        )
-          return name;
-      }
-      return undefined;
-    };
-    const running = await pods();
-    expect(running).toHaveLength(2);
-    const leaderId = await holder();
-    const leaderPod = await waitFor("the Lease holder's Pod", () => podLeadingAs(leaderId), 30_000, 1000);
-    const otherPod = running.find((p) => p !== leaderPod);
-    expect(otherPod).toBeDefined();
-
-    const watched = await watchReady(async () => {
-      const deleted = Date.now();
-      await kubectl(['delete', 'pod', '-n', OPERATOR_NAMESPACE, leaderPod ?? '', '--wait=false']);
-      const newId = await waitFor(
-        'the Lease to move',
-        async () => {
-          const h = await holder();
-          return h !== leaderId && h !== '' ? h : undefined;
-        },
-        30_000,
-        200,
-      );
-      const movedSeconds = (Date.now() - deleted) / 1000;
-      // The surviving replica took it, not the deleted one's replacement.
-      expect(await waitFor("the new holder's Pod", () => podLeadingAs(newId), 30_000, 1000)).toBe(otherPod);
-      // Through the replacement's start as well: both Deployments rolled out again.
-      for (const release of [RELEASE, SECOND_RELEASE]) await rolledOut(release);
-      return movedSeconds;
-    });
-    process.stderr.write(
-      `helm-kubelet: the Lease moved ${watched.result.toFixed(1)} s after the leader's Pod was deleted; ${watched.events} CustomDomain events watched\n`,
-    );
-    // Within the chart's leaseDurationSeconds (15) with the renew deadline's margin.
-    expect(watched.result).toBeLessThan(25);
-    const now = await phases();
-    expect(watched.events).toBeGreaterThanOrEqual(now.length);
-    expect(watched.notReady).toEqual([]);
-    expect(
-      now.every((p) => p === 'Live'),
-      now.join(' '),
-    ).toBe(true);
-  }, 420_000);
-
-  it('helm upgrade to a newer build (the image under a new tag) rolls every Pod while a watch sees no Ready domain drop, and the new rate-limit Pod answers', async () => {
-    const node = nodePaths(sandboxPaths(DIR));
-    const newer = `${image.image}-next`;
-    await runOk(nodeTools(bin).ctr, [
-      '--address',
-      node.containerdSocket,
-      '-n',
-      'k8s.io',
-      'images',
-      'tag',
-      '--force',
-      image.image,
-      newer,
-    ]);
-    const before = new Set(
-      [...(await podsOf('controller')), ...(await podsOf('ratelimit'))].map((p) => p.metadata.uid),
-    );
-    const watched = await watchReady(async () => {
-      for (const release of [RELEASE, SECOND_RELEASE]) {
-        await helmOk([
-          'upgrade',
-          release,
-          CHART,
-          '--reuse-values',
-          '--set',
-          `image.tag=${newer.slice(newer.lastIndexOf(':') + 1)}`,
-          '--wait',
-          '--timeout',
-          '5m',
-        ]);
-        await rolledOut(release);
-      }
-    });
-    expect(watched.notReady).toEqual([]);
-    expect(watched.events).toBeGreaterThan(0);
-    const after = await waitFor(
-      'the old Pods to be gone',
-      async () => {
-        const pods = [...(await podsOf('controller')), ...(await podsOf('ratelimit'))];
-        return pods.length === 3 ? pods : undefined;
-      },
-      60_000,
-      1000,
-    );
-    expect(after).toHaveLength(3);
-    for (const pod of after) {
-      expect(before.has(pod.metadata.uid), pod.metadata.name).toBe(false);
-      const [container] = pod.status.containerStatuses ?? [];
-      // The Pod's spec names the new tag; containerd reports one of the image's tags in
-      // status.image, so the image run is checked by its ID (the same image, under both tags).
-      expect(pod.spec.containers[0]?.image, pod.metadata.name).toBe(newer);
-      expect(container?.imageID).toBe(image.id);
-      expect(container?.ready, pod.metadata.name).toBe(true);
-    }
-    const now = await phases();
-    expect(
-      now.every((p) => p === 'Live'),
-      now.join(' '),
-    ).toBe(true);
-    await waitFor(
-      'the new rate-limit Pod to answer',
-      async () =>
-        (await checkFromPod(`kubelet-next-${Date.now()}`).catch(() => undefined))?.code === 'OK'
-          ? true
-          : undefined,
-      60_000,
-      1000,
-    );
-  }, 720_000);
-
-  it('a controller Pod growing past its memory limit is OOMKilled by the kubelet and comes back in the same Pod, the domains Live and their certificates not issued again', async () => {
-    // Test-only: grows the process by 16 MiB every 50 ms, once per Pod (the marker is in the Pod's
-    // /tmp emptyDir, which outlives the container), 5 s after it starts.
-    await kubectl(
-      ['apply', '-f', '-'],
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: { name: 'portico-e2e-allocate', namespace: OPERATOR_NAMESPACE },
-        data: {
-          'allocate.cjs': [
-            "const fs = require('node:fs');",
-            "const marker = '/tmp/portico-e2e-allocated';",
-            'if (!fs.existsSync(marker)) {',
-            '  setTimeout(() => {',
-            '    fs.writeFileSync(marker, String(Date.now()));',
-            '    const held = [];',
-            '    setInterval(() => held.push(Buffer.alloc(16 << 20, 1)), 50);',
-            '  }, 5000);',
-            '}',
-            '',
-          ].join('\n'),
-        },
-      }),
-    );
-    const secretsBefore = await certificateSecrets();
-    expect(Object.keys(secretsBefore).length).toBeGreaterThan(0);
-    const watched = await watchReady(async () => {
-      await helmInstall(
-        OOM_RELEASE,
-        await releaseValues(await freePort(), {
-          memoryLimit: '256Mi',
-          extraVolumes: [{ name: 'allocate', configMap: { name: 'portico-e2e-allocate' } }],
-          extraVolumeMounts: [{ name: 'allocate', mountPath: '/etc/portico-e2e', readOnly: true }],
-          // The chart's own NODE_OPTIONS comes first; this later entry wins (the kubelet's rule).
-          extraEnv: [
-            {
-              name: 'NODE_OPTIONS',
-              value:
-                '--max-old-space-size=256 --max-semi-space-size=4 --require=/etc/portico-e2e/allocate.cjs',
-            },
-          ],
+  nodeTest(
+    "helm install runs the controller and rate-limit server Deployments Ready from the built image, as the chart's ServiceAccounts",
+    async () => {
+      const pebbleCa = await readFile(env.acmeCaBundle, 'utf8');
+      await kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'pebble-ca', namespace: OPERATOR_NAMESPACE },
+          data: { 'ca.crt': pebbleCa },
         }),
       );
-      return waitFor(
-        'the OOMKilled container to be Ready again',
+      rateLimitPorts = await pickFreePorts({ grpc: 'tcp', metrics: 'tcp' });
+      await helmInstall(RELEASE, await releaseValues(env.http01Port, { rateLimit: true }));
+
+      for (const component of ['controller', 'ratelimit']) {
+        const pods = await podsOf(component);
+        expect(pods, component).toHaveLength(1);
+        const [pod] = pods;
+        expect(pod?.spec.hostNetwork).toBe(true);
+        expect(pod?.spec.serviceAccountName).toBe(`${RELEASE}-${component}`);
+        // The ServiceAccount admission plugin mounted the token (kube-api-access-*).
+        expect(
+          pod?.spec.volumes.some((v) => v.name.startsWith('kube-api-access-') && v.projected !== undefined),
+        ).toBe(true);
+        const [container] = pod?.status.containerStatuses ?? [];
+        expect(container?.ready, component).toBe(true);
+        expect(container?.image).toBe(image.image);
+        expect(container?.imageID).toBe(image.id);
+      }
+    },
+    420_000,
+  );
+
+  nodeTest(
+    "makes the examples Live through the in-cluster operator (the sandbox's own operator stopped)",
+    async () => {
+      const examples = await applyExamples(
+        path.join(REPO, 'examples'),
+        { binary: `${bin}/kubectl`, kubeconfig: env.kubeconfig },
+        new DnsManagementClient(env.dnsMgmtUrl),
+        env.platformCnameTarget,
+      );
+      // The examples' CustomDomains and those the in-cluster operator makes for the examples' Projects.
+      const hostnames = [
+        ...examples.domains.map((d) => d.hostname),
+        ...examples.projects.flatMap((p) => p.hostnames),
+      ];
+      expect(hostnames.length).toBeGreaterThan(0);
+      await waitFor(
+        'every example CustomDomain Live',
         async () => {
-          const [pod] = await podsOf('controller', OOM_RELEASE);
-          const [c] = pod?.status.containerStatuses ?? [];
-          return c !== undefined && c.restartCount >= 1 && c.ready ? pod : undefined;
+          const now = await phases();
+          return now.length === hostnames.length && now.every((p) => p === 'Live') ? now : undefined;
         },
         180_000,
         1000,
       );
-    });
-    const pod = watched.result;
-    const [container] = pod.status.containerStatuses ?? [];
-    expect(container?.lastState.terminated?.reason).toBe('OOMKilled');
-    expect(container?.lastState.terminated?.exitCode).toBe(137);
-    // Once: the restarted container runs on (the marker outlived the container), in the same Pod.
-    expect(container?.restartCount).toBe(1);
-    // The limit is the kernel's: the running container's memory cgroup holds the values' 256Mi.
-    const containerId = (container?.containerID ?? '').replace(/^containerd:\/\//, '');
-    const limitFile = `/sys/fs/cgroup/memory/kubepods/burstable/pod${pod.metadata.uid}/${containerId}/memory.limit_in_bytes`;
-    expect((await readFile(limitFile, 'utf8')).trim()).toBe(String(256 * 1024 * 1024));
+      // The Pod's own log (read through the kubelet) names each domain it made Live.
+      const logs = await kubectl(['logs', '-n', OPERATOR_NAMESPACE, `deployment/${RELEASE}-controller`]);
+      for (const hostname of hostnames) expect(logs).toContain(hostname);
+    },
+    240_000,
+  );
 
-    expect(watched.notReady).toEqual([]);
-    const now = await phases();
-    expect(
-      now.every((p) => p === 'Live'),
-      now.join(' '),
-    ).toBe(true);
-    // No certificate was written again: every Secret has the same uid, resourceVersion and certificate.
-    expect(await certificateSecrets()).toEqual(secretsBefore);
-  }, 420_000);
+  nodeTest(
+    "the rate-limit server's Pod loads the examples' policy and answers ShouldRateLimit from its gRPC port, counting in Redis",
+    async () => {
+      const [pod] = await podsOf('ratelimit');
+      const policy = JSON.parse(
+        await kubectl(['get', 'ratelimitpolicy', '-n', 'shop', 'shop-api', '-o', 'json']),
+      ) as { metadata: { uid: string; generation: number } };
+      // The Pod's own load report (keyed by its name, POD_NAME) says it enforces the policy's generation.
+      await waitFor(
+        "the rate-limit server Pod's load report",
+        async () => {
+          const data = (
+            JSON.parse(
+              await kubectl([
+                'get',
+                'configmap',
+                '-n',
+                OPERATOR_NAMESPACE,
+                'portico-ratelimit-status',
+                '-o',
+                'json',
+              ]),
+            ) as { data?: Record<string, string> }
+          ).data;
+          const report = parseReports(data).find((r) => r.instance === pod?.metadata.name);
+          if (report === undefined) return undefined;
+          const generation = loadedGeneration(
+            report,
+            'shop/shop-api',
+            policy.metadata.uid,
+            policyToken(policy.metadata.uid),
+          );
+          return generation === policy.metadata.generation ? true : undefined;
+        },
+        60_000,
+        1000,
+      );
+      // The free plan's 60 a minute, spent in one minute: 59 then 1 left, then refused.
+      await freshMinute(10);
+      const keyId = `kubelet-${Date.now().toString(36)}`;
+      const first = await checkFromPod(keyId, 59);
+      expect(first.code).toBe('OK');
+      expect(first.headers['X-RateLimit-Limit']).toBe('60');
+      expect(first.headers['X-RateLimit-Remaining']).toBe('1');
+      expect((await checkFromPod(keyId)).code).toBe('OK');
+      const refused = await checkFromPod(keyId);
+      expect(refused.code).toBe('OVER_LIMIT');
+      expect(refused.headers['X-RateLimit-Remaining']).toBe('0');
+    },
+    120_000,
+  );
 
-  it('helm uninstall keeps the CRDs (crds.install with crds.keep, the default), the CustomDomains and their certificate Secrets; with crds.keep=false it deletes the CRDs', async () => {
-    const crdNames = (await kubectl(['get', 'crd', '-o', 'jsonpath={.items[*].metadata.name}']))
-      .split(' ')
-      .filter((n) => n.endsWith(`.${GROUP}`));
-    expect(crdNames.length).toBeGreaterThan(0);
-    const uids = async (kind: string, all: boolean): Promise<string> =>
-      kubectl(['get', kind, ...(all ? ['-A'] : []), '-o', 'jsonpath={.items[*].metadata.uid}']);
-    const crdUids = await kubectl(['get', 'crd', ...crdNames, '-o', 'jsonpath={.items[*].metadata.uid}']);
-    const domainUids = await uids('customdomains', true);
-    const secretsBefore = await certificateSecrets();
-    // The sandbox applied the CRDs with kubectl: hand them to the first release (docs/install.md,
-    // "Letting the chart upgrade the CRDs") and let it render them with crds.install.
-    await kubectl(['label', 'crd', ...crdNames, 'app.kubernetes.io/managed-by=Helm', '--overwrite']);
-    await kubectl([
-      'annotate',
-      'crd',
-      ...crdNames,
-      `meta.helm.sh/release-name=${RELEASE}`,
-      `meta.helm.sh/release-namespace=${OPERATOR_NAMESPACE}`,
-      '--overwrite',
-    ]);
-    await helmOk([
-      'upgrade',
-      RELEASE,
-      CHART,
-      '--reuse-values',
-      '--set',
-      'crds.install=true',
-      '--wait',
-      '--timeout',
-      '5m',
-    ]);
-    await rolledOut(RELEASE);
+  nodeTest(
+    "two controller releases on the one node (with hostNetwork a replica's ports are the node's, so a second replica is a second release) elect one leader, and deleting the leader's Pod moves the Lease while a watch sees no Ready domain drop",
+    async () => {
+      await helmInstall(SECOND_RELEASE, await releaseValues(await freePort()));
+      const holder = async (): Promise<string> =>
+        (
+          await kubectl([
+            'get',
+            'lease',
+            LEASE,
+            '-n',
+            OPERATOR_NAMESPACE,
+            '-o',
+            'jsonpath={.spec.holderIdentity}',
+          ])
+        ).trim();
+      /** The running controller Pods' names. */
+      const pods = async (): Promise<string[]> =>
+        (await podsOf('controller')).filter((p) => p.status.phase === 'Running').map((p) => p.metadata.name);
+      /** The Pod whose own log (read through the kubelet) says it became leader as `identity`. */
+      const podLeadingAs = async (identity: string): Promise<string | undefined> => {
+        for (const name of await pods()) {
+          const log = await kubectl(['logs', '-n', OPERATOR_NAMESPACE, name]);
+          if (
+            log.split('\n').some((l) => l.includes(`"identity":"${identity}"`) && l.includes('became leader'))
+          )
+            return name;
+        }
+        return undefined;
+      };
+      const running = await pods();
+      expect(running).toHaveLength(2);
+      const leaderId = await holder();
+      const leaderPod = await waitFor("the Lease holder's Pod", () => podLeadingAs(leaderId), 30_000, 1000);
+      const otherPod = running.find((p) => p !== leaderPod);
+      expect(otherPod).toBeDefined();
 
-    const uninstalled = await helmOk(['uninstall', RELEASE, SECOND_RELEASE, OOM_RELEASE, '--wait']);
-    expect(uninstalled).toContain('kept due to the resource policy');
-    await waitFor(
-      'the Pods to be gone',
-      async () =>
-        (await podsOf('controller')).length + (await podsOf('ratelimit')).length === 0 ? true : undefined,
-      120_000,
-      1000,
-    );
-    expect(await kubectl(['get', 'crd', ...crdNames, '-o', 'jsonpath={.items[*].metadata.uid}'])).toBe(
-      crdUids,
-    );
-    expect(await uids('customdomains', true)).toBe(domainUids);
-    expect(await certificateSecrets()).toEqual(secretsBefore);
-    // The ACME account key, which the controller made, not Helm.
-    expect(
-      await kubectl(['get', 'secret', '-n', OPERATOR_NAMESPACE, 'portico-acme-account', '-o', 'name']),
-    ).toContain('portico-acme-account');
+      const watched = await watchReady(async () => {
+        const deleted = Date.now();
+        await kubectl(['delete', 'pod', '-n', OPERATOR_NAMESPACE, leaderPod ?? '', '--wait=false']);
+        const newId = await waitFor(
+          'the Lease to move',
+          async () => {
+            const h = await holder();
+            return h !== leaderId && h !== '' ? h : undefined;
+          },
+          30_000,
+          200,
+        );
+        const movedSeconds = (Date.now() - deleted) / 1000;
+        // The surviving replica took it, not the deleted one's replacement.
+        expect(await waitFor("the new holder's Pod", () => podLeadingAs(newId), 30_000, 1000)).toBe(otherPod);
+        // Through the replacement's start as well: both Deployments rolled out again.
+        for (const release of [RELEASE, SECOND_RELEASE]) await rolledOut(release);
+        return movedSeconds;
+      });
+      process.stderr.write(
+        `helm-kubelet: the Lease moved ${watched.result.toFixed(1)} s after the leader's Pod was deleted; ${watched.events} CustomDomain events watched\n`,
+      );
+      // Within the chart's leaseDurationSeconds (15) with the renew deadline's margin.
+      expect(watched.result).toBeLessThan(25);
+      const now = await phases();
+      expect(watched.events).toBeGreaterThanOrEqual(now.length);
+      expect(watched.notReady).toEqual([]);
+      expect(
+        now.every((p) => p === 'Live'),
+        now.join(' '),
+      ).toBe(true);
+    },
+    420_000,
+  );
 
-    // crds.keep=false: a new install takes the kept CRDs over (they carry its name), and its
-    // uninstall deletes them (with every object of their kinds; the domains' finalizer holds them
-    // Terminating once no controller runs).
-    await helmInstall(RELEASE, {
-      ...(await releaseValues(env.http01Port)),
-      crds: { install: true, keep: false },
-    });
-    // No --wait: the CRDs stay Terminating while the domains' finalizer holds them.
-    await helmOk(['uninstall', RELEASE]);
-    for (const name of crdNames) {
-      const left = await run(`${bin}/kubectl`, [
-        '--kubeconfig',
-        env.kubeconfig,
-        'get',
-        'crd',
-        name,
-        '-o',
-        'jsonpath={.metadata.deletionTimestamp}',
+  nodeTest(
+    'helm upgrade to a newer build (the image under a new tag) rolls every Pod while a watch sees no Ready domain drop, and the new rate-limit Pod answers',
+    async () => {
+      const node = nodePaths(sandboxPaths(DIR));
+      const newer = `${image.image}-next`;
+      await runOk(nodeTools(bin).ctr, [
+        '--address',
+        node.containerdSocket,
+        '-n',
+        'k8s.io',
+        'images',
+        'tag',
+        '--force',
+        image.image,
+        newer,
       ]);
-      expect(left.code !== 0 ? left.stderr : left.stdout, name).toMatch(/NotFound|^\d{4}-/);
-    }
-  }, 600_000);
+      const before = new Set(
+        [...(await podsOf('controller')), ...(await podsOf('ratelimit'))].map((p) => p.metadata.uid),
+      );
+      const watched = await watchReady(async () => {
+        for (const release of [RELEASE, SECOND_RELEASE]) {
+          await helmOk([
+            'upgrade',
+            release,
+            CHART,
+            '--reuse-values',
+            '--set',
+            `image.tag=${newer.slice(newer.lastIndexOf(':') + 1)}`,
+            '--wait',
+            '--timeout',
+            '5m',
+          ]);
+          await rolledOut(release);
+        }
+      });
+      expect(watched.notReady).toEqual([]);
+      expect(watched.events).toBeGreaterThan(0);
+      const after = await waitFor(
+        'the old Pods to be gone',
+        async () => {
+          const pods = [...(await podsOf('controller')), ...(await podsOf('ratelimit'))];
+          return pods.length === 3 ? pods : undefined;
+        },
+        60_000,
+        1000,
+      );
+      expect(after).toHaveLength(3);
+      for (const pod of after) {
+        expect(before.has(pod.metadata.uid), pod.metadata.name).toBe(false);
+        const [container] = pod.status.containerStatuses ?? [];
+        // The Pod's spec names the new tag; containerd reports one of the image's tags in
+        // status.image, so the image run is checked by its ID (the same image, under both tags).
+        expect(pod.spec.containers[0]?.image, pod.metadata.name).toBe(newer);
+        expect(container?.imageID).toBe(image.id);
+        expect(container?.ready, pod.metadata.name).toBe(true);
+      }
+      const now = await phases();
+      expect(
+        now.every((p) => p === 'Live'),
+        now.join(' '),
+      ).toBe(true);
+      await waitFor(
+        'the new rate-limit Pod to answer',
+        async () =>
+          (await checkFromPod(`kubelet-next-${Date.now()}`).catch(() => undefined))?.code === 'OK'
+            ? true
+            : undefined,
+        60_000,
+        1000,
+      );
+    },
+    720_000,
+  );
 
-  it('sandbox down leaves no Pod process, cgroup, host path or kernel setting changed behind', async () => {
-    const chains = await kubeChains();
-    await sandboxDown(DIR);
-    expect(await podCgroups()).toEqual([]);
-    for (const p of [
-      '/run/containerd',
-      '/var/lib/kubelet',
-      '/opt/containerd',
-      nodePaths(sandboxPaths(DIR)).dir,
-    ]) {
-      await expect(access(p), p).rejects.toThrow();
-    }
-    const shims = await run('pgrep', ['-f', nodePaths(sandboxPaths(DIR)).containerdSocket]);
-    expect(shims.stdout.trim()).toBe('');
-    expect(await kernelSettings()).toEqual(kernelBefore);
-    if (chains !== undefined) expect(chains).toEqual([]);
-  }, 120_000);
+  nodeTest(
+    'a controller Pod growing past its memory limit is OOMKilled by the kubelet and comes back in the same Pod, the domains Live and their certificates not issued again',
+    async () => {
+      // Test-only: grows the process by 16 MiB every 50 ms, once per Pod (the marker is in the Pod's
+      // /tmp emptyDir, which outlives the container), 5 s after it starts.
+      await kubectl(
+        ['apply', '-f', '-'],
+        JSON.stringify({
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: 'portico-e2e-allocate', namespace: OPERATOR_NAMESPACE },
+          data: {
+            'allocate.cjs': [
+              "const fs = require('node:fs');",
+              "const marker = '/tmp/portico-e2e-allocated';",
+              'if (!fs.existsSync(marker)) {',
+              '  setTimeout(() => {',
+              '    fs.writeFileSync(marker, String(Date.now()));',
+              '    const held = [];',
+              '    setInterval(() => held.push(Buffer.alloc(16 << 20, 1)), 50);',
+              '  }, 5000);',
+              '}',
+              '',
+            ].join('\n'),
+          },
+        }),
+      );
+      const secretsBefore = await certificateSecrets();
+      expect(Object.keys(secretsBefore).length).toBeGreaterThan(0);
+      const watched = await watchReady(async () => {
+        await helmInstall(
+          OOM_RELEASE,
+          await releaseValues(await freePort(), {
+            memoryLimit: '256Mi',
+            extraVolumes: [{ name: 'allocate', configMap: { name: 'portico-e2e-allocate' } }],
+            extraVolumeMounts: [{ name: 'allocate', mountPath: '/etc/portico-e2e', readOnly: true }],
+            // The chart's own NODE_OPTIONS comes first; this later entry wins (the kubelet's rule).
+            extraEnv: [
+              {
+                name: 'NODE_OPTIONS',
+                value:
+                  '--max-old-space-size=256 --max-semi-space-size=4 --require=/etc/portico-e2e/allocate.cjs',
+              },
+            ],
+          }),
+        );
+        return waitFor(
+          'the OOMKilled container to be Ready again',
+          async () => {
+            const [pod] = await podsOf('controller', OOM_RELEASE);
+            const [c] = pod?.status.containerStatuses ?? [];
+            return c !== undefined && c.restartCount >= 1 && c.ready ? pod : undefined;
+          },
+          180_000,
+          1000,
+        );
+      });
+      const pod = watched.result;
+      const [container] = pod.status.containerStatuses ?? [];
+      expect(container?.lastState.terminated?.reason).toBe('OOMKilled');
+      expect(container?.lastState.terminated?.exitCode).toBe(137);
+      // Once: the restarted container runs on (the marker outlived the container), in the same Pod.
+      expect(container?.restartCount).toBe(1);
+      // The limit is the kernel's: the running container's memory cgroup holds the values' 256Mi.
+      const containerId = (container?.containerID ?? '').replace(/^containerd:\/\//, '');
+      const limitFile = `/sys/fs/cgroup/memory/kubepods/burstable/pod${pod.metadata.uid}/${containerId}/memory.limit_in_bytes`;
+      expect((await readFile(limitFile, 'utf8')).trim()).toBe(String(256 * 1024 * 1024));
+
+      expect(watched.notReady).toEqual([]);
+      const now = await phases();
+      expect(
+        now.every((p) => p === 'Live'),
+        now.join(' '),
+      ).toBe(true);
+      // No certificate was written again: every Secret has the same uid, resourceVersion and certificate.
+      expect(await certificateSecrets()).toEqual(secretsBefore);
+    },
+    420_000,
+  );
+
+  nodeTest(
+    'helm uninstall keeps the CRDs (crds.install with crds.keep, the default), the CustomDomains and their certificate Secrets; with crds.keep=false it deletes the CRDs',
+    async () => {
+      const crdNames = (await kubectl(['get', 'crd', '-o', 'jsonpath={.items[*].metadata.name}']))
+        .split(' ')
+        .filter((n) => n.endsWith(`.${GROUP}`));
+      expect(crdNames.length).toBeGreaterThan(0);
+      const uids = async (kind: string, all: boolean): Promise<string> =>
+        kubectl(['get', kind, ...(all ? ['-A'] : []), '-o', 'jsonpath={.items[*].metadata.uid}']);
+      const crdUids = await kubectl(['get', 'crd', ...crdNames, '-o', 'jsonpath={.items[*].metadata.uid}']);
+      const domainUids = await uids('customdomains', true);
+      const secretsBefore = await certificateSecrets();
+      // The sandbox applied the CRDs with kubectl: hand them to the first release (docs/install.md,
+      // "Letting the chart upgrade the CRDs") and let it render them with crds.install.
+      await kubectl(['label', 'crd', ...crdNames, 'app.kubernetes.io/managed-by=Helm', '--overwrite']);
+      await kubectl([
+        'annotate',
+        'crd',
+        ...crdNames,
+        `meta.helm.sh/release-name=${RELEASE}`,
+        `meta.helm.sh/release-namespace=${OPERATOR_NAMESPACE}`,
+        '--overwrite',
+      ]);
+      await helmOk([
+        'upgrade',
+        RELEASE,
+        CHART,
+        '--reuse-values',
+        '--set',
+        'crds.install=true',
+        '--wait',
+        '--timeout',
+        '5m',
+      ]);
+      await rolledOut(RELEASE);
+
+      const uninstalled = await helmOk(['uninstall', RELEASE, SECOND_RELEASE, OOM_RELEASE, '--wait']);
+      expect(uninstalled).toContain('kept due to the resource policy');
+      await waitFor(
+        'the Pods to be gone',
+        async () =>
+          (await podsOf('controller')).length + (await podsOf('ratelimit')).length === 0 ? true : undefined,
+        120_000,
+        1000,
+      );
+      expect(await kubectl(['get', 'crd', ...crdNames, '-o', 'jsonpath={.items[*].metadata.uid}'])).toBe(
+        crdUids,
+      );
+      expect(await uids('customdomains', true)).toBe(domainUids);
+      expect(await certificateSecrets()).toEqual(secretsBefore);
+      // The ACME account key, which the controller made, not Helm.
+      expect(
+        await kubectl(['get', 'secret', '-n', OPERATOR_NAMESPACE, 'portico-acme-account', '-o', 'name']),
+      ).toContain('portico-acme-account');
+
+      // crds.keep=false: a new install takes the kept CRDs over (they carry its name), and its
+      // uninstall deletes them (with every object of their kinds; the domains' finalizer holds them
+      // Terminating once no controller runs).
+      await helmInstall(RELEASE, {
+        ...(await releaseValues(env.http01Port)),
+        crds: { install: true, keep: false },
+      });
+      // No --wait: the CRDs stay Terminating while the domains' finalizer holds them.
+      await helmOk(['uninstall', RELEASE]);
+      for (const name of crdNames) {
+        const left = await run(`${bin}/kubectl`, [
+          '--kubeconfig',
+          env.kubeconfig,
+          'get',
+          'crd',
+          name,
+          '-o',
+          'jsonpath={.metadata.deletionTimestamp}',
+        ]);
+        expect(left.code !== 0 ? left.stderr : left.stdout, name).toMatch(/NotFound|^\d{4}-/);
+      }
+    },
+    600_000,
+  );
+
+  nodeTest(
+    'sandbox down leaves no Pod process, cgroup, host path or kernel setting changed behind',
+    async () => {
+      const chains = await kubeChains();
+      await sandboxDown(DIR);
+      expect(await podCgroups()).toEqual([]);
+      for (const p of [
+        '/run/containerd',
+        '/var/lib/kubelet',
+        '/opt/containerd',
+        nodePaths(sandboxPaths(DIR)).dir,
+      ]) {
+        await expect(access(p), p).rejects.toThrow();
+      }
+      const shims = await run('pgrep', ['-f', nodePaths(sandboxPaths(DIR)).containerdSocket]);
+      expect(shims.stdout.trim()).toBe('');
+      expect(await kernelSettings()).toEqual(kernelBefore);
+      if (chains !== undefined) expect(chains).toEqual([]);
+    },
+    120_000,
+  );
 });
