@@ -1011,7 +1011,7 @@ describe('helm install into a sandbox with a real kubelet', () => {
         crds: { install: true, keep: false },
       });
       // No --wait: the CRDs stay Terminating while the domains' finalizer holds them.
-      await helmOk(['uninstall', RELEASE]);
+      expect(await helmOk(['uninstall', RELEASE])).not.toContain('kept due to the resource policy');
       for (const name of crdNames) {
         const left = await run(`${bin}/kubectl`, [
           '--kubeconfig',
