@@ -46,6 +46,7 @@ import { createLogger } from '../observability/logger.js';
 import { createControllerMetrics } from '../observability/metrics.js';
 import { ConfigError, controllerUsage, parseControllerConfig, type ControllerConfig } from './config.js';
 import { ServingChecker } from '../serving/checker.js';
+import { LastGoodCertificates } from '../controllers/customdomain/last-good-certificates.js';
 import { DEFAULT_UNREACHABLE_GRACE_MS } from '../serving/schedule.js';
 
 /**
@@ -210,6 +211,7 @@ function build(
       issuer,
       tracker,
       budget: issuer,
+      lastGood: new LastGoodCertificates(core, objects, config.namespace),
       renewal: new RenewalPlanner((acmeIssuer) => directoryOf(issuers, acmeIssuer) ?? directory),
       ...(serving ? { serving } : {}),
       events: new EventRecorder(core, 'portico-controller', log),
