@@ -163,6 +163,10 @@ function build(
           propagationGraceMs: config.servingCheck.propagationGraceMs,
         },
         maxConcurrent: Math.max(1, Math.floor(config.workers / 2)),
+        // A check that found no free slot runs as soon as one frees, not 2 s later by polling.
+        wake: (key) => {
+          queue.add(key);
+        },
       })
     : undefined;
   const routing = {

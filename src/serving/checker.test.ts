@@ -217,6 +217,32 @@ describe('ServingChecker', () => {
     expect(checker.running).toBe(0);
   });
 
+  it('wakes the domains whose due check found no free slot as slots free, in the order they waited, once each', async () => {
+    const releases: ((verdict: ServingVerdict) => void)[] = [];
+    const check = (): Promise<ServingVerdict> => new Promise((resolve) => releases.push(resolve));
+    const woken: string[] = [];
+    const checker = new ServingChecker({ ...settings, wake: (key) => woken.push(key) }, check);
+    const named = (key: string) => ({ ...domain('AB'), key, uid: `uid-${key}` });
+    const held = checker.observe(named('shop/a'), T0, log);
+    for (const key of ['shop/b', 'shop/c', 'shop/b']) {
+      const pending = await checker.observe(named(key), T0, log);
+      expect(pending.readiness.reason).toBe(SERVING_CHECK_PENDING);
+    }
+    expect(woken).toEqual([]);
+    releases[0]?.(serving());
+    await held;
+    expect(woken).toEqual(['shop/b']);
+    // b runs in the freed slot; when it ends, c (still waiting) is woken; nothing after.
+    const b = checker.observe(named('shop/b'), T0, log);
+    releases[1]?.(serving());
+    await b;
+    expect(woken).toEqual(['shop/b', 'shop/c']);
+    const c = checker.observe(named('shop/c'), T0, log);
+    releases[2]?.(serving());
+    await c;
+    expect(woken).toEqual(['shop/b', 'shop/c']);
+  });
+
   it('frees its slot when the check throws', async () => {
     const checker = new ServingChecker(settings, () => Promise.reject(new Error('malformed address')));
     await expect(checker.observe(domain('AB'), T0, log)).rejects.toThrow('malformed address');

@@ -40,8 +40,17 @@ export interface ServingCheckSettings {
    * so a blackholed address holds at most this many reconcile workers.
    */
   maxConcurrent: number;
-  /** Milliseconds until a domain whose check found no free slot is looked at again; default 2000. */
+  /**
+   * Milliseconds until a domain whose check found no free slot is looked at again; default 2000.
+   * With `wake`, the domain is woken sooner, as soon as a slot frees; this is the fallback.
+   */
   busyRetryMs?: number;
+  /**
+   * Called with the key of a domain whose due check found every slot taken, once a slot frees (in
+   * the order they waited, one per freed slot): the controller queues its reconcile, so the check
+   * runs then instead of `busyRetryMs` later through the queue again.
+   */
+  wake?: (key: string) => void;
 }
 
 /** What the reconcile passes to Ready (status.ts, ObservedState.serving) and when to look again. */
@@ -171,6 +180,8 @@ export class ServingChecker {
   readonly #settings: ServingCheckSettings;
   readonly #check: (options: ServingCheckOptions) => Promise<ServingVerdict>;
   readonly #records = new Map<string, PackedRecord>();
+  /** Keys whose due check found every slot taken, in the order they came; woken as slots free. */
+  readonly #waiting = new Set<string>();
   #running = 0;
 
   /** `check` is serving-check.ts's checkServing unless a test passes another. */
@@ -219,8 +230,10 @@ export class ServingChecker {
       const nextCheckAt = new Date(now.getTime() + (this.#settings.busyRetryMs ?? 2_000));
       // A re-check of the same certificate can wait with Ready as it is; a new certificate cannot.
       const renewed = isNewCertificate(record, domain.serialNumber);
+      this.#waiting.add(domain.key);
       return { readiness: (!renewed && carried) || this.#pending(domain), nextCheckAt };
     }
+    this.#waiting.delete(domain.key);
     const verdict = await this.#run(domain, record);
     const { next, readiness } = afterCheck(record, domain, verdict, now, policy);
     this.#records.set(domain.key, pack(domain.uid, next));
@@ -252,12 +265,24 @@ export class ServingChecker {
       });
     } finally {
       this.#running--;
+      this.#wakeOne();
     }
+  }
+
+  /** Wakes the domain that has waited longest for a slot, if any (`ServingCheckSettings.wake`). */
+  #wakeOne(): void {
+    const wake = this.#settings.wake;
+    if (wake === undefined) return;
+    const next = this.#waiting.values().next();
+    if (next.done === true) return;
+    this.#waiting.delete(next.value);
+    wake(next.value);
   }
 
   /** Drops the record of `key` (the domain was removed, or is no longer accepted). */
   forget(key: string): void {
     this.#records.delete(key);
+    this.#waiting.delete(key);
   }
 
   #pending(domain: { hostname: string; serialNumber: string }): ServingReadiness {
