@@ -163,9 +163,12 @@ function build(
           propagationGraceMs: config.servingCheck.propagationGraceMs,
         },
         maxConcurrent: Math.max(1, Math.floor(config.workers / 2)),
-        // A check that found no free slot runs as soon as one frees, not 2 s later by polling.
-        wake: (key) => {
-          queue.add(key);
+        // A check that found no free slot runs as soon as one frees, not 2 s later by polling; an
+        // answer the checker's own probe saw changed (the data plane serves the certificate now)
+        // goes ahead of the line, as a settled order does: Ready should say it at once.
+        wake: (key, why) => {
+          if (why === 'answer') queue.addHighPriority(key);
+          else queue.add(key);
         },
       })
     : undefined;

@@ -48,11 +48,13 @@ export interface ServingCheckSettings {
    */
   busyRetryMs?: number;
   /**
-   * Called with the key of a domain whose due check found every slot taken, once a slot frees (in
-   * the order they waited, one per freed slot): the controller queues its reconcile, so the check
-   * runs then instead of `busyRetryMs` later through the queue again.
+   * Called with the key of a domain to reconcile now: `slot` when its due check found every slot
+   * taken and one freed (in the order they waited, one per freed slot), so the check runs then
+   * instead of `busyRetryMs` later; `answer` when the checker's own probe of a certificate being
+   * loaded (`awaitingPropagation`) saw another answer (served), which Ready should say at once.
+   * Without it, neither: the reconcile polls.
    */
-  wake?: (key: string) => void;
+  wake?: (key: string, why: 'slot' | 'answer') => void;
 }
 
 /** What a probe needs of a domain (`ServingChecker.observe`'s domain). */
@@ -322,7 +324,7 @@ export class ServingChecker {
       return;
     }
     log.info({ key: domain.key, result: verdict.result, serialNumber: next.serialNumber }, 'serving checked');
-    this.#settings.wake?.(domain.key);
+    this.#settings.wake?.(domain.key, 'answer');
   }
 
   /**
@@ -359,7 +361,7 @@ export class ServingChecker {
     const next = this.#waiting.values().next();
     if (next.done === true) return;
     this.#waiting.delete(next.value);
-    wake(next.value);
+    wake(next.value, 'slot');
   }
 
   /** Drops the record of `key` (the domain was removed, or is no longer accepted). */
