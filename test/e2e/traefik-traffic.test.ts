@@ -251,6 +251,47 @@ describe('redirect domains through Traefik', () => {
   });
 });
 
+describe("a Project's redirect through Traefik (the CustomDomains its controller writes)", () => {
+  const site = `site.${ns}.example`;
+  const alias = `alias.${ns}.example`;
+  const projectApi = { group: 'portico.dev', version: 'v1alpha1', plural: 'projects' };
+
+  beforeAll(async () => {
+    for (const hostname of [site, alias]) await dns.setCname(hostname, sandbox.platformCnameTarget);
+    await kube().custom.createNamespacedCustomObject({
+      ...projectApi,
+      namespace: ns,
+      body: {
+        apiVersion: 'portico.dev/v1alpha1',
+        kind: 'Project',
+        metadata: { name: 'site' },
+        spec: {
+          service: { name: 'web', port: 80 },
+          domains: { primary: site, redirects: [{ from: alias }] },
+        },
+      },
+    });
+    for (const hostname of [site, alias]) created.push({ namespace: ns, name: hostname });
+  }, 60_000);
+
+  afterAll(async () => {
+    // The Project first, so that its controller does not re-create what the clean-up deletes.
+    await kube()
+      .custom.deleteNamespacedCustomObject({ ...projectApi, namespace: ns, name: 'site' })
+      .catch(() => undefined);
+  });
+
+  it("answers the redirect source with 301 to the primary, path and query kept: Traefik built the redirect's route (its Ingress names a Service that exists)", async () => {
+    await waitUntilServed(site, site, 200);
+    await waitUntilServed(alias, alias, 301);
+    const answer = await httpsGet(https(), alias, '/p/q?r=s', root);
+    expect(answer.status).toBe(301);
+    expect(answer.headers.location).toBe(`https://${site}/p/q?r=s`);
+    const page = await httpsGet(https(), site, '/', root);
+    expect(page.status).toBe(200);
+  });
+});
+
 describe('deleting a CustomDomain through Traefik', () => {
   it('stops the hostname being served; the time to the first refused request is reported', async () => {
     const hostname = `gone.${ns}.example`;

@@ -71,6 +71,7 @@ const redirect = (
 ): CustomDomainSpec => ({
   hostname,
   redirect: { to, statusCode },
+  service: { name: 'web', port: 80 },
 });
 const exists = (): boolean => true;
 

@@ -3,7 +3,7 @@
  * Pure: the Project, the CustomDomains of its namespace and the clock's absence are all it reads.
  *
  * One CustomDomain per hostname of the project: the primary's serves `spec.service`, each redirect's
- * answers with `redirect.to` and `redirect.statusCode`. A CustomDomain counts as the Project's when
+ * answers with `redirect.to` and `redirect.statusCode` (and names `spec.service` too, the backend a data plane such as Traefik needs to build the redirect's route). A CustomDomain counts as the Project's when
  * its controller ownerReference names the Project's uid; one for a listed hostname with no
  * controller, or whose controller is a Project that no longer exists, is adopted (the Project
  * becomes its controller, its name is kept); one controlled by anything else is reported
@@ -138,13 +138,13 @@ function servesLive(domain: CustomDomain | undefined): boolean {
 
 /** The spec with the CRD's defaults filled in, for comparing. */
 function normalizedSpec(spec: CustomDomainSpec): CustomDomainSpec {
-  if (spec.redirect !== undefined)
-    return {
-      hostname: spec.hostname,
-      redirect: { to: spec.redirect.to, statusCode: spec.redirect.statusCode ?? DEFAULT_REDIRECT_STATUS },
-    };
   return {
     hostname: spec.hostname,
+    ...(spec.redirect !== undefined
+      ? {
+          redirect: { to: spec.redirect.to, statusCode: spec.redirect.statusCode ?? DEFAULT_REDIRECT_STATUS },
+        }
+      : {}),
     ...(spec.service ? { service: { name: spec.service.name, port: spec.service.port ?? 80 } } : {}),
   };
 }
@@ -221,8 +221,15 @@ function desiredSpec(
     servesLive(holders.current.get(h) ?? domains.find((d) => normalizeDnsName(d.spec.hostname) === h));
   // The current target is kept while it serves and the new one does not yet.
   if (currentTo !== undefined && currentTo !== to && !servesNow(to) && servesNow(currentTo)) to = currentTo;
+  // The redirect also names the project's Service: a data plane that builds no route for an
+  // Ingress path whose Service does not exist (Traefik) would otherwise never run the redirect
+  // (docs/routing.md, "Traefik"); the redirect answers before anything is proxied.
   return {
-    spec: { hostname: w.hostname, redirect: { to, statusCode: w.status ?? DEFAULT_REDIRECT_STATUS } },
+    spec: {
+      hostname: w.hostname,
+      redirect: { to, statusCode: w.status ?? DEFAULT_REDIRECT_STATUS },
+      service: { ...project.spec.service },
+    },
     role: 'Redirect',
   };
 }
