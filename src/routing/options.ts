@@ -12,7 +12,7 @@ export type RoutingMode = 'ingress' | 'gateway';
 /**
  * The ingress controller. `nginx` and `traefik`: plain Ingress, with the flavor's own way of saying
  * what Ingress cannot (a redirect); serving a domain looks the same in both. `contour`: an HTTPProxy
- * (`projectcontour.io/v1`) per domain instead of an Ingress (contour.ts).
+ * (`projectcontour.io/v1`) per domain instead of an Ingress (data-planes/contour/httpproxy.ts).
  */
 export type IngressFlavor = 'nginx' | 'traefik' | 'contour';
 

@@ -11,8 +11,8 @@ import {
   staleRoutingObjects,
   type RoutingPlan,
 } from './plan.js';
-import type { TraefikMiddleware } from './traefik.js';
-import type { HTTPProxy } from './contour.js';
+import type { TraefikMiddleware } from '../data-planes/traefik/middleware.js';
+import type { HTTPProxy } from '../data-planes/contour/httpproxy.js';
 import type { DataPlane } from './data-planes.js';
 
 const domain = (spec: Partial<CustomDomainSpec>, name = 'old'): CustomDomain => ({

@@ -13,7 +13,7 @@
  * |          |                                   |                                       | `portico-<name>` (TLS)   |
  *
  * The `contour` flavor of ingress mode writes no Ingress: one HTTPProxy `portico-<name>`
- * (`projectcontour.io/v1`, contour.ts) serves or redirects, with the challenge route in the same
+ * (`projectcontour.io/v1`, data-planes/contour/httpproxy.ts) serves or redirects, with the challenge route in the same
  * object, and names the TLS Secret only once it holds a certificate.
  *
  * The challenge path `/.well-known/acme-challenge/` reaches the operator in every row when the
@@ -47,7 +47,7 @@ import {
   ownedMetadata,
   redirectBackend,
 } from './ingress.js';
-import { nginxRedirectAnnotations, nginxRedirectSummary } from './nginx.js';
+import { nginxRedirectAnnotations, nginxRedirectSummary } from '../data-planes/ingress-nginx/annotations.js';
 import type { RoutingOptions } from './options.js';
 import { unsupportedByDataPlane } from './data-planes.js';
 import {
@@ -57,7 +57,7 @@ import {
   redirectRoute as contourRedirectRoute,
   serviceRoute as contourServiceRoute,
   type HTTPProxyRoute,
-} from './contour.js';
+} from '../data-planes/contour/httpproxy.js';
 import {
   describeStatus,
   redirectIntent,
@@ -74,7 +74,7 @@ import {
   traefikMiddlewareReference,
   traefikRedirectMiddleware,
   traefikRedirectSummary,
-} from './traefik.js';
+} from '../data-planes/traefik/middleware.js';
 
 /** Enough of an object to read or delete it. */
 export interface ObjectHeader {
@@ -117,7 +117,7 @@ export interface RoutingLookups {
   /**
    * The domain's TLS Secret exists and holds a `tls.crt` and `tls.key` that parse (the Secret
    * cache). Default false. The `contour` flavor names the Secret in the HTTPProxy only then: Contour
-   * marks an HTTPProxy invalid, all its routes with it, while its Secret is missing (contour.ts).
+   * marks an HTTPProxy invalid, all its routes with it, while its Secret is missing (data-planes/contour/httpproxy.ts).
    */
   tlsSecretReady?: boolean;
 }
@@ -422,7 +422,7 @@ function challengeBackend(http01: { port: number }): { name: string; port: numbe
 }
 
 /**
- * The `contour` flavor: one HTTPProxy (contour.ts) with the challenge route (plain HTTP allowed) and
+ * The `contour` flavor: one HTTPProxy (data-planes/contour/httpproxy.ts) with the challenge route (plain HTTP allowed) and
  * the serving or redirect route; TLS from the domain's Secret once it holds a certificate. A port
  * given by name is looked up in the Service (HTTPProxy ports are numbers), as in gateway mode.
  */

@@ -8,7 +8,7 @@
  * when it is set and no in-cluster service account is found) with two providers: `kubernetesIngress`
  * for Portico's Ingresses of the IngressClass `traefik` (publishing 127.0.0.1 in each Ingress's
  * `status.loadBalancer`, which the operator's acknowledgement reads) and `kubernetesCRD` for the
- * redirect Middlewares the `traefik` flavor writes (src/routing/traefik.ts). Entrypoints `web` (HTTP)
+ * redirect Middlewares the `traefik` flavor writes (src/data-planes/traefik/middleware.ts). Entrypoints `web` (HTTP)
  * and `websecure` (HTTPS) listen on free loopback ports; its ping endpoint, on a third one, is the
  * readiness probe. Update checks and anonymous usage reports are off: nothing leaves the machine.
  * Its access log (common log format, in its log file) keeps the User-Agent of each request.

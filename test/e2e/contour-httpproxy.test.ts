@@ -13,7 +13,7 @@
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIELD_MANAGER, type CustomDomain } from '../../src/api/customdomain.js';
-import type { HTTPProxy } from '../../src/routing/contour.js';
+import type { HTTPProxy } from '../../src/data-planes/contour/httpproxy.js';
 import type { HTTPProxyWithStatus } from '../../src/routing/acknowledgement.js';
 import {
   createCustomDomain,

@@ -20,7 +20,7 @@ import path from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { HTTPProxy } from '../../src/routing/contour.js';
+import type { HTTPProxy } from '../../src/data-planes/contour/httpproxy.js';
 import {
   ADMISSION_MANIFEST,
   SANDBOX_INGRESS_CLASS as CLASS,

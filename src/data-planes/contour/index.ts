@@ -3,15 +3,10 @@
  * HTTPProxy; no ingress-nginx or Traefik annotation appears in its source
  * (internal/dag/ingress_processor.go reads its own `projectcontour.io/*` annotations only); it
  * implements no ListenerSet (no mention in the module), so gateway mode's certificate is never
- * attached. The `contour` flavor's objects are written by routing/contour.ts. Pure.
+ * attached. The `contour` flavor's objects are written by httpproxy.ts. Pure.
  */
 import { httpProxyAcknowledgement } from '../../routing/acknowledgement.js';
-import {
-  CONTOUR_API_VERSION,
-  CONTOUR_GROUP,
-  HTTPPROXY_KIND,
-  HTTPPROXY_PLURAL,
-} from '../../routing/contour.js';
+import { CONTOUR_API_VERSION, CONTOUR_GROUP, HTTPPROXY_KIND, HTTPPROXY_PLURAL } from './httpproxy.js';
 import { IGNORES_TRAEFIK_MIDDLEWARE, NO_LISTENERSET, record, strings } from '../shared.js';
 import { defineDataPlane, type RouteKind } from '../types.js';
 

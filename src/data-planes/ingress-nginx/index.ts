@@ -1,6 +1,6 @@
 /**
  * ingress-nginx as a data plane: it reads Ingress and its own annotations only (the `nginx` flavor,
- * routing/nginx.ts); no HTTPProxy, no Gateway API. Pure.
+ * annotations.ts); no HTTPProxy, no Gateway API. Pure.
  */
 import { IGNORES_TRAEFIK_MIDDLEWARE, READS_NO_HTTPPROXY } from '../shared.js';
 import { defineDataPlane } from '../types.js';

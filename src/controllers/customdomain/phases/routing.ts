@@ -13,7 +13,7 @@ import {
   type CustomDomain,
 } from '../../../api/customdomain.js';
 import { parsedSecret } from '../../../certificates/parsed-secret.js';
-import { CONTOUR_API_VERSION, HTTPPROXY_KIND } from '../../../routing/contour.js';
+import { CONTOUR_API_VERSION, HTTPPROXY_KIND } from '../../../data-planes/contour/httpproxy.js';
 import { combine, type Acknowledgement } from '../../../routing/acknowledgement.js';
 import { GATEWAY_API_VERSION, LISTENERSET_KIND } from '../../../routing/gateway.js';
 import { ROUTE_KINDS } from '../../../data-planes/registry.js';
@@ -144,7 +144,7 @@ export class RoutingPhase {
   /**
    * Whether the domain's TLS Secret, as its cache holds it, has a `tls.crt` that parses and the
    * `tls.key` of that certificate (`parsedSecret`): Contour takes an HTTPProxy that names the
-   * Secret only when both parse (routing/contour.ts). Workers start once the caches have synced;
+   * Secret only when both parse (data-planes/contour/httpproxy.ts). Workers start once the caches have synced;
    * an unsynced cache would answer false (no TLS block until the next reconcile).
    */
   #tlsSecretReady(domain: CustomDomain): boolean {
