@@ -8,6 +8,7 @@
  */
 import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from './middleware.js';
 import { NO_LISTENERSET, READS_NO_HTTPPROXY } from '../shared.js';
+import { traefikFlavor } from './flavor.js';
 import { defineDataPlane, type RouteKind } from '../types.js';
 
 /** Traefik's Middleware: the redirect of the `traefik` flavor; nothing reports on it. */
@@ -33,5 +34,6 @@ export const traefik = defineDataPlane({
     contour: { serves: false, redirects: false, why: READS_NO_HTTPPROXY },
     gateway: { serves: false, redirects: false, why: NO_LISTENERSET },
   },
+  flavorWriter: traefikFlavor,
   routeKinds: [MIDDLEWARE_ROUTE_KIND],
 });
