@@ -6,7 +6,7 @@
  * HTTPProxy's status) or what it would push to Envoy (`contour cli rds` against its xDS server).
  * The test writes no status.
  *
- * The stack's Contour runs with `enableExternalNameService: true` (src/sandbox/contour.ts), so the
+ * The stack's Contour runs with `enableExternalNameService: true` (src/data-planes/contour/sandbox-process.ts), so the
  * challenge route to the ExternalName Service `portico-acme-http01` is valid. Pebble validates
  * HTTP-01 on the operator's own port (no Envoy runs here), so issuance does not go through Contour.
  */

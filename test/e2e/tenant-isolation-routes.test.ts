@@ -27,7 +27,7 @@ import {
   admissionManifests,
   writeControllerKubeconfig,
 } from '../../src/sandbox/admission.js';
-import { startContour, type StartedContour } from '../../src/sandbox/contour.js';
+import { startContour, type StartedContour } from '../../src/data-planes/contour/sandbox-process.js';
 import { sandboxPaths } from '../../src/sandbox/paths.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { stopProcess } from '../../src/sandbox/processes.js';

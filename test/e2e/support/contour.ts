@@ -13,7 +13,7 @@ import path from 'node:path';
 
 import { sandboxPaths } from '../../../src/sandbox/paths.js';
 import { isAlive, readPid } from '../../../src/sandbox/processes.js';
-import { CONTOUR } from '../../../src/sandbox/contour.js';
+import { CONTOUR } from '../../../src/data-planes/contour/sandbox-process.js';
 import type { HTTPProxyWithStatus } from '../../../src/routing/acknowledgement.js';
 import type { HTTPProxy } from '../../../src/data-planes/contour/httpproxy.js';
 import { kube, sandbox, waitFor } from './cluster.js';

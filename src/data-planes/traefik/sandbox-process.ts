@@ -18,13 +18,13 @@ import path from 'node:path';
 
 import { parseAllDocuments, stringify } from 'yaml';
 
-import { runKubectl, type Kubectl } from './kubectl.js';
-import { manifestFiles } from './examples.js';
-import type { SandboxPaths } from './paths.js';
-import { startDetached, type StartedProcess } from './processes.js';
-import { httpProbe, waitUntilReady } from './readiness.js';
-import { SandboxError } from './errors.js';
-import type { SandboxEnv } from './state.js';
+import { runKubectl, type Kubectl } from '../../sandbox/kubectl.js';
+import { manifestFiles } from '../../sandbox/examples.js';
+import type { SandboxPaths } from '../../sandbox/paths.js';
+import { startDetached, type StartedProcess } from '../../sandbox/processes.js';
+import { httpProbe, waitUntilReady } from '../../sandbox/readiness.js';
+import { SandboxError } from '../../sandbox/errors.js';
+import type { SandboxEnv } from '../../sandbox/state.js';
 
 export const TRAEFIK = 'traefik';
 /** The sandbox's process serving the example project's page (src/sandbox/project-backend.ts). */
