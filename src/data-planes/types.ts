@@ -74,6 +74,23 @@ export interface FlavorSupport {
   readonly why?: string;
 }
 
+/** The cell of a flavor a data plane module does not list (`DataPlaneModule.flavors`). */
+export function notTaken(flavor: RoutingFlavor): FlavorSupport {
+  return {
+    serves: false,
+    redirects: false,
+    why: `it does not read the objects of the ${flavor} flavor`,
+  };
+}
+
+/** The cell of `flavor` in `module`'s row: its own, else `notTaken`. */
+export function flavorSupport(
+  module: Pick<DataPlaneModule, 'flavors'>,
+  flavor: RoutingFlavor,
+): FlavorSupport {
+  return module.flavors[flavor] ?? notTaken(flavor);
+}
+
 /** What the routing phase knows when it asks whether the data plane took one applied object. */
 export interface AcknowledgementContext {
   /** The object as Portico applied it (its spec: e.g. an HTTPRoute's parentRefs). */
@@ -157,8 +174,12 @@ export interface DataPlaneModule<Name extends string = string> {
   readonly workingFlavor: RoutingFlavor;
   /** The operator flags that select `workingFlavor` for it. */
   readonly workingFlags: string;
-  /** The objects it takes: for each flavor Portico can write, whether it serves and redirects. */
-  readonly flavors: Readonly<Record<RoutingFlavor, FlavorSupport>>;
+  /**
+   * The objects it takes: for each flavor Portico can write, whether it serves and redirects. A
+   * flavor it does not list is neither served nor redirected (`notTaken`), so that a flavor a new
+   * data plane brings needs no cell in the other modules; each of today's modules lists them all.
+   */
+  readonly flavors: Readonly<Partial<Record<RoutingFlavor, FlavorSupport>>>;
   /** The ingress flavor it brings, of its own annotations or API; undefined: it brings none. */
   readonly flavorWriter?: FlavorWriter;
   /**
