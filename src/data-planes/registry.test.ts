@@ -10,7 +10,7 @@ import {
   FLAVOR_WRITERS,
   flavorWriter,
 } from './registry.js';
-import { flavorSupport, INGRESS_FLAVORS, ROUTING_FLAVORS } from './types.js';
+import { flavorSupport, INGRESS_FLAVORS } from './types.js';
 
 describe('the data plane registry', () => {
   it('lists each data plane once, in the order of --data-plane', () => {
@@ -22,7 +22,9 @@ describe('the data plane registry', () => {
     for (const m of DATA_PLANE_MODULES) {
       expect(m.flavors[m.workingFlavor]).toMatchObject({ serves: true, redirects: true });
       if (['contour', 'envoy-gateway', 'traefik', 'ingress-nginx'].includes(m.name))
-        expect(Object.keys(m.flavors).sort()).toEqual([...ROUTING_FLAVORS].sort());
+        expect(Object.keys(m.flavors)).toEqual(
+          expect.arrayContaining(['nginx', 'traefik', 'contour', 'gateway']),
+        );
     }
   });
 
