@@ -27,10 +27,11 @@ const RUNTIME = [
 ].map((dir) => `./src/${dir}`);
 
 /**
- * The data planes' modules (src/data-planes/): pure, but each folder's `sandbox.ts` and the top
- * folder's `sandbox-*.ts` (registry, types), which start processes for `portico sandbox` (development only).
+ * The data planes' modules (src/data-planes/): pure, but the `sandbox*.ts` files, each folder's
+ * (`sandbox.ts`, and `sandbox-process.ts`, the processes it starts) and the top folder's (registry,
+ * types), which start processes for `portico sandbox` (development only).
  */
-const DATA_PLANES_RUNTIME = ['./src/data-planes/!(sandbox*).ts', './src/data-planes/*/!(sandbox).ts'];
+const DATA_PLANES_RUNTIME = ['./src/data-planes/!(sandbox*).ts', './src/data-planes/*/!(sandbox*).ts'];
 const DATA_PLANES_SANDBOX = './src/data-planes/**/sandbox*.ts';
 
 /** The pure folders and files: decisions over values, no Kubernetes client, no network, no file system. */

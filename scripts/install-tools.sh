@@ -152,7 +152,7 @@ ln -sf "$tools_dir/contour-$CONTOUR_VERSION/contour-crds.yaml" "$bin_dir/contour
 # metrics (:8080, its metricsserver.DefaultBindAddress) and the health probe (:8081, the Kubernetes
 # provider's healthProbeBindAddress). Both are package variables, set to "0" (controller-runtime: do
 # not listen) at link time, so parallel stacks cannot collide on them; the sandbox reads Envoy
-# Gateway's admin API, on a port it picks (src/sandbox/envoy-gateway.ts).
+# Gateway's admin API, on a port it picks (src/data-planes/envoy-gateway/sandbox-process.ts).
 build_envoy_gateway() {
   local ldflags="-s -w -X github.com/envoyproxy/gateway/internal/cmd/version.envoyGatewayVersion=$ENVOY_GATEWAY_VERSION"
   ldflags+=" -X sigs.k8s.io/controller-runtime/pkg/metrics/server.DefaultBindAddress=0"

@@ -27,7 +27,7 @@ export interface FileDurations {
 /**
  * Files that must run in the same shard, because they use something of the host that two stacks
  * cannot both have: Envoy Gateway's xDS server binds 127.0.0.1:18000, a constant of Envoy Gateway
- * (src/sandbox/envoy-gateway.ts), and the tests read the translated config from that port.
+ * (src/data-planes/envoy-gateway/sandbox-process.ts), and the tests read the translated config from that port.
  */
 export const SAME_SHARD: readonly (readonly string[])[] = [
   ['test/e2e/envoy-gateway-ratelimit.test.ts', 'test/e2e/envoy-gateway-routes.test.ts'],

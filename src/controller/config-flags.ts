@@ -4,6 +4,8 @@
  */
 import type { FlagSpec } from '../command-flags.js';
 import { DEFAULT_ATTACHMENT_HEADERS } from '../controllers/ratelimitpolicy/attachment.js';
+import { DATA_PLANES } from '../data-planes/registry.js';
+import { INGRESS_FLAVORS } from '../data-planes/types.js';
 import { TSIG_ALGORITHMS } from '../dns/dynamic-update.js';
 
 export const controllerOptions = {
@@ -227,7 +229,7 @@ export const controllerOptions = {
     type: 'string',
     env: 'PORTICO_INGRESS_FLAVOR',
     default: 'nginx',
-    help: 'nginx | traefik | contour: how an Ingress says "redirect", or (contour) an HTTPProxy per domain instead of an Ingress (ingress mode)',
+    help: `${INGRESS_FLAVORS.join(' | ')}: how an Ingress says "redirect", or (contour) an HTTPProxy per domain instead of an Ingress (ingress mode)`,
   },
   'gateway-parent-refs': {
     type: 'string',
@@ -249,7 +251,7 @@ export const controllerOptions = {
   'data-plane': {
     type: 'string',
     env: 'PORTICO_DATA_PLANE',
-    help: 'contour | envoy-gateway | traefik | ingress-nginx: the data plane that takes the routes; a domain whose flavor it ignores is Routed=False, UnsupportedByDataPlane, naming the flags that work (docs/routing.md, "Data planes and flavors"); unset: not judged',
+    help: `${DATA_PLANES.join(' | ')}: the data plane that takes the routes; a domain whose flavor it ignores is Routed=False, UnsupportedByDataPlane, naming the flags that work (docs/routing.md, "Data planes and flavors"); unset: not judged`,
   },
   'data-plane-name': {
     type: 'string',

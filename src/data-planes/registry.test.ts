@@ -7,8 +7,10 @@ import {
   INGRESS_CLASS_ANNOTATIONS,
   ROUTE_KINDS,
   dataPlaneModule,
+  FLAVOR_WRITERS,
+  flavorWriter,
 } from './registry.js';
-import { ROUTING_FLAVORS } from './types.js';
+import { flavorSupport, INGRESS_FLAVORS } from './types.js';
 
 describe('the data plane registry', () => {
   it('lists each data plane once, in the order of --data-plane', () => {
@@ -16,10 +18,31 @@ describe('the data plane registry', () => {
     for (const name of DATA_PLANES) expect(dataPlaneModule(name).name).toBe(name);
   });
 
-  it('gives every module a cell for every flavor, and a working flavor that serves and redirects', () => {
+  it("gives every module a working flavor that serves and redirects, and each of today's a cell for every flavor", () => {
     for (const m of DATA_PLANE_MODULES) {
-      expect(Object.keys(m.flavors).sort()).toEqual([...ROUTING_FLAVORS].sort());
       expect(m.flavors[m.workingFlavor]).toMatchObject({ serves: true, redirects: true });
+      if (['contour', 'envoy-gateway', 'traefik', 'ingress-nginx'].includes(m.name))
+        expect(Object.keys(m.flavors)).toEqual(
+          expect.arrayContaining(['nginx', 'traefik', 'contour', 'gateway']),
+        );
+    }
+  });
+
+  it('reads a flavor a module does not list as neither served nor redirected, saying so', () => {
+    expect(flavorSupport({ flavors: {} }, 'traefik')).toEqual({
+      serves: false,
+      redirects: false,
+      why: 'it does not read the objects of the traefik flavor',
+    });
+    expect(flavorSupport(dataPlaneModule('traefik'), 'traefik')).toEqual({ serves: true, redirects: true });
+  });
+
+  it('has one writer for each ingress flavor, from the module whose working flavor it is', () => {
+    expect(FLAVOR_WRITERS.map((w) => w.flavor).sort()).toEqual([...INGRESS_FLAVORS].sort());
+    for (const flavor of INGRESS_FLAVORS) {
+      const owners = DATA_PLANE_MODULES.filter((m) => m.flavorWriter?.flavor === flavor);
+      expect(owners.map((m) => m.workingFlavor)).toEqual([flavor]);
+      expect(flavorWriter(flavor)).toBe(owners[0]?.flavorWriter);
     }
   });
 

@@ -10,7 +10,7 @@ import { envoyGateway } from './envoy-gateway/index.js';
 import { ingressNginx } from './ingress-nginx/index.js';
 import { HTTPROUTE_ROUTE_KIND, INGRESS_ROUTE_KIND, LISTENERSET_ROUTE_KIND } from './shared.js';
 import { traefik } from './traefik/index.js';
-import type { DataPlaneModule, RouteKind } from './types.js';
+import type { DataPlaneModule, FlavorWriter, IngressFlavor, RouteKind } from './types.js';
 
 /** Every data plane, in the order flags and tables list them. */
 export const DATA_PLANE_MODULES = [contour, envoyGateway, traefik, ingressNginx] as const;
@@ -61,3 +61,15 @@ export const CLASSES_SERVING_CLASSLESS: ReadonlySet<string> = new Set(
       : [m.ingressClass.defaultClassServesClassless],
   ),
 );
+
+/** The ingress flavors' writers, each brought by one data plane module (`flavorWriter`). */
+export const FLAVOR_WRITERS: readonly FlavorWriter[] = DATA_PLANE_MODULES.flatMap((m: DataPlaneModule) =>
+  m.flavorWriter === undefined ? [] : [m.flavorWriter],
+);
+
+/** The writer of ingress flavor `flavor`. Throws when no module brings it (a registry defect). */
+export function flavorWriter(flavor: IngressFlavor): FlavorWriter {
+  const found = FLAVOR_WRITERS.find((w) => w.flavor === flavor);
+  if (found === undefined) throw new Error(`no data plane module writes the ingress flavor "${flavor}"`);
+  return found;
+}

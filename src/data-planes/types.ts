@@ -4,7 +4,10 @@
  * pure) and, when the sandbox can start it, in `sandbox-registry.ts` (development only). Pure: types.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
+import type { CustomDomain } from '../api/customdomain.js';
 import type { Acknowledgement } from '../routing/acknowledgement.js';
+import type { FlavorPlan, ObjectHeader, RoutingLookups } from '../routing/flavor-plan.js';
+import type { RoutingOptions } from '../routing/options.js';
 
 /**
  * What Portico writes, by its settings: `nginx`, `traefik`, `contour` (ingress mode and its
@@ -14,6 +17,53 @@ export type RoutingFlavor = 'nginx' | 'traefik' | 'contour' | 'gateway';
 
 export const ROUTING_FLAVORS: readonly RoutingFlavor[] = ['nginx', 'traefik', 'contour', 'gateway'];
 
+/**
+ * The flavors of ingress mode (`--ingress-flavor`): every flavor but Gateway API's, each written by
+ * the data plane module that brings it (`flavorWriter`).
+ */
+export type IngressFlavor = Exclude<RoutingFlavor, 'gateway'>;
+
+export const INGRESS_FLAVORS: readonly IngressFlavor[] = ROUTING_FLAVORS.filter(
+  (f): f is IngressFlavor => f !== 'gateway',
+);
+
+/**
+ * What an ingress flavor writes for a domain (`--routing-mode ingress --ingress-flavor <flavor>`):
+ * the data plane module that brings the flavor carries its writer (`flavorWriter`); routing/plan.ts
+ * judges what every flavor shares (the data plane × flavor table, a refused redirect target) and
+ * asks the writer for the rest. Gateway API mode is every gateway's, written in routing/plan.ts.
+ */
+export interface FlavorWriter {
+  readonly flavor: IngressFlavor;
+  /**
+   * The domain's objects, in apply order, and the Routed sentence (routing/flavor-plan.ts has the
+   * parts). Never throws for a well-formed domain.
+   */
+  readonly plan: (domain: CustomDomain, options: RoutingOptions, lookups: RoutingLookups) => FlavorPlan;
+  /**
+   * What still routes the ACME HTTP-01 challenge of a domain that is otherwise not routed (empty
+   * when no challenge Service is configured); undefined: the Ingress-based one
+   * (flavor-plan.ts `ingressChallengeOnly`).
+   */
+  readonly challengeOnly?: (domain: CustomDomain, options: RoutingOptions) => KubernetesObject[];
+  /**
+   * The objects of the data plane's own API this flavor could write for a domain, by name: deleted
+   * when the domain goes or another flavor is chosen (routing/plan.ts `ownedRoutingObjects`).
+   */
+  readonly ownedObjects?: (domain: Pick<CustomDomain, 'metadata'>) => ObjectHeader[];
+  /**
+   * A kind the API server must serve for the flavor to write anything (`lookups.flavorKindServed`),
+   * and the plan when it does not.
+   */
+  readonly requiredKind?: {
+    readonly apiVersion: string;
+    readonly kind: string;
+    readonly unserved: (domain: CustomDomain) => FlavorPlan;
+  };
+  /** The plan reads `lookups.tlsSecretReady` (the routing phase looks it up only then). */
+  readonly needsTlsSecretReady?: boolean;
+}
+
 /** One cell of the data plane × flavor table (docs/routing.md, "Data planes and flavors"). */
 export interface FlavorSupport {
   /** A serving domain's objects are taken and its hostname is routed to the Service over HTTPS. */
@@ -22,6 +72,23 @@ export interface FlavorSupport {
   readonly redirects: boolean;
   /** Why not, when either is false: what the data plane does with the flavor's objects. */
   readonly why?: string;
+}
+
+/** The cell of a flavor a data plane module does not list (`DataPlaneModule.flavors`). */
+export function notTaken(flavor: RoutingFlavor): FlavorSupport {
+  return {
+    serves: false,
+    redirects: false,
+    why: `it does not read the objects of the ${flavor} flavor`,
+  };
+}
+
+/** The cell of `flavor` in `module`'s row: its own, else `notTaken`. */
+export function flavorSupport(
+  module: Pick<DataPlaneModule, 'flavors'>,
+  flavor: RoutingFlavor,
+): FlavorSupport {
+  return module.flavors[flavor] ?? notTaken(flavor);
 }
 
 /** What the routing phase knows when it asks whether the data plane took one applied object. */
@@ -107,8 +174,14 @@ export interface DataPlaneModule<Name extends string = string> {
   readonly workingFlavor: RoutingFlavor;
   /** The operator flags that select `workingFlavor` for it. */
   readonly workingFlags: string;
-  /** The objects it takes: for each flavor Portico can write, whether it serves and redirects. */
-  readonly flavors: Readonly<Record<RoutingFlavor, FlavorSupport>>;
+  /**
+   * The objects it takes: for each flavor Portico can write, whether it serves and redirects. A
+   * flavor it does not list is neither served nor redirected (`notTaken`), so that a flavor a new
+   * data plane brings needs no cell in the other modules; each of today's modules lists them all.
+   */
+  readonly flavors: Readonly<Partial<Record<RoutingFlavor, FlavorSupport>>>;
+  /** The ingress flavor it brings, of its own annotations or API; undefined: it brings none. */
+  readonly flavorWriter?: FlavorWriter;
   /**
    * The kinds of its own API that Portico writes or reads as routes (the Ingress and Gateway API
    * kinds are shared: `route-kinds.ts`).

@@ -14,7 +14,12 @@
  * registered in src/data-planes/registry.ts); the tables here are read from the modules.
  */
 import { DATA_PLANE_MODULES, DATA_PLANES, dataPlaneModule, type DataPlane } from '../data-planes/registry.js';
-import { ROUTING_FLAVORS, type FlavorSupport, type RoutingFlavor } from '../data-planes/types.js';
+import {
+  flavorSupport,
+  ROUTING_FLAVORS,
+  type FlavorSupport,
+  type RoutingFlavor,
+} from '../data-planes/types.js';
 import type { RoutingOptions } from './options.js';
 
 export { DATA_PLANES, ROUTING_FLAVORS, type DataPlane, type FlavorSupport, type RoutingFlavor };
@@ -43,7 +48,13 @@ export const WORKING_FLAVOR: Readonly<Record<DataPlane, RoutingFlavor>> = byData
 
 /** The table: data plane × flavor. Every cell is shown by a test (docs/routing.md names it). */
 export const FLAVOR_SUPPORT: Readonly<Record<DataPlane, Readonly<Record<RoutingFlavor, FlavorSupport>>>> =
-  byDataPlane((m) => m.flavors);
+  byDataPlane(
+    (m) =>
+      Object.fromEntries(ROUTING_FLAVORS.map((f) => [f, flavorSupport(m, f)])) as Record<
+        RoutingFlavor,
+        FlavorSupport
+      >,
+  );
 
 /** The flags that select `flavor`, as the operator is started with them. */
 function flagsOf(flavor: RoutingFlavor): string {
@@ -64,7 +75,7 @@ export function unsupportedByDataPlane(
   if (dataPlane === undefined) return undefined;
   const flavor = routingFlavor(options);
   const module = dataPlaneModule(dataPlane);
-  const cell = module.flavors[flavor];
+  const cell = flavorSupport(module, flavor);
   if (redirect ? cell.redirects : cell.serves) return undefined;
   const name = module.displayName;
   const what = redirect ? 'redirect' : 'serve';

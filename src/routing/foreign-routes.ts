@@ -47,6 +47,14 @@ function readerOf(kind: ForeignRouteKind): ForeignRouteReader | undefined {
 }
 
 /**
+ * Whether objects of `kind` name an ingress class (their route kind's `foreignRoute.classed`:
+ * Ingress and Contour's HTTPProxy; not an HTTPRoute, nor a kind that is no route).
+ */
+export function isClassedRouteKind(kind: string): boolean {
+  return readerOf(kind)?.classed === true;
+}
+
+/**
  * The exact hostnames (normalized: lowercase, no trailing dot) `obj` of kind `kind` names:
  * an Ingress's `spec.rules[].host` and `spec.tls[].hosts[]`, an HTTPProxy's
  * `spec.virtualhost.fqdn`, an HTTPRoute's `spec.hostnames[]` (each kind's `foreignRoute.hostnames`,

@@ -4,20 +4,15 @@
  * message instead of failing each reconcile.
  */
 
+import { INGRESS_FLAVORS, type IngressFlavor } from '../data-planes/types.js';
 import { DATA_PLANES, type DataPlane } from './data-planes.js';
+
+export { INGRESS_FLAVORS, type IngressFlavor };
 
 /** Where routing objects go: Ingress (networking.k8s.io/v1) or Gateway API HTTPRoute. */
 export type RoutingMode = 'ingress' | 'gateway';
 
-/**
- * The ingress controller. `nginx` and `traefik`: plain Ingress, with the flavor's own way of saying
- * what Ingress cannot (a redirect); serving a domain looks the same in both. `contour`: an HTTPProxy
- * (`projectcontour.io/v1`) per domain instead of an Ingress (contour.ts).
- */
-export type IngressFlavor = 'nginx' | 'traefik' | 'contour';
-
 export const ROUTING_MODES: readonly RoutingMode[] = ['ingress', 'gateway'];
-export const INGRESS_FLAVORS: readonly IngressFlavor[] = ['nginx', 'traefik', 'contour'];
 
 /**
  * A `parentRefs` entry of every HTTPRoute (Gateway API `ParentReference`, gateway.networking.k8s.io/v1):
@@ -41,7 +36,13 @@ export interface RoutingOptions {
    * (data-planes.ts); undefined: the flavor is not judged.
    */
   dataPlane?: DataPlane;
-  /** Default `nginx` (ingress-nginx). Used in `ingress` mode. */
+  /**
+   * The ingress controller's flavor (`--ingress-flavor`), written by the data plane module that
+   * brings it (src/data-planes/<name>/flavor.ts). `nginx` and `traefik`: plain Ingress, with the
+   * flavor's own way of saying what Ingress cannot (a redirect); serving a domain looks the same in
+   * both. `contour`: an HTTPProxy (`projectcontour.io/v1`) per domain instead of an Ingress. Default
+   * `nginx` (ingress-nginx). Used in `ingress` mode.
+   */
   ingressFlavor?: IngressFlavor;
   /**
    * `spec.ingressClassName` of every Ingress (and of every HTTPProxy in the `contour` flavor);

@@ -11,8 +11,8 @@ import {
   staleRoutingObjects,
   type RoutingPlan,
 } from './plan.js';
-import type { TraefikMiddleware } from './traefik.js';
-import type { HTTPProxy } from './contour.js';
+import type { TraefikMiddleware } from '../data-planes/traefik/middleware.js';
+import type { HTTPProxy } from '../data-planes/contour/httpproxy.js';
 import type { DataPlane } from './data-planes.js';
 
 const domain = (spec: Partial<CustomDomainSpec>, name = 'old'): CustomDomain => ({
@@ -384,12 +384,12 @@ describe('desiredRouting, ingress mode, contour flavor (HTTPProxy)', () => {
 
   it('writes nothing, and says why, where the API server serves no HTTPProxy', () => {
     for (const d of [serving, redirecting]) {
-      const plan = desiredRouting(d, contour, { httpProxiesServed: false });
+      const plan = desiredRouting(d, contour, { flavorKindServed: false });
       expect(plan).toMatchObject({ routed: false, reason: 'HTTPProxyUnsupported', apply: [] });
       expect(plan.routed ? '' : plan.message).toContain('does not serve HTTPProxy (projectcontour.io/v1)');
     }
     // Other flavors do not care.
-    expect(desiredRouting(serving, { http01Service }, { httpProxiesServed: false }).routed).toBe(true);
+    expect(desiredRouting(serving, { http01Service }, { flavorKindServed: false }).routed).toBe(true);
   });
 
   it('is not the flavor in gateway mode', () => {
@@ -404,10 +404,10 @@ describe('owned and stale objects', () => {
       'networking.k8s.io/v1 Ingress/portico-old',
       'networking.k8s.io/v1 Ingress/portico--acme-old',
       'networking.k8s.io/v1 Ingress/portico-old-acme',
+      'projectcontour.io/v1 HTTPProxy/portico-old',
       'traefik.io/v1alpha1 Middleware/portico-old-redirect',
       'gateway.networking.k8s.io/v1 HTTPRoute/portico-old',
       'gateway.networking.k8s.io/v1 ListenerSet/portico-old',
-      'projectcontour.io/v1 HTTPProxy/portico-old',
     ]);
   });
 
@@ -416,23 +416,23 @@ describe('owned and stale objects', () => {
     expect(stale(desiredRouting(serving, { http01Service }))).toEqual([
       'Ingress/portico--acme-old',
       'Ingress/portico-old-acme',
+      'HTTPProxy/portico-old',
       'Middleware/portico-old-redirect',
       'HTTPRoute/portico-old',
       'ListenerSet/portico-old',
-      'HTTPProxy/portico-old',
     ]);
     expect(stale(desiredRouting(redirecting, { ingressFlavor: 'traefik', http01Service }))).toEqual([
       'Ingress/portico-old-acme',
+      'HTTPProxy/portico-old',
       'HTTPRoute/portico-old',
       'ListenerSet/portico-old',
-      'HTTPProxy/portico-old',
     ]);
     expect(stale(desiredRouting(redirecting, { ...gateway, http01Service }))).toEqual([
       'Ingress/portico-old',
       'Ingress/portico--acme-old',
       'Ingress/portico-old-acme',
-      'Middleware/portico-old-redirect',
       'HTTPProxy/portico-old',
+      'Middleware/portico-old-redirect',
     ]);
     expect(stale(desiredRouting(redirecting, { ingressFlavor: 'contour', http01Service }))).toEqual([
       'Ingress/portico-old',
@@ -575,7 +575,7 @@ describe('a flavor the declared data plane ignores (data-planes.ts, UnsupportedB
 
   it('comes before the checks of the redirect target and of the HTTPProxy kind', () => {
     const lookups = {
-      httpProxiesServed: false,
+      flavorKindServed: false,
       redirectTarget: { domainsInNamespace: [], holderOf: () => undefined },
     };
     expect(

@@ -17,7 +17,7 @@
  * values `routing.ingress.className`, `admissionPolicy.routingClass.enabled`). Pure.
  */
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { routeClassOf } from './foreign-routes.js';
+import { isClassedRouteKind, routeClassOf } from './foreign-routes.js';
 import { GATEWAY_API_GROUP, HTTPROUTE_KIND, LISTENERSET_KIND } from './gateway.js';
 import type { GatewayParentRef, RoutingOptions } from './options.js';
 
@@ -63,9 +63,10 @@ function parentRefsOf(obj: KubernetesObject): Record<string, unknown>[] {
  * is in the routing class of `settings`, so that only the controller can have written it where the
  * chart's admission policies run:
  * - no routing class (`hasRoutingClass` false): true for every object (nothing is reserved);
- * - ingress mode: an Ingress or HTTPProxy whose class, as Contour reads it (`routeClassOf`:
- *   annotations first, then `spec.ingressClassName`), is the ingress class; any other kind (a
- *   Traefik Middleware, which has no class) is false;
+ * - ingress mode: an object of a kind that names an ingress class (`isClassedRouteKind`: an
+ *   Ingress or HTTPProxy) whose class, as Contour reads it (`routeClassOf`: annotations first,
+ *   then `spec.ingressClassName`), is the ingress class; any other kind (a Traefik Middleware,
+ *   which has no class) is false;
  * - gateway mode: an HTTPRoute or ListenerSet with a parentRef (group and kind defaulting to the
  *   Gateway's) naming a reserved Gateway (`reservedGateways`) in a namespace other than `obj`'s own,
  *   as the gateway-routes policy matches it; any other kind is false.
@@ -74,7 +75,7 @@ function parentRefsOf(obj: KubernetesObject): Record<string, unknown>[] {
 export function inRoutingClass(kind: string, obj: KubernetesObject, settings: RoutingClassSettings): boolean {
   if (!hasRoutingClass(settings)) return true;
   if ((settings.mode ?? 'ingress') === 'ingress') {
-    if (kind !== 'Ingress' && kind !== 'HTTPProxy') return false;
+    if (!isClassedRouteKind(kind)) return false;
     return routeClassOf(kind, obj) === settings.ingressClassName;
   }
   if (kind !== HTTPROUTE_KIND && kind !== LISTENERSET_KIND) return false;

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { parseAllDocuments, parse, stringify } from 'yaml';
 
-import { CONTOUR, type ContourInstance } from './contour.js';
+import { CONTOUR, type ContourInstance } from '../data-planes/contour/sandbox-process.js';
 import { SandboxError } from './errors.js';
 import { runKubectl, type Kubectl } from './kubectl.js';
 import type { SandboxPaths } from './paths.js';

@@ -19,7 +19,7 @@ import { envVariables, type SandboxEnv } from './state.js';
 
 const usage = `usage: portico sandbox <up|down|status> [flags]
 
-  up [--no-examples] [--data-plane contour|envoy-gateway|traefik|none] [--https-redirect] [--kubelet]
+  up [--no-examples] [--data-plane ${SANDBOX_DATA_PLANES.join('|')}] [--https-redirect] [--kubelet]
                        start the stack (or see that it runs) and apply examples/; writes .sandbox/env.
                        --data-plane: the controller that takes the routes (default contour, a real
                        Contour whose acknowledgement Routed waits for; envoy-gateway: a real Envoy

@@ -6,7 +6,7 @@
  * Start order: tools → ports → certificates → [etcd → kube-apiserver] beside the DNS server, Pebble
  * and Redis (in parallel) → namespace and CRDs → Contour (with `dataPlane: 'contour'`) or Envoy
  * Gateway with its GatewayClass and Gateway (with `dataPlane: 'envoy-gateway'`) or the example
- * project's backend and Traefik (with `dataPlane: 'traefik'`, traefik.ts) → operator →
+ * project's backend and Traefik (with `dataPlane: 'traefik'`, data-planes/traefik/sandbox-process.ts) → operator →
  * rate-limit server → env files → examples. Every start begins
  * from scratch: empty etcd, fresh certificates and ports. A failure before the env files are written
  * stops every process of the sandbox (logs stay), and is tried again with new ports (up to 3 starts)

@@ -81,7 +81,7 @@ import {
   sandboxUp,
   type SandboxEnv,
 } from '../../src/sandbox/stack.js';
-import { backendEndpointSlice } from '../../src/sandbox/traefik.js';
+import { backendEndpointSlice } from '../../src/data-planes/traefik/sandbox-process.js';
 import { parsePrometheus, sumOf } from './process-figures.js';
 import { machineBusySince, machineCpuTimes, pool, positive, stats, type Stats } from './run-helpers.js';
 

@@ -6,14 +6,14 @@
  * HTTPProxy's status) or what it would push to Envoy (`contour cli rds` against its xDS server).
  * The test writes no status.
  *
- * The stack's Contour runs with `enableExternalNameService: true` (src/sandbox/contour.ts), so the
+ * The stack's Contour runs with `enableExternalNameService: true` (src/data-planes/contour/sandbox-process.ts), so the
  * challenge route to the ExternalName Service `portico-acme-http01` is valid. Pebble validates
  * HTTP-01 on the operator's own port (no Envoy runs here), so issuance does not go through Contour.
  */
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIELD_MANAGER, type CustomDomain } from '../../src/api/customdomain.js';
-import type { HTTPProxy } from '../../src/routing/contour.js';
+import type { HTTPProxy } from '../../src/data-planes/contour/httpproxy.js';
 import type { HTTPProxyWithStatus } from '../../src/routing/acknowledgement.js';
 import {
   createCustomDomain,

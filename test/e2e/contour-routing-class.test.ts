@@ -15,8 +15,8 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { HTTPProxy } from '../../src/routing/contour.js';
-import { startContour, type StartedContour } from '../../src/sandbox/contour.js';
+import type { HTTPProxy } from '../../src/data-planes/contour/httpproxy.js';
+import { startContour, type StartedContour } from '../../src/data-planes/contour/sandbox-process.js';
 import { sandboxPaths } from '../../src/sandbox/paths.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { stopProcess } from '../../src/sandbox/processes.js';

@@ -30,7 +30,7 @@ import {
   ENVOY_GATEWAY_NAME,
   SANDBOX_GATEWAY,
   gatewayParentRefsArg,
-} from '../../src/sandbox/envoy-gateway.js';
+} from '../../src/data-planes/envoy-gateway/sandbox-process.js';
 import { createServingDomain, kube, waitFor, waitForCondition } from './support/cluster.js';
 import {
   XDS_TYPE,

@@ -25,7 +25,7 @@ import {
   ENVOY_GATEWAY_NAME,
   SANDBOX_GATEWAY,
   gatewayParentRefsArg,
-} from '../../src/sandbox/envoy-gateway.js';
+} from '../../src/data-planes/envoy-gateway/sandbox-process.js';
 import {
   createCustomDomain,
   createProject,

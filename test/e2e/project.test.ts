@@ -17,7 +17,7 @@ import type { CustomDomain } from '../../src/api/customdomain.js';
 import type { Project } from '../../src/api/project.js';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { NGINX_PERMANENT_REDIRECT } from '../../src/routing/nginx.js';
+import { NGINX_PERMANENT_REDIRECT } from '../../src/data-planes/ingress-nginx/annotations.js';
 import { contourXdsAddr, splitTopLevelObjects } from './support/contour.js';
 import {
   createCustomDomain,

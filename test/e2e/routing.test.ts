@@ -30,7 +30,7 @@ import {
   type ObjectHeader,
   type RoutingPlan,
 } from '../../src/routing/plan.js';
-import type { TraefikMiddleware } from '../../src/routing/traefik.js';
+import type { TraefikMiddleware } from '../../src/data-planes/traefik/middleware.js';
 import { createProject, sandbox, unique, waitFor } from './support/cluster.js';
 import { installRoutingCrds } from './support/routing-crds.js';
 const STATUSES = [301, 302, 307, 308] as const;

@@ -20,14 +20,14 @@ import path from 'node:path';
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { HTTPProxy } from '../../src/routing/contour.js';
+import type { HTTPProxy } from '../../src/data-planes/contour/httpproxy.js';
 import {
   ADMISSION_MANIFEST,
   SANDBOX_INGRESS_CLASS as CLASS,
   admissionManifests,
   writeControllerKubeconfig,
 } from '../../src/sandbox/admission.js';
-import { startContour, type StartedContour } from '../../src/sandbox/contour.js';
+import { startContour, type StartedContour } from '../../src/data-planes/contour/sandbox-process.js';
 import { sandboxPaths } from '../../src/sandbox/paths.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { stopProcess } from '../../src/sandbox/processes.js';

@@ -25,7 +25,7 @@ import {
   traefikOperatorFlags,
   TRAEFIK_INGRESS_CLASS,
   type StartedTraefik,
-} from '../../src/sandbox/traefik.js';
+} from '../../src/data-planes/traefik/sandbox-process.js';
 import { lastGoodSecretName } from '../../src/controllers/customdomain/last-good-certificates.js';
 import {
   createCustomDomain,

@@ -27,7 +27,7 @@ import {
   TRAEFIK_INGRESS_CLASS,
   type StartedTraefik,
   type TraefikPorts,
-} from '../../src/sandbox/traefik.js';
+} from '../../src/data-planes/traefik/sandbox-process.js';
 import {
   createCustomDomain,
   deleteCreatedDomains,

@@ -13,12 +13,12 @@ import type { V1EndpointSlice, V1Ingress } from '@kubernetes/client-node';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import type { StartedTraefik } from '../../src/sandbox/traefik.js';
+import type { StartedTraefik } from '../../src/data-planes/traefik/sandbox-process.js';
 import {
   backendEndpointSlice,
   traefikOperatorFlags,
   TRAEFIK_INGRESS_CLASS,
-} from '../../src/sandbox/traefik.js';
+} from '../../src/data-planes/traefik/sandbox-process.js';
 import { closeServer, startProjectBackend } from '../../src/sandbox/project-backend.js';
 import {
   createCustomDomain,

@@ -3,16 +3,12 @@
  * HTTPProxy; no ingress-nginx or Traefik annotation appears in its source
  * (internal/dag/ingress_processor.go reads its own `projectcontour.io/*` annotations only); it
  * implements no ListenerSet (no mention in the module), so gateway mode's certificate is never
- * attached. The `contour` flavor's objects are written by routing/contour.ts. Pure.
+ * attached. The `contour` flavor's objects are written by httpproxy.ts. Pure.
  */
 import { httpProxyAcknowledgement } from '../../routing/acknowledgement.js';
-import {
-  CONTOUR_API_VERSION,
-  CONTOUR_GROUP,
-  HTTPPROXY_KIND,
-  HTTPPROXY_PLURAL,
-} from '../../routing/contour.js';
+import { CONTOUR_API_VERSION, CONTOUR_GROUP, HTTPPROXY_KIND, HTTPPROXY_PLURAL } from './httpproxy.js';
 import { IGNORES_TRAEFIK_MIDDLEWARE, NO_LISTENERSET, record, strings } from '../shared.js';
+import { contourFlavor } from './flavor.js';
 import { defineDataPlane, type RouteKind } from '../types.js';
 
 /** Contour's class when it is run without `--ingress-class-name` (internal/ingressclass). */
@@ -57,6 +53,7 @@ export const contour = defineDataPlane({
     contour: { serves: true, redirects: true },
     gateway: { serves: false, redirects: false, why: NO_LISTENERSET },
   },
+  flavorWriter: contourFlavor,
   routeKinds: [HTTPPROXY_ROUTE_KIND],
   // internal/annotation `IngressClass`: its own annotation first, then kubernetes.io/ingress.class.
   ingressClass: {

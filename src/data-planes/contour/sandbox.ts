@@ -1,6 +1,6 @@
 /**
  * The sandbox's Contour (`portico sandbox up --data-plane contour`, the default): its CRDs, the
- * rate-limit ExtensionService, and `contour serve` (src/sandbox/contour.ts). Where the sandbox runs
+ * rate-limit ExtensionService, and `contour serve` (src/data-planes/contour/sandbox-process.ts). Where the sandbox runs
  * as the chart does, Contour serves the chart's class alone and the operator is declared
  * `--data-plane contour` with the `contour` flavor (HTTPProxy); without the chart's defaults (the
  * e2e stack) the operator keeps the default Ingress flavor, undeclared, because its test files read
@@ -9,7 +9,7 @@
  * declared Contour says of them). Development only.
  */
 import { httpProbe } from '../../sandbox/readiness.js';
-import { CONTOUR, applyRateLimitExtension, installContourCrds, startContour } from '../../sandbox/contour.js';
+import { CONTOUR, applyRateLimitExtension, installContourCrds, startContour } from './sandbox-process.js';
 import { defineSandboxDataPlane } from '../sandbox-types.js';
 import { contour } from './index.js';
 

@@ -1,6 +1,6 @@
 /**
  * The sandbox's Envoy Gateway (`portico sandbox up --data-plane envoy-gateway`): its and Gateway
- * API's CRDs, `envoy-gateway server` (src/sandbox/envoy-gateway.ts), and the platform's
+ * API's CRDs, `envoy-gateway server` (src/data-planes/envoy-gateway/sandbox-process.ts), and the platform's
  * GatewayClass and Gateway; the operator runs in gateway mode with that Gateway as parent and
  * attaches rate limits through EnvoyPatchPolicies. Development only.
  */
@@ -14,7 +14,7 @@ import {
   gatewayParentRefsArg,
   installEnvoyGatewayCrds,
   startEnvoyGateway,
-} from '../../sandbox/envoy-gateway.js';
+} from './sandbox-process.js';
 import { httpProbe } from '../../sandbox/readiness.js';
 import { defineSandboxDataPlane } from '../sandbox-types.js';
 import { envoyGateway } from './index.js';

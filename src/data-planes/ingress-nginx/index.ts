@@ -1,8 +1,9 @@
 /**
  * ingress-nginx as a data plane: it reads Ingress and its own annotations only (the `nginx` flavor,
- * routing/nginx.ts); no HTTPProxy, no Gateway API. Pure.
+ * annotations.ts); no HTTPProxy, no Gateway API. Pure.
  */
 import { IGNORES_TRAEFIK_MIDDLEWARE, READS_NO_HTTPPROXY } from '../shared.js';
+import { nginxFlavor } from './flavor.js';
 import { defineDataPlane } from '../types.js';
 
 export const ingressNginx = defineDataPlane({
@@ -16,5 +17,6 @@ export const ingressNginx = defineDataPlane({
     contour: { serves: false, redirects: false, why: READS_NO_HTTPPROXY },
     gateway: { serves: false, redirects: false, why: 'it implements no Gateway API' },
   },
+  flavorWriter: nginxFlavor,
   routeKinds: [],
 });

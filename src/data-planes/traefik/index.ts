@@ -3,11 +3,12 @@
  * ingress-nginx annotations, and its `kubernetesIngressNGINX` provider
  * (pkg/provider/kubernetes/ingress-nginx/annotations.go) has no `permanent-redirect`; it reads no
  * HTTPProxy; its Gateway provider implements no ListenerSet (no mention in the module). It takes
- * the `traefik` flavor: an Ingress whose redirect is a Middleware of its own API (routing/traefik.ts),
+ * the `traefik` flavor: an Ingress whose redirect is a Middleware of its own API (data-planes/traefik/middleware.ts),
  * which carries no status to acknowledge. Pure.
  */
-import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from '../../routing/traefik.js';
+import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from './middleware.js';
 import { NO_LISTENERSET, READS_NO_HTTPPROXY } from '../shared.js';
+import { traefikFlavor } from './flavor.js';
 import { defineDataPlane, type RouteKind } from '../types.js';
 
 /** Traefik's Middleware: the redirect of the `traefik` flavor; nothing reports on it. */
@@ -33,5 +34,6 @@ export const traefik = defineDataPlane({
     contour: { serves: false, redirects: false, why: READS_NO_HTTPPROXY },
     gateway: { serves: false, redirects: false, why: NO_LISTENERSET },
   },
+  flavorWriter: traefikFlavor,
   routeKinds: [MIDDLEWARE_ROUTE_KIND],
 });

@@ -1,7 +1,7 @@
 /**
  * The sandbox's Traefik (`portico sandbox up --data-plane traefik`): Traefik serving HTTPS itself in
  * front of a real backend of the example project, the operator writing the `traefik` flavor and
- * checking what is served. The parts are src/sandbox/traefik.ts's (`startTraefikDataPlane`,
+ * checking what is served. The parts are src/data-planes/traefik/sandbox-process.ts's (`startTraefikDataPlane`,
  * `TRAEFIK_CONTROLLER_OPTIONS`, `traefikSandboxEnv`). Development only.
  */
 import { httpProbe } from '../../sandbox/readiness.js';
@@ -11,7 +11,7 @@ import {
   TRAEFIK_CONTROLLER_OPTIONS,
   startTraefikDataPlane,
   traefikSandboxEnv,
-} from '../../sandbox/traefik.js';
+} from './sandbox-process.js';
 import type { SandboxCheck } from '../sandbox-types.js';
 import { defineSandboxDataPlane } from '../sandbox-types.js';
 import { traefik } from './index.js';

@@ -13,9 +13,9 @@ import path from 'node:path';
 
 import { sandboxPaths } from '../../../src/sandbox/paths.js';
 import { isAlive, readPid } from '../../../src/sandbox/processes.js';
-import { CONTOUR } from '../../../src/sandbox/contour.js';
+import { CONTOUR } from '../../../src/data-planes/contour/sandbox-process.js';
 import type { HTTPProxyWithStatus } from '../../../src/routing/acknowledgement.js';
-import type { HTTPProxy } from '../../../src/routing/contour.js';
+import type { HTTPProxy } from '../../../src/data-planes/contour/httpproxy.js';
 import { kube, sandbox, waitFor } from './cluster.js';
 
 /** The xDS resource types `contour cli` reads. */

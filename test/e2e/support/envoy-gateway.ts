@@ -38,7 +38,7 @@ import {
   installEnvoyGatewayCrds,
   startEnvoyGateway,
   type PlatformGateway,
-} from '../../../src/sandbox/envoy-gateway.js';
+} from '../../../src/data-planes/envoy-gateway/sandbox-process.js';
 import type { Kubectl } from '../../../src/sandbox/kubectl.js';
 import { sandboxPaths } from '../../../src/sandbox/paths.js';
 import { stopProcess } from '../../../src/sandbox/processes.js';

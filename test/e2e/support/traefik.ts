@@ -25,7 +25,7 @@ import {
   type StartedTraefik,
   type TraefikOptions,
   type TraefikPorts,
-} from '../../../src/sandbox/traefik.js';
+} from '../../../src/data-planes/traefik/sandbox-process.js';
 import { getPebble, sandbox } from './cluster.js';
 import { stackKubectl } from './envoy-gateway.js';
 import { freePort } from './stack-controller.js';

@@ -13,10 +13,9 @@ import {
   type CustomDomain,
 } from '../../../api/customdomain.js';
 import { parsedSecret } from '../../../certificates/parsed-secret.js';
-import { CONTOUR_API_VERSION, HTTPPROXY_KIND } from '../../../routing/contour.js';
 import { combine, type Acknowledgement } from '../../../routing/acknowledgement.js';
 import { GATEWAY_API_VERSION, LISTENERSET_KIND } from '../../../routing/gateway.js';
-import { ROUTE_KINDS } from '../../../data-planes/registry.js';
+import { flavorWriter, ROUTE_KINDS } from '../../../data-planes/registry.js';
 import { desiredRouting, staleRoutingObjects, type RoutingLookups } from '../../../routing/plan.js';
 import { reservedDomainOf } from '../acceptance.js';
 import type { RoutingState } from '../status.js';
@@ -122,9 +121,11 @@ export class RoutingPhase {
     const view = this.#d.view;
     const lookups: RoutingLookups = {
       listenerSetsServed: view.serves(GATEWAY_API_VERSION, LISTENERSET_KIND),
-      httpProxiesServed: view.serves(CONTOUR_API_VERSION, HTTPPROXY_KIND),
     };
-    if (this.#d.routing.ingressFlavor === 'contour') lookups.tlsSecretReady = this.#tlsSecretReady(domain);
+    const writer = flavorWriter(this.#d.routing.ingressFlavor ?? 'nginx');
+    if (writer.requiredKind !== undefined)
+      lookups.flavorKindServed = view.serves(writer.requiredKind.apiVersion, writer.requiredKind.kind);
+    if (writer.needsTlsSecretReady === true) lookups.tlsSecretReady = this.#tlsSecretReady(domain);
     if (domain.spec.redirect) {
       lookups.redirectTarget = {
         domainsInNamespace: view.customDomainsInNamespace(domain.metadata.namespace),
@@ -144,7 +145,8 @@ export class RoutingPhase {
   /**
    * Whether the domain's TLS Secret, as its cache holds it, has a `tls.crt` that parses and the
    * `tls.key` of that certificate (`parsedSecret`): Contour takes an HTTPProxy that names the
-   * Secret only when both parse (routing/contour.ts). Workers start once the caches have synced;
+   * Secret only when both parse (data-planes/contour/httpproxy.ts); looked up for a flavor whose
+   * writer asks (`needsTlsSecretReady`). Workers start once the caches have synced;
    * an unsynced cache would answer false (no TLS block until the next reconcile).
    */
   #tlsSecretReady(domain: CustomDomain): boolean {

@@ -17,7 +17,7 @@
  *   `URLIsValidRegex`, which has no `$`; the Ingress is then refused. See
  *   `RoutingOptions.nginxRedirectKeepsPath`.
  */
-import { describeStatus, targetOrigin, type RedirectIntent } from './redirect.js';
+import { describeStatus, targetOrigin, type RedirectIntent } from '../../routing/redirect.js';
 
 export const NGINX_ANNOTATION_PREFIX = 'nginx.ingress.kubernetes.io/';
 export const NGINX_PERMANENT_REDIRECT = `${NGINX_ANNOTATION_PREFIX}permanent-redirect`;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { nginxRedirectAnnotations, nginxRedirectSummary } from './nginx.js';
-import type { RedirectIntent } from './redirect.js';
+import { nginxRedirectAnnotations, nginxRedirectSummary } from './annotations.js';
+import type { RedirectIntent } from '../../routing/redirect.js';
 
 const intent = (status: 301 | 302 | 307 | 308): RedirectIntent => ({
   to: 'example.com',

@@ -25,7 +25,7 @@
  *   redirect rule names a real Service (see `redirectBackend`).
  */
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
-import { describeStatus, targetOrigin, type RedirectIntent } from './redirect.js';
+import { describeStatus, targetOrigin, type RedirectIntent } from '../../routing/redirect.js';
 
 export const TRAEFIK_API_VERSION = 'traefik.io/v1alpha1';
 export const TRAEFIK_MIDDLEWARE_KIND = 'Middleware';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 
-import { contourClientRate, contourServeArgs } from './contour.js';
+import { contourClientRate, contourServeArgs } from './sandbox-process.js';
 
 const ports = { xds: 1001, metrics: 1002, health: 1003, debug: 1004 };
 

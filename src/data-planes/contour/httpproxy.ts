@@ -37,7 +37,7 @@
  * route takes `/.well-known/acme-challenge/` before `/` redirects or proxies it.
  */
 import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
-import type { RedirectIntent, RedirectStatus } from './redirect.js';
+import type { RedirectIntent, RedirectStatus } from '../../routing/redirect.js';
 
 export const CONTOUR_GROUP = 'projectcontour.io';
 export const CONTOUR_API_VERSION = 'projectcontour.io/v1';

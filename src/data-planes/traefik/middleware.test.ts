@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { RedirectIntent } from './redirect.js';
+import type { RedirectIntent } from '../../routing/redirect.js';
 import {
   TRAEFIK_REDIRECT_REGEX,
   traefikMiddlewareReference,
   traefikRedirectMiddleware,
   traefikRedirectSummary,
   traefikStatuses,
-} from './traefik.js';
+} from './middleware.js';
 
 const intent = (status: 301 | 302 | 307 | 308): RedirectIntent => ({
   to: 'example.com',

@@ -8,7 +8,7 @@
  * when it is set and no in-cluster service account is found) with two providers: `kubernetesIngress`
  * for Portico's Ingresses of the IngressClass `traefik` (publishing 127.0.0.1 in each Ingress's
  * `status.loadBalancer`, which the operator's acknowledgement reads) and `kubernetesCRD` for the
- * redirect Middlewares the `traefik` flavor writes (src/routing/traefik.ts). Entrypoints `web` (HTTP)
+ * redirect Middlewares the `traefik` flavor writes (src/data-planes/traefik/middleware.ts). Entrypoints `web` (HTTP)
  * and `websecure` (HTTPS) listen on free loopback ports; its ping endpoint, on a third one, is the
  * readiness probe. Update checks and anonymous usage reports are off: nothing leaves the machine.
  * Its access log (common log format, in its log file) keeps the User-Agent of each request.
@@ -18,13 +18,13 @@ import path from 'node:path';
 
 import { parseAllDocuments, stringify } from 'yaml';
 
-import { runKubectl, type Kubectl } from './kubectl.js';
-import { manifestFiles } from './examples.js';
-import type { SandboxPaths } from './paths.js';
-import { startDetached, type StartedProcess } from './processes.js';
-import { httpProbe, waitUntilReady } from './readiness.js';
-import { SandboxError } from './errors.js';
-import type { SandboxEnv } from './state.js';
+import { runKubectl, type Kubectl } from '../../sandbox/kubectl.js';
+import { manifestFiles } from '../../sandbox/examples.js';
+import type { SandboxPaths } from '../../sandbox/paths.js';
+import { startDetached, type StartedProcess } from '../../sandbox/processes.js';
+import { httpProbe, waitUntilReady } from '../../sandbox/readiness.js';
+import { SandboxError } from '../../sandbox/errors.js';
+import type { SandboxEnv } from '../../sandbox/state.js';
 
 export const TRAEFIK = 'traefik';
 /** The sandbox's process serving the example project's page (src/sandbox/project-backend.ts). */

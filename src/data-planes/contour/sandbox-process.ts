@@ -15,15 +15,15 @@ import path from 'node:path';
 
 import { stringify } from 'yaml';
 
-import { DEFAULT_GATEWAY_DOMAIN } from '../api/ratelimitpolicy.js';
+import { DEFAULT_GATEWAY_DOMAIN } from '../../api/ratelimitpolicy.js';
 import {
   extensionServiceApply,
   type ExtensionServiceOptions,
-} from '../controllers/ratelimitpolicy/attachment.js';
-import { runKubectl, type Kubectl } from './kubectl.js';
-import type { SandboxPaths } from './paths.js';
-import { startDetached, type StartedProcess } from './processes.js';
-import { httpProbe, waitUntilReady } from './readiness.js';
+} from '../../controllers/ratelimitpolicy/attachment.js';
+import { runKubectl, type Kubectl } from '../../sandbox/kubectl.js';
+import type { SandboxPaths } from '../../sandbox/paths.js';
+import { startDetached, type StartedProcess } from '../../sandbox/processes.js';
+import { httpProbe, waitUntilReady } from '../../sandbox/readiness.js';
 
 export const CONTOUR = 'contour';
 

@@ -5,8 +5,13 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 
-import { controllerOptions } from '../controller/config-flags.js';
-import { backendEndpointSlice, examplesWithBackend, traefikArgs, traefikOperatorFlags } from './traefik.js';
+import { controllerOptions } from '../../controller/config-flags.js';
+import {
+  backendEndpointSlice,
+  examplesWithBackend,
+  traefikArgs,
+  traefikOperatorFlags,
+} from './sandbox-process.js';
 
 /** The `--name=value` flags of `args`, by name. */
 function flags(args: readonly string[]): Map<string, string> {

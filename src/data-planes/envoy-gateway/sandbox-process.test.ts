@@ -6,9 +6,9 @@ import {
   envoyGatewayConfig,
   gatewayParentRefsArg,
   platformGatewayObjects,
-} from './envoy-gateway.js';
-import { SandboxError } from './errors.js';
-import { renderEnvFile, type SandboxEnv } from './state.js';
+} from './sandbox-process.js';
+import { SandboxError } from '../../sandbox/errors.js';
+import { renderEnvFile, type SandboxEnv } from '../../sandbox/state.js';
 
 describe('envoyGatewayConfig', () => {
   it('runs the Kubernetes provider without leader election, with EnvoyPatchPolicy and listener names tcp-<port> (XDSNameSchemeV2), the admin API on loopback at the port given, and no fixed-port listener it can turn off', () => {

@@ -34,11 +34,11 @@ import path from 'node:path';
 
 import { stringify } from 'yaml';
 
-import { ComponentStartError, SandboxError } from './errors.js';
-import { runKubectl, type Kubectl } from './kubectl.js';
-import type { SandboxPaths } from './paths.js';
-import { startDetached, type StartedProcess } from './processes.js';
-import { httpProbe, waitUntilReady } from './readiness.js';
+import { ComponentStartError, SandboxError } from '../../sandbox/errors.js';
+import { runKubectl, type Kubectl } from '../../sandbox/kubectl.js';
+import type { SandboxPaths } from '../../sandbox/paths.js';
+import { startDetached, type StartedProcess } from '../../sandbox/processes.js';
+import { httpProbe, waitUntilReady } from '../../sandbox/readiness.js';
 
 export const ENVOY_GATEWAY = 'envoy-gateway';
 /** The version scripts/install-tools.sh builds (its ENVOY_GATEWAY_VERSION). */
