@@ -100,7 +100,7 @@ export interface SandboxUpOptions {
   readonly kubelet?: boolean;
   /**
    * With `dataPlane: 'traefik'`: Traefik's `web` entrypoint redirects every plain HTTP request to
-   * HTTPS (src/sandbox/traefik.ts, `TraefikOptions.httpsRedirect`; `sandbox up --https-redirect`).
+   * HTTPS (src/data-planes/traefik/sandbox-process.ts, `TraefikOptions.httpsRedirect`; `sandbox up --https-redirect`).
    * Ignored by the other data planes. Default false.
    */
   readonly httpsRedirect?: boolean;

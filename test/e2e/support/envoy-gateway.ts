@@ -3,7 +3,7 @@
  *
  * Lifecycle: the stack's default data plane is Contour (global-setup.ts), so a test file that needs
  * Envoy Gateway starts it with {@link startStackEnvoyGateway} in its `beforeAll` (the sandbox's own
- * start: src/sandbox/envoy-gateway.ts; its pid file in the stack's directory, so `sandboxDown` stops
+ * start: src/data-planes/envoy-gateway/sandbox-process.ts; its pid file in the stack's directory, so `sandboxDown` stops
  * it too) and stops it in `afterAll`. Files run one at a time (vitest.config.ts), so no two run it at
  * once, and the files that do not need it pay nothing.
  *

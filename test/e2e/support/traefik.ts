@@ -3,7 +3,7 @@
  *
  * Lifecycle: the stack's default data plane is Contour (global-setup.ts), so a test file that needs
  * Traefik starts it with {@link startStackTraefik} in its `beforeAll` (the sandbox's own start,
- * src/sandbox/traefik.ts; its pid file in the stack's directory, so `sandboxDown` stops it too) and
+ * src/data-planes/traefik/sandbox-process.ts; its pid file in the stack's directory, so `sandboxDown` stops it too) and
  * stops it in `afterAll`. It serves only Ingresses of the IngressClass `traefik`, which the stack's
  * Contour does not take, so the two never answer for one Ingress.
  *
