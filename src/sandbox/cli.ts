@@ -25,7 +25,8 @@ const usage = `usage: portico sandbox <up|down|status> [flags]
                        Contour whose acknowledgement Routed waits for; envoy-gateway: a real Envoy
                        Gateway, Portico in Gateway API mode; traefik: a real Traefik serving
                        HTTPS on INGRESS_HTTPS_ADDR in front of the example project's backend;
-                       none: routes are unconfirmed)
+                       none: routes are unconfirmed); with contour, Knot serves the apps zone
+                       apps.portico.test and every example Project is served at its subdomain
                        --kubelet: also a node that runs Pods (containerd, a kubelet, kube-scheduler,
                        kube-controller-manager), for \`helm install\` of the chart; root only, one
                        per machine; it changes no kernel setting or firewall rule
@@ -75,6 +76,8 @@ async function up(dir: string, args: string[]): Promise<number> {
     applyExamples: values['no-examples'] !== true,
     dataPlane: dataPlane as SandboxDataPlane,
     kubelet: values.kubelet === true,
+    // Knot for the apps zone and every example Project at its subdomain (src/sandbox/apps-zone.ts).
+    appsDomain: true,
   });
   out(`sandbox ${env.sandboxDir}: up (this command took ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   printEnv(env);

@@ -430,6 +430,40 @@ describe("a project's auto-generated subdomain", () => {
     },
   );
 
+  it('the CRD refuses a generatedSubdomain other than Supplement or Replace, and defaults it to Supplement', async () => {
+    const ns = projects[0]?.namespace ?? '';
+    const body = (name: string, generatedSubdomain?: string): object => ({
+      apiVersion: 'portico.dev/v1alpha1',
+      kind: 'Project',
+      metadata: { name, namespace: ns },
+      spec: {
+        service: { name: 'web' },
+        domains: {
+          primary: `${name}.${ns}.example`,
+          ...(generatedSubdomain === undefined ? {} : { generatedSubdomain }),
+        },
+      },
+    });
+    const refused: unknown = await kube()
+      .custom.createNamespacedCustomObject({
+        ...projectApi,
+        namespace: ns,
+        body: body('both', 'Both'),
+        dryRun: 'All',
+      })
+      .catch((err: unknown) => err);
+    expect(String((refused as { body?: unknown }).body ?? refused)).toContain(
+      'generatedSubdomain must be Supplement (the subdomain keeps serving beside the custom domains) or Replace (it redirects to the primary once the primary is Live)',
+    );
+    const defaulted = (await kube().custom.createNamespacedCustomObject({
+      ...projectApi,
+      namespace: ns,
+      body: body('plain'),
+      dryRun: 'All',
+    })) as Project;
+    expect(defaulted.spec.domains.generatedSubdomain).toBe('Supplement');
+  });
+
   it('the TLSCertificateDelegation lists the namespaces with a subdomain, and the key stays in the operator namespace', async () => {
     const delegation = (await kube().custom.getNamespacedCustomObject({
       group: 'projectcontour.io',
