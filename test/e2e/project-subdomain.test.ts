@@ -70,6 +70,8 @@ import {
 
 const APPS_DOMAIN = 'apps.portico.test';
 const PEBBLE_NAME = 'pebble-subdomain';
+/** The validity of the second Pebble's certificates, in seconds. */
+const CERTIFICATE_SECONDS = 90;
 const key: TsigKey = { name: 'portico-apps.', algorithm: 'hmac-sha256', secret: randomBytes(32) };
 const projectApi = { group: 'portico.dev', version: 'v1alpha1', plural: 'projects' } as const;
 const proxyApi = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
@@ -182,7 +184,8 @@ beforeAll(async () => {
   if (!stack) throw new Error('the stack operator was not found');
   pebble = await startSecondPebble(
     PEBBLE_NAME,
-    {},
+    // Short certificates, so that the wildcard's renewal (two thirds in: 60 s) happens in this file.
+    { default: { description: '90-second certificates', validityPeriod: CERTIFICATE_SECONDS } },
     { dnsServer: `${zone.resolver.host}:${zone.resolver.port}`, httpPort: challengePort(stack) },
   );
   operator = await startOperator(stack, 'project-subdomain', {
@@ -463,6 +466,41 @@ describe("a project's auto-generated subdomain", () => {
     })) as Project;
     expect(defaulted.spec.domains.generatedSubdomain).toBe('Supplement');
   });
+
+  it(
+    'renews the wildcard like any other certificate, two thirds into its validity, and the data plane serves the new one',
+    { timeout: 150_000 },
+    async () => {
+      const first = leafOf((await readSecret()) ?? {});
+      const renewAt =
+        Date.parse(first.validFrom) + ((Date.parse(first.validTo) - Date.parse(first.validFrom)) * 2) / 3;
+      const renewed = await waitFor(
+        'the wildcard Secret to hold a renewed certificate',
+        async () => {
+          const leaf = leafOf((await readSecret()) ?? {});
+          return leaf.serialNumber !== first.serialNumber ? leaf : undefined;
+        },
+        CERTIFICATE_SECONDS * 1000 + 30_000,
+        1000,
+      );
+      // Not before its time (a second of slack for the clocks), and for the same name.
+      expect(Date.now()).toBeGreaterThanOrEqual(renewAt - 1000);
+      expect(renewed.subjectAltName).toBe(`DNS:*.${APPS_DOMAIN}`);
+      const hostname = `${projects[0]?.namespace ?? ''}.${APPS_DOMAIN}`;
+      expect(
+        await waitFor(
+          `xDS to serve the renewed certificate for ${hostname}`,
+          async () => ((await servedSerial(hostname)) === renewed.serialNumber ? true : undefined),
+          30_000,
+        ),
+      ).toBe(true);
+      const orders = await operatorLogLines(
+        operator as OperatorProcess,
+        'ordering the apps domain wildcard certificate (dns-01)',
+      );
+      expect(orders.length).toBeGreaterThanOrEqual(2);
+    },
+  );
 
   it('the TLSCertificateDelegation lists the namespaces with a subdomain, and the key stays in the operator namespace', async () => {
     const delegation = (await kube().custom.getNamespacedCustomObject({
