@@ -80,15 +80,17 @@ test_tools=false
 envoy_gateway=false
 traefik=false
 kubelet=false
+knot=false
 for arg in "$@"; do
   case $arg in
     --test) test_tools=true; envoy_gateway=true; traefik=true; kubelet=true ;;
     --envoy-gateway) envoy_gateway=true ;;
     --traefik) traefik=true ;;
     --kubelet) kubelet=true ;;
+    --knot) knot=true ;;
     --bench) bench=true ;;
     --prometheus) prometheus=true ;;
-    *) printf 'usage: %s [--test] [--envoy-gateway] [--traefik] [--kubelet] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
+    *) printf 'usage: %s [--test] [--envoy-gateway] [--traefik] [--kubelet] [--knot] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
   esac
 done
 
@@ -281,8 +283,8 @@ done
 
 # Knot DNS, the authoritative server of the DNS-01 challenge zone the e2e tests update with RFC 2136,
 # and BIND 9 as the resolver a second Pebble validates through (test/e2e/dns-update-knot.test.ts,
-# dns01-delegation.test.ts).
-if [[ $test_tools == true ]] && { [[ ! -x /usr/sbin/knotd ]] || [[ ! -x /usr/sbin/named ]]; }; then
+# dns01-delegation.test.ts); `--knot` for the sandbox's apps zone alone (src/sandbox/apps-zone.ts).
+if [[ $test_tools == true || $knot == true ]] && { [[ ! -x /usr/sbin/knotd ]] || [[ ! -x /usr/sbin/named ]]; }; then
   log "installing knot (Knot DNS) and bind9 from Debian's packages"
   if [[ $(id -u) -eq 0 ]]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq knot bind9 >/dev/null
@@ -290,7 +292,7 @@ if [[ $test_tools == true ]] && { [[ ! -x /usr/sbin/knotd ]] || [[ ! -x /usr/sbi
     sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq knot bind9 >/dev/null
   fi
 fi
-if [[ $test_tools == true ]]; then
+if [[ $test_tools == true || $knot == true ]]; then
   ln -sf /usr/sbin/knotd "$bin_dir/knotd"
   ln -sf /usr/sbin/named "$bin_dir/named"
 fi

@@ -48,7 +48,41 @@ export interface ProjectSpec {
      * `www.` primary) is a redirect to the primary with status 301, without listing it.
      */
     wwwRedirect?: boolean;
+    /**
+     * What the auto-generated subdomain does once the primary is Live: `Supplement` (the CRD's
+     * default) keeps serving the content, `Replace` answers with a 301 redirect to the primary.
+     * Until the primary is Live it serves either way.
+     */
+    generatedSubdomain?: GeneratedSubdomainMode;
   };
+}
+
+/** `spec.domains.generatedSubdomain` (docs/customdomains.md, "Replace or supplement"). */
+export type GeneratedSubdomainMode = 'Supplement' | 'Replace';
+
+/** The CRD's default of `spec.domains.generatedSubdomain`. */
+export const DEFAULT_GENERATED_SUBDOMAIN_MODE: GeneratedSubdomainMode = 'Supplement';
+
+/** Why the auto-generated subdomain serves or not (`status.subdomain.reason`). */
+export type SubdomainReason =
+  | 'Serving'
+  | 'NotDeployed'
+  | 'WildcardCertificatePending'
+  | 'SubdomainConflict'
+  | 'RouteNotAccepted'
+  | 'RoutingFlavorUnsupported';
+
+/** `status.subdomain`: the auto-generated subdomain and whether it serves. */
+export interface ProjectSubdomainStatus {
+  /** `<label>.<apps domain>` (domain/apps-subdomain.ts). */
+  hostname: string;
+  /** True when the data plane took its route with the wildcard certificate. */
+  serving: 'True' | 'False';
+  /** What it answers now, once routed: the content, or a redirect to `redirectTo`. */
+  answer?: 'Content' | 'Redirect';
+  redirectTo?: string;
+  reason: SubdomainReason;
+  message: string;
 }
 
 /** What a hostname is to its project. */
@@ -78,6 +112,8 @@ export interface ProjectStatus {
   observedGeneration?: number;
   /** The hostname that serves the project's content now; absent while none does. */
   servingPrimary?: string;
+  /** The auto-generated subdomain; absent when the operator runs without an apps domain. */
+  subdomain?: ProjectSubdomainStatus;
   hostnameCount?: number;
   domains?: ProjectDomainStatus[];
   conditions?: Condition[];

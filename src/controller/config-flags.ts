@@ -160,6 +160,16 @@ export const controllerOptions = {
     env: 'PORTICO_ACME_PROFILE',
     help: 'ACME profile to request, e.g. classic or shortlived (default: the CA chooses)',
   },
+  'apps-domain': {
+    type: 'string',
+    env: 'PORTICO_APPS_DOMAIN',
+    help: "the platform's apps domain: every Project is served at <namespace>.<apps domain> with one wildcard certificate issued by DNS-01 through --dns01-server (unset: off)",
+  },
+  'apps-domain-zone': {
+    type: 'string',
+    env: 'PORTICO_APPS_DOMAIN_ZONE',
+    help: 'the zone the apps domain is in, which takes RFC 2136 updates for _acme-challenge.<apps domain> (default: the apps domain itself)',
+  },
   'dns01-challenge-zone': {
     type: 'string',
     env: 'PORTICO_DNS01_CHALLENGE_ZONE',

@@ -124,6 +124,64 @@ describe('parseControllerConfig', () => {
     ).toThrow(/--dns01-tsig-algorithm must be one of hmac-sha256/);
   });
 
+  it('reads the apps domain, its zone and the RFC 2136 settings, reserves the domain, and refuses bad values', () => {
+    const off = parseControllerConfig(required, {});
+    if ('help' in off) throw new Error('unexpected help');
+    expect(off.appsDomain).toBeUndefined();
+
+    const secret = Buffer.alloc(32, 5).toString('base64');
+    const access = ['--dns01-server', 'ns1.example.net:53', '--dns01-tsig-key-name', 'portico.'];
+    const on = parseControllerConfig([...required, '--apps-domain', 'Apps.Platform.Example.', ...access], {
+      PORTICO_DNS01_TSIG_SECRET: secret,
+    });
+    if ('help' in on) throw new Error('unexpected help');
+    expect(on.appsDomain).toEqual({
+      domain: 'apps.platform.example',
+      zone: 'apps.platform.example',
+      server: { host: 'ns1.example.net', port: 53 },
+      key: { name: 'portico.', algorithm: 'hmac-sha256', secret: Buffer.alloc(32, 5) },
+    });
+    expect(on.reservedDomains).toContain('apps.platform.example');
+    // No challenge zone is needed for the apps domain alone.
+    expect(on.dns01).toBeUndefined();
+
+    const zoned = parseControllerConfig(
+      [
+        ...required,
+        '--apps-domain',
+        'apps.platform.example',
+        '--apps-domain-zone',
+        'platform.example',
+        ...access,
+      ],
+      { PORTICO_DNS01_TSIG_SECRET: secret },
+    );
+    if ('help' in zoned) throw new Error('unexpected help');
+    expect(zoned.appsDomain?.zone).toBe('platform.example');
+
+    expect(() =>
+      parseControllerConfig(
+        [
+          ...required,
+          '--apps-domain',
+          'apps.platform.example',
+          '--apps-domain-zone',
+          'other.example',
+          ...access,
+        ],
+        { PORTICO_DNS01_TSIG_SECRET: secret },
+      ),
+    ).toThrow('--apps-domain-zone other.example must be apps.platform.example or a domain above it');
+    expect(() => parseControllerConfig([...required, '--apps-domain', 'apps.example'], {})).toThrow(
+      '--apps-domain needs --dns01-server, --dns01-tsig-key-name, --dns01-tsig-secret too',
+    );
+    expect(() =>
+      parseControllerConfig([...required, '--apps-domain', '*.apps.example', ...access], {
+        PORTICO_DNS01_TSIG_SECRET: secret,
+      }),
+    ).toThrow(/--apps-domain \*\.apps\.example: hostname must not be a wildcard/);
+  });
+
   it('reads the ownership verification and dangling settings, and refuses an unknown policy', () => {
     const c = parseControllerConfig(required, {});
     if ('help' in c) throw new Error('unexpected help');

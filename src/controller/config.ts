@@ -19,6 +19,8 @@ import type { ContourAttachmentOptions } from '../controllers/ratelimitpolicy/co
 import type { RateLimitServiceTarget } from '../routing/envoy-gateway-ratelimit.js';
 import { OWNERSHIP_POLICIES, type OwnershipPolicy } from '../dns/ownership.js';
 import { TSIG_ALGORITHMS, type TsigAlgorithm, type TsigKey } from '../dns/dynamic-update.js';
+import { appsDomainProblem } from '../domain/apps-subdomain.js';
+import { normalizeDnsName } from '../domain/hostname.js';
 import {
   checkRoutingOptions,
   parseGatewayParentRefs,
@@ -105,6 +107,14 @@ export interface ControllerConfig {
    * RFC 2136 updates and the TSIG key. Undefined when --dns01-challenge-zone is unset (off).
    */
   dns01: { zone: string; server: { host: string; port: number }; key: TsigKey } | undefined;
+  /**
+   * The platform's apps domain (docs/customdomains.md, "The auto-generated subdomain"): every
+   * Project is served at `<label>.<domain>` with one wildcard certificate for `*.<domain>`, issued
+   * by DNS-01 into `zone` (RFC 2136 updates to `server`, signed with `key`: the --dns01-server and
+   * --dns01-tsig-* settings). Undefined when --apps-domain is unset (off).
+   */
+  appsDomain:
+    { domain: string; zone: string; server: { host: string; port: number }; key: TsigKey } | undefined;
   /** `host:port` the HTTP-01 challenge server listens on. */
   http01ListenAddress: string;
   /** The port the CA connects to for HTTP-01, used by the self-check. */
@@ -219,15 +229,20 @@ function hostPort(name: OptionName, value: string): { fqdn: string; port: number
   return { fqdn: value.slice(0, at), port: positiveInt(name, value.slice(at + 1)) };
 }
 
-/** The DNS-01 challenge zone settings; undefined when --dns01-challenge-zone is unset. */
-function dns01Settings(get: (name: OptionName) => string | undefined): ControllerConfig['dns01'] {
-  const zone = get('dns01-challenge-zone');
-  if (zone === undefined || zone === '') return undefined;
+/**
+ * The RFC 2136 server and TSIG key (--dns01-server, --dns01-tsig-*) that `flag` needs.
+ *
+ * @throws ConfigError naming the missing or malformed settings
+ */
+function rfc2136Access(
+  get: (name: OptionName) => string | undefined,
+  flag: OptionName,
+): { server: { host: string; port: number }; key: TsigKey } {
   const missing = (['dns01-server', 'dns01-tsig-key-name', 'dns01-tsig-secret'] as const).filter(
     (n) => !get(n),
   );
   if (missing.length > 0)
-    throw new ConfigError(`--dns01-challenge-zone needs ${missing.map((n) => `--${n}`).join(', ')} too`);
+    throw new ConfigError(`--${flag} needs ${missing.map((n) => `--${n}`).join(', ')} too`);
   const server = hostPort('dns01-server', get('dns01-server') ?? '');
   const algorithm = get('dns01-tsig-algorithm') ?? 'hmac-sha256';
   if (!(TSIG_ALGORITHMS as readonly string[]).includes(algorithm))
@@ -239,10 +254,34 @@ function dns01Settings(get: (name: OptionName) => string | undefined): Controlle
   if (secret.length === 0 || secret.toString('base64').replace(/=+$/, '') !== encoded.replace(/=+$/, ''))
     throw new ConfigError('--dns01-tsig-secret must be the key secret in base64');
   return {
-    zone: zone.toLowerCase().replace(/\.$/, ''),
     server: { host: server.fqdn, port: server.port },
     key: { name: get('dns01-tsig-key-name') ?? '', algorithm: algorithm as TsigAlgorithm, secret },
   };
+}
+
+/** The DNS-01 challenge zone settings; undefined when --dns01-challenge-zone is unset. */
+function dns01Settings(get: (name: OptionName) => string | undefined): ControllerConfig['dns01'] {
+  const zone = get('dns01-challenge-zone');
+  if (zone === undefined || zone === '') return undefined;
+  return { zone: zone.toLowerCase().replace(/\.$/, ''), ...rfc2136Access(get, 'dns01-challenge-zone') };
+}
+
+/**
+ * The apps domain settings; undefined when --apps-domain is unset.
+ *
+ * @throws ConfigError when the domain breaks a hostname rule or leaves no room for a 63-character
+ *   label (domain/apps-subdomain.ts), when the zone does not contain it, or without the RFC 2136 settings
+ */
+function appsDomainSettings(get: (name: OptionName) => string | undefined): ControllerConfig['appsDomain'] {
+  const raw = get('apps-domain');
+  if (raw === undefined || raw === '') return undefined;
+  const domain = normalizeDnsName(raw.trim());
+  const problem = appsDomainProblem(domain);
+  if (problem !== undefined) throw new ConfigError(`--apps-domain ${raw}: ${problem}`);
+  const zone = normalizeDnsName((get('apps-domain-zone') ?? domain).trim());
+  if (domain !== zone && !domain.endsWith(`.${zone}`))
+    throw new ConfigError(`--apps-domain-zone ${zone} must be ${domain} or a domain above it`);
+  return { domain, zone, ...rfc2136Access(get, 'apps-domain') };
 }
 
 function bool(name: OptionName, value: string): boolean {
@@ -523,7 +562,11 @@ export function parseControllerConfig(
     namespace: required('namespace'),
     platformCnameTarget: required('platform-cname-target').toLowerCase().replace(/\.$/, ''),
     apexAddresses: addresses(get('apex-addresses')),
-    reservedDomains: reservedDomains(get('reserved-domains'), required('platform-cname-target')),
+    // The apps domain is the platform's: no CustomDomain may take a project's auto-generated subdomain.
+    reservedDomains: reservedDomains(
+      [get('reserved-domains'), get('apps-domain')].filter(Boolean).join(','),
+      required('platform-cname-target'),
+    ),
     allowSpecialUseHostnames: bool('allow-special-use-hostnames', required('allow-special-use-hostnames')),
     dnsServers: list(get('dns-server')),
     dnsTimeoutMs: positiveInt('dns-timeout-ms', required('dns-timeout-ms')),
@@ -563,6 +606,7 @@ export function parseControllerConfig(
     },
     acmeCaaIdentities: list(get('acme-caa-identities')),
     dns01: dns01Settings(get),
+    appsDomain: appsDomainSettings(get),
     http01ListenAddress: required('http01-listen-address'),
     http01SelfCheckPort: positiveInt('http01-self-check-port', required('http01-self-check-port')),
     http01Service: http01Service ? hostPort('http01-service', http01Service) : undefined,

@@ -25,6 +25,8 @@ import { isProvenStatus } from '../controllers/customdomain/status-proof.js';
 import { acceptedBeforeIn } from '../controllers/customdomain/phases/acceptance.js';
 import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
 import { ProjectController } from '../controllers/project/controller.js';
+import { AppsDomainCertificate } from '../controllers/project/apps-certificate.js';
+import { AcmeIssuer } from '../acme/issuer.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
 import { DNS_UPDATE_TIMEOUT_MS, DnsUpdateClient } from '../dns/update-client.js';
@@ -54,6 +56,9 @@ import { DEFAULT_UNREACHABLE_GRACE_MS } from '../serving/schedule.js';
  * (docs/architecture.md, "The two processes"; docs/install.md on leader election).
  */
 export const LEASE_NAME = 'portico-controller';
+
+/** The Secret, in the operator's namespace, that holds the apps domain's wildcard certificate. */
+export const APPS_DOMAIN_SECRET = 'portico-apps-domain-tls';
 
 async function listen(
   server: Server,
@@ -92,6 +97,8 @@ function build(
   queue: WorkQueue;
   /** Engaged by the memory reducer; holds the reconcile workers and the requests to the CA. */
   memoryHold: MemoryHold;
+  /** The apps domain's wildcard certificate; undefined without --apps-domain. */
+  appsCertificate: AppsDomainCertificate | undefined;
 } {
   const kubeConfig = loadKubeConfig(config.kubeconfig);
   const core = kubeConfig.makeApiClient(CoreV1Api);
@@ -247,9 +254,20 @@ function build(
       metrics.readyTransitions.onChange(domain, verb);
       projects?.onCustomDomainChange(domain);
     },
+    onServiceChange: (namespace) => projects?.onNamespaceChange(namespace),
     loadedKey: () => ownership.loadedKey(),
   });
+  const apps = config.appsDomain;
+  const appsCertificate = appsDomainCertificate(config, issuers[0], {
+    store,
+    resolver,
+    core,
+    objects,
+    log,
+    onChange: () => projects?.onCertificateChange(),
+  });
   // Projects keep one CustomDomain per hostname in step with them, read from the controller's cache.
+  const view = controller.view();
   projects = new ProjectController({
     kubeConfig,
     domains: controller,
@@ -257,6 +275,19 @@ function build(
     metrics,
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
+    ...(apps && appsCertificate
+      ? {
+          subdomain: {
+            appsDomain: apps.domain,
+            certificate: appsCertificate,
+            view,
+            objects,
+            operatorNamespace: config.namespace,
+            routingSupported: config.routing.mode !== 'gateway' && config.routing.ingressFlavor === 'contour',
+            ingressClassName: config.ingressClassName,
+          },
+        }
+      : {}),
   });
   // The per-domain metrics read the controller's cache at each scrape (none kept in between).
   metrics.readCustomDomainsFrom(() => controller.customDomains());
@@ -285,7 +316,51 @@ function build(
     issuer,
     queue,
     memoryHold,
+    appsCertificate,
   };
+}
+
+/**
+ * The apps domain's wildcard certificate (docs/customdomains.md, "The auto-generated subdomain"),
+ * ordered from the first issuer's account, answering DNS-01 by RFC 2136 updates of the apps zone;
+ * undefined without --apps-domain.
+ */
+function appsDomainCertificate(
+  config: ControllerConfig,
+  first: BuiltIssuer | undefined,
+  deps: {
+    store: ConfigMapChallengeStore;
+    resolver: DnsResolver;
+    core: CoreV1Api;
+    objects: KubernetesObjectApi;
+    log: Logger;
+    onChange: () => void;
+  },
+): AppsDomainCertificate | undefined {
+  const apps = config.appsDomain;
+  if (apps === undefined || first === undefined) return undefined;
+  const issuer = new AcmeIssuer(first.account, first.directory, deps.store, deps.resolver, {
+    ...(first.settings.profile ? { profile: first.settings.profile } : {}),
+    ...(first.settings.caaIdentities.length > 0 ? { caaIdentities: first.settings.caaIdentities } : {}),
+    http01Port: config.http01SelfCheckPort,
+    selfCheck: { attempts: 5, intervalMs: 1_000, timeoutMs: 5_000 },
+    dns01: new DnsUpdateClient({
+      server: apps.server,
+      zone: apps.zone,
+      key: apps.key,
+      timeoutMs: DNS_UPDATE_TIMEOUT_MS,
+    }),
+  });
+  return new AppsDomainCertificate({
+    appsDomain: apps.domain,
+    secret: { namespace: config.namespace, name: APPS_DOMAIN_SECRET },
+    core: deps.core,
+    objects: deps.objects,
+    issue: (identifier, log, options) => issuer.issue(identifier, log, options),
+    firstRetryMs: config.issuanceFirstRetryMs,
+    onChange: deps.onChange,
+    log: deps.log,
+  });
 }
 
 /** An hour: Let's Encrypt backdates a certificate's notBefore by about this much. */
@@ -372,6 +447,7 @@ export async function runController(args: string[]): Promise<number> {
     issuer,
     queue,
     memoryHold,
+    appsCertificate,
   } = build(config, log);
   const elector = config.leaderElection
     ? new LeaderElector(
@@ -405,6 +481,7 @@ export async function runController(args: string[]): Promise<number> {
       controller.start();
       rateLimitPolicies.start();
       projects.start();
+      appsCertificate?.start();
       log.info(
         {
           platformCnameTarget: config.platformCnameTarget,
@@ -426,7 +503,13 @@ export async function runController(args: string[]): Promise<number> {
   // asked nothing more; the next leader places new ones.
   for (const built of issuers) built.queue.stop();
   reducer?.stop();
-  await Promise.all([controller.stop(), rateLimitPolicies.stop(), projects.stop(), tracker.stop()]);
+  await Promise.all([
+    controller.stop(),
+    rateLimitPolicies.stop(),
+    projects.stop(),
+    tracker.stop(),
+    appsCertificate?.stop(),
+  ]);
   for (const built of issuers) built.account.close();
   await elector?.stop();
   await store.stop();

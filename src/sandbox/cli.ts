@@ -25,7 +25,8 @@ const usage = `usage: portico sandbox <up|down|status> [flags]
                        Contour whose acknowledgement Routed waits for; envoy-gateway: a real Envoy
                        Gateway, Portico in Gateway API mode; traefik: a real Traefik serving
                        HTTPS on INGRESS_HTTPS_ADDR in front of the example project's backend;
-                       none: routes are unconfirmed)
+                       none: routes are unconfirmed); with contour, Knot serves the apps zone
+                       apps.portico.test and every example Project is served at its subdomain
                        --https-redirect: with --data-plane traefik, every plain HTTP request on
                        INGRESS_HTTP_ADDR answers with a redirect to HTTPS (Traefik's entrypoint
                        redirect: 301 to GET, 308 to other methods), as a platform that sends HTTP to
@@ -93,6 +94,8 @@ async function up(dir: string, args: string[]): Promise<number> {
     dataPlane: dataPlane as SandboxDataPlane,
     kubelet: values.kubelet === true,
     ...(httpsRedirect ? { httpsRedirect } : {}),
+    // Knot for the apps zone and every example Project at its subdomain (src/sandbox/apps-zone.ts).
+    appsDomain: true,
   });
   out(`sandbox ${env.sandboxDir}: up (this command took ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   printEnv(env);

@@ -69,6 +69,18 @@ export interface ControllerOptions {
    * Ready names the acknowledgement it rests on (docs/routing.md, "Serving check").
    */
   readonly servingCheckAddress?: string | undefined;
+  /**
+   * The apps domain (`--apps-domain`) and the RFC 2136 server and TSIG key of its zone
+   * (src/sandbox/apps-zone.ts); undefined: no auto-generated subdomains.
+   */
+  readonly appsDomain?: {
+    readonly domain: string;
+    /** `host:port` of Knot. */
+    readonly server: string;
+    readonly keyName: string;
+    /** base64. */
+    readonly secret: string;
+  };
 }
 
 /** `portico controller`'s flags. */
@@ -82,6 +94,7 @@ const SANDBOX_HEAP_MIB = '256';
 const SANDBOX_MEMORY_TARGET_MIB = '240';
 
 export function controllerArgs(options: ControllerOptions): string[] {
+  const apps = options.appsDomain;
   return [
     '--kubeconfig',
     options.kubeconfig,
@@ -129,6 +142,11 @@ export function controllerArgs(options: ControllerOptions): string[] {
     ...(options.servingCheckAddress === undefined
       ? []
       : ['--serving-check-address', options.servingCheckAddress]),
+    // The auto-generated subdomains (src/sandbox/apps-zone.ts); the TSIG secret goes in the
+    // environment, as the chart passes it.
+    ...(apps === undefined
+      ? []
+      : ['--apps-domain', apps.domain, '--dns01-server', apps.server, '--dns01-tsig-key-name', apps.keyName]),
   ];
 }
 
@@ -196,6 +214,7 @@ export async function startController(
       // The sandbox's and the tests' hostnames are under .example and .test (RFC 6761), which a
       // platform never lets customers claim (domain/claimable.ts).
       PORTICO_ALLOW_SPECIAL_USE_HOSTNAMES: 'true',
+      ...(options.appsDomain === undefined ? {} : { PORTICO_DNS01_TSIG_SECRET: options.appsDomain.secret }),
       // Pebble has no order limit, and a benchmark or a long test run places more orders than
       // Let's Encrypt's 300 per 3 hours: the sandbox's budget is wide unless the caller sets one.
       PORTICO_ACME_ORDERS_PER_WINDOW: process.env.PORTICO_ACME_ORDERS_PER_WINDOW ?? SANDBOX_ORDERS_PER_WINDOW,

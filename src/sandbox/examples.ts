@@ -179,3 +179,40 @@ export async function waitForCustomDomainsReady(
     await sleep(200);
   }
 }
+
+/**
+ * Waits until every Project's auto-generated subdomain serves (`status.subdomain.serving` True:
+ * Contour took its route with the wildcard certificate; docs/customdomains.md, "The auto-generated
+ * subdomain"), printing each Project's subdomain status when it changes.
+ *
+ * @param timeoutMs the deadline, in milliseconds
+ * @throws ExamplesNotReadyError at the deadline, with each Project's subdomain reason and message
+ */
+export async function waitForSubdomainsServing(
+  kubectl: Kubectl,
+  timeoutMs: number,
+  progress: (line: string) => void,
+): Promise<void> {
+  const jsonpath =
+    '{range .items[*]}{.metadata.namespace}/{.metadata.name}: {.status.subdomain.hostname} serving {.status.subdomain.serving} ({.status.subdomain.reason}: {.status.subdomain.message}){"\\n"}{end}';
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    const now = (await runKubectl(kubectl, ['get', 'projects', '-A', '-o', `jsonpath=${jsonpath}`])).trim();
+    const lines = now === '' ? [] : now.split('\n');
+    if (lines.length > 0 && lines.every((l) => l.includes(' serving True '))) {
+      for (const line of lines) progress(`  ${line}`);
+      return;
+    }
+    if (now !== last) {
+      for (const line of lines) progress(`  ${line}`);
+      last = now;
+    }
+    if (Date.now() >= deadline)
+      throw new ExamplesNotReadyError(
+        `the example Projects' subdomains do not serve after ${Math.round(timeoutMs / 1000)} s:\n${now}\n` +
+          'inspect with: kubectl get projects -A -o yaml',
+      );
+    await sleep(500);
+  }
+}

@@ -34,7 +34,8 @@ import { CONTROLLER, startController } from './controller.js';
 import { DNS_SERVER, startDnsServer, type DnsManagementClient } from './dns-server.js';
 import { ComponentStartError, SandboxError } from './errors.js';
 import { ETCD, startEtcd } from './etcd.js';
-import { applyExamples, waitForCustomDomainsReady } from './examples.js';
+import { applyExamples, waitForCustomDomainsReady, waitForSubdomainsServing } from './examples.js';
+import { SANDBOX_APPS_DOMAIN, startAppsZone } from './apps-zone.js';
 import { apiServerReadyProbe, KUBE_APISERVER, startKubeApiserver } from './kube-apiserver.js';
 import { clusterAccess } from './kubeconfig.js';
 import { NODE_PROCESSES, nodeTools, startNode, stopNode } from './kubelet.js';
@@ -104,6 +105,13 @@ export interface SandboxUpOptions {
    * Ignored by the other data planes. Default false.
    */
   readonly httpsRedirect?: boolean;
+  /**
+   * With the Contour data plane: run Knot for the platform's apps zone `apps.portico.test` and BIND
+   * in front of it for Pebble (src/sandbox/apps-zone.ts), and the operator with `--apps-domain`, so
+   * every example Project is served at its own subdomain with the wildcard certificate (default
+   * false; `portico sandbox up` turns it on).
+   */
+  readonly appsDomain?: boolean;
 }
 
 const defaultLog = (line: string): void => {
@@ -252,6 +260,8 @@ interface StartedStack {
   readonly dns: DnsManagementClient;
   /** The examples to apply, when the data plane rewrote them (`traefik`); undefined: examples/. */
   readonly examplesDir: string | undefined;
+  /** The operator runs with the sandbox's apps domain (src/sandbox/apps-zone.ts). */
+  readonly appsDomain: boolean;
 }
 
 interface ClusterFacts {
@@ -278,6 +288,8 @@ const PORT_KINDS = {
   kubeletHealthz: 'tcp',
   kubeScheduler: 'tcp',
   kubeControllerManager: 'tcp',
+  appsKnot: 'tcp+udp',
+  appsBind: 'tcp+udp',
 } as const;
 
 /** The key of a data plane's port `name` among the stack's picked ports. */
@@ -292,9 +304,12 @@ async function startStack(
   const external = externalKubeconfig(options.env ?? process.env);
   const dataPlane = options.dataPlane ?? 'contour';
   const plane = sandboxDataPlaneModule(dataPlane);
+  // The auto-generated subdomains are routed by HTTPProxy: with Contour only.
+  const withAppsZone = options.appsDomain === true && dataPlane === 'contour';
   const toolSets: ToolSets = {
     test: options.testTools === true,
     kubelet: options.kubelet === true,
+    ...(withAppsZone ? { knot: true } : {}),
     ...plane.toolSets,
   };
   step(`installing tools (scripts/install-tools.sh${toolFlags(toolSets)})`);
@@ -314,24 +329,40 @@ async function startStack(
       : 'starting the DNS server, Pebble and Redis',
   );
   const dnsServer = `127.0.0.1:${ports.dns}`;
-  const [cluster, dns, pebble, redis] = await settleAll([
-    external === undefined
-      ? startOwnCluster(paths, tools, certs, ports, options.kubelet === true)
-      : checkExternalCluster(external),
-    startDnsServer(
-      paths,
-      tools.pebbleChalltestsrv,
-      { dnsPort: ports.dns, managementPort: ports.dnsManagement },
-      { host: PLATFORM_CNAME_TARGET, address: '127.0.0.1' },
-    ),
-    startPebble(paths, tools.pebble, certs.pebbleCa.certPem, {
+  const dnsStarted = startDnsServer(
+    paths,
+    tools.pebbleChalltestsrv,
+    { dnsPort: ports.dns, managementPort: ports.dnsManagement },
+    { host: PLATFORM_CNAME_TARGET, address: '127.0.0.1' },
+  );
+  // With the apps zone, Pebble resolves through BIND, which needs the DNS server up first.
+  const appsZone = withAppsZone
+    ? dnsStarted.then(() => {
+        step(`starting Knot for ${SANDBOX_APPS_DOMAIN} and BIND in front of it for Pebble`);
+        return startAppsZone(paths, tools.binDir, { knot: ports.appsKnot, bind: ports.appsBind }, dnsServer, {
+          host: PLATFORM_CNAME_TARGET,
+          address: '127.0.0.1',
+        });
+      })
+    : Promise.resolve(undefined);
+  const pebbleStarted = (async () => {
+    const zone = withAppsZone ? await appsZone : undefined;
+    return startPebble(paths, tools.pebble, certs.pebbleCa.certPem, {
       listenPort: ports.acme,
       managementPort: ports.acmeManagement,
       httpPort: ports.http01,
       tlsPort: ports.tlsAlpn01,
-      dnsServer,
-    }),
+      dnsServer: zone === undefined ? dnsServer : `${zone.resolver.host}:${zone.resolver.port}`,
+    });
+  })();
+  const [cluster, dns, pebble, redis, zone] = await settleAll([
+    external === undefined
+      ? startOwnCluster(paths, tools, certs, ports, options.kubelet === true)
+      : checkExternalCluster(external),
+    dnsStarted,
+    pebbleStarted,
     startRedis(paths, tools.redisServer, ports.redis),
+    appsZone,
   ] as const);
 
   const kubectl: Kubectl = { binary: tools.kubectl, kubeconfig: cluster.kubeconfig };
@@ -371,6 +402,16 @@ async function startStack(
     metricsPort: ports.metrics,
     namespace: OPERATOR_NAMESPACE,
     ...started.controllerOptions,
+    ...(zone === undefined
+      ? {}
+      : {
+          appsDomain: {
+            domain: SANDBOX_APPS_DOMAIN,
+            server: `${zone.zoneServer.host}:${zone.zoneServer.port}`,
+            keyName: zone.key.name,
+            secret: zone.key.secret.toString('base64'),
+          },
+        }),
   });
 
   step('starting the rate-limit service (portico ratelimit-server)');
@@ -405,7 +446,7 @@ async function startStack(
   };
   await writeSandboxEnv(paths, env);
   step(`stack up; wrote ${paths.envFile}`);
-  return { env, tools, dns: dns.client, examplesDir: started.examplesDir };
+  return { env, tools, dns: dns.client, examplesDir: started.examplesDir, appsDomain: zone !== undefined };
 }
 
 /** With `options.kubelet`, starts the node (src/sandbox/kubelet.ts) against the sandbox's API server. */
@@ -522,5 +563,9 @@ async function upExamples(
   }
   step(`waiting up to ${timeoutMs / 1000} s for ${domains.length} CustomDomain(s) to be Ready`);
   await waitForCustomDomainsReady(kubectl, timeoutMs, step);
+  if (projects.length > 0 && stack.appsDomain) {
+    step(`waiting for every example Project to serve at its subdomain of ${SANDBOX_APPS_DOMAIN}`);
+    await waitForSubdomainsServing(kubectl, timeoutMs, step);
+  }
   step('every example Project and CustomDomain is Ready');
 }

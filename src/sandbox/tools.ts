@@ -54,6 +54,11 @@ export interface ToolSets {
    * containerd and runc, for `sandbox up --kubelet` (src/sandbox/kubelet.ts checks them).
    */
   readonly kubelet?: boolean;
+  /**
+   * Knot DNS and BIND 9 from Debian's packages (`--knot`), for the apps zone of `sandbox up`
+   * (src/sandbox/apps-zone.ts); `--test` installs them too.
+   */
+  readonly knot?: boolean;
 }
 
 /**
@@ -77,6 +82,7 @@ export async function installTools(
     ...(sets.envoyGateway === true ? ['--envoy-gateway'] : []),
     ...(sets.traefik === true ? ['--traefik'] : []),
     ...(sets.kubelet === true ? ['--kubelet'] : []),
+    ...(sets.knot === true ? ['--knot'] : []),
   ];
   const stdout = await runScript(script, flags, stderr);
   const binDir = stdout.trim().split('\n').at(-1)?.trim() ?? '';
@@ -109,6 +115,7 @@ export async function installTools(
 async function checkInstalled(script: string, tools: Tools, sets: ToolSets): Promise<void> {
   const withEnvoyGateway = sets.test === true || sets.envoyGateway === true;
   const withTraefik = sets.test === true || sets.traefik === true;
+  const withKnot = sets.test === true || sets.knot === true;
   for (const file of [
     tools.etcd,
     tools.kubeApiserver,
@@ -119,6 +126,7 @@ async function checkInstalled(script: string, tools: Tools, sets: ToolSets): Pro
     tools.contour,
     ...(withEnvoyGateway ? [tools.envoyGateway, tools.egctl] : []),
     ...(withTraefik ? [tools.traefik] : []),
+    ...(withKnot ? [path.join(tools.binDir, 'knotd'), path.join(tools.binDir, 'named')] : []),
   ]) {
     try {
       await access(file, constants.X_OK);

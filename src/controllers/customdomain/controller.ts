@@ -105,6 +105,11 @@ export interface CustomDomainControllerDeps {
    */
   onCustomDomainChange?: (domain: CustomDomain, verb: 'add' | 'update' | 'delete') => void;
   /**
+   * Called when an EndpointSlice or a Service of `namespace` changed: the Projects there re-check
+   * the deploy gate and the port of their auto-generated subdomain.
+   */
+  onServiceChange?: (namespace: string) => void;
+  /**
    * Asked before each worker takes a key: a promise holds the worker until it resolves (the memory
    * reducer's `MemoryHold`, while the resident set is far above the memory target).
    */
@@ -244,6 +249,7 @@ export class CustomDomainController {
       onChange: (slice) => {
         const service = slice.metadata?.labels?.[SERVICE_NAME_LABEL];
         if (service) this.#enqueueAwaitingDeploy(slice.metadata?.namespace ?? '', service);
+        deps.onServiceChange?.(slice.metadata?.namespace ?? '');
       },
     });
     // A Service whose ports change changes whether its domains can be routed (the port they name).
@@ -253,6 +259,7 @@ export class CustomDomainController {
       keep: keepServicePorts,
       onChange: (service) => {
         this.#enqueue(this.#index.ofService(service.metadata?.namespace ?? '', service.metadata?.name ?? ''));
+        deps.onServiceChange?.(service.metadata?.namespace ?? '');
       },
     });
     // A claim taken, released or deleted by hand changes the verdict of every domain of its hostname,
