@@ -43,7 +43,8 @@ export type ResourceKind = 'CustomDomain' | 'RateLimitPolicy' | 'Project';
 
 /**
  * The names kubectl users type for each kind: singular, plural and the CRDs' short names
- * (crds/*.yaml `names`), each also as `<plural>.portico.dev`-style `<name>.portico.dev`.
+ * (crds/*.yaml `names`); resourceKind also takes each with `.portico.dev` after it, as kubectl
+ * takes `customdomains.portico.dev`.
  */
 export const RESOURCE_NAMES: Readonly<Record<ResourceKind, readonly string[]>> = {
   CustomDomain: ['customdomain', 'customdomains', 'cd', 'cdomain'],
