@@ -17,6 +17,8 @@
 #                       Kubernetes module as kube-apiserver, the pause image (test/tools/pause) as a
 #                       docker-archive, and containerd and runc from Debian's packages
 #   --bench             also build the benchmark's tools: envoyproxy/ratelimit's service_cmd and ghz
+#   --quill             also build quill, which signs the darwin kubectl-portico ad hoc
+#                       (scripts/build-plugin-sea.ts runs it with --quill; --test implies it)
 #   --prometheus        also build the Prometheus server (same release as promtool), for
 #                       `npm run dashboard:render` (test/bench/render-dashboard.ts); not needed by npm test
 #
@@ -73,6 +75,9 @@ ENVOY_GATEWAY_VERSION=v1.9.1
 # from the same module version (docs/content/reference/dynamic-configuration/
 # kubernetes-crd-definition-v1.yml), copied beside the binary.
 TRAEFIK_VERSION=$(awk '/^require github.com\/traefik\/traefik\/v3/ {print $3}' "$here/test/tools/traefik/go.mod")
+# quill, for the ad-hoc signature of the darwin kubectl-portico: built in test/tools/quill/ (see its
+# tools.go for why not with go install).
+QUILL_VERSION=$(awk '/^require github.com\/anchore\/quill/ {print $3}' "$here/test/tools/quill/go.mod")
 
 bench=false
 prometheus=false
@@ -81,16 +86,18 @@ envoy_gateway=false
 traefik=false
 kubelet=false
 knot=false
+quill=false
 for arg in "$@"; do
   case $arg in
-    --test) test_tools=true; envoy_gateway=true; traefik=true; kubelet=true ;;
+    --test) test_tools=true; envoy_gateway=true; traefik=true; kubelet=true; quill=true ;;
+    --quill) quill=true ;;
     --envoy-gateway) envoy_gateway=true ;;
     --traefik) traefik=true ;;
     --kubelet) kubelet=true ;;
     --knot) knot=true ;;
     --bench) bench=true ;;
     --prometheus) prometheus=true ;;
-    *) printf 'usage: %s [--test] [--envoy-gateway] [--traefik] [--kubelet] [--knot] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
+    *) printf 'usage: %s [--test] [--envoy-gateway] [--traefik] [--kubelet] [--knot] [--quill] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
   esac
 done
 
@@ -196,6 +203,13 @@ build_traefik() {
   cp "$module_dir/docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml" "$GOBIN/traefik-crds.yaml"
   chmod 0644 "$GOBIN/traefik-crds.yaml"
 }
+build_quill() {
+  cd "$here/test/tools/quill"
+  go build -trimpath -ldflags "-s -w" -o "$GOBIN/quill" github.com/anchore/quill/cmd/quill
+}
+if [[ $quill == true ]]; then
+  build_once quill "$QUILL_VERSION" build_quill
+fi
 if [[ $traefik == true ]]; then
   build_once traefik "$TRAEFIK_VERSION" build_traefik
   ln -sf "$tools_dir/traefik-$TRAEFIK_VERSION/traefik-crds.yaml" "$bin_dir/traefik-crds.yaml"
@@ -295,6 +309,17 @@ fi
 if [[ $test_tools == true || $knot == true ]]; then
   ln -sf /usr/sbin/knotd "$bin_dir/knotd"
   ln -sf /usr/sbin/named "$bin_dir/named"
+fi
+
+# zip, for the windows kubectl-portico archives of a release (scripts/build-plugin-sea.ts; the
+# release test builds them).
+if [[ $test_tools == true || $quill == true ]] && ! command -v zip >/dev/null; then
+  log "installing zip from Debian's packages"
+  if [[ $(id -u) -eq 0 ]]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zip >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zip >/dev/null
+  fi
 fi
 
 # The release test (test/e2e/release.test.ts) runs the linux-arm64 kubectl-portico under user-mode

@@ -8,10 +8,10 @@
 //   2. Sets the version in one place each: package.json and package-lock.json (`npm version`), the
 //      chart's `version` and `appVersion` (and with it the default image tag), CHANGELOG.md's
 //      section; re-renders deploy/ (scripts/render-deploy.sh); commits "Release X.Y.Z".
-//   3. Writes into --out: the packaged chart (`helm package`), `kubectl-portico` for linux-amd64 and
-//      linux-arm64 as single executables in tar.gz archives (scripts/build-plugin-sea.ts) and their
-//      krew manifest, a CycloneDX SBOM of the production dependencies (`cyclonedx-npm --omit dev`),
-//      and SHA256SUMS of all of them.
+//   3. Writes into --out: the packaged chart (`helm package`), `kubectl-portico` for linux, darwin
+//      and windows on amd64 and arm64 as single executables in tar.gz (zip for windows) archives
+//      (scripts/build-plugin-sea.ts) and their krew manifest, a CycloneDX SBOM of the production
+//      dependencies (`cyclonedx-npm --omit dev`), and SHA256SUMS of all of them.
 //   4. Pushes the chart with `helm push` to --registry, then tags the commit vX.Y.Z.
 //   A failure in 2-4 resets the work tree to the commit it started from and removes --out: nothing
 //   is left behind but what the registry already took.
@@ -31,23 +31,16 @@
 // Exit codes: 0 released, 1 refused or failed (the message says why and what to do), 2 usage.
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import {
-  PLUGIN_PLATFORMS,
-  krewManifest,
-  pluginArchiveName,
-  sha256Sums,
-  type PluginArchive,
-} from '../src/release/artifacts.js';
+import { krewManifest, sha256Sums } from '../src/release/artifacts.js';
 import { releaseChangelog } from '../src/release/changelog.js';
 import { setChartVersion } from '../src/release/chart.js';
 import { ReleaseError, isReleaseError } from '../src/release/errors.js';
 import { checkNextVersion, versionsFromTags } from '../src/release/version.js';
-import { buildPluginSea, pluginSeaBlob } from './build-plugin-sea.js';
+import { buildPluginArchives } from './build-plugin-sea.js';
 
 const exec = promisify(execFile);
 const REPO = fileURLToPath(new URL('..', import.meta.url));
@@ -185,37 +178,9 @@ async function sha256(file: string): Promise<string> {
     .digest('hex');
 }
 
-/** The plugin's archives (one executable each) and their krew manifest. */
+/** The plugin's archives (one executable each, scripts/build-plugin-sea.ts) and their krew manifest. */
 async function buildPlugin(options: Options, commit: string): Promise<void> {
-  // One blob for both platforms (no snapshot or code cache), then both at once: each is mostly
-  // file copies, postject and gzip.
-  const blob = await pluginSeaBlob({ version: options.version, commit });
-  const archives = await Promise.all(
-    PLUGIN_PLATFORMS.map(async ({ arch }): Promise<PluginArchive> => {
-      const dir = await mkdtemp(path.join(tmpdir(), 'portico-plugin-'));
-      try {
-        const started = Date.now();
-        await buildPluginSea(arch, path.join(dir, 'kubectl-portico'), blob);
-        const file = pluginArchiveName(options.version, arch);
-        // Reproducible archives: fixed owner, mode and time.
-        await sh('tar', [
-          '--owner=0',
-          '--group=0',
-          '--numeric-owner',
-          '--mtime=1970-01-01',
-          '-czf',
-          path.join(options.out, file),
-          '-C',
-          dir,
-          'kubectl-portico',
-        ]);
-        log(`built ${file} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-        return { arch, file, sha256: await sha256(path.join(options.out, file)) };
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
-    }),
-  );
+  const archives = await buildPluginArchives({ version: options.version, commit }, options.out, log);
   await writeFile(
     path.join(options.out, 'kubectl-portico.krew.yaml'),
     krewManifest(options.version, options.downloadUrl, archives),

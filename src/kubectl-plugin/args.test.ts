@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { parsePluginArgs } from './args.js';
+import { parsePluginArgs, resourceKind } from './args.js';
 
 describe('parsePluginArgs', () => {
   it('reads a command, a name and the flags kubectl users type', () => {
     expect(parsePluginArgs(['status', 'www', '-n', 'shop', '-o', 'json'])).toEqual({
       kind: 'run',
       command: 'status',
+      resource: 'CustomDomain',
       name: 'www',
       namespace: 'shop',
       kubeconfig: undefined,
@@ -17,12 +18,35 @@ describe('parsePluginArgs', () => {
     ).toMatchObject({
       kind: 'run',
       command: 'verify',
+      resource: 'CustomDomain',
       name: 'www',
       namespace: 'shop',
       kubeconfig: '/k',
       context: 'c',
     });
     expect(parsePluginArgs(['explain', 'www'])).toMatchObject({ namespace: undefined, output: 'text' });
+  });
+
+  it.each([
+    [['status', 'ratelimitpolicy', 'api'], 'RateLimitPolicy', 'api'],
+    [['status', 'rlp/api', '-o', 'yaml'], 'RateLimitPolicy', 'api'],
+    [['status', 'RateLimitPolicies.portico.dev', 'api'], 'RateLimitPolicy', 'api'],
+    [['status', 'project', 'site'], 'Project', 'site'],
+    [['status', 'proj/site'], 'Project', 'site'],
+    [['status', 'projects.portico.dev/site'], 'Project', 'site'],
+    [['status', 'cd', 'www'], 'CustomDomain', 'www'],
+    [['explain', 'customdomain/www'], 'CustomDomain', 'www'],
+    [['status', 'customdomain', 'project'], 'CustomDomain', 'project'],
+  ])('reads the TYPE NAME and TYPE/NAME forms: %j', (argv, resource, name) => {
+    expect(parsePluginArgs(argv)).toMatchObject({ kind: 'run', resource, name });
+  });
+
+  it('takes -o yaml and -o json for status of every kind', () => {
+    expect(parsePluginArgs(['status', 'www', '-o', 'yaml'])).toMatchObject({ output: 'yaml' });
+    expect(parsePluginArgs(['status', 'project', 'site', '--output=json'])).toMatchObject({
+      resource: 'Project',
+      output: 'json',
+    });
   });
 
   it('answers --help before anything else', () => {
@@ -39,13 +63,33 @@ describe('parsePluginArgs', () => {
     [[], 'no command given'],
     [['restart', 'www'], 'unknown command "restart"'],
     [['status'], 'status: no CustomDomain name given'],
-    [['status', 'a', 'b'], 'unexpected argument "b"'],
+    [['status', 'project'], 'status: no Project name given'],
+    [['status', 'rlp'], 'status: no RateLimitPolicy name given'],
+    [['status', 'project/'], 'status: no Project name given'],
+    [['status', 'a', 'b'], 'status: unknown resource type "a"'],
+    [['status', 'pods/web'], 'unknown resource type "pods"'],
+    [['status', 'project', 'a', 'b'], 'unexpected argument "b"'],
+    [['status', 'project', 'a/b'], '"a/b" is not a name'],
     [['status', 'www', '--all'], "Unknown option '--all'"],
-    [['status', 'www', '-o', 'yaml'], 'the output format is text or json'],
-    [['verify', 'www', '-o', 'json'], 'only status prints JSON'],
+    [['status', 'www', '-o', 'wide'], 'the output format is text, json or yaml'],
+    [['verify', 'www', '-o', 'json'], 'only status prints json'],
+    [['explain', 'www', '-o', 'yaml'], 'only status prints yaml'],
+    [['verify', 'project', 'site'], 'verify: works on CustomDomains only, not on a Project'],
+    [['explain', 'rlp/api'], 'explain: works on CustomDomains only, not on a RateLimitPolicy'],
   ])('refuses %j as a usage error', (argv, message) => {
     const parsed = parsePluginArgs(argv);
     expect(parsed.kind).toBe('usage-error');
     expect(parsed.kind === 'usage-error' ? parsed.message : '').toContain(message);
+  });
+});
+
+describe('resourceKind', () => {
+  it('knows the names the CRDs declare and nothing else', () => {
+    expect(resourceKind('CD')).toBe('CustomDomain');
+    expect(resourceKind('customdomains.portico.dev')).toBe('CustomDomain');
+    expect(resourceKind('rlp')).toBe('RateLimitPolicy');
+    expect(resourceKind('proj')).toBe('Project');
+    expect(resourceKind('hostnameclaim')).toBeUndefined();
+    expect(resourceKind('projects.example.com')).toBeUndefined();
   });
 });

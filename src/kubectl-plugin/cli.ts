@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 /**
- * `kubectl portico status|verify|explain <customdomain> [-n namespace]`: the kubectl plugin (the npm
+ * `kubectl portico status|verify|explain [TYPE] NAME [-n namespace]`: the kubectl plugin (the npm
  * package's bin `kubectl-portico`; kubectl runs any `kubectl-<name>` executable on PATH as
  * `kubectl <name>`). It talks to the API server with the user's kubeconfig, as kubectl does
  * (`--kubeconfig`, else `$KUBECONFIG`, else `~/.kube/config`, else in-cluster), never through kubectl.
  *
- * Exit codes: 0 done, 1 error (the domain not found, the API server refused or unreachable), 2 usage.
- * What is printed is built by the pure format.ts; this file only reads and writes the API.
+ * Exit codes: 0 done, 1 error (the object not found, the API server refused or unreachable), 2 usage.
+ * What is printed is built by the pure format.ts and resources.ts; this file only reads and writes
+ * the API.
  */
 import {
   CoreV1Api,
@@ -25,10 +26,19 @@ import {
   VERSION,
   type CustomDomain,
 } from '../api/customdomain.js';
+import { PROJECT_PLURAL, type Project } from '../api/project.js';
+import { RATE_LIMIT_POLICY_PLURAL, type RateLimitPolicy } from '../api/ratelimitpolicy.js';
 import { buildInfo, formatVersion } from '../build-info.js';
 import { apiStatusCode } from '../kube/errors.js';
-import { parsePluginArgs, USAGE } from './args.js';
+import { parsePluginArgs, USAGE, type Output, type ResourceKind } from './args.js';
 import { explain, formatExplanation, formatStatus, statusReport, type DomainEvent } from './format.js';
+import {
+  formatPolicyStatus,
+  formatProjectStatus,
+  policyReport,
+  projectReport,
+  serializeReport,
+} from './resources.js';
 
 /** A failure to report to the user with exit code 1; `message` says what happened and what to do. */
 export class PluginError extends Error {
@@ -63,23 +73,36 @@ function contextNamespace(kc: KubeConfig): string {
   return kc.getContextObject(kc.getCurrentContext())?.namespace ?? 'default';
 }
 
-async function readDomain({ kc, namespace, name }: Target): Promise<CustomDomain> {
+/** The plural and the `kubectl get` name of each kind. */
+const PLURALS: Record<ResourceKind, string> = {
+  CustomDomain: CUSTOM_DOMAIN_PLURAL,
+  RateLimitPolicy: RATE_LIMIT_POLICY_PLURAL,
+  Project: PROJECT_PLURAL,
+};
+
+/** Reads one object; a 404 is a PluginError naming what was searched and how to list them. */
+async function readObject<T>(resource: ResourceKind, { kc, namespace, name }: Target): Promise<T> {
+  const plural = PLURALS[resource];
   try {
     return (await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({
       group: GROUP,
       version: VERSION,
-      plural: CUSTOM_DOMAIN_PLURAL,
+      plural,
       namespace,
       name,
-    })) as CustomDomain;
+    })) as T;
   } catch (err) {
     if (apiStatusCode(err) === 404) {
       throw new PluginError(
-        `customdomain "${name}" not found in namespace "${namespace}" (list them: kubectl get customdomains -A; a CRD not installed also answers 404)`,
+        `${resource.toLowerCase()} "${name}" not found in namespace "${namespace}" (list them: kubectl get ${plural} -A; a CRD not installed also answers 404)`,
       );
     }
     throw err;
   }
+}
+
+function readDomain(target: Target): Promise<CustomDomain> {
+  return readObject<CustomDomain>('CustomDomain', target);
 }
 
 function toDomainEvent(e: CoreV1Event): DomainEvent {
@@ -94,22 +117,35 @@ function toDomainEvent(e: CoreV1Event): DomainEvent {
   };
 }
 
-async function readEvents(kc: KubeConfig, domain: CustomDomain): Promise<DomainEvent[]> {
-  const uid = domain.metadata.uid;
+/** The core/v1 Events whose involvedObject is `object` (by uid). */
+async function readEvents(
+  kc: KubeConfig,
+  object: { metadata: { uid?: string; namespace: string } },
+): Promise<DomainEvent[]> {
+  const uid = object.metadata.uid;
   if (uid === undefined) return [];
   const list = await kc.makeApiClient(CoreV1Api).listNamespacedEvent({
-    namespace: domain.metadata.namespace,
+    namespace: object.metadata.namespace,
     fieldSelector: `involvedObject.uid=${uid}`,
   });
   return list.items.map(toDomainEvent);
 }
 
-async function status(target: Target, output: 'text' | 'json'): Promise<string> {
-  const domain = await readDomain(target);
-  const events = await readEvents(target.kc, domain);
+async function status(resource: ResourceKind, target: Target, output: Output): Promise<string> {
   const now = new Date();
-  const report = statusReport(domain, events, now);
-  return output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatStatus(report, now);
+  const print = <R extends object>(report: R, text: (r: R) => string): string =>
+    output === 'text' ? text(report) : serializeReport(report, output);
+  if (resource === 'RateLimitPolicy') {
+    const policy = await readObject<RateLimitPolicy>(resource, target);
+    return print(policyReport(policy, await readEvents(target.kc, policy), now), formatPolicyStatus);
+  }
+  if (resource === 'Project') {
+    const project = await readObject<Project>(resource, target);
+    return print(projectReport(project, await readEvents(target.kc, project), now), formatProjectStatus);
+  }
+  const domain = await readDomain(target);
+  const report = statusReport(domain, await readEvents(target.kc, domain), now);
+  return print(report, (r) => formatStatus(r, now));
 }
 
 /** Sets the verify annotation to now (RFC 3339, seconds) with a merge patch; says what it did. */
@@ -167,7 +203,7 @@ export async function runPlugin(argv: readonly string[]): Promise<number> {
     const kc = loadKubeConfig(args.kubeconfig, args.context);
     const target = { kc, name: args.name, namespace: args.namespace ?? contextNamespace(kc) };
     const commands = {
-      status: () => status(target, args.output),
+      status: () => status(args.resource, target, args.output),
       verify: () => verify(target),
       explain: () => explainDomain(target),
     };

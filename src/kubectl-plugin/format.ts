@@ -152,17 +152,6 @@ export interface StatusReport {
  */
 export function statusReport(domain: CustomDomain, events: readonly DomainEvent[], now: Date): StatusReport {
   const status = domain.status ?? {};
-  const byType = new Map((status.conditions ?? []).map((c) => [c.type, c]));
-  const ordered = [
-    ...CONDITION_ORDER.flatMap((t) => byType.get(t) ?? []),
-    ...(status.conditions ?? []).filter((c) => !(CONDITION_ORDER as readonly string[]).includes(c.type)),
-  ];
-  const recent = [...events]
-    .sort(
-      (a, b) =>
-        (a.lastSeen?.getTime() ?? 0) - (b.lastSeen?.getTime() ?? 0) || (a.sequence ?? 0) - (b.sequence ?? 0),
-    )
-    .slice(-EVENT_LIMIT);
   return {
     namespace: domain.metadata.namespace,
     name: domain.metadata.name,
@@ -170,14 +159,7 @@ export function statusReport(domain: CustomDomain, events: readonly DomainEvent[
     phase: status.phase ?? 'Unknown',
     generation: domain.metadata.generation,
     observedGeneration: status.observedGeneration,
-    conditions: ordered.map((c) => ({
-      type: c.type,
-      status: c.status,
-      reason: c.reason,
-      message: c.message,
-      lastTransitionTime: c.lastTransitionTime,
-      age: relativeAge(c.lastTransitionTime, now),
-    })),
+    conditions: conditionRows(status.conditions ?? [], CONDITION_ORDER, now),
     dns: {
       wanted: status.dnsRecords ?? [],
       found: status.observed?.records ?? [],
@@ -190,25 +172,63 @@ export function statusReport(domain: CustomDomain, events: readonly DomainEvent[
     certificate: status.certificate,
     issuance: status.issuance,
     nextCertificateAttemptAt: nextCertificateAttempt(domain)?.toISOString(),
-    events: recent.map((e) => ({
+    events: eventRows(events, now),
+  };
+}
+
+/**
+ * `conditions` as `status` shows them: those of `order` first, in that order, then the others as
+ * written. Pure.
+ */
+export function conditionRows(
+  conditions: readonly Condition[],
+  order: readonly string[],
+  now: Date,
+): ConditionRow[] {
+  const byType = new Map(conditions.map((c) => [c.type, c]));
+  const ordered = [
+    ...order.flatMap((t) => byType.get(t) ?? []),
+    ...conditions.filter((c) => !order.includes(c.type)),
+  ];
+  return ordered.map((c) => ({
+    type: c.type,
+    status: c.status,
+    reason: c.reason,
+    message: c.message,
+    lastTransitionTime: c.lastTransitionTime,
+    age: relativeAge(c.lastTransitionTime, now),
+  }));
+}
+
+/** One Event as `status` shows it. */
+export type EventRow = StatusReport['events'][number];
+
+/** The last `EVENT_LIMIT` of `events` (any order) by time, newest last. Pure. */
+export function eventRows(events: readonly DomainEvent[], now: Date): EventRow[] {
+  return [...events]
+    .sort(
+      (a, b) =>
+        (a.lastSeen?.getTime() ?? 0) - (b.lastSeen?.getTime() ?? 0) || (a.sequence ?? 0) - (b.sequence ?? 0),
+    )
+    .slice(-EVENT_LIMIT)
+    .map((e) => ({
       type: e.type,
       reason: e.reason,
       message: e.message,
       count: e.count,
       lastSeen: e.lastSeen?.toISOString(),
       age: relativeAge(e.lastSeen, now),
-    })),
-  };
+    }));
 }
 
 /** Time since `at`, kubectl's AGE column: `5m`; `-` without a time. */
-function relativeAge(at: string | Date | undefined, now: Date): string {
+export function relativeAge(at: string | Date | undefined, now: Date): string {
   const t = toDate(at);
   return t === undefined ? '-' : humanDuration(now.getTime() - t.getTime());
 }
 
-/** Lays out rows as columns separated by two spaces; the last column is not padded. */
-function columns(rows: readonly (readonly string[])[], indent = '  '): string[] {
+/** Lays out rows as columns separated by two spaces; the last column is not padded. Pure. */
+export function columns(rows: readonly (readonly string[])[], indent = '  '): string[] {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
   return rows.map(
@@ -226,7 +246,7 @@ function recordLine(r: { type: string; name: string; value: string }): string {
  * the DNS provider asks for it (`@` at the apex); for an apex, the A/AAAA records to create instead at
  * a provider without ALIAS/ANAME.
  */
-function wantedLines(r: RequiredDnsRecord): string[] {
+export function wantedLines(r: RequiredDnsRecord): string[] {
   // An optional record (the DNS-01 delegation) is offered ("may add"), not asked for.
   const label = r.optional === true ? 'may add: ' : 'wanted:  ';
   const lines = [`  ${label}${recordLine(r)}  (TTL ${r.ttl}${r.note ? `; ${r.note}` : ''})`];
@@ -265,7 +285,7 @@ function dnsLines(report: StatusReport, now: Date): string[] {
 }
 
 /** `2026-01-02T03:04:05Z (in 5m)`, or `-`. */
-function at(time: string | undefined, now: Date): string {
+export function at(time: string | undefined, now: Date): string {
   return time === undefined ? '-' : `${time} (${relativeTime(time, now)})`;
 }
 
@@ -298,31 +318,28 @@ function certificateLines(report: StatusReport, now: Date): string[] {
   return lines;
 }
 
-function conditionLines(report: StatusReport): string[] {
-  if (report.conditions.length === 0) return ['Conditions: none reported yet'];
+/** The Conditions block: a table, each condition's message under its row. Pure. */
+export function conditionLines(conditions: readonly ConditionRow[]): string[] {
+  if (conditions.length === 0) return ['Conditions: none reported yet'];
   const rows = [
     ['TYPE', 'STATUS', 'REASON', 'AGE'],
-    ...report.conditions.map((c) => [c.type, c.status, c.reason, c.age]),
+    ...conditions.map((c) => [c.type, c.status, c.reason, c.age]),
   ];
   const table = columns(rows);
   const lines = ['Conditions:', table[0] ?? ''];
-  report.conditions.forEach((c, i) => {
+  conditions.forEach((c, i) => {
     lines.push(table[i + 1] ?? '');
     if (c.message) lines.push(`      ${c.message}`);
   });
   return lines;
 }
 
-function eventLines(report: StatusReport): string[] {
-  if (report.events.length === 0) return ['Events: none'];
+/** The Events block. Pure. */
+export function eventLines(events: readonly EventRow[]): string[] {
+  if (events.length === 0) return ['Events: none'];
   const rows = [
     ['AGE', 'TYPE', 'REASON', 'MESSAGE'],
-    ...report.events.map((e) => [
-      e.count > 1 ? `${e.age} (x${e.count})` : e.age,
-      e.type,
-      e.reason,
-      e.message,
-    ]),
+    ...events.map((e) => [e.count > 1 ? `${e.age} (x${e.count})` : e.age, e.type, e.reason, e.message]),
   ];
   return [`Events (last ${EVENT_LIMIT}, newest last):`, ...columns(rows)];
 }
@@ -337,13 +354,13 @@ export function formatStatus(report: StatusReport, now: Date): string {
     `CustomDomain ${report.namespace}/${report.name}: ${report.hostname}`,
     `Phase: ${report.phase}${generation}`,
     '',
-    ...conditionLines(report),
+    ...conditionLines(report.conditions),
     '',
     ...dnsLines(report, now),
     '',
     ...certificateLines(report, now),
     '',
-    ...eventLines(report),
+    ...eventLines(report.events),
   ];
   return `${lines.join('\n')}\n`;
 }

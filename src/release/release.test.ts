@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { krewManifest, pluginArchiveName, sha256Sums } from './artifacts.js';
+import { DARWIN_CAVEAT, PLUGIN_PLATFORMS, krewManifest, pluginArchiveName, sha256Sums } from './artifacts.js';
 import { releaseChangelog, unreleasedNotes } from './changelog.js';
 import { setChartVersion } from './chart.js';
 import { isReleaseError } from './errors.js';
@@ -109,23 +109,61 @@ describe('setChartVersion', () => {
 });
 
 describe('release artifacts', () => {
-  it('writes a krew manifest with one platform per archive, its URL and its sum', () => {
-    const file = pluginArchiveName('0.2.0', 'amd64');
-    expect(file).toBe('kubectl-portico_v0.2.0_linux_amd64.tar.gz');
-    const manifest = parse(
-      krewManifest('0.2.0', 'https://example.net/v0.2.0', [{ arch: 'amd64', file, sha256: 'ab'.repeat(32) }]),
-    ) as { kind: string; metadata: { name: string }; spec: { version: string; platforms: unknown[] } };
+  it('names each platform archive: tar.gz for linux and darwin, zip for windows', () => {
+    expect(PLUGIN_PLATFORMS.map((p) => pluginArchiveName('0.2.0', p))).toEqual([
+      'kubectl-portico_v0.2.0_linux_amd64.tar.gz',
+      'kubectl-portico_v0.2.0_linux_arm64.tar.gz',
+      'kubectl-portico_v0.2.0_darwin_amd64.tar.gz',
+      'kubectl-portico_v0.2.0_darwin_arm64.tar.gz',
+      'kubectl-portico_v0.2.0_windows_amd64.zip',
+      'kubectl-portico_v0.2.0_windows_arm64.zip',
+    ]);
+  });
+
+  it('writes a krew manifest with one platform per archive: its os and arch, URL, sum, files and bin', () => {
+    const archives = PLUGIN_PLATFORMS.map((p, i) => ({
+      ...p,
+      file: pluginArchiveName('0.2.0', p),
+      sha256: String(i).repeat(64),
+    }));
+    const manifest = parse(krewManifest('0.2.0', 'https://example.net/v0.2.0', archives)) as {
+      kind: string;
+      metadata: { name: string };
+      spec: { version: string; caveats?: string; platforms: Record<string, unknown>[] };
+    };
     expect(manifest.kind).toBe('Plugin');
     expect(manifest.metadata.name).toBe('portico');
     expect(manifest.spec.version).toBe('v0.2.0');
-    expect(manifest.spec.platforms).toEqual([
-      {
-        selector: { matchLabels: { os: 'linux', arch: 'amd64' } },
-        uri: `https://example.net/v0.2.0/${file}`,
-        sha256: 'ab'.repeat(32),
-        bin: 'kubectl-portico',
-      },
-    ]);
+    expect(manifest.spec.platforms).toHaveLength(6);
+    expect(manifest.spec.platforms[0]).toEqual({
+      selector: { matchLabels: { os: 'linux', arch: 'amd64' } },
+      uri: 'https://example.net/v0.2.0/kubectl-portico_v0.2.0_linux_amd64.tar.gz',
+      sha256: '0'.repeat(64),
+      files: [
+        { from: 'kubectl-portico', to: '.' },
+        { from: 'LICENSE', to: '.' },
+        { from: 'NODE-LICENSE', to: '.' },
+      ],
+      bin: 'kubectl-portico',
+    });
+    expect(manifest.spec.platforms[5]).toEqual({
+      selector: { matchLabels: { os: 'windows', arch: 'arm64' } },
+      uri: 'https://example.net/v0.2.0/kubectl-portico_v0.2.0_windows_arm64.zip',
+      sha256: '5'.repeat(64),
+      files: [
+        { from: 'kubectl-portico.exe', to: '.' },
+        { from: 'LICENSE', to: '.' },
+        { from: 'NODE-LICENSE', to: '.' },
+      ],
+      bin: 'kubectl-portico.exe',
+    });
+    // What a macOS user must know about the ad-hoc signature, shown by krew after install.
+    expect(manifest.spec.caveats).toBe(DARWIN_CAVEAT);
+    expect(DARWIN_CAVEAT).toContain('codesign --force --sign -');
+    const linuxOnly = parse(krewManifest('0.2.0', 'https://example.net', archives.slice(0, 2))) as {
+      spec: { caveats?: string };
+    };
+    expect(linuxOnly.spec.caveats).toBeUndefined();
   });
 
   it('writes sums in sha256sum form, sorted by name', () => {

@@ -5,8 +5,10 @@
  * bad input with nothing changed, then releasing a version into the registry with its files; `helm
  * install` of that version from `oci://127.0.0.1:<port>/charts/portico` into the stack's API
  * server; a second release and `helm upgrade --reuse-values` to it; the released `kubectl-portico`
- * single executable found by the real kubectl on a PATH with no Node.js on it, explaining a domain
- * the stack's operator reconciled; and the arm64 executable under qemu-user.
+ * single executables: each platform's archive and its header checks (src/release/executable.ts),
+ * the linux-amd64 one found by the real kubectl on a PATH with no Node.js on it, explaining a domain
+ * the stack's operator reconciled, and the linux-arm64 one under qemu-user. Building the six
+ * platforms takes minutes on 2 shared cores (10 under a load of 17), hence the 20-minute bound.
  *
  * The copy's CRDs are renamed into a group of their own (copy<plural>.<id>.portico.dev), as in
  * helm.test.ts: the stack's API server already serves Portico's CRDs, and Helm skips a chart's
@@ -29,6 +31,14 @@ import {
   waitFor,
   waitForCondition,
 } from './support/cluster.js';
+import { PLUGIN_NODE } from '../../scripts/build-plugin-sea.js';
+import {
+  PLUGIN_PLATFORMS,
+  pluginArchiveFiles,
+  pluginArchiveName,
+  pluginExecutableName,
+} from '../../src/release/artifacts.js';
+import { checkPluginExecutable } from '../../src/release/executable.js';
 import { REPO, helm, kubectl, run, runOk, toolsBin, type Manifest } from './support/helm.js';
 
 const id = unique('rel');
@@ -89,7 +99,7 @@ async function release(
       HELM: `${bin}/helm`,
       PATH: [path.dirname(process.execPath), process.env.PATH ?? ''].join(':'),
     },
-    timeoutMs: 300_000,
+    timeoutMs: 1_200_000,
   });
   timings[`release ${args.join(' ')}`] = Date.now() - started;
   return result;
@@ -269,8 +279,7 @@ describe('npm run release', () => {
       [
         'SHA256SUMS',
         'kubectl-portico.krew.yaml',
-        `kubectl-portico_v${v1}_linux_amd64.tar.gz`,
-        `kubectl-portico_v${v1}_linux_arm64.tar.gz`,
+        ...PLUGIN_PLATFORMS.map((p) => pluginArchiveName(v1, p)),
         `portico-${v1}.cdx.json`,
         `portico-${v1}.tgz`,
       ].sort(),
@@ -294,10 +303,34 @@ describe('npm run release', () => {
       };
     };
     expect(krew.spec.version).toBe(`v${v1}`);
-    expect(krew.spec.platforms.map((p) => p.selector.matchLabels.arch)).toEqual(['amd64', 'arm64']);
+    expect(krew.spec.platforms.map((p) => p.selector.matchLabels)).toEqual(
+      PLUGIN_PLATFORMS.map(({ os, arch }) => ({ os, arch })),
+    );
     for (const p of krew.spec.platforms) {
       const file = p.uri.split('/').at(-1) ?? '';
       expect(p.sha256, file).toBe(sums.get(file));
+    }
+    // Each archive: its executable, LICENSE and NODE-LICENSE; the executable of its platform, with
+    // the blob in it (and for darwin an ad-hoc signature that matches its bytes).
+    for (const platform of PLUGIN_PLATFORMS) {
+      const archive = path.join(out, pluginArchiveName(v1, platform));
+      const dir = await mkdtemp(path.join(work, 'archive-'));
+      const listed = platform.os === 'windows' ? ['unzip', '-Z1', archive] : ['tar', '-tzf', archive];
+      expect((await runOk(listed[0] ?? '', listed.slice(1))).trim().split('\n').sort()).toEqual(
+        pluginArchiveFiles(platform.os).sort(),
+      );
+      await runOk(
+        platform.os === 'windows' ? 'unzip' : 'tar',
+        platform.os === 'windows' ? ['-q', archive, '-d', dir] : ['-xzf', archive, '-C', dir],
+      );
+      const exe = await readFile(path.join(dir, pluginExecutableName(platform.os)));
+      expect(
+        () => {
+          checkPluginExecutable(exe, platform);
+        },
+        pluginArchiveName(v1, platform),
+      ).not.toThrow();
+      await rm(dir, { recursive: true, force: true });
     }
 
     const sbom = JSON.parse(await readFile(path.join(out, `portico-${v1}.cdx.json`), 'utf8')) as {
@@ -323,7 +356,7 @@ describe('npm run release', () => {
     ]);
     expect(shown.code, shown.stderr).toBe(0);
     expect(parse(shown.stdout)).toMatchObject({ name: 'portico', version: v1, appVersion: v1 });
-  }, 300_000);
+  }, 1_200_000);
 });
 
 describe('installing the released chart from the OCI registry', () => {
@@ -451,7 +484,9 @@ describe('the released kubectl-portico executable', () => {
     const version = await run(kubectlBin, ['portico', '--version'], { env });
     expect(version.code, version.stderr).toBe(0);
     const commit = (await git(['rev-parse', `v${v1}^{commit}`])).trim();
-    expect(version.stdout).toBe(`kubectl-portico ${v1} (commit ${commit}, Node.js ${process.version})\n`);
+    expect(version.stdout).toBe(
+      `kubectl-portico ${v1} (commit ${commit}, Node.js v${PLUGIN_NODE['linux-amd64'].version})\n`,
+    );
     const plugins = await run(kubectlBin, ['plugin', 'list'], { env });
     expect(plugins.stdout).toContain(path.join(pathDir(), 'kubectl-portico'));
     const explained = await run(kubectlBin, ['portico', 'explain', 'www', '-n', ns], { env });
