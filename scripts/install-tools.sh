@@ -54,9 +54,10 @@ PROMETHEUS_VERSION=v0.316.0
 # go.mod has no replace directives, so go install builds it as it is; its CRDs come from the same
 # module version (examples/contour/01-crds.yaml), copied beside the binary.
 CONTOUR_VERSION=v1.33.8
-# CNCF Distribution's registry: the OCI registry on loopback that the release test pushes the chart
-# to (`helm push`) and installs it from (test/e2e/release.test.ts). Its go.mod has no replace
-# directives, so go install builds it as it is.
+# CNCF Distribution's registry: the OCI registry on loopback that the release test pushes the image
+# (`podman push`) and the chart (`helm push`) to, and pulls and installs them from
+# (test/e2e/support/registry.ts starts it on a free port; README.md, "Install with Helm"). Its go.mod
+# has no replace directives, so go install builds it as it is.
 DISTRIBUTION_VERSION=v3.1.2
 # Envoy Gateway, the Gateway API implementation the sandbox (`--data-plane envoy-gateway`) and the
 # test/e2e/envoy-gateway-*.test.ts tests run (docs/routing.md, "Envoy Gateway"), and egctl, its CLI.

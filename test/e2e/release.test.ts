@@ -8,7 +8,7 @@
  * answered, the plugin and an SBOM of the npm and Debian packages; the image pulled back by digest
  * into an empty podman storage is the one built; `helm install` of that version from
  * `oci://127.0.0.1:<port>/charts/portico` into the stack's API server; a second release and `helm
- * upgrade --reuse-values` to it; the released `kubectl-portico` single executable found by the real
+ * upgrade --reset-then-reuse-values` to it; the released `kubectl-portico` single executable found by the real
  * kubectl on a PATH with no Node.js on it, explaining a domain the stack's operator reconciled; and
  * the arm64 executable under qemu-user.
  *
@@ -26,6 +26,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, readdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
+import { PackageURL } from 'packageurl-js';
 import semver from 'semver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
@@ -409,8 +410,15 @@ describe('npm run release', () => {
       ['base-files', 'ca-certificates', 'libc6', 'libgcc-s1', 'libstdc++6', 'netbase', 'tzdata'].sort(),
     );
     for (const c of debian) {
-      expect(c.purl?.startsWith(`pkg:deb/debian/${c.name}@${c.version ?? ''}?arch=`), c.purl).toBe(true);
-      expect(c.purl?.endsWith('&distro=debian-12'), c.purl).toBe(true);
+      // Read back with the purl library: the name and version of the component, distro Debian 12.
+      const purl = PackageURL.fromString(c.purl ?? '');
+      expect([purl.type, purl.namespace, purl.name, purl.version], c.purl).toEqual([
+        'deb',
+        'debian',
+        c.name,
+        c.version,
+      ]);
+      expect(purl.qualifiers?.['distro'], c.purl).toBe('debian-12');
     }
 
     const chartRef = registryUrl.replace(/\/charts$/, '/charts/portico');
@@ -528,7 +536,7 @@ describe('installing the released chart from the OCI registry', () => {
     }
   });
 
-  it('helm upgrade --reuse-values moves the release to a second released version', async () => {
+  it('helm upgrade --reset-then-reuse-values moves the release to a second released version and its image', async () => {
     const changelog = path.join(copy, 'CHANGELOG.md');
     const text = await readFile(changelog, 'utf8');
     await writeFile(
@@ -559,7 +567,7 @@ describe('installing the released chart from the OCI registry', () => {
       '--plain-http',
       '-n',
       RELEASE,
-      '--reuse-values',
+      '--reset-then-reuse-values',
     ]);
     expect(upgrade.code, upgrade.stderr).toBe(0);
     const history = JSON.parse((await helm(['history', RELEASE, '-n', RELEASE, '-o', 'json'])).stdout) as {
