@@ -374,7 +374,10 @@ describe('values.schema.json and the template checks', () => {
       `image: ghcr\\.io/portico-dev/portico:${chart.appVersion.replaceAll('.', '\\.')} is not an image a release pushed: this chart \\(version ${chart.version.replaceAll('.', '\\.')}\\) is from a source checkout`,
     );
     const unnamed = ['image.repository=ghcr.io/portico-dev/portico', 'image.tag=', 'image.digest='];
-    const rendered = await template(NAMESPACE, undefined, unnamed);
+    const rendered = await template(NAMESPACE, undefined, [
+      'platform.cnameTarget=sites.example.net',
+      ...unnamed,
+    ]);
     expect(rendered.code).not.toBe(0);
     expect(rendered.stderr).toMatch(named);
     const release = unique('noimage');
