@@ -77,6 +77,10 @@ export const CUSTOM_DOMAIN_REASONS = {
   Pending: { severity: 'Normal', doc: 'the order starts now' },
   Issuing: { severity: 'Normal', doc: 'an ACME order is in progress' },
   Reissuing: { severity: 'Warning', doc: 'the Secret cannot serve; a new certificate is being issued' },
+  IssuedCertificateUnusable: {
+    severity: 'Warning',
+    doc: 'the CA issued a certificate that could not serve the domain (unparsable, wrong key, broken chain, other names, not valid now); it was not stored',
+  },
   CAAForbidsIssuance: { severity: 'Warning', doc: "CAA records exclude the platform's CA (RFC 8659)" },
   CAALookupFailed: { severity: 'Warning', doc: 'the CAA lookup failed (RFC 8659 §5.4)' },
   IssuanceFailed: { severity: 'Warning', doc: 'the order failed' },
@@ -180,6 +184,10 @@ export const CUSTOM_DOMAIN_REASONS = {
   },
   // Events only
   Removed: { severity: 'Normal', doc: 'routing and the certificate Secret were removed' },
+  CertificateRestored: {
+    severity: 'Warning',
+    doc: "the domain's Secret could not serve (edited, replaced or deleted by someone else); the last good certificate was written back",
+  },
   HostnameClaimReplaced: {
     severity: 'Warning',
     doc: 'a HostnameClaim that did not count was replaced by this domain',

@@ -7,7 +7,7 @@
 import { createPrivateKey } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { sharedString } from '../kube/shared-strings.js';
-import { certificateFacts, leafCertificate, type CertificateFacts } from './inspect.js';
+import { brokenChainLink, certificateFacts, leafCertificate, type CertificateFacts } from './inspect.js';
 
 /**
  * What a reconcile reads of a TLS Secret. Not the leaf's ARI identifier (RFC 9773 §4.1): finding its
@@ -22,6 +22,35 @@ export interface ParsedTlsSecret {
   hostnames: ReadonlySet<string>;
   /** `tls.key` is the leaf's private key. */
   keyMatches: boolean;
+  /**
+   * What breaks the chain of `tls.crt` (inspect.ts `brokenChainLink`, names and key identifiers,
+   * not signatures), or undefined when each certificate is issued by the next.
+   */
+  brokenChain: string | undefined;
+}
+
+/**
+ * What makes the certificate of a TLS Secret unable to serve `hostname` (normalized) at `now`, as
+ * the rest of a sentence that starts with "Secret <name>" (docs/customdomains.md, `Reissuing`):
+ * nothing that parses, a key that is not the certificate's, a broken chain, other hostnames, not
+ * yet or no longer valid. Undefined: it can serve. The first of these that applies, in that order.
+ *
+ * @param parsed `parsedSecret` of the Secret (undefined: it did not parse)
+ */
+export function tlsSecretProblem(
+  parsed: ParsedTlsSecret | undefined,
+  hostname: string,
+  now: Date,
+): string | undefined {
+  if (!parsed) return 'has no tls.crt and tls.key that parse as a certificate and its key';
+  if (!parsed.keyMatches) return "holds a tls.key that is not the certificate's private key";
+  if (parsed.brokenChain !== undefined) return `holds a broken certificate chain: ${parsed.brokenChain}`;
+  const { facts } = parsed;
+  if (!parsed.hostnames.has(hostname))
+    return `holds a certificate for ${facts.dnsNames.join(', ') || 'no DNS name'}, not ${hostname}`;
+  if (now < new Date(facts.notBefore)) return `holds a certificate not valid before ${facts.notBefore}`;
+  if (now >= new Date(facts.notAfter)) return `holds a certificate that expired at ${facts.notAfter}`;
+  return undefined;
 }
 
 const parsed = new WeakMap<V1Secret, ParsedTlsSecret | null>();
@@ -67,7 +96,13 @@ function parse(secret: V1Secret): ParsedTlsSecret | null {
     } catch {
       keyMatches = false;
     }
-    return { facts, hostnames: new Set(facts.dnsNames.map((n) => n.toLowerCase())), keyMatches };
+    return {
+      facts,
+      hostnames: new Set(facts.dnsNames.map((n) => n.toLowerCase())),
+      keyMatches,
+      // Names and key identifiers only: this runs for every Secret a restart lists (inspect.ts).
+      brokenChain: brokenChainLink(chainPem, leaf, false),
+    };
   } catch {
     return null;
   }

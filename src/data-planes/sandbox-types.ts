@@ -59,6 +59,8 @@ export interface SandboxStartContext<PortName extends string> {
   /** Whether the sandbox runs as the chart's defaults do, and what that set up (src/sandbox/admission.ts). */
   readonly chartDefaults: boolean;
   readonly chart: ChartDefaults;
+  /** Plain HTTP redirected to HTTPS where the data plane serves HTTP itself (`sandbox up --https-redirect`). */
+  readonly httpsRedirect?: boolean;
 }
 
 /** What a started data plane hands back to the stack. */

@@ -65,6 +65,8 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
     'Wait: an order usually completes within minutes. Still no certificate 30 minutes after verification turns into CertificateOverdue.',
   Reissuing:
     'Nothing to do: a new certificate is being ordered. Do not edit the Secret `<name>-tls` by hand: Portico writes it.',
+  IssuedCertificateUnusable:
+    "Nothing to do for the domain: the CA's certificate was not stored and the Secret keeps the one it holds; the next attempt follows the backoff. If it repeats, the CA (or what stands between it and the operator) returns certificates that cannot serve: the message says what was wrong (a platform fix).",
   CAAForbidsIssuance:
     'Add the CAA record the message names (e.g. `0 issue "letsencrypt.org"`) at the name that holds the CAA records, or remove the records that exclude the platform\'s CA; for a subdomain that is a CNAME, that may be the platform target\'s CAA (a platform fix). Then `kubectl portico verify <name> -n <namespace>`.',
   CAALookupFailed:
@@ -127,11 +129,13 @@ export const REASON_FIXES: Readonly<Record<string, string>> = {
   DataPlaneUnreachable:
     "A platform fix: the operator cannot reach `--serving-check-address` (the message has the error). Check that the address is the ingress controller's in-cluster HTTPS Service and port, that the controller runs, and that the operator's NetworkPolicy allows egress to it (chart: `routing.servingCheck`). A domain that served keeps Ready for 5 minutes meanwhile; the check is retried.",
   AwaitingServing:
-    "Usually nothing: the data plane took the route and is loading the Secret and route (Traefik took about 5 s here); the check repeats after 5, 10, 20 s. If it persists past `--serving-check-propagation-seconds` (default 30), Ready's reason becomes the check's Warning (`CertificateNotServed` or `ProjectNotReached`), whose fix applies.",
+    "Usually nothing: the data plane took the route and is loading the Secret and route (Traefik took about 5 s here); the check repeats every second meanwhile. If it persists past `--serving-check-propagation-seconds` (default 30), Ready's reason becomes the check's Warning (`CertificateNotServed` or `ProjectNotReached`), whose fix applies.",
   ServingCheckPending:
     'Nothing to do: the check runs within seconds, once one of the checks running ends. If it stays, the data plane is slow to answer (each check waits up to four times `--serving-check-timeout-ms`).',
   // Events
   Removed: 'Nothing to do.',
+  CertificateRestored:
+    'Nothing to do for the domain: its last good certificate serves again. Find who or what wrote the Secret `<name>-tls` (its managedFields name the writer): Portico writes it, and every change it cannot serve is undone.',
   HostnameClaimReplaced:
     "Nothing to do for the domain. A HostnameClaim that did not count was replaced; the operator's log names the old holder. Claims are the operator's: find who wrote one by hand.",
   HostnameClaimTakenOver:

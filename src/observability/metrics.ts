@@ -26,6 +26,8 @@ export interface ControllerMetrics {
   workqueueDepth: Gauge<'controller'>;
   dnsChecksTotal: Counter<'reason'>;
   acmeOrdersTotal: Counter<'result'>;
+  /** Domain Secrets given back their last good certificate (docs/customdomains.md, "The last good certificate"). */
+  certificateRestoresTotal: Counter;
   /** Observes `portico_customdomain_verified_to_live_seconds` from the CustomDomain watch's events. */
   readyTransitions: ReadyTransitions;
   /**
@@ -96,6 +98,11 @@ export function createControllerMetrics(): ControllerMetrics {
       name: 'portico_acme_orders_total',
       help: 'ACME orders by result (valid, failed, cancelled: the domain was removed while its order ran).',
       labelNames: ['result'],
+      registers,
+    }),
+    certificateRestoresTotal: new Counter({
+      name: 'portico_certificate_restores_total',
+      help: 'CustomDomain Secrets found unable to serve (edited, replaced or deleted by someone else) and given back the last good certificate Portico keeps in its own namespace.',
       registers,
     }),
     danglingDomains: new Gauge({

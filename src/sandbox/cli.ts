@@ -19,13 +19,17 @@ import { envVariables, type SandboxEnv } from './state.js';
 
 const usage = `usage: portico sandbox <up|down|status> [flags]
 
-  up [--no-examples] [--data-plane contour|envoy-gateway|traefik|none] [--kubelet]
+  up [--no-examples] [--data-plane contour|envoy-gateway|traefik|none] [--https-redirect] [--kubelet]
                        start the stack (or see that it runs) and apply examples/; writes .sandbox/env.
                        --data-plane: the controller that takes the routes (default contour, a real
                        Contour whose acknowledgement Routed waits for; envoy-gateway: a real Envoy
                        Gateway, Portico in Gateway API mode; traefik: a real Traefik serving
                        HTTPS on INGRESS_HTTPS_ADDR in front of the example project's backend;
                        none: routes are unconfirmed)
+                       --https-redirect: with --data-plane traefik, every plain HTTP request on
+                       INGRESS_HTTP_ADDR answers with a redirect to HTTPS (Traefik's entrypoint
+                       redirect: 301 to GET, 308 to other methods), as a platform that sends HTTP to
+                       HTTPS runs it; the CA's HTTP-01 request follows it
                        --kubelet: also a node that runs Pods (containerd, a kubelet, kube-scheduler,
                        kube-controller-manager), for \`helm install\` of the chart; root only, one
                        per machine; it changes no kernel setting or firewall rule
@@ -46,13 +50,19 @@ function printEnv(env: SandboxEnv): void {
 }
 
 async function up(dir: string, args: string[]): Promise<number> {
-  let values: { 'no-examples'?: boolean; 'data-plane'?: string; kubelet?: boolean };
+  let values: {
+    'no-examples'?: boolean;
+    'data-plane'?: string;
+    'https-redirect'?: boolean;
+    kubelet?: boolean;
+  };
   try {
     ({ values } = parseArgs({
       args,
       options: {
         'no-examples': { type: 'boolean' },
         'data-plane': { type: 'string' },
+        'https-redirect': { type: 'boolean' },
         kubelet: { type: 'boolean' },
       },
       strict: true,
@@ -69,12 +79,20 @@ async function up(dir: string, args: string[]): Promise<number> {
     );
     return 2;
   }
+  const httpsRedirect = values['https-redirect'] === true;
+  if (httpsRedirect && dataPlane !== 'traefik') {
+    process.stderr.write(
+      `portico sandbox up: --https-redirect needs --data-plane traefik (the only data plane here that serves HTTP itself), not "${dataPlane}"\n\n${usage}`,
+    );
+    return 2;
+  }
   const started = Date.now();
   const env = await sandboxUp({
     dir,
     applyExamples: values['no-examples'] !== true,
     dataPlane: dataPlane as SandboxDataPlane,
     kubelet: values.kubelet === true,
+    ...(httpsRedirect ? { httpsRedirect } : {}),
   });
   out(`sandbox ${env.sandboxDir}: up (this command took ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   printEnv(env);

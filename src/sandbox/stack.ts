@@ -98,6 +98,12 @@ export interface SandboxUpOptions {
    * install` of the chart runs Portico's Pods (install-tools.sh `--kubelet`); one per machine.
    */
   readonly kubelet?: boolean;
+  /**
+   * With `dataPlane: 'traefik'`: Traefik's `web` entrypoint redirects every plain HTTP request to
+   * HTTPS (src/sandbox/traefik.ts, `TraefikOptions.httpsRedirect`; `sandbox up --https-redirect`).
+   * Ignored by the other data planes. Default false.
+   */
+  readonly httpsRedirect?: boolean;
 }
 
 const defaultLog = (line: string): void => {
@@ -349,6 +355,7 @@ async function startStack(
     operatorNamespace: OPERATOR_NAMESPACE,
     chartDefaults,
     chart,
+    httpsRedirect: options.httpsRedirect === true,
   });
 
   step('starting the operator (portico controller)');

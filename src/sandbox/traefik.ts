@@ -336,10 +336,11 @@ export async function startTraefikDataPlane(
   kubectl: Kubectl,
   step: (line: string) => void,
   ports: TraefikPorts & { readonly backend: number },
-  ingressClass: string = TRAEFIK_INGRESS_CLASS,
+  options: { readonly ingressClass?: string } & TraefikOptions = {},
 ): Promise<TraefikDataPlane> {
+  const { ingressClass = TRAEFIK_INGRESS_CLASS, httpsRedirect = false } = options;
   step(
-    `installing Traefik's CRDs; starting the example project's backend and Traefik (HTTPS on 127.0.0.1:${ports.websecure})`,
+    `installing Traefik's CRDs; starting the example project's backend and Traefik (HTTPS on 127.0.0.1:${ports.websecure}${httpsRedirect ? `; HTTP on ${ports.web} redirected to it` : ''})`,
   );
   await installTraefikCrds(kubectl, paths, tools.traefikCrds, ingressClass);
   const examples = await examplesWithBackend(
@@ -353,7 +354,10 @@ export async function startTraefikDataPlane(
     ports.backend,
     examples.projects.join(', ') || 'the example project',
   );
-  const traefik = await startTraefik(paths, tools.traefik, kubectl.kubeconfig, ports, { ingressClass });
+  const traefik = await startTraefik(paths, tools.traefik, kubectl.kubeconfig, ports, {
+    ingressClass,
+    httpsRedirect,
+  });
   return { traefik, examplesDir: examples.dir, backendUrl: backend.url };
 }
 

@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Condition, CustomDomain } from '../api/customdomain.js';
 import { buildStatus, type ObservedState } from '../controllers/customdomain/status.js';
 import { ServingChecker, type ServingCheckSettings } from './checker.js';
@@ -215,6 +215,63 @@ describe('ServingChecker', () => {
       readyMessage('Held.', at(DEFAULT_SERVING_SCHEDULE.intervalMs)),
     );
     expect(checker.running).toBe(0);
+  });
+
+  it('wakes the domains whose due check found no free slot as slots free, in the order they waited, once each', async () => {
+    const releases: ((verdict: ServingVerdict) => void)[] = [];
+    const check = (): Promise<ServingVerdict> => new Promise((resolve) => releases.push(resolve));
+    const woken: string[] = [];
+    const checker = new ServingChecker({ ...settings, wake: (key) => woken.push(key) }, check);
+    const named = (key: string) => ({ ...domain('AB'), key, uid: `uid-${key}` });
+    const held = checker.observe(named('shop/a'), T0, log);
+    for (const key of ['shop/b', 'shop/c', 'shop/b']) {
+      const pending = await checker.observe(named(key), T0, log);
+      expect(pending.readiness.reason).toBe(SERVING_CHECK_PENDING);
+    }
+    expect(woken).toEqual([]);
+    releases[0]?.(serving());
+    await held;
+    expect(woken).toEqual(['shop/b']);
+    // b runs in the freed slot; when it ends, c (still waiting) is woken; nothing after.
+    const b = checker.observe(named('shop/b'), T0, log);
+    releases[1]?.(serving());
+    await b;
+    expect(woken).toEqual(['shop/b', 'shop/c']);
+    const c = checker.observe(named('shop/c'), T0, log);
+    releases[2]?.(serving());
+    await c;
+    expect(woken).toEqual(['shop/b', 'shop/c']);
+  });
+
+  it('while the data plane loads the certificate, probes every second on its own and wakes the domain when it is served', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout'] });
+    try {
+      const loading: ServingVerdict = {
+        result: 'wrong-certificate',
+        reason: 'CertificateNotServed',
+        message: 'Default certificate.',
+      } as ServingVerdict;
+      const { calls, check } = recorder(loading, loading, serving('Now.'));
+      const woken: string[] = [];
+      const policy = { ...DEFAULT_SERVING_SCHEDULE, propagationGraceMs: 30_000 };
+      const checker = new ServingChecker({ ...settings, policy, wake: (key) => woken.push(key) }, check);
+      const first = await checker.observe(domain('AB'), new Date(), log);
+      expect(first.readiness.reason).toBe('AwaitingServing');
+      // The reconcile need not come back before the grace ends: the probes stand in for it.
+      expect(first.nextCheckAt.getTime() - Date.now()).toBeGreaterThan(29_000);
+      expect(calls).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(calls).toHaveLength(2);
+      expect(woken).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(calls).toHaveLength(3);
+      expect(woken).toEqual(['shop/www']);
+      // Served: no further probe.
+      await vi.advanceTimersByTimeAsync(5_000);
+      expect(calls).toHaveLength(3);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('frees its slot when the check throws', async () => {

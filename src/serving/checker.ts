@@ -14,10 +14,12 @@ import type { Logger } from 'pino';
 import type { Condition } from '../api/customdomain.js';
 import { checkServing as realCheckServing, type ServingCheckOptions } from './serving-check.js';
 import {
+  awaitingPropagation,
   isNewCertificate,
   nextServingCheckAt,
   recordServingCheck,
   SERVING_CHECK_PENDING,
+  SERVING_PROPAGATION_RETRY_MS,
   servingReadiness,
   type ServingCheckRecord,
   type ServingReadiness,
@@ -40,8 +42,27 @@ export interface ServingCheckSettings {
    * so a blackholed address holds at most this many reconcile workers.
    */
   maxConcurrent: number;
-  /** Milliseconds until a domain whose check found no free slot is looked at again; default 2000. */
+  /**
+   * Milliseconds until a domain whose check found no free slot is looked at again; default 2000.
+   * With `wake`, the domain is woken sooner, as soon as a slot frees; this is the fallback.
+   */
   busyRetryMs?: number;
+  /**
+   * Called with the key of a domain to reconcile now: `slot` when its due check found every slot
+   * taken and one freed (in the order they waited, one per freed slot), so the check runs then
+   * instead of `busyRetryMs` later; `answer` when the checker's own probe of a certificate being
+   * loaded (`awaitingPropagation`) saw another answer (served), which Ready should say at once.
+   * Without it, neither: the reconcile polls.
+   */
+  wake?: (key: string, why: 'slot' | 'answer') => void;
+}
+
+/** What a probe needs of a domain (`ServingChecker.observe`'s domain). */
+interface ProbedDomain {
+  key: string;
+  uid: string;
+  hostname: string;
+  serialNumber: string;
 }
 
 /** What the reconcile passes to Ready (status.ts, ObservedState.serving) and when to look again. */
@@ -171,6 +192,10 @@ export class ServingChecker {
   readonly #settings: ServingCheckSettings;
   readonly #check: (options: ServingCheckOptions) => Promise<ServingVerdict>;
   readonly #records = new Map<string, PackedRecord>();
+  /** Keys whose due check found every slot taken, in the order they came; woken as slots free. */
+  readonly #waiting = new Set<string>();
+  /** Armed probes (`#armProbe`), by key. */
+  readonly #probes = new Map<string, NodeJS.Timeout>();
   #running = 0;
 
   /** `check` is serving-check.ts's checkServing unless a test passes another. */
@@ -219,14 +244,87 @@ export class ServingChecker {
       const nextCheckAt = new Date(now.getTime() + (this.#settings.busyRetryMs ?? 2_000));
       // A re-check of the same certificate can wait with Ready as it is; a new certificate cannot.
       const renewed = isNewCertificate(record, domain.serialNumber);
+      this.#waiting.add(domain.key);
       return { readiness: (!renewed && carried) || this.#pending(domain), nextCheckAt };
     }
+    this.#waiting.delete(domain.key);
     const verdict = await this.#run(domain, record);
     const { next, readiness } = afterCheck(record, domain, verdict, now, policy);
     this.#records.set(domain.key, pack(domain.uid, next));
     if (record?.lastResult !== verdict.result || record.serialNumber !== next.serialNumber)
       log.info({ result: verdict.result, serialNumber: next.serialNumber }, 'serving checked');
-    return { readiness, nextCheckAt: nextServingCheckAt(next, domain.serialNumber, now, policy) };
+    return this.#afterObserved(domain, next, readiness, now, log);
+  }
+
+  /**
+   * When the reconcile should look again after a check left `next`: its due time, but while the
+   * data plane is loading the certificate (`awaitingPropagation`) the checker retries on its own
+   * every second (`#armProbe`) and wakes the domain when the answer changes, so the reconcile need
+   * not come back before the grace ends (then the check's Warning is due).
+   */
+  #afterObserved(
+    domain: ProbedDomain,
+    next: ServingCheckRecord,
+    readiness: ServingReadiness,
+    now: Date,
+    log: Logger,
+  ): ServingObservation {
+    const { policy } = this.#settings;
+    const nextCheckAt = nextServingCheckAt(next, domain.serialNumber, now, policy);
+    if (this.#settings.wake === undefined || !awaitingPropagation(next, policy))
+      return { readiness, nextCheckAt };
+    this.#armProbe(domain, log);
+    const graceEnd = Date.parse(next.failingSince ?? next.lastCheckTime) + (policy.propagationGraceMs ?? 0);
+    return { readiness, nextCheckAt: new Date(Math.max(nextCheckAt.getTime(), graceEnd)) };
+  }
+
+  /**
+   * Checks `domain` again in `SERVING_PROPAGATION_RETRY_MS` outside the work queue (`#probe`),
+   * unless a probe of it is already armed.
+   */
+  #armProbe(domain: ProbedDomain, log: Logger): void {
+    if (this.#probes.has(domain.key)) return;
+    const timer = setTimeout(() => {
+      this.#probes.delete(domain.key);
+      void this.#probe(domain, log);
+    }, SERVING_PROPAGATION_RETRY_MS);
+    timer.unref();
+    this.#probes.set(domain.key, timer);
+  }
+
+  /**
+   * One check of a domain whose data plane is loading its certificate (`awaitingPropagation`), made
+   * by the checker itself: a slot, no reconcile. The record is updated; the domain is woken
+   * (`wake`) when the answer changed (served, or another answer), else probed again a second later.
+   * Nothing when the record moved on meanwhile (a reconcile's check, a renewal, `forget`); a probe
+   * that finds every slot taken tries again a second later. Never throws.
+   */
+  async #probe(domain: ProbedDomain, log: Logger): Promise<void> {
+    const { policy } = this.#settings;
+    const packed = this.#records.get(domain.key);
+    if (packed === undefined || packed.uid !== domain.uid) return;
+    const record = unpack(packed);
+    if (isNewCertificate(record, domain.serialNumber) || !awaitingPropagation(record, policy)) return;
+    if (this.#running >= this.#settings.maxConcurrent) {
+      this.#armProbe(domain, log);
+      return;
+    }
+    let verdict: ServingVerdict;
+    try {
+      verdict = await this.#run(domain, record);
+    } catch (err) {
+      log.warn({ err, key: domain.key }, 'serving check probe failed');
+      return;
+    }
+    if (this.#records.get(domain.key) !== packed) return;
+    const next = recordServingCheck(record, domain.serialNumber, verdict, new Date());
+    this.#records.set(domain.key, pack(domain.uid, next));
+    if (verdict.result === record.lastResult && awaitingPropagation(next, policy)) {
+      this.#armProbe(domain, log);
+      return;
+    }
+    log.info({ key: domain.key, result: verdict.result, serialNumber: next.serialNumber }, 'serving checked');
+    this.#settings.wake?.(domain.key, 'answer');
   }
 
   /**
@@ -252,12 +350,26 @@ export class ServingChecker {
       });
     } finally {
       this.#running--;
+      this.#wakeOne();
     }
+  }
+
+  /** Wakes the domain that has waited longest for a slot, if any (`ServingCheckSettings.wake`). */
+  #wakeOne(): void {
+    const wake = this.#settings.wake;
+    if (wake === undefined) return;
+    const next = this.#waiting.values().next();
+    if (next.done === true) return;
+    this.#waiting.delete(next.value);
+    wake(next.value, 'slot');
   }
 
   /** Drops the record of `key` (the domain was removed, or is no longer accepted). */
   forget(key: string): void {
     this.#records.delete(key);
+    this.#waiting.delete(key);
+    clearTimeout(this.#probes.get(key));
+    this.#probes.delete(key);
   }
 
   #pending(domain: { hostname: string; serialNumber: string }): ServingReadiness {

@@ -50,16 +50,45 @@ describe('nextServingCheckAt', () => {
     expect(nextServingCheckAt(record, SERIAL, at(10_000), policy)).toEqual(at(60_000));
   });
 
-  it('retries a failing one after 5, 10, 20 … s, at most the interval apart', () => {
+  it('retries a failing one after 5, 10, 20 … s, at most the interval apart (no propagation grace)', () => {
     let record: ServingCheckRecord | undefined;
     const delays: number[] = [];
+    const policy = { ...DEFAULT_SERVING_SCHEDULE, propagationGraceMs: 0 };
     for (let i = 0; i < 10; i++) {
       record = recordServingCheck(record, SERIAL, wrong, T0);
-      delays.push(nextServingCheckAt(record, SERIAL, T0).getTime() - T0.getTime());
+      delays.push(nextServingCheckAt(record, SERIAL, T0, policy).getTime() - T0.getTime());
     }
     expect(delays).toEqual([
       5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 600_000, 600_000, 600_000,
     ]);
+  });
+
+  it('retries every second while a certificate never seen served is awaited within the propagation grace, then backs off', () => {
+    const policy = { ...DEFAULT_SERVING_SCHEDULE, propagationGraceMs: 30_000 };
+    let record: ServingCheckRecord | undefined;
+    const delays: number[] = [];
+    let t = 0;
+    while (t <= 40_000) {
+      record = recordServingCheck(record, SERIAL, wrong, at(t));
+      const next = nextServingCheckAt(record, SERIAL, at(t), policy).getTime() - at(t).getTime();
+      delays.push(next);
+      t += next;
+    }
+    // Checks at 0 … 29 s, within the grace of the first: a second apart. The one at 30 s is past it:
+    // the run has lasted 30 s, so 30 s (then 60, 120 … as the backoff doubles), not the interval.
+    expect(delays).toEqual([...Array<number>(30).fill(1_000), 30_000]);
+    // The default backend while loading counts too; unreachable, and a certificate seen served before, do not.
+    const notReaching = { result: 'not-reaching-project', reason: 'ProjectNotReached', message: '' } as const;
+    expect(
+      nextServingCheckAt(recordServingCheck(undefined, SERIAL, notReaching, T0), SERIAL, T0, policy),
+    ).toEqual(at(1_000));
+    expect(
+      nextServingCheckAt(recordServingCheck(undefined, SERIAL, unreachable, T0), SERIAL, T0, policy),
+    ).toEqual(at(5_000));
+    const served = recordServingCheck(undefined, SERIAL, serving, T0);
+    expect(
+      nextServingCheckAt(recordServingCheck(served, SERIAL, wrong, at(1)), SERIAL, at(1), policy),
+    ).toEqual(at(5_001));
   });
 
   it('never returns a time that has passed', () => {

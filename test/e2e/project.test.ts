@@ -54,13 +54,18 @@ async function customDomains(): Promise<CustomDomain[]> {
   return list.items;
 }
 
+/**
+ * Sets the Project's spec.domains to `domains` and nothing else: one JSON patch (RFC 6902) `replace`
+ * of /spec/domains, which carries no resourceVersion. A read-then-replace of the whole object got
+ * 409 Conflict whenever the operator wrote the Project's status in between (a status write bumps
+ * the object's resourceVersion).
+ */
 async function patchDomains(domains: Project['spec']['domains']): Promise<void> {
-  const project = await getProject();
-  await kube().custom.replaceNamespacedCustomObject({
+  await kube().custom.patchNamespacedCustomObject({
     ...projectApi,
     namespace: ns,
     name: 'site',
-    body: { ...project, spec: { ...project.spec, domains } },
+    body: [{ op: 'replace', path: '/spec/domains', value: domains }],
   });
 }
 
@@ -302,9 +307,20 @@ describe('a Project', () => {
   // The stack's operator writes Ingresses with ingress-nginx's redirect annotations, which Contour
   // does not take (docs/routing.md, "Data planes and flavors"): a redirect hostname has no virtual
   // host in this Contour's xDS. What the xDS shows here is the serving side of the switch: the new
-  // primary's virtual host is pushed while the former primary's still is, and the project is never
+  // primary's virtual host comes no later than the former primary's goes, and the project is never
   // without one.
-  it("switches back with the serving side never lapsing in Contour's xDS (the new primary's virtual host is pushed before the former one's goes)", async () => {
+  //
+  // A response with both (an overlap) is usual but not guaranteed, so it is not required: the new
+  // primary's Ingress is the one it had as a redirect, whose published address carries no
+  // generation, so the new primary is Live (and the former one turned into a redirect) a few
+  // milliseconds after its Ingress changes, before Contour has built it. Contour v1.33.8
+  // (internal/contour/handler.go) rebuilds at once only when its last rebuild is more than 500 ms
+  // old (holdoffMaxDelay), otherwise 100 ms after the last change (holdoffDelay): the two Ingress
+  // writes then land in one rebuild and one RDS response ("-/apex www/-": on 2026-11-29, 4 of 22
+  // runs of this file alone once its Project writes were patches, which reach Contour sooner after
+  // the previous case's rebuilds than a read and a replace). Contour builds the changes in the order
+  // they were written, so no response can have the former primary's change without the new one's.
+  it("switches back with the serving side never lapsing in Contour's xDS (the new primary's virtual host comes no later than the former one's goes)", async () => {
     const watch = watchRds([primary, apex]);
     try {
       await waitFor('the first RDS response', () => (watch.responses.length > 0 ? true : undefined), 15_000);
@@ -323,16 +339,9 @@ describe('a Project', () => {
     const states = watch.responses.map(
       (r) => `${r.get(primary) ? 'www' : '-'}/${r.get(apex) ? 'apex' : '-'}`,
     );
-    // Before: the apex serves; then both (the overlap); then www alone. Never neither.
-    expect(states[0]).toBe('-/apex');
-    expect(states).not.toContain('-/-');
-    const overlap = states.indexOf('www/apex');
-    expect(overlap, states.join(' ')).toBeGreaterThan(0);
-    expect(
-      states.slice(overlap + 1).every((s) => s === 'www/-' || s === 'www/apex'),
-      states.join(' '),
-    ).toBe(true);
-    expect(states.at(-1)).toBe('www/-');
+    // Before: the apex alone; then, in some responses, both (the overlap); then www alone, to the
+    // end. Never neither, and the apex alone never again once www is there.
+    expect(states.join(' ')).toMatch(/^(-\/apex )+(www\/apex )*(www\/- )*www\/-$/);
     const ingresses = (await kube().networking.listNamespacedIngress({ namespace: ns })).items;
     expect(routeOf(ingresses, primary)).toBe('serve:web');
     expect(routeOf(ingresses, apex)).toBe(`redirect:https://${primary}$request_uri`);

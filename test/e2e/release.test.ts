@@ -218,6 +218,33 @@ afterAll(async () => {
   for (const plural of CRD_PLURALS) {
     await kubectl(['delete', 'crd', `copy${plural}.${CRD_GROUP}`, '--ignore-not-found', '--wait=false']);
   }
+  // The releases' images, tagged <registry host>/portico:<version> in scripts/build-image.sh's
+  // podman storage (their layers stay, shared with later builds).
+  if (registry) {
+    const state =
+      process.env.PORTICO_PODMAN_DIR ??
+      path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'portico/podman');
+    const host = registry.host;
+    await run(
+      'podman',
+      [
+        '--root',
+        path.join(state, 'storage'),
+        '--runroot',
+        path.join(state, 'run'),
+        'rmi',
+        '--ignore',
+        ...[v1, v2].map((v) => `${host}/portico:${v}`),
+      ],
+      {
+        env: {
+          ...process.env,
+          CONTAINERS_CONF: path.join(state, 'containers.conf'),
+          CONTAINERS_STORAGE_CONF: path.join(state, 'storage.conf'),
+        },
+      },
+    );
+  }
   await registry?.stop();
   if (work) await rm(work, { recursive: true, force: true });
   process.stderr.write(`release.test.ts timings (ms): ${JSON.stringify(timings)}\n`);

@@ -139,3 +139,16 @@ caBundle ConfigMap turned into the file it is mounted as (caBundleFile).
 {{- end -}}
 {{- toJson $out -}}
 {{- end -}}
+
+{{/*
+A Deployment's spec.strategy from a component's updateStrategy value: rollingUpdate only with
+type RollingUpdate (the API server refuses it with Recreate, which a values override of type alone
+would otherwise keep from the defaults).
+*/}}
+{{- define "portico.updateStrategy" -}}
+type: {{ .type }}
+{{- if and (eq .type "RollingUpdate") .rollingUpdate }}
+rollingUpdate:
+  {{- toYaml .rollingUpdate | nindent 2 }}
+{{- end }}
+{{- end }}

@@ -69,6 +69,7 @@ export class CustomDomainReconciler {
       objects: this.#objects,
       claims: deps.claims,
       events: deps.events,
+      lastGood: deps.lastGood,
       cancelOrder: (key) => {
         this.#cancelOrder(key);
       },

@@ -21,16 +21,11 @@ export const traefikSandbox = defineSandboxDataPlane({
   toolSets: { traefik: true },
   ports: { web: 'tcp', websecure: 'tcp', ping: 'tcp', backend: 'tcp' },
   stopFirst: [],
-  async start({ paths, repoRoot, tools, kubectl, step, ports, chart }) {
-    const started = await startTraefikDataPlane(
-      paths,
-      repoRoot,
-      tools,
-      kubectl,
-      step,
-      ports,
-      chart.ingressClass,
-    );
+  async start({ paths, repoRoot, tools, kubectl, step, ports, chart, httpsRedirect }) {
+    const started = await startTraefikDataPlane(paths, repoRoot, tools, kubectl, step, ports, {
+      ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
+      httpsRedirect: httpsRedirect === true,
+    });
     return {
       controllerOptions: {
         dataPlaneAcknowledgement: true,

@@ -4,12 +4,12 @@
  * rendered and parsed into objects; and the configuration the chart gives each component.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { sandbox } from './cluster.js';
 
 export const REPO = fileURLToPath(new URL('../../..', import.meta.url));
@@ -159,7 +159,7 @@ export function parseManifests(text: string): Manifest[] {
 }
 
 /**
- * `helm template` of the chart with a ci/ values file (or none, and then IMAGE_SETS) and extra
+ * `helm template` of the chart with a ci/ values file (IMAGE_SETS unless it names an image) and extra
  * `--set`s. `helm template` has no cluster to ask for its version, hence --kube-version (the
  * sandbox's minor).
  */
@@ -170,7 +170,11 @@ export async function template(
 ): Promise<RunResult> {
   const args = ['template', 'portico', CHART, '--namespace', namespace, '--kube-version', '1.37.0'];
   if (valuesFile) args.push('--values', `${CHART}/ci/${valuesFile}`);
-  for (const s of [...(valuesFile ? [] : IMAGE_SETS), ...sets]) args.push('--set', s);
+  const namesImage =
+    valuesFile !== undefined &&
+    (parse(readFileSync(`${CHART}/ci/${valuesFile}`, 'utf8')) as { image?: unknown } | null)?.image !==
+      undefined;
+  for (const s of [...(namesImage ? [] : IMAGE_SETS), ...sets]) args.push('--set', s);
   return run(`${await toolsBin()}/helm`, args);
 }
 

@@ -16,9 +16,11 @@ import {
   type CertificateStatus,
 } from '../../../api/customdomain.js';
 import { defaultRenewalTime, leafCertificate, type CertificateFacts } from '../../../certificates/inspect.js';
-import { parsedSecret } from '../../../certificates/parsed-secret.js';
+import { parsedSecret, tlsSecretProblem } from '../../../certificates/parsed-secret.js';
 import { normalizeDnsName } from '../../../dns/answers.js';
 import { registeredDomain } from '../../../dns/records.js';
+import { eventTypeOf } from '../../../api/reasons.js';
+import { ownedMetadata } from '../../../routing/ingress.js';
 import { issuanceStatus, lastIssuanceFailure, type IssuanceFailure } from '../issuance-state.js';
 import type { QueuedOrder } from '../status.js';
 import type { CustomDomainReconcilerDeps } from './deps.js';
@@ -112,11 +114,14 @@ export class CertificatePhase {
   ): Promise<CertificateOutcome> {
     const { verified, verifyRequested, failure, delegation } = at;
     const inFlight = this.#d.tracker.inFlight(key);
-    const seen = await this.#storedCertificate(
+    const found = await this.#storedCertificate(
       domain,
       key,
       orderMayStart(mayOrder({ verified, delegation }), inFlight, failure, now),
     );
+    // A Secret that cannot serve, or is gone, gets the last good certificate back before anything
+    // is decided on it (docs/customdomains.md, "The last good certificate").
+    const seen = found?.usable ? found : ((await this.#restoreLastGood(domain, found, log)) ?? found);
     // What Portico owns is checked on every pass: a Secret that cannot serve (edited by hand, or a
     // certificate past its validity) is replaced at once, and the status says why (not held back).
     const stored = await this.#judged(domain, seen, verifyRequested, now, log);
@@ -235,19 +240,17 @@ export class CertificatePhase {
       ? (seen.object as V1Secret | undefined)
       : await this.#objects.readSecretLive(header.metadata);
     if (!secret) return undefined;
-    const problem = (what: string) => ({ unusable: `Secret ${secretName} ${what}` });
+    return this.#judge(domain, secret);
+  }
+
+  /** `secret` (the domain's Secret) as `#servingCertificate` judges it. */
+  #judge(domain: CustomDomain, secret: V1Secret): StoredCertificate {
+    const secretName = ownedNames(domain).secret;
+    const header = { namespace: domain.metadata.namespace, name: secretName };
     const parsed = parsedSecret(secret);
-    if (!parsed) return problem('has no tls.crt and tls.key that parse as a certificate and its key');
-    if (!parsed.keyMatches) return problem("holds a tls.key that is not the certificate's private key");
-    const hostname = normalizeDnsName(domain.spec.hostname);
+    const problem = tlsSecretProblem(parsed, normalizeDnsName(domain.spec.hostname), this.#d.now());
+    if (problem !== undefined || !parsed) return { unusable: `Secret ${secretName} ${problem}` };
     const { facts } = parsed;
-    if (!parsed.hostnames.has(hostname))
-      return problem(`holds a certificate for ${facts.dnsNames.join(', ')}, not ${hostname}`);
-    const now = this.#d.now();
-    if (now < new Date(facts.notBefore))
-      return problem(`holds a certificate not valid before ${facts.notBefore}`);
-    if (now >= new Date(facts.notAfter))
-      return problem(`holds a certificate that expired at ${facts.notAfter}`);
     const replaces = secret.metadata?.annotations?.[REPLACES_ANNOTATION];
     const acmeIssuer = secret.metadata?.annotations?.[ACME_ISSUER_ANNOTATION];
     const status: CertificateStatus = {
@@ -257,9 +260,62 @@ export class CertificatePhase {
       ...(replaces ? { replaces } : {}),
       ...(acmeIssuer ? { acmeIssuer } : {}),
     };
-    const ariCertId = (): Promise<string | undefined> =>
-      this.#ariCertId(domain, facts, secret, header.metadata);
+    const ariCertId = (): Promise<string | undefined> => this.#ariCertId(domain, facts, secret, header);
     return { usable: { status, ariCertId } };
+  }
+
+  /**
+   * Writes the domain's last good certificate (last-good-certificates.ts, in the operator's
+   * namespace) back into its Secret when the Secret cannot serve (`found.unusable`) or is gone
+   * (`found` undefined) while the domain has had a certificate, and records a Warning Event
+   * `CertificateRestored` saying what was wrong and what was restored. Resolves the Secret as now
+   * written (usable), or undefined when nothing was restored: no copy (a certificate stored before
+   * Portico kept copies), or a copy that cannot serve either (expired): a new certificate is then
+   * ordered as before. The Secret is read live first: a cache that lags a write shows no problem to
+   * fix. Rejects with the API error of a read or write (the work queue retries).
+   */
+  async #restoreLastGood(
+    domain: CustomDomain,
+    found: StoredCertificate | undefined,
+    log: Logger,
+  ): Promise<StoredCertificate | undefined> {
+    if (found === undefined && domain.status?.certificate === undefined) return undefined;
+    const live = await this.#servingCertificate(domain, true);
+    if (live?.usable) return live;
+    const copy = await this.#d.lastGood.read(domain);
+    if (copy === undefined) return undefined;
+    const secretName = ownedNames(domain).secret;
+    const secret: V1Secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { ...ownedMetadata(domain, secretName), annotations: copy.annotations },
+      type: 'kubernetes.io/tls',
+      data: {
+        [TLS_CERT]: Buffer.from(copy.certificatePem).toString('base64'),
+        'tls.key': Buffer.from(copy.privateKeyPem).toString('base64'),
+      },
+    };
+    const restored = this.#judge(domain, secret);
+    const kept = this.#d.lastGood.at(domain);
+    if (!restored.usable) {
+      log.warn(
+        { problem: restored.unusable, copy: kept },
+        'the last good certificate cannot serve either; ordering a new one',
+      );
+      return undefined;
+    }
+    await this.#objects.apply(secret);
+    const { serialNumber, notAfter } = restored.usable.status;
+    const wrong = live?.unusable ?? `Secret ${secretName} was deleted`;
+    log.warn({ problem: wrong, serialNumber }, 'certificate Secret restored from the last good certificate');
+    this.#d.metrics.certificateRestoresTotal.inc();
+    await this.#d.events.record(
+      domain,
+      eventTypeOf('CertificateRestored'),
+      'CertificateRestored',
+      `${wrong}: restored the last good certificate (serial ${serialNumber}, valid until ${notAfter}), kept by Portico in Secret ${kept.namespace}/${kept.name}.`,
+    );
+    return restored;
   }
 
   /**

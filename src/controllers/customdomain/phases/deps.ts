@@ -16,6 +16,7 @@ import type { OwnershipStore } from '../ownership-store.js';
 import type { HostnameClaims } from '../hostname-claims.js';
 import type { ClusterView } from '../cluster-view.js';
 import type { RenewalPlanner } from '../renewal.js';
+import type { LastGoodCertificates } from '../last-good-certificates.js';
 import type { ServingChecker } from '../../../serving/checker.js';
 
 export interface ReconcileResult {
@@ -76,6 +77,8 @@ export interface CustomDomainReconcilerDeps {
   /** The ACME accounts' order budgets: every order, first or renewal, waits for its turn here. */
   budget: Pick<AcmeIssuerSet, 'request' | 'withdraw'>;
   renewal: RenewalPlanner;
+  /** The last good certificate of each domain, in the operator's namespace (last-good-certificates.ts). */
+  lastGood: Pick<LastGoodCertificates, 'keep' | 'read' | 'remove' | 'at'>;
   /** The serving check (src/serving/checker.ts, --serving-check-address); undefined: off. */
   serving?: ServingChecker;
   events: EventRecorder;

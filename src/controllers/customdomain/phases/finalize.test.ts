@@ -25,6 +25,7 @@ function recorder(opts: { left?: boolean; live?: CustomDomain | undefined }) {
     },
     claims: { release: () => (steps.push('releaseClaim'), Promise.resolve()) },
     events: { record: (_o, _t, reason) => (steps.push(`event ${reason}`), Promise.resolve()) },
+    lastGood: { remove: () => (steps.push('remove last good'), Promise.resolve()) },
     cancelOrder: () => steps.push('cancelOrder'),
     forgetMetrics: () => steps.push('forgetMetrics'),
   };
@@ -34,7 +35,7 @@ function recorder(opts: { left?: boolean; live?: CustomDomain | undefined }) {
 const log = pino({ level: 'silent' });
 
 describe('finalize (docs/customdomains.md, "Removal")', () => {
-  it('stops traffic first, then the order, the Secret, the claim, the Event, and the finalizer last', async () => {
+  it('stops traffic first, then the order, the Secret and its last good copy, the claim, the Event, and the finalizer last', async () => {
     const d = domain([FINALIZER]);
     const { steps, adapter } = recorder({ live: d });
     expect(await finalize(d, 'shop/www', log, adapter)).toEqual({});
@@ -43,6 +44,7 @@ describe('finalize (docs/customdomains.md, "Removal")', () => {
       'readLive',
       'cancelOrder',
       'delete Secret',
+      'remove last good',
       'forgetMetrics',
       'releaseClaim',
       'event Removed',

@@ -1,8 +1,9 @@
 /**
  * The removal of a CustomDomain (docs/customdomains.md, "Removal"): traffic stops first (every
  * routing object is deleted and confirmed gone), then any order in flight is dropped, then the
- * certificate Secret, then the hostname claim is released (only now may another project claim the
- * hostname), a `Removed` Event is recorded, and the finalizer comes off. The I/O goes through
+ * certificate Secret and the copy of its last good certificate (last-good-certificates.ts), then
+ * the hostname claim is released (only now may another project claim the hostname), a `Removed`
+ * Event is recorded, and the finalizer comes off. The I/O goes through
  * `FinalizeAdapter`; this module holds the order of the steps.
  */
 import type { Logger } from 'pino';
@@ -11,6 +12,7 @@ import { eventTypeOf } from '../../../api/reasons.js';
 import type { EventRecorder } from '../../../kube/events.js';
 import { ownedRoutingObjects } from '../../../routing/plan.js';
 import type { HostnameClaims } from '../hostname-claims.js';
+import type { LastGoodCertificates } from '../last-good-certificates.js';
 import type { ReconcileResult } from './deps.js';
 import type { OwnedObjects } from './objects.js';
 
@@ -25,6 +27,8 @@ export interface FinalizeAdapter {
   >;
   readonly claims: Pick<HostnameClaims, 'release'>;
   readonly events: Pick<EventRecorder, 'record'>;
+  /** The domain's last good certificate, in the operator's namespace (last-good-certificates.ts). */
+  readonly lastGood: Pick<LastGoodCertificates, 'remove'>;
   /** Drops the domain's order in flight, its place in the order budget's line and its serving-check record. */
   cancelOrder(key: string): void;
   /** Removes the domain's series from the per-domain gauges (dangling, foreign routes). */
@@ -65,6 +69,7 @@ export async function finalize(
     { apiVersion: 'v1', kind: 'Secret', metadata: { name: names.secret, namespace } },
     domain,
   );
+  await a.lastGood.remove(domain);
   a.forgetMetrics(domain);
   // Routing is confirmed gone: only now may another project claim the hostname.
   await a.claims.release(domain);

@@ -18,7 +18,14 @@ import {
   ownedNames,
   type CustomDomain,
 } from '../../../api/customdomain.js';
-import { certificateFacts, leafCertificate, type CertificateFacts } from '../../../certificates/inspect.js';
+import {
+  brokenChainLink,
+  certificateFacts,
+  leafCertificate,
+  type CertificateFacts,
+} from '../../../certificates/inspect.js';
+import { parsedSecret, tlsSecretProblem } from '../../../certificates/parsed-secret.js';
+import { normalizeDnsName } from '../../../dns/answers.js';
 import { apiStatusCode } from '../../../kube/errors.js';
 import { backoffDelayMs, type BackoffPolicy } from '../../../kube/backoff.js';
 import { ownedMetadata } from '../../../routing/ingress.js';
@@ -91,6 +98,10 @@ export class Issuance {
             signal,
           });
           if (signal.aborted) return;
+          // Judged before anything is written: a certificate that cannot serve the hostname never
+          // replaces the one the Secret holds (docs/customdomains.md, "The last good certificate").
+          const unusable = issuedCertificateProblem(domain, issued, this.#d.now());
+          if (unusable !== undefined) throw new IssuedCertificateUnusableError(unusable);
           // The certificate exists only in memory now: an API server that is briefly unreachable
           // must not cost it (and a new order), so the write is retried until it lands.
           await untilApiAnswers(
@@ -141,13 +152,20 @@ export class Issuance {
     const current = await this.#objects.readLive(domain.metadata.namespace, domain.metadata.name);
     if (!current || current.metadata.uid !== domain.metadata.uid || current.metadata.deletionTimestamp)
       return;
+    const annotations = {
+      [REPLACES_ANNOTATION]: replaces ?? '',
+      [ACME_ISSUER_ANNOTATION]: issued.acmeIssuer,
+    };
+    // The copy first: a Secret the tenant can reach never holds a certificate the copy lacks.
+    await this.#d.lastGood.keep(current, {
+      certificatePem: issued.certificatePem,
+      privateKeyPem: issued.privateKeyPem,
+      annotations,
+    });
     const secret: V1Secret = {
       apiVersion: 'v1',
       kind: 'Secret',
-      metadata: {
-        ...ownedMetadata(current, ownedNames(current).secret),
-        annotations: { [REPLACES_ANNOTATION]: replaces ?? '', [ACME_ISSUER_ANNOTATION]: issued.acmeIssuer },
-      },
+      metadata: { ...ownedMetadata(current, ownedNames(current).secret), annotations },
       type: 'kubernetes.io/tls',
       data: {
         [TLS_CERT]: Buffer.from(issued.certificatePem).toString('base64'),
@@ -186,6 +204,49 @@ export class Issuance {
       // No parse: the first request reads the Secret and says so.
     }
   }
+}
+
+/**
+ * Thrown by an order whose issued certificate cannot serve the domain (it does not parse, its key is
+ * not the certificate's, its chain is broken, it names other hostnames, or it is not valid now):
+ * nothing is written, the Secret keeps what it holds, and the attempt counts as failed with reason
+ * `IssuedCertificateUnusable` (docs/customdomains.md); the message says what was wrong.
+ */
+export class IssuedCertificateUnusableError extends Error {
+  readonly code = 'ISSUED_CERTIFICATE_UNUSABLE';
+  /** The CertificateReady reason (issuance-tracker.ts takes an error's own `reason`). */
+  readonly reason = 'IssuedCertificateUnusable';
+  constructor(message: string) {
+    super(message);
+    this.name = 'IssuedCertificateUnusableError';
+  }
+}
+
+/**
+ * What makes `issued` unable to serve `domain` at `now`, as a sentence, or undefined when it can:
+ * the judgment of a Secret that would hold it (parsed-secret.ts `tlsSecretProblem`).
+ */
+export function issuedCertificateProblem(
+  domain: CustomDomain,
+  issued: Pick<IssuedByCertificate, 'certificatePem' | 'privateKeyPem'>,
+  now: Date,
+): string | undefined {
+  const name = ownedNames(domain).secret;
+  const would: V1Secret = {
+    data: {
+      [TLS_CERT]: Buffer.from(issued.certificatePem).toString('base64'),
+      [TLS_KEY]: Buffer.from(issued.privateKeyPem).toString('base64'),
+    },
+  };
+  let problem = tlsSecretProblem(parsedSecret(would), normalizeDnsName(domain.spec.hostname), now);
+  if (problem === undefined) {
+    // The signatures too (the Secret cache checks names and key identifiers only).
+    const broken = brokenChainLink(issued.certificatePem, leafCertificate(issued.certificatePem), true);
+    if (broken !== undefined) problem = `holds a broken certificate chain: ${broken}`;
+  }
+  return problem === undefined
+    ? undefined
+    : `The certificate the CA issued was not stored, as Secret ${name} would then have been unable to serve: it ${problem}. The Secret keeps the certificate it holds.`;
 }
 
 /** The keys of a kubernetes.io/tls Secret. */
