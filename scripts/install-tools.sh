@@ -56,9 +56,10 @@ PROMETHEUS_VERSION=v0.316.0
 # go.mod has no replace directives, so go install builds it as it is; its CRDs come from the same
 # module version (examples/contour/01-crds.yaml), copied beside the binary.
 CONTOUR_VERSION=v1.33.8
-# CNCF Distribution's registry: the OCI registry on loopback that the release test pushes the chart
-# to (`helm push`) and installs it from (test/e2e/release.test.ts). Its go.mod has no replace
-# directives, so go install builds it as it is.
+# CNCF Distribution's registry: the OCI registry on loopback that the release test pushes the image
+# (`podman push`) and the chart (`helm push`) to, and pulls and installs them from
+# (test/e2e/support/registry.ts starts it on a free port; README.md, "Install with Helm"). Its go.mod
+# has no replace directives, so go install builds it as it is.
 DISTRIBUTION_VERSION=v3.1.2
 # Envoy Gateway, the Gateway API implementation the sandbox (`--data-plane envoy-gateway`) and the
 # test/e2e/envoy-gateway-*.test.ts tests run (docs/routing.md, "Envoy Gateway"), and egctl, its CLI.
@@ -311,14 +312,14 @@ if [[ $test_tools == true || $knot == true ]]; then
   ln -sf /usr/sbin/named "$bin_dir/named"
 fi
 
-# zip, for the windows kubectl-portico archives of a release (scripts/build-plugin-sea.ts; the
-# release test builds them).
-if [[ $test_tools == true || $quill == true ]] && ! command -v zip >/dev/null; then
-  log "installing zip from Debian's packages"
+# zip and osslsigncode, for the windows kubectl-portico of a release (scripts/build-plugin-sea.ts
+# removes node.exe's Authenticode signature and zips the archive; the release test builds them).
+if [[ $test_tools == true || $quill == true ]] && { ! command -v zip >/dev/null || ! command -v osslsigncode >/dev/null; }; then
+  log "installing zip and osslsigncode from Debian's packages"
   if [[ $(id -u) -eq 0 ]]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zip >/dev/null
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zip osslsigncode >/dev/null
   else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zip >/dev/null
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zip osslsigncode >/dev/null
   fi
 fi
 

@@ -32,6 +32,11 @@ release=portico
 # A placeholder that is a valid hostname but can never be a real one (RFC 2606 .invalid): a
 # kubectl user sets the real target after applying (deploy/README.md).
 placeholder_target=replace-me.invalid
+# The image: the chart's (a released tree's values.yaml names the image its release pushed, by
+# tag). A chart that names none (tag and digest empty: before its version was released) refuses to
+# render, saying so; deploy/ then carries a placeholder that can never be pulled, in the same
+# .invalid domain, which a kubectl user replaces (docs/install.md, "Install with kubectl").
+image_sets=()
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -61,10 +66,14 @@ render() {
   # than the chart's kubeVersion (>=1.29) refuses to render; nothing here depends on the version.
   # crds.install=false: deploy/crds.yaml carries the CRDs, applied on their own with --server-side.
   "$HELM" template "$release" "$chart" --namespace "$namespace" --kube-version 1.29.0 --set crds.install=false \
-    --set "platform.cnameTarget=$placeholder_target" "$@"
+    --set "platform.cnameTarget=$placeholder_target" "${image_sets[@]}" "$@"
 }
+if ! refused=$(render --show-only templates/controller-deployment.yaml 2>&1 >/dev/null); then
+  [[ $refused == *"is not an image a release pushed"* ]] || { printf '%s\n' "$refused" >&2; exit 1; }
+  image_sets=(--set image.repository=replace-me.invalid/portico --set image.tag=unreleased)
+fi
 {
-  header "$chart" "helm template $release --namespace $namespace --set platform.cnameTarget=$placeholder_target"
+  header "$chart" "helm template $release --namespace $namespace --set platform.cnameTarget=$placeholder_target${image_sets[*]:+ ${image_sets[*]}}"
   cat <<EOF
 ---
 apiVersion: v1

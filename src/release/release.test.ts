@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { DARWIN_CAVEAT, PLUGIN_PLATFORMS, krewManifest, pluginArchiveName, sha256Sums } from './artifacts.js';
 import { releaseChangelog, unreleasedNotes } from './changelog.js';
-import { setChartVersion } from './chart.js';
+import { setChartImage, setChartVersion } from './chart.js';
 import { isReleaseError } from './errors.js';
+import { addDebianPackages, distroFromOsRelease, parseDebianPackages } from './sbom.js';
 import { checkNextVersion, versionsFromTags } from './version.js';
 import { parse } from 'yaml';
 
@@ -175,5 +176,86 @@ describe('release artifacts', () => {
         ]),
       ),
     ).toBe('11  a.tgz\n22  b.tgz\n');
+  });
+});
+
+describe('setChartImage', () => {
+  const values = [
+    '# top',
+    'image:',
+    '  # -- The image.',
+    '  repository: ghcr.io/portico-dev/portico',
+    "  tag: ''",
+    "  digest: ''",
+    '  pullPolicy: IfNotPresent',
+    'other: 1',
+    '',
+  ].join('\n');
+  const digest = `sha256:${'ab'.repeat(32)}`;
+
+  it('sets repository, tag and digest, keeping comments and the other keys', () => {
+    const out = setChartImage(values, { repository: '127.0.0.1:5000/portico', tag: '0.2.0', digest });
+    expect(parse(out)).toEqual({
+      image: { repository: '127.0.0.1:5000/portico', tag: '0.2.0', digest, pullPolicy: 'IfNotPresent' },
+      other: 1,
+    });
+    expect(out).toContain('# -- The image.');
+    expect(out).toContain('# top');
+  });
+
+  it('leaves the digest as it is when none is given (the release commit)', () => {
+    const out = parse(setChartImage(values, { repository: 'r/portico', tag: '0.2.0' })) as {
+      image: { digest: string };
+    };
+    expect(out.image.digest).toBe('');
+  });
+
+  it('refuses values without an image map and a digest that is not sha256', () => {
+    expect(() => setChartImage('other: 1\n', { repository: 'r', tag: '1' })).toThrow(/no top-level "image:"/);
+    expect(() => setChartImage(values, { repository: 'r', tag: '1', digest: 'sha256:abc' })).toThrow(
+      /not sha256:<64 lowercase hex>/,
+    );
+  });
+});
+
+describe('the SBOM with the image Debian packages', () => {
+  it('parses dpkg-query lines and refuses a malformed or empty list', () => {
+    expect(parseDebianPackages('libc6\t2.36-9+deb12u13\tamd64\ntzdata\t2025b-0+deb12u2\tall\n')).toEqual([
+      { name: 'libc6', version: '2.36-9+deb12u13', architecture: 'amd64' },
+      { name: 'tzdata', version: '2025b-0+deb12u2', architecture: 'all' },
+    ]);
+    expect(() => parseDebianPackages('libc6 2.36 amd64\n')).toThrow(/line 1/);
+    expect(() => parseDebianPackages('\n')).toThrow(/empty/);
+  });
+
+  it('reads the distro from os-release, quoted or not', () => {
+    expect(
+      distroFromOsRelease('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nVERSION_ID="12"\nID=debian\n'),
+    ).toBe('debian-12');
+    expect(() => distroFromOsRelease('NAME=x\n')).toThrow(/no ID and VERSION_ID/);
+  });
+
+  it('appends one component per package with its deb purl, keeping the npm components', () => {
+    const bom = {
+      bomFormat: 'CycloneDX',
+      specVersion: '1.6',
+      components: [{ type: 'library', name: 'ioredis', version: '6.0.0', purl: 'pkg:npm/ioredis@6.0.0' }],
+    };
+    const out = addDebianPackages(
+      bom,
+      [{ name: 'libc6', version: '1:2.36-9+deb12u13', architecture: 'amd64' }],
+      'debian-12',
+    );
+    expect(out.components).toEqual([
+      bom.components[0],
+      {
+        type: 'library',
+        name: 'libc6',
+        version: '1:2.36-9+deb12u13',
+        purl: 'pkg:deb/debian/libc6@1:2.36-9+deb12u13?arch=amd64&distro=debian-12',
+        'bom-ref': 'pkg:deb/debian/libc6@1:2.36-9+deb12u13?arch=amd64&distro=debian-12',
+      },
+    ]);
+    expect(() => addDebianPackages({ bomFormat: 'SPDX' }, [], 'debian-12')).toThrow(/not a CycloneDX/);
   });
 });

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sandbox, unique, waitFor } from './support/cluster.js';
 import {
   CHART,
+  IMAGE_SETS,
   containerEnv,
   findDeployment,
   kubectl,
@@ -29,7 +30,7 @@ const gatewayNamespace = 'envoy-gateway-system';
 
 async function render(sets: string[]): Promise<Manifest[]> {
   const args = ['template', release, CHART, '--namespace', namespace, '--kube-version', '1.37.0'];
-  for (const s of ['platform.cnameTarget=sites.example.net', ...sets]) args.push('--set', s);
+  for (const s of [...IMAGE_SETS, 'platform.cnameTarget=sites.example.net', ...sets]) args.push('--set', s);
   const out = await run(`${await toolsBin()}/helm`, args);
   expect(out.code, out.stderr).toBe(0);
   return parseManifests(out.stdout);

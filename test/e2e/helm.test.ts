@@ -30,6 +30,7 @@ import { sandbox, unique, waitFor } from './support/cluster.js';
 import {
   CHART,
   CLI,
+  IMAGE_SETS,
   REPO,
   VARIATIONS,
   containerEnv,
@@ -363,6 +364,48 @@ describe('values.schema.json and the template checks', () => {
     expect(out.code).not.toBe(0);
     expect(out.stderr).toMatch(message);
   });
+
+  it('a chart that names no released image (image.tag and image.digest empty, as in a checkout before its release) fails helm template and helm install naming the image, and installs nothing', async () => {
+    const chart = parse(await readFile(`${CHART}/Chart.yaml`, 'utf8')) as {
+      version: string;
+      appVersion: string;
+    };
+    const named = new RegExp(
+      `image: ghcr\\.io/portico-dev/portico:${chart.appVersion.replaceAll('.', '\\.')} is not an image a release pushed: this chart \\(version ${chart.version.replaceAll('.', '\\.')}\\) is from a source checkout`,
+    );
+    const unnamed = ['image.repository=ghcr.io/portico-dev/portico', 'image.tag=', 'image.digest='];
+    const rendered = await template(NAMESPACE, undefined, [
+      'platform.cnameTarget=sites.example.net',
+      ...unnamed,
+    ]);
+    expect(rendered.code).not.toBe(0);
+    expect(rendered.stderr).toMatch(named);
+    const release = unique('noimage');
+    const install = await helm([
+      'install',
+      release,
+      CHART,
+      '-n',
+      NAMESPACE,
+      '--skip-crds',
+      ...[...RELEASE_SETS, ...unnamed].flatMap((s) => ['--set', s]),
+    ]);
+    expect(install.code).not.toBe(0);
+    expect(install.stderr).toMatch(named);
+    expect((await helm(['status', release, '-n', NAMESPACE])).code).not.toBe(0);
+    const objects = await kubectl([
+      'get',
+      'all,serviceaccounts,roles',
+      '-n',
+      NAMESPACE,
+      '-l',
+      `app.kubernetes.io/instance=${release}`,
+      '-o',
+      'name',
+    ]);
+    expect(objects.code, objects.stderr).toBe(0);
+    expect(objects.stdout).toBe('');
+  });
 });
 
 describe('restricted Pod Security', () => {
@@ -505,6 +548,7 @@ describe('crds.install', () => {
  * HostnameClaims, EnvoyPatchPolicies and ExternalName Services to this release's controller, are off.
  */
 const RELEASE_SETS = [
+  ...IMAGE_SETS,
   'platform.cnameTarget=sites.example.net',
   'admissionPolicy.hostnameClaims.enabled=false',
   'admissionPolicy.rateLimitDescriptors.enabled=false',

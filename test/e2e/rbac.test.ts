@@ -47,6 +47,7 @@ import {
 import {
   CHART,
   CLI,
+  IMAGE_SETS,
   containerEnv,
   helm,
   knownVariables,
@@ -183,6 +184,7 @@ beforeAll(async () => {
     CHART,
     '--namespace',
     NAMESPACE,
+    ...IMAGE_SETS.flatMap((set) => ['--set', set]),
     '--set',
     `platform.cnameTarget=${sandbox.platformCnameTarget}`,
     '--set',

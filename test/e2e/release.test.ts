@@ -1,36 +1,38 @@
 /**
  * A release as a platform team meets it (docs/install.md, "Releasing Portico"): CNCF Distribution's
- * registry on loopback (built by scripts/install-tools.sh --test); `npm run release` in a copy of
- * this work tree (a git repository of its own, so the release's commit and tag stay there) refusing
- * bad input with nothing changed, then releasing a version into the registry with its files; `helm
- * install` of that version from `oci://127.0.0.1:<port>/charts/portico` into the stack's API
- * server; a second release and `helm upgrade --reuse-values` to it; the released `kubectl-portico`
- * single executables: each platform's archive and its header checks (src/release/executable.ts),
- * the linux-amd64 one found by the real kubectl on a PATH with no Node.js on it, explaining a domain
- * the stack's operator reconciled, and the linux-arm64 one under qemu-user. Building the six
- * platforms takes minutes on 2 shared cores (10 under a load of 17), hence the 20-minute bound.
+ * registry on loopback (built by scripts/install-tools.sh --test; support/registry.ts); `npm run
+ * release` in a copy of this work tree (a git repository of its own, so the release's commit and tag
+ * stay there) refusing bad input with nothing changed, failing with nothing pushed when its image
+ * build fails, then releasing a version into the registry: the image (scripts/build-image.sh on the
+ * release commit, pushed with podman), the chart naming that image by the digest the registry
+ * answered, the plugin and an SBOM of the npm and Debian packages; the image pulled back by digest
+ * into an empty podman storage is the one built; `helm install` of that version from
+ * `oci://127.0.0.1:<port>/charts/portico` into the stack's API server; a second release and `helm
+ * upgrade --reset-then-reuse-values` to it; the released `kubectl-portico` single executables: each platform's archive and its header
+ * checks (src/release/executable.ts), the linux-amd64 one found by the real kubectl on a PATH with no
+ * Node.js on it, explaining a domain the stack's operator reconciled, and the linux-arm64 one under
+ * qemu-user. Building the image and the six platforms' executables takes minutes on 2 shared cores,
+ * hence the 30-minute bounds.
+ *
+ * The images: each release builds its own (its version is in package.json, which the image holds,
+ * so the archive scripts/test.sh builds beside the tests is not one of them). The file waits for
+ * that build first (support/image-build.ts) and dates the copy's first commit at the work tree's
+ * last change of scripts/build-image.sh, which the Debian base images are made at, so the releases
+ * find those bases in podman's cache instead of making them again.
  *
  * The copy's CRDs are renamed into a group of their own (copy<plural>.<id>.portico.dev), as in
  * helm.test.ts: the stack's API server already serves Portico's CRDs, and Helm skips a chart's
  * crds/ whose CRDs exist, so only renamed ones show that the released chart creates its CRDs.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readFile, readdir, realpath, rm, writeFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
+import { PackageURL } from 'packageurl-js';
 import semver from 'semver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import {
-  createCustomDomain,
-  createProject,
-  sandbox,
-  unique,
-  waitFor,
-  waitForCondition,
-} from './support/cluster.js';
+import { createCustomDomain, createProject, sandbox, unique, waitForCondition } from './support/cluster.js';
 import { PLUGIN_NODE } from '../../scripts/build-plugin-sea.js';
 import {
   PLUGIN_PLATFORMS,
@@ -40,6 +42,8 @@ import {
 } from '../../src/release/artifacts.js';
 import { checkPluginExecutable } from '../../src/release/executable.js';
 import { REPO, helm, kubectl, run, runOk, toolsBin, type Manifest } from './support/helm.js';
+import { imageBuildEnded } from './support/image-build.js';
+import { startRegistry, type LocalRegistry } from './support/registry.js';
 
 const id = unique('rel');
 const CRD_GROUP = `${id}.portico.dev`;
@@ -61,29 +65,15 @@ const GIT_IDENTITY = {
 let work = '';
 let copy = '';
 let bin = '';
-let registry: ChildProcess | undefined;
+let registry: LocalRegistry | undefined;
 let registryUrl = '';
 let v1 = '';
 let v2 = '';
 const timings: Record<string, number> = {};
 
-/** A TCP port free on loopback now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => {
-        resolve(typeof address === 'object' && address ? address.port : 0);
-      });
-    });
-  });
-}
-
 /** `git` in the copy. */
-function git(args: readonly string[]): Promise<string> {
-  return runOk('git', args, { cwd: copy, env: { ...process.env, ...GIT_IDENTITY } });
+function git(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
+  return runOk('git', args, { cwd: copy, env: { ...process.env, ...GIT_IDENTITY, ...env } });
 }
 
 /** `npm run release -- <args>` in the copy, with the tools' helm. */
@@ -99,7 +89,7 @@ async function release(
       HELM: `${bin}/helm`,
       PATH: [path.dirname(process.execPath), process.env.PATH ?? ''].join(':'),
     },
-    timeoutMs: 1_200_000,
+    timeoutMs: 1_800_000,
   });
   timings[`release ${args.join(' ')}`] = Date.now() - started;
   return result;
@@ -116,6 +106,54 @@ async function repoState(): Promise<string> {
   const out = await readdir(path.join(copy, 'dist')).catch(() => []);
   return JSON.stringify({ head, status, tags, pkg, out });
 }
+
+/** The registry's repositories (`GET /v2/_catalog`, Distribution's catalog API). */
+async function catalog(): Promise<string[]> {
+  const res = await fetch(`${registry?.url ?? ''}/v2/_catalog`);
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { repositories: string[] }).repositories;
+}
+
+/** The digest the registry answers for `<name>:<tag>` (HEAD of its manifest, OCI or Docker). */
+async function manifestDigest(name: string, tag: string): Promise<string | null> {
+  const res = await fetch(`${registry?.url ?? ''}/v2/${name}/manifests/${tag}`, {
+    method: 'HEAD',
+    headers: {
+      accept:
+        'application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json',
+    },
+  });
+  return res.status === 200 ? res.headers.get('docker-content-digest') : null;
+}
+
+/** podman with its storage in `dir` (empty at first) and scripts/build-image.sh's configuration. */
+function podmanIn(dir: string, args: readonly string[]): Promise<string> {
+  const state = path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'portico/podman');
+  return runOk('podman', ['--root', path.join(dir, 'storage'), '--runroot', path.join(dir, 'run'), ...args], {
+    env: {
+      ...process.env,
+      CONTAINERS_CONF: path.join(process.env.PORTICO_PODMAN_DIR ?? state, 'containers.conf'),
+      CONTAINERS_STORAGE_CONF: path.join(dir, 'storage.conf'),
+    },
+    timeoutMs: 300_000,
+  });
+}
+
+/** What `release` printed for the image: `image: <repository>:<tag>@<digest>`. */
+function releasedImage(stdout: string): { repository: string; tag: string; digest: string } {
+  const m = /^image: (\S+):([^:@\s]+)@(sha256:[0-9a-f]{64})$/m.exec(stdout);
+  expect(m, stdout).not.toBeNull();
+  return { repository: m?.[1] ?? '', tag: m?.[2] ?? '', digest: m?.[3] ?? '' };
+}
+
+/** The image ID scripts/build-image.sh printed, as the release logged it (`built <ref> (<id>)`). */
+function builtImageId(stderr: string): string {
+  const m = /\[release\] built \S+ \((sha256:[0-9a-f]{64})\)/.exec(stderr);
+  expect(m, stderr.slice(-2000)).not.toBeNull();
+  return m?.[1] ?? '';
+}
+
+let released1 = { stdout: '', stderr: '' };
 
 /**
  * Renames the CRDs into CRD_GROUP (see the header): in crds/, which the release copies into the
@@ -151,46 +189,38 @@ function sha256(bytes: Buffer): string {
 beforeAll(async () => {
   bin = await toolsBin();
   work = await mkdtemp(path.join(tmpdir(), 'portico-release-'));
-  // The registry: CNCF Distribution, filesystem storage, plain HTTP on loopback.
-  const port = await freePort();
-  const config = path.join(work, 'registry.yml');
-  await writeFile(
-    config,
-    stringify({
-      version: 0.1,
-      log: { level: 'warn' },
-      storage: { filesystem: { rootdirectory: path.join(work, 'registry') } },
-      http: { addr: `127.0.0.1:${String(port)}` },
-    }),
-  );
-  registry = spawn(`${bin}/registry`, ['serve', config], { stdio: 'ignore' });
-  registryUrl = `oci://127.0.0.1:${String(port)}/charts`;
-  await waitFor('the registry', async () => {
-    const res = await fetch(`http://127.0.0.1:${String(port)}/v2/`).catch(() => undefined);
-    return res?.status === 200 ? true : undefined;
-  });
+  registry = await startRegistry(path.join(work, 'registry'));
+  registryUrl = `oci://${registry.host}/charts`;
 
   // The copy: the work tree's files as they are now (tracked and new, not ignored), committed in a
   // repository of its own; node_modules hard-linked (cyclonedx-npm reads it; a symlink makes
-  // `npm ls` see every package as extraneous).
+  // `npm ls` see every package as extraneous). The commit carries the time of the work tree's last
+  // change of scripts/build-image.sh (see the header).
   copy = path.join(work, 'repo');
   await mkdir(copy);
   await runOk('bash', [
     '-c',
     `git -C "${REPO}" ls-files -z --cached --others --exclude-standard | tar --null -C "${REPO}" -T - -cf - | tar -C "${copy}" -xf -`,
   ]);
-  const linked = await run('cp', ['-al', `${REPO}node_modules`, path.join(copy, 'node_modules')]);
-  if (linked.code !== 0) await runOk('cp', ['-a', `${REPO}node_modules`, path.join(copy, 'node_modules')]);
+  // (The directory itself: in a git worktree node_modules may be a symlink to the main checkout's.)
+  const modules = await realpath(`${REPO}node_modules`);
+  const linked = await run('cp', ['-al', modules, path.join(copy, 'node_modules')]);
+  if (linked.code !== 0) await runOk('cp', ['-a', modules, path.join(copy, 'node_modules')]);
   await renameCrds();
+  const basesAt = (await runOk('git', ['log', '-1', '--format=%ct', '--', 'scripts/build-image.sh'])).trim();
   await git(['init', '--quiet']);
   await git(['add', '--all']);
-  await git(['commit', '--quiet', '-m', 'the work tree under test']);
+  await git(['commit', '--quiet', '-m', 'the work tree under test'], {
+    GIT_AUTHOR_DATE: `@${basesAt}`,
+    GIT_COMMITTER_DATE: `@${basesAt}`,
+  });
   const { version } = JSON.parse(await readFile(path.join(copy, 'package.json'), 'utf8')) as {
     version: string;
   };
   v1 = semver.inc(version, 'minor') ?? '';
   v2 = semver.inc(v1, 'minor') ?? '';
-}, 600_000);
+  await imageBuildEnded();
+}, 1_200_000);
 
 afterAll(async () => {
   await helm(['uninstall', RELEASE, '-n', RELEASE, '--wait=false']).catch(() => undefined);
@@ -198,7 +228,34 @@ afterAll(async () => {
   for (const plural of CRD_PLURALS) {
     await kubectl(['delete', 'crd', `copy${plural}.${CRD_GROUP}`, '--ignore-not-found', '--wait=false']);
   }
-  registry?.kill();
+  // The releases' images, tagged <registry host>/portico:<version> in scripts/build-image.sh's
+  // podman storage (their layers stay, shared with later builds).
+  if (registry) {
+    const state =
+      process.env.PORTICO_PODMAN_DIR ??
+      path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'portico/podman');
+    const host = registry.host;
+    await run(
+      'podman',
+      [
+        '--root',
+        path.join(state, 'storage'),
+        '--runroot',
+        path.join(state, 'run'),
+        'rmi',
+        '--ignore',
+        ...[v1, v2].map((v) => `${host}/portico:${v}`),
+      ],
+      {
+        env: {
+          ...process.env,
+          CONTAINERS_CONF: path.join(state, 'containers.conf'),
+          CONTAINERS_STORAGE_CONF: path.join(state, 'storage.conf'),
+        },
+      },
+    );
+  }
+  await registry?.stop();
   if (work) await rm(work, { recursive: true, force: true });
   process.stderr.write(`release.test.ts timings (ms): ${JSON.stringify(timings)}\n`);
 }, 120_000);
@@ -241,6 +298,16 @@ describe('npm run release', () => {
       expect(refused.stderr).toMatch(cases[i]?.[1] ?? /never/);
     }
     expect(await repoState()).toBe(clean);
+    const insecure = await release([
+      '--version',
+      v1,
+      '--registry',
+      'oci://registry.example.net/charts',
+      '--plain-http',
+    ]);
+    expect(insecure.code).toBe(2);
+    expect(insecure.stderr).toContain('--plain-http: registry.example.net is not on loopback');
+    expect(await repoState()).toBe(clean);
     await writeFile(path.join(copy, 'README.md'), 'changed\n', { flag: 'a' });
     const dirtyState = await repoState();
     const dirty = await release(['--version', v1, '--registry', registryUrl, '--plain-http']);
@@ -251,8 +318,48 @@ describe('npm run release', () => {
     await git(['checkout', 'README.md']);
   });
 
-  it('sets the version, commits and tags it, writes the files and their sums, and pushes the chart', async () => {
-    const released = await release(['--version', v1, '--registry', registryUrl, '--plain-http']);
+  it('a release whose image build fails (a type error in src/) pushes nothing, neither image nor chart, and changes nothing', async () => {
+    await writeFile(
+      path.join(copy, 'src/release-test-broken.ts'),
+      "export const broken: number = 'not a number';\n",
+    );
+    await git(['add', 'src/release-test-broken.ts']);
+    await git(['commit', '--quiet', '-m', 'a commit whose image does not build']);
+    try {
+      const before = await repoState();
+      const failed = await release([
+        '--version',
+        v1,
+        '--registry',
+        registryUrl,
+        '--plain-http',
+        '--cached-bases',
+        '--artifacts',
+        '',
+      ]);
+      expect(failed.code, failed.stdout).toBe(1);
+      expect(failed.stderr).toMatch(
+        /the image build failed \(scripts\/build-image\.sh exited \d+\); nothing was pushed/,
+      );
+      expect(failed.stderr).toContain("Type 'string' is not assignable to type 'number'");
+      expect(await catalog()).toEqual([]);
+      expect(await repoState()).toBe(before);
+    } finally {
+      // Off the broken commit whatever happened, so the releases after this one build.
+      await git(['reset', '--quiet', '--hard', 'HEAD~1']);
+    }
+  }, 900_000);
+
+  it('sets the version, commits and tags it, pushes the image and the chart naming it by digest, writes the files and their sums', async () => {
+    const released = await release([
+      '--version',
+      v1,
+      '--registry',
+      registryUrl,
+      '--plain-http',
+      '--cached-bases',
+    ]);
+    released1 = released;
     expect(released.code, released.stderr).toBe(0);
     expect(released.stdout).toContain(`released Portico ${v1}`);
     const commit = (await git(['rev-parse', 'HEAD'])).trim();
@@ -268,9 +375,21 @@ describe('npm run release', () => {
     expect(changelog).toMatch(
       new RegExp(`## \\[Unreleased\\]\\n\\n## \\[${v1}\\] - \\d{4}-\\d{2}-\\d{2}\\n`),
     );
-    // deploy/ re-rendered with the new image tag.
+    // The image: pushed to <registry host>/portico (the registry's path less its last /charts),
+    // tagged with the version, and the digest printed is the one the registry answers for the tag.
+    const image = releasedImage(released.stdout);
+    expect(image.repository).toBe(`${registry?.host ?? ''}/portico`);
+    expect(image.tag).toBe(v1);
+    expect(await manifestDigest('portico', v1)).toBe(image.digest);
+    expect((await catalog()).sort()).toEqual(['charts/portico', 'portico']);
+    // The release commit names the image by repository and tag (the digest comes after it, in the
+    // packaged chart), and deploy/ is rendered with it.
+    const committed = parse(await readFile(path.join(copy, 'charts/portico/values.yaml'), 'utf8')) as {
+      image: Record<string, string>;
+    };
+    expect(committed.image).toMatchObject({ repository: image.repository, tag: v1, digest: '' });
     expect(await readFile(path.join(copy, 'deploy/portico.yaml'), 'utf8')).toContain(
-      `image: ghcr.io/portico-dev/portico:${v1}`,
+      `image: ${image.repository}:${v1}\n`,
     );
 
     const out = path.join(copy, `dist/release/v${v1}`);
@@ -336,7 +455,7 @@ describe('npm run release', () => {
     const sbom = JSON.parse(await readFile(path.join(out, `portico-${v1}.cdx.json`), 'utf8')) as {
       bomFormat: string;
       metadata: { component: { name: string; version: string } };
-      components: { group?: string; name: string }[];
+      components: { group?: string; name: string; version?: string; purl?: string }[];
     };
     expect(sbom.bomFormat).toBe('CycloneDX');
     expect(sbom.metadata.component).toMatchObject({ name: 'portico', version: v1 });
@@ -345,18 +464,95 @@ describe('npm run release', () => {
       expect.arrayContaining(['@kubernetes/client-node', 'ioredis', 'acme-client', 'axios']),
     );
     expect(names).not.toContain('vitest'); // production packages only
+    // ... and the image's Debian packages (the next test compares them with the pulled image's).
+    const debian = sbom.components.filter((c) => c.purl?.startsWith('pkg:deb/debian/'));
+    expect(debian.map((c) => c.name).sort()).toEqual(
+      ['base-files', 'ca-certificates', 'libc6', 'libgcc-s1', 'libstdc++6', 'netbase', 'tzdata'].sort(),
+    );
+    for (const c of debian) {
+      // Read back with the purl library: the name and version of the component, distro Debian 12.
+      const purl = PackageURL.fromString(c.purl ?? '');
+      expect([purl.type, purl.namespace, purl.name, purl.version], c.purl).toEqual([
+        'deb',
+        'debian',
+        c.name,
+        c.version,
+      ]);
+      expect(purl.qualifiers?.['distro'], c.purl).toBe('debian-12');
+    }
 
-    const shown = await helm([
-      'show',
-      'chart',
-      registryUrl.replace(/\/charts$/, '/charts/portico'),
-      '--version',
-      v1,
-      '--plain-http',
-    ]);
+    const chartRef = registryUrl.replace(/\/charts$/, '/charts/portico');
+    const shown = await helm(['show', 'chart', chartRef, '--version', v1, '--plain-http']);
     expect(shown.code, shown.stderr).toBe(0);
     expect(parse(shown.stdout)).toMatchObject({ name: 'portico', version: v1, appVersion: v1 });
-  }, 1_200_000);
+    // The pushed chart's default image: the pushed image, by the digest the registry answered.
+    const values = await helm(['show', 'values', chartRef, '--version', v1, '--plain-http']);
+    expect(values.code, values.stderr).toBe(0);
+    expect((parse(values.stdout) as { image: unknown }).image).toMatchObject({
+      repository: image.repository,
+      tag: v1,
+      digest: image.digest,
+    });
+  }, 1_800_000);
+
+  it('the pushed image, pulled back by digest into an empty podman storage, is the one the release built', async () => {
+    const image = releasedImage(released1.stdout);
+    const dir = path.join(work, 'podman-pull');
+    await mkdir(dir, { recursive: true });
+    await writeFile(
+      path.join(dir, 'storage.conf'),
+      `[storage]\ndriver = "overlay"\ngraphroot = "${dir}/storage"\nrunroot = "${dir}/run"\n`,
+    );
+    const ref = `${image.repository}@${image.digest}`;
+    try {
+      await podmanIn(dir, ['pull', '--tls-verify=false', '--quiet', ref]);
+      const [inspected] = JSON.parse(await podmanIn(dir, ['image', 'inspect', ref])) as {
+        Id: string;
+        Digest: string;
+        Config: { User: string };
+      }[];
+      expect(`sha256:${inspected?.Id ?? ''}`).toBe(builtImageId(released1.stderr));
+      expect(inspected?.Digest).toBe(image.digest);
+      expect(inspected?.Config.User).toBe('65532:65532');
+      const commit = (await git(['rev-parse', `v${v1}^{commit}`])).trim();
+      const version = await podmanIn(dir, [
+        'run',
+        '--rm',
+        '--network',
+        'host',
+        '--pull=never',
+        ref,
+        '--version',
+      ]);
+      expect(version).toMatch(
+        new RegExp(`^portico ${v1.replaceAll('.', '\\.')} \\(commit ${commit}, Node\\.js v24\\.`),
+      );
+      // The Debian packages the SBOM lists are the ones the pulled image names.
+      const container = (await podmanIn(dir, ['create', '--pull=never', ref])).trim();
+      await podmanIn(dir, [
+        'cp',
+        `${container}:/var/lib/portico/debian-packages.txt`,
+        path.join(dir, 'packages.txt'),
+      ]);
+      await podmanIn(dir, ['rm', container]);
+      const inImage = (await readFile(path.join(dir, 'packages.txt'), 'utf8'))
+        .trim()
+        .split('\n')
+        .map((line) => line.split('\t').slice(0, 2).join('@'))
+        .sort();
+      const sbom = JSON.parse(
+        await readFile(path.join(copy, `dist/release/v${v1}/portico-${v1}.cdx.json`), 'utf8'),
+      ) as { components: { name: string; version: string; purl?: string }[] };
+      expect(
+        sbom.components
+          .filter((c) => c.purl?.startsWith('pkg:deb/'))
+          .map((c) => `${c.name}@${c.version}`)
+          .sort(),
+      ).toEqual(inImage);
+    } finally {
+      await podmanIn(dir, ['rmi', '--all', '--force']).catch(() => '');
+    }
+  }, 600_000);
 });
 
 describe('installing the released chart from the OCI registry', () => {
@@ -380,7 +576,10 @@ describe('installing the released chart from the OCI registry', () => {
     const deployment = JSON.parse(
       (await kubectl(['get', 'deployment', `${RELEASE}-controller`, '-n', RELEASE, '-o', 'json'])).stdout,
     ) as { spec: { template: { spec: { containers: { image: string }[] } } } };
-    expect(deployment.spec.template.spec.containers[0]?.image).toBe(`ghcr.io/portico-dev/portico:${v1}`);
+    const image = releasedImage(released1.stdout);
+    expect(deployment.spec.template.spec.containers[0]?.image).toBe(
+      `${image.repository}:${v1}@${image.digest}`,
+    );
     for (const plural of CRD_PLURALS) {
       const crd = await kubectl(['get', 'crd', `copy${plural}.${CRD_GROUP}`]);
       expect(crd.code, crd.stderr).toBe(0);
@@ -397,7 +596,7 @@ describe('installing the released chart from the OCI registry', () => {
     }
   });
 
-  it('helm upgrade --reuse-values moves the release to a second released version', async () => {
+  it('helm upgrade --reset-then-reuse-values moves the release to a second released version and its image', async () => {
     const changelog = path.join(copy, 'CHANGELOG.md');
     const text = await readFile(changelog, 'utf8');
     await writeFile(
@@ -411,10 +610,13 @@ describe('installing the released chart from the OCI registry', () => {
       '--registry',
       registryUrl,
       '--plain-http',
+      '--cached-bases',
       '--artifacts',
       '',
     ]);
     expect(second.code, second.stderr).toBe(0);
+    const secondImage = releasedImage(second.stdout);
+    expect(await manifestDigest('portico', v2)).toBe(secondImage.digest);
 
     const upgrade = await helm([
       'upgrade',
@@ -425,7 +627,7 @@ describe('installing the released chart from the OCI registry', () => {
       '--plain-http',
       '-n',
       RELEASE,
-      '--reuse-values',
+      '--reset-then-reuse-values',
     ]);
     expect(upgrade.code, upgrade.stderr).toBe(0);
     const history = JSON.parse((await helm(['history', RELEASE, '-n', RELEASE, '-o', 'json'])).stdout) as {
@@ -450,8 +652,8 @@ describe('installing the released chart from the OCI registry', () => {
       '-o',
       'jsonpath={.spec.template.spec.containers[0].image}',
     ]);
-    expect(image.stdout).toBe(`ghcr.io/portico-dev/portico:${v2}`);
-  }, 300_000);
+    expect(image.stdout).toBe(`${secondImage.repository}:${v2}@${secondImage.digest}`);
+  }, 900_000);
 });
 
 describe('the released kubectl-portico executable', () => {

@@ -65,13 +65,24 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 {{- end -}}
 
+{{/* The image reference: repository:tag, repository@digest or repository:tag@digest (the
+digest is what is pulled). Neither tag nor digest (a chart from a source checkout, whose version
+no release pushed): fail, naming the image that would be pulled and what to set. */}}
 {{- define "portico.image" -}}
-{{- $tag := default .Chart.AppVersion .Values.image.tag -}}
-{{- if .Values.image.digest -}}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
-{{- else -}}
-{{- printf "%s:%s" .Values.image.repository $tag -}}
+{{- $repo := .Values.image.repository -}}
+{{- $tag := .Values.image.tag -}}
+{{- $digest := .Values.image.digest -}}
+{{- if and (not $tag) (not $digest) -}}
+{{- fail (printf "image: %s:%s is not an image a release pushed: this chart (version %s) is from a source checkout, with image.tag and image.digest empty. Set image.digest (sha256:...) or image.tag to an image you built and pushed (scripts/build-image.sh; docs/install.md, \"Building the image\"), or install a released chart: helm install portico oci://<registry>/portico --version <version>" $repo .Chart.AppVersion .Chart.Version) -}}
 {{- end -}}
+{{- $ref := $repo -}}
+{{- if $tag -}}
+{{- $ref = printf "%s:%s" $ref $tag -}}
+{{- end -}}
+{{- if $digest -}}
+{{- $ref = printf "%s@%s" $ref $digest -}}
+{{- end -}}
+{{- $ref -}}
 {{- end -}}
 
 {{/* fqdn:port of the HTTP-01 challenge server, as the Ingresses reach it. */}}

@@ -4,17 +4,23 @@
  * rendered and parsed into objects; and the configuration the chart gives each component.
  */
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { sandbox } from './cluster.js';
 
 export const REPO = fileURLToPath(new URL('../../..', import.meta.url));
 export const CHART = `${REPO}charts/portico`;
 export const CLI = `${REPO}dist/cli.js`;
+/**
+ * The image the chart tests name where they give no ci/ values file: the chart from a checkout names
+ * none (its install fails saying so, docs/install.md), and these tests never run it; the tag is the
+ * one scripts/test.sh builds, as in the ci/ files.
+ */
+export const IMAGE_SETS = ['image.repository=localhost/portico', 'image.tag=e2e'] as const;
 /** The value variations every chart check runs over (chart-testing's ci/ convention). */
 export const VARIATIONS = readdirSync(`${CHART}/ci`)
   .filter((f) => f.endsWith('-values.yaml'))
@@ -105,8 +111,8 @@ export function kubectlObjects(args: string[], objects: unknown[], user?: string
 
 /**
  * `helm template` of one of the chart's templates (`templates/<template>`) for release `release` in
- * `namespace`, with ValidatingAdmissionPolicy available, the sandbox's CNAME target and `sets`
- * (`--set` values, after that one, so they may override it), default values otherwise; fails the
+ * `namespace`, with ValidatingAdmissionPolicy available, the sandbox's CNAME target, IMAGE_SETS and
+ * `sets` (`--set` values, after those, so they may override them), default values otherwise; fails the
  * test when helm does.
  *
  * @returns the rendered YAML
@@ -129,7 +135,7 @@ export async function renderChartTemplate(
     'admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy',
     '--set',
     `platform.cnameTarget=${sandbox.platformCnameTarget}`,
-    ...sets.flatMap((set) => ['--set', set]),
+    ...[...IMAGE_SETS, ...sets].flatMap((set) => ['--set', set]),
     '--show-only',
     `templates/${template}`,
   ]);
@@ -153,8 +159,9 @@ export function parseManifests(text: string): Manifest[] {
 }
 
 /**
- * `helm template` of the chart with a ci/ values file (or none) and extra `--set`s. `helm template`
- * has no cluster to ask for its version, hence --kube-version (the sandbox's minor).
+ * `helm template` of the chart with a ci/ values file (IMAGE_SETS unless it names an image) and extra
+ * `--set`s. `helm template` has no cluster to ask for its version, hence --kube-version (the
+ * sandbox's minor).
  */
 export async function template(
   namespace: string,
@@ -163,7 +170,11 @@ export async function template(
 ): Promise<RunResult> {
   const args = ['template', 'portico', CHART, '--namespace', namespace, '--kube-version', '1.37.0'];
   if (valuesFile) args.push('--values', `${CHART}/ci/${valuesFile}`);
-  for (const s of sets) args.push('--set', s);
+  const namesImage =
+    valuesFile !== undefined &&
+    (parse(readFileSync(`${CHART}/ci/${valuesFile}`, 'utf8')) as { image?: unknown } | null)?.image !==
+      undefined;
+  for (const s of [...(namesImage ? [] : IMAGE_SETS), ...sets]) args.push('--set', s);
   return run(`${await toolsBin()}/helm`, args);
 }
 
