@@ -28,8 +28,6 @@ import {
 } from '../api/customdomain.js';
 import type { RoutingOptions } from './options.js';
 
-export type { RoutingOptions } from './options.js';
-
 /** The path prefix of ACME HTTP-01 challenges (RFC 8555 §8.3). */
 export const HTTP01_PATH_PREFIX = '/.well-known/acme-challenge/';
 /** The per-namespace Service that forwards HTTP-01 challenge requests to the operator. */
