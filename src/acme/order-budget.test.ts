@@ -608,56 +608,38 @@ describe('OrderBudget: withdraw, repeated requests, housekeeping', () => {
 });
 
 describe('OrderBudget: scale', () => {
-  // A guard against quadratic behaviour: with a walk of the line per request (to find a position,
-  // or the requests ahead) four times the keys take sixteen times as long; with binary searches,
-  // about four and a half. Compared with a quarter of the keys timed beside it rather than with a
-  // wall-clock bound, so a loaded machine slows both alike (the figures belong in benchmarks).
-  it('answers each reconcile pass over 10,000 waiting keys in time near-linear in their number', () => {
-    const passes = (n: number): { firstPassMs: number; secondPassMs: number } => {
-      const warmUp = new OrderBudget();
-      for (let i = 0; i < 2_000; i++)
-        warmUp.request(req(`tenant${i % 20}/d${i}`, { queuedAt: at(-i) }), at(0));
-      const budget = new OrderBudget();
-      for (let i = 0; i < 300; i++) budget.recordPastOrder(at(-i * 1_000));
-      for (let i = 0; i < 50; i++) budget.recordPastCertificate('shared.example', at(-i * 1_000));
-      const requests = Array.from({ length: n }, (_, i) => {
-        const key = `tenant${i % 200}/d${i}`;
-        const shared = i % 2 === 1;
-        return req(key, {
-          kind: i % 10 === 0 ? 'renewal' : 'first-issuance',
-          queuedAt: at(-((i * 7919) % n) * 1_000),
-          ...(shared ? { registeredDomain: 'shared.example', hostname: `d${i}.shared.example` } : {}),
-        });
+  // What the budget answers over 10,000 waiting keys asked in an order unrelated to their queuedAt;
+  // how its time grows with the number of keys is a benchmark (test/bench/order-budget.ts), not a
+  // bound here: a unit test timing a ratio failed under the e2e shards' load.
+  it('places each of 10,000 waiting keys at its own position in the account and registered-domain lines', () => {
+    const n = 10_000;
+    const budget = new OrderBudget();
+    for (let i = 0; i < 300; i++) budget.recordPastOrder(at(-i * 1_000));
+    for (let i = 0; i < 50; i++) budget.recordPastCertificate('shared.example', at(-i * 1_000));
+    const requests = Array.from({ length: n }, (_, i) => {
+      const key = `tenant${i % 200}/d${i}`;
+      const shared = i % 2 === 1;
+      return req(key, {
+        kind: i % 10 === 0 ? 'renewal' : 'first-issuance',
+        queuedAt: at(-((i * 7919) % n) * 1_000),
+        ...(shared ? { registeredDomain: 'shared.example', hostname: `d${i}.shared.example` } : {}),
       });
-      // Asked in an order unrelated to their queuedAt, as an informer would hand them out.
-      const shuffled = requests.map((r, i) => requests[(i * 3_001) % n] ?? r);
+    });
+    // Asked in an order unrelated to their queuedAt, as an informer would hand them out.
+    const shuffled = requests.map((r, i) => requests[(i * 3_001) % n] ?? r);
+    for (const r of shuffled) budget.request(r, at(0));
+    const decisions = shuffled.map((r) => budget.request(r, at(1_000)));
 
-      const started = performance.now();
-      for (const r of shuffled) budget.request(r, at(0));
-      const firstPassMs = performance.now() - started;
-      const decisions = shuffled.map((r) => budget.request(r, at(1_000)));
-      const secondPassMs = performance.now() - started - firstPassMs;
-
-      expect(decisions.every((d) => !d.admitted)).toBe(true);
-      const positions = (reason: string): number[] =>
-        decisions
-          .flatMap((d) => (!d.admitted && d.reason === reason ? [d.position] : []))
-          .sort((a, b) => a - b);
-      const account = positions('AccountOrderBudget');
-      const domain = positions('RegisteredDomainBudget');
-      expect(account).toEqual(Array.from({ length: n / 2 }, (_, i) => i + 1));
-      expect(domain).toEqual(Array.from({ length: n / 2 }, (_, i) => i + 1));
-      expect(budget.snapshot(at(1_000))).toMatchObject({
-        waiting: { renewal: n / 10, firstIssuance: (n * 9) / 10 },
-        waitingForRegisteredDomain: n / 2,
-      });
-      return { firstPassMs, secondPassMs };
-    };
-    passes(2_500); // warm-up: the JIT compiles the paths before the measured runs
-    const quarter = passes(2_500);
-    const full = passes(10_000);
-    // 20 ms of slack for timer and collector noise on the small run.
-    expect(full.firstPassMs).toBeLessThan(8 * quarter.firstPassMs + 20);
-    expect(full.secondPassMs).toBeLessThan(8 * quarter.secondPassMs + 20);
+    expect(decisions.every((d) => !d.admitted)).toBe(true);
+    const positions = (reason: string): number[] =>
+      decisions
+        .flatMap((d) => (!d.admitted && d.reason === reason ? [d.position] : []))
+        .sort((a, b) => a - b);
+    expect(positions('AccountOrderBudget')).toEqual(Array.from({ length: n / 2 }, (_, i) => i + 1));
+    expect(positions('RegisteredDomainBudget')).toEqual(Array.from({ length: n / 2 }, (_, i) => i + 1));
+    expect(budget.snapshot(at(1_000))).toMatchObject({
+      waiting: { renewal: n / 10, firstIssuance: (n * 9) / 10 },
+      waitingForRegisteredDomain: n / 2,
+    });
   });
 });
