@@ -6,7 +6,10 @@
  */
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { createPrivateKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { lastGoodSecretName } from '../../src/controllers/customdomain/last-good-certificates.js';
+import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
 import {
   createCustomDomain,
   createProject,
@@ -102,17 +105,27 @@ describe('verify on demand', () => {
   });
 });
 
-describe('a certificate Secret edited by hand (docs/customdomains.md, Reissuing)', () => {
-  it('is reported and replaced at once when its key is not the certificate key', async () => {
-    const ns = unique('tampered');
+describe('a certificate Secret edited by hand (docs/customdomains.md, Reissuing and "The last good certificate")', () => {
+  /** A Live domain in a namespace of its own; its serial and uid. */
+  async function liveDomain(
+    prefix: string,
+  ): Promise<{ ns: string; hostname: string; serial: string; uid: string }> {
+    const ns = unique(prefix);
     const hostname = `www.${ns}.example`;
     await createProject(ns);
     await dns.setCname(hostname, target);
     await createCustomDomain(ns, 'www', { hostname, service: { name: 'web' } });
     const live = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 120_000);
-    const serial = live.status?.certificate?.serialNumber;
+    return {
+      ns,
+      hostname,
+      serial: live.status?.certificate?.serialNumber ?? '',
+      uid: live.metadata.uid ?? '',
+    };
+  }
 
-    // Someone replaces tls.key with an unrelated key: the Ingress could no longer serve TLS.
+  /** Replaces tls.key with an unrelated key: the Ingress could no longer serve TLS. Returns when. */
+  async function replaceKey(ns: string): Promise<number> {
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const unrelated = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     const editedAt = Date.now();
@@ -124,33 +137,73 @@ describe('a certificate Secret edited by hand (docs/customdomains.md, Reissuing)
       },
       setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
     );
+    return editedAt;
+  }
 
-    // Pebble re-issues in well under a second, faster than a poll of the status can see the
-    // Reissuing state; the Warning Event it recorded stays.
-    const warning = await waitFor(
-      'a Warning Event with reason Reissuing',
+  /** The domain's Warning Event with `reason`, once recorded. */
+  function warningEvent(ns: string, reason: string): Promise<CoreV1Event> {
+    return waitFor(
+      `a Warning Event with reason ${reason}`,
       async () => {
         const events = await kube().core.listNamespacedEvent({ namespace: ns });
         return events.items.find(
-          (e) => e.involvedObject.name === 'www' && e.reason === 'Reissuing' && e.type === 'Warning',
+          (e) => e.involvedObject.name === 'www' && e.reason === reason && e.type === 'Warning',
         );
       },
       30_000,
     );
-    expect(warning.message).toContain(
-      "CertificateReady: Secret www-tls holds a tls.key that is not the certificate's private key, so it cannot serve",
-    );
-    // Reported within seconds of the edit, not at the next resync.
-    const reportedAt = new Date(warning.firstTimestamp ?? 0).getTime();
-    expect(reportedAt).toBeLessThan(editedAt + 10_000);
+  }
 
-    // A new certificate whose key matches is stored, and the domain is Live again.
-    const again = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 120_000);
-    expect(again.status?.certificate?.serialNumber).not.toBe(serial);
+  /** The Secret's certificate and key match and name `hostname`; returns the certificate's serial. */
+  async function servableSerial(ns: string, hostname: string): Promise<string> {
     const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
     const certificate = new X509Certificate(Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64'));
     const key = createPrivateKey(Buffer.from(secret.data?.['tls.key'] ?? '', 'base64'));
     expect(certificate.checkPrivateKey(key)).toBe(true);
     expect(certificate.checkHost(hostname)).toBe(hostname);
+    return certificate.serialNumber;
+  }
+
+  it('is given the last good certificate back at once when its key is not the certificate key (no new order)', async () => {
+    const { ns, hostname, serial } = await liveDomain('tampered');
+    const editedAt = await replaceKey(ns);
+    const restored = await warningEvent(ns, 'CertificateRestored');
+    expect(restored.message).toContain(
+      "Secret www-tls holds a tls.key that is not the certificate's private key: restored the last good certificate (serial ",
+    );
+    expect(restored.message).toContain(`in Secret ${OPERATOR_NAMESPACE}/portico-last-good-`);
+    expect(new Date(restored.firstTimestamp ?? 0).getTime()).toBeLessThan(editedAt + 10_000);
+    await waitFor(
+      'the Secret to hold the last good certificate and its key again',
+      async () => ((await servableSerial(ns, hostname).catch(() => '')) !== '' ? true : undefined),
+      30_000,
+    );
+    expect((await servableSerial(ns, hostname)).toUpperCase().replace(/^0+/, '')).toBe(
+      serial.toUpperCase().replace(/^0+/, ''),
+    );
+    const again = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 60_000);
+    expect(again.status?.certificate?.serialNumber).toBe(serial);
+  });
+
+  it('is reported and replaced by a new order when there is no last good copy (deleted by an admin)', async () => {
+    const { ns, hostname, serial, uid } = await liveDomain('tampered-nocopy');
+    await kube().core.deleteNamespacedSecret({
+      namespace: OPERATOR_NAMESPACE,
+      name: lastGoodSecretName(uid),
+    });
+    const editedAt = await replaceKey(ns);
+    // Pebble re-issues in well under a second, faster than a poll of the status can see the
+    // Reissuing state; the Warning Event it recorded stays.
+    const warning = await warningEvent(ns, 'Reissuing');
+    expect(warning.message).toContain(
+      "CertificateReady: Secret www-tls holds a tls.key that is not the certificate's private key, so it cannot serve",
+    );
+    // Reported within seconds of the edit, not at the next resync.
+    expect(new Date(warning.firstTimestamp ?? 0).getTime()).toBeLessThan(editedAt + 10_000);
+
+    // A new certificate whose key matches is stored, and the domain is Live again.
+    const again = await waitForCondition(ns, 'www', 'Ready', 'True', undefined, 120_000);
+    expect(again.status?.certificate?.serialNumber).not.toBe(serial);
+    await servableSerial(ns, hostname);
   });
 });
