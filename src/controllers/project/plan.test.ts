@@ -71,7 +71,6 @@ const redirect = (
 ): CustomDomainSpec => ({
   hostname,
   redirect: { to, statusCode },
-  service: { name: 'web', port: 80 },
 });
 const exists = (): boolean => true;
 
@@ -226,6 +225,20 @@ describe('planProject', () => {
     );
     expect(plan.ready).toMatchObject({ status: 'False', reason: 'RedirectsNotLive' });
     expect(plan.ready.message).toContain('old.example (RecordNotFound)');
+  });
+
+  it("names the project's Service on each redirect only where the data plane needs one (redirectsNameService)", () => {
+    const spec = project({ primary: 'shop.example', redirects: [{ from: 'old.example' }] });
+    const without = specs(planProject(spec, [], { projectExists: exists }).actions);
+    expect(without['old.example']).toEqual(redirect('old.example', 'shop.example'));
+    const withService = specs(
+      planProject(spec, [], { projectExists: exists, redirectsNameService: true }).actions,
+    );
+    expect(withService['old.example']).toEqual({
+      ...redirect('old.example', 'shop.example'),
+      service: { name: 'web', port: 80 },
+    });
+    expect(withService['shop.example']).toEqual(serve('shop.example'));
   });
 
   it('does not count a Ready condition written for an older generation', () => {

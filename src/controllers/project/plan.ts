@@ -157,6 +157,13 @@ function sameSpec(a: CustomDomainSpec, b: CustomDomainSpec): boolean {
 export interface PlanContext {
   /** True when a Project of this uid exists in the namespace (a controller that is gone can be replaced). */
   projectExists: (uid: string) => boolean;
+  /**
+   * Each redirect's CustomDomain also names the project's Service (`spec.service`): for a data plane
+   * that builds no redirect route whose Service does not exist (Traefik; the flavor writer's
+   * `redirectNeedsExistingService`). Default false: a redirect names no Service, so a data plane
+   * that ignores the flavor's redirect never serves the project at a redirect hostname.
+   */
+  redirectsNameService?: boolean;
 }
 
 /** Which CustomDomain answers each hostname, and the hostnames Portico cannot take. */
@@ -207,6 +214,7 @@ function desiredSpec(
   holders: Holders,
   domains: readonly CustomDomain[],
   primaryLive: boolean,
+  redirectsNameService: boolean,
 ): { spec: CustomDomainSpec; role: ProjectDomainRole } {
   const existing = holders.current.get(w.hostname);
   if (w.role === 'Primary')
@@ -221,14 +229,14 @@ function desiredSpec(
     servesLive(holders.current.get(h) ?? domains.find((d) => normalizeDnsName(d.spec.hostname) === h));
   // The current target is kept while it serves and the new one does not yet.
   if (currentTo !== undefined && currentTo !== to && !servesNow(to) && servesNow(currentTo)) to = currentTo;
-  // The redirect also names the project's Service: a data plane that builds no route for an
-  // Ingress path whose Service does not exist (Traefik) would otherwise never run the redirect
-  // (docs/routing.md, "Traefik"); the redirect answers before anything is proxied.
+  // With `redirectsNameService`, the redirect also names the project's Service: Traefik builds no
+  // route for an Ingress path whose Service does not exist (docs/routing.md, "Traefik"); the
+  // redirect answers before anything is proxied.
   return {
     spec: {
       hostname: w.hostname,
       redirect: { to, statusCode: w.status ?? DEFAULT_REDIRECT_STATUS },
-      service: { ...project.spec.service },
+      ...(redirectsNameService ? { service: { ...project.spec.service } } : {}),
     },
     role: 'Redirect',
   };
@@ -374,9 +382,10 @@ function planHostname(
   holders: Holders,
   domains: readonly CustomDomain[],
   primaryLive: boolean,
+  redirectsNameService: boolean,
 ): { action?: DomainAction; entry: ProjectDomainStatus; notLive?: string; liveFormer?: boolean } {
   const existing = holders.current.get(w.hostname);
-  const { spec, role } = desiredSpec(w, project, holders, domains, primaryLive);
+  const { spec, role } = desiredSpec(w, project, holders, domains, primaryLive, redirectsNameService);
   const entry: ProjectDomainStatus = { hostname: w.hostname, role };
   if (spec.redirect) {
     entry.redirectTo = spec.redirect.to;
@@ -477,7 +486,7 @@ export function planProject(
   const notLive: string[] = [];
   let liveFormer: string | undefined;
   for (const w of wanted) {
-    const one = planHostname(w, project, holders, domains, primaryLive);
+    const one = planHostname(w, project, holders, domains, primaryLive, ctx.redirectsNameService === true);
     if (one.action) actions.push(one.action);
     entries.push(one.entry);
     if (one.notLive !== undefined) notLive.push(one.notLive);

@@ -48,6 +48,7 @@ function redirectPlan(domain: CustomDomain, options: RoutingOptions, intent: Red
 
 export const traefikFlavor: FlavorWriter = {
   flavor: 'traefik',
+  redirectNeedsExistingService: true,
   plan: ingressFlavorPlan(redirectPlan),
   ownedObjects: (domain) => [
     {
