@@ -108,7 +108,7 @@ export interface ProjectPlan {
   conflicted: ConditionInput | undefined;
 }
 
-interface OwnerRef {
+export interface OwnerRef {
   apiVersion: string;
   kind: string;
   name: string;
@@ -175,7 +175,11 @@ interface Holders {
   nameTaken: Set<string>;
 }
 
-function ownerRefOf(project: Project): OwnerRef {
+/**
+ * The controller owner reference to `project` that every object the Project controller writes
+ * carries (its CustomDomains, its subdomain's route): deleted with the Project by the garbage collector.
+ */
+export function projectOwnerReference(project: Project): OwnerRef {
   return {
     apiVersion: API_VERSION,
     kind: PROJECT_KIND,
@@ -345,7 +349,7 @@ function newDomain(project: Project, hostname: string, spec: CustomDomainSpec): 
       name: customDomainName(hostname),
       namespace: project.metadata.namespace,
       labels: { [PROJECT_LABEL]: project.metadata.name, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
-      ownerReferences: [ownerRefOf(project)],
+      ownerReferences: [projectOwnerReference(project)],
     },
     spec,
   };
@@ -369,7 +373,7 @@ function updatedDomain(
     metadata: {
       ...existing.metadata,
       labels: { ...existing.metadata.labels, [PROJECT_LABEL]: project.metadata.name },
-      ownerReferences: [...(others ?? []), ownerRefOf(project)],
+      ownerReferences: [...(others ?? []), projectOwnerReference(project)],
     },
     spec,
   };

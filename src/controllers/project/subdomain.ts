@@ -22,10 +22,9 @@
  */
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
-import { API_VERSION, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/customdomain.js';
+import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/customdomain.js';
 import {
   DEFAULT_GENERATED_SUBDOMAIN_MODE,
-  PROJECT_KIND,
   PROJECT_LABEL,
   type Project,
   type ProjectSubdomainStatus,
@@ -39,6 +38,7 @@ import {
   type HTTPProxyRoute,
 } from '../../data-planes/contour/httpproxy.js';
 import type { ServicePortEntry } from '../../routing/plan.js';
+import { projectOwnerReference } from './plan.js';
 
 /** The status the Replace mode's redirect answers with (the spec's documented redirect status). */
 export const SUBDOMAIN_REDIRECT_STATUS = 301;
@@ -108,16 +108,7 @@ function metadataOf(project: Project): V1ObjectMeta {
     name: subdomainProxyName(project),
     namespace: project.metadata.namespace,
     labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [PROJECT_LABEL]: project.metadata.name },
-    ownerReferences: [
-      {
-        apiVersion: API_VERSION,
-        kind: PROJECT_KIND,
-        name: project.metadata.name,
-        uid: project.metadata.uid ?? '',
-        controller: true,
-        blockOwnerDeletion: true,
-      },
-    ],
+    ownerReferences: [projectOwnerReference(project)],
   };
 }
 
