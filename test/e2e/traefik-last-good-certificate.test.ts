@@ -15,13 +15,12 @@
  */
 import { X509Certificate } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { CoreV1Event, V1EndpointSlice, V1Secret } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Secret } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { closeServer, startProjectBackend } from '../../src/sandbox/project-backend.js';
 import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
 import {
-  backendEndpointSlice,
   traefikOperatorFlags,
   TRAEFIK_INGRESS_CLASS,
   type StartedTraefik,
@@ -47,7 +46,13 @@ import {
   type ControllerCommand,
   type OperatorProcess,
 } from './support/stack-controller.js';
-import { pebbleRoot, startStackTraefik, stopStackTraefik, tlsHandshake } from './support/traefik.js';
+import {
+  createProjectWithBackend,
+  pebbleRoot,
+  startStackTraefik,
+  stopStackTraefik,
+  tlsHandshake,
+} from './support/traefik.js';
 
 const LOG = 'traefik-last-good-certificate';
 const ns = unique('lastgood');
@@ -152,16 +157,7 @@ beforeAll(async () => {
   stack = await stopStackController();
   if (!stack) throw new Error('the stack operator was not found');
   operator = await startOperator(stack, LOG, traefikOperatorFlags(TRAEFIK_INGRESS_CLASS, traefik.httpsAddr));
-  const { core, discovery } = kube();
-  await core.createNamespace({ body: { metadata: { name: ns, labels: { 'portico.dev/plan': 'pro' } } } });
-  await core.createNamespacedService({
-    namespace: ns,
-    body: { metadata: { name: 'web' }, spec: { ports: [{ name: 'http', port: 80, protocol: 'TCP' }] } },
-  });
-  await discovery.createNamespacedEndpointSlice({
-    namespace: ns,
-    body: backendEndpointSlice(ns, 'web', 'web-1', started.port) as unknown as V1EndpointSlice,
-  });
+  await createProjectWithBackend(ns, started.port);
   for (const [name, hostname] of [
     ['www', primary],
     ['other', other],

@@ -15,14 +15,13 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import type { CoreV1Event, V1EndpointSlice } from '@kubernetes/client-node';
+import type { CoreV1Event } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import { SANDBOX_PEBBLE_PROFILES } from '../../src/sandbox/pebble.js';
 import { closeServer, startProjectBackend } from '../../src/sandbox/project-backend.js';
 import {
-  backendEndpointSlice,
   traefikOperatorFlags,
   TRAEFIK_INGRESS_CLASS,
   type StartedTraefik,
@@ -56,6 +55,7 @@ import {
   type OperatorProcess,
 } from './support/stack-controller.js';
 import {
+  createProjectWithBackend,
   freeTraefikPorts,
   httpGet,
   httpsGet,
@@ -106,21 +106,10 @@ function http(): string {
   return traefik.httpAddr;
 }
 
-/** A project of plan `plan`: Service `web` (port `http` 80), its EndpointSlice at this file's backend. */
-async function createProjectWithBackend(namespace: string, plan = 'pro'): Promise<void> {
-  const { core, discovery } = kube();
-  await core.createNamespace({
-    body: { metadata: { name: namespace, labels: { 'portico.dev/plan': plan } } },
-  });
+/** A project of plan `plan` at this file's backend (support/traefik.ts), deleted after the file. */
+async function createProject(namespace: string, plan = 'pro'): Promise<void> {
+  await createProjectWithBackend(namespace, backendPort, plan);
   namespaces.push(namespace);
-  await core.createNamespacedService({
-    namespace,
-    body: { metadata: { name: 'web' }, spec: { ports: [{ name: 'http', port: 80, protocol: 'TCP' }] } },
-  });
-  await discovery.createNamespacedEndpointSlice({
-    namespace,
-    body: backendEndpointSlice(namespace, 'web', 'web-1', backendPort) as unknown as V1EndpointSlice,
-  });
 }
 
 /** A serving CustomDomain `name` for `hostname` in `namespace`, its CNAME set first (the real DNS check). */
@@ -223,7 +212,7 @@ beforeAll(async () => {
     '--http01-self-check-port': String(ports.web),
     '--serving-check-interval-seconds': String(SERVING_INTERVAL_SECONDS),
   });
-  await createProjectWithBackend(ns);
+  await createProject(ns);
 }, 180_000);
 
 afterAll(async () => {
@@ -333,7 +322,7 @@ describe('plan downgrade through Traefik', () => {
   it('stops the hostname being served once the plan label drops below Pro; the time to the first refused request is reported', async () => {
     const downgraded = unique('traefik-plan');
     const hostname = `shop.${downgraded}.example`;
-    await createProjectWithBackend(downgraded);
+    await createProject(downgraded);
     await servingDomain(downgraded, 'shop', hostname);
     await waitUntilServed(downgraded, 'shop', hostname);
 

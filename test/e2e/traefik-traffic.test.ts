@@ -43,6 +43,7 @@ import {
   type OperatorProcess,
 } from './support/stack-controller.js';
 import {
+  createProjectWithBackend,
   httpsGet,
   pebbleRoot,
   startStackTraefik,
@@ -59,20 +60,6 @@ let traefik: StartedTraefik | undefined;
 let backend: Server | undefined;
 let root = '';
 const created: { namespace: string; name: string }[] = [];
-
-/** The project: a Pro namespace, Service `web` (port `http` 80), its EndpointSlice at the backend. */
-async function createProjectWithBackend(backendPort: number): Promise<void> {
-  const { core, discovery } = kube();
-  await core.createNamespace({ body: { metadata: { name: ns, labels: { 'portico.dev/plan': 'pro' } } } });
-  await core.createNamespacedService({
-    namespace: ns,
-    body: { metadata: { name: 'web' }, spec: { ports: [{ name: 'http', port: 80, protocol: 'TCP' }] } },
-  });
-  await discovery.createNamespacedEndpointSlice({
-    namespace: ns,
-    body: backendEndpointSlice(ns, 'web', 'web-1', backendPort) as unknown as V1EndpointSlice,
-  });
-}
 
 /** A CustomDomain `name` of the project, its CNAME set first (the real DNS check). */
 async function domain(name: string, hostname: string, spec: object): Promise<void> {
@@ -133,7 +120,7 @@ beforeAll(async () => {
     'traefik-traffic',
     traefikOperatorFlags(TRAEFIK_INGRESS_CLASS, traefik.httpsAddr),
   );
-  await createProjectWithBackend(started.port);
+  await createProjectWithBackend(ns, started.port);
   await domain('www', primary, { service: { name: 'web', port: 80 } });
   await waitUntilServed('www', primary, 200);
 });

@@ -11,6 +11,7 @@
  * trusting only Pebble's issuing root (its management API `/roots/0`): what a client that resolved the
  * hostname to the platform would see.
  */
+import type { V1EndpointSlice } from '@kubernetes/client-node';
 import { connect, type PeerCertificate } from 'node:tls';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -20,13 +21,14 @@ import { sandboxPaths } from '../../../src/sandbox/paths.js';
 import { readPid, stopProcess } from '../../../src/sandbox/processes.js';
 import {
   TRAEFIK,
+  backendEndpointSlice,
   installTraefikCrds,
   startTraefik,
   type StartedTraefik,
   type TraefikOptions,
   type TraefikPorts,
 } from '../../../src/data-planes/traefik/sandbox-process.js';
-import { getPebble, sandbox } from './cluster.js';
+import { getPebble, kube, sandbox } from './cluster.js';
 import { stackKubectl } from './envoy-gateway.js';
 import { freePort } from './stack-controller.js';
 
@@ -198,5 +200,29 @@ export function httpsGet(
     req.on('timeout', () => req.destroy(new Error(`no answer from ${addr} for ${hostname} within 5 s`)));
     req.on('error', reject);
     req.end();
+  });
+}
+
+/**
+ * A project namespace of plan `plan` (label `portico.dev/plan`) whose Service `web` (port `http`
+ * 80) has an EndpointSlice `web-1` at the sandbox's project backend on `127.0.0.1:backendPort`, so
+ * Traefik routes its domains to a process that answers.
+ */
+export async function createProjectWithBackend(
+  namespace: string,
+  backendPort: number,
+  plan = 'pro',
+): Promise<void> {
+  const { core, discovery } = kube();
+  await core.createNamespace({
+    body: { metadata: { name: namespace, labels: { 'portico.dev/plan': plan } } },
+  });
+  await core.createNamespacedService({
+    namespace,
+    body: { metadata: { name: 'web' }, spec: { ports: [{ name: 'http', port: 80, protocol: 'TCP' }] } },
+  });
+  await discovery.createNamespacedEndpointSlice({
+    namespace,
+    body: backendEndpointSlice(namespace, 'web', 'web-1', backendPort) as unknown as V1EndpointSlice,
   });
 }
