@@ -12,6 +12,7 @@ import { lastGoodSecretName } from '../../src/controllers/customdomain/last-good
 import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
 import {
   createCustomDomain,
+  domainEvents,
   createProject,
   dns,
   failedAcmeOrders,
@@ -144,12 +145,7 @@ describe('a certificate Secret edited by hand (docs/customdomains.md, Reissuing 
   function warningEvent(ns: string, reason: string): Promise<CoreV1Event> {
     return waitFor(
       `a Warning Event with reason ${reason}`,
-      async () => {
-        const events = await kube().core.listNamespacedEvent({ namespace: ns });
-        return events.items.find(
-          (e) => e.involvedObject.name === 'www' && e.reason === reason && e.type === 'Warning',
-        );
-      },
+      async () => (await domainEvents(ns, 'www')).find((e) => e.reason === reason && e.type === 'Warning'),
       30_000,
     );
   }

@@ -28,6 +28,7 @@ import {
 import { lastGoodSecretName } from '../../src/controllers/customdomain/last-good-certificates.js';
 import {
   createCustomDomain,
+  domainEvents,
   deleteCreatedDomains,
   dns,
   getCustomDomain,
@@ -107,18 +108,13 @@ async function presented(): Promise<string> {
   }
 }
 
-async function domainEvents(name: string): Promise<CoreV1Event[]> {
-  const list = await kube().core.listNamespacedEvent({ namespace: ns });
-  return list.items.filter((e) => e.involvedObject.kind === 'CustomDomain' && e.involvedObject.name === name);
-}
-
 /**
  * Runs `tamper` on the domain's Secret, then samples what Traefik presents by SNI (every 50 ms)
  * until both the Secret and the handshake hold the last good serial again; prints how long each
  * took and every other answer seen meanwhile. Resolves the CertificateRestored Event recorded since.
  */
 async function tamperAndWatch(what: string, tamper: () => Promise<void>): Promise<CoreV1Event> {
-  const before = new Set((await domainEvents('www')).map((e) => e.metadata?.uid));
+  const before = new Set((await domainEvents(ns, 'www')).map((e) => e.metadata?.uid));
   const seen: string[] = [];
   const started = Date.now();
   await tamper();
@@ -142,7 +138,7 @@ async function tamperAndWatch(what: string, tamper: () => Promise<void>): Promis
   return waitFor(
     `a CertificateRestored Event on www after ${what}`,
     async () =>
-      (await domainEvents('www')).find(
+      (await domainEvents(ns, 'www')).find(
         (e) => !before.has(e.metadata?.uid) && e.reason === 'CertificateRestored',
       ),
     20_000,
@@ -262,7 +258,7 @@ describe('a Secret that cannot serve is given the last good certificate back (th
       status: 'True',
       reason: 'Issued',
     });
-    const reissuing = (await domainEvents('www')).filter((e) => e.reason === 'Reissuing');
+    const reissuing = (await domainEvents(ns, 'www')).filter((e) => e.reason === 'Reissuing');
     expect(reissuing).toEqual([]);
     expect(await presented()).toBe(goodSerial);
   });

@@ -15,7 +15,6 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import type { Server } from 'node:http';
-import type { CoreV1Event } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { CustomDomain } from '../../src/api/customdomain.js';
@@ -29,6 +28,7 @@ import {
 } from '../../src/data-planes/traefik/sandbox-process.js';
 import {
   createCustomDomain,
+  domainEvents,
   deleteCreatedDomains,
   dns,
   domainCondition,
@@ -183,12 +183,6 @@ function accessLines(lines: string[]): AccessLine[] {
     const [, method = '', path = '', status = '0', userAgent = '', router = '', service = ''] = m;
     return [{ method, path, status: Number(status), userAgent, router, service }];
   });
-}
-
-/** The Events of `namespace` about CustomDomain `name`. */
-async function domainEvents(namespace: string, name: string): Promise<CoreV1Event[]> {
-  const list = await kube().core.listNamespacedEvent({ namespace });
-  return list.items.filter((e) => e.involvedObject.kind === 'CustomDomain' && e.involvedObject.name === name);
 }
 
 beforeAll(async () => {

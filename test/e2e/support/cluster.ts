@@ -9,6 +9,7 @@ import {
   DiscoveryV1Api,
   KubeConfig,
   NetworkingV1Api,
+  type CoreV1Event,
 } from '@kubernetes/client-node';
 import { readFile } from 'node:fs/promises';
 import { get, request } from 'node:https';
@@ -149,6 +150,12 @@ export function domainCondition(
   type: string,
 ): { status?: string; reason?: string; message?: string } {
   return cd.status?.conditions?.find((c) => c.type === type) ?? {};
+}
+
+/** The Events of `namespace` about CustomDomain `name`, as the API server lists them. */
+export async function domainEvents(namespace: string, name: string): Promise<CoreV1Event[]> {
+  const list = await kube().core.listNamespacedEvent({ namespace });
+  return list.items.filter((e) => e.involvedObject.kind === 'CustomDomain' && e.involvedObject.name === name);
 }
 
 export async function getCustomDomain(namespace: string, name: string): Promise<CustomDomain> {
