@@ -25,6 +25,8 @@
  * are reported as skipped, and of the Sentinel cases only the first runs: the server finds the
  * primary through the sentinels and counts there.
  */
+import type { ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -235,6 +237,20 @@ interface AfterTheKill {
 }
 
 /**
+ * Sends SIGKILL to `child` and resolves once it has exited, with performance.now() (ms) at the exit.
+ * The kill counts from the exit, not from the signal: until the kernel reaps the process its sockets
+ * stay open, and a check sent in between can still be answered by Redis, which would mark a recovery
+ * before the outage began.
+ */
+async function killAndAwaitExit(child: ChildProcess): Promise<number> {
+  if (child.exitCode !== null || child.signalCode !== null) throw new Error('the process had already exited');
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+  return performance.now();
+}
+
+/**
  * Waits (up to `boundMs` + 10 s) for the first check started after `killMs` (performance.now()) to be
  * counted in Redis, lets the load run 2 s more, stops it, and splits its samples.
  *
@@ -322,8 +338,7 @@ describe('Redis Sentinel', () => {
       const keyId = 'failover';
       const load = steadyLoad(s.client, keyId);
       await sleep(3_000);
-      const killMs = performance.now();
-      primary.child.kill('SIGKILL');
+      const killMs = await killAndAwaitExit(primary.child);
       const { recovered, recoveryMs, before, failed, local, admittedByRedis } = await afterTheKill(
         load,
         killMs,
@@ -730,8 +745,9 @@ describe.runIf(SLOW)('Redis Cluster with replicas', () => {
         await freshMinute(45);
         const load = steadyLoad(s.client, keyId);
         await sleep(3_000);
-        const killMs = performance.now();
-        byPort.get(primaryPort)?.child.kill('SIGKILL');
+        const primaryProcess = byPort.get(primaryPort);
+        if (!primaryProcess) throw new Error(`no process started for the primary on port ${primaryPort}`);
+        const killMs = await killAndAwaitExit(primaryProcess.child);
         // When the survivors' view names the replica a primary (polled every 50 ms).
         const promotedMs = await waitFor(
           'the replica promoted',
