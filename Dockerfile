@@ -19,28 +19,42 @@
 ARG BUILD_IMAGE=node:24-bookworm-slim@sha256:6f7b03f7c2c8e2e784dcf9295400527b9b1270fd37b7e9a7285cf83b6951452d
 ARG RUNTIME_IMAGE=gcr.io/distroless/nodejs24-debian12:nonroot@sha256:14d42e2511532589a7c7e01a753667a74fcc96266e137e8125006b87b0c32d0a
 
+# The package's manifest for the dependency stages: package.json and package-lock.json with the
+# package's own version set to 0.0.0. A release changes nothing else in them (`npm version`), so the
+# stages below, keyed by these files' contents, reuse the layers of any earlier build of the same
+# dependencies (podman's and Docker's layer cache) instead of running `npm ci` again.
+FROM ${BUILD_IMAGE} AS manifest
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN node -e 'const fs = require("node:fs"); fs.mkdirSync("deps"); for (const f of ["package.json", "package-lock.json"]) { const j = JSON.parse(fs.readFileSync(f, "utf8")); j.version = "0.0.0"; if (j.packages && j.packages[""]) j.packages[""].version = "0.0.0"; fs.writeFileSync("deps/" + f, JSON.stringify(j, null, 2) + "\n"); }'
+
 # Production dependencies alone. --ignore-scripts: no dependency needs its install script (the only
 # one with a script, protobufjs, prints a version warning), and the package's own `prepare` (tsc)
 # needs the dev dependencies.
 FROM ${BUILD_IMAGE} AS deps
 WORKDIR /src
-COPY package.json package-lock.json ./
+COPY --from=manifest /src/deps/package.json /src/deps/package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 # Type declarations, sourcemaps, TypeScript sources and docs are half of node_modules and never run.
 RUN find node_modules -type f \( -name '*.map' -o -name '*.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -iname '*.md' \) -delete
 
-# The build: every dependency, then tsc into dist/ (the tests and the sourcemaps stay out).
+# The build: every dependency, then tsc into dist/ (the tests and the sourcemaps stay out), then the
+# bundles and dist/build-info.json, which take the version from the package's own package.json and
+# the commit from PORTICO_COMMIT: tsc's layer does not depend on either, so a release of sources
+# built before finds it in the cache.
 FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
-COPY package.json package-lock.json ./
+COPY --from=manifest /src/deps/package.json /src/deps/package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+RUN npx tsc -p tsconfig.build.json --sourceMap false
+COPY package.json ./
 COPY scripts/bundle.ts ./scripts/
 # The commit `portico --version` and portico_build_info report (dist/build-info.json); the context
 # has no .git.
 ARG PORTICO_COMMIT=unknown
-RUN npx tsc -p tsconfig.build.json --sourceMap false && npx tsx scripts/bundle.ts
+RUN npx tsx scripts/bundle.ts
 
 # The runtime: distroless Node.js (no shell, no package manager), user nonroot (65532).
 FROM ${RUNTIME_IMAGE}
@@ -49,8 +63,8 @@ LABEL org.opencontainers.image.title="portico" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV NODE_ENV=production
 WORKDIR /app
-COPY package.json ./
 COPY --from=deps /src/node_modules ./node_modules
+COPY package.json ./
 COPY --from=build /src/dist ./dist
 # The Envoy rate-limit protos the rate-limit server loads at run time (src/ratelimit/protocol.ts).
 COPY proto ./proto

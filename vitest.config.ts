@@ -28,6 +28,20 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        // `npm run release:check`, not part of `npm test`: a release of every plugin platform and a
+        // second build of its image (test/release/; docs/testing.md, "The release's other platforms"),
+        // on the e2e project's stack.
+        test: {
+          name: 'release',
+          include: ['test/release/**/*.test.ts'],
+          globalSetup: ['test/e2e/global-setup.ts'],
+          setupFiles: ['test/e2e/support/file-cleanup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 1_200_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

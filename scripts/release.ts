@@ -9,9 +9,9 @@
 //      chart's `version` and `appVersion`, the chart's image (values.yaml `image.repository` and
 //      `image.tag`: the image this release pushes), CHANGELOG.md's section; re-renders deploy/
 //      (scripts/render-deploy.sh); commits "Release X.Y.Z".
-//   3. Builds the image of that commit (scripts/build-image.sh --fresh, tagged
+//   3. Builds the image of that commit (scripts/build-image.sh --fresh --no-cache, tagged
 //      <image repository>:X.Y.Z) and, beside it, `kubectl-portico` for linux, darwin and windows
-//      on amd64 and arm64 as single executables in tar.gz (zip for windows) archives
+//      on amd64 and arm64 (--plugin-platforms) as single executables in tar.gz (zip for windows) archives
 //      (scripts/build-plugin-sea.ts) with their krew manifest; then a CycloneDX SBOM of the production npm packages (`cyclonedx-npm --omit dev`)
 //      and the image's Debian packages (read from the built image, src/release/sbom.ts), into --out.
 //   4. Pushes the image (`podman push`) and takes the digest the registry answered; packages the
@@ -34,11 +34,22 @@
 //   --cached-bases            build the image on the Debian base images scripts/build-image.sh has
 //                             cached, instead of making them fresh (which takes Debian's latest
 //                             updates, and minutes)
+//   --layer-cache             let podman reuse the layers of earlier builds (the dependencies' `npm
+//                             ci` and tsc when their inputs are the same) instead of building every
+//                             step again (--no-cache). Faster, for trying a release out and for the
+//                             tests; the layers reused carry the time of the build that made them,
+//                             so the image is not the one a rebuild of the tag from an empty cache
+//                             gives (docs/install.md, "Verifying a released image")
 //   --out DIR                 where the files go (default: dist/release/vX.Y.Z)
 //   --download-url URL        where the plugin archives will be downloadable, for the krew manifest
 //                             (default: https://github.com/portico-dev/portico/releases/download/vX.Y.Z)
 //   --artifacts LIST          what to build besides the image and the chart: any of plugin,sbom
 //                             (default: plugin,sbom; `--artifacts ""` builds neither)
+//   --plugin-platforms LIST   the plugin's platforms, <os>-<arch> (default: all six, linux-amd64,
+//                             linux-arm64, darwin-amd64, darwin-arm64, windows-amd64,
+//                             windows-arm64; the krew manifest names those built). A release for
+//                             users builds all six; `npm test` builds linux-amd64 alone and
+//                             `npm run release:check` all six (docs/testing.md)
 //   HELM                      the helm binary (default: the one scripts/install-tools.sh --test builds)
 //   PORTICO_PODMAN_DIR        podman's storage, as scripts/build-image.sh uses it (default:
 //                             ${XDG_CACHE_HOME:-~/.cache}/portico/podman)
@@ -51,7 +62,13 @@ import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
-import { krewManifest, sha256Sums } from '../src/release/artifacts.js';
+import {
+  PLUGIN_PLATFORMS,
+  krewManifest,
+  platformKey,
+  sha256Sums,
+  type PluginPlatform,
+} from '../src/release/artifacts.js';
 import { releaseChangelog } from '../src/release/changelog.js';
 import { setChartImage, setChartVersion, type ChartImage } from '../src/release/chart.js';
 import { ReleaseError, isReleaseError } from '../src/release/errors.js';
@@ -77,9 +94,13 @@ interface Options {
   imageRepository: string;
   plainHttp: boolean;
   freshBases: boolean;
+  /** podman's layer cache allowed (--layer-cache); else the build runs every step (--no-cache). */
+  layerCache: boolean;
   out: string;
   downloadUrl: string;
   artifacts: Set<Artifact>;
+  /** The plugin's platforms, in PLUGIN_PLATFORMS' order. */
+  pluginPlatforms: PluginPlatform[];
 }
 
 class UsageError extends Error {}
@@ -117,6 +138,8 @@ function parseOptions(argv: readonly string[]): Options {
         'image-repository': { type: 'string' },
         'plain-http': { type: 'boolean', default: false },
         'cached-bases': { type: 'boolean', default: false },
+        'layer-cache': { type: 'boolean', default: false },
+        'plugin-platforms': { type: 'string', default: PLUGIN_PLATFORMS.map(platformKey).join(',') },
         out: { type: 'string' },
         'download-url': { type: 'string' },
         artifacts: { type: 'string', default: ARTIFACTS.join(',') },
@@ -129,12 +152,14 @@ function parseOptions(argv: readonly string[]): Options {
   if (!version) throw new UsageError('--version X.Y.Z is required');
   if (!registry) throw new UsageError('--registry oci://HOST[:PORT]/PATH is required');
   if (!registry.startsWith('oci://')) throw new UsageError(`--registry ${registry}: must start with oci://`);
-  const artifacts = new Set<Artifact>();
-  for (const a of values.artifacts.split(',').filter((s) => s !== '')) {
-    if (!(ARTIFACTS as readonly string[]).includes(a)) {
-      throw new UsageError(`--artifacts: unknown "${a}" (known: ${ARTIFACTS.join(', ')})`);
-    }
-    artifacts.add(a as Artifact);
+  const artifacts = new Set(listOption('--artifacts', values.artifacts, ARTIFACTS));
+  const platforms = new Set<string>(
+    listOption('--plugin-platforms', values['plugin-platforms'], PLUGIN_PLATFORMS.map(platformKey)),
+  );
+  if (platforms.size === 0 && artifacts.has('plugin')) {
+    throw new UsageError(
+      '--plugin-platforms: none given (leave plugin out of --artifacts to build no plugin)',
+    );
   }
   const chartRegistry = registry.replace(/\/+$/, '');
   const host = chartRegistry.slice('oci://'.length).split('/')[0] ?? '';
@@ -154,12 +179,28 @@ function parseOptions(argv: readonly string[]): Options {
     imageRepository,
     plainHttp: values['plain-http'],
     freshBases: !values['cached-bases'],
+    layerCache: values['layer-cache'],
     out: path.resolve(values.out ?? path.join(REPO, `dist/release/v${version}`)),
     downloadUrl: (
       values['download-url'] ?? `https://github.com/portico-dev/portico/releases/download/v${version}`
     ).replace(/\/+$/, ''),
     artifacts,
+    pluginPlatforms: PLUGIN_PLATFORMS.filter((p) => platforms.has(platformKey(p))),
   };
+}
+
+/**
+ * A comma-separated option's items (empty items dropped), each one of `known`.
+ * @throws UsageError naming `flag` for an unknown item.
+ */
+function listOption<T extends string>(flag: string, value: string, known: readonly T[]): T[] {
+  const items = value.split(',').filter((s) => s !== '');
+  for (const item of items) {
+    if (!(known as readonly string[]).includes(item)) {
+      throw new UsageError(`${flag}: unknown "${item}" (known: ${known.join(', ')})`);
+    }
+  }
+  return items as T[];
 }
 
 /** True for a registry host (with or without port) on loopback: 127.0.0.0/8, [::1], localhost. */
@@ -234,7 +275,12 @@ async function sha256(file: string): Promise<string> {
 
 /** The plugin's archives (one executable each, scripts/build-plugin-sea.ts) and their krew manifest. */
 async function buildPlugin(options: Options, commit: string): Promise<void> {
-  const archives = await buildPluginArchives({ version: options.version, commit }, options.out, log);
+  const archives = await buildPluginArchives(
+    { version: options.version, commit },
+    options.out,
+    log,
+    options.pluginPlatforms,
+  );
   await writeFile(
     path.join(options.out, 'kubectl-portico.krew.yaml'),
     krewManifest(options.version, options.downloadUrl, archives),
@@ -275,7 +321,12 @@ interface BuiltImage {
  */
 async function buildImage(options: Options, commit: string): Promise<BuiltImage> {
   const ref = `${options.imageRepository}:${options.version}`;
-  const args = ['--tag', ref, ...(options.freshBases ? ['--fresh'] : [])];
+  const args = [
+    '--tag',
+    ref,
+    ...(options.freshBases ? ['--fresh'] : []),
+    ...(options.layerCache ? [] : ['--no-cache']),
+  ];
   log(`scripts/build-image.sh ${args.join(' ')}`);
   const started = Date.now();
   const child = spawn(path.join(REPO, 'scripts/build-image.sh'), args, {
@@ -486,7 +537,7 @@ try {
 } catch (err) {
   if (err instanceof UsageError) {
     process.stderr.write(
-      `release: ${err.message}\nusage: npm run release -- --version X.Y.Z --registry oci://HOST[:PORT]/PATH [--image-repository REPO] [--plain-http] [--cached-bases] [--out DIR] [--download-url URL] [--artifacts plugin,sbom]\n`,
+      `release: ${err.message}\nusage: npm run release -- --version X.Y.Z --registry oci://HOST[:PORT]/PATH [--image-repository REPO] [--plain-http] [--cached-bases] [--layer-cache] [--out DIR] [--download-url URL] [--artifacts plugin,sbom] [--plugin-platforms linux-amd64,...]\n`,
     );
     process.exitCode = 2;
   } else {

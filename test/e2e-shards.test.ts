@@ -1,5 +1,6 @@
+import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { assignShards, shuffleWithSeed } from './e2e-shards.js';
+import { AFTER_IMAGE_BUILD, assignShards, movedLast, shuffleWithSeed } from './e2e-shards.js';
 
 describe('assignShards', () => {
   it('deals the slowest first to the shard with the least time so far', () => {
@@ -62,5 +63,23 @@ describe('shuffleWithSeed', () => {
     const orders = new Set([1, 2, 3, 4, 5].map((seed) => shuffleWithSeed(items, seed).join()));
     expect(orders.size).toBe(5);
     expect(orders.has(items.join())).toBe(false);
+  });
+});
+
+describe('movedLast', () => {
+  it('puts the listed files after the others, each group in the order it had', () => {
+    const files = [{ p: 'a' }, { p: 'img2' }, { p: 'b' }, { p: 'img1' }, { p: 'c' }];
+    expect(movedLast(files, (f) => f.p, ['img1', 'img2', 'absent']).map((f) => f.p)).toEqual([
+      'a',
+      'b',
+      'c',
+      'img2',
+      'img1',
+    ]);
+    expect(movedLast(files, (f) => f.p, []).map((f) => f.p)).toEqual(['a', 'img2', 'b', 'img1', 'c']);
+  });
+
+  it('names e2e files that exist, by their paths from the repository root', () => {
+    for (const file of AFTER_IMAGE_BUILD) expect(existsSync(file), file).toBe(true);
   });
 });

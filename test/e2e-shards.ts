@@ -34,6 +34,25 @@ export const SAME_SHARD: readonly (readonly string[])[] = [
 ];
 
 /**
+ * Files that wait for the image build `npm test` runs beside the tests (scripts/test.sh; their
+ * support/image-build.ts wait, helm-kubelet's own): they run after the other files of their process,
+ * by when that build has ended, instead of holding up their shard at its start while it runs.
+ */
+export const AFTER_IMAGE_BUILD: readonly string[] = [
+  'test/e2e/helm-kubelet.test.ts',
+  'test/e2e/release.test.ts',
+];
+
+/**
+ * `files` in the same order, except that those whose path (`pathOf`) is in `last` come after the
+ * others, in the order they had. Pure.
+ */
+export function movedLast<T>(files: readonly T[], pathOf: (file: T) => string, last: readonly string[]): T[] {
+  const isLast = (f: T): boolean => last.includes(pathOf(f));
+  return [...files.filter((f) => !isLast(f)), ...files.filter(isLast)];
+}
+
+/**
  * Deals `files` (paths from the repository root) into `count` shards of about equal time.
  *
  * Each file weighs `weightsMs[file]`, or the median of the known weights when it has none (1 when
@@ -113,20 +132,24 @@ export function shuffleWithSeed<T>(items: readonly T[], seed: number): T[] {
 
 /**
  * vitest's sequencer (`sequence.sequencer` in vitest.config.ts) with `--shard=<index>/<count>` dealt
- * by assignShards instead of by path hash. The order of the files in a process is vitest's own,
- * or, with PORTICO_TEST_SHUFFLE_SEED=<n>, shuffled by that seed: a custom sequencer takes the place
- * of vitest's RandomSequencer, so `--sequence.shuffle.files` has no effect on its own here.
+ * by assignShards instead of by path hash. The order of the files in a process is vitest's own
+ * with the AFTER_IMAGE_BUILD files last, or, with PORTICO_TEST_SHUFFLE_SEED=<n>, shuffled by that
+ * seed: a custom sequencer takes the place of vitest's RandomSequencer, so
+ * `--sequence.shuffle.files` has no effect on its own here.
  */
 export default class DurationShardSequencer extends BaseSequencer {
-  override sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const seed = process.env.PORTICO_TEST_SHUFFLE_SEED;
-    if (seed === undefined || seed === '') return super.sort(files);
+    if (seed === undefined || seed === '') {
+      const { root } = this.ctx.config;
+      return movedLast(await super.sort(files), (spec) => relative(root, spec.moduleId), AFTER_IMAGE_BUILD);
+    }
     if (!/^\d+$/.test(seed))
       throw new Error(`PORTICO_TEST_SHUFFLE_SEED must be a whole number, got "${seed}"`);
     const byPath = [...files].sort((a, b) =>
       a.moduleId < b.moduleId ? -1 : a.moduleId > b.moduleId ? 1 : 0,
     );
-    return Promise.resolve(shuffleWithSeed(byPath, Number(seed)));
+    return shuffleWithSeed(byPath, Number(seed));
   }
 
   override shard(files: TestSpecification[]): Promise<TestSpecification[]> {
