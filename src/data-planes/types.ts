@@ -47,12 +47,6 @@ export interface FlavorWriter {
    */
   readonly challengeOnly?: (domain: CustomDomain, options: RoutingOptions) => KubernetesObject[];
   /**
-   * True when the data plane builds no route for a redirect whose Ingress path names a Service that
-   * does not exist (Traefik), so a redirect domain must name a real one (`spec.service`): the
-   * Project controller then gives its redirects the project's Service (docs/routing.md, "Traefik").
-   */
-  readonly redirectNeedsExistingService?: boolean;
-  /**
    * The objects of the data plane's own API this flavor could write for a domain, by name: deleted
    * when the domain goes or another flavor is chosen (routing/plan.ts `ownedRoutingObjects`).
    */
