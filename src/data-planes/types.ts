@@ -62,6 +62,14 @@ export interface FlavorWriter {
   };
   /** The plan reads `lookups.tlsSecretReady` (the routing phase looks it up only then). */
   readonly needsTlsSecretReady?: boolean;
+  /**
+   * An object of the data plane's own API (`kind`) that the flavor's Ingress names, and that the
+   * data plane reads apart from the Ingress and acknowledges in no status (Traefik's Middleware): the
+   * routing phase writes the objects after it in the plan only `ms` milliseconds after it was
+   * written, and deletes one no longer wanted only `ms` after the domain's last write, so that the
+   * data plane never has the Ingress name one it has not loaded or has dropped.
+   */
+  readonly referenceSettle?: { readonly kind: string; readonly ms: number };
 }
 
 /** One cell of the data plane × flavor table (docs/routing.md, "Data planes and flavors"). */

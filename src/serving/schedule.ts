@@ -214,14 +214,7 @@ export function recordServingCheck(
   const at = now.toISOString();
   const previous = sameSerial ? record?.previousSerialNumber : record?.serialNumber;
   const replaced = previous === undefined || previous === '' ? {} : { previousSerialNumber: previous };
-  const earlierRoute = previousRedirectOriginOf(record, redirectOrigin);
-  const route = {
-    ...(redirectOrigin === undefined ? {} : { redirectOrigin }),
-    // Kept until a check sees the current route served.
-    ...(earlierRoute === undefined || verdict.result === 'serving'
-      ? {}
-      : { previousRedirectOrigin: earlierRoute }),
-  };
+  const route = routeFields(record, redirectOrigin, verdict);
   if (verdict.result === 'serving') {
     return {
       serialNumber: serial,
@@ -241,6 +234,20 @@ export function recordServingCheck(
     lastCheckTime: at,
     lastResult: verdict.result,
     ...failingRun(same, verdict, at),
+  };
+}
+
+/** The route fields of the record after a check of `redirectOrigin` ended in `verdict`. */
+function routeFields(
+  record: ServingCheckRecord | undefined,
+  redirectOrigin: string | undefined,
+  verdict: Pick<ServingVerdict, 'result'>,
+): Pick<ServingCheckRecord, 'redirectOrigin' | 'previousRedirectOrigin'> {
+  const earlier = previousRedirectOriginOf(record, redirectOrigin);
+  return {
+    ...(redirectOrigin === undefined ? {} : { redirectOrigin }),
+    // Kept until a check sees the current route served.
+    ...(earlier === undefined || verdict.result === 'serving' ? {} : { previousRedirectOrigin: earlier }),
   };
 }
 

@@ -57,9 +57,19 @@ function redirectPlan(domain: CustomDomain, options: RoutingOptions, intent: Red
   });
 }
 
+/**
+ * Milliseconds between writing a Middleware and writing the Ingress that names it (and between an
+ * Ingress ceasing to name it and its deletion): Traefik's Ingress and CRD providers publish apart,
+ * each at most once per `providersThrottleDuration` (2 s by default; pkg/server/configurationwatcher.go
+ * `throttleProviderConfigReload`), and a router that names a Middleware Traefik has not loaded is not
+ * built, so the hostname would answer 404 meanwhile. 2 s and half a second for the watch.
+ */
+export const TRAEFIK_MIDDLEWARE_SETTLE_MS = 2_500;
+
 export const traefikFlavor: FlavorWriter = {
   flavor: 'traefik',
   plan: ingressFlavorPlan(redirectPlan),
+  referenceSettle: { kind: TRAEFIK_MIDDLEWARE_KIND, ms: TRAEFIK_MIDDLEWARE_SETTLE_MS },
   ownedObjects: (domain) => [
     {
       apiVersion: TRAEFIK_API_VERSION,
