@@ -31,6 +31,11 @@ const wrong = {
   message: 'Another one.',
 } as const;
 const serving = { result: 'serving', reason: 'Live', message: 'Serves.' } as const;
+const notReached = {
+  result: 'not-reaching-project',
+  reason: 'ProjectNotReached',
+  message: 'Default.',
+} as const;
 
 describe('nextServingCheckAt', () => {
   it('checks at once the first time and after each renewal (the serial changed)', () => {
@@ -144,12 +149,6 @@ describe('recordServingCheck', () => {
 });
 
 describe('a change of route (the domain redirects otherwise, or serves instead)', () => {
-  const notYet = {
-    result: 'not-reaching-project',
-    reason: 'ProjectNotReached',
-    message: 'Still the earlier route.',
-  } as const;
-
   it('makes the next check due at once, for the same certificate', () => {
     const asRedirect = recordServingCheck(undefined, SERIAL, serving, T0, 'https://old.example');
     expect(
@@ -164,7 +163,7 @@ describe('a change of route (the domain redirects otherwise, or serves instead)'
   it('starts the record afresh (no earlier serving counts, the propagation grace applies) and keeps the earlier redirect until the new route is seen', () => {
     const asRedirect = recordServingCheck(undefined, SERIAL, serving, T0, 'https://old.example');
     expect(previousRedirectOriginOf(asRedirect, undefined)).toBe('https://old.example');
-    const stillRedirecting = recordServingCheck(asRedirect, SERIAL, notYet, at(1_000));
+    const stillRedirecting = recordServingCheck(asRedirect, SERIAL, notReached, at(1_000));
     expect(stillRedirecting).toEqual({
       serialNumber: 'A1B2C',
       previousRedirectOrigin: 'https://old.example',
@@ -175,7 +174,7 @@ describe('a change of route (the domain redirects otherwise, or serves instead)'
       failingFrom: 'not-reaching-project',
     });
     // Within the grace: AwaitingServing, and retried every second.
-    expect(servingReadiness(notYet, stillRedirecting, at(1_000)).reason).toBe(AWAITING_SERVING);
+    expect(servingReadiness(notReached, stillRedirecting, at(1_000)).reason).toBe(AWAITING_SERVING);
     expect(nextServingCheckAt(stillRedirecting, SERIAL, at(1_000))).toEqual(at(2_000));
     expect(previousRedirectOriginOf(stillRedirecting, undefined)).toBe('https://old.example');
     const served = recordServingCheck(stillRedirecting, SERIAL, serving, at(2_000));
@@ -188,7 +187,7 @@ describe('a change of route (the domain redirects otherwise, or serves instead)'
       servingSince: at(2_000).toISOString(),
     });
     // A serving domain turned into a redirect: the route is recorded, no earlier redirect to name.
-    const turned = recordServingCheck(served, SERIAL, notYet, at(3_000), 'https://new.example');
+    const turned = recordServingCheck(served, SERIAL, notReached, at(3_000), 'https://new.example');
     expect(turned.redirectOrigin).toBe('https://new.example');
     expect(turned.previousRedirectOrigin).toBeUndefined();
     expect(turned.lastServingTime).toBeUndefined();
@@ -306,12 +305,6 @@ describe('servingReadiness', () => {
 });
 
 describe('servingReadiness during the propagation grace', () => {
-  const notReached = {
-    result: 'not-reaching-project',
-    reason: 'ProjectNotReached',
-    message: 'Default.',
-  } as const;
-
   it('reports the default certificate or backend of a first check as AwaitingServing (Normal) until the grace ends, then as the Warning', () => {
     const first = recordServingCheck(undefined, SERIAL, wrong, T0);
     const during = servingReadiness(wrong, first, T0);

@@ -382,6 +382,15 @@ function isDefaultAnswer(
   );
 }
 
+/** The `not-reaching-project` verdict with `message`. */
+function notReaching(
+  certificate: ServedCertificate,
+  response: ObservedResponse,
+  message: string,
+): ServingVerdict {
+  return { result: 'not-reaching-project', reason: 'ProjectNotReached', certificate, response, message };
+}
+
 function judgeResponse(
   expected: ServingExpectation,
   certificate: ServedCertificate,
@@ -392,37 +401,29 @@ function judgeResponse(
     return wrongCertificate(expected, certificate, { code: 'ERROR', message: 'not probed' });
   const answer = `https://${expected.hostname}${expected.path ?? '/'} answers ${describeResponse(response)}`;
   if (isDefaultAnswer(response, defaultResponse)) {
-    return {
-      result: 'not-reaching-project',
-      reason: 'ProjectNotReached',
+    return notReaching(
       certificate,
       response,
-      message:
-        `The certificate Portico issued is served, but ${answer}, the same as the data plane's default backend answers a hostname it has no route for: ` +
+      `The certificate Portico issued is served, but ${answer}, the same as the data plane's default backend answers a hostname it has no route for: ` +
         "the domain's route is not in effect. Check that the ingress controller took the domain's Ingress or HTTPRoute (its class, the controller's logs).",
-    };
+    );
   }
   const earlier = earlierRoute(expected, response);
   if (earlier !== undefined) {
-    return {
-      result: 'not-reaching-project',
-      reason: 'ProjectNotReached',
+    return notReaching(
       certificate,
       response,
-      message:
-        `The certificate Portico issued is served, but ${answer}, ${earlier}: ${expected.dataPlaneName ?? 'the data plane'} ` +
+      `The certificate Portico issued is served, but ${answer}, ${earlier}: ${expected.dataPlaneName ?? 'the data plane'} ` +
         "does not answer with the domain's current route yet (it has not loaded the change of the domain's spec, or another route answers). The check is repeated.",
-    };
+    );
   }
   const mismatch = headerMismatch(expected.projectHeader, response);
   if (mismatch !== undefined) {
-    return {
-      result: 'not-reaching-project',
-      reason: 'ProjectNotReached',
+    return notReaching(
       certificate,
       response,
-      message: `The certificate Portico issued is served, but ${answer}, and ${mismatch}: the request does not reach the project.`,
-    };
+      `The certificate Portico issued is served, but ${answer}, and ${mismatch}: the request does not reach the project.`,
+    );
   }
   const compared = !isError(defaultResponse) && defaultResponse.statusCode !== 421;
   const note = compared
