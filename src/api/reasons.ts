@@ -168,7 +168,7 @@ export const CUSTOM_DOMAIN_REASONS = {
   },
   ProjectNotReached: {
     severity: 'Warning',
-    doc: "a request for the hostname gets the data plane's default backend, not the project",
+    doc: "a request for the hostname gets the data plane's default backend, or an answer of the domain's earlier spec, not the domain's route",
   },
   DataPlaneUnreachable: {
     severity: 'Warning',

@@ -3,7 +3,6 @@
  * server, the observability server and the controllers, and shuts down cleanly on SIGTERM/SIGINT
  * (stop watching, abandon ACME orders in flight, finish the keys in hand, close the servers).
  */
-import { flavorWriter } from '../data-planes/registry.js';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { hostname } from 'node:os';
@@ -271,10 +270,6 @@ function build(
   const view = controller.view();
   projects = new ProjectController({
     kubeConfig,
-    redirectsNameService:
-      config.routing.mode !== 'gateway' &&
-      config.routing.ingressFlavor !== undefined &&
-      flavorWriter(config.routing.ingressFlavor).redirectNeedsExistingService === true,
     domains: controller,
     log,
     metrics,

@@ -47,12 +47,6 @@ export interface FlavorWriter {
    */
   readonly challengeOnly?: (domain: CustomDomain, options: RoutingOptions) => KubernetesObject[];
   /**
-   * True when the data plane builds no route for a redirect whose Ingress path names a Service that
-   * does not exist (Traefik), so a redirect domain must name a real one (`spec.service`): the
-   * Project controller then gives its redirects the project's Service (docs/routing.md, "Traefik").
-   */
-  readonly redirectNeedsExistingService?: boolean;
-  /**
    * The objects of the data plane's own API this flavor could write for a domain, by name: deleted
    * when the domain goes or another flavor is chosen (routing/plan.ts `ownedRoutingObjects`).
    */
@@ -68,6 +62,14 @@ export interface FlavorWriter {
   };
   /** The plan reads `lookups.tlsSecretReady` (the routing phase looks it up only then). */
   readonly needsTlsSecretReady?: boolean;
+  /**
+   * An object of the data plane's own API (`kind`) that the flavor's Ingress names, and that the
+   * data plane reads apart from the Ingress and acknowledges in no status (Traefik's Middleware): the
+   * routing phase writes the objects after it in the plan only `ms` milliseconds after it was
+   * written, and deletes one no longer wanted only `ms` after the domain's last write, so that the
+   * data plane never has the Ingress name one it has not loaded or has dropped.
+   */
+  readonly referenceSettle?: { readonly kind: string; readonly ms: number };
 }
 
 /** One cell of the data plane × flavor table (docs/routing.md, "Data planes and flavors"). */

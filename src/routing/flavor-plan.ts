@@ -248,6 +248,8 @@ export interface IngressRedirect {
   readonly caveats: string[];
   /** Default true. */
   readonly keepsPath?: boolean;
+  /** The Service the redirect path names; default `redirectBackend` (ingress.ts). */
+  readonly backend?: { readonly name: string; readonly port: number | string };
 }
 
 /**
@@ -263,7 +265,7 @@ export function ingressRedirectPlan(
   const challenge = desiredChallengeIngress(domain, options);
   const shared = [desiredHttp01Service(domain, options), challenge].filter((o) => o !== undefined);
   const via = challenge ? ` through Ingress ${challengeIngressName(domain)}` : '';
-  const ingress = desiredRedirectIngress(domain, options, redirect.annotations);
+  const ingress = desiredRedirectIngress(domain, options, redirect.annotations, redirect.backend);
   const sentence =
     redirectSentence(redirect.what, domain, intent, redirect.keepsPath) + challengeSentence(options, via);
   return routed([...shared, ...(redirect.before ?? []), ingress], sentence, redirect.caveats);

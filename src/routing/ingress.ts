@@ -124,14 +124,15 @@ export function redirectBackend(domain: CustomDomain, options: RoutingOptions): 
 
 /**
  * The Ingress that answers `spec.hostname` with the redirect the flavor's `annotations` configure:
- * one path `/`, TLS from the domain's Secret (the redirect domain has its own certificate).
+ * one path `/` to `backend` (by default `redirectBackend`; a flavor may name its own), TLS from the
+ * domain's Secret (the redirect domain has its own certificate).
  */
 export function desiredRedirectIngress(
   domain: CustomDomain,
   options: RoutingOptions,
   annotations: Record<string, string>,
+  backend: Pick<RedirectBackend, 'name' | 'port'> = redirectBackend(domain, options),
 ): V1Ingress {
-  const backend = redirectBackend(domain, options);
   const paths: V1HTTPIngressPath[] = [
     { path: '/', pathType: 'Prefix', backend: serviceBackend(backend.name, backend.port) },
   ];

@@ -1,4 +1,4 @@
-import type { KubernetesObject, V1Ingress } from '@kubernetes/client-node';
+import type { KubernetesObject, V1Ingress, V1Service } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { CustomDomain, CustomDomainSpec } from '../api/customdomain.js';
 import type { HTTPRoute, ListenerSet } from './gateway.js';
@@ -108,6 +108,7 @@ describe('desiredRouting, ingress mode', () => {
     expect(objs.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`)).toEqual([
       'Service/portico-acme-http01',
       'Ingress/portico--acme-old',
+      'Service/portico-redirect',
       'Middleware/portico-old-redirect',
       'Ingress/portico-old',
     ]);
@@ -121,17 +122,42 @@ describe('desiredRouting, ingress mode', () => {
     expect(main?.metadata?.annotations).toEqual({
       'traefik.ingress.kubernetes.io/router.middlewares': 'shop-portico-old-redirect@kubernetescrd',
     });
-    // The redirect rule names the project's Service: Traefik builds no router for a missing one.
-    expect(paths(main)[0]?.backend.service).toEqual({ name: 'web', port: { number: 80 } });
+    // The redirect rule names portico-redirect, not the project's Service: Traefik builds its router
+    // whatever the project's endpoints (middleware.ts).
+    expect(paths(main)).toEqual([
+      {
+        path: '/',
+        pathType: 'Prefix',
+        backend: { service: { name: 'portico-redirect', port: { number: 80 } } },
+      },
+    ]);
     expect(plan.routed && plan.caveats).toHaveLength(1);
     expect(plan.routed && plan.message).toMatch(/Note: Traefik .* 302 to GET and 307 to other methods/);
   });
 
-  it('traefik without any real backend Service warns that the redirect would not run', () => {
+  it('traefik without spec.service or the challenge Service: the redirect names the selector-less portico-redirect, no caveat about it', () => {
     const plan = desiredRouting(redirecting, { ingressFlavor: 'traefik' });
-    expect(plan.routed && plan.caveats.join(' ')).toMatch(
-      /no router for an Ingress path whose Service does not exist/,
-    );
+    const objs = applied(plan);
+    expect(objs.map((o) => `${o.kind}/${o.metadata?.name ?? ''}`)).toEqual([
+      'Service/portico-redirect',
+      'Middleware/portico-old-redirect',
+      'Ingress/portico-old',
+    ]);
+    const service = find(objs, 'Service', 'portico-redirect') as V1Service | undefined;
+    expect(service?.metadata?.annotations).toEqual({
+      'traefik.ingress.kubernetes.io/service.nativelb': 'true',
+    });
+    expect(service?.metadata?.ownerReferences).toBeUndefined();
+    expect(service?.metadata?.labels).toEqual({ 'app.kubernetes.io/managed-by': 'portico' });
+    expect(service?.spec).toEqual({
+      type: 'ClusterIP',
+      ports: [{ name: 'http', port: 80, targetPort: 80, protocol: 'TCP' }],
+    });
+    expect(service?.spec?.selector).toBeUndefined();
+    const main = find(objs, 'Ingress', 'portico-old') as V1Ingress | undefined;
+    expect(paths(main)[0]?.backend.service).toEqual({ name: 'portico-redirect', port: { number: 80 } });
+    expect(plan.routed && plan.caveats).toHaveLength(1);
+    expect(plan.routed && plan.message).not.toMatch(/Service does not exist|set spec\.service/);
   });
 });
 

@@ -162,6 +162,21 @@ describe('ServingChecker', () => {
     expect(renewed.nextCheckAt).toEqual(at(1_000 + 5_000));
   });
 
+  it("checks at once when the domain's route changed, telling the check the earlier redirect, instead of carrying Ready", async () => {
+    const { calls, check } = recorder(serving('Redirects.'), serving('Serves.'));
+    const checker = new ServingChecker(settings, check);
+    const asRedirect = { ...domain('AB'), redirectOrigin: 'https://shop.example' };
+    const first = await checker.observe(asRedirect, T0, log);
+    expect(calls[0]?.redirectOrigin).toBe('https://shop.example');
+    const written = ready('True', 'Live', first.readiness.message);
+    // The spec now serves the project: not carried, checked now, the earlier redirect named.
+    const switched = await checker.observe(domain('AB', written), at(60_000), log);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]).toMatchObject({ previousRedirectOrigin: 'https://shop.example' });
+    expect(calls[1]?.redirectOrigin).toBeUndefined();
+    expect(switched.readiness.message).toBe(readyMessage('Serves.', at(60_000)));
+  });
+
   it('names the replaced serial as the previous one on every retry of a renewed certificate, not only the first', async () => {
     const { calls, check } = recorder(serving(), unreachable, unreachable);
     const checker = new ServingChecker(settings, check);

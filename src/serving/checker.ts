@@ -16,7 +16,9 @@ import { checkServing as realCheckServing, type ServingCheckOptions } from './se
 import {
   awaitingPropagation,
   isNewCertificate,
+  isNewRoute,
   nextServingCheckAt,
+  previousRedirectOriginOf,
   recordServingCheck,
   SERVING_CHECK_PENDING,
   SERVING_PROPAGATION_RETRY_MS,
@@ -63,6 +65,8 @@ interface ProbedDomain {
   uid: string;
   hostname: string;
   serialNumber: string;
+  /** The origin the domain's spec redirects to; undefined for a serving domain. */
+  redirectOrigin?: string | undefined;
 }
 
 /** What the reconcile passes to Ready (status.ts, ObservedState.serving) and when to look again. */
@@ -95,6 +99,10 @@ const REASON_OF: Record<ServingResult, ServingReason> = {
 interface PackedRecord {
   uid: string;
   serialNumber: string;
+  /** '' for a serving domain's route. */
+  redirectOrigin: string;
+  /** '' for none. */
+  previousRedirectOrigin: string;
   /** '' for none. */
   previousSerialNumber: string;
   lastCheckMs: number;
@@ -112,6 +120,8 @@ function pack(uid: string, record: ServingCheckRecord): PackedRecord {
   return {
     uid,
     serialNumber: record.serialNumber,
+    redirectOrigin: record.redirectOrigin ?? '',
+    previousRedirectOrigin: record.previousRedirectOrigin ?? '',
     previousSerialNumber: record.previousSerialNumber ?? '',
     lastCheckMs: Date.parse(record.lastCheckTime),
     result: RESULTS.indexOf(record.lastResult),
@@ -127,6 +137,10 @@ function unpack(packed: PackedRecord): ServingCheckRecord {
   const iso = (ms: number): string => new Date(ms).toISOString();
   return {
     serialNumber: packed.serialNumber,
+    ...(packed.redirectOrigin === '' ? {} : { redirectOrigin: packed.redirectOrigin }),
+    ...(packed.previousRedirectOrigin === ''
+      ? {}
+      : { previousRedirectOrigin: packed.previousRedirectOrigin }),
     ...(packed.previousSerialNumber === '' ? {} : { previousSerialNumber: packed.previousSerialNumber }),
     lastCheckTime: iso(packed.lastCheckMs),
     lastResult: RESULTS[packed.result] ?? 'unreachable',
@@ -163,12 +177,12 @@ export function carriedReadiness(
  */
 function afterCheck(
   record: ServingCheckRecord | undefined,
-  domain: { serialNumber: string; ready: Condition | undefined },
+  domain: { serialNumber: string; redirectOrigin?: string | undefined; ready: Condition | undefined },
   verdict: ServingVerdict,
   now: Date,
   policy: ServingSchedulePolicy,
 ): { next: ServingCheckRecord; readiness: ServingReadiness } {
-  const next = recordServingCheck(record, domain.serialNumber, verdict, now);
+  const next = recordServingCheck(record, domain.serialNumber, verdict, now, domain.redirectOrigin);
   const readiness = servingReadiness(verdict, next, now, policy);
   const at = now.toISOString();
   if (verdict.result !== 'serving' || next.servingSince === at) return { next, readiness };
@@ -219,31 +233,28 @@ export class ServingChecker {
 
   /**
    * Ready for the domain `key` (`namespace/name`, of uid `uid`) whose Secret holds the certificate
-   * `serialNumber`, with a valid certificate and its route taken: the serving check's verdict when
-   * one is due and a slot is free, else Ready as the last check left it (`carriedReadiness` of the
-   * domain's current Ready condition `ready`). Never throws for what the data plane does.
+   * `serialNumber` and whose spec redirects to `redirectOrigin` (undefined: serves the project), with
+   * a valid certificate and its route taken: the serving check's verdict when one is due (a new
+   * certificate or route is due at once) and a slot is free, else Ready as the last check left it
+   * (`carriedReadiness` of the domain's current Ready condition `ready`). Never throws for what the
+   * data plane does.
    */
   async observe(
-    domain: {
-      key: string;
-      uid: string;
-      hostname: string;
-      serialNumber: string;
-      ready: Condition | undefined;
-    },
+    domain: ProbedDomain & { ready: Condition | undefined },
     now: Date,
     log: Logger,
   ): Promise<ServingObservation> {
     const { policy } = this.#settings;
     const packed = this.#records.get(domain.key);
     const record = packed !== undefined && packed.uid === domain.uid ? unpack(packed) : undefined;
-    const dueAt = nextServingCheckAt(record, domain.serialNumber, now, policy);
+    const dueAt = nextServingCheckAt(record, domain.serialNumber, now, policy, domain.redirectOrigin);
     const carried = record ? carriedReadiness(record, domain.ready, now, policy) : undefined;
     if (dueAt > now && carried) return { readiness: carried, nextCheckAt: dueAt };
     if (this.#running >= this.#settings.maxConcurrent) {
       const nextCheckAt = new Date(now.getTime() + (this.#settings.busyRetryMs ?? 2_000));
-      // A re-check of the same certificate can wait with Ready as it is; a new certificate cannot.
-      const renewed = isNewCertificate(record, domain.serialNumber);
+      // A re-check of the same certificate and route can wait with Ready as it is; a new one cannot.
+      const renewed =
+        isNewCertificate(record, domain.serialNumber) || isNewRoute(record, domain.redirectOrigin);
       this.#waiting.add(domain.key);
       return { readiness: (!renewed && carried) || this.#pending(domain), nextCheckAt };
     }
@@ -270,7 +281,7 @@ export class ServingChecker {
     log: Logger,
   ): ServingObservation {
     const { policy } = this.#settings;
-    const nextCheckAt = nextServingCheckAt(next, domain.serialNumber, now, policy);
+    const nextCheckAt = nextServingCheckAt(next, domain.serialNumber, now, policy, domain.redirectOrigin);
     if (this.#settings.wake === undefined || !awaitingPropagation(next, policy))
       return { readiness, nextCheckAt };
     this.#armProbe(domain, log);
@@ -304,7 +315,12 @@ export class ServingChecker {
     const packed = this.#records.get(domain.key);
     if (packed === undefined || packed.uid !== domain.uid) return;
     const record = unpack(packed);
-    if (isNewCertificate(record, domain.serialNumber) || !awaitingPropagation(record, policy)) return;
+    if (
+      isNewCertificate(record, domain.serialNumber) ||
+      isNewRoute(record, domain.redirectOrigin) ||
+      !awaitingPropagation(record, policy)
+    )
+      return;
     if (this.#running >= this.#settings.maxConcurrent) {
       this.#armProbe(domain, log);
       return;
@@ -317,7 +333,7 @@ export class ServingChecker {
       return;
     }
     if (this.#records.get(domain.key) !== packed) return;
-    const next = recordServingCheck(record, domain.serialNumber, verdict, new Date());
+    const next = recordServingCheck(record, domain.serialNumber, verdict, new Date(), domain.redirectOrigin);
     this.#records.set(domain.key, pack(domain.uid, next));
     if (verdict.result === record.lastResult && awaitingPropagation(next, policy)) {
       this.#armProbe(domain, log);
@@ -332,10 +348,11 @@ export class ServingChecker {
    * domain's differs (the first check of a renewed one), else the one `record` keeps as replaced.
    */
   async #run(
-    domain: { hostname: string; serialNumber: string },
+    domain: { hostname: string; serialNumber: string; redirectOrigin?: string | undefined },
     record: ServingCheckRecord | undefined,
   ): Promise<ServingVerdict> {
     this.#running++;
+    const previousRedirectOrigin = previousRedirectOriginOf(record, domain.redirectOrigin);
     try {
       return await this.#check({
         address: this.#settings.address,
@@ -345,6 +362,8 @@ export class ServingChecker {
         hostname: domain.hostname,
         serialNumber: domain.serialNumber,
         ...previousOf(record, domain.serialNumber),
+        ...(domain.redirectOrigin === undefined ? {} : { redirectOrigin: domain.redirectOrigin }),
+        ...(previousRedirectOrigin === undefined ? {} : { previousRedirectOrigin }),
         timeoutMs: this.#settings.timeoutMs,
         ...(this.#settings.projectHeader ? { projectHeader: this.#settings.projectHeader } : {}),
       });

@@ -4,7 +4,9 @@ import {
   DEFAULT_PROPAGATION_GRACE_MS,
   DEFAULT_SERVING_SCHEDULE,
   isNewCertificate,
+  isNewRoute,
   nextServingCheckAt,
+  previousRedirectOriginOf,
   recordServingCheck,
   servingReadiness,
   type ServingCheckRecord,
@@ -29,6 +31,11 @@ const wrong = {
   message: 'Another one.',
 } as const;
 const serving = { result: 'serving', reason: 'Live', message: 'Serves.' } as const;
+const notReached = {
+  result: 'not-reaching-project',
+  reason: 'ProjectNotReached',
+  message: 'Default.',
+} as const;
 
 describe('nextServingCheckAt', () => {
   it('checks at once the first time and after each renewal (the serial changed)', () => {
@@ -138,6 +145,52 @@ describe('recordServingCheck', () => {
     expect(recordServingCheck(again, RENEWED, serving, at(1_300_000)).servingSince).toBe(
       at(1_300_000).toISOString(),
     );
+  });
+});
+
+describe('a change of route (the domain redirects otherwise, or serves instead)', () => {
+  it('makes the next check due at once, for the same certificate', () => {
+    const asRedirect = recordServingCheck(undefined, SERIAL, serving, T0, 'https://old.example');
+    expect(
+      nextServingCheckAt(asRedirect, SERIAL, at(1_000), DEFAULT_SERVING_SCHEDULE, 'https://old.example'),
+    ).toEqual(at(DEFAULT_SERVING_SCHEDULE.intervalMs));
+    expect(isNewRoute(asRedirect, undefined)).toBe(true);
+    expect(isNewRoute(asRedirect, 'https://new.example')).toBe(true);
+    expect(isNewRoute(asRedirect, 'https://old.example')).toBe(false);
+    expect(nextServingCheckAt(asRedirect, SERIAL, at(1_000), DEFAULT_SERVING_SCHEDULE)).toEqual(at(1_000));
+  });
+
+  it('starts the record afresh (no earlier serving counts, the propagation grace applies) and keeps the earlier redirect until the new route is seen', () => {
+    const asRedirect = recordServingCheck(undefined, SERIAL, serving, T0, 'https://old.example');
+    expect(previousRedirectOriginOf(asRedirect, undefined)).toBe('https://old.example');
+    const stillRedirecting = recordServingCheck(asRedirect, SERIAL, notReached, at(1_000));
+    expect(stillRedirecting).toEqual({
+      serialNumber: 'A1B2C',
+      previousRedirectOrigin: 'https://old.example',
+      lastCheckTime: at(1_000).toISOString(),
+      lastResult: 'not-reaching-project',
+      consecutiveFailures: 1,
+      failingSince: at(1_000).toISOString(),
+      failingFrom: 'not-reaching-project',
+    });
+    // Within the grace: AwaitingServing, and retried every second.
+    expect(servingReadiness(notReached, stillRedirecting, at(1_000)).reason).toBe(AWAITING_SERVING);
+    expect(nextServingCheckAt(stillRedirecting, SERIAL, at(1_000))).toEqual(at(2_000));
+    expect(previousRedirectOriginOf(stillRedirecting, undefined)).toBe('https://old.example');
+    const served = recordServingCheck(stillRedirecting, SERIAL, serving, at(2_000));
+    expect(served).toEqual({
+      serialNumber: 'A1B2C',
+      lastCheckTime: at(2_000).toISOString(),
+      lastResult: 'serving',
+      consecutiveFailures: 0,
+      lastServingTime: at(2_000).toISOString(),
+      servingSince: at(2_000).toISOString(),
+    });
+    // A serving domain turned into a redirect: the route is recorded, no earlier redirect to name.
+    const turned = recordServingCheck(served, SERIAL, notReached, at(3_000), 'https://new.example');
+    expect(turned.redirectOrigin).toBe('https://new.example');
+    expect(turned.previousRedirectOrigin).toBeUndefined();
+    expect(turned.lastServingTime).toBeUndefined();
   });
 });
 
@@ -252,12 +305,6 @@ describe('servingReadiness', () => {
 });
 
 describe('servingReadiness during the propagation grace', () => {
-  const notReached = {
-    result: 'not-reaching-project',
-    reason: 'ProjectNotReached',
-    message: 'Default.',
-  } as const;
-
   it('reports the default certificate or backend of a first check as AwaitingServing (Normal) until the grace ends, then as the Warning', () => {
     const first = recordServingCheck(undefined, SERIAL, wrong, T0);
     const during = servingReadiness(wrong, first, T0);

@@ -2,8 +2,12 @@
  * When the serving check runs, and what Ready says from its verdicts (docs/routing.md, "Serving check"). Pure: the
  * clock is a parameter.
  *
- * - The first check, and the first after each renewal: at once. A renewal is seen as the Secret's
- *   serial differing from the serial the last check was made for.
+ * - The first check, and the first after each renewal or change of route: at once. A renewal is
+ *   seen as the Secret's serial differing from the serial the last check was made for; a change of
+ *   route as the domain's spec answering otherwise than the last check expected (a serving domain
+ *   turned into a redirect, a redirect into a serving domain or to another target:
+ *   `redirectOrigin`). Either starts the checks afresh: what was seen served before is not evidence
+ *   for the new certificate or route, and the propagation grace below applies to it.
  * - While a certificate no check has yet seen served is awaited within the propagation grace
  *   (below: another certificate or the default backend, the data plane still loading what it
  *   took): retried every `SERVING_PROPAGATION_RETRY_MS` (1 s), so Ready follows the data plane
@@ -53,6 +57,16 @@ export const DEFAULT_PROPAGATION_GRACE_MS = 30_000;
 export interface ServingCheckRecord {
   /** The serial the checks were made for (normalized). */
   serialNumber: string;
+  /**
+   * The route the checks were made for: the origin a redirect domain's spec redirects to
+   * (verdict.ts `ServingExpectation.redirectOrigin`); absent for a serving domain.
+   */
+  redirectOrigin?: string;
+  /**
+   * The origin the hostname redirected to before its route changed, until a check sees the current
+   * route served (verdict.ts `ServingExpectation.previousRedirectOrigin`).
+   */
+  previousRedirectOrigin?: string;
   /**
    * The serial of the certificate checked before this one (normalized), kept through this one's
    * checks: a data plane still serving it is named as serving "the certificate the renewal
@@ -106,16 +120,43 @@ export function isNewCertificate(record: ServingCheckRecord | undefined, serialN
 }
 
 /**
- * When the next check of a domain whose Secret holds `serialNumber` is due: `now` for a first check
- * or a renewed certificate, else after the interval or the retry delay, never before `now`.
+ * True when `record` was made for another route than `redirectOrigin` (undefined: a serving
+ * domain's): the domain's spec changed what it answers since.
+ */
+export function isNewRoute(
+  record: ServingCheckRecord | undefined,
+  redirectOrigin: string | undefined,
+): boolean {
+  return record !== undefined && (record.redirectOrigin ?? '') !== (redirectOrigin ?? '');
+}
+
+/**
+ * The origin the hostname redirected to before its route changed, for a check of the route
+ * `redirectOrigin` given the domain's `record`: the record's own route when it was another, else what
+ * the record kept. Undefined when there is none.
+ */
+export function previousRedirectOriginOf(
+  record: ServingCheckRecord | undefined,
+  redirectOrigin: string | undefined,
+): string | undefined {
+  if (record === undefined) return undefined;
+  return isNewRoute(record, redirectOrigin) ? record.redirectOrigin : record.previousRedirectOrigin;
+}
+
+/**
+ * When the next check of a domain whose Secret holds `serialNumber` and whose spec answers
+ * `redirectOrigin` (undefined: serves) is due: `now` for a first check, a renewed certificate or a
+ * changed route, else after the interval or the retry delay, never before `now`.
  */
 export function nextServingCheckAt(
   record: ServingCheckRecord | undefined,
   serialNumber: string,
   now: Date,
   policy: ServingSchedulePolicy = DEFAULT_SERVING_SCHEDULE,
+  redirectOrigin?: string,
 ): Date {
-  if (record === undefined || isNewCertificate(record, serialNumber)) return now;
+  if (record === undefined || isNewCertificate(record, serialNumber) || isNewRoute(record, redirectOrigin))
+    return now;
   const delay = record.lastResult === 'serving' ? policy.intervalMs : failingDelayMs(record, policy);
   return new Date(Math.max(now.getTime(), Date.parse(record.lastCheckTime) + delay));
 }
@@ -155,21 +196,29 @@ export function awaitingPropagation(record: ServingCheckRecord, policy: ServingS
   return Date.parse(record.lastCheckTime) < since + graceMs;
 }
 
-/** The record after a check made at `now` for `serialNumber` ended in `verdict`. */
+/**
+ * The record after a check made at `now` for `serialNumber` and the route `redirectOrigin`
+ * (undefined: a serving domain's) ended in `verdict`. A new certificate or a new route starts a new
+ * record; the previous serial and the previous route are carried over.
+ */
 export function recordServingCheck(
   record: ServingCheckRecord | undefined,
   serialNumber: string,
   verdict: Pick<ServingVerdict, 'result'>,
   now: Date,
+  redirectOrigin?: string,
 ): ServingCheckRecord {
   const serial = normalizeSerial(serialNumber);
-  const same = record !== undefined && record.serialNumber === serial ? record : undefined;
+  const sameSerial = record !== undefined && record.serialNumber === serial;
+  const same = sameSerial && !isNewRoute(record, redirectOrigin) ? record : undefined;
   const at = now.toISOString();
-  const previous = same ? same.previousSerialNumber : record?.serialNumber;
+  const previous = sameSerial ? record?.previousSerialNumber : record?.serialNumber;
   const replaced = previous === undefined || previous === '' ? {} : { previousSerialNumber: previous };
+  const route = routeFields(record, redirectOrigin, verdict);
   if (verdict.result === 'serving') {
     return {
       serialNumber: serial,
+      ...route,
       ...replaced,
       lastCheckTime: at,
       lastResult: 'serving',
@@ -180,10 +229,25 @@ export function recordServingCheck(
   }
   return {
     serialNumber: serial,
+    ...route,
     ...replaced,
     lastCheckTime: at,
     lastResult: verdict.result,
     ...failingRun(same, verdict, at),
+  };
+}
+
+/** The route fields of the record after a check of `redirectOrigin` ended in `verdict`. */
+function routeFields(
+  record: ServingCheckRecord | undefined,
+  redirectOrigin: string | undefined,
+  verdict: Pick<ServingVerdict, 'result'>,
+): Pick<ServingCheckRecord, 'redirectOrigin' | 'previousRedirectOrigin'> {
+  const earlier = previousRedirectOriginOf(record, redirectOrigin);
+  return {
+    ...(redirectOrigin === undefined ? {} : { redirectOrigin }),
+    // Kept until a check sees the current route served.
+    ...(earlier === undefined || verdict.result === 'serving' ? {} : { previousRedirectOrigin: earlier }),
   };
 }
 

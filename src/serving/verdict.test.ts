@@ -116,6 +116,43 @@ describe('judgeServing on observations', () => {
     expect(judge(response(503, 'd'), response(404, 'd'))).toBe('serving');
   });
 
+  it("judges the answer by the domain's spec: a redirect domain's must be its redirect, a former redirect's no longer that redirect", () => {
+    const answered = (statusCode: number, location?: string): ObservedResponse => ({
+      ...response(statusCode, `r${statusCode}`),
+      headers: location === undefined ? {} : { location },
+    });
+    const judge = (e: ServingExpectation, mine: ObservedResponse) =>
+      judgeServing(
+        { ...e, dataPlaneName: 'Traefik' },
+        { step: 'done', certificate: issued, response: mine, defaultResponse: response(404, 'd') },
+      );
+    const redirecting = { ...expected, redirectOrigin: 'https://shop.example' };
+    expect(judge(redirecting, answered(301, 'https://shop.example/')).result).toBe('serving');
+    expect(judge(redirecting, answered(308, 'https://shop.example:443/x?y=1')).result).toBe('serving');
+    // The project's page, or a redirect elsewhere: the data plane still has the earlier route.
+    const page = judge(redirecting, answered(200));
+    expect(page.result).toBe('not-reaching-project');
+    expect(page.reason).toBe('ProjectNotReached');
+    expect(page.message).toContain(
+      "answers HTTP 200 (an empty body), not the redirect to https://shop.example the domain's spec asks for: Traefik does not answer with the domain's current route yet",
+    );
+    expect(judge(redirecting, answered(301, 'https://old.example/')).result).toBe('not-reaching-project');
+    expect(judge(redirecting, answered(200, 'https://shop.example/')).result).toBe('not-reaching-project');
+    expect(judge(redirecting, answered(301, 'not a url')).result).toBe('not-reaching-project');
+
+    // A serving domain that redirected to old.example before: that redirect is the earlier route.
+    const formerRedirect = { ...expected, previousRedirectOrigin: 'https://old.example' };
+    const stale = judge(formerRedirect, answered(301, 'https://old.example/'));
+    expect(stale.result).toBe('not-reaching-project');
+    expect(stale.message).toContain(
+      'the redirect to https://old.example the domain had before its spec changed to serve the project',
+    );
+    expect(judge(formerRedirect, answered(200)).result).toBe('serving');
+    // The project's own redirects elsewhere are its answers.
+    expect(judge(formerRedirect, answered(302, 'https://login.example/')).result).toBe('serving');
+    expect(judge(expected, answered(301, 'https://old.example/')).result).toBe('serving');
+  });
+
   it('names another certificate as such when the default certificate cannot be had', () => {
     const verdict = judgeServing(expected, {
       step: 'certificate',

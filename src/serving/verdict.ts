@@ -9,8 +9,13 @@
  * - `wrong-certificate`: the certificate served for SNI = the hostname is not the one Portico issued
  *   (its serial differs); the message names the one served, and says when it is the data plane's
  *   default certificate or the previous one.
- * - `not-reaching-project`: the HTTP answer for the hostname is the data plane's default backend.
- * - `serving`: the issued certificate, and an answer that is not the default backend's.
+ * - `not-reaching-project`: the HTTP answer for the hostname is the data plane's default backend;
+ *   or it is not the answer of the domain's current spec: a redirect domain's answer that is not a
+ *   redirect to its target's origin, or a serving domain's answer that is still the redirect the
+ *   hostname had before its spec changed (`redirectOrigin`, `previousRedirectOrigin`: the data plane
+ *   has not loaded the change yet, as during a project's switch of primary).
+ * - `serving`: the issued certificate, and an answer that is not the default backend's and is the
+ *   current spec's.
  *
  * How "the project" is recognised: the data plane is asked twice over TLS with SNI = the hostname,
  * `GET <path>` once with `Host: <hostname>` and once with `Host: portico-serving-check.invalid`
@@ -104,6 +109,18 @@ export interface ServingExpectation {
   projectHeader?: ProjectHeader;
   /** The path requested; default `/`. */
   path?: string;
+  /**
+   * For a redirect domain, the origin its spec redirects to (`https://<to>`, routing/redirect.ts
+   * `targetOrigin`): the answer must be a redirect (3xx with a Location) to that origin. Undefined
+   * for a serving domain.
+   */
+  redirectOrigin?: string;
+  /**
+   * The origin this hostname redirected to under its previous spec, until a check has seen the
+   * current spec's route (a redirect domain turned into a serving one, as the new primary of a
+   * project's switch): an answer that is still that redirect is the earlier route, not this one.
+   */
+  previousRedirectOrigin?: string;
 }
 
 /** What serving-check.ts observed; each later step only when the earlier one got an answer. */
@@ -327,6 +344,34 @@ function headerMismatch(header: ProjectHeader | undefined, response: ObservedRes
   return undefined;
 }
 
+/** The origin (`https://host[:port]`) of a redirect answer's Location, or undefined: not a redirect. */
+function redirectedTo(response: ObservedResponse): string | undefined {
+  const location = response.headers['location'];
+  if (location === undefined || response.statusCode < 300 || response.statusCode > 399) return undefined;
+  try {
+    return new URL(location).origin;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why `response` is not the answer of the domain's current spec (`redirectOrigin`,
+ * `previousRedirectOrigin`), as a clause; undefined when it may be. A redirect domain's answer is
+ * its redirect (RFC 9110 §15.4: a 3xx whose Location is on the target's origin); a serving
+ * domain's answer may be anything the project sends, but the redirect the hostname had before.
+ */
+function earlierRoute(expected: ServingExpectation, response: ObservedResponse): string | undefined {
+  const to = redirectedTo(response);
+  if (expected.redirectOrigin !== undefined) {
+    if (to === expected.redirectOrigin) return undefined;
+    return `not the redirect to ${expected.redirectOrigin} the domain's spec asks for`;
+  }
+  if (expected.previousRedirectOrigin !== undefined && to === expected.previousRedirectOrigin)
+    return `the redirect to ${expected.previousRedirectOrigin} the domain had before its spec changed to serve the project`;
+  return undefined;
+}
+
 function isDefaultAnswer(
   response: ObservedResponse,
   defaultResponse: ObservedResponse | ObservedError,
@@ -335,6 +380,15 @@ function isDefaultAnswer(
   return (
     defaultResponse.statusCode === response.statusCode && defaultResponse.bodyDigest === response.bodyDigest
   );
+}
+
+/** The `not-reaching-project` verdict with `message`. */
+function notReaching(
+  certificate: ServedCertificate,
+  response: ObservedResponse,
+  message: string,
+): ServingVerdict {
+  return { result: 'not-reaching-project', reason: 'ProjectNotReached', certificate, response, message };
 }
 
 function judgeResponse(
@@ -347,25 +401,29 @@ function judgeResponse(
     return wrongCertificate(expected, certificate, { code: 'ERROR', message: 'not probed' });
   const answer = `https://${expected.hostname}${expected.path ?? '/'} answers ${describeResponse(response)}`;
   if (isDefaultAnswer(response, defaultResponse)) {
-    return {
-      result: 'not-reaching-project',
-      reason: 'ProjectNotReached',
+    return notReaching(
       certificate,
       response,
-      message:
-        `The certificate Portico issued is served, but ${answer}, the same as the data plane's default backend answers a hostname it has no route for: ` +
+      `The certificate Portico issued is served, but ${answer}, the same as the data plane's default backend answers a hostname it has no route for: ` +
         "the domain's route is not in effect. Check that the ingress controller took the domain's Ingress or HTTPRoute (its class, the controller's logs).",
-    };
+    );
+  }
+  const earlier = earlierRoute(expected, response);
+  if (earlier !== undefined) {
+    return notReaching(
+      certificate,
+      response,
+      `The certificate Portico issued is served, but ${answer}, ${earlier}: ${expected.dataPlaneName ?? 'the data plane'} ` +
+        "does not answer with the domain's current route yet (it has not loaded the change of the domain's spec, or another route answers). The check is repeated.",
+    );
   }
   const mismatch = headerMismatch(expected.projectHeader, response);
   if (mismatch !== undefined) {
-    return {
-      result: 'not-reaching-project',
-      reason: 'ProjectNotReached',
+    return notReaching(
       certificate,
       response,
-      message: `The certificate Portico issued is served, but ${answer}, and ${mismatch}: the request does not reach the project.`,
-    };
+      `The certificate Portico issued is served, but ${answer}, and ${mismatch}: the request does not reach the project.`,
+    );
   }
   const compared = !isError(defaultResponse) && defaultResponse.statusCode !== 421;
   const note = compared

@@ -10,6 +10,7 @@
  * Ready names what it saw.
  */
 import type { V1EndpointSlice, V1Ingress } from '@kubernetes/client-node';
+import type { Project } from '../../src/api/project.js';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -52,6 +53,7 @@ import {
 } from './support/traefik.js';
 
 const ns = unique('traefik');
+const projectApi = { group: 'portico.dev', version: 'v1alpha1', plural: 'projects' } as const;
 const primary = `www.${ns}.example`;
 
 let stack: ControllerCommand | undefined;
@@ -238,10 +240,9 @@ describe('redirect domains through Traefik', () => {
   });
 });
 
-describe("a Project's redirect through Traefik (the CustomDomains its controller writes)", () => {
+describe("a Project's redirect and primary switch through Traefik (the CustomDomains its controller writes)", () => {
   const site = `site.${ns}.example`;
   const alias = `alias.${ns}.example`;
-  const projectApi = { group: 'portico.dev', version: 'v1alpha1', plural: 'projects' };
 
   beforeAll(async () => {
     for (const hostname of [site, alias]) await dns.setCname(hostname, sandbox.platformCnameTarget);
@@ -268,14 +269,136 @@ describe("a Project's redirect through Traefik (the CustomDomains its controller
       .catch(() => undefined);
   });
 
-  it("answers the redirect source with 301 to the primary, path and query kept: Traefik built the redirect's route (its Ingress names a Service that exists)", async () => {
+  it("answers the redirect source with 301 to the primary, path and query kept: Traefik built the redirect's route, though its CustomDomain names no Service", async () => {
     await waitUntilServed(site, site, 200);
     await waitUntilServed(alias, alias, 301);
+    expect((await getCustomDomain(ns, alias)).spec.service).toBeUndefined();
     const answer = await httpsGet(https(), alias, '/p/q?r=s', root);
     expect(answer.status).toBe(301);
     expect(answer.headers.location).toBe(`https://${site}/p/q?r=s`);
     const page = await httpsGet(https(), site, '/', root);
     expect(page.status).toBe(200);
+  });
+
+  it('switches the primary with every request answered: the new primary serves (200) before the former one redirects (301), no request failed or got 404', async () => {
+    /** Each round's answers, in the order sent: `200`, `301` (to the other hostname, path and query kept) or what else came. */
+    const rounds: { [hostname: string]: string }[] = [];
+    const other = (hostname: string): string => (hostname === site ? alias : site);
+    const ask = async (hostname: string, round: number): Promise<string> => {
+      const target = `/switch/${round}?h=${hostname}`;
+      try {
+        const answer = await httpsGet(https(), hostname, target, root);
+        if (answer.status === 200 && answer.headers['x-portico-project'] === ns) return '200';
+        if (answer.status === 301 && answer.headers.location === `https://${other(hostname)}${target}`)
+          return '301';
+        return `HTTP ${answer.status} ${String(answer.headers.location ?? '')}`.trim();
+      } catch (err) {
+        return `failed: ${(err as Error).message}`;
+      }
+    };
+    let polling = true;
+    const poll = (async () => {
+      for (let round = 0; polling; round++) {
+        const started = Date.now();
+        const [atSite, atAlias] = await Promise.all([ask(site, round), ask(alias, round)]);
+        rounds.push({ [site]: atSite, [alias]: atAlias });
+        await new Promise((r) => setTimeout(r, Math.max(0, started + 100 - Date.now())));
+      }
+    })();
+    try {
+      await waitFor('a first round of requests', () => (rounds.length > 0 ? true : undefined), 10_000);
+      await kube().custom.patchNamespacedCustomObject({
+        ...projectApi,
+        namespace: ns,
+        name: 'site',
+        body: [
+          { op: 'replace', path: '/spec/domains', value: { primary: alias, redirects: [{ from: site }] } },
+        ],
+      });
+      await waitFor(
+        `Project site Ready with ${alias} its serving primary`,
+        async () => {
+          const p = (await kube().custom.getNamespacedCustomObject({
+            ...projectApi,
+            namespace: ns,
+            name: 'site',
+          })) as Project;
+          const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
+          return p.status?.observedGeneration === p.metadata.generation &&
+            ready?.status === 'True' &&
+            p.status?.servingPrimary === alias
+            ? true
+            : undefined;
+        },
+        120_000,
+      );
+      // What Traefik answers follows the Project's status: wait until both hostnames answer as switched.
+      await waitFor(
+        `${alias} to answer 200 and ${site} 301`,
+        () => {
+          const last = rounds.at(-1);
+          return last?.[alias] === '200' && last[site] === '301' ? true : undefined;
+        },
+        30_000,
+      );
+    } finally {
+      polling = false;
+      await poll;
+    }
+    const answers = (hostname: string): string[] => rounds.map((r) => r[hostname] ?? '');
+    const counts = (hostname: string): string =>
+      [...new Set(answers(hostname))]
+        .map((a) => `${a} x${answers(hostname).filter((b) => b === a).length}`)
+        .join(', ');
+    process.stdout.write(
+      `traefik-traffic: primary switch, ${rounds.length} rounds of requests 100 ms apart: ${alias}: ${counts(alias)}; ${site}: ${counts(site)}\n`,
+    );
+    // Every request answered, none with a 404 or an error.
+    for (const hostname of [site, alias])
+      expect(
+        answers(hostname).filter((a) => a !== '200' && a !== '301'),
+        hostname,
+      ).toEqual([]);
+    // Each hostname went from one answer to the other once: the new primary 301 then 200, the former 200 then 301.
+    const runs = (hostname: string): string[] => answers(hostname).filter((a, i, all) => a !== all[i - 1]);
+    expect(runs(alias)).toEqual(['301', '200']);
+    expect(runs(site)).toEqual(['200', '301']);
+    // The new primary served before (or in the same round as) the former one first redirected.
+    const firstServed = answers(alias).indexOf('200');
+    const firstRedirected = answers(site).indexOf('301');
+    expect(firstServed).toBeLessThanOrEqual(firstRedirected);
+    // The switch waited for what the serving check saw: the new primary's Ready names the 200.
+    const ready = domainCondition(await getCustomDomain(ns, alias), 'Ready');
+    expect(ready).toMatchObject({ status: 'True', reason: 'Live' });
+    expect(ready.message?.endsWith(`: GET https://${alias}/ answered HTTP 200.`)).toBe(true);
+  }, 180_000);
+});
+
+describe('a redirect domain made by hand without spec.service, through Traefik', () => {
+  it('answers 301 with Location keeping path and query: its Ingress names the selector-less Service portico-redirect, which has no endpoints', async () => {
+    const hostname = `bare.${ns}.example`;
+    await domain('bare', hostname, { redirect: { to: primary } });
+    await waitUntilServed('bare', hostname, 301);
+    const answer = await httpsGet(https(), hostname, '/old/page?id=7&ref=mail', root);
+    expect(answer.status).toBe(301);
+    expect(answer.headers.location).toBe(`https://${primary}/old/page?id=7&ref=mail`);
+    const post = await httpsGet(https(), hostname, '/form?x=1', root, 'POST');
+    expect([post.status, post.headers.location]).toEqual([308, `https://${primary}/form?x=1`]);
+    const { networking, core, discovery } = kube();
+    const ingress = await networking.readNamespacedIngress({ namespace: ns, name: 'portico-bare' });
+    expect(ingress.spec?.rules?.[0]?.http?.paths.map((p) => p.backend.service)).toEqual([
+      { name: 'portico-redirect', port: { number: 80 } },
+    ]);
+    const service = await core.readNamespacedService({ namespace: ns, name: 'portico-redirect' });
+    expect(service.spec?.selector).toBeUndefined();
+    expect(service.metadata?.annotations?.['traefik.ingress.kubernetes.io/service.nativelb']).toBe('true');
+    const slices = await discovery.listNamespacedEndpointSlice({
+      namespace: ns,
+      labelSelector: 'kubernetes.io/service-name=portico-redirect',
+    });
+    expect(slices.items).toEqual([]);
+    const routed = domainCondition(await getCustomDomain(ns, 'bare'), 'Routed').message ?? '';
+    expect(routed).not.toContain('spec.service');
   });
 });
 

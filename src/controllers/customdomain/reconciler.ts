@@ -30,7 +30,7 @@ import { DnsPhase } from './phases/dns.js';
 import { finalize, type FinalizeAdapter } from './phases/finalize.js';
 import { Issuance } from './phases/issuance.js';
 import { OwnedObjects } from './phases/objects.js';
-import { notRouted, RoutingPhase } from './phases/routing.js';
+import { notRouted, RoutingPhase, type RoutingOutcome } from './phases/routing.js';
 import { serving as servingPhase } from './phases/serving.js';
 import { StatusWriter } from './phases/status-write.js';
 
@@ -114,7 +114,8 @@ export class CustomDomainReconciler {
     const overdueClock = verified
       ? overdueClockStart(dns.carried.verifiedAt, dns.carried.lastVerifyRequest, now)
       : undefined;
-    const routing = verified || dns.carried.verifiedAt ? await this.#routing.apply(domain) : notRouted();
+    const routing: RoutingOutcome =
+      verified || dns.carried.verifiedAt ? await this.#routing.apply(domain) : notRouted();
     const {
       state: certificate,
       requeueAfterMs: certificateRequeue,
@@ -164,9 +165,13 @@ export class CustomDomainReconciler {
       this.#d.certificateOverdueMs,
       now,
     );
-    const waits = [dns.nextCheckMs, certificateRequeue, overdueAt, serving.requeueAfterMs].filter(
-      (ms): ms is number => ms !== undefined && ms > 0,
-    );
+    const waits = [
+      dns.nextCheckMs,
+      certificateRequeue,
+      overdueAt,
+      serving.requeueAfterMs,
+      routing.requeueAfterMs,
+    ].filter((ms): ms is number => ms !== undefined && ms > 0);
     return waits.length > 0 ? { requeueAfterMs: Math.max(1_000, Math.min(...waits)) } : {};
   }
 

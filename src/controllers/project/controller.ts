@@ -105,8 +105,6 @@ export interface ProjectControllerOptions {
   readonly events?: EventRecorder;
   readonly now?: () => Date;
   readonly subdomain?: SubdomainOptions;
-  /** Each redirect's CustomDomain also names the project's Service (plan.ts `PlanContext`). */
-  readonly redirectsNameService?: boolean;
 }
 
 /** The Project's conditions after this reconcile: Ready, and Conflicted once it was ever needed. */
@@ -225,7 +223,6 @@ export class ProjectController {
     const uids = new Set(this.#projects.list(namespace).map((p) => p.metadata.uid));
     const plan = planProject(project, domains, {
       projectExists: (uid) => uids.has(uid),
-      redirectsNameService: this.#o.redirectsNameService === true,
     });
     for (const action of plan.actions) await this.#act(namespace, action);
     const subdomain = await this.#reconcileSubdomain(project, plan.servingPrimary);

@@ -227,18 +227,20 @@ describe('planProject', () => {
     expect(plan.ready.message).toContain('old.example (RecordNotFound)');
   });
 
-  it("names the project's Service on each redirect only where the data plane needs one (redirectsNameService)", () => {
+  it("names no Service on a redirect, and drops the one an earlier release wrote there (for Traefik's redirect route)", () => {
     const spec = project({ primary: 'shop.example', redirects: [{ from: 'old.example' }] });
-    const without = specs(planProject(spec, [], { projectExists: exists }).actions);
-    expect(without['old.example']).toEqual(redirect('old.example', 'shop.example'));
-    const withService = specs(
-      planProject(spec, [], { projectExists: exists, redirectsNameService: true }).actions,
+    expect(specs(planProject(spec, [], { projectExists: exists }).actions)['old.example']).toEqual(
+      redirect('old.example', 'shop.example'),
     );
-    expect(withService['old.example']).toEqual({
-      ...redirect('old.example', 'shop.example'),
-      service: { name: 'web', port: 80 },
+    const earlier = domain(
+      'old.example',
+      { ...redirect('old.example', 'shop.example'), service: { name: 'web', port: 80 } },
+      { live: true },
+    );
+    const plan = planProject(spec, [domain('shop.example', serve('shop.example'), { live: true }), earlier], {
+      projectExists: exists,
     });
-    expect(withService['shop.example']).toEqual(serve('shop.example'));
+    expect(specs(plan.actions)).toEqual({ 'old.example': redirect('old.example', 'shop.example') });
   });
 
   it('does not count a Ready condition written for an older generation', () => {

@@ -3,7 +3,7 @@
  * Pure: the Project, the CustomDomains of its namespace and the clock's absence are all it reads.
  *
  * One CustomDomain per hostname of the project: the primary's serves `spec.service`, each redirect's
- * answers with `redirect.to` and `redirect.statusCode` (and names `spec.service` too, the backend a data plane such as Traefik needs to build the redirect's route). A CustomDomain counts as the Project's when
+ * answers with `redirect.to` and `redirect.statusCode`. A CustomDomain counts as the Project's when
  * its controller ownerReference names the Project's uid; one for a listed hostname with no
  * controller, or whose controller is a Project that no longer exists, is adopted (the Project
  * becomes its controller, its name is kept); one controlled by anything else is reported
@@ -157,13 +157,6 @@ function sameSpec(a: CustomDomainSpec, b: CustomDomainSpec): boolean {
 export interface PlanContext {
   /** True when a Project of this uid exists in the namespace (a controller that is gone can be replaced). */
   projectExists: (uid: string) => boolean;
-  /**
-   * Each redirect's CustomDomain also names the project's Service (`spec.service`): for a data plane
-   * that builds no redirect route whose Service does not exist (Traefik; the flavor writer's
-   * `redirectNeedsExistingService`). Default false: a redirect names no Service, so a data plane
-   * that ignores the flavor's redirect never serves the project at a redirect hostname.
-   */
-  redirectsNameService?: boolean;
 }
 
 /** Which CustomDomain answers each hostname, and the hostnames Portico cannot take. */
@@ -218,7 +211,6 @@ function desiredSpec(
   holders: Holders,
   domains: readonly CustomDomain[],
   primaryLive: boolean,
-  redirectsNameService: boolean,
 ): { spec: CustomDomainSpec; role: ProjectDomainRole } {
   const existing = holders.current.get(w.hostname);
   if (w.role === 'Primary')
@@ -233,15 +225,8 @@ function desiredSpec(
     servesLive(holders.current.get(h) ?? domains.find((d) => normalizeDnsName(d.spec.hostname) === h));
   // The current target is kept while it serves and the new one does not yet.
   if (currentTo !== undefined && currentTo !== to && !servesNow(to) && servesNow(currentTo)) to = currentTo;
-  // With `redirectsNameService`, the redirect also names the project's Service: Traefik builds no
-  // route for an Ingress path whose Service does not exist (docs/routing.md, "Traefik"); the
-  // redirect answers before anything is proxied.
   return {
-    spec: {
-      hostname: w.hostname,
-      redirect: { to, statusCode: w.status ?? DEFAULT_REDIRECT_STATUS },
-      ...(redirectsNameService ? { service: { ...project.spec.service } } : {}),
-    },
+    spec: { hostname: w.hostname, redirect: { to, statusCode: w.status ?? DEFAULT_REDIRECT_STATUS } },
     role: 'Redirect',
   };
 }
@@ -386,10 +371,9 @@ function planHostname(
   holders: Holders,
   domains: readonly CustomDomain[],
   primaryLive: boolean,
-  redirectsNameService: boolean,
 ): { action?: DomainAction; entry: ProjectDomainStatus; notLive?: string; liveFormer?: boolean } {
   const existing = holders.current.get(w.hostname);
-  const { spec, role } = desiredSpec(w, project, holders, domains, primaryLive, redirectsNameService);
+  const { spec, role } = desiredSpec(w, project, holders, domains, primaryLive);
   const entry: ProjectDomainStatus = { hostname: w.hostname, role };
   if (spec.redirect) {
     entry.redirectTo = spec.redirect.to;
@@ -490,7 +474,7 @@ export function planProject(
   const notLive: string[] = [];
   let liveFormer: string | undefined;
   for (const w of wanted) {
-    const one = planHostname(w, project, holders, domains, primaryLive, ctx.redirectsNameService === true);
+    const one = planHostname(w, project, holders, domains, primaryLive);
     if (one.action) actions.push(one.action);
     entries.push(one.entry);
     if (one.notLive !== undefined) notLive.push(one.notLive);

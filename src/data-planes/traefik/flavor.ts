@@ -1,20 +1,26 @@
 /**
  * The `traefik` flavor (`--ingress-flavor traefik`): a serving domain is the shared Ingress; a
  * redirect is a Traefik Middleware `portico-<name>-redirect` (middleware.ts) referenced from the
- * domain's Ingress by `router.middlewares`, plus the challenge Ingress. Pure.
+ * domain's Ingress by `router.middlewares`, whose path names the namespace's Service
+ * `portico-redirect` (a selector-less Service Traefik builds the router for: middleware.ts
+ * `traefikRedirectService`), plus the challenge Ingress. Pure.
  */
-import { ownedNames, type CustomDomain } from '../../api/customdomain.js';
+import type { V1Service } from '@kubernetes/client-node';
+import { CUSTOM_DOMAIN_LABEL, ownedNames, type CustomDomain } from '../../api/customdomain.js';
 import { ingressFlavorPlan, ingressRedirectPlan, type FlavorPlan } from '../../routing/flavor-plan.js';
-import { ownedMetadata, redirectBackend } from '../../routing/ingress.js';
+import { ownedMetadata } from '../../routing/ingress.js';
 import type { RoutingOptions } from '../../routing/options.js';
 import type { RedirectIntent } from '../../routing/redirect.js';
 import type { FlavorWriter } from '../types.js';
 import {
   TRAEFIK_API_VERSION,
   TRAEFIK_MIDDLEWARE_KIND,
+  TRAEFIK_REDIRECT_SERVICE_NAME,
+  TRAEFIK_REDIRECT_SERVICE_PORT,
   TRAEFIK_ROUTER_MIDDLEWARES,
   traefikMiddlewareReference,
   traefikRedirectMiddleware,
+  traefikRedirectService,
   traefikRedirectSummary,
 } from './middleware.js';
 
@@ -23,12 +29,16 @@ export function middlewareName(domain: Pick<CustomDomain, 'metadata'>): string {
   return `${ownedNames(domain).ingress}-redirect`;
 }
 
-function traefikBackendCaveats(domain: CustomDomain, options: RoutingOptions): string[] {
-  if (redirectBackend(domain, options).source !== 'placeholder') return [];
-  return [
-    'Traefik builds no router for an Ingress path whose Service does not exist, so set spec.service ' +
-      '(or configure the challenge Service) for the redirect to run',
-  ];
+/**
+ * The Service `portico-redirect` of the domain's namespace. Shared by every redirect domain of the
+ * namespace, as the challenge Service is: no owner reference and no CustomDomain label, so no
+ * domain's removal deletes it from under another's redirect.
+ */
+export function redirectService(domain: CustomDomain): V1Service {
+  const metadata = ownedMetadata(domain, TRAEFIK_REDIRECT_SERVICE_NAME);
+  delete metadata.ownerReferences;
+  delete metadata.labels?.[CUSTOM_DOMAIN_LABEL];
+  return traefikRedirectService(metadata);
 }
 
 function redirectPlan(domain: CustomDomain, options: RoutingOptions, intent: RedirectIntent): FlavorPlan {
@@ -41,15 +51,25 @@ function redirectPlan(domain: CustomDomain, options: RoutingOptions, intent: Red
   return ingressRedirectPlan(domain, options, intent, {
     what: `Ingress ${ownedNames(domain).ingress} with Traefik Middleware ${middlewareName(domain)}`,
     annotations: { [TRAEFIK_ROUTER_MIDDLEWARES]: reference },
-    before: [middleware],
-    caveats: [...traefikRedirectSummary(intent).caveats, ...traefikBackendCaveats(domain, options)],
+    backend: { name: TRAEFIK_REDIRECT_SERVICE_NAME, port: TRAEFIK_REDIRECT_SERVICE_PORT },
+    before: [redirectService(domain), middleware],
+    caveats: traefikRedirectSummary(intent).caveats,
   });
 }
 
+/**
+ * Milliseconds between writing a Middleware and writing the Ingress that names it (and between an
+ * Ingress ceasing to name it and its deletion): Traefik's Ingress and CRD providers publish apart,
+ * each at most once per `providersThrottleDuration` (2 s by default; pkg/server/configurationwatcher.go
+ * `throttleProviderConfigReload`), and a router that names a Middleware Traefik has not loaded is not
+ * built, so the hostname would answer 404 meanwhile. 2 s and half a second for the watch.
+ */
+export const TRAEFIK_MIDDLEWARE_SETTLE_MS = 2_500;
+
 export const traefikFlavor: FlavorWriter = {
   flavor: 'traefik',
-  redirectNeedsExistingService: true,
   plan: ingressFlavorPlan(redirectPlan),
+  referenceSettle: { kind: TRAEFIK_MIDDLEWARE_KIND, ms: TRAEFIK_MIDDLEWARE_SETTLE_MS },
   ownedObjects: (domain) => [
     {
       apiVersion: TRAEFIK_API_VERSION,

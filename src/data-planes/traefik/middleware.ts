@@ -20,11 +20,19 @@
  *   `<namespace>-<name>` normalized (every run of characters other than letters and digits becomes one
  *   `-`, pkg/provider/configuration.go `Normalize`), or `<namespace>_<name>` with the provider's
  *   `safeNaming` (pkg/provider/kubernetes/crd/name_builder.go, v3.7.11+).
- * - pkg/provider/kubernetes/ingress/kubernetes.go: an Ingress path whose Service is missing, or has no
- *   endpoints (unless `allowEmptyServices`), gets no router at all, so the redirect would not run: the
- *   redirect rule names a real Service (see `redirectBackend`).
+ * - pkg/provider/kubernetes/ingress/kubernetes.go (v3.6.12): an Ingress path whose Service is missing
+ *   (`service not found`), or whose Service yields no server (no ready endpoint, unless the provider's
+ *   `allowEmptyServices`: `Skipping service: no endpoints found`), gets no router at all, so its
+ *   redirect would not run and the hostname would answer 404. `loadService` makes a server of the
+ *   Service's cluster IP and port, without reading endpoints, when the Service carries the annotation
+ *   `traefik.ingress.kubernetes.io/service.nativelb: "true"` (annotations.go `ServiceIng.NativeLB`;
+ *   `getNativeServiceAddress` refuses only a headless Service). So every redirect path of this flavor
+ *   names `portico-redirect` (`traefikRedirectService`): a ClusterIP Service without a selector or
+ *   endpoints, with that annotation. Traefik builds the router and its Middleware answers before
+ *   anything is proxied, whatever the project's Service, its endpoints or the provider's
+ *   `allowEmptyServices` and `allowExternalNameServices` are.
  */
-import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
+import type { KubernetesObject, V1ObjectMeta, V1Service } from '@kubernetes/client-node';
 import { describeStatus, targetOrigin, type RedirectIntent } from '../../routing/redirect.js';
 
 export const TRAEFIK_API_VERSION = 'traefik.io/v1alpha1';
@@ -32,6 +40,12 @@ export const TRAEFIK_MIDDLEWARE_KIND = 'Middleware';
 export const TRAEFIK_ROUTER_MIDDLEWARES = 'traefik.ingress.kubernetes.io/router.middlewares';
 /** Matches Traefik's raw request URL and captures path and query. */
 export const TRAEFIK_REDIRECT_REGEX = '^https?://[^/]+(.*)$';
+/** The Service every redirect path of the `traefik` flavor names (`traefikRedirectService`). */
+export const TRAEFIK_REDIRECT_SERVICE_NAME = 'portico-redirect';
+/** The Service annotation that makes Traefik's Ingress provider use the cluster IP, not endpoints. */
+export const TRAEFIK_SERVICE_NATIVE_LB = 'traefik.ingress.kubernetes.io/service.nativelb';
+/** The port of `portico-redirect` that redirect paths name. */
+export const TRAEFIK_REDIRECT_SERVICE_PORT = 80;
 
 export interface TraefikMiddleware extends KubernetesObject {
   apiVersion: typeof TRAEFIK_API_VERSION;
@@ -84,5 +98,34 @@ export function traefikRedirectSummary(intent: RedirectIntent): { caveats: strin
       `Traefik cannot send ${describeStatus(intent.status)} to ${notFor}: its redirectRegex middleware answers ` +
         `${sent.get} to GET and ${sent.other} to other methods (permanent: ${intent.permanent})`,
     ],
+  };
+}
+
+/**
+ * The Service `portico-redirect` that the redirect path of every redirect Ingress of the `traefik`
+ * flavor names, with `metadata` from the caller (name, namespace, labels): type ClusterIP, no
+ * selector (so no endpoints), one port 80, and `traefik.ingress.kubernetes.io/service.nativelb:
+ * "true"`, so that Traefik builds the redirect's router (see the module comment). Nothing is ever
+ * proxied to it: the redirect Middleware answers first.
+ */
+export function traefikRedirectService(metadata: V1ObjectMeta): V1Service {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      ...metadata,
+      annotations: { ...metadata.annotations, [TRAEFIK_SERVICE_NATIVE_LB]: 'true' },
+    },
+    spec: {
+      type: 'ClusterIP',
+      ports: [
+        {
+          name: 'http',
+          port: TRAEFIK_REDIRECT_SERVICE_PORT,
+          targetPort: TRAEFIK_REDIRECT_SERVICE_PORT,
+          protocol: 'TCP',
+        },
+      ],
+    },
   };
 }

@@ -153,6 +153,16 @@ export class OwnedObjects {
     return { wrote: true };
   }
 
+  /** True when the cache holds `obj` as it would be written (applied-state.ts): applying it changes nothing. */
+  upToDate(obj: KubernetesObject): boolean {
+    const seen = this.#d.view.owned({
+      apiVersion: obj.apiVersion ?? '',
+      kind: obj.kind ?? '',
+      metadata: { name: obj.metadata?.name ?? '', namespace: obj.metadata?.namespace ?? '' },
+    });
+    return seen.cached && isUpToDate(seen.object, withAppliedDigest(obj));
+  }
+
   async apply(obj: KubernetesObject): Promise<void> {
     await serverSideApply(this.#d.objects, obj, { fieldManager: FIELD_MANAGER, force: true });
   }

@@ -16,16 +16,28 @@ import { parsedSecret } from '../../../certificates/parsed-secret.js';
 import { combine, type Acknowledgement } from '../../../routing/acknowledgement.js';
 import { GATEWAY_API_VERSION, LISTENERSET_KIND } from '../../../routing/gateway.js';
 import { flavorWriter, ROUTE_KINDS } from '../../../data-planes/registry.js';
-import { desiredRouting, staleRoutingObjects, type RoutingLookups } from '../../../routing/plan.js';
+import {
+  desiredRouting,
+  staleRoutingObjects,
+  type RoutingLookups,
+  type RoutingPlan,
+} from '../../../routing/plan.js';
+import type { FlavorWriter } from '../../../data-planes/types.js';
 import { reservedDomainOf } from '../acceptance.js';
 import type { RoutingState } from '../status.js';
 import type { CustomDomainReconcilerDeps } from './deps.js';
+import { ReferenceSettle } from './reference-settle.js';
 import type { OwnedObjects } from './objects.js';
+
+/** The routing phase's state: Routed, and when to look again (a write held back, `referenceSettle`). */
+export type RoutingOutcome = RoutingState & { requeueAfterMs?: number };
 
 /** The routing phase: apply the plan, delete what it no longer has, read the data plane's acknowledgement. */
 export class RoutingPhase {
   readonly #d: CustomDomainReconcilerDeps;
   readonly #objects: OwnedObjects;
+  /** Write times for the flavor's `referenceSettle` (reference-settle.ts). */
+  readonly #settle = new ReferenceSettle();
 
   constructor(deps: CustomDomainReconcilerDeps, objects: OwnedObjects) {
     this.#d = deps;
@@ -37,22 +49,43 @@ export class RoutingPhase {
    * does not; then reads from the caches whether the data plane took what was applied
    * (`#acknowledgement`), unless that check is off.
    */
-  async apply(domain: CustomDomain): Promise<RoutingState> {
+  async apply(domain: CustomDomain): Promise<RoutingOutcome> {
     const lookups = this.#routingLookups(domain);
     const plan = desiredRouting(domain, this.#d.routing, lookups);
+    const settle = this.#settle.pass(this.#settleRule(), domain.metadata, this.#d.now().getTime());
     const taken: string[] = [];
     const foreign: string[] = [];
     const written = new Set<KubernetesObject>();
     for (const obj of plan.apply) {
+      if (settle.holds(obj, () => this.#objects.upToDate(obj))) continue;
       const applied = await this.#objects.applyIfChanged(obj, domain);
       const what = `${obj.kind ?? ''} ${obj.metadata?.name ?? ''}`;
       if (applied.owner !== undefined) taken.push(`${what} (CustomDomain ${applied.owner})`);
       if (applied.foreign) foreign.push(what);
       if (applied.wrote) written.add(obj);
+      settle.applied(obj, applied.wrote);
     }
-    for (const header of staleRoutingObjects(plan)) await this.#objects.deleteIfCached(header, domain);
-    const inUse = nameInUse(taken, foreign);
-    if (inUse) return inUse;
+    for (const header of staleRoutingObjects(plan))
+      if (settle.mayDelete(header)) await this.#objects.deleteIfCached(header, domain);
+    const requeueAfterMs = settle.requeueAfterMs();
+    const later = requeueAfterMs === undefined ? {} : { requeueAfterMs };
+    const state = nameInUse(taken, foreign) ?? settle.heldState(this.#d.routing.dataPlaneName);
+    if (state) return { ...state, ...later };
+    return { ...this.#judged(plan, written, domain), ...later };
+  }
+
+  /** The flavor's `referenceSettle` in ingress mode; undefined in gateway mode or without one. */
+  #settleRule(): FlavorWriter['referenceSettle'] {
+    return this.#d.routing.mode === 'gateway' ? undefined : this.#writer().referenceSettle;
+  }
+
+  /** The ingress flavor's writer (the `nginx` one when none is configured, as the plan does). */
+  #writer(): FlavorWriter {
+    return flavorWriter(this.#d.routing.ingressFlavor ?? 'nginx');
+  }
+
+  /** Routed from the plan and, unless that check is off, the data plane's acknowledgement. */
+  #judged(plan: RoutingPlan, written: ReadonlySet<KubernetesObject>, domain: CustomDomain): RoutingState {
     if (!plan.routed) return { kind: 'not-routed', reason: plan.reason, message: plan.message };
     if (plan.unservable) return { kind: 'not-routed', ...plan.unservable };
     if (this.#d.routing.dataPlaneAcknowledgement === false)
@@ -122,7 +155,7 @@ export class RoutingPhase {
     const lookups: RoutingLookups = {
       listenerSetsServed: view.serves(GATEWAY_API_VERSION, LISTENERSET_KIND),
     };
-    const writer = flavorWriter(this.#d.routing.ingressFlavor ?? 'nginx');
+    const writer = this.#writer();
     if (writer.requiredKind !== undefined)
       lookups.flavorKindServed = view.serves(writer.requiredKind.apiVersion, writer.requiredKind.kind);
     if (writer.needsTlsSecretReady === true) lookups.tlsSecretReady = this.#tlsSecretReady(domain);
