@@ -305,8 +305,7 @@ function build(
     namespace: config.namespace,
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
-    contour: config.contourAttachment,
-    envoyGateway: config.envoyGatewayAttachment,
+    attachments: config.rateLimitAttachments,
   });
   return {
     controller,

@@ -32,8 +32,7 @@ describe('the sandbox data plane registry', () => {
     expect(started).toEqual({
       controllerOptions: {
         dataPlaneAcknowledgement: false,
-        contourAttachment: false,
-        envoyGatewayAttachment: false,
+        rateLimitAttachments: [],
         ingressClass: 'portico',
       },
       env: {},

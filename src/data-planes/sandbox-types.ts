@@ -21,8 +21,7 @@ export type DataPlaneControllerOptions = Pick<
   | 'gatewayParentRefs'
   | 'ingressFlavor'
   | 'ingressClass'
-  | 'contourAttachment'
-  | 'envoyGatewayAttachment'
+  | 'rateLimitAttachments'
   | 'servingCheckAddress'
 >;
 

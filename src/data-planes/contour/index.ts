@@ -62,7 +62,9 @@ export const contour = defineDataPlane({
   },
   rateLimitAttachment: {
     flag: '--contour-attachment',
+    env: 'PORTICO_CONTOUR_ATTACHMENT',
+    defaultOn: true,
+    help: "true | false: wire RateLimitPolicy targetRefs into Contour's HTTPProxies and write the rate-limit ExtensionService",
     targets: [{ group: CONTOUR_GROUP, kind: HTTPPROXY_KIND }],
-    attacher: 'controllers/ratelimitpolicy/contour-attacher.ts',
   },
 });

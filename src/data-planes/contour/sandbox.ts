@@ -37,8 +37,7 @@ export const contourSandbox = defineSandboxDataPlane({
         dataPlaneAcknowledgement: true,
         dataPlaneName: contour.displayName,
         ...(chartDefaults ? { dataPlane: contour.name, ingressFlavor: 'contour' } : {}),
-        contourAttachment: true,
-        envoyGatewayAttachment: false,
+        rateLimitAttachments: [contour.name],
         ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
       },
       env: {

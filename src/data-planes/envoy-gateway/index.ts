@@ -24,10 +24,13 @@ export const envoyGateway = defineDataPlane({
   routeKinds: [],
   rateLimitAttachment: {
     flag: '--envoy-gateway-attachment',
+    env: 'PORTICO_ENVOY_GATEWAY_ATTACHMENT',
+    defaultOn: false,
+    help: 'true | false: wire RateLimitPolicy targetRefs of kind HTTPRoute or Gateway into Envoy Gateway with EnvoyPatchPolicies in each Gateway namespace (needs extensionApis.enableEnvoyPatchPolicy and XDSNameSchemeV2)',
     targets: [
       { group: GATEWAY_API_GROUP, kind: HTTPROUTE_KIND },
       { group: GATEWAY_API_GROUP, kind: 'Gateway' },
     ],
-    attacher: 'controllers/ratelimitpolicy/envoy-gateway-attacher.ts',
+    usesClusterDomain: true,
   },
 });

@@ -14,8 +14,7 @@ export const noneSandbox = defineSandboxDataPlane({
     Promise.resolve({
       controllerOptions: {
         dataPlaneAcknowledgement: false,
-        contourAttachment: false,
-        envoyGatewayAttachment: false,
+        rateLimitAttachments: [],
         ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
       },
       env: {},

@@ -30,8 +30,7 @@ export const traefikSandbox = defineSandboxDataPlane({
       controllerOptions: {
         dataPlaneAcknowledgement: true,
         ...TRAEFIK_CONTROLLER_OPTIONS,
-        contourAttachment: false,
-        envoyGatewayAttachment: false,
+        rateLimitAttachments: [],
         ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
         // Only Traefik serves in the sandbox: Contour and Envoy Gateway run without an Envoy.
         servingCheckAddress: started.traefik.httpsAddr,
