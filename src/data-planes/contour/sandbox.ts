@@ -18,6 +18,14 @@ export const contourSandbox = defineSandboxDataPlane({
   toolSets: {},
   ports: { xds: 'tcp', metrics: 'tcp', health: 'tcp', debug: 'tcp' },
   stopFirst: [CONTOUR],
+  envFacts: {
+    contourXdsAddr: {
+      variable: 'CONTOUR_XDS_ADDR',
+      doc: "`127.0.0.1:<port>` of Contour's xDS server (`contour cli lds --contour <addr>`)",
+    },
+    contourHealthUrl: { doc: "Contour's `/healthz`" },
+    contourMetricsUrl: { variable: 'CONTOUR_METRICS_URL', doc: "Contour's Prometheus endpoint" },
+  },
   async start({ paths, tools, kubectl, step, ports, operatorNamespace, chartDefaults, chart }) {
     step(
       `installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.xds}, serving class ${chart.ingressClass ?? 'none and contour'})`,

@@ -24,6 +24,13 @@ export const envoyGatewaySandbox = defineSandboxDataPlane({
   toolSets: { envoyGateway: true },
   ports: { admin: 'tcp' },
   stopFirst: [ENVOY_GATEWAY],
+  envFacts: {
+    envoyGatewayAdminUrl: {
+      variable: 'ENVOY_GATEWAY_ADMIN_URL',
+      doc: "Envoy Gateway's admin API (`/api/server_info`, `/api/config_dump`: the resources as it holds them)",
+    },
+    gateway: { variable: 'GATEWAY', doc: "The Gateway Portico's routes attach to, `namespace/name`" },
+  },
   async start({ paths, tools, kubectl, step, ports, chart }) {
     step(
       `installing Envoy Gateway's and Gateway API's CRDs; starting Envoy Gateway (admin on 127.0.0.1:${ports.admin})`,

@@ -10,6 +10,7 @@ export const noneSandbox = defineSandboxDataPlane({
   toolSets: {},
   ports: {},
   stopFirst: [],
+  envFacts: {},
   start: ({ chart }) =>
     Promise.resolve({
       controllerOptions: {

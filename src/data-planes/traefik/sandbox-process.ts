@@ -24,7 +24,6 @@ import type { SandboxPaths } from '../../sandbox/paths.js';
 import { startDetached, type StartedProcess } from '../../sandbox/processes.js';
 import { httpProbe, waitUntilReady } from '../../sandbox/readiness.js';
 import { SandboxError } from '../../sandbox/errors.js';
-import type { SandboxEnv } from '../../sandbox/state.js';
 
 export const TRAEFIK = 'traefik';
 /** The sandbox's process serving the example project's page (src/sandbox/project-backend.ts). */
@@ -372,7 +371,12 @@ export const TRAEFIK_CONTROLLER_OPTIONS = {
 /** The facts of `<dir>/env` about Traefik and the backend; none without them. */
 export function traefikSandboxEnv(
   dataPlane: TraefikDataPlane | undefined,
-): Pick<SandboxEnv, 'ingressHttpAddr' | 'ingressHttpsAddr' | 'traefikPingUrl' | 'projectBackendUrl'> {
+): {
+  ingressHttpAddr?: string;
+  ingressHttpsAddr?: string;
+  traefikPingUrl?: string;
+  projectBackendUrl?: string;
+} {
   if (dataPlane === undefined) return {};
   return {
     ingressHttpAddr: dataPlane.traefik.httpAddr,

@@ -21,6 +21,18 @@ export const traefikSandbox = defineSandboxDataPlane({
   toolSets: { traefik: true },
   ports: { web: 'tcp', websecure: 'tcp', ping: 'tcp', backend: 'tcp' },
   stopFirst: [],
+  envFacts: {
+    ingressHttpAddr: {
+      variable: 'INGRESS_HTTP_ADDR',
+      doc: "`127.0.0.1:<port>` where the data plane serves HTTP (Traefik's `web`)",
+    },
+    ingressHttpsAddr: {
+      variable: 'INGRESS_HTTPS_ADDR',
+      doc: "`127.0.0.1:<port>` where the data plane serves HTTPS (Traefik's `websecure`)",
+    },
+    traefikPingUrl: { doc: "Traefik's `/ping`" },
+    projectBackendUrl: { doc: "The example project's backend (src/sandbox/project-backend.ts)" },
+  },
   async start({ paths, repoRoot, tools, kubectl, step, ports, chart, httpsRedirect }) {
     const started = await startTraefikDataPlane(paths, repoRoot, tools, kubectl, step, ports, {
       ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
