@@ -9,7 +9,7 @@ import type { ControllerOptions } from '../sandbox/controller.js';
 import type { Kubectl } from '../sandbox/kubectl.js';
 import type { SandboxPaths } from '../sandbox/paths.js';
 import type { PortKind } from '../sandbox/ports.js';
-import type { Tools, ToolSets } from '../sandbox/tools.js';
+import type { DataPlaneTools, Tools } from '../sandbox/tools.js';
 
 /** The operator's options that depend on the data plane (src/sandbox/controller.ts). */
 export type DataPlaneControllerOptions = Pick<
@@ -86,8 +86,11 @@ export interface SandboxDataPlaneModule<
 > {
   /** The value of `--data-plane` (the operator's `--data-plane` where it declares one). */
   readonly name: Name;
-  /** The optional tool sets of scripts/install-tools.sh it needs (src/sandbox/tools.ts). */
-  readonly toolSets: Omit<ToolSets, 'test'>;
+  /**
+   * Its tools: built by its folder's `tools.sh` (scripts/install-tools.sh sources each), found in
+   * `tools.binDir` by these names (src/sandbox/tools.ts checks them).
+   */
+  readonly tools: DataPlaneTools;
   /** The loopback ports it listens on, picked with the stack's (src/sandbox/ports.ts). */
   readonly ports: Readonly<Record<PortName, PortKind>>;
   /** Its processes that `sandbox down` stops before the operator (the rest stop after it). */

@@ -1,5 +1,5 @@
 /**
- * Contour (v1.33.8, scripts/install-tools.sh) as a data plane: it reads Ingress and its own
+ * Contour (v1.33.8, its tools.sh) as a data plane: it reads Ingress and its own
  * HTTPProxy; no ingress-nginx or Traefik annotation appears in its source
  * (internal/dag/ingress_processor.go reads its own `projectcontour.io/*` annotations only); it
  * implements no ListenerSet (no mention in the module), so gateway mode's certificate is never

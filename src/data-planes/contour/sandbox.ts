@@ -8,14 +8,19 @@
  * flavors; its redirects are therefore not served by Contour (contour-httpproxy.test.ts shows what a
  * declared Contour says of them). Development only.
  */
+import path from 'node:path';
+
 import { httpProbe } from '../../sandbox/readiness.js';
 import { CONTOUR, applyRateLimitExtension, installContourCrds, startContour } from './sandbox-process.js';
 import { defineSandboxDataPlane } from '../sandbox-types.js';
 import { contour } from './index.js';
 
+/** Its CRDs, from the module version the binary was built from (tools.sh). */
+const CONTOUR_CRDS = 'contour-crds.yaml';
+
 export const contourSandbox = defineSandboxDataPlane({
   name: contour.name,
-  toolSets: {},
+  tools: { executables: [CONTOUR], files: [CONTOUR_CRDS] },
   ports: { xds: 'tcp', metrics: 'tcp', health: 'tcp', debug: 'tcp' },
   stopFirst: [CONTOUR],
   envFacts: {
@@ -30,11 +35,11 @@ export const contourSandbox = defineSandboxDataPlane({
     step(
       `installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.xds}, serving class ${chart.ingressClass ?? 'none and contour'})`,
     );
-    await installContourCrds(kubectl, tools.contourCrds);
+    await installContourCrds(kubectl, path.join(tools.binDir, CONTOUR_CRDS));
     await applyRateLimitExtension(kubectl, paths, operatorNamespace);
     const started = await startContour(
       paths,
-      tools.contour,
+      path.join(tools.binDir, CONTOUR),
       kubectl.kubeconfig,
       ports,
       operatorNamespace,

@@ -1,5 +1,5 @@
 /**
- * Envoy Gateway (v1.9.1, scripts/install-tools.sh) as a data plane: Gateway API only
+ * Envoy Gateway (v1.9.1, its tools.sh) as a data plane: Gateway API only
  * (internal/provider/ imports no k8s.io/api/networking/v1, so it reads no Ingress, and names no
  * HTTPProxy); ListenerSet implemented (test/e2e/envoy-gateway-routes). It takes the `gateway`
  * flavor (routing/gateway.ts), whose HTTPRoute and ListenerSet are the shared Gateway API kinds

@@ -7,7 +7,7 @@ import { defineSandboxDataPlane } from '../sandbox-types.js';
 
 export const noneSandbox = defineSandboxDataPlane({
   name: 'none',
-  toolSets: {},
+  tools: { executables: [], files: [] },
   ports: {},
   stopFirst: [],
   envFacts: {},

@@ -168,7 +168,7 @@ export interface StartedTraefik {
  * Starts Traefik (process `name`, `<dir>/logs/<name>.log`) reading the cluster of `kubeconfig`, and
  * waits until its `/ping` answers 200. Stop it with `stopProcess(paths, name)`.
  *
- * @param binary the `traefik` binary (scripts/install-tools.sh `--traefik`)
+ * @param binary the `traefik` binary (tools.sh, install-tools.sh `--traefik`)
  * @throws ComponentStartError when it cannot start, exits, or does not answer within 60 s
  */
 export async function startTraefik(
