@@ -179,7 +179,13 @@ export default tseslint.config(
               message: 'The shared layers never import the features or the processes above them.',
             },
             {
-              target: ['./src/acme', './src/ratelimit/*.ts', './src/serving', './src/controllers', DATA_PLANES_ATTACHERS],
+              target: [
+                './src/acme',
+                './src/ratelimit/*.ts',
+                './src/serving',
+                './src/controllers',
+                DATA_PLANES_ATTACHERS,
+              ],
               from: ['./src/controller', './src/ratelimit/server'],
               message:
                 "Only a process's main (src/controller/, src/ratelimit/server/) wires the parts together.",

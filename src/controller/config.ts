@@ -383,7 +383,10 @@ function rateLimitAttachmentSettings(
   });
   if (on.length === 0) return new Map();
   const wiring = rateLimitWiring(required);
-  if (on.some((m) => m.attachment.usesClusterDomain === true) && !/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(wiring.clusterDomain))
+  if (
+    on.some((m) => m.attachment.usesClusterDomain === true) &&
+    !/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(wiring.clusterDomain)
+  )
     throw new ConfigError(
       `--cluster-domain must be a DNS domain such as cluster.local, got "${wiring.clusterDomain}"`,
     );

@@ -9,12 +9,17 @@ import { envoyGatewayAttacher } from './envoy-gateway/attacher-keys.js';
 import type { RateLimitAttachment, RateLimitAttacherModule } from './types.js';
 
 /** Every rate-limit attacher, in the order the flags and the unsupported-target message list them. */
-export const RATE_LIMIT_ATTACHERS: readonly RateLimitAttacherModule[] = [contourAttacher, envoyGatewayAttacher];
+export const RATE_LIMIT_ATTACHERS: readonly RateLimitAttacherModule[] = [
+  contourAttacher,
+  envoyGatewayAttacher,
+];
 
 /** The attachment of an attacher's data plane. Throws when the module declares none (a registry defect). */
 export function attachmentOf(attacher: RateLimitAttacherModule): RateLimitAttachment {
   const attachment = attacher.dataPlane.rateLimitAttachment;
   if (attachment === undefined)
-    throw new Error(`data plane module "${attacher.dataPlane.name}" has an attacher but no rateLimitAttachment`);
+    throw new Error(
+      `data plane module "${attacher.dataPlane.name}" has an attacher but no rateLimitAttachment`,
+    );
   return attachment;
 }

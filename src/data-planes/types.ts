@@ -323,7 +323,11 @@ export interface RateLimitAttacherModule {
 }
 
 /** The queue-and-verdict key of a target: `group/kind/name`. */
-export function targetKey(ref: { readonly group: string; readonly kind: string; readonly name: string }): string {
+export function targetKey(ref: {
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+}): string {
   return `${ref.group}/${ref.kind}/${ref.name}`;
 }
 

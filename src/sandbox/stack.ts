@@ -312,7 +312,11 @@ async function startStack(
     ...(withAppsZone ? { knot: true } : {}),
     dataPlanes: options.testTools === true ? SANDBOX_DATA_PLANE_MODULES.map((m) => m.tools) : [plane.tools],
   };
-  step(`installing tools (scripts/install-tools.sh${toolFlags(toolSets).map((f) => ` ${f}`).join('')})`);
+  step(
+    `installing tools (scripts/install-tools.sh${toolFlags(toolSets)
+      .map((f) => ` ${f}`)
+      .join('')})`,
+  );
   const tools = await installTools(repoRoot, process.stderr, toolSets);
   const picked = await pickFreePorts<string>({
     ...PORT_KINDS,

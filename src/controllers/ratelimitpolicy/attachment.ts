@@ -26,11 +26,7 @@ import { type PolicyTargetRef, type RateLimitPolicy } from '../../api/ratelimitp
 import { policyDescriptors, type RateLimitHeaders } from '../../routing/ratelimit-descriptors.js';
 import { contour } from '../../data-planes/contour/index.js';
 import { DATA_PLANE_MODULES } from '../../data-planes/registry.js';
-import {
-  isAttachmentTarget,
-  type RateLimitWiring,
-  type TargetVerdict,
-} from '../../data-planes/types.js';
+import { isAttachmentTarget, type RateLimitWiring, type TargetVerdict } from '../../data-planes/types.js';
 
 export const CONTOUR_GROUP = 'projectcontour.io';
 export const HTTPPROXY_KIND = 'HTTPProxy';
@@ -323,8 +319,9 @@ const COUNT_WORDS = ['', 'one', 'two', 'three', 'four'];
 /**
  * The targets some data plane wires (each module's `rateLimitAttachment`, in registry order), for
  * the UnsupportedTarget message; a data plane whose attachment is off by default says which are its
- * own: `projectcontour.io/HTTPProxy, gateway.networking.k8s.io/HTTPRoute and
- * gateway.networking.k8s.io/Gateway (the last two with Envoy Gateway)`.
+ * own (`the last two`, or their names when others follow): `projectcontour.io/HTTPProxy,
+ * gateway.networking.k8s.io/HTTPRoute and gateway.networking.k8s.io/Gateway (the last two with
+ * Envoy Gateway)`.
  */
 const SUPPORTED_TARGETS = (() => {
   const modules = DATA_PLANE_MODULES.flatMap((m) =>
@@ -338,8 +335,11 @@ const SUPPORTED_TARGETS = (() => {
   for (const m of modules.toReversed()) {
     const count = m.attachment.targets.length;
     if (!m.attachment.defaultOn) {
-      const which = end === all.length ? 'the last' : `the ${String(end - count + 1)}th to ${String(end)}th`;
-      notes.unshift(`${which} ${COUNT_WORDS[count] ?? String(count)} with ${m.name}`);
+      const which =
+        end === all.length
+          ? `the last ${COUNT_WORDS[count] ?? String(count)}`
+          : listed(all.slice(end - count, end));
+      notes.unshift(`${which} with ${m.name}`);
     }
     end -= count;
   }

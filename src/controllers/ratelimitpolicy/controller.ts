@@ -355,7 +355,8 @@ export class RateLimitPolicyController {
     }
     const verdicts = targets.map((ref): TargetVerdict => {
       const attacher = this.#attachers.find((a) => isAttachmentTarget(a.module.dataPlane, ref));
-      if (attacher === undefined) return targetVerdict(ref, { kind: 'unsupported' }, policy.metadata.namespace);
+      if (attacher === undefined)
+        return targetVerdict(ref, { kind: 'unsupported' }, policy.metadata.namespace);
       const result = results.get(attacher.module);
       if (result === undefined) return attacher.module.disabledVerdict(ref);
       const verdict = 'verdicts' in result ? result.verdicts.get(targetKey(ref)) : undefined;

@@ -125,12 +125,21 @@ export const envoyGatewayAttacher: RateLimitAttacherModule = {
       stop: () => eg.stop(),
       ownsKey: isEnvoyGatewayKey,
       reconcileKey: async (key) => {
-        await reconcileEnvoyGatewayKey(eg, key, policies.list(), enqueue, (k) => policies.get(k) !== undefined);
+        await reconcileEnvoyGatewayKey(
+          eg,
+          key,
+          policies.list(),
+          enqueue,
+          (k) => policies.get(k) !== undefined,
+        );
         return undefined;
       },
       attach: async (policy) => {
         const read = await envoyGatewayVerdicts(eg, policy, policies.list(), enqueue);
-        return { verdicts: read.verdicts, ...(read.pending ? { requeueAfterMs: ENVOY_GATEWAY_PENDING_MS } : {}) };
+        return {
+          verdicts: read.verdicts,
+          ...(read.pending ? { requeueAfterMs: ENVOY_GATEWAY_PENDING_MS } : {}),
+        };
       },
       // A policy gone: the EnvoyPatchPolicies of the Gateways that carry it are written again without it.
       settle: async (namespace, name, policy) => {

@@ -27,7 +27,11 @@ import {
   ENVOY_PATCH_POLICY_PLURAL,
   type RateLimitServiceTarget,
 } from '../../routing/envoy-gateway-ratelimit.js';
-import { describeTarget, targetsOf, type TargetVerdict } from '../../controllers/ratelimitpolicy/attachment.js';
+import {
+  describeTarget,
+  targetsOf,
+  type TargetVerdict,
+} from '../../controllers/ratelimitpolicy/attachment.js';
 import { HTTPROUTE_KIND } from '../../routing/gateway.js';
 import { targetKey } from '../types.js';
 import {

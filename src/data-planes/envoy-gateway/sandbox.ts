@@ -45,7 +45,12 @@ export const envoyGatewaySandbox = defineSandboxDataPlane({
     );
     await installEnvoyGatewayCrds(kubectl, path.join(tools.binDir, ENVOY_GATEWAY_CRDS));
     await ensureNamespace(kubectl, ENVOY_GATEWAY_NAMESPACE);
-    const started = await startEnvoyGateway(paths, path.join(tools.binDir, ENVOY_GATEWAY), kubectl, ports.admin);
+    const started = await startEnvoyGateway(
+      paths,
+      path.join(tools.binDir, ENVOY_GATEWAY),
+      kubectl,
+      ports.admin,
+    );
     step(
       `applying GatewayClass ${SANDBOX_GATEWAY.gatewayClassName} and Gateway ${gatewayParentRefsArg(SANDBOX_GATEWAY)}`,
     );

@@ -369,9 +369,7 @@ export const TRAEFIK_CONTROLLER_OPTIONS = {
 } as const;
 
 /** The facts of `<dir>/env` about Traefik and the backend; none without them. */
-export function traefikSandboxEnv(
-  dataPlane: TraefikDataPlane | undefined,
-): {
+export function traefikSandboxEnv(dataPlane: TraefikDataPlane | undefined): {
   ingressHttpAddr?: string;
   ingressHttpsAddr?: string;
   traefikPingUrl?: string;

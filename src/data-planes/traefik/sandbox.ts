@@ -39,7 +39,10 @@ export const traefikSandbox = defineSandboxDataPlane({
     projectBackendUrl: { doc: "The example project's backend (src/sandbox/project-backend.ts)" },
   },
   async start({ paths, repoRoot, tools, kubectl, step, ports, chart, httpsRedirect }) {
-    const binaries = { traefik: path.join(tools.binDir, TRAEFIK), traefikCrds: path.join(tools.binDir, TRAEFIK_CRDS) };
+    const binaries = {
+      traefik: path.join(tools.binDir, TRAEFIK),
+      traefikCrds: path.join(tools.binDir, TRAEFIK_CRDS),
+    };
     const started = await startTraefikDataPlane(paths, repoRoot, binaries, kubectl, step, ports, {
       ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
       httpsRedirect: httpsRedirect === true,
