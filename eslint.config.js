@@ -29,10 +29,16 @@ const RUNTIME = [
 /**
  * The data planes' modules (src/data-planes/): pure, but the `sandbox*.ts` files, each folder's
  * (`sandbox.ts`, and `sandbox-process.ts`, the processes it starts) and the top folder's (registry,
- * types), which start processes for `portico sandbox` (development only).
+ * types), which start processes for `portico sandbox` (development only), and the `attacher*.ts`
+ * files, each folder's rate-limit attacher and the top folder's registry of them, which do the I/O
+ * of RateLimitPolicy attachment at the controllers' level.
  */
-const DATA_PLANES_RUNTIME = ['./src/data-planes/!(sandbox*).ts', './src/data-planes/*/!(sandbox*).ts'];
+const DATA_PLANES_RUNTIME = [
+  './src/data-planes/!(sandbox*|attacher*).ts',
+  './src/data-planes/*/!(sandbox*|attacher*).ts',
+];
 const DATA_PLANES_SANDBOX = './src/data-planes/**/sandbox*.ts';
+const DATA_PLANES_ATTACHERS = './src/data-planes/**/attacher*.ts';
 
 /** The pure folders and files: decisions over values, no Kubernetes client, no network, no file system. */
 const PURE = [
@@ -125,12 +131,12 @@ export default tseslint.config(
         {
           zones: [
             {
-              target: [...RUNTIME, ...DATA_PLANES_RUNTIME],
+              target: [...RUNTIME, ...DATA_PLANES_RUNTIME, DATA_PLANES_ATTACHERS],
               from: './src/sandbox',
               message: 'Runtime code never imports the sandbox (a development tool).',
             },
             {
-              target: [...RUNTIME, ...DATA_PLANES_RUNTIME],
+              target: [...RUNTIME, ...DATA_PLANES_RUNTIME, DATA_PLANES_ATTACHERS],
               from: DATA_PLANES_SANDBOX,
               message: "Runtime code never imports a data plane's sandbox part (a development tool).",
             },
@@ -147,6 +153,11 @@ export default tseslint.config(
             {
               target: PURE,
               from: IMPURE_RATELIMIT,
+              message: 'A pure file imports only pure code (docs/architecture.md).',
+            },
+            {
+              target: PURE,
+              from: DATA_PLANES_ATTACHERS,
               message: 'A pure file imports only pure code (docs/architecture.md).',
             },
             {
@@ -168,7 +179,13 @@ export default tseslint.config(
               message: 'The shared layers never import the features or the processes above them.',
             },
             {
-              target: ['./src/acme', './src/ratelimit/*.ts', './src/serving', './src/controllers'],
+              target: [
+                './src/acme',
+                './src/ratelimit/*.ts',
+                './src/serving',
+                './src/controllers',
+                DATA_PLANES_ATTACHERS,
+              ],
               from: ['./src/controller', './src/ratelimit/server'],
               message:
                 "Only a process's main (src/controller/, src/ratelimit/server/) wires the parts together.",

@@ -12,6 +12,8 @@
 #                       envoy-gateway` passes it; --test implies it)
 #   --traefik           also build Traefik, with its CRDs (`sandbox up --data-plane traefik` passes
 #                       it; --test implies it)
+#                       (each data plane's flag is its src/data-planes/<name>/tools.sh's tool_flag;
+#                       a data plane without one, Contour, is always built)
 #   --kubelet           also build a node for the stack (`sandbox up --kubelet` passes it; --test
 #                       implies it): kubelet, kube-scheduler and kube-controller-manager from the same
 #                       Kubernetes module as kube-apiserver, the pause image (test/tools/pause) as a
@@ -52,30 +54,11 @@ GHZ_VERSION=v0.93.0
 # once promtool's modules are cached); without the builtinassets build tag it serves the HTTP API
 # and no web UI, which is all the dashboard renderer needs.
 PROMETHEUS_VERSION=v0.316.0
-# Contour, the ingress controller the sandbox and the e2e tests run (docs/routing.md, "Contour"). Its
-# go.mod has no replace directives, so go install builds it as it is; its CRDs come from the same
-# module version (examples/contour/01-crds.yaml), copied beside the binary.
-CONTOUR_VERSION=v1.33.8
 # CNCF Distribution's registry: the OCI registry on loopback that the release test pushes the image
 # (`podman push`) and the chart (`helm push`) to, and pulls and installs them from
 # (test/e2e/support/registry.ts starts it on a free port; README.md, "Install with Helm"). Its go.mod
 # has no replace directives, so go install builds it as it is.
 DISTRIBUTION_VERSION=v3.1.2
-# Envoy Gateway, the Gateway API implementation the sandbox (`--data-plane envoy-gateway`) and the
-# test/e2e/envoy-gateway-*.test.ts tests run (docs/routing.md, "Envoy Gateway"), and egctl, its CLI.
-# Its go.mod (go 1.26.7) has no replace directives, so go install builds both as they are. The CRDs
-# come from the same module version: charts/gateway-crds-helm/templates/, whose Helm `{{ }}` lines
-# are stripped: Gateway API's experimental channel (the Gateway API version Envoy Gateway requires)
-# and Envoy Gateway's own (EnvoyPatchPolicy, EnvoyProxy, ...), one file beside the binary.
-ENVOY_GATEWAY_VERSION=v1.9.1
-# Traefik, the data plane that serves HTTPS itself in the sandbox (`--data-plane traefik`) and in
-# test/e2e/traefik-*.test.ts (docs/routing.md, "Traefik"). Its go.mod has replace and exclude
-# directives, which go install refuses, so it is built in the module test/tools/traefik/, which repeats
-# them (v3.7.x does not build from the proxy at all: it replaces a nested module by a local path the
-# module zip lacks). Its CRDs (Middleware, IngressRoute, ...; the CRD provider watches them all) come
-# from the same module version (docs/content/reference/dynamic-configuration/
-# kubernetes-crd-definition-v1.yml), copied beside the binary.
-TRAEFIK_VERSION=$(awk '/^require github.com\/traefik\/traefik\/v3/ {print $3}' "$here/test/tools/traefik/go.mod")
 # quill, for the ad-hoc signature of the darwin kubectl-portico: built in test/tools/quill/ (see its
 # tools.go for why not with go install).
 QUILL_VERSION=$(awk '/^require github.com\/anchore\/quill/ {print $3}' "$here/test/tools/quill/go.mod")
@@ -83,22 +66,29 @@ QUILL_VERSION=$(awk '/^require github.com\/anchore\/quill/ {print $3}' "$here/te
 bench=false
 prometheus=false
 test_tools=false
-envoy_gateway=false
-traefik=false
+# The data planes' tool scripts and the flags they answer to (src/data-planes/<name>/tools.sh).
+data_plane_scripts=("$here"/src/data-planes/*/tools.sh)
+mapfile -t data_plane_flags < <(sed -n 's/^tool_flag=\(--.*\)$/\1/p' "${data_plane_scripts[@]}")
+requested_flags=()
 kubelet=false
 knot=false
 quill=false
 for arg in "$@"; do
   case $arg in
-    --test) test_tools=true; envoy_gateway=true; traefik=true; kubelet=true; quill=true ;;
+    --test) test_tools=true; kubelet=true; quill=true ;;
     --quill) quill=true ;;
-    --envoy-gateway) envoy_gateway=true ;;
-    --traefik) traefik=true ;;
     --kubelet) kubelet=true ;;
     --knot) knot=true ;;
     --bench) bench=true ;;
     --prometheus) prometheus=true ;;
-    *) printf 'usage: %s [--test] [--envoy-gateway] [--traefik] [--kubelet] [--knot] [--quill] [--bench] [--prometheus]\n' "$0" >&2; exit 2 ;;
+    *)
+      if [[ " ${data_plane_flags[*]} " == *" $arg "* ]]; then
+        requested_flags+=("$arg")
+      else
+        printf 'usage: %s [--test]%s [--kubelet] [--knot] [--quill] [--bench] [--prometheus]\n' "$0" "$(printf ' [%s]' "${data_plane_flags[@]}")" >&2
+        exit 2
+      fi
+      ;;
   esac
 done
 
@@ -148,72 +138,24 @@ build_once kubectl "$KUBERNETES_VERSION" build_kubernetes kubectl
 build_once etcd "$ETCD_VERSION" build_etcd
 build_once pebble "$PEBBLE_VERSION" go install -trimpath "github.com/letsencrypt/pebble/v2/cmd/pebble@$PEBBLE_VERSION"
 build_once pebble-challtestsrv "$PEBBLE_VERSION" go install -trimpath "github.com/letsencrypt/pebble/v2/cmd/pebble-challtestsrv@$PEBBLE_VERSION"
-build_contour() {
-  go install -trimpath -ldflags "-s -w -X github.com/projectcontour/contour/internal/build.Version=$CONTOUR_VERSION" \
-    "github.com/projectcontour/contour/cmd/contour@$CONTOUR_VERSION"
-  local module_dir
-  module_dir=$(go mod download -json "github.com/projectcontour/contour@$CONTOUR_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-  cp "$module_dir/examples/contour/01-crds.yaml" "$GOBIN/contour-crds.yaml"
-  chmod 0644 "$GOBIN/contour-crds.yaml"
-}
-build_once contour "$CONTOUR_VERSION" build_contour
-ln -sf "$tools_dir/contour-$CONTOUR_VERSION/contour-crds.yaml" "$bin_dir/contour-crds.yaml"
-# Two listeners of the server are fixed in v1.9.1 and bound on every interface: controller-runtime's
-# metrics (:8080, its metricsserver.DefaultBindAddress) and the health probe (:8081, the Kubernetes
-# provider's healthProbeBindAddress). Both are package variables, set to "0" (controller-runtime: do
-# not listen) at link time, so parallel stacks cannot collide on them; the sandbox reads Envoy
-# Gateway's admin API, on a port it picks (src/data-planes/envoy-gateway/sandbox-process.ts).
-build_envoy_gateway() {
-  local ldflags="-s -w -X github.com/envoyproxy/gateway/internal/cmd/version.envoyGatewayVersion=$ENVOY_GATEWAY_VERSION"
-  ldflags+=" -X sigs.k8s.io/controller-runtime/pkg/metrics/server.DefaultBindAddress=0"
-  ldflags+=" -X github.com/envoyproxy/gateway/internal/provider/kubernetes.healthProbeBindAddress=0"
-  go install -trimpath -ldflags "$ldflags" \
-    "github.com/envoyproxy/gateway/cmd/envoy-gateway@$ENVOY_GATEWAY_VERSION" \
-    "github.com/envoyproxy/gateway/cmd/egctl@$ENVOY_GATEWAY_VERSION"
-}
-# envoy_gateway_crds FILE: the CRDs of the module version, from charts/gateway-crds-helm/templates/.
-# Each template is one `{{- if ... }}` ... `{{- end }}` block of plain YAML documents. Gateway API's
-# bundle also holds a ValidatingAdmissionPolicy and its binding (safe-upgrades) that refuse
-# experimental CRDs over standard ones: the e2e tests apply both channels to one API server
-# (test/e2e/support/routing-crds.ts), so those documents are left out (awk: a document is dropped
-# when its `kind:` line names them).
-envoy_gateway_crds() {
-  local module_dir templates
-  module_dir=$(go mod download -json "github.com/envoyproxy/gateway@$ENVOY_GATEWAY_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-  templates="$module_dir/charts/gateway-crds-helm/templates"
-  grep -hv '^{{' "$templates/experimental-gatewayapi-crds.yaml" "$templates"/generated/*.yaml |
-    awk '/^---$/ { head = $0 "\n"; in_head = 1; skip = 0; next }
-         in_head { head = head $0 "\n"; if ($0 ~ /^kind: /) { in_head = 0; skip = ($0 ~ /^kind: ValidatingAdmissionPolicy/); if (!skip) printf "%s", head }; next }
-         !skip { print }' >"$1.tmp"
-  chmod 0644 "$1.tmp"
-  mv "$1.tmp" "$1"
-}
-if [[ $envoy_gateway == true ]]; then
-  build_once envoy-gateway "$ENVOY_GATEWAY_VERSION" build_envoy_gateway
-  eg_dir="$tools_dir/envoy-gateway-$ENVOY_GATEWAY_VERSION"
-  [[ -s "$eg_dir/envoy-gateway-crds.yaml" ]] || envoy_gateway_crds "$eg_dir/envoy-gateway-crds.yaml"
-  ln -sf "$eg_dir/egctl" "$bin_dir/egctl"
-  ln -sf "$eg_dir/envoy-gateway-crds.yaml" "$bin_dir/envoy-gateway-crds.yaml"
-fi
-build_traefik() {
-  cd "$here/test/tools/traefik"
-  go build -trimpath -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$TRAEFIK_VERSION" \
-    -o "$GOBIN/traefik" github.com/traefik/traefik/v3/cmd/traefik
-  local module_dir
-  module_dir=$(go mod download -json "github.com/traefik/traefik/v3@$TRAEFIK_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-  cp "$module_dir/docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml" "$GOBIN/traefik-crds.yaml"
-  chmod 0644 "$GOBIN/traefik-crds.yaml"
-}
+# Each data plane's tools (docs/architecture.md, "A data plane is one folder"): its folder's
+# tools.sh, sourced in turn, sets tool_flag (the flag that asks for them; empty: always built) and
+# defines data_plane_tools, which builds them with build_once and links them into bin/.
+for tools_script in "${data_plane_scripts[@]}"; do
+  unset -f data_plane_tools
+  tool_flag=
+  # shellcheck source=/dev/null
+  source "$tools_script"
+  if [[ -z $tool_flag || $test_tools == true || " ${requested_flags[*]} " == *" $tool_flag "* ]]; then
+    data_plane_tools
+  fi
+done
 build_quill() {
   cd "$here/test/tools/quill"
   go build -trimpath -ldflags "-s -w" -o "$GOBIN/quill" github.com/anchore/quill/cmd/quill
 }
 if [[ $quill == true ]]; then
   build_once quill "$QUILL_VERSION" build_quill
-fi
-if [[ $traefik == true ]]; then
-  build_once traefik "$TRAEFIK_VERSION" build_traefik
-  ln -sf "$tools_dir/traefik-$TRAEFIK_VERSION/traefik-crds.yaml" "$bin_dir/traefik-crds.yaml"
 fi
 # The pause image, the container every Pod sandbox holds its namespaces with (containerd's
 # sandbox_image): test/tools/pause built static, as a docker-archive that `ctr images import` takes,

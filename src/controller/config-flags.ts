@@ -4,9 +4,23 @@
  */
 import type { FlagSpec } from '../command-flags.js';
 import { DEFAULT_ATTACHMENT_HEADERS } from '../controllers/ratelimitpolicy/attachment.js';
-import { DATA_PLANES } from '../data-planes/registry.js';
+import { DATA_PLANE_MODULES, DATA_PLANES } from '../data-planes/registry.js';
 import { INGRESS_FLAVORS } from '../data-planes/types.js';
 import { TSIG_ALGORITHMS } from '../dns/dynamic-update.js';
+
+/**
+ * Each data plane's rate-limit attachment flag, from its module's `rateLimitAttachment`
+ * (`--contour-attachment`, `--envoy-gateway-attachment`): `true | false`, its own default.
+ */
+function attachmentFlags(): Record<`${string}-attachment`, FlagSpec> {
+  return Object.fromEntries(
+    DATA_PLANE_MODULES.flatMap((m) => {
+      const a = m.rateLimitAttachment;
+      if (a === undefined) return [];
+      return [[a.flag.slice(2), { type: 'string', env: a.env, default: String(a.defaultOn), help: a.help }]];
+    }),
+  );
+}
 
 export const controllerOptions = {
   kubeconfig: { type: 'string', env: 'KUBECONFIG', help: 'kubeconfig path (default: in-cluster)' },
@@ -308,18 +322,7 @@ export const controllerOptions = {
     env: 'PORTICO_SERVING_CHECK_PROJECT_HEADER',
     help: "name[=value]: a header the platform's backends add to every answer; an answer without it is not the project's",
   },
-  'contour-attachment': {
-    type: 'string',
-    env: 'PORTICO_CONTOUR_ATTACHMENT',
-    default: 'true',
-    help: "true | false: wire RateLimitPolicy targetRefs into Contour's HTTPProxies and write the rate-limit ExtensionService",
-  },
-  'envoy-gateway-attachment': {
-    type: 'string',
-    env: 'PORTICO_ENVOY_GATEWAY_ATTACHMENT',
-    default: 'false',
-    help: 'true | false: wire RateLimitPolicy targetRefs of kind HTTPRoute or Gateway into Envoy Gateway with EnvoyPatchPolicies in each Gateway namespace (needs extensionApis.enableEnvoyPatchPolicy and XDSNameSchemeV2)',
-  },
+  ...attachmentFlags(),
   'cluster-domain': {
     type: 'string',
     env: 'PORTICO_CLUSTER_DOMAIN',

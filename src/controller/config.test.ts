@@ -209,7 +209,8 @@ describe('parseControllerConfig', () => {
   it('reads the Contour attachment: on by default, with the documented ExtensionService, Service, timeout and headers', () => {
     const byDefault = parseControllerConfig(required, {});
     if ('help' in byDefault) throw new Error('unexpected help');
-    expect(byDefault.contourAttachment).toEqual({
+    expect([...byDefault.rateLimitAttachments.keys()]).toEqual(['contour']);
+    expect(byDefault.rateLimitAttachments.get('contour')).toEqual({
       headers: { keyId: 'x-api-key-id', plan: 'x-api-plan' },
       extensionService: {
         namespace: 'portico-system',
@@ -218,6 +219,7 @@ describe('parseControllerConfig', () => {
         servicePort: 8081,
         timeoutMs: 1000,
       },
+      clusterDomain: 'cluster.local',
     });
     const set = parseControllerConfig(
       [
@@ -232,7 +234,7 @@ describe('parseControllerConfig', () => {
       { PORTICO_RATELIMIT_GATEWAY_TIMEOUT_MS: '250', PORTICO_RATELIMIT_PLAN_HEADER: 'x-tier' },
     );
     if ('help' in set) throw new Error('unexpected help');
-    expect(set.contourAttachment).toEqual({
+    expect(set.rateLimitAttachments.get('contour')).toEqual({
       headers: { keyId: 'x-key', plan: 'x-tier' },
       extensionService: {
         namespace: 'contour',
@@ -241,10 +243,11 @@ describe('parseControllerConfig', () => {
         servicePort: 9000,
         timeoutMs: 250,
       },
+      clusterDomain: 'cluster.local',
     });
     const off = parseControllerConfig([...required, '--contour-attachment', 'false'], {});
     if ('help' in off) throw new Error('unexpected help');
-    expect(off.contourAttachment).toBeUndefined();
+    expect(off.rateLimitAttachments.has('contour')).toBe(false);
     expect(() => parseControllerConfig([...required, '--ratelimit-service', 'rls'], {})).toThrow(
       /--ratelimit-service must be name:port/,
     );
@@ -259,19 +262,22 @@ describe('parseControllerConfig', () => {
   it('reads the Envoy Gateway attachment: off by default, else the rate-limit Service Envoy calls', () => {
     const off = parseControllerConfig(required, {});
     if ('help' in off) throw new Error('unexpected help');
-    expect(off.envoyGatewayAttachment).toBeUndefined();
+    expect(off.rateLimitAttachments.has('envoy-gateway')).toBe(false);
     const on = parseControllerConfig(
       [...required, '--envoy-gateway-attachment', 'true', '--ratelimit-service', 'rls:9000'],
       { PORTICO_CLUSTER_DOMAIN: 'example.internal', PORTICO_NAMESPACE: 'portico' },
     );
     if ('help' in on) throw new Error('unexpected help');
-    expect(on.envoyGatewayAttachment).toEqual({
-      serviceName: 'rls',
-      serviceNamespace: on.namespace,
-      servicePort: 9000,
-      clusterDomain: 'example.internal',
-      timeoutMs: 1000,
+    expect(on.rateLimitAttachments.get('envoy-gateway')).toEqual({
       headers: { keyId: 'x-api-key-id', plan: 'x-api-plan' },
+      extensionService: {
+        namespace: on.namespace,
+        name: 'portico-ratelimit',
+        serviceName: 'rls',
+        servicePort: 9000,
+        timeoutMs: 1000,
+      },
+      clusterDomain: 'example.internal',
     });
     expect(() =>
       parseControllerConfig(

@@ -15,8 +15,6 @@ import {
   type AcmeIssuerSettings,
 } from '../acme/issuer-config.js';
 import type { FailoverPolicy } from '../acme/issuer-selection.js';
-import type { ContourAttachmentOptions } from '../controllers/ratelimitpolicy/contour-attacher.js';
-import type { RateLimitServiceTarget } from '../routing/envoy-gateway-ratelimit.js';
 import { OWNERSHIP_POLICIES, type OwnershipPolicy } from '../dns/ownership.js';
 import { TSIG_ALGORITHMS, type TsigAlgorithm, type TsigKey } from '../dns/dynamic-update.js';
 import { appsDomainProblem } from '../domain/apps-subdomain.js';
@@ -28,6 +26,8 @@ import {
   type RoutingMode,
   type RoutingOptions,
 } from '../routing/options.js';
+import { DATA_PLANE_MODULES } from '../data-planes/registry.js';
+import type { RateLimitWiring } from '../data-planes/types.js';
 import { DATA_PLANE_NAMES, DATA_PLANES, type DataPlane } from '../routing/data-planes.js';
 import { parseDataPlaneAddress } from '../serving/serving-check.js';
 import type { ProjectHeader } from '../serving/verdict.js';
@@ -156,18 +156,12 @@ export interface ControllerConfig {
       }
     | undefined;
   /**
-   * Attaching RateLimitPolicy `spec.targetRefs` to Contour's HTTPProxies and writing the
-   * ExtensionService Contour's `rateLimitService` names (docs/ratelimits.md, "Attaching to Contour");
-   * undefined when `--contour-attachment=false`.
+   * The data planes whose rate-limit attachment is on (each module's `--<name>-attachment` flag:
+   * `--contour-attachment`, on by default, docs/ratelimits.md, "Attaching to Contour";
+   * `--envoy-gateway-attachment`, off by default, docs/routing.md, "Envoy Gateway"), by data plane
+   * name, with where their proxies find the rate-limit service; empty when every one is off.
    */
-  contourAttachment: ContourAttachmentOptions | undefined;
-  /**
-   * Attaching RateLimitPolicy HTTPRoute `spec.targetRefs` through one EnvoyPatchPolicy per Gateway
-   * (docs/routing.md, "Envoy Gateway"): where Envoy finds the rate-limit service (`--ratelimit-service`
-   * in the ExtensionService's namespace, `--cluster-domain`); undefined when
-   * `--envoy-gateway-attachment=false` (the default).
-   */
-  envoyGatewayAttachment: RateLimitServiceTarget | undefined;
+  rateLimitAttachments: ReadonlyMap<string, RateLimitWiring>;
   metricsListenAddress: string;
   /** Workers reconciling in parallel. */
   workers: number;
@@ -374,37 +368,33 @@ function headerName(name: OptionName, value: string): string {
   return value.toLowerCase();
 }
 
-/** The Contour attachment settings; undefined when --contour-attachment=false. */
-function contourAttachmentSettings(
+/**
+ * The data planes whose attachment flag is on, each with the wiring; the `--ratelimit-*` flags are
+ * read only when one is, and `--cluster-domain` only when one on reads it.
+ */
+function rateLimitAttachmentSettings(
   required: (name: OptionName) => string,
-): ControllerConfig['contourAttachment'] {
-  if (!bool('contour-attachment', required('contour-attachment'))) return undefined;
-  return rateLimitWiring(required);
-}
-
-/** The Envoy Gateway attachment settings; undefined when --envoy-gateway-attachment=false. */
-function envoyGatewayAttachmentSettings(
-  required: (name: OptionName) => string,
-): ControllerConfig['envoyGatewayAttachment'] {
-  if (!bool('envoy-gateway-attachment', required('envoy-gateway-attachment'))) return undefined;
+): ControllerConfig['rateLimitAttachments'] {
+  const on = DATA_PLANE_MODULES.flatMap((m) => {
+    const a = m.rateLimitAttachment;
+    return a !== undefined && bool(a.flag.slice(2) as OptionName, required(a.flag.slice(2) as OptionName))
+      ? [{ name: m.name, attachment: a }]
+      : [];
+  });
+  if (on.length === 0) return new Map();
   const wiring = rateLimitWiring(required);
-  const clusterDomain = required('cluster-domain');
-  if (!/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(clusterDomain))
+  if (
+    on.some((m) => m.attachment.usesClusterDomain === true) &&
+    !/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/.test(wiring.clusterDomain)
+  )
     throw new ConfigError(
-      `--cluster-domain must be a DNS domain such as cluster.local, got "${clusterDomain}"`,
+      `--cluster-domain must be a DNS domain such as cluster.local, got "${wiring.clusterDomain}"`,
     );
-  return {
-    serviceName: wiring.extensionService.serviceName,
-    serviceNamespace: wiring.extensionService.namespace,
-    servicePort: wiring.extensionService.servicePort,
-    clusterDomain,
-    timeoutMs: wiring.extensionService.timeoutMs,
-    headers: wiring.headers,
-  };
+  return new Map(on.map((m) => [m.name, wiring]));
 }
 
-/** The rate-limit service and headers both attachments wire (the `--ratelimit-*` flags). */
-function rateLimitWiring(required: (name: OptionName) => string): ContourAttachmentOptions {
+/** The rate-limit service and headers every attachment wires (the `--ratelimit-*` flags, `--cluster-domain`). */
+function rateLimitWiring(required: (name: OptionName) => string): RateLimitWiring {
   const namespace = required('namespace');
   const ext = required('ratelimit-extension-service');
   const slash = ext.indexOf('/');
@@ -432,6 +422,7 @@ function rateLimitWiring(required: (name: OptionName) => string): ContourAttachm
       servicePort,
       timeoutMs: positiveInt('ratelimit-gateway-timeout-ms', required('ratelimit-gateway-timeout-ms')),
     },
+    clusterDomain: required('cluster-domain'),
   };
 }
 
@@ -613,8 +604,7 @@ export function parseControllerConfig(
     ingressClassName: ingressClass,
     routing: routingSettings(get, required),
     servingCheck: servingCheckSettings(get, required),
-    contourAttachment: contourAttachmentSettings(required),
-    envoyGatewayAttachment: envoyGatewayAttachmentSettings(required),
+    rateLimitAttachments: rateLimitAttachmentSettings(required),
     metricsListenAddress: required('metrics-listen-address'),
     workers: positiveInt('workers', required('workers')),
     resyncMs: positiveInt('resync-seconds', required('resync-seconds')) * 1000,

@@ -300,8 +300,7 @@ function build(
     namespace: config.namespace,
     resyncMs: config.resyncMs,
     events: new EventRecorder(core, 'portico-controller', log),
-    contour: config.contourAttachment,
-    envoyGateway: config.envoyGatewayAttachment,
+    attachments: config.rateLimitAttachments,
   });
   return {
     controller,

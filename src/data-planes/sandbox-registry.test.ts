@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { toolFlags } from '../sandbox/tools.js';
 import { describe, expect, it } from 'vitest';
 import { DATA_PLANES } from './registry.js';
 import {
@@ -17,10 +19,19 @@ describe('the sandbox data plane registry', () => {
     expect(SANDBOX_DATA_PLANE_MODULES.flatMap((m) => m.stopFirst)).toEqual(['contour', 'envoy-gateway']);
   });
 
-  it('builds the Envoy Gateway and Traefik tool sets only for their data planes', () => {
-    expect(sandboxDataPlaneModule('contour').toolSets).toEqual({});
-    expect(sandboxDataPlaneModule('envoy-gateway').toolSets).toEqual({ envoyGateway: true });
-    expect(sandboxDataPlaneModule('traefik').toolSets).toEqual({ traefik: true });
+  it('builds the Envoy Gateway and Traefik tool sets only for their data planes, each flag a tools.sh of its folder', () => {
+    expect(sandboxDataPlaneModule('contour').tools.flag).toBeUndefined();
+    expect(sandboxDataPlaneModule('envoy-gateway').tools.flag).toBe('--envoy-gateway');
+    expect(sandboxDataPlaneModule('traefik').tools.flag).toBe('--traefik');
+    expect(toolFlags({ dataPlanes: [sandboxDataPlaneModule('traefik').tools] })).toEqual(['--traefik']);
+    expect(toolFlags({ test: true, dataPlanes: SANDBOX_DATA_PLANE_MODULES.map((m) => m.tools) })).toEqual([
+      '--test',
+    ]);
+    for (const m of SANDBOX_DATA_PLANE_MODULES) {
+      if (m.tools.flag === undefined) continue;
+      const script = readFileSync(new URL(`./${m.name}/tools.sh`, import.meta.url), 'utf8');
+      expect(script).toMatch(new RegExp(`^tool_flag=${m.tools.flag}$`, 'm'));
+    }
   });
 
   it('starts nothing for none: the acknowledgement off, no attachment, the chart’s class kept', async () => {
@@ -32,8 +43,7 @@ describe('the sandbox data plane registry', () => {
     expect(started).toEqual({
       controllerOptions: {
         dataPlaneAcknowledgement: false,
-        contourAttachment: false,
-        envoyGatewayAttachment: false,
+        rateLimitAttachments: [],
         ingressClass: 'portico',
       },
       env: {},

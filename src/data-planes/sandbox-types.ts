@@ -9,8 +9,7 @@ import type { ControllerOptions } from '../sandbox/controller.js';
 import type { Kubectl } from '../sandbox/kubectl.js';
 import type { SandboxPaths } from '../sandbox/paths.js';
 import type { PortKind } from '../sandbox/ports.js';
-import type { SandboxEnv } from '../sandbox/state.js';
-import type { Tools, ToolSets } from '../sandbox/tools.js';
+import type { DataPlaneTools, Tools } from '../sandbox/tools.js';
 
 /** The operator's options that depend on the data plane (src/sandbox/controller.ts). */
 export type DataPlaneControllerOptions = Pick<
@@ -21,26 +20,24 @@ export type DataPlaneControllerOptions = Pick<
   | 'gatewayParentRefs'
   | 'ingressFlavor'
   | 'ingressClass'
-  | 'contourAttachment'
-  | 'envoyGatewayAttachment'
+  | 'rateLimitAttachments'
   | 'servingCheckAddress'
 >;
 
-/** The facts of `<dir>/env` a data plane adds (src/sandbox/state.ts). */
-export type DataPlaneEnv = Partial<
-  Pick<
-    SandboxEnv,
-    | 'contourXdsAddr'
-    | 'contourHealthUrl'
-    | 'contourMetricsUrl'
-    | 'envoyGatewayAdminUrl'
-    | 'gateway'
-    | 'ingressHttpAddr'
-    | 'ingressHttpsAddr'
-    | 'traefikPingUrl'
-    | 'projectBackendUrl'
-  >
->;
+/**
+ * One fact a data plane records about itself in `<dir>/state.json` (a string field of
+ * src/sandbox/state.ts's `SandboxEnv`, by the name its module gives it) and, when it has a
+ * `variable`, as that shell variable of `<dir>/env`.
+ */
+export interface EnvFact {
+  /** Its variable in `<dir>/env` (e.g. `CONTOUR_XDS_ADDR`); undefined: state.json only. */
+  readonly variable?: string;
+  /** What it is, for readers of state.json (`readSandboxEnv`, the e2e tests). */
+  readonly doc: string;
+}
+
+/** The facts of `<dir>/env` a data plane records, by name: a partial record of strings. */
+export type EnvFacts<EnvName extends string> = Readonly<Partial<Record<EnvName, string>>>;
 
 /** What `start` is given: the stack so far. */
 export interface SandboxStartContext<PortName extends string> {
@@ -64,11 +61,11 @@ export interface SandboxStartContext<PortName extends string> {
 }
 
 /** What a started data plane hands back to the stack. */
-export interface StartedSandboxDataPlane {
+export interface StartedSandboxDataPlane<EnvName extends string = string> {
   /** The operator's data-plane options (every one: the stack adds none of its own). */
   readonly controllerOptions: DataPlaneControllerOptions;
-  /** The facts of `<dir>/env` about it. */
-  readonly env: DataPlaneEnv;
+  /** The facts of `<dir>/env` about it, of those its module declares (`envFacts`). */
+  readonly env: EnvFacts<EnvName>;
   /** The examples to apply, when it rewrote them; undefined: examples/. */
   readonly examplesDir?: string | undefined;
 }
@@ -82,24 +79,38 @@ export interface SandboxCheck {
 }
 
 /** A data plane the sandbox can start (`portico sandbox up --data-plane <name>`). */
-export interface SandboxDataPlaneModule<Name extends string = string, PortName extends string = string> {
+export interface SandboxDataPlaneModule<
+  Name extends string = string,
+  PortName extends string = string,
+  EnvName extends string = never,
+> {
   /** The value of `--data-plane` (the operator's `--data-plane` where it declares one). */
   readonly name: Name;
-  /** The optional tool sets of scripts/install-tools.sh it needs (src/sandbox/tools.ts). */
-  readonly toolSets: Omit<ToolSets, 'test'>;
+  /**
+   * Its tools: built by its folder's `tools.sh` (scripts/install-tools.sh sources each), found in
+   * `tools.binDir` by these names (src/sandbox/tools.ts checks them).
+   */
+  readonly tools: DataPlaneTools;
   /** The loopback ports it listens on, picked with the stack's (src/sandbox/ports.ts). */
   readonly ports: Readonly<Record<PortName, PortKind>>;
   /** Its processes that `sandbox down` stops before the operator (the rest stop after it). */
   readonly stopFirst: readonly string[];
+  /**
+   * The facts it records in `<dir>/state.json` and `<dir>/env`, in `<dir>/env`'s order
+   * (sandbox-registry.ts derives `DataPlaneEnv`, the fields of `SandboxEnv` they make).
+   */
+  readonly envFacts: Readonly<Record<EnvName, EnvFact>>;
   /** Installs its CRDs and starts its processes, after the cluster, before the operator. */
-  start(context: SandboxStartContext<PortName>): Promise<StartedSandboxDataPlane>;
+  start(context: SandboxStartContext<PortName>): Promise<StartedSandboxDataPlane<EnvName>>;
   /** The readiness checks of its processes, from `<dir>/env` (none when it did not start them). */
-  checks(env: SandboxEnv): SandboxCheck[];
+  checks(env: EnvFacts<EnvName>): SandboxCheck[];
 }
 
-/** Declares a sandbox data plane with its name and port names as literal types. */
-export function defineSandboxDataPlane<const Name extends string, const PortName extends string>(
-  module: SandboxDataPlaneModule<Name, PortName>,
-): SandboxDataPlaneModule<Name, PortName> {
+/** Declares a sandbox data plane with its name, port names and fact names as literal types. */
+export function defineSandboxDataPlane<
+  const Name extends string,
+  const PortName extends string,
+  const EnvName extends string = never,
+>(module: SandboxDataPlaneModule<Name, PortName, EnvName>): SandboxDataPlaneModule<Name, PortName, EnvName> {
   return module;
 }

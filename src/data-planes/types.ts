@@ -3,11 +3,15 @@
  * per data plane under `src/data-planes/<name>/`, registered in `registry.ts` (the operator's side,
  * pure) and, when the sandbox can start it, in `sandbox-registry.ts` (development only). Pure: types.
  */
-import type { KubernetesObject } from '@kubernetes/client-node';
+import type { KubeConfig, KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
+import type { Logger } from 'pino';
 import type { CustomDomain } from '../api/customdomain.js';
+import type { PolicyTargetRef, RateLimitPolicy } from '../api/ratelimitpolicy.js';
+import type { RateLimitAttachedReason } from '../api/reasons.js';
 import type { Acknowledgement } from '../routing/acknowledgement.js';
 import type { FlavorPlan, ObjectHeader, RoutingLookups } from '../routing/flavor-plan.js';
 import type { RoutingOptions } from '../routing/options.js';
+import type { RateLimitHeaders } from '../routing/ratelimit-descriptors.js';
 
 /**
  * What Portico writes, by its settings: `nginx`, `traefik`, `contour` (ingress mode and its
@@ -200,16 +204,133 @@ export interface DataPlaneModule<Name extends string = string> {
   /**
    * How RateLimitPolicy targets attach to its routes: the operator flag that turns it on and the
    * target kinds; undefined: Portico attaches none (the rate-limit service is reached otherwise).
-   * The attacher itself lives in controllers/ratelimitpolicy/ (`attacher`, a path from src/).
+   * The attacher itself (I/O) is its folder's `attacher.ts`, registered in `attacher-registry.ts`.
    */
-  readonly rateLimitAttachment?: {
-    /** The operator flag that turns the attachment on or off (e.g. `--contour-attachment`). */
-    readonly flag: string;
-    /** The `spec.targetRefs` kinds it wires, by API group and kind. */
-    readonly targets: readonly { readonly group: string; readonly kind: string }[];
-    /** The attacher's file, from src/. */
-    readonly attacher: string;
+  readonly rateLimitAttachment?: RateLimitAttachment;
+}
+
+/** How a data plane's routes take RateLimitPolicy targets (`DataPlaneModule.rateLimitAttachment`). */
+export interface RateLimitAttachment {
+  /** The operator flag that turns the attachment on or off (e.g. `--contour-attachment`). */
+  readonly flag: `--${string}-attachment`;
+  /** The flag's environment variable (e.g. `PORTICO_CONTOUR_ATTACHMENT`). */
+  readonly env: string;
+  /** Whether it is on when the flag is not given. */
+  readonly defaultOn: boolean;
+  /** The flag's help line (`portico controller --help`). */
+  readonly help: string;
+  /** The `spec.targetRefs` kinds it wires, by API group and kind. */
+  readonly targets: readonly { readonly group: string; readonly kind: string }[];
+  /** It reads `--cluster-domain` (checked only while it is on). */
+  readonly usesClusterDomain?: boolean;
+}
+
+/**
+ * Where the data plane's proxies find the rate-limit service, and the request headers the
+ * descriptors read: the `--ratelimit-*` flags (controller/config.ts), the same for every attacher.
+ */
+export interface RateLimitWiring {
+  readonly headers: RateLimitHeaders;
+  /** The rate-limit server's Service and how long a proxy waits for it. */
+  readonly extensionService: {
+    /** The operator's namespace: where the Service and Contour's ExtensionService live. */
+    readonly namespace: string;
+    /** The ExtensionService's name (`--ratelimit-extension-service`). */
+    readonly name: string;
+    readonly serviceName: string;
+    /** The Service's gRPC port. */
+    readonly servicePort: number;
+    /** How long the proxy waits for an answer, milliseconds. */
+    readonly timeoutMs: number;
   };
+  /** The cluster's DNS domain (`--cluster-domain`), checked when an attacher on reads it. */
+  readonly clusterDomain: string;
+}
+
+/** One target's verdict, a part of the RateLimitPolicy's `Attached` condition. */
+export interface TargetVerdict {
+  readonly ref: PolicyTargetRef;
+  readonly wired: boolean;
+  /** Not wired yet, for a reason that passes by itself (the data plane has not reported yet). */
+  readonly pending?: boolean;
+  readonly reason: RateLimitAttachedReason;
+  readonly message: string;
+}
+
+/** What an attacher answers for one policy (`RateLimitAttacher.attach`). */
+export type AttachResult =
+  | {
+      /** The verdicts of the policy's targets of its kinds, by `targetKey`. */
+      readonly verdicts: ReadonlyMap<string, TargetVerdict>;
+      /** Look at the policy again this soon, milliseconds (its data plane has not reported yet). */
+      readonly requeueAfterMs?: number;
+    }
+  | {
+      /**
+       * It cannot judge yet (its watch has not listed): the policy's `Attached` is Unknown,
+       * `TargetsNotRead`, with this message; it queues the policies again once it can.
+       */
+      readonly notRead: string;
+    };
+
+/** What the RateLimitPolicy controller gives an attacher it creates. */
+export interface RateLimitAttacherContext {
+  readonly kubeConfig: KubeConfig;
+  readonly objects: KubernetesObjectApi;
+  readonly log: Logger;
+  /** Milliseconds between the controller's full resyncs. */
+  readonly resyncMs: number;
+  readonly wiring: RateLimitWiring;
+  /** The controller's cache of RateLimitPolicies: `list` (every namespace when undefined), `get` by `namespace/name`. */
+  readonly policies: {
+    list(namespace?: string): readonly RateLimitPolicy[];
+    get(key: string): RateLimitPolicy | undefined;
+  };
+  /** Queues a key: a policy's `namespace/name`, or one of the attacher's own keys. */
+  readonly enqueue: (key: string) => void;
+}
+
+/**
+ * A data plane's rate-limit attacher (I/O, its folder's `attacher.ts`): the RateLimitPolicy
+ * controller creates one for each data plane whose attachment flag is on, and calls it beside its
+ * own work (controllers/ratelimitpolicy/controller.ts).
+ */
+export interface RateLimitAttacher {
+  /** Starts its watches; never throws. */
+  start(): void;
+  stop(): Promise<void>;
+  /** Its own queue keys that are queued at start and at every resync (never a `namespace/name`). */
+  readonly resyncKeys: readonly string[];
+  /** Whether `key` is one of its own queue keys (never a policy's `namespace/name`). */
+  ownsKey(key: string): boolean;
+  /** Reconciles one of its keys; returns when to look again, milliseconds, if due. */
+  reconcileKey(key: string): Promise<number | undefined>;
+  /** Wires the targets of `policy` of its kinds and says how each stands. */
+  attach(policy: RateLimitPolicy): Promise<AttachResult>;
+  /**
+   * After a policy's reconcile (`policy` undefined: it is gone): takes away what it wrote for
+   * targets the policy no longer names, or queues that work.
+   */
+  settle(namespace: string, name: string, policy: RateLimitPolicy | undefined): Promise<void>;
+}
+
+/** A data plane's attacher as `attacher-registry.ts` lists it. */
+export interface RateLimitAttacherModule {
+  /** The data plane module whose `rateLimitAttachment` it implements. */
+  readonly dataPlane: DataPlaneModule;
+  /** The verdict of one of its targets while its flag is off. */
+  readonly disabledVerdict: (ref: PolicyTargetRef) => TargetVerdict;
+  /** Creates the attacher (its flag is on). */
+  readonly create: (context: RateLimitAttacherContext) => RateLimitAttacher;
+}
+
+/** The queue-and-verdict key of a target: `group/kind/name`. */
+export function targetKey(ref: {
+  readonly group: string;
+  readonly kind: string;
+  readonly name: string;
+}): string {
+  return `${ref.group}/${ref.kind}/${ref.name}`;
 }
 
 /** Declares a data plane with its name as a literal type (so the registry's names form a union). */

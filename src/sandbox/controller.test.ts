@@ -12,7 +12,7 @@ const options: ControllerOptions = {
   metricsPort: 9090,
   namespace: 'portico-system',
   dataPlaneAcknowledgement: true,
-  contourAttachment: false,
+  rateLimitAttachments: [],
 };
 
 /** The value following `flag` in `args`; undefined when the flag is absent. */

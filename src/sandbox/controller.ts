@@ -5,6 +5,7 @@
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 
+import { DATA_PLANE_MODULES } from '../data-planes/registry.js';
 import type { DataPlane } from '../routing/data-planes.js';
 import { ComponentStartError } from './errors.js';
 import type { SandboxPaths } from './paths.js';
@@ -41,13 +42,12 @@ export interface ControllerOptions {
   readonly dataPlane?: DataPlane;
   /** The data plane's name in the Routed messages (`--data-plane-name`), e.g. `Contour`. */
   readonly dataPlaneName?: string;
-  /** Wire RateLimitPolicy targets into Contour (`--contour-attachment`): where Contour runs. */
-  readonly contourAttachment: boolean;
   /**
-   * Wire RateLimitPolicy HTTPRoute targets into Envoy Gateway (`--envoy-gateway-attachment`): where
-   * Envoy Gateway runs.
+   * The data planes whose RateLimitPolicy attachment is on (each module's `--<name>-attachment`,
+   * e.g. `--contour-attachment` where Contour runs, `--envoy-gateway-attachment` where Envoy Gateway
+   * runs); every other data plane's flag is passed as false.
    */
-  readonly envoyGatewayAttachment?: boolean;
+  readonly rateLimitAttachments: readonly DataPlane[];
   /**
    * Gateway API mode (`--routing-mode gateway`): the HTTPRoutes' parent Gateway, `namespace/name`
    * (`--gateway-parent-refs`); undefined routes with Ingress.
@@ -121,14 +121,14 @@ export function controllerArgs(options: ControllerOptions): string[] {
     String(options.dataPlaneAcknowledgement),
     ...(options.dataPlane === undefined ? [] : ['--data-plane', options.dataPlane]),
     ...(options.dataPlaneName === undefined ? [] : ['--data-plane-name', options.dataPlaneName]),
-    // RateLimitPolicy targetRefs into Contour's HTTPProxies, and the rate-limit ExtensionService
-    // (docs/ratelimits.md, "Attaching to Contour"): only where Contour runs.
-    '--contour-attachment',
-    String(options.contourAttachment),
-    // RateLimitPolicy HTTPRoute targets through an EnvoyPatchPolicy per Gateway (docs/routing.md,
-    // "Envoy Gateway"): only where Envoy Gateway runs.
-    '--envoy-gateway-attachment',
-    String(options.envoyGatewayAttachment ?? false),
+    // RateLimitPolicy targetRefs into the data plane that runs (Contour's HTTPProxies and the
+    // ExtensionService, docs/ratelimits.md, "Attaching to Contour"; an EnvoyPatchPolicy per Gateway,
+    // docs/routing.md, "Envoy Gateway"): every data plane's flag, on only for those named.
+    ...DATA_PLANE_MODULES.flatMap((m) =>
+      m.rateLimitAttachment === undefined
+        ? []
+        : [m.rateLimitAttachment.flag, String(options.rateLimitAttachments.includes(m.name))],
+    ),
     // With Envoy Gateway in the sandbox: an HTTPRoute and a ListenerSet per domain on its Gateway
     // (docs/routing.md, "Envoy Gateway").
     ...(options.gatewayParentRefs === undefined

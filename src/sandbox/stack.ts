@@ -48,7 +48,7 @@ import { RATELIMIT_SERVER, startRateLimitServer } from './ratelimit-server.js';
 import { REDIS, startRedis } from './redis.js';
 import { readState, removeSandboxEnv, writeSandboxEnv, type SandboxEnv } from './state.js';
 import { sandboxStatus } from './status.js';
-import { installTools, type Tools, type ToolSets } from './tools.js';
+import { installTools, toolFlags, type Tools, type ToolSets } from './tools.js';
 
 export type { SandboxEnv } from './state.js';
 export { sandboxStatus, type ComponentStatus, type SandboxStatus } from './status.js';
@@ -310,9 +310,13 @@ async function startStack(
     test: options.testTools === true,
     kubelet: options.kubelet === true,
     ...(withAppsZone ? { knot: true } : {}),
-    ...plane.toolSets,
+    dataPlanes: options.testTools === true ? SANDBOX_DATA_PLANE_MODULES.map((m) => m.tools) : [plane.tools],
   };
-  step(`installing tools (scripts/install-tools.sh${toolFlags(toolSets)})`);
+  step(
+    `installing tools (scripts/install-tools.sh${toolFlags(toolSets)
+      .map((f) => ` ${f}`)
+      .join('')})`,
+  );
   const tools = await installTools(repoRoot, process.stderr, toolSets);
   const picked = await pickFreePorts<string>({
     ...PORT_KINDS,
@@ -471,19 +475,6 @@ async function startSandboxNode(
     controllerManager: s.ports.kubeControllerManager,
   });
   s.step(`Node localhost is Ready (kubelet on 127.0.0.1:${s.ports.kubelet})`);
-}
-
-/** install-tools.sh's flags for `sets`, each with a leading space, for the progress line. */
-function toolFlags(sets: ToolSets): string {
-  return Object.entries({
-    test: '--test',
-    envoyGateway: '--envoy-gateway',
-    traefik: '--traefik',
-    kubelet: '--kubelet',
-  })
-    .filter(([set]) => sets[set as keyof ToolSets] === true)
-    .map(([, flag]) => ` ${flag}`)
-    .join('');
 }
 
 /**

@@ -5,11 +5,18 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 
 import { SandboxNotFoundError } from './errors.js';
+import { DATA_PLANE_ENV_VARIABLES, type DataPlaneEnv } from '../data-planes/sandbox-registry.js';
 import type { SandboxDataPlane } from './data-plane.js';
 import type { SandboxPaths } from './paths.js';
 
-/** The facts about a running sandbox. Paths are absolute; URLs have no trailing slash. */
-export interface SandboxEnv {
+/**
+ * The facts about a running sandbox. Paths are absolute; URLs have no trailing slash. The data
+ * plane's own facts (e.g. `contourXdsAddr`) are its module's `envFacts` (data-planes/<name>/sandbox.ts).
+ */
+export type SandboxEnv = StackEnv & DataPlaneEnv;
+
+/** The facts of the stack that every data plane shares. */
+export interface StackEnv {
   /** The sandbox directory. */
   readonly sandboxDir: string;
   /** The directory of the tools the sandbox runs (scripts/install-tools.sh's bin directory). */
@@ -54,31 +61,11 @@ export interface SandboxEnv {
    * waits for it) or `none` (the operator runs with the acknowledgement off).
    */
   readonly dataPlane: SandboxDataPlane;
-  /** `127.0.0.1:<port>` of Contour's xDS server (`contour cli lds --contour <addr>`); with `contour`. */
-  readonly contourXdsAddr?: string;
-  /** Contour's `/healthz`; with `contour`. */
-  readonly contourHealthUrl?: string;
-  /** Contour's Prometheus endpoint; with `contour`. */
-  readonly contourMetricsUrl?: string;
-  /**
-   * Envoy Gateway's admin API (`/api/server_info`, `/api/config_dump`: the resources as it holds
-   * them); with `envoy-gateway`.
-   */
-  readonly envoyGatewayAdminUrl?: string;
-  /** The Gateway Portico's routes attach to, `namespace/name`; with `envoy-gateway`. */
-  readonly gateway?: string;
-  /** `127.0.0.1:<port>` where the data plane serves HTTP (Traefik's `web`); with `traefik`. */
-  readonly ingressHttpAddr?: string;
-  /** `127.0.0.1:<port>` where the data plane serves HTTPS (Traefik's `websecure`); with `traefik`. */
-  readonly ingressHttpsAddr?: string;
-  /** Traefik's `/ping`; with `traefik`. */
-  readonly traefikPingUrl?: string;
-  /** The example project's backend (src/sandbox/project-backend.ts); with `traefik`. */
-  readonly projectBackendUrl?: string;
 }
 
 /** The shell variables of `<dir>/env`, in file order. */
 export function envVariables(env: SandboxEnv): [string, string][] {
+  const facts = new Map<string, unknown>(Object.entries(env));
   return [
     ['SANDBOX_DIR', env.sandboxDir],
     ['KUBECONFIG', env.kubeconfig],
@@ -94,22 +81,10 @@ export function envVariables(env: SandboxEnv): [string, string][] {
     ['RATELIMIT_GRPC_ADDR', env.ratelimitGrpcAddr],
     ['RATELIMIT_METRICS_URL', env.ratelimitMetricsUrl],
     ['DATA_PLANE', env.dataPlane],
-    ...(env.contourXdsAddr === undefined
-      ? []
-      : [['CONTOUR_XDS_ADDR', env.contourXdsAddr] as [string, string]]),
-    ...(env.contourMetricsUrl === undefined
-      ? []
-      : [['CONTOUR_METRICS_URL', env.contourMetricsUrl] as [string, string]]),
-    ...(env.envoyGatewayAdminUrl === undefined
-      ? []
-      : [['ENVOY_GATEWAY_ADMIN_URL', env.envoyGatewayAdminUrl] as [string, string]]),
-    ...(env.gateway === undefined ? [] : [['GATEWAY', env.gateway] as [string, string]]),
-    ...(env.ingressHttpAddr === undefined
-      ? []
-      : [['INGRESS_HTTP_ADDR', env.ingressHttpAddr] as [string, string]]),
-    ...(env.ingressHttpsAddr === undefined
-      ? []
-      : [['INGRESS_HTTPS_ADDR', env.ingressHttpsAddr] as [string, string]]),
+    ...DATA_PLANE_ENV_VARIABLES.flatMap(([fact, variable]): [string, string][] => {
+      const value = facts.get(fact);
+      return typeof value === 'string' ? [[variable, value]] : [];
+    }),
   ];
 }
 

@@ -8,7 +8,23 @@ import path from 'node:path';
 
 import { ToolsInstallError } from './errors.js';
 
-/** Absolute paths of the tools the sandbox runs. */
+/**
+ * A data plane's tools (its sandbox module's `tools`): built by its folder's `tools.sh`, which
+ * scripts/install-tools.sh sources, and linked into the bin directory.
+ */
+export interface DataPlaneTools {
+  /** The flag of install-tools.sh that asks for them (its tools.sh's `tool_flag`); undefined: always built. */
+  readonly flag?: string;
+  /** The binaries it links into the bin directory (checked executable). */
+  readonly executables: readonly string[];
+  /** The other files it links there, e.g. CRDs (checked readable). */
+  readonly files: readonly string[];
+}
+
+/**
+ * Absolute paths of the tools the sandbox runs; a data plane's own are in `binDir` by the names its
+ * `DataPlaneTools` gives.
+ */
 export interface Tools {
   readonly binDir: string;
   readonly etcd: string;
@@ -18,37 +34,20 @@ export interface Tools {
   readonly pebbleChalltestsrv: string;
   /** Debian's redis-server, linked into the bin directory. */
   readonly redisServer: string;
-  /** Contour, the ingress controller of `--data-plane contour`. */
-  readonly contour: string;
-  /** Contour's CRDs, from the module version the binary was built from. */
-  readonly contourCrds: string;
-  /**
-   * Envoy Gateway (`envoy-gateway`), its CLI (`egctl`) and its CRDs with Gateway API's experimental
-   * channel, from the module version the binaries were built from. Present (checked) only when built:
-   * the `envoyGateway` or `test` tool set.
-   */
-  readonly envoyGateway: string;
-  readonly egctl: string;
-  readonly envoyGatewayCrds: string;
-  /**
-   * Traefik and its CRDs (Middleware, IngressRoute, ...), from the module version the binary was built
-   * from. Present (checked) only when built: the `traefik` or `test` tool set.
-   */
-  readonly traefik: string;
-  readonly traefikCrds: string;
 }
 
 /** Which of the script's tool sets to build besides the sandbox's own. */
 export interface ToolSets {
   /**
-   * helm, promtool, envoyproxy/ratelimit's client, which only the e2e tests run, and Envoy Gateway
-   * (`--test`).
+   * helm, promtool, envoyproxy/ratelimit's client, which only the e2e tests run, and every data
+   * plane's tools (`--test`).
    */
   readonly test?: boolean;
-  /** Envoy Gateway and egctl with their CRDs (`--envoy-gateway`), for `--data-plane envoy-gateway`. */
-  readonly envoyGateway?: boolean;
-  /** Traefik with its CRDs (`--traefik`), for `--data-plane traefik`. */
-  readonly traefik?: boolean;
+  /**
+   * The data planes whose tools to build and check besides the stack's (each `DataPlaneTools`,
+   * e.g. `--traefik` for `--data-plane traefik`); `test` builds every data plane's.
+   */
+  readonly dataPlanes?: readonly DataPlaneTools[];
   /**
    * The node (`--kubelet`): kubelet, kube-scheduler, kube-controller-manager, the pause image,
    * containerd and runc, for `sandbox up --kubelet` (src/sandbox/kubelet.ts checks them).
@@ -77,13 +76,7 @@ export async function installTools(
   sets: ToolSets = {},
 ): Promise<Tools> {
   const script = path.join(repoRoot, 'scripts', 'install-tools.sh');
-  const flags = [
-    ...(sets.test === true ? ['--test'] : []),
-    ...(sets.envoyGateway === true ? ['--envoy-gateway'] : []),
-    ...(sets.traefik === true ? ['--traefik'] : []),
-    ...(sets.kubelet === true ? ['--kubelet'] : []),
-    ...(sets.knot === true ? ['--knot'] : []),
-  ];
+  const flags = toolFlags(sets);
   const stdout = await runScript(script, flags, stderr);
   const binDir = stdout.trim().split('\n').at(-1)?.trim() ?? '';
   if (binDir === '') throw new ToolsInstallError(`${script} printed no bin directory`);
@@ -95,13 +88,6 @@ export async function installTools(
     pebble: path.join(binDir, 'pebble'),
     pebbleChalltestsrv: path.join(binDir, 'pebble-challtestsrv'),
     redisServer: path.join(binDir, 'redis-server'),
-    contour: path.join(binDir, 'contour'),
-    contourCrds: path.join(binDir, 'contour-crds.yaml'),
-    envoyGateway: path.join(binDir, 'envoy-gateway'),
-    egctl: path.join(binDir, 'egctl'),
-    envoyGatewayCrds: path.join(binDir, 'envoy-gateway-crds.yaml'),
-    traefik: path.join(binDir, 'traefik'),
-    traefikCrds: path.join(binDir, 'traefik-crds.yaml'),
   };
   await checkInstalled(script, tools, sets);
   return tools;
@@ -113,9 +99,8 @@ export async function installTools(
  * @throws ToolsInstallError naming the first one missing
  */
 async function checkInstalled(script: string, tools: Tools, sets: ToolSets): Promise<void> {
-  const withEnvoyGateway = sets.test === true || sets.envoyGateway === true;
-  const withTraefik = sets.test === true || sets.traefik === true;
   const withKnot = sets.test === true || sets.knot === true;
+  const inBin = (names: readonly string[]): string[] => names.map((n) => path.join(tools.binDir, n));
   for (const file of [
     tools.etcd,
     tools.kubeApiserver,
@@ -123,10 +108,8 @@ async function checkInstalled(script: string, tools: Tools, sets: ToolSets): Pro
     tools.pebble,
     tools.pebbleChalltestsrv,
     tools.redisServer,
-    tools.contour,
-    ...(withEnvoyGateway ? [tools.envoyGateway, tools.egctl] : []),
-    ...(withTraefik ? [tools.traefik] : []),
-    ...(withKnot ? [path.join(tools.binDir, 'knotd'), path.join(tools.binDir, 'named')] : []),
+    ...(sets.dataPlanes ?? []).flatMap((d) => inBin(d.executables)),
+    ...(withKnot ? inBin(['knotd', 'named']) : []),
   ]) {
     try {
       await access(file, constants.X_OK);
@@ -134,17 +117,26 @@ async function checkInstalled(script: string, tools: Tools, sets: ToolSets): Pro
       throw new ToolsInstallError(`${script} finished but ${file} is missing or not executable`);
     }
   }
-  for (const file of [
-    tools.contourCrds,
-    ...(withEnvoyGateway ? [tools.envoyGatewayCrds] : []),
-    ...(withTraefik ? [tools.traefikCrds] : []),
-  ]) {
+  for (const file of (sets.dataPlanes ?? []).flatMap((d) => inBin(d.files))) {
     try {
       await access(file, constants.R_OK);
     } catch {
       throw new ToolsInstallError(`${script} finished but ${file} is missing or not readable`);
     }
   }
+}
+
+/**
+ * install-tools.sh's flags for `sets`: `--test` (every data plane's tools with it), each data plane's
+ * own flag otherwise, `--kubelet`, `--knot`.
+ */
+export function toolFlags(sets: ToolSets): string[] {
+  const dataPlaneFlags = (sets.dataPlanes ?? []).flatMap((d) => (d.flag === undefined ? [] : [d.flag]));
+  return [
+    ...(sets.test === true ? ['--test'] : dataPlaneFlags),
+    ...(sets.kubelet === true ? ['--kubelet'] : []),
+    ...(sets.knot === true ? ['--knot'] : []),
+  ];
 }
 
 function runScript(script: string, args: readonly string[], stderr: NodeJS.WritableStream): Promise<string> {

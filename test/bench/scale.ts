@@ -1277,7 +1277,7 @@ async function startOperatorAgain(ctx: Context): Promise<number> {
     namespace: OPERATOR_NAMESPACE,
     dataPlaneAcknowledgement: env.dataPlane !== 'none',
     ...(env.dataPlane === 'contour' ? { dataPlaneName: 'Contour' } : {}),
-    contourAttachment: env.dataPlane === 'contour',
+    rateLimitAttachments: env.dataPlane === 'contour' ? ['contour'] : [],
   });
   return started.process.pid;
 }

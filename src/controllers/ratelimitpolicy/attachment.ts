@@ -23,10 +23,10 @@
 import { createHash } from 'node:crypto';
 import type { Condition } from '../../api/customdomain.js';
 import { type PolicyTargetRef, type RateLimitPolicy } from '../../api/ratelimitpolicy.js';
-import type { RateLimitAttachedReason } from '../../api/reasons.js';
 import { policyDescriptors, type RateLimitHeaders } from '../../routing/ratelimit-descriptors.js';
 import { contour } from '../../data-planes/contour/index.js';
-import { isAttachmentTarget } from '../../data-planes/types.js';
+import { DATA_PLANE_MODULES } from '../../data-planes/registry.js';
+import { isAttachmentTarget, type RateLimitWiring, type TargetVerdict } from '../../data-planes/types.js';
 
 export const CONTOUR_GROUP = 'projectcontour.io';
 export const HTTPPROXY_KIND = 'HTTPProxy';
@@ -234,16 +234,7 @@ export function attachmentManagersOn(proxy: HTTPProxy): string[] {
 }
 
 /** Where Contour finds the rate-limit service (the controller's flags). */
-export interface ExtensionServiceOptions {
-  readonly namespace: string;
-  readonly name: string;
-  /** The rate-limit server's Service, in `namespace`. */
-  readonly serviceName: string;
-  /** Its gRPC port. */
-  readonly servicePort: number;
-  /** How long Envoy waits for an answer, milliseconds (`timeoutPolicy.response`). */
-  readonly timeoutMs: number;
-}
+export type ExtensionServiceOptions = RateLimitWiring['extensionService'];
 
 /**
  * The ExtensionService (projectcontour.io/v1alpha1) Contour's `rateLimitService.extensionService`
@@ -276,15 +267,8 @@ export type TargetOutcome =
   /** Applied (or already as desired); `proxy` is the HTTPProxy as the API server returned it. */
   | { readonly kind: 'applied'; readonly proxy: HTTPProxy };
 
-/** One target's verdict. */
-export interface TargetVerdict {
-  readonly ref: PolicyTargetRef;
-  readonly wired: boolean;
-  /** Not wired yet, for a reason that passes by itself (the data plane has not reported yet). */
-  readonly pending?: boolean;
-  readonly reason: RateLimitAttachedReason;
-  readonly message: string;
-}
+/** One target's verdict (its type is the data planes' attachers', data-planes/types.ts). */
+export type { TargetVerdict };
 
 /** Contour's own words on why it refused `proxy`: its description and each error of `Valid`. */
 function contourRefusal(proxy: HTTPProxy, valid: NonNullable<HTTPProxy['status']>['conditions']): string {
@@ -325,6 +309,43 @@ function appliedVerdict(ref: PolicyTargetRef, proxy: HTTPProxy): TargetVerdict {
   };
 }
 
+/** `a`, `a and b`, `a, b and c`. */
+function listed(items: readonly string[]): string {
+  return items.length <= 1 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items.at(-1) ?? ''}`;
+}
+
+const COUNT_WORDS = ['', 'one', 'two', 'three', 'four'];
+
+/**
+ * The targets some data plane wires (each module's `rateLimitAttachment`, in registry order), for
+ * the UnsupportedTarget message; a data plane whose attachment is off by default says which are its
+ * own (`the last two`, or their names when others follow): `projectcontour.io/HTTPProxy,
+ * gateway.networking.k8s.io/HTTPRoute and gateway.networking.k8s.io/Gateway (the last two with
+ * Envoy Gateway)`.
+ */
+const SUPPORTED_TARGETS = (() => {
+  const modules = DATA_PLANE_MODULES.flatMap((m) =>
+    m.rateLimitAttachment === undefined || m.rateLimitAttachment.targets.length === 0
+      ? []
+      : [{ name: m.displayName, attachment: m.rateLimitAttachment }],
+  );
+  const all = modules.flatMap((m) => m.attachment.targets.map((t) => `${t.group}/${t.kind}`));
+  const notes: string[] = [];
+  let end = all.length;
+  for (const m of modules.toReversed()) {
+    const count = m.attachment.targets.length;
+    if (!m.attachment.defaultOn) {
+      const which =
+        end === all.length
+          ? `the last ${COUNT_WORDS[count] ?? String(count)}`
+          : listed(all.slice(end - count, end));
+      notes.unshift(`${which} with ${m.name}`);
+    }
+    end -= count;
+  }
+  return `${listed(all)}${notes.length === 0 ? '' : ` (${notes.join('; ')})`}`;
+})();
+
 /**
  * The verdict on one target.
  *
@@ -342,7 +363,7 @@ export function targetVerdict(
         ref,
         wired: false,
         reason: 'UnsupportedTarget',
-        message: `${what}: only ${CONTOUR_GROUP}/${HTTPPROXY_KIND}, gateway.networking.k8s.io/HTTPRoute and gateway.networking.k8s.io/Gateway (the last two with Envoy Gateway) targets are supported`,
+        message: `${what}: only ${SUPPORTED_TARGETS} targets are supported`,
       };
     case 'disabled':
       return {

@@ -18,15 +18,15 @@
  * at once (the servers keep enforcing what they loaded from it meanwhile); hand edits of a shard are
  * repaired at the next policy change or resync (every `resyncMs`), not at once.
  *
- * With Contour attachment on (`contour`), a policy's `spec.targetRefs` are wired too
- * (docs/ratelimits.md, "Attaching to Contour"; attachment.ts, contour-attacher.ts): the policy
- * reconcile applies its descriptors to each target HTTPProxy under the policy's own field manager
- * and sets `Attached`; a change of an HTTPProxy queues the policies that target it; an
- * `httpproxy:<namespace>/<name>` key removes the fields of policies that no longer target it
- * (deleted, or the target taken out of the list); the `extensionservice` key applies the
- * ExtensionService Contour's config names (at start and every resync). The HTTPProxy watch does not
- * hold back the workers: without Contour's CRD the rest still runs, and targeted policies say so
- * (Attached=Unknown, TargetsNotRead).
+ * A policy's `spec.targetRefs` are wired by the data planes' attachers whose flag is on
+ * (`attachers`: data-planes/attacher-registry.ts, each data plane's `attacher.ts`; e.g. Contour's,
+ * docs/ratelimits.md, "Attaching to Contour", and Envoy Gateway's, docs/routing.md): the policy
+ * reconcile asks each for the verdicts of the targets of its kinds and sets `Attached` from them (a
+ * target of a data plane whose flag is off, or of no data plane, says so); an attacher's own queue
+ * keys (e.g. Contour's `extensionservice` and `httpproxy:<namespace>/<name>`) are reconciled by it,
+ * and its watches queue the policies a change concerns. An attacher's watch does not hold back the
+ * workers: without its CRD the rest still runs, and its targeted policies say so (Attached=Unknown,
+ * TargetsNotRead).
  *
  * The operator's main starts it: `new RateLimitPolicyController({...}).start()`, `synced`, `stop()`.
  */
@@ -57,29 +57,17 @@ import { WorkQueue } from '../../kube/work-queue.js';
 import { runWorkers } from '../../kube/workers.js';
 import type { ControllerMetrics } from '../../observability/metrics.js';
 import { parseReports, policyToken, type LoadReport } from '../../ratelimit/load-report.js';
+import { RATE_LIMIT_ATTACHERS } from '../../data-planes/attacher-registry.js';
 import {
-  attachedCondition,
-  attachmentFieldManager,
-  isSupportedTarget,
-  targetsOf,
-  targetVerdict,
-  type HTTPProxy,
-  type TargetOutcome,
-  type TargetVerdict,
-} from './attachment.js';
+  isAttachmentTarget,
+  targetKey,
+  type AttachResult,
+  type RateLimitAttacher,
+  type RateLimitAttacherModule,
+  type RateLimitWiring,
+} from '../../data-planes/types.js';
+import { attachedCondition, targetsOf, targetVerdict, type TargetVerdict } from './attachment.js';
 import { compilePolicy } from './compile.js';
-import { ContourAttacher, type ContourAttachmentOptions } from './contour-attacher.js';
-import { EnvoyGatewayAttacher, targetKey } from './envoy-gateway-attacher.js';
-import {
-  ENVOY_GATEWAY_PENDING_MS,
-  EPP_LIST_KEY,
-  envoyGatewayVerdicts,
-  envoyGatewayWatch,
-  envoyPatchPolicyKey,
-  isEnvoyGatewayKey,
-  reconcileEnvoyGatewayKey,
-} from './envoy-gateway-keys.js';
-import type { RateLimitServiceTarget } from '../../routing/envoy-gateway-ratelimit.js';
 import { liveReports } from './enforced.js';
 import { reportChanges, type ReportChanges } from './report-changes.js';
 import { ReportLiveness } from './report-liveness.js';
@@ -89,14 +77,6 @@ import { desiredStatus } from './status.js';
 const CONTROLLER = 'ratelimitpolicy';
 /** The queue key of the config reconcile; never a `namespace/name`, which always has a slash. */
 const CONFIG_KEY = 'config';
-/** The queue key of the ExtensionService. */
-const EXTENSION_SERVICE_KEY = 'extensionservice';
-/** The prefix of an HTTPProxy's sweep key (`httpproxy:<namespace>/<name>`); ':' is in no namespace. */
-const PROXY_KEY_PREFIX = 'httpproxy:';
-/** How often the controller looks whether the HTTPProxies have been listed, until they have. */
-const PROXIES_LISTED_POLL_MS = 1_000;
-/** How soon the ExtensionService is applied again while the API server does not serve the kind. */
-const EXTENSION_SERVICE_RETRY_MS = 60_000;
 const SELECTOR = `${RATELIMIT_COMPONENT_LABEL}=${RATELIMIT_COMPONENT_VALUE}`;
 
 export interface RateLimitPolicyControllerOptions {
@@ -118,13 +98,13 @@ export interface RateLimitPolicyControllerOptions {
   readonly now?: () => Date;
   /** Records an Event on each condition transition, so `kubectl describe ratelimitpolicy` tells it. */
   readonly events?: EventRecorder;
-  /** Attaching `spec.targetRefs` to Contour's HTTPProxies; undefined: off (`--contour-attachment=false`). */
-  readonly contour?: ContourAttachmentOptions | undefined;
   /**
-   * Attaching HTTPRoute `spec.targetRefs` through an EnvoyPatchPolicy per Gateway: where Envoy finds
-   * the rate-limit service; undefined: off (`--envoy-gateway-attachment=false`).
+   * The data planes whose rate-limit attachment is on (their `--<name>-attachment` flags), by data
+   * plane name, with where their proxies find the rate-limit service; a data plane not named: off.
    */
-  readonly envoyGateway?: RateLimitServiceTarget | undefined;
+  readonly attachments?: ReadonlyMap<string, RateLimitWiring>;
+  /** The attachers to choose from (default: data-planes/attacher-registry.ts's). */
+  readonly attachers?: readonly RateLimitAttacherModule[];
 }
 
 /** Reasons that ask a person to act, recorded as Warning Events; the rest are Normal. */
@@ -161,12 +141,8 @@ export class RateLimitPolicyController {
   readonly #tokens = new WeakMap<RateLimitPolicy, string>();
   #running: Promise<void>[] = [];
   #stopping = false;
-  /** The HTTPProxy side (undefined when Contour attachment is off). */
-  readonly #contour: ContourAttacher | undefined;
-  /** The EnvoyPatchPolicy side (undefined when Envoy Gateway attachment is off). */
-  readonly #envoyGateway: EnvoyGatewayAttacher | undefined;
-  /** Looks whether the HTTPProxies have been listed, until they have. */
-  #listedPoll: NodeJS.Timeout | undefined;
+  /** Every registered attacher, with its instance where its flag is on. */
+  readonly #attachers: { readonly module: RateLimitAttacherModule; readonly on?: RateLimitAttacher }[];
 
   constructor(options: RateLimitPolicyControllerOptions) {
     this.#o = options;
@@ -208,8 +184,7 @@ export class RateLimitPolicyController {
       onResync: (policies) => {
         for (const p of policies) this.#queue.addLowPriority(objectKey(p));
         this.#queue.addLowPriority(CONFIG_KEY);
-        if (this.#contour !== undefined) this.#queue.addLowPriority(EXTENSION_SERVICE_KEY);
-        if (this.#envoyGateway !== undefined) this.#queue.addLowPriority(EPP_LIST_KEY);
+        for (const key of this.#attacherKeys()) this.#queue.addLowPriority(key);
       },
       resyncMs,
       log: this.#log,
@@ -223,53 +198,35 @@ export class RateLimitPolicyController {
       resyncMs: 0,
       log: this.#log,
     });
-    this.#contour =
-      options.contour === undefined
-        ? undefined
-        : new ContourAttacher({
-            kubeConfig: options.kubeConfig,
-            objects: options.objects,
-            options: options.contour,
-            log: this.#log,
-            resyncMs,
-            onProxy: (proxy) => {
-              this.#onProxy(proxy);
-            },
-          });
-    this.#envoyGateway =
-      options.envoyGateway === undefined
-        ? undefined
-        : new EnvoyGatewayAttacher({
-            kubeConfig: options.kubeConfig,
-            objects: options.objects,
-            service: options.envoyGateway,
-            log: this.#log,
-            watch: envoyGatewayWatch(this.#policies, this.#queue),
-          });
+    this.#attachers = (options.attachers ?? RATE_LIMIT_ATTACHERS).map((module) => {
+      const wiring = options.attachments?.get(module.dataPlane.name);
+      if (wiring === undefined) return { module };
+      const on = module.create({
+        kubeConfig: options.kubeConfig,
+        objects: options.objects,
+        log: this.#log,
+        resyncMs,
+        wiring,
+        policies: {
+          list: (namespace) => this.#policies.list(namespace),
+          get: (key) => this.#policy(key),
+        },
+        enqueue: (key) => {
+          this.#queue.add(key);
+        },
+      });
+      return { module, on };
+    });
   }
 
-  /**
-   * Once the HTTPProxies have been listed (looked at every second; one timer, not one per policy),
-   * queues every policy with targets: their Attached was Unknown until then.
-   */
-  #awaitProxiesListed(): void {
-    this.#listedPoll = setInterval(() => {
-      if (this.#contour?.listed !== true) return;
-      clearInterval(this.#listedPoll);
-      for (const p of this.#policies.list()) if (targetsOf(p).length > 0) this.#queue.add(objectKey(p));
-    }, PROXIES_LISTED_POLL_MS);
-    this.#listedPoll.unref();
+  /** The attachers whose flag is on. */
+  #on(): RateLimitAttacher[] {
+    return this.#attachers.flatMap((a) => (a.on === undefined ? [] : [a.on]));
   }
 
-  /** Queues the policies that target the HTTPProxy, and its sweep when Portico has fields on it. */
-  #onProxy(proxy: HTTPProxy): void {
-    const { namespace, name } = proxy.metadata;
-    for (const p of this.#policies.list(namespace)) {
-      if (targetsOf(p).some((r) => isSupportedTarget(r) && r.name === name)) this.#queue.add(objectKey(p));
-    }
-    if ((this.#contour?.managersOn(namespace, name).length ?? 0) > 0) {
-      this.#queue.add(`${PROXY_KEY_PREFIX}${namespace}/${name}`);
-    }
+  /** The keys of the attachers on that are queued at start and every resync. */
+  #attacherKeys(): string[] {
+    return this.#on().flatMap((a) => a.resyncKeys);
   }
 
   /** True once both watches have listed. */
@@ -279,13 +236,9 @@ export class RateLimitPolicyController {
 
   /** Starts the watches and the workers (which wait for the caches). */
   start(): void {
-    for (const w of [this.#policies, this.#configMaps, this.#contour, this.#envoyGateway]) w?.start();
+    for (const w of [this.#policies, this.#configMaps, ...this.#on()]) w.start();
     this.#queue.add(CONFIG_KEY);
-    if (this.#envoyGateway !== undefined) this.#queue.add(EPP_LIST_KEY);
-    if (this.#contour !== undefined) {
-      this.#queue.add(EXTENSION_SERVICE_KEY);
-      this.#awaitProxiesListed();
-    }
+    for (const key of this.#attacherKeys()) this.#queue.add(key);
     this.#running = runWorkers(this.#o.workers ?? 2, {
       controller: CONTROLLER,
       queue: this.#queue,
@@ -300,10 +253,8 @@ export class RateLimitPolicyController {
   /** Stops the watches, lets each worker finish its key, and returns. */
   async stop(): Promise<void> {
     this.#stopping = true;
-    clearInterval(this.#listedPoll);
     this.#liveness.stop();
-    await Promise.all([this.#policies.stop(), this.#configMaps.stop(), this.#contour?.stop()]);
-    await this.#envoyGateway?.stop();
+    await Promise.all([this.#policies.stop(), this.#configMaps.stop(), ...this.#on().map((a) => a.stop())]);
     this.#queue.shutDown();
     await Promise.all(this.#running);
   }
@@ -372,130 +323,63 @@ export class RateLimitPolicyController {
       .filter((name) => this.#shards.isShardName(name));
   }
 
-  /** The reconcile of one key of the queue: the config shards, the extension service, a swept HTTPProxy, or a policy. */
+  /** The reconcile of one key of the queue: the config shards, an attacher's own key, or a policy. */
   async #reconcileKey(key: string): Promise<number | undefined> {
     if (key === CONFIG_KEY) return this.#shards.reconcile(this.#policies.list(), this.#retainedShards());
-    if (key === EXTENSION_SERVICE_KEY) return this.#applyExtensionService();
-    if (key.startsWith(PROXY_KEY_PREFIX)) {
-      await this.#sweepProxy(key.slice(PROXY_KEY_PREFIX.length));
-      return undefined;
-    }
+    const owner = this.#on().find((a) => a.ownsKey(key));
+    if (owner !== undefined) return owner.reconcileKey(key);
     return this.#reconcilePolicy(key);
   }
 
   /**
-   * The `Attached` condition of a policy, wiring its targets on the way (undefined: no targets).
-   * Unknown (`TargetsNotRead`) until the HTTPProxies are listed; every policy with targets is queued
-   * again then (`#awaitProxiesListed`).
+   * The `Attached` condition of a policy, wiring its targets on the way (undefined: no targets):
+   * each target's verdict from the attacher of its kind whose flag is on, else that data plane's
+   * disabled verdict, else UnsupportedTarget. Unknown (`TargetsNotRead`) while an attacher has not
+   * listed what it reads; it queues the policies again then.
    */
   async #attach(
     policy: RateLimitPolicy,
   ): Promise<{ condition: ConditionInput | undefined; requeueAfterMs?: number }> {
     const targets = targetsOf(policy);
     if (targets.length === 0) return { condition: undefined };
-    const eg = await envoyGatewayVerdicts(this.#envoyGateway, policy, this.#policies.list(), (k) => {
-      this.#queue.add(k);
+    const results = new Map<RateLimitAttacherModule, AttachResult>();
+    for (const a of this.#attachers) if (a.on !== undefined) results.set(a.module, await a.on.attach(policy));
+    let requeueAfterMs: number | undefined;
+    for (const result of results.values()) {
+      if ('notRead' in result) {
+        const reason: RateLimitAttachedReason = 'TargetsNotRead';
+        return { condition: { type: 'Attached', status: 'Unknown', reason, message: result.notRead } };
+      }
+      if (result.requeueAfterMs !== undefined)
+        requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, result.requeueAfterMs);
+    }
+    const verdicts = targets.map((ref): TargetVerdict => {
+      const attacher = this.#attachers.find((a) => isAttachmentTarget(a.module.dataPlane, ref));
+      if (attacher === undefined)
+        return targetVerdict(ref, { kind: 'unsupported' }, policy.metadata.namespace);
+      const result = results.get(attacher.module);
+      if (result === undefined) return attacher.module.disabledVerdict(ref);
+      const verdict = 'verdicts' in result ? result.verdicts.get(targetKey(ref)) : undefined;
+      return verdict ?? targetVerdict(ref, { kind: 'unsupported' }, policy.metadata.namespace);
     });
-    const withEnvoyGateway = (verdicts: readonly TargetVerdict[]): TargetVerdict[] =>
-      verdicts.map((v) => eg.verdicts.get(targetKey(v.ref)) ?? v);
-    const requeue = eg.pending ? { requeueAfterMs: ENVOY_GATEWAY_PENDING_MS } : {};
-    const contour = this.#contour;
-    if (contour === undefined) {
-      const outcome = (supported: boolean): TargetOutcome => ({
-        kind: supported ? 'disabled' : 'unsupported',
-      });
-      const verdicts = targets.map((r) =>
-        targetVerdict(r, outcome(isSupportedTarget(r)), policy.metadata.namespace),
-      );
-      return { condition: attachedCondition(withEnvoyGateway(verdicts)), ...requeue };
-    }
-    if (!contour.listed && targets.some(isSupportedTarget)) {
-      const reason: RateLimitAttachedReason = 'TargetsNotRead';
-      return {
-        condition: {
-          type: 'Attached',
-          status: 'Unknown',
-          reason,
-          message: `the operator has not listed HTTPProxies yet (is Contour's HTTPProxy CRD installed, and may the operator list them?)`,
-        },
-      };
-    }
-    return { condition: attachedCondition(withEnvoyGateway(await contour.attach(policy))), ...requeue };
-  }
-
-  /** Applies the ExtensionService; while Contour's CRDs are not installed, looks again in a minute. */
-  async #applyExtensionService(): Promise<number | undefined> {
-    const served = await this.#contour?.applyExtensionService();
-    return served === false ? EXTENSION_SERVICE_RETRY_MS : undefined;
-  }
-
-  /** Queues the sweep of each HTTPProxy of `namespace` that carries fields of the policy `name`. */
-  #sweepUntargeted(namespace: string, name: string, targeted: ReadonlySet<string>): void {
-    const manager = attachmentFieldManager(name);
-    for (const proxy of this.#contour?.proxiesWithManager(namespace, manager) ?? []) {
-      if (!targeted.has(proxy)) this.#queue.add(`${PROXY_KEY_PREFIX}${namespace}/${proxy}`);
-    }
-  }
-
-  /**
-   * Removes from one HTTPProxy the fields of every policy that no longer targets it (deleted, the
-   * target taken out of its list, or the HTTPProxy no longer a root proxy).
-   */
-  async #sweepProxy(proxyKey: string): Promise<void> {
-    const contour = this.#contour;
-    if (contour === undefined) return;
-    const slash = proxyKey.indexOf('/');
-    const namespace = proxyKey.slice(0, slash);
-    const name = proxyKey.slice(slash + 1);
-    const proxy = contour.proxy(namespace, name);
-    if (proxy === undefined) return;
-    const wanted = new Set(
-      proxy.spec?.virtualhost === undefined
-        ? []
-        : this.#policies
-            .list(namespace)
-            .filter((p) => targetsOf(p).some((r) => isSupportedTarget(r) && r.name === name))
-            .map((p) => attachmentFieldManager(p.metadata.name)),
-    );
-    for (const manager of contour.managersOn(namespace, name)) {
-      if (!wanted.has(manager)) await contour.release(namespace, name, manager);
-    }
+    return {
+      condition: attachedCondition(verdicts),
+      ...(requeueAfterMs === undefined ? {} : { requeueAfterMs }),
+    };
   }
 
   /** Writes one policy's status (nothing when it is as desired); returns when to look again, if due. */
   async #reconcilePolicy(key: string): Promise<number | undefined> {
-    if (isEnvoyGatewayKey(key)) {
-      const enqueue = (k: string): void => {
-        this.#queue.add(k);
-      };
-      await reconcileEnvoyGatewayKey(
-        this.#envoyGateway,
-        key,
-        this.#policies.list(),
-        enqueue,
-        (k) => this.#policy(k) !== undefined,
-      );
-      return undefined;
-    }
     const policy = this.#policy(key);
+    const slash = key.indexOf('/');
+    const [namespace, name] = [key.slice(0, slash), key.slice(slash + 1)];
     if (policy === undefined) {
       this.#queue.remove(key);
-      const slash = key.indexOf('/');
-      this.#sweepUntargeted(key.slice(0, slash), key.slice(slash + 1), new Set());
-      for (const gateway of (await this.#envoyGateway?.gatewaysCarrying(key)) ?? [])
-        this.#queue.add(envoyPatchPolicyKey(gateway));
+      for (const a of this.#on()) await a.settle(namespace, name, undefined);
       return undefined;
     }
     const attached = await this.#attach(policy);
-    this.#sweepUntargeted(
-      policy.metadata.namespace,
-      policy.metadata.name,
-      new Set(
-        targetsOf(policy)
-          .filter(isSupportedTarget)
-          .map((r) => r.name),
-      ),
-    );
+    for (const a of this.#on()) await a.settle(namespace, name, policy);
     await this.#writeStatus(policy, attached.condition);
     return attached.requeueAfterMs;
   }

@@ -1,5 +1,5 @@
 /**
- * Contour (v1.33.8, scripts/install-tools.sh) as a data plane: it reads Ingress and its own
+ * Contour (v1.33.8, its tools.sh) as a data plane: it reads Ingress and its own
  * HTTPProxy; no ingress-nginx or Traefik annotation appears in its source
  * (internal/dag/ingress_processor.go reads its own `projectcontour.io/*` annotations only); it
  * implements no ListenerSet (no mention in the module), so gateway mode's certificate is never
@@ -62,7 +62,9 @@ export const contour = defineDataPlane({
   },
   rateLimitAttachment: {
     flag: '--contour-attachment',
+    env: 'PORTICO_CONTOUR_ATTACHMENT',
+    defaultOn: true,
+    help: "true | false: wire RateLimitPolicy targetRefs into Contour's HTTPProxies and write the rate-limit ExtensionService",
     targets: [{ group: CONTOUR_GROUP, kind: HTTPPROXY_KIND }],
-    attacher: 'controllers/ratelimitpolicy/contour-attacher.ts',
   },
 });

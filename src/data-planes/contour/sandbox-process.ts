@@ -208,7 +208,7 @@ export interface ContourInstance {
  * classless objects); with it, another one serving only `instance.ingressClassName`, stopped with
  * `stopProcess(paths, instance.name)`.
  *
- * @param binary the `contour` binary (scripts/install-tools.sh)
+ * @param binary the `contour` binary (tools.sh)
  * @throws ComponentStartError when it cannot start, exits, or is not healthy within 60 s
  */
 export async function startContour(

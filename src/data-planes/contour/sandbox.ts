@@ -8,25 +8,38 @@
  * flavors; its redirects are therefore not served by Contour (contour-httpproxy.test.ts shows what a
  * declared Contour says of them). Development only.
  */
+import path from 'node:path';
+
 import { httpProbe } from '../../sandbox/readiness.js';
 import { CONTOUR, applyRateLimitExtension, installContourCrds, startContour } from './sandbox-process.js';
 import { defineSandboxDataPlane } from '../sandbox-types.js';
 import { contour } from './index.js';
 
+/** Its CRDs, from the module version the binary was built from (tools.sh). */
+const CONTOUR_CRDS = 'contour-crds.yaml';
+
 export const contourSandbox = defineSandboxDataPlane({
   name: contour.name,
-  toolSets: {},
+  tools: { executables: [CONTOUR], files: [CONTOUR_CRDS] },
   ports: { xds: 'tcp', metrics: 'tcp', health: 'tcp', debug: 'tcp' },
   stopFirst: [CONTOUR],
+  envFacts: {
+    contourXdsAddr: {
+      variable: 'CONTOUR_XDS_ADDR',
+      doc: "`127.0.0.1:<port>` of Contour's xDS server (`contour cli lds --contour <addr>`)",
+    },
+    contourHealthUrl: { doc: "Contour's `/healthz`" },
+    contourMetricsUrl: { variable: 'CONTOUR_METRICS_URL', doc: "Contour's Prometheus endpoint" },
+  },
   async start({ paths, tools, kubectl, step, ports, operatorNamespace, chartDefaults, chart }) {
     step(
       `installing Contour's CRDs; starting Contour (xDS on 127.0.0.1:${ports.xds}, serving class ${chart.ingressClass ?? 'none and contour'})`,
     );
-    await installContourCrds(kubectl, tools.contourCrds);
+    await installContourCrds(kubectl, path.join(tools.binDir, CONTOUR_CRDS));
     await applyRateLimitExtension(kubectl, paths, operatorNamespace);
     const started = await startContour(
       paths,
-      tools.contour,
+      path.join(tools.binDir, CONTOUR),
       kubectl.kubeconfig,
       ports,
       operatorNamespace,
@@ -37,8 +50,7 @@ export const contourSandbox = defineSandboxDataPlane({
         dataPlaneAcknowledgement: true,
         dataPlaneName: contour.displayName,
         ...(chartDefaults ? { dataPlane: contour.name, ingressFlavor: 'contour' } : {}),
-        contourAttachment: true,
-        envoyGatewayAttachment: false,
+        rateLimitAttachments: [contour.name],
         ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
       },
       env: {

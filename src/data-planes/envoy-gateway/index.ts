@@ -1,5 +1,5 @@
 /**
- * Envoy Gateway (v1.9.1, scripts/install-tools.sh) as a data plane: Gateway API only
+ * Envoy Gateway (v1.9.1, its tools.sh) as a data plane: Gateway API only
  * (internal/provider/ imports no k8s.io/api/networking/v1, so it reads no Ingress, and names no
  * HTTPProxy); ListenerSet implemented (test/e2e/envoy-gateway-routes). It takes the `gateway`
  * flavor (routing/gateway.ts), whose HTTPRoute and ListenerSet are the shared Gateway API kinds
@@ -24,10 +24,13 @@ export const envoyGateway = defineDataPlane({
   routeKinds: [],
   rateLimitAttachment: {
     flag: '--envoy-gateway-attachment',
+    env: 'PORTICO_ENVOY_GATEWAY_ATTACHMENT',
+    defaultOn: false,
+    help: 'true | false: wire RateLimitPolicy targetRefs of kind HTTPRoute or Gateway into Envoy Gateway with EnvoyPatchPolicies in each Gateway namespace (needs extensionApis.enableEnvoyPatchPolicy and XDSNameSchemeV2)',
     targets: [
       { group: GATEWAY_API_GROUP, kind: HTTPROUTE_KIND },
       { group: GATEWAY_API_GROUP, kind: 'Gateway' },
     ],
-    attacher: 'controllers/ratelimitpolicy/envoy-gateway-attacher.ts',
+    usesClusterDomain: true,
   },
 });

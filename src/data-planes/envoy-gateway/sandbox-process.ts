@@ -18,7 +18,7 @@
  * - Listeners: the admin API (`admin.address`, on a port the sandbox picks, 127.0.0.1) serves
  *   `/api/server_info` and `/api/config_dump`. The topology-injector webhook (:9443) and the Prometheus
  *   endpoint (:19001) are off by configuration; controller-runtime's metrics (:8080) and health probe
- *   (:8081) are off by link-time settings (scripts/install-tools.sh). Two cannot be moved: the xDS
+ *   (:8081) are off by link-time settings (tools.sh). Two cannot be moved: the xDS
  *   server binds 0.0.0.0:18000 (`bootstrap.DefaultXdsServerPort` and `XdsServerAddress`, constants);
  *   when another stack holds it, Envoy Gateway logs "failed to listen on address" and carries on
  *   (nothing here connects to it); the Wasm cache server (:18002) starts only with the
@@ -41,7 +41,7 @@ import { startDetached, type StartedProcess } from '../../sandbox/processes.js';
 import { httpProbe, waitUntilReady } from '../../sandbox/readiness.js';
 
 export const ENVOY_GATEWAY = 'envoy-gateway';
-/** The version scripts/install-tools.sh builds (its ENVOY_GATEWAY_VERSION). */
+/** The version tools.sh builds (its ENVOY_GATEWAY_VERSION). */
 export const ENVOY_GATEWAY_VERSION = 'v1.9.1';
 /** The data plane's name in Portico's Routed messages (`--data-plane-name`). */
 export const ENVOY_GATEWAY_NAME = 'Envoy Gateway';
@@ -255,7 +255,7 @@ export interface StartedEnvoyGateway {
  * starts `envoy-gateway server` in a private mount namespace with its certificates on `/certs`, and
  * waits until its admin API answers `/api/server_info`.
  *
- * @param binary the `envoy-gateway` binary (scripts/install-tools.sh --envoy-gateway)
+ * @param binary the `envoy-gateway` binary (tools.sh, install-tools.sh --envoy-gateway)
  * @param kubectl the API server it watches and writes status to (its kubeconfig)
  * @param adminPort the admin API's port on 127.0.0.1
  * @throws ComponentStartError when not run as root (the mount namespace needs CAP_SYS_ADMIN), when

@@ -7,15 +7,15 @@ import { defineSandboxDataPlane } from '../sandbox-types.js';
 
 export const noneSandbox = defineSandboxDataPlane({
   name: 'none',
-  toolSets: {},
+  tools: { executables: [], files: [] },
   ports: {},
   stopFirst: [],
+  envFacts: {},
   start: ({ chart }) =>
     Promise.resolve({
       controllerOptions: {
         dataPlaneAcknowledgement: false,
-        contourAttachment: false,
-        envoyGatewayAttachment: false,
+        rateLimitAttachments: [],
         ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
       },
       env: {},

@@ -1,5 +1,5 @@
 /**
- * Traefik (v3.6.12, scripts/install-tools.sh) as a data plane: `kubernetesIngress` ignores
+ * Traefik (v3.6.12, its tools.sh) as a data plane: `kubernetesIngress` ignores
  * ingress-nginx annotations, and its `kubernetesIngressNGINX` provider
  * (pkg/provider/kubernetes/ingress-nginx/annotations.go) has no `permanent-redirect`; it reads no
  * HTTPProxy; its Gateway provider implements no ListenerSet (no mention in the module). It takes

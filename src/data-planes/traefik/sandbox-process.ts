@@ -24,7 +24,6 @@ import type { SandboxPaths } from '../../sandbox/paths.js';
 import { startDetached, type StartedProcess } from '../../sandbox/processes.js';
 import { httpProbe, waitUntilReady } from '../../sandbox/readiness.js';
 import { SandboxError } from '../../sandbox/errors.js';
-import type { SandboxEnv } from '../../sandbox/state.js';
 
 export const TRAEFIK = 'traefik';
 /** The sandbox's process serving the example project's page (src/sandbox/project-backend.ts). */
@@ -169,7 +168,7 @@ export interface StartedTraefik {
  * Starts Traefik (process `name`, `<dir>/logs/<name>.log`) reading the cluster of `kubeconfig`, and
  * waits until its `/ping` answers 200. Stop it with `stopProcess(paths, name)`.
  *
- * @param binary the `traefik` binary (scripts/install-tools.sh `--traefik`)
+ * @param binary the `traefik` binary (tools.sh, install-tools.sh `--traefik`)
  * @throws ComponentStartError when it cannot start, exits, or does not answer within 60 s
  */
 export async function startTraefik(
@@ -370,9 +369,12 @@ export const TRAEFIK_CONTROLLER_OPTIONS = {
 } as const;
 
 /** The facts of `<dir>/env` about Traefik and the backend; none without them. */
-export function traefikSandboxEnv(
-  dataPlane: TraefikDataPlane | undefined,
-): Pick<SandboxEnv, 'ingressHttpAddr' | 'ingressHttpsAddr' | 'traefikPingUrl' | 'projectBackendUrl'> {
+export function traefikSandboxEnv(dataPlane: TraefikDataPlane | undefined): {
+  ingressHttpAddr?: string;
+  ingressHttpsAddr?: string;
+  traefikPingUrl?: string;
+  projectBackendUrl?: string;
+} {
   if (dataPlane === undefined) return {};
   return {
     ingressHttpAddr: dataPlane.traefik.httpAddr,

@@ -4,6 +4,8 @@
  * checking what is served. The parts are src/data-planes/traefik/sandbox-process.ts's (`startTraefikDataPlane`,
  * `TRAEFIK_CONTROLLER_OPTIONS`, `traefikSandboxEnv`). Development only.
  */
+import path from 'node:path';
+
 import { httpProbe } from '../../sandbox/readiness.js';
 import {
   PROJECT_BACKEND,
@@ -16,13 +18,32 @@ import type { SandboxCheck } from '../sandbox-types.js';
 import { defineSandboxDataPlane } from '../sandbox-types.js';
 import { traefik } from './index.js';
 
+/** Its CRDs (Middleware, IngressRoute, ...), from the module version the binary was built from (tools.sh). */
+const TRAEFIK_CRDS = 'traefik-crds.yaml';
+
 export const traefikSandbox = defineSandboxDataPlane({
   name: traefik.name,
-  toolSets: { traefik: true },
+  tools: { flag: '--traefik', executables: [TRAEFIK], files: [TRAEFIK_CRDS] },
   ports: { web: 'tcp', websecure: 'tcp', ping: 'tcp', backend: 'tcp' },
   stopFirst: [],
+  envFacts: {
+    ingressHttpAddr: {
+      variable: 'INGRESS_HTTP_ADDR',
+      doc: "`127.0.0.1:<port>` where the data plane serves HTTP (Traefik's `web`)",
+    },
+    ingressHttpsAddr: {
+      variable: 'INGRESS_HTTPS_ADDR',
+      doc: "`127.0.0.1:<port>` where the data plane serves HTTPS (Traefik's `websecure`)",
+    },
+    traefikPingUrl: { doc: "Traefik's `/ping`" },
+    projectBackendUrl: { doc: "The example project's backend (src/sandbox/project-backend.ts)" },
+  },
   async start({ paths, repoRoot, tools, kubectl, step, ports, chart, httpsRedirect }) {
-    const started = await startTraefikDataPlane(paths, repoRoot, tools, kubectl, step, ports, {
+    const binaries = {
+      traefik: path.join(tools.binDir, TRAEFIK),
+      traefikCrds: path.join(tools.binDir, TRAEFIK_CRDS),
+    };
+    const started = await startTraefikDataPlane(paths, repoRoot, binaries, kubectl, step, ports, {
       ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
       httpsRedirect: httpsRedirect === true,
     });
@@ -30,8 +51,7 @@ export const traefikSandbox = defineSandboxDataPlane({
       controllerOptions: {
         dataPlaneAcknowledgement: true,
         ...TRAEFIK_CONTROLLER_OPTIONS,
-        contourAttachment: false,
-        envoyGatewayAttachment: false,
+        rateLimitAttachments: [],
         ...(chart.ingressClass === undefined ? {} : { ingressClass: chart.ingressClass }),
         // Only Traefik serves in the sandbox: Contour and Envoy Gateway run without an Envoy.
         servingCheckAddress: started.traefik.httpsAddr,

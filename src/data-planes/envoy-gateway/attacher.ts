@@ -27,8 +27,13 @@ import {
   ENVOY_PATCH_POLICY_PLURAL,
   type RateLimitServiceTarget,
 } from '../../routing/envoy-gateway-ratelimit.js';
-import { describeTarget, targetsOf, type TargetVerdict } from './attachment.js';
+import {
+  describeTarget,
+  targetsOf,
+  type TargetVerdict,
+} from '../../controllers/ratelimitpolicy/attachment.js';
 import { HTTPROUTE_KIND } from '../../routing/gateway.js';
+import { targetKey } from '../types.js';
 import {
   GATEWAY_KIND,
   POLICIES_ANNOTATION,
@@ -55,7 +60,7 @@ import {
   type ListenerSetObject,
   type PatchState,
   type Placement,
-} from './envoy-gateway-attachment.js';
+} from '../../controllers/ratelimitpolicy/envoy-gateway-attachment.js';
 
 const GATEWAY_API = { group: 'gateway.networking.k8s.io', version: 'v1' } as const;
 const EG_API = {
@@ -80,11 +85,6 @@ export interface EnvoyGatewayVerdicts {
   readonly behind: ReadonlySet<string>;
   /** True when a verdict waits on Envoy Gateway or on the apply. */
   readonly pending: boolean;
-}
-
-/** The key of a target in `EnvoyGatewayVerdicts.verdicts`. */
-export function targetKey(ref: PolicyTargetRef): string {
-  return `${ref.group}/${ref.kind}/${ref.name}`;
 }
 
 /** `namespace/name` split. */

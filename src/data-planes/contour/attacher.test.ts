@@ -1,6 +1,6 @@
 import { ApiException } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { apiFailure } from './contour-attacher.js';
+import { apiFailure } from './attacher.js';
 
 /** The Status kube-apiserver v1.37 answered an apply that conflicted (seen in the e2e stack). */
 const CONFLICT_BODY =

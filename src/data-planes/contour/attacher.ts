@@ -1,5 +1,7 @@
 /**
- * The I/O of attaching RateLimitPolicies to Contour (attachment.ts has the decisions): a watch of
+ * Contour's rate-limit attacher (`--contour-attachment`; docs/ratelimits.md, "Attaching to Contour"),
+ * the I/O of attaching RateLimitPolicies to Contour (controllers/ratelimitpolicy/attachment.ts has
+ * the decisions): a watch of
  * every HTTPProxy, the server-side applies of each policy's descriptors under the policy's own field
  * manager (never forced), the empty applies that take them away again, and the ExtensionService.
  *
@@ -33,7 +35,15 @@ import {
   type HTTPProxy,
   type TargetOutcome,
   type TargetVerdict,
-} from './attachment.js';
+} from '../../controllers/ratelimitpolicy/attachment.js';
+import {
+  targetKey,
+  type AttachResult,
+  type RateLimitAttacher,
+  type RateLimitAttacherContext,
+  type RateLimitAttacherModule,
+} from '../types.js';
+import { contour } from './index.js';
 
 /** The controller's Contour settings (its flags). */
 export interface ContourAttachmentOptions {
@@ -166,18 +176,15 @@ export class ContourAttacher {
   }
 
   /**
-   * Wires every target of `policy` and returns a verdict for each, in order. An apply the API server
+   * Wires every HTTPProxy target of `policy` and returns a verdict for each, in order. An apply the API server
    * refuses for a field conflict, or any other reason, is a verdict, not an error.
    *
    * @throws StaleTargetError when an HTTPProxy changed after it was read from the cache (retry soon)
    */
   async attach(policy: RateLimitPolicy): Promise<TargetVerdict[]> {
     const verdicts: TargetVerdict[] = [];
-    for (const ref of targetsOf(policy)) {
-      const outcome = isSupportedTarget(ref)
-        ? await this.#wire(policy, ref.name)
-        : { kind: 'unsupported' as const };
-      verdicts.push(targetVerdict(ref, outcome, policy.metadata.namespace));
+    for (const ref of targetsOf(policy).filter(isSupportedTarget)) {
+      verdicts.push(targetVerdict(ref, await this.#wire(policy, ref.name), policy.metadata.namespace));
     }
     return verdicts;
   }
@@ -304,3 +311,146 @@ export class ContourAttacher {
     return true;
   }
 }
+
+/** The queue key of the ExtensionService. */
+const EXTENSION_SERVICE_KEY = 'extensionservice';
+/** The prefix of an HTTPProxy's sweep key (`httpproxy:<namespace>/<name>`); ':' is in no namespace. */
+const PROXY_KEY_PREFIX = 'httpproxy:';
+/** How often it looks whether the HTTPProxies have been listed, until they have. */
+const PROXIES_LISTED_POLL_MS = 1_000;
+/** How soon the ExtensionService is applied again while the API server does not serve the kind. */
+const EXTENSION_SERVICE_RETRY_MS = 60_000;
+
+/** `namespace/name` of an object. */
+function keyOf(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+/**
+ * The RateLimitPolicy controller's side of Contour: a change of an HTTPProxy queues the policies
+ * that target it; an `httpproxy:<namespace>/<name>` key removes the fields of policies that no
+ * longer target it (deleted, or the target taken out of the list); the `extensionservice` key
+ * applies the ExtensionService Contour's config names (at start and every resync). The HTTPProxy
+ * watch does not hold back the controller: without Contour's CRD the rest still runs, and targeted
+ * policies say so (Attached=Unknown, TargetsNotRead) until the HTTPProxies are listed, when every
+ * policy with targets is queued again.
+ */
+class ContourRateLimitAttacher implements RateLimitAttacher {
+  readonly resyncKeys = [EXTENSION_SERVICE_KEY];
+  readonly #c: RateLimitAttacherContext;
+  readonly #contour: ContourAttacher;
+  /** Looks whether the HTTPProxies have been listed, until they have. */
+  #listedPoll: NodeJS.Timeout | undefined;
+
+  constructor(context: RateLimitAttacherContext) {
+    this.#c = context;
+    this.#contour = new ContourAttacher({
+      kubeConfig: context.kubeConfig,
+      objects: context.objects,
+      options: { headers: context.wiring.headers, extensionService: context.wiring.extensionService },
+      log: context.log,
+      resyncMs: context.resyncMs,
+      onProxy: (proxy) => {
+        this.#onProxy(proxy);
+      },
+    });
+  }
+
+  start(): void {
+    this.#contour.start();
+    // One timer, not one per policy: their Attached was Unknown until the HTTPProxies are listed.
+    this.#listedPoll = setInterval(() => {
+      if (!this.#contour.listed) return;
+      clearInterval(this.#listedPoll);
+      for (const p of this.#c.policies.list())
+        if (targetsOf(p).length > 0) this.#c.enqueue(keyOf(p.metadata.namespace, p.metadata.name));
+    }, PROXIES_LISTED_POLL_MS);
+    this.#listedPoll.unref();
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#listedPoll);
+    await this.#contour.stop();
+  }
+
+  ownsKey(key: string): boolean {
+    return key === EXTENSION_SERVICE_KEY || key.startsWith(PROXY_KEY_PREFIX);
+  }
+
+  /** Applies the ExtensionService (while Contour's CRDs are not installed, again in a minute), or sweeps an HTTPProxy. */
+  async reconcileKey(key: string): Promise<number | undefined> {
+    if (key === EXTENSION_SERVICE_KEY) {
+      const served = await this.#contour.applyExtensionService();
+      return served ? undefined : EXTENSION_SERVICE_RETRY_MS;
+    }
+    await this.#sweepProxy(key.slice(PROXY_KEY_PREFIX.length));
+    return undefined;
+  }
+
+  async attach(policy: RateLimitPolicy): Promise<AttachResult> {
+    if (!this.#contour.listed && targetsOf(policy).some(isSupportedTarget)) {
+      return {
+        notRead: `the operator has not listed HTTPProxies yet (is Contour's HTTPProxy CRD installed, and may the operator list them?)`,
+      };
+    }
+    const verdicts = await this.#contour.attach(policy);
+    return { verdicts: new Map(verdicts.map((v) => [targetKey(v.ref), v])) };
+  }
+
+  /** Queues the sweep of each HTTPProxy of the policy's namespace that carries its fields and that it no longer targets. */
+  settle(namespace: string, name: string, policy: RateLimitPolicy | undefined): Promise<void> {
+    const targeted = new Set(
+      policy === undefined
+        ? []
+        : targetsOf(policy)
+            .filter(isSupportedTarget)
+            .map((r) => r.name),
+    );
+    for (const proxy of this.#contour.proxiesWithManager(namespace, attachmentFieldManager(name))) {
+      if (!targeted.has(proxy)) this.#c.enqueue(`${PROXY_KEY_PREFIX}${keyOf(namespace, proxy)}`);
+    }
+    return Promise.resolve();
+  }
+
+  /** Queues the policies that target the HTTPProxy, and its sweep when Portico has fields on it. */
+  #onProxy(proxy: HTTPProxy): void {
+    const { namespace, name } = proxy.metadata;
+    for (const p of this.#c.policies.list(namespace)) {
+      if (targetsOf(p).some((r) => isSupportedTarget(r) && r.name === name))
+        this.#c.enqueue(keyOf(namespace, p.metadata.name));
+    }
+    if (this.#contour.managersOn(namespace, name).length > 0) {
+      this.#c.enqueue(`${PROXY_KEY_PREFIX}${keyOf(namespace, name)}`);
+    }
+  }
+
+  /**
+   * Removes from one HTTPProxy the fields of every policy that no longer targets it (deleted, the
+   * target taken out of its list, or the HTTPProxy no longer a root proxy).
+   */
+  async #sweepProxy(proxyKey: string): Promise<void> {
+    const slash = proxyKey.indexOf('/');
+    const namespace = proxyKey.slice(0, slash);
+    const name = proxyKey.slice(slash + 1);
+    const proxy = this.#contour.proxy(namespace, name);
+    if (proxy === undefined) return;
+    const wanted = new Set(
+      proxy.spec?.virtualhost === undefined
+        ? []
+        : this.#c.policies
+            .list(namespace)
+            .filter((p) => targetsOf(p).some((r) => isSupportedTarget(r) && r.name === name))
+            .map((p) => attachmentFieldManager(p.metadata.name)),
+    );
+    for (const manager of this.#contour.managersOn(namespace, name)) {
+      if (!wanted.has(manager)) await this.#contour.release(namespace, name, manager);
+    }
+  }
+}
+
+/** Contour's attacher, as attacher-registry.ts lists it. */
+export const contourAttacher: RateLimitAttacherModule = {
+  dataPlane: contour,
+  disabledVerdict: (ref) => targetVerdict(ref, { kind: 'disabled' }, ''),
+  create: (context) => new ContourRateLimitAttacher(context),
+};

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RateLimitPolicy } from '../../api/ratelimitpolicy.js';
-import { trimListenerSet, trimRoute } from './envoy-gateway-attacher.js';
-import { envoyGatewayWatch, envoyPatchPolicyKey } from './envoy-gateway-keys.js';
+import { trimListenerSet, trimRoute } from './attacher.js';
+import { envoyGatewayWatch, envoyPatchPolicyKey } from './attacher-keys.js';
 
 const policy = (
   name: string,

@@ -1,18 +1,21 @@
 /**
- * The RateLimitPolicy controller's work-queue keys for Envoy Gateway (docs/routing.md, "Envoy
- * Gateway"): one key per Gateway whose EnvoyPatchPolicy Portico keeps, and one that queues them all
- * (at start and each resync). Handled beside the policies' keys by the controller's worker loop.
+ * Envoy Gateway's rate-limit attacher as the RateLimitPolicy controller drives it
+ * (`--envoy-gateway-attachment`; docs/routing.md, "Envoy Gateway"): its work-queue keys, one per
+ * Gateway whose EnvoyPatchPolicy Portico keeps and one that queues them all (at start and each
+ * resync), handled beside the policies' keys by the controller's worker loop; the verdicts of a
+ * policy's targets (attacher.ts reads and writes the objects).
  */
 import type { RateLimitPolicy } from '../../api/ratelimitpolicy.js';
-import type { TargetVerdict } from './attachment.js';
+import type { TargetVerdict } from '../../controllers/ratelimitpolicy/attachment.js';
 import {
+  EnvoyGatewayAttacher,
   envoyGatewayDisabledVerdict,
-  targetKey,
-  type EnvoyGatewayAttacher,
   type EnvoyGatewayWatchHandlers,
-} from './envoy-gateway-attacher.js';
-import { isEnvoyGatewayTarget } from './envoy-gateway-attachment.js';
-import { targetsOf } from './attachment.js';
+} from './attacher.js';
+import type { RateLimitAttacherModule } from '../types.js';
+import { envoyGateway } from './index.js';
+import { isEnvoyGatewayTarget } from '../../controllers/ratelimitpolicy/envoy-gateway-attachment.js';
+import { targetsOf } from '../../controllers/ratelimitpolicy/attachment.js';
 
 /** The prefix of a Gateway's EnvoyPatchPolicy key (`envoypatchpolicy:<namespace>/<name>` of the Gateway). */
 const EPP_KEY_PREFIX = 'envoypatchpolicy:';
@@ -32,22 +35,15 @@ export function isEnvoyGatewayKey(key: string): boolean {
 }
 
 /**
- * The verdicts of `policy`'s HTTPRoute targets, by target key (disabled when the attachment is off),
- * queuing the EnvoyPatchPolicy of each Gateway that does not carry this generation of the policy yet.
+ * The verdicts of `policy`'s HTTPRoute and Gateway targets, by target key, queuing the
+ * EnvoyPatchPolicy of each Gateway that does not carry this generation of the policy yet.
  */
 export async function envoyGatewayVerdicts(
-  eg: EnvoyGatewayAttacher | undefined,
+  eg: EnvoyGatewayAttacher,
   policy: RateLimitPolicy,
   policies: readonly RateLimitPolicy[],
   enqueue: (key: string) => void,
 ): Promise<{ verdicts: ReadonlyMap<string, TargetVerdict>; pending: boolean }> {
-  if (eg === undefined) {
-    const refs = targetsOf(policy).filter(isEnvoyGatewayTarget);
-    return {
-      verdicts: new Map(refs.map((r) => [targetKey(r), envoyGatewayDisabledVerdict(r)])),
-      pending: false,
-    };
-  }
   const read = await eg.verdicts(policy, policies);
   for (const gateway of read.behind) enqueue(envoyPatchPolicyKey(gateway));
   return read;
@@ -61,13 +57,12 @@ export async function envoyGatewayVerdicts(
  * @param isPolicy whether a `namespace/name` is a policy the cache holds
  */
 export async function reconcileEnvoyGatewayKey(
-  eg: EnvoyGatewayAttacher | undefined,
+  eg: EnvoyGatewayAttacher,
   key: string,
   policies: readonly RateLimitPolicy[],
   enqueue: (key: string) => void,
   isPolicy: (key: string) => boolean,
 ): Promise<void> {
-  if (eg === undefined) return;
   if (key === EPP_LIST_KEY) {
     for (const epp of await eg.patchPolicies()) {
       const gateway = (epp as { spec?: { targetRef?: { name?: string } } }).spec?.targetRef?.name;
@@ -101,3 +96,57 @@ export function envoyGatewayWatch(
     },
   };
 }
+
+/** Envoy Gateway's attacher, as attacher-registry.ts lists it. */
+export const envoyGatewayAttacher: RateLimitAttacherModule = {
+  dataPlane: envoyGateway,
+  disabledVerdict: envoyGatewayDisabledVerdict,
+  create: (context) => {
+    const { wiring, policies, enqueue } = context;
+    const eg = new EnvoyGatewayAttacher({
+      kubeConfig: context.kubeConfig,
+      objects: context.objects,
+      service: {
+        serviceName: wiring.extensionService.serviceName,
+        serviceNamespace: wiring.extensionService.namespace,
+        servicePort: wiring.extensionService.servicePort,
+        clusterDomain: wiring.clusterDomain,
+        timeoutMs: wiring.extensionService.timeoutMs,
+        headers: wiring.headers,
+      },
+      log: context.log,
+      watch: envoyGatewayWatch(policies, { add: enqueue }),
+    });
+    return {
+      resyncKeys: [EPP_LIST_KEY],
+      start: () => {
+        eg.start();
+      },
+      stop: () => eg.stop(),
+      ownsKey: isEnvoyGatewayKey,
+      reconcileKey: async (key) => {
+        await reconcileEnvoyGatewayKey(
+          eg,
+          key,
+          policies.list(),
+          enqueue,
+          (k) => policies.get(k) !== undefined,
+        );
+        return undefined;
+      },
+      attach: async (policy) => {
+        const read = await envoyGatewayVerdicts(eg, policy, policies.list(), enqueue);
+        return {
+          verdicts: read.verdicts,
+          ...(read.pending ? { requeueAfterMs: ENVOY_GATEWAY_PENDING_MS } : {}),
+        };
+      },
+      // A policy gone: the EnvoyPatchPolicies of the Gateways that carry it are written again without it.
+      settle: async (namespace, name, policy) => {
+        if (policy !== undefined) return;
+        for (const gateway of await eg.gatewaysCarrying(`${namespace}/${name}`))
+          enqueue(envoyPatchPolicyKey(gateway));
+      },
+    };
+  },
+};
