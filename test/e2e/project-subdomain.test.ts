@@ -32,7 +32,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import type { Project } from '../../src/api/project.js';
-import { SUBDOMAIN_DELEGATION_NAME } from '../../src/controllers/project/controller.js';
+import { SUBDOMAIN_DELEGATION_NAME } from '../../src/data-planes/contour/subdomain-route.js';
 import { subdomainProxyName } from '../../src/controllers/project/subdomain.js';
 import { APPS_DOMAIN_SECRET } from '../../src/controller/main.js';
 import type { TsigKey } from '../../src/dns/dynamic-update.js';
