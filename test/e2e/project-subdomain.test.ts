@@ -71,7 +71,6 @@ const proxyApi = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxi
 let started: AppsDomainStack | undefined;
 let operator: OperatorProcess | undefined;
 let knot: Resolver;
-const accountSecret = `subdomain-${Date.now().toString(36)}`;
 const projects: { namespace: string; name: string }[] = [];
 
 async function createProjectObject(namespace: string, spec: Project['spec']): Promise<void> {
@@ -115,7 +114,7 @@ beforeAll(async () => {
     pebbleName: PEBBLE_NAME,
     // Short certificates, so that the wildcard's renewal (two thirds in: 60 s) happens in this file.
     certificateSeconds: CERTIFICATE_SECONDS,
-    flags: { '--acme-account-secret': accountSecret, '--ingress-flavor': 'contour' },
+    flags: { '--ingress-flavor': 'contour' },
   });
   operator = started.operator;
   knot = new Resolver({ timeout: 2000, tries: 1 });
@@ -149,11 +148,8 @@ afterAll(async () => {
         );
       }
     },
-    async () => {
-      await kube()
-        .core.deleteNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name: accountSecret })
-        .catch(() => undefined);
-      await kube()
+    () =>
+      kube()
         .custom.deleteNamespacedCustomObject({
           group: 'projectcontour.io',
           version: 'v1',
@@ -161,8 +157,7 @@ afterAll(async () => {
           namespace: OPERATOR_NAMESPACE,
           name: SUBDOMAIN_DELEGATION_NAME,
         })
-        .catch(() => undefined);
-    },
+        .catch(() => undefined),
   );
 }, 240_000);
 

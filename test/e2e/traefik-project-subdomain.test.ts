@@ -49,7 +49,6 @@ const APPS_DOMAIN = 'apps.portico.test';
 const ns = unique('trsub');
 const hostname = `${ns}.${APPS_DOMAIN}`;
 const primary = `www.${ns}.example`;
-const accountSecret = `trsub-${Date.now().toString(36)}`;
 const tlsStoreApi = { group: 'traefik.io', version: 'v1alpha1', plural: 'tlsstores' } as const;
 
 let started: AppsDomainStack | undefined;
@@ -80,10 +79,7 @@ beforeAll(async () => {
   started = await startAppsDomainOperator('traefik-project-subdomain', APPS_DOMAIN, {
     pebbleName: 'pebble-trsub',
     certificateSeconds: 3600,
-    flags: {
-      '--acme-account-secret': accountSecret,
-      ...traefikOperatorFlags(TRAEFIK_INGRESS_CLASS, traefik.httpsAddr),
-    },
+    flags: traefikOperatorFlags(TRAEFIK_INGRESS_CLASS, traefik.httpsAddr),
   });
   root = await getPebble(`${started.pebble.managementUrl}/roots/0`);
   await createProjectWithBackend(ns, page.port, 'pro');
@@ -108,18 +104,14 @@ afterAll(async () => {
         60_000,
       );
     },
-    async () => {
-      await kube()
-        .core.deleteNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name: accountSecret })
-        .catch(() => undefined);
-      await kube()
+    () =>
+      kube()
         .custom.deleteNamespacedCustomObject({
           ...tlsStoreApi,
           namespace: OPERATOR_NAMESPACE,
           name: 'default',
         })
-        .catch(() => undefined);
-    },
+        .catch(() => undefined),
     () => stopStackTraefik(),
     async () => {
       if (backend) await closeServer(backend);

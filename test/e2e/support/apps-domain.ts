@@ -34,6 +34,8 @@ export interface AppsDomainStack {
   readonly operator: OperatorProcess;
   readonly stack: ControllerCommand;
   readonly pebbleName: string;
+  /** The operator's ACME account Secret (`--acme-account-secret`), deleted by `stopAppsDomainOperator`. */
+  readonly accountSecret: string;
 }
 
 /** The stack operator's HTTP-01 port: where the second Pebble validates HTTP-01 (the primaries). */
@@ -47,8 +49,8 @@ function challengePort(command: ControllerCommand): number {
 
 /**
  * Starts the apps zone, the second Pebble `pebbleName` (certificates valid `certificateSeconds`) and
- * the operator `name` with `--apps-domain appsDomain`, the RFC 2136 flags and `flags`, the stack's
- * operator stopped.
+ * the operator `name` with `--apps-domain appsDomain`, the RFC 2136 flags, an ACME account Secret
+ * of its own and `flags`, the stack's operator stopped.
  *
  * @throws Error when the stack operator is not found or a part does not start
  */
@@ -57,6 +59,7 @@ export async function startAppsDomainOperator(
   appsDomain: string,
   options: { pebbleName: string; certificateSeconds: number; flags: Record<string, string> },
 ): Promise<AppsDomainStack> {
+  const accountSecret = `${name}-${Date.now().toString(36)}`;
   const key: TsigKey = { name: 'portico-apps.', algorithm: 'hmac-sha256', secret: randomBytes(32) };
   const zone = await startChallengeZone(appsDomain, key);
   const stack = await stopStackController();
@@ -68,6 +71,7 @@ export async function startAppsDomainOperator(
   );
   const operator = await startOperator(stack, name, {
     '--acme-directory-url': pebble.directoryUrl,
+    '--acme-account-secret': accountSecret,
     '--apps-domain': appsDomain,
     '--dns01-server': `${zone.zoneServer.host}:${zone.zoneServer.port}`,
     '--dns01-tsig-key-name': key.name,
@@ -75,7 +79,7 @@ export async function startAppsDomainOperator(
     '--dns01-tsig-secret': key.secret.toString('base64'),
     ...options.flags,
   });
-  return { zone, pebble, operator, stack, pebbleName: options.pebbleName };
+  return { zone, pebble, operator, stack, pebbleName: options.pebbleName, accountSecret };
 }
 
 /** Stops what `startAppsDomainOperator` started (each step run, errors collected) and restarts the stack's operator. */
@@ -93,9 +97,10 @@ export async function stopAppsDomainOperator(
     },
     () => stopChallengeZone(),
     async () => {
-      await kube()
-        .core.deleteNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name: APPS_DOMAIN_SECRET })
-        .catch(() => undefined);
+      for (const name of [APPS_DOMAIN_SECRET, ...(started ? [started.accountSecret] : [])])
+        await kube()
+          .core.deleteNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name })
+          .catch(() => undefined);
     },
     () => restartStackController(started?.stack),
   );
