@@ -70,6 +70,8 @@ export type SubdomainReason =
   | 'WildcardCertificatePending'
   | 'SubdomainConflict'
   | 'RouteNotAccepted'
+  | 'ForeignRoute'
+  /** No longer written: every routing the operator writes routes the subdomain. */
   | 'RoutingFlavorUnsupported';
 
 /** `status.subdomain`: the auto-generated subdomain and whether it serves. */

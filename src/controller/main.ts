@@ -255,6 +255,7 @@ function build(
       projects?.onCustomDomainChange(domain);
     },
     onServiceChange: (namespace) => projects?.onNamespaceChange(namespace),
+    onForeignRouteChange: (namespace, hostnames) => projects?.onForeignRouteChange(namespace, hostnames),
     loadedKey: () => ownership.loadedKey(),
   });
   const apps = config.appsDomain;
@@ -283,8 +284,10 @@ function build(
             view,
             objects,
             operatorNamespace: config.namespace,
-            routingSupported: config.routing.mode !== 'gateway' && config.routing.ingressFlavor === 'contour',
-            ingressClassName: config.ingressClassName,
+            routing: {
+              ...config.routing,
+              ...(config.ingressClassName ? { ingressClassName: config.ingressClassName } : {}),
+            },
           },
         }
       : {}),

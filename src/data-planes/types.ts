@@ -3,7 +3,12 @@
  * per data plane under `src/data-planes/<name>/`, registered in `registry.ts` (the operator's side,
  * pure) and, when the sandbox can start it, in `sandbox-registry.ts` (development only). Pure: types.
  */
-import type { KubeConfig, KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
+import type {
+  KubeConfig,
+  KubernetesObject,
+  KubernetesObjectApi,
+  V1ObjectMeta,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { CustomDomain } from '../api/customdomain.js';
 import type { PolicyTargetRef, RateLimitPolicy } from '../api/ratelimitpolicy.js';
@@ -12,6 +17,7 @@ import type { Acknowledgement } from '../routing/acknowledgement.js';
 import type { FlavorPlan, ObjectHeader, RoutingLookups } from '../routing/flavor-plan.js';
 import type { RoutingOptions } from '../routing/options.js';
 import type { RateLimitHeaders } from '../routing/ratelimit-descriptors.js';
+import type { RedirectIntent } from '../routing/redirect.js';
 
 /**
  * What Portico writes, by its settings: `nginx`, `traefik`, `contour` (ingress mode and its
@@ -74,6 +80,64 @@ export interface FlavorWriter {
    * data plane never has the Ingress name one it has not loaded or has dropped.
    */
   readonly referenceSettle?: { readonly kind: string; readonly ms: number };
+}
+
+/**
+ * What a Project's auto-generated subdomain is routed to (docs/customdomains.md, "The auto-generated
+ * subdomain"): controllers/project/subdomain.ts decides it, the flavor's `SubdomainRouteWriter`
+ * writes it.
+ */
+export interface SubdomainRouteInput {
+  /**
+   * The metadata of every object the writer makes (suffixes appended to `name` where it makes more
+   * than one of a kind): name `portico-subdomain-<project>`, the project's namespace, its labels and
+   * the controller ownerReference to the Project.
+   */
+  readonly metadata: V1ObjectMeta & { name: string; namespace: string };
+  /** `<label>.<apps domain>`, lowercase. */
+  readonly hostname: string;
+  /** The project's Service (`spec.service`), its port as a number. */
+  readonly service: { readonly name: string; readonly port: number };
+  /** Set when the subdomain answers with this redirect (Replace mode, the primary Live). */
+  readonly redirect?: RedirectIntent | undefined;
+  /**
+   * The wildcard certificate's Secret (in the operator's namespace) once it holds a certificate;
+   * undefined before: the route is written without naming it where naming it would break the route.
+   */
+  readonly certificate: { readonly namespace: string; readonly name: string } | undefined;
+  readonly options: RoutingOptions;
+}
+
+/**
+ * How one flavor (an ingress flavor's data plane module, or Gateway API mode in routing/) writes a
+ * Project's auto-generated subdomain (`src/data-planes/<name>/subdomain-route.ts`). Pure.
+ */
+export interface SubdomainRouteWriter {
+  readonly flavor: RoutingFlavor;
+  /**
+   * The objects for the subdomain, in apply order, and `what` answers it (for status messages,
+   * e.g. `Ingress portico-subdomain-site (Traefik)`). Never throws.
+   */
+  readonly plan: (input: SubdomainRouteInput) => { apply: KubernetesObject[]; what: string };
+  /**
+   * Every object `plan` could write for a Project with this metadata, by name: deleted when not
+   * planned (the project goes, its subdomain stops, or the operator runs with another flavor).
+   */
+  readonly owned: (metadata: { name: string; namespace: string }) => ObjectHeader[];
+  /**
+   * How the data plane presents the wildcard certificate for the subdomains, in one sentence for
+   * docs and messages (e.g. "Contour reads the Secret through TLSCertificateDelegation ...").
+   */
+  readonly certificateSource: string;
+  /**
+   * The one object, in the wildcard Secret's namespace, that lets the data plane use the Secret for
+   * the routes of `namespaces` (those that hold a subdomain, sorted): Contour's
+   * TLSCertificateDelegation, Traefik's TLSStore. Undefined: the flavor needs none.
+   */
+  readonly certificateAccess?: (
+    secret: { readonly namespace: string; readonly name: string },
+    namespaces: readonly string[],
+  ) => KubernetesObject;
 }
 
 /** One cell of the data plane × flavor table (docs/routing.md, "Data planes and flavors"). */
@@ -194,6 +258,11 @@ export interface DataPlaneModule<Name extends string = string> {
   readonly flavors: Readonly<Partial<Record<RoutingFlavor, FlavorSupport>>>;
   /** The ingress flavor it brings, of its own annotations or API; undefined: it brings none. */
   readonly flavorWriter?: FlavorWriter;
+  /**
+   * How its flavor (`subdomainRoute.flavor`, the one `flavorWriter` brings) writes a Project's
+   * auto-generated subdomain; undefined: it brings none.
+   */
+  readonly subdomainRoute?: SubdomainRouteWriter;
   /**
    * The kinds of its own API that Portico writes or reads as routes (the Ingress and Gateway API
    * kinds are shared: `route-kinds.ts`).

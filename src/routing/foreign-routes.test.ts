@@ -11,6 +11,7 @@ import {
   ownerKey,
   routeId,
   routeClassOf,
+  routeNamespace,
   servedWithPortico,
   slimForeignRoute,
 } from './foreign-routes.js';
@@ -262,5 +263,44 @@ describe('routeClassOf and servedWithPortico (the class a controller reads, as C
     slimForeignRoute('Ingress', ours, 'portico-edge');
     expect([...hostnamesOf('Ingress', ours)]).toEqual(['b.example.com']);
     expect(routeClassOf('Ingress', ours)).toBe('portico-edge');
+  });
+});
+
+describe('the routes of the apps domain (auto-generated subdomains)', () => {
+  const sub = 'blog.apps.example';
+  const blog = ownerKey('blog', 'uid-project');
+
+  it("counts a Project's controller reference as its owner, as a CustomDomain's is", () => {
+    const ref = {
+      apiVersion: 'portico.dev/v1alpha1',
+      kind: 'Project',
+      name: 'site',
+      uid: 'uid-project',
+      controller: true,
+    };
+    expect(controllerOwnerUid({ metadata: { ownerReferences: [ref] } })).toBe('uid-project');
+    expect(
+      controllerOwnerUid({ metadata: { ownerReferences: [{ ...ref, apiVersion: 'evil.dev/v1' }] } }),
+    ).toBeUndefined();
+  });
+
+  it('lists every name under the apps domain with the routes its owners do not hold, the domain itself left out', () => {
+    const index = new ForeignRouteIndex();
+    index.set('Ingress blog/portico-subdomain-site', new Set([sub]), blog);
+    index.set('HTTPProxy shop/grab', new Set([sub, 'nobody.apps.example']));
+    index.set('Ingress shop/apex', new Set(['apps.example']));
+    index.set('Ingress shop/elsewhere', new Set(['www.shop.example']));
+    expect(index.routesUnder('Apps.Example.', new Set([blog]))).toEqual(
+      [
+        { hostname: sub, routes: ['HTTPProxy shop/grab'] },
+        { hostname: 'nobody.apps.example', routes: ['HTTPProxy shop/grab'] },
+      ].sort((a, b) => (a.hostname < b.hostname ? -1 : 1)),
+    );
+    index.delete('HTTPProxy shop/grab');
+    expect(index.routesUnder('apps.example', new Set([blog]))).toEqual([]);
+  });
+
+  it('reads the namespace of a route id', () => {
+    expect(routeNamespace(routeId('HTTPRoute', obj({}, 'r', 'team-a')))).toBe('team-a');
   });
 });

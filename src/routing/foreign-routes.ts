@@ -18,6 +18,7 @@
  */
 import type { KubernetesObject, V1OwnerReference } from '@kubernetes/client-node';
 import { CUSTOM_DOMAIN_KIND, GROUP } from '../api/customdomain.js';
+import { PROJECT_KIND } from '../api/project.js';
 import { normalizeDnsName } from '../domain/hostname.js';
 import {
   CLASSES_SERVING_CLASSLESS,
@@ -112,10 +113,13 @@ export function servedWithPortico(
   return own === portico || (own === '' && CLASSES_SERVING_CLASSLESS.has(portico));
 }
 
+/** The kinds whose controller ownerReference makes a route Portico's: a CustomDomain's, a Project's subdomain. */
+const OWNER_KINDS: ReadonlySet<string> = new Set([CUSTOM_DOMAIN_KIND, PROJECT_KIND]);
+
 /**
- * The uid of `obj`'s controller ownerReference when it names a CustomDomain (group `portico.dev`,
- * any version); undefined otherwise (none, another kind, or not the controller reference). Never
- * throws on a malformed list.
+ * The uid of `obj`'s controller ownerReference when it names a CustomDomain or a Project (the
+ * routes of its auto-generated subdomain; group `portico.dev`, any version); undefined otherwise
+ * (none, another kind, or not the controller reference). Never throws on a malformed list.
  */
 export function controllerOwnerUid(obj: KubernetesObject): string | undefined {
   const refs: unknown = obj.metadata?.ownerReferences;
@@ -123,7 +127,7 @@ export function controllerOwnerUid(obj: KubernetesObject): string | undefined {
   for (const ref of refs as Partial<V1OwnerReference>[]) {
     if (typeof ref !== 'object' || ref === null || ref.controller !== true) continue;
     const group = typeof ref.apiVersion === 'string' ? ref.apiVersion.split('/')[0] : undefined;
-    if (group === GROUP && ref.kind === CUSTOM_DOMAIN_KIND && typeof ref.uid === 'string' && ref.uid !== '')
+    if (group === GROUP && OWNER_KINDS.has(ref.kind ?? '') && typeof ref.uid === 'string' && ref.uid !== '')
       return ref.uid;
   }
   return undefined;
@@ -140,6 +144,12 @@ export function ownerKey(namespace: string, uid: string): string {
 /** `Kind namespace/name`: how a foreign object is named in messages and Events. */
 export function routeId(kind: string, obj: KubernetesObject): string {
   return `${kind} ${obj.metadata?.namespace ?? ''}/${obj.metadata?.name ?? ''}`;
+}
+
+/** The namespace of a `routeId`. */
+export function routeNamespace(id: string): string {
+  const ref = id.slice(id.indexOf(' ') + 1);
+  return ref.slice(0, ref.indexOf('/'));
 }
 
 /**
@@ -200,6 +210,23 @@ export class ForeignRouteIndex {
   routesOf(hostname: string, owners: ReadonlySet<string> = new Set()): string[] {
     const ids = this.#byHostname.get(normalizeDnsName(hostname)) ?? [];
     return [...ids].filter((id) => !owners.has(this.#owner.get(id) ?? '')).sort();
+  }
+
+  /**
+   * Every indexed hostname under `domain` (normalized here; `domain` itself excluded) with the
+   * objects naming it but those whose owner is in `owners`, hostnames sorted; those left with no
+   * object are left out. For the names under the apps domain (docs/routing.md, "Foreign routes").
+   */
+  routesUnder(
+    domain: string,
+    owners: ReadonlySet<string> = new Set(),
+  ): { hostname: string; routes: string[] }[] {
+    const suffix = `.${normalizeDnsName(domain)}`;
+    return [...this.#byHostname.keys()]
+      .filter((h) => h.endsWith(suffix))
+      .sort()
+      .map((hostname) => ({ hostname, routes: this.routesOf(hostname, owners) }))
+      .filter((e) => e.routes.length > 0);
   }
 
   /** Number of hostnames named by at least one indexed route (Portico's own included). */

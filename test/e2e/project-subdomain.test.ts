@@ -21,23 +21,27 @@
  * Pebble, its operator; the Projects, the wildcard Secret and the TLSCertificateDelegation are
  * deleted; the stack's operator is restarted.
  */
-import { randomBytes, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { Resolver } from 'node:dns/promises';
-import {
-  PatchStrategy,
-  setHeaderOptions,
-  type KubernetesObject,
-  type V1Secret,
-} from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import type { Project } from '../../src/api/project.js';
-import { SUBDOMAIN_DELEGATION_NAME } from '../../src/controllers/project/controller.js';
+import { SUBDOMAIN_DELEGATION_NAME } from '../../src/data-planes/contour/subdomain-route.js';
 import { subdomainProxyName } from '../../src/controllers/project/subdomain.js';
 import { APPS_DOMAIN_SECRET } from '../../src/controller/main.js';
-import type { TsigKey } from '../../src/dns/dynamic-update.js';
 import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
-import { startChallengeZone, stopChallengeZone } from './support/challenge-zone.js';
+import {
+  createProjectObject as createProjectIn,
+  getProject,
+  leafOf,
+  projectApi,
+  readAppsSecret as readSecret,
+  startAppsDomainOperator,
+  stopAppsDomainOperator,
+  waitForSubdomain,
+  type AppsDomainStack,
+} from './support/apps-domain.js';
 import {
   createProject,
   customDomainApi,
@@ -56,93 +60,22 @@ import {
   sdsSecretName,
   virtualHostsFor,
 } from './support/contour.js';
-import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
-import {
-  operatorLogLines,
-  restartStackController,
-  runAll,
-  startOperator,
-  stopOperator,
-  stopStackController,
-  type ControllerCommand,
-  type OperatorProcess,
-} from './support/stack-controller.js';
+import { operatorLogLines, type OperatorProcess } from './support/stack-controller.js';
 
 const APPS_DOMAIN = 'apps.portico.test';
 const PEBBLE_NAME = 'pebble-subdomain';
 /** The validity of the second Pebble's certificates, in seconds. */
 const CERTIFICATE_SECONDS = 90;
-const key: TsigKey = { name: 'portico-apps.', algorithm: 'hmac-sha256', secret: randomBytes(32) };
-const projectApi = { group: 'portico.dev', version: 'v1alpha1', plural: 'projects' } as const;
 const proxyApi = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
 
-let stack: ControllerCommand | undefined;
-let pebble: SecondPebble | undefined;
+let started: AppsDomainStack | undefined;
 let operator: OperatorProcess | undefined;
 let knot: Resolver;
-const accountSecret = `subdomain-${Date.now().toString(36)}`;
 const projects: { namespace: string; name: string }[] = [];
 
-/** The stack operator's HTTP-01 port: where the second Pebble validates HTTP-01 (the primaries). */
-function challengePort(command: ControllerCommand): number {
-  const at = command.args.indexOf('--http01-self-check-port');
-  const port = Number(at >= 0 ? command.args[at + 1] : command.env.PORTICO_HTTP01_SELF_CHECK_PORT);
-  if (!Number.isInteger(port) || port <= 0)
-    throw new Error('the stack operator has no --http01-self-check-port');
-  return port;
-}
-
 async function createProjectObject(namespace: string, spec: Project['spec']): Promise<void> {
-  await kube().custom.createNamespacedCustomObject({
-    ...projectApi,
-    namespace,
-    body: {
-      apiVersion: 'portico.dev/v1alpha1',
-      kind: 'Project',
-      metadata: { name: 'site', namespace },
-      spec,
-    },
-  });
+  await createProjectIn(namespace, spec);
   projects.push({ namespace, name: 'site' });
-}
-
-async function getProject(namespace: string): Promise<Project> {
-  return (await kube().custom.getNamespacedCustomObject({
-    ...projectApi,
-    namespace,
-    name: 'site',
-  })) as Project;
-}
-
-/** Waits until the Project's status.subdomain matches `want` for its current generation. */
-async function waitForSubdomain(
-  namespace: string,
-  want: Partial<NonNullable<NonNullable<Project['status']>['subdomain']>>,
-  timeoutMs = 60_000,
-): Promise<Project> {
-  return waitFor(
-    `${namespace}/site status.subdomain ${JSON.stringify(want)}`,
-    async () => {
-      const p = await getProject(namespace);
-      if (p.status?.observedGeneration !== p.metadata.generation) return undefined;
-      const s = p.status?.subdomain;
-      if (s === undefined) return undefined;
-      return Object.entries(want).every(([k, v]) => (s as unknown as Record<string, unknown>)[k] === v)
-        ? p
-        : undefined;
-    },
-    timeoutMs,
-  );
-}
-
-async function readSecret(): Promise<V1Secret | undefined> {
-  return kube()
-    .core.readNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name: APPS_DOMAIN_SECRET })
-    .catch(() => undefined);
-}
-
-function leafOf(secret: V1Secret): X509Certificate {
-  return new X509Certificate(Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64'));
 }
 
 /** What Envoy's route for `hostname` on HTTPS does: `cluster:<name>`, `redirect:<host>/<code>` or none. */
@@ -177,31 +110,20 @@ async function customDomain(namespace: string, name: string): Promise<CustomDoma
 }
 
 beforeAll(async () => {
-  const zone = await startChallengeZone(APPS_DOMAIN, key);
-  knot = new Resolver({ timeout: 2000, tries: 1 });
-  knot.setServers([`${zone.zoneServer.host}:${zone.zoneServer.port}`]);
-  stack = await stopStackController();
-  if (!stack) throw new Error('the stack operator was not found');
-  pebble = await startSecondPebble(
-    PEBBLE_NAME,
+  started = await startAppsDomainOperator('project-subdomain', APPS_DOMAIN, {
+    pebbleName: PEBBLE_NAME,
     // Short certificates, so that the wildcard's renewal (two thirds in: 60 s) happens in this file.
-    { default: { description: '90-second certificates', validityPeriod: CERTIFICATE_SECONDS } },
-    { dnsServer: `${zone.resolver.host}:${zone.resolver.port}`, httpPort: challengePort(stack) },
-  );
-  operator = await startOperator(stack, 'project-subdomain', {
-    '--acme-directory-url': pebble.directoryUrl,
-    '--acme-account-secret': accountSecret,
-    '--ingress-flavor': 'contour',
-    '--apps-domain': APPS_DOMAIN,
-    '--dns01-server': `${zone.zoneServer.host}:${zone.zoneServer.port}`,
-    '--dns01-tsig-key-name': key.name,
-    '--dns01-tsig-algorithm': key.algorithm,
-    '--dns01-tsig-secret': key.secret.toString('base64'),
+    certificateSeconds: CERTIFICATE_SECONDS,
+    flags: { '--ingress-flavor': 'contour' },
   });
+  operator = started.operator;
+  knot = new Resolver({ timeout: 2000, tries: 1 });
+  knot.setServers([`${started.zone.zoneServer.host}:${started.zone.zoneServer.port}`]);
 }, 180_000);
 
 afterAll(async () => {
-  await runAll(
+  await stopAppsDomainOperator(
+    started,
     async () => {
       for (const { namespace, name } of projects.splice(0)) {
         await kube()
@@ -226,17 +148,8 @@ afterAll(async () => {
         );
       }
     },
-    async () => {
-      if (operator) await stopOperator(operator);
-    },
-    () => stopSecondPebble(PEBBLE_NAME),
-    () => stopChallengeZone(),
-    async () => {
-      for (const name of [accountSecret, APPS_DOMAIN_SECRET])
-        await kube()
-          .core.deleteNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name })
-          .catch(() => undefined);
-      await kube()
+    () =>
+      kube()
         .custom.deleteNamespacedCustomObject({
           group: 'projectcontour.io',
           version: 'v1',
@@ -244,9 +157,7 @@ afterAll(async () => {
           namespace: OPERATOR_NAMESPACE,
           name: SUBDOMAIN_DELEGATION_NAME,
         })
-        .catch(() => undefined);
-    },
-    () => restartStackController(stack),
+        .catch(() => undefined),
   );
 }, 240_000);
 
@@ -281,7 +192,7 @@ describe("a project's auto-generated subdomain", () => {
       const leaf = leafOf(secret);
       expect(leaf.subjectAltName).toBe(`DNS:*.${APPS_DOMAIN}`);
       const intermediate = new X509Certificate(
-        await getPebble(`${pebble?.managementUrl ?? ''}/intermediates/0`),
+        await getPebble(`${started?.pebble.managementUrl ?? ''}/intermediates/0`),
       );
       expect(leaf.verify(intermediate.publicKey)).toBe(true);
       // Ordered over DNS-01: the TXT record was written into Knot's zone, and is gone again.
@@ -340,6 +251,100 @@ describe("a project's auto-generated subdomain", () => {
         'ordering the apps domain wildcard certificate (dns-01)',
       );
       expect(orders).toHaveLength(1);
+    },
+  );
+
+  it(
+    "a tenant's HTTPProxy for another project's subdomain: Contour refuses both (its own status), the owner's route is kept and its Project names the hostname, not the tenant; the tenant's Project reports its route for a name it does not hold",
+    { timeout: 120_000 },
+    async () => {
+      const victim = projects[0]?.namespace ?? '';
+      const tenant = projects[1]?.namespace ?? '';
+      const hostname = `${victim}.${APPS_DOMAIN}`;
+      const unheld = `nobody-${tenant}.${APPS_DOMAIN}`;
+      const proxy = (name: string, fqdn: string): object => ({
+        apiVersion: 'projectcontour.io/v1',
+        kind: 'HTTPProxy',
+        metadata: { name, namespace: tenant },
+        spec: {
+          virtualhost: { fqdn },
+          routes: [{ conditions: [{ prefix: '/' }], services: [{ name: 'web', port: 80 }] }],
+        },
+      });
+      const deleteProxy = (name: string): Promise<unknown> =>
+        kube()
+          .custom.deleteNamespacedCustomObject({ ...proxyApi, namespace: tenant, name })
+          .catch(() => undefined);
+      try {
+        await kube().custom.createNamespacedCustomObject({
+          ...proxyApi,
+          namespace: tenant,
+          body: proxy('grab', hostname),
+        });
+        const reported = await waitForSubdomain(victim, { reason: 'ForeignRoute' });
+        const message = reported.status?.subdomain?.message ?? '';
+        expect(message).toContain(hostname);
+        expect(message).toContain('1 route of another namespace');
+        expect(message).not.toContain(tenant);
+        expect(reported.status?.subdomain?.serving).toBe('False');
+        // Contour's verdict, written by Contour: both HTTPProxies of the fqdn are invalid.
+        const grab = await waitFor(
+          'Contour to judge the tenant HTTPProxy',
+          async () => {
+            const p = (await readProxy(tenant, 'grab')) as unknown as { status?: { currentStatus?: string } };
+            return p.status?.currentStatus === 'invalid' ? p : undefined;
+          },
+          30_000,
+        );
+        expect(JSON.stringify(grab.status)).toContain('DuplicateVhost');
+        // The owner's route is kept as it was: still the Project's, for its subdomain.
+        const own = await readProxy(victim, subdomainProxyName(reported));
+        expect(own.spec.virtualhost.fqdn).toBe(hostname);
+        expect(own.metadata.ownerReferences?.[0]).toMatchObject({
+          kind: 'Project',
+          uid: reported.metadata.uid,
+        });
+        // Nor does the tenant take the traffic: Envoy has no HTTPS route for the hostname at all.
+        expect(
+          await waitFor(
+            `Envoy to drop the duplicated ${hostname}`,
+            async () => ((await httpsRouteOf(hostname)) === 'none' ? true : undefined),
+            30_000,
+          ),
+        ).toBe(true);
+
+        // The tenant's own route for a name under the apps domain that its project does not hold.
+        await kube().custom.createNamespacedCustomObject({
+          ...proxyApi,
+          namespace: tenant,
+          body: proxy('stray', unheld),
+        });
+        // Its HTTPProxy grab names a name the tenant does not hold too: both are listed.
+        const strays = await waitFor(
+          `${tenant}/site to report its routes for names under the apps domain`,
+          async () => {
+            const s = (await getProject(tenant)).status?.subdomain;
+            return s?.reason === 'ForeignRoute' &&
+              s.message.includes(`HTTPProxy ${tenant}/stray names ${unheld}`)
+              ? s.message
+              : undefined;
+          },
+        );
+        expect(strays).toContain(`HTTPProxy ${tenant}/grab names ${hostname}`);
+      } finally {
+        await deleteProxy('grab');
+        await deleteProxy('stray');
+      }
+      // Once they are gone, both subdomains serve again.
+      await waitForSubdomain(victim, { serving: 'True', reason: 'Serving' });
+      await waitForSubdomain(tenant, { serving: 'True', reason: 'Serving' });
+      expect(
+        await waitFor(
+          `Envoy to route ${hostname} again`,
+          async () => ((await httpsRouteOf(hostname)).startsWith('cluster:') ? true : undefined),
+          30_000,
+        ),
+      ).toBe(true);
     },
   );
 

@@ -51,4 +51,9 @@ export interface ClusterView {
    * each `Kind namespace/name`, sorted (routing/foreign-routes.ts).
    */
   foreignRoutes(hostname: string, owners: ReadonlySet<string>): string[];
+  /**
+   * Every hostname under `domain` that routes name, with those routes but the ones whose owner is in
+   * `owners` (routing/foreign-routes.ts `ForeignRouteIndex.routesUnder`); for the apps domain.
+   */
+  foreignRoutesUnder(domain: string, owners: ReadonlySet<string>): { hostname: string; routes: string[] }[];
 }

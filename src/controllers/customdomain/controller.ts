@@ -110,6 +110,11 @@ export interface CustomDomainControllerDeps {
    */
   onServiceChange?: (namespace: string) => void;
   /**
+   * A route of namespace `namespace` changed the hostnames it names (`hostnames`: those it names now
+   * or named before, not both): the Project controller re-reads the foreign routes of the subdomains.
+   */
+  onForeignRouteChange?: (namespace: string, hostnames: readonly string[]) => void;
+  /**
    * Asked before each worker takes a key: a promise holds the worker until it resolves (the memory
    * reducer's `MemoryHold`, while the resident set is far above the memory target).
    */
@@ -382,6 +387,7 @@ export class CustomDomainController {
         const changed =
           verb === 'delete' ? this.#foreign.delete(id) : this.#foreign.set(id, hostnamesOf(kind, obj), owner);
         for (const hostname of changed) this.#enqueue(this.#index.ofHostname(hostname));
+        if (changed.length > 0) this.#d.onForeignRouteChange?.(obj.metadata?.namespace ?? '', changed);
       },
     });
     this.#foreignInformers.set(kind, informer);
@@ -446,6 +452,7 @@ export class CustomDomainController {
       owned: (header) => this.#ownedLookup(header),
       serves: (apiVersion, kind) => !this.#absentKinds.has(`${apiVersion}/${kind}`),
       foreignRoutes: (hostname, owners) => this.#foreign.routesOf(hostname, owners),
+      foreignRoutesUnder: (domain, owners) => this.#foreign.routesUnder(domain, owners),
     };
   }
 

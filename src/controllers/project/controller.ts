@@ -14,12 +14,7 @@
  * sooner. `kubectl delete --cascade=orphan` still orphans them: the garbage collector removes the
  * ownerReferences before the Project is gone, so nothing is left for this sweep.
  */
-import {
-  CustomObjectsApi,
-  type KubeConfig,
-  type KubernetesObject,
-  type KubernetesObjectApi,
-} from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import {
@@ -41,11 +36,8 @@ import {
   type ProjectSubdomainStatus,
 } from '../../api/project.js';
 import { appsSubdomain } from '../../domain/apps-subdomain.js';
-import { serverSideApply } from '../../kube/server-side-apply.js';
-import { CONTOUR_API_VERSION, HTTPPROXY_KIND, type HTTPProxy } from '../../data-planes/contour/httpproxy.js';
-import type { ServicePortEntry } from '../../routing/plan.js';
-import type { AppsCertificateState } from './apps-certificate.js';
-import { planSubdomain, subdomainHolder, subdomainProxyName } from './subdomain.js';
+import { subdomainHolder } from './subdomain.js';
+import { SubdomainRoutes, type SubdomainOptions } from './subdomain-objects.js';
 import { findCondition, setCondition, type ConditionInput } from '../../kube/conditions.js';
 import { apiStatusCode, isNotFound } from '../../kube/errors.js';
 import type { EventRecorder } from '../../kube/events.js';
@@ -66,32 +58,9 @@ export interface CustomDomainCache {
   readonly synced: boolean;
 }
 
-/** The TLSCertificateDelegation that lets the projects' HTTPProxies use the wildcard Secret. */
-export const SUBDOMAIN_DELEGATION_NAME = 'portico-apps-domain';
-/** Milliseconds before a Project is looked at again while Contour has not judged its subdomain route. */
+export type { SubdomainOptions };
+/** Milliseconds before a Project is looked at again while the data plane has not judged its subdomain route. */
 const PROXY_RECHECK_MS = 1_000;
-
-/**
- * The auto-generated subdomains (docs/customdomains.md, "The auto-generated subdomain"):
- * undefined when the operator runs without `--apps-domain`.
- */
-export interface SubdomainOptions {
-  /** The platform's apps domain, normalized. */
-  readonly appsDomain: string;
-  /** The wildcard certificate (apps-certificate.ts). */
-  readonly certificate: { readonly state: AppsCertificateState; readonly secretReference: string };
-  /** The deploy gate's and the port's reads (the CustomDomain controller's caches). */
-  readonly view: {
-    readyEndpoints(namespace: string, service: string): number;
-    servicePorts(namespace: string, name: string): readonly ServicePortEntry[] | undefined;
-  };
-  readonly objects: KubernetesObjectApi;
-  /** The operator's namespace: the wildcard Secret and its TLSCertificateDelegation live there. */
-  readonly operatorNamespace: string;
-  /** The operator writes HTTPProxies (ingress mode, `contour` flavor). */
-  readonly routingSupported: boolean;
-  readonly ingressClassName?: string | undefined;
-}
 
 export interface ProjectControllerOptions {
   readonly kubeConfig: KubeConfig;
@@ -136,15 +105,14 @@ export class ProjectController {
   readonly #projects: ResilientInformer<Project>;
   #running: Promise<void>[] = [];
   #stopping = false;
-  /** The namespaces the TLSCertificateDelegation lists as last applied (sorted, joined). */
-  #delegatedNamespaces: string | undefined;
-  /** Serializes the delegation's applies across workers. */
-  #delegation: Promise<void> = Promise.resolve();
+  /** The subdomain routes (subdomain-objects.ts); undefined without an apps domain. */
+  readonly #subdomains: SubdomainRoutes | undefined;
 
   constructor(options: ProjectControllerOptions) {
     this.#o = options;
     this.#log = options.log.child({ controller: CONTROLLER });
     this.#custom = options.kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#subdomains = options.subdomain && new SubdomainRoutes(options.subdomain, this.#log);
     this.#projects = new ResilientInformer<Project>(options.kubeConfig, {
       path: `/apis/${GROUP}/${VERSION}/${PROJECT_PLURAL}`,
       onChange: (project) => {
@@ -238,51 +206,24 @@ export class ProjectController {
   }
 
   /**
-   * The auto-generated subdomain of `project` (subdomain.ts): its HTTPProxy applied or deleted, the
-   * wildcard Secret delegated to the namespaces that hold a subdomain; undefined without an apps
-   * domain. `recheck`: Contour has not judged the route as applied yet.
+   * The auto-generated subdomain of `project` (subdomain.ts, subdomain-objects.ts): its route
+   * applied or deleted, the wildcard Secret's access object listing the namespaces that hold a
+   * subdomain; undefined without an apps domain. `recheck`: the data plane has not judged the route
+   * as applied yet.
    */
   async #reconcileSubdomain(
     project: Project,
     servingPrimary: string | undefined,
   ): Promise<{ status: ProjectSubdomainStatus; recheck: boolean } | undefined> {
-    const o = this.#o.subdomain;
-    if (o === undefined) return undefined;
-    const namespace = project.metadata.namespace;
-    const hostname = appsSubdomain(namespace, o.appsDomain);
-    const holder = this.#subdomainHolder(hostname);
-    const current = await this.#readProxy(project);
-    const plan = planSubdomain(project, {
-      hostname,
-      heldBy:
-        holder === undefined || holder.metadata.uid === project.metadata.uid
-          ? undefined
-          : { namespace: holder.metadata.namespace, name: holder.metadata.name },
-      routingSupported: o.routingSupported,
-      readyEndpoints: o.view.readyEndpoints(namespace, project.spec.service.name),
-      servicePorts: o.view.servicePorts(namespace, project.spec.service.name),
-      current,
-      certificate: { ...o.certificate.state, secretReference: o.certificate.secretReference },
-      servingPrimary,
-      ingressClassName: o.ingressClassName,
-    });
-    await this.#applyDelegation();
-    const ours = current?.metadata.ownerReferences?.some(
-      (r) => r.controller === true && r.uid === project.metadata.uid,
-    );
-    if (plan.proxy !== undefined) {
-      const same = ours === true && current !== undefined && isDeepStrictEqual(current.spec, plan.proxy.spec);
-      if (!same) {
-        await serverSideApply(o.objects, plan.proxy, { fieldManager: FIELD_MANAGER, force: true });
-        this.#log.info(
-          { namespace, name: plan.proxy.metadata.name, hostname },
-          'applied subdomain HTTPProxy',
-        );
-      }
-      return { status: plan.status, recheck: plan.status.serving !== 'True' && plan.delegated };
-    }
-    if (ours === true && current !== undefined) await this.#deleteProxy(current);
-    return { status: plan.status, recheck: false };
+    const routes = this.#subdomains;
+    if (routes === undefined) return undefined;
+    const holder = this.#subdomainHolder(routes.hostnameOf(project.metadata.namespace));
+    const heldBy =
+      holder === undefined || holder.metadata.uid === project.metadata.uid
+        ? undefined
+        : { namespace: holder.metadata.namespace, name: holder.metadata.name };
+    await routes.applyCertificateAccess(() => this.#holdingNamespaces());
+    return routes.reconcile(project, servingPrimary, heldBy);
   }
 
   /** The Project that has `hostname` as its subdomain: the oldest of those that would. */
@@ -299,87 +240,32 @@ export class ProjectController {
     );
   }
 
-  /** Deletes the subdomain HTTPProxy of a gone (or going) Project, and drops its namespace's delegation. */
-  async #sweepSubdomain(namespace: string, name: string, uid: string | undefined): Promise<void> {
-    if (this.#o.subdomain === undefined) return;
-    const proxy = await this.#readProxy({ metadata: { name, namespace } });
-    const owner = proxy?.metadata.ownerReferences?.find((r) => r.controller === true);
-    const owned =
-      owner?.kind === PROJECT_KIND && owner.name === name && (uid === undefined || owner.uid === uid);
-    if (proxy && owned) await this.#deleteProxy(proxy);
-    await this.#applyDelegation();
-  }
-
-  async #readProxy(project: Pick<Project, 'metadata'>): Promise<HTTPProxy | undefined> {
+  /** The namespaces of the Projects that hold their subdomain. */
+  #holdingNamespaces(): string[] {
     const o = this.#o.subdomain;
-    if (o === undefined) return undefined;
-    try {
-      return await o.objects.read<HTTPProxy>({
-        apiVersion: CONTOUR_API_VERSION,
-        kind: HTTPPROXY_KIND,
-        metadata: { name: subdomainProxyName(project), namespace: project.metadata.namespace },
-      });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  async #deleteProxy(proxy: HTTPProxy): Promise<void> {
-    try {
-      await this.#o.subdomain?.objects.delete(proxy, undefined, undefined, undefined, undefined, undefined, {
-        preconditions: { uid: proxy.metadata.uid ?? '' },
-      });
-      this.#log.info(
-        { namespace: proxy.metadata.namespace, name: proxy.metadata.name },
-        'deleted subdomain HTTPProxy',
-      );
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
+    if (o === undefined) return [];
+    const holding = this.#projects.list().filter((p) => {
+      if (p.metadata.deletionTimestamp) return false;
+      const holder = this.#subdomainHolder(appsSubdomain(p.metadata.namespace, o.appsDomain));
+      return holder?.metadata.uid === p.metadata.uid;
+    });
+    return [...new Set(holding.map((p) => p.metadata.namespace))];
   }
 
   /**
-   * The TLSCertificateDelegation `portico-apps-domain` in the operator's namespace: the wildcard
-   * Secret, delegated to the namespace of every Project that holds its subdomain (Contour's
-   * `namespace/name` secretName needs it: apis/projectcontour/v1/tlscertificatedelegation.go). The
-   * key never leaves the operator's namespace; Contour reads it there. Applied when the set changed.
+   * Routes of `namespace` changed the hostnames they name (the CustomDomain controller's route
+   * watch): queues the Projects whose subdomain is one of them, and the Projects of `namespace` when
+   * one is under the apps domain (its own routes for names it does not hold).
    */
-  #applyDelegation(): Promise<void> {
+  onForeignRouteChange(namespace: string, hostnames: readonly string[]): void {
+    const routes = this.#subdomains;
     const o = this.#o.subdomain;
-    if (o === undefined || !o.routingSupported) return Promise.resolve();
-    const run = async (): Promise<void> => {
-      const namespaces = [
-        ...new Set(
-          this.#projects
-            .list()
-            .filter((p) => {
-              if (p.metadata.deletionTimestamp) return false;
-              const holder = this.#subdomainHolder(appsSubdomain(p.metadata.namespace, o.appsDomain));
-              return holder?.metadata.uid === p.metadata.uid;
-            })
-            .map((p) => p.metadata.namespace),
-        ),
-      ].sort();
-      const joined = namespaces.join(',');
-      if (joined === this.#delegatedNamespaces) return;
-      const [secretNamespace = '', secretName = ''] = o.certificate.secretReference.split('/');
-      await serverSideApply(
-        o.objects,
-        {
-          apiVersion: CONTOUR_API_VERSION,
-          kind: 'TLSCertificateDelegation',
-          metadata: { name: SUBDOMAIN_DELEGATION_NAME, namespace: secretNamespace },
-          spec: { delegations: [{ secretName, targetNamespaces: namespaces }] },
-        } as KubernetesObject,
-        { fieldManager: FIELD_MANAGER, force: true },
-      );
-      this.#delegatedNamespaces = joined;
-      this.#log.info({ namespaces }, 'applied the wildcard certificate delegation');
-    };
-    const next = this.#delegation.then(run);
-    this.#delegation = next.catch(() => undefined);
-    return next;
+    if (routes === undefined || o === undefined) return;
+    const under = hostnames.filter((h) => h.endsWith(`.${o.appsDomain}`));
+    if (under.length === 0) return;
+    for (const p of this.#projects.list())
+      if (under.includes(routes.hostnameOf(p.metadata.namespace)) || p.metadata.namespace === namespace)
+        this.#queue.add(objectKey(p));
   }
 
   /** Deletes the CustomDomains a gone (or going) Project controlled, as the garbage collector would. */
@@ -389,7 +275,8 @@ export class ProjectController {
     uid: string | undefined,
     domains: readonly CustomDomain[],
   ): Promise<void> {
-    await this.#sweepSubdomain(namespace, name, uid);
+    await this.#subdomains?.sweep(namespace, name, uid);
+    await this.#subdomains?.applyCertificateAccess(() => this.#holdingNamespaces());
     for (const d of domains) {
       const owner = d.metadata.ownerReferences?.find((r) => r.controller === true);
       if (owner?.kind !== PROJECT_KIND || owner.name !== name || owner.apiVersion !== API_VERSION) continue;

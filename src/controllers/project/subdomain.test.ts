@@ -1,10 +1,22 @@
+import type { KubernetesObject, V1Ingress } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import type { Project } from '../../api/project.js';
 import type { HTTPProxy } from '../../data-planes/contour/httpproxy.js';
-import { planSubdomain, subdomainHolder, subdomainProxyName, type SubdomainFacts } from './subdomain.js';
+import { contourSubdomainRoute } from '../../data-planes/contour/subdomain-route.js';
+import type { TraefikMiddleware } from '../../data-planes/traefik/middleware.js';
+import type { SubdomainRouteWriter } from '../../data-planes/types.js';
+import type { HTTPRoute } from '../../routing/gateway.js';
+import { subdomainRouteWriter } from '../../routing/subdomain-route.js';
+import {
+  foreignRouteMessage,
+  planSubdomain,
+  subdomainHolder,
+  subdomainProxyName,
+  type SubdomainFacts,
+} from './subdomain.js';
 
 const HOST = 'blog.apps.example';
-const SECRET = 'portico-system/portico-apps-domain-tls';
+const SECRET = { namespace: 'portico-system', name: 'portico-apps-domain-tls' };
 
 function project(domains: Partial<Project['spec']['domains']> = {}, port: number | string = 80): Project {
   return {
@@ -15,21 +27,26 @@ function project(domains: Partial<Project['spec']['domains']> = {}, port: number
   };
 }
 
-function facts(over: Partial<SubdomainFacts> = {}): SubdomainFacts {
+function facts(
+  over: Partial<SubdomainFacts> = {},
+  writer: SubdomainRouteWriter = contourSubdomainRoute,
+): SubdomainFacts {
   return {
     hostname: HOST,
-    routingSupported: true,
+    writer,
+    options: { ingressFlavor: 'contour' },
     readyEndpoints: 1,
     servicePorts: [{ name: 'http', port: 8080 }],
-    current: undefined,
-    certificate: { ready: true, message: 'valid', secretReference: SECRET },
+    current: () => undefined,
+    routedBefore: false,
+    certificate: { ready: true, message: 'valid', secret: SECRET },
     servingPrimary: undefined,
     ...over,
   };
 }
 
 /** The HTTPProxy as Contour leaves it after judging `proxy`: `valid` for its generation. */
-function judged(proxy: HTTPProxy, currentStatus = 'valid'): HTTPProxy {
+function judged(proxy: KubernetesObject, currentStatus = 'valid'): KubernetesObject {
   return {
     ...proxy,
     metadata: { ...proxy.metadata, generation: 2 },
@@ -37,96 +54,98 @@ function judged(proxy: HTTPProxy, currentStatus = 'valid'): HTTPProxy {
       currentStatus,
       description: currentStatus === 'valid' ? 'Valid HTTPProxy' : 'Secret not found',
       conditions: [
-        { type: 'Valid', status: currentStatus === 'valid' ? 'True' : 'False', observedGeneration: 2 },
+        {
+          type: 'Valid',
+          status: currentStatus === 'valid' ? 'True' : 'False',
+          observedGeneration: 2,
+          ...(currentStatus === 'valid'
+            ? {}
+            : { errors: [{ type: 'TLSError', reason: 'SecretNotValid', message: 'Secret not found' }] }),
+        },
       ],
     },
-  } as HTTPProxy;
+  } as KubernetesObject;
 }
 
-describe('planSubdomain', () => {
+function proxyOf(plan: { apply: KubernetesObject[] }): HTTPProxy {
+  return plan.apply[0] as HTTPProxy;
+}
+
+describe('planSubdomain, contour flavor', () => {
   it('serves the Service with the wildcard Secret of the operator namespace once Contour took it', () => {
     const first = planSubdomain(project(), facts());
-    expect(first.proxy?.metadata.name).toBe(subdomainProxyName(project()));
-    expect(first.proxy?.spec).toEqual({
-      virtualhost: { fqdn: HOST, tls: { secretName: SECRET } },
+    expect(proxyOf(first).metadata.name).toBe(subdomainProxyName(project()));
+    expect(proxyOf(first).spec).toEqual({
+      virtualhost: { fqdn: HOST, tls: { secretName: 'portico-system/portico-apps-domain-tls' } },
       routes: [{ conditions: [{ prefix: '/' }], services: [{ name: 'web', port: 80 }] }],
     });
-    expect(first.proxy?.metadata.ownerReferences?.[0]).toMatchObject({
+    expect(proxyOf(first).metadata.ownerReferences?.[0]).toMatchObject({
       kind: 'Project',
       uid: 'uid-1',
       controller: true,
     });
-    expect(first.delegated).toBe(true);
     expect(first.status).toMatchObject({ serving: 'False', reason: 'RouteNotAccepted', answer: 'Content' });
+    expect(first.awaiting).toBe(true);
 
-    const second = planSubdomain(project(), facts({ current: judged(first.proxy as HTTPProxy) }));
+    const second = planSubdomain(project(), facts({ current: () => judged(proxyOf(first)) }));
     expect(second.status).toMatchObject({
       hostname: HOST,
       serving: 'True',
       reason: 'Serving',
       answer: 'Content',
     });
+    expect(second.awaiting).toBe(false);
   });
 
-  it('reports Contour refusing the route with its description', () => {
-    const proxy = planSubdomain(project(), facts()).proxy as HTTPProxy;
-    const plan = planSubdomain(project(), facts({ current: judged(proxy, 'invalid') }));
+  it('reports Contour refusing the route with its reason and words, and does not wait for it again', () => {
+    const proxy = proxyOf(planSubdomain(project(), facts()));
+    const plan = planSubdomain(project(), facts({ current: () => judged(proxy, 'invalid') }));
     expect(plan.status).toMatchObject({ serving: 'False', reason: 'RouteNotAccepted' });
+    expect(plan.status.message).toContain('SecretNotValid');
     expect(plan.status.message).toContain('Secret not found');
+    expect(plan.awaiting).toBe(false);
   });
 
   it('routes over HTTP only, naming no Secret, until the wildcard certificate is stored', () => {
     const plan = planSubdomain(
       project(),
-      facts({ certificate: { ready: false, message: 'the order failed', secretReference: SECRET } }),
+      facts({ certificate: { ready: false, message: 'the order failed', secret: SECRET } }),
     );
-    expect(plan.proxy?.spec.virtualhost).toEqual({ fqdn: HOST });
-    expect(plan.delegated).toBe(false);
+    expect(proxyOf(plan).spec.virtualhost).toEqual({ fqdn: HOST });
     expect(plan.status).toMatchObject({ serving: 'False', reason: 'WildcardCertificatePending' });
     expect(plan.status.message).toContain('the order failed');
   });
 
   it('waits for the first deploy, and keeps its route through a scale to zero afterwards', () => {
     const waiting = planSubdomain(project(), facts({ readyEndpoints: 0 }));
-    expect(waiting.proxy).toBeUndefined();
+    expect(waiting.apply).toEqual([]);
     expect(waiting.status).toMatchObject({ serving: 'False', reason: 'NotDeployed' });
 
-    const routed = planSubdomain(project(), facts()).proxy as HTTPProxy;
-    const scaledToZero = planSubdomain(project(), facts({ readyEndpoints: 0, current: judged(routed) }));
-    expect(scaledToZero.proxy).toBeDefined();
-    expect(scaledToZero.status.serving).toBe('True');
-  });
-
-  it('does not count an HTTPProxy another object controls as an earlier deploy', () => {
-    const routed = planSubdomain(project(), facts()).proxy as HTTPProxy;
-    const forged = {
-      ...routed,
-      metadata: {
-        ...routed.metadata,
-        ownerReferences: [{ ...routed.metadata.ownerReferences?.[0], uid: 'other' }],
-      },
-    } as HTTPProxy;
-    expect(planSubdomain(project(), facts({ readyEndpoints: 0, current: forged })).status.reason).toBe(
-      'NotDeployed',
+    const routed = proxyOf(planSubdomain(project(), facts()));
+    const scaledToZero = planSubdomain(
+      project(),
+      facts({ readyEndpoints: 0, routedBefore: true, current: () => judged(routed) }),
     );
+    expect(scaledToZero.apply).toHaveLength(1);
+    expect(scaledToZero.status.serving).toBe('True');
   });
 
   it('Supplement (the default) serves the content while the primary serves', () => {
     const plan = planSubdomain(project(), facts({ servingPrimary: 'www.blog.example' }));
-    expect(plan.proxy?.spec.routes[0]?.services).toEqual([{ name: 'web', port: 80 }]);
+    expect(proxyOf(plan).spec.routes[0]?.services).toEqual([{ name: 'web', port: 80 }]);
     expect(plan.status.answer).toBe('Content');
   });
 
   it('Replace answers a 301 to the primary once it serves, and the content until then', () => {
     const before = planSubdomain(project({ generatedSubdomain: 'Replace' }), facts());
     expect(before.status.answer).toBe('Content');
-    expect(before.proxy?.spec.routes[0]?.services).toEqual([{ name: 'web', port: 80 }]);
+    expect(proxyOf(before).spec.routes[0]?.services).toEqual([{ name: 'web', port: 80 }]);
 
     const after = planSubdomain(
       project({ generatedSubdomain: 'Replace' }),
       facts({ servingPrimary: 'www.blog.example' }),
     );
-    expect(after.proxy?.spec.routes).toEqual([
+    expect(proxyOf(after).spec.routes).toEqual([
       {
         conditions: [{ prefix: '/' }],
         permitInsecure: true,
@@ -137,25 +156,201 @@ describe('planSubdomain', () => {
   });
 
   it('resolves a named Service port, and reports one the Service does not have', () => {
-    expect(planSubdomain(project({}, 'http'), facts()).proxy?.spec.routes[0]?.services).toEqual([
+    expect(proxyOf(planSubdomain(project({}, 'http'), facts())).spec.routes[0]?.services).toEqual([
       { name: 'web', port: 8080 },
     ]);
     const missing = planSubdomain(project({}, 'grpc'), facts());
-    expect(missing.proxy).toBeUndefined();
+    expect(missing.apply).toEqual([]);
     expect(missing.status.message).toBe('Service web has no port named grpc');
   });
 
   it('routes nothing for a Project whose subdomain another Project holds, and says which', () => {
     const plan = planSubdomain(project(), facts({ heldBy: { namespace: 'blog', name: 'first' } }));
-    expect(plan.proxy).toBeUndefined();
+    expect(plan.apply).toEqual([]);
     expect(plan.status).toMatchObject({ serving: 'False', reason: 'SubdomainConflict' });
     expect(plan.status.message).toContain('Project first');
   });
 
-  it('routes nothing where the operator writes no HTTPProxy', () => {
-    const plan = planSubdomain(project(), facts({ routingSupported: false }));
-    expect(plan.proxy).toBeUndefined();
-    expect(plan.status.reason).toBe('RoutingFlavorUnsupported');
+  it('the TLSCertificateDelegation names the Secret for the namespaces holding a subdomain', () => {
+    expect(contourSubdomainRoute.certificateAccess?.(SECRET, ['a', 'b'])).toEqual({
+      apiVersion: 'projectcontour.io/v1',
+      kind: 'TLSCertificateDelegation',
+      metadata: { name: 'portico-apps-domain', namespace: 'portico-system' },
+      spec: { delegations: [{ secretName: 'portico-apps-domain-tls', targetNamespaces: ['a', 'b'] }] },
+    });
+  });
+});
+
+describe('planSubdomain, every flavor', () => {
+  const ingressOf = (plan: { apply: KubernetesObject[] }): V1Ingress =>
+    plan.apply.find((o) => o.kind === 'Ingress') as V1Ingress;
+  /** The Ingress as a controller that published an address leaves it. */
+  const published = (object: KubernetesObject): KubernetesObject =>
+    ({ ...object, status: { loadBalancer: { ingress: [{ ip: '127.0.0.1' }] } } }) as KubernetesObject;
+
+  it('traefik: an Ingress with the subdomain in spec.tls and no Secret, served once Traefik published it', () => {
+    const writer = subdomainRouteWriter({ ingressFlavor: 'traefik' });
+    const plan = planSubdomain(
+      project(),
+      facts({ options: { ingressFlavor: 'traefik', ingressClassName: 'traefik' } }, writer),
+    );
+    expect(plan.apply.map((o) => o.kind)).toEqual(['Ingress']);
+    expect(ingressOf(plan).spec).toEqual({
+      ingressClassName: 'traefik',
+      tls: [{ hosts: [HOST] }],
+      rules: [
+        {
+          host: HOST,
+          http: {
+            paths: [
+              { path: '/', pathType: 'Prefix', backend: { service: { name: 'web', port: { number: 80 } } } },
+            ],
+          },
+        },
+      ],
+    });
+    const served = planSubdomain(
+      project(),
+      facts({ options: { ingressFlavor: 'traefik' }, current: (o) => published(o) }, writer),
+    );
+    expect(served.status).toMatchObject({ serving: 'True', reason: 'Serving' });
+    expect(served.status.message).toContain('TLSStore default');
+    expect(writer.certificateAccess?.(SECRET, ['blog'])).toEqual({
+      apiVersion: 'traefik.io/v1alpha1',
+      kind: 'TLSStore',
+      metadata: { name: 'default', namespace: 'portico-system' },
+      spec: { certificates: [{ secretName: 'portico-apps-domain-tls' }] },
+    });
+  });
+
+  it('traefik, Replace: a Middleware redirect to the primary (301, path and query kept) referenced from the Ingress', () => {
+    const writer = subdomainRouteWriter({ ingressFlavor: 'traefik' });
+    const plan = planSubdomain(
+      project({ generatedSubdomain: 'Replace' }),
+      facts({ options: { ingressFlavor: 'traefik' }, servingPrimary: 'www.blog.example' }, writer),
+    );
+    expect(plan.apply.map((o) => o.kind)).toEqual(['Middleware', 'Ingress']);
+    const middleware = plan.apply[0] as TraefikMiddleware;
+    expect(middleware.metadata.name).toBe('portico-subdomain-site-redirect');
+    expect(middleware.spec.redirectRegex).toEqual({
+      regex: '^https?://[^/]+(.*)$',
+      replacement: 'https://www.blog.example${1}',
+      permanent: true,
+    });
+    expect(ingressOf(plan).metadata?.annotations).toEqual({
+      'traefik.ingress.kubernetes.io/router.middlewares':
+        'blog-portico-subdomain-site-redirect@kubernetescrd',
+    });
+    // Serving again drops the annotation: the object as planned is no longer the object as applied.
+    const serving = planSubdomain(
+      project({ generatedSubdomain: 'Replace' }),
+      facts({ options: { ingressFlavor: 'traefik' }, current: () => published(ingressOf(plan)) }, writer),
+    );
+    expect(ingressOf(serving).metadata?.annotations).toBeUndefined();
+    expect(serving.status).toMatchObject({ serving: 'False', reason: 'RouteNotAccepted' });
+  });
+
+  it("nginx: the Ingress, with ingress-nginx's permanent-redirect annotations in Replace", () => {
+    const writer = subdomainRouteWriter({});
+    expect(writer.flavor).toBe('nginx');
+    const plan = planSubdomain(
+      project({ generatedSubdomain: 'Replace' }),
+      facts({ options: {}, servingPrimary: 'www.blog.example' }, writer),
+    );
+    expect(ingressOf(plan).metadata?.annotations).toEqual({
+      'nginx.ingress.kubernetes.io/permanent-redirect': 'https://www.blog.example$request_uri',
+      'nginx.ingress.kubernetes.io/permanent-redirect-code': '301',
+    });
+    expect(ingressOf(plan).spec?.tls).toEqual([{ hosts: [HOST] }]);
+    expect(writer.certificateAccess).toBeUndefined();
+  });
+
+  it('gateway: an HTTPRoute on the configured Gateway, served once it accepted it', () => {
+    const writer = subdomainRouteWriter({ mode: 'gateway' });
+    const options = { mode: 'gateway' as const, gatewayParentRefs: [{ name: 'public', namespace: 'infra' }] };
+    const plan = planSubdomain(
+      project({ generatedSubdomain: 'Replace' }),
+      facts({ options, servingPrimary: 'www.blog.example' }, writer),
+    );
+    const route = plan.apply[0] as HTTPRoute;
+    expect(route.spec).toEqual({
+      parentRefs: [{ name: 'public', namespace: 'infra' }],
+      hostnames: [HOST],
+      rules: [
+        {
+          matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+          filters: [
+            {
+              type: 'RequestRedirect',
+              requestRedirect: { scheme: 'https', hostname: 'www.blog.example', statusCode: 301 },
+            },
+          ],
+        },
+      ],
+    });
+    // The API server defaults the parentRef's group and kind: still the route as planned.
+    const accepted = {
+      ...route,
+      metadata: { ...route.metadata, generation: 1 },
+      spec: {
+        ...route.spec,
+        parentRefs: [
+          { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'public', namespace: 'infra' },
+        ],
+      },
+      status: {
+        parents: [
+          {
+            parentRef: {
+              group: 'gateway.networking.k8s.io',
+              kind: 'Gateway',
+              name: 'public',
+              namespace: 'infra',
+            },
+            controllerName: 'example.com/gateway',
+            conditions: [
+              { type: 'Accepted', status: 'True', observedGeneration: 1 },
+              { type: 'ResolvedRefs', status: 'True', observedGeneration: 1 },
+            ],
+          },
+        ],
+      },
+    } as KubernetesObject;
+    const served = planSubdomain(
+      project({ generatedSubdomain: 'Replace' }),
+      facts({ options, servingPrimary: 'www.blog.example', current: () => accepted }, writer),
+    );
+    expect(served.status).toMatchObject({ serving: 'True', reason: 'Serving', answer: 'Redirect' });
+    expect(writer.certificateAccess).toBeUndefined();
+  });
+});
+
+describe('foreign routes of a subdomain', () => {
+  it("keeps the project's route and reports ForeignRoute, naming only the routes of its own namespace", () => {
+    const foreign = { here: ['Ingress blog/mine'], elsewhere: 2, strays: [] };
+    const plan = planSubdomain(project(), facts({ foreign }));
+    expect(plan.apply).toHaveLength(1);
+    expect(plan.status).toMatchObject({ serving: 'False', reason: 'ForeignRoute' });
+    expect(plan.status.message).toContain('Ingress blog/mine (this namespace)');
+    expect(plan.status.message).toContain("2 routes of another namespace (not named: another tenant's)");
+  });
+
+  it("reports the namespace's own routes for apps-domain names the project does not hold", () => {
+    const message = foreignRouteMessage(HOST, {
+      here: [],
+      elsewhere: 0,
+      strays: [{ route: 'HTTPProxy blog/grab', hostname: 'shop.apps.example' }],
+    });
+    expect(message).toContain('HTTPProxy blog/grab names shop.apps.example');
+    expect(message).not.toContain('also named by');
+  });
+
+  it('says nothing when there is nothing foreign', () => {
+    expect(foreignRouteMessage(HOST, { here: [], elsewhere: 0, strays: [] })).toBeUndefined();
+    expect(foreignRouteMessage(HOST, undefined)).toBeUndefined();
+    expect(
+      planSubdomain(project(), facts({ foreign: { here: [], elsewhere: 0, strays: [] } })).status.reason,
+    ).not.toBe('ForeignRoute');
   });
 });
 

@@ -7,21 +7,24 @@
  *   downgraded below it, keeps its subdomain).
  * - Routed once the project has had a successful deploy: the deploy gate of CustomDomain
  *   (controllers/customdomain/acceptance.ts): its Service has a ready endpoint, or the subdomain
- *   was routed before (the operator's own HTTPProxy for it exists: scale-to-zero keeps it).
- * - One route, a Contour HTTPProxy `portico-subdomain-<project>` in the project's namespace, whose
- *   TLS Secret is the wildcard certificate in the operator's namespace (`namespace/name`, which
- *   Contour accepts through the TLSCertificateDelegation the controller keeps), named only once it
- *   holds a certificate: an HTTPProxy naming a Secret it cannot use is invalid as a whole
- *   (routing/contour.ts).
+ *   was routed before (an object of its route with the Project's controller ownerReference exists:
+ *   scale-to-zero keeps it).
+ * - In every routing the operator writes: the objects are the flavor's (`SubdomainRouteWriter`,
+ *   src/data-planes/<name>/subdomain-route.ts, and Gateway API mode's in routing/subdomain-route.ts),
+ *   named `portico-subdomain-<project>` in the project's namespace; whether the data plane took them
+ *   is read from their status (the route kinds' acknowledgement).
  * - Supplement (default): it serves the Service. Replace: once the primary is Live (the Project's
  *   `status.servingPrimary`), it answers with a 301 to it, path and query kept; until then, and
  *   whenever no custom domain serves (a plan downgrade), it serves the Service.
  * - Two Projects with the same subdomain (two Projects in one namespace, or a hash collision of the
  *   name rule): the oldest (then the smallest `namespace/name`) has it; the other reports
  *   `SubdomainConflict` and routes nothing.
+ * - Routes Portico does not own that name the subdomain (another tenant's), or that the project's
+ *   own namespace has for a name under the apps domain the project does not hold (docs/routing.md,
+ *   "Foreign routes"): `ForeignRoute`, its route kept; a route of another namespace is counted,
+ *   never named (its namespace is another tenant's).
  */
-import type { V1ObjectMeta } from '@kubernetes/client-node';
-import { isDeepStrictEqual } from 'node:util';
+import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import { MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/customdomain.js';
 import {
   DEFAULT_GENERATED_SUBDOMAIN_MODE,
@@ -30,22 +33,26 @@ import {
   type ProjectSubdomainStatus,
   type SubdomainReason,
 } from '../../api/project.js';
-import {
-  httpProxy,
-  redirectRoute,
-  serviceRoute,
-  type HTTPProxy,
-  type HTTPProxyRoute,
-} from '../../data-planes/contour/httpproxy.js';
+import type { SubdomainRouteWriter } from '../../data-planes/types.js';
+import type { RoutingOptions } from '../../routing/options.js';
 import type { ServicePortEntry } from '../../routing/plan.js';
+import { subdomainAcknowledgement, subdomainRouteName } from '../../routing/subdomain-route.js';
 import { projectOwnerReference } from './plan.js';
 
 /** The status the Replace mode's redirect answers with (the spec's documented redirect status). */
 export const SUBDOMAIN_REDIRECT_STATUS = 301;
 
-/** The name of the HTTPProxy of a Project's subdomain, in the Project's namespace. */
-export function subdomainProxyName(project: Pick<Project, 'metadata'>): string {
-  return `portico-subdomain-${project.metadata.name}`;
+/** The name of the objects of a Project's subdomain route, in the Project's namespace. */
+export const subdomainProxyName = subdomainRouteName;
+
+/** Routes Portico does not own that concern a Project's subdomain (routing/foreign-routes.ts). */
+export interface SubdomainForeignRoutes {
+  /** Routes of the project's own namespace naming its subdomain (`Kind namespace/name`). */
+  readonly here: readonly string[];
+  /** How many routes of other namespaces name it (never named: another tenant's objects). */
+  readonly elsewhere: number;
+  /** Routes of the project's namespace naming a name under the apps domain it does not hold. */
+  readonly strays: readonly { readonly route: string; readonly hostname: string }[];
 }
 
 /** What the plan reads besides the Project. */
@@ -54,34 +61,37 @@ export interface SubdomainFacts {
   hostname: string;
   /** The Project that has this subdomain when it is not this one (SubdomainConflict). */
   heldBy?: { namespace: string; name: string } | undefined;
-  /**
-   * False when the operator's routing writes no HTTPProxy (it routes the subdomain only in the
-   * `contour` flavor of ingress mode); the message says what it writes instead.
-   */
-  routingSupported: boolean;
+  /** The writer of the operator's routing (routing/subdomain-route.ts `subdomainRouteWriter`). */
+  writer: SubdomainRouteWriter;
+  /** The operator's routing settings (class, parent Gateways, Traefik naming, nginx path keeping). */
+  options: RoutingOptions;
+  /** `--data-plane-name`, for the acknowledgement's messages. */
+  dataPlaneName?: string | undefined;
   /** Ready endpoints of `spec.service` now. */
   readyEndpoints: number;
   /** The ports of `spec.service`, or undefined when the Service is not cached. */
   servicePorts: readonly ServicePortEntry[] | undefined;
-  /** The operator's own HTTPProxy for the subdomain as it is now (status included), if any. */
-  current: HTTPProxy | undefined;
-  /** The wildcard certificate: ready, and the Secret reference (`namespace/name`). */
-  certificate: { ready: boolean; message: string; secretReference: string };
+  /** The object of the subdomain's route of the same kind and name as `object`, as it is now (status included). */
+  current: (object: KubernetesObject) => KubernetesObject | undefined;
+  /** An object of the subdomain's route with this Project's controller ownerReference exists. */
+  routedBefore: boolean;
+  /** The wildcard certificate: ready, and its Secret. */
+  certificate: { ready: boolean; message: string; secret: { namespace: string; name: string } };
   /** `status.servingPrimary` as planned this reconcile: the custom domain that serves, if any. */
   servingPrimary: string | undefined;
-  /** `--ingress-class-name`, written as the HTTPProxy's `spec.ingressClassName`. */
-  ingressClassName?: string | undefined;
+  /** Routes Portico does not own for the subdomain; undefined: none known. */
+  foreign?: SubdomainForeignRoutes | undefined;
 }
 
 export interface SubdomainPlan {
-  /** The HTTPProxy to apply, or undefined to have none (the current one is deleted). */
-  proxy: HTTPProxy | undefined;
+  /** The objects to apply, in order; empty to have none (the current ones are deleted). */
+  apply: KubernetesObject[];
   status: ProjectSubdomainStatus;
-  /** True when the namespace needs the wildcard Secret delegated to it (the proxy names it). */
-  delegated: boolean;
+  /** The data plane has not reported on the route as applied yet (look again soon). */
+  awaiting: boolean;
 }
 
-/** The numeric port of `spec.service` (HTTPProxy takes no port names), or undefined. */
+/** The numeric port of `spec.service` (HTTPProxy and HTTPRoute take no port names), or undefined. */
 function servicePort(project: Project, ports: readonly ServicePortEntry[] | undefined): number | undefined {
   const port = project.spec.service.port ?? 80;
   if (typeof port === 'number') return port;
@@ -89,23 +99,9 @@ function servicePort(project: Project, ports: readonly ServicePortEntry[] | unde
   return ports?.find((p) => p.name === port)?.port;
 }
 
-/** Contour's verdict on the HTTPProxy as applied: `valid` for its current generation. */
-function proxyAccepted(proxy: HTTPProxy | undefined): { valid: boolean; description: string } {
-  const status = (proxy as (HTTPProxy & { status?: Record<string, unknown> }) | undefined)?.status;
-  const conditions = status?.['conditions'] as
-    { type?: string; status?: string; observedGeneration?: number }[] | undefined;
-  const valid = conditions?.find((c) => c.type === 'Valid');
-  const current =
-    valid?.observedGeneration === undefined || valid.observedGeneration === proxy?.metadata.generation;
+function metadataOf(project: Project): V1ObjectMeta & { name: string; namespace: string } {
   return {
-    valid: status?.['currentStatus'] === 'valid' && current && valid?.status !== 'False',
-    description: typeof status?.['description'] === 'string' ? status['description'] : 'not reported yet',
-  };
-}
-
-function metadataOf(project: Project): V1ObjectMeta {
-  return {
-    name: subdomainProxyName(project),
+    name: subdomainRouteName(project),
     namespace: project.metadata.namespace,
     labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE, [PROJECT_LABEL]: project.metadata.name },
     ownerReferences: [projectOwnerReference(project)],
@@ -114,10 +110,10 @@ function metadataOf(project: Project): V1ObjectMeta {
 
 /** A subdomain with no route, and why. */
 function unrouted(hostname: string, reason: SubdomainReason, message: string): SubdomainPlan {
-  return { proxy: undefined, delegated: false, status: { hostname, serving: 'False', reason, message } };
+  return { apply: [], awaiting: false, status: { hostname, serving: 'False', reason, message } };
 }
 
-/** Why the subdomain has no route (conflict, flavor, deploy gate), or undefined when it has one. */
+/** Why the subdomain has no route (conflict, deploy gate), or undefined when it has one. */
 function blocked(project: Project, f: SubdomainFacts): SubdomainPlan | undefined {
   if (f.heldBy !== undefined)
     return unrouted(
@@ -127,16 +123,7 @@ function blocked(project: Project, f: SubdomainFacts): SubdomainPlan | undefined
         ? `Project ${f.heldBy.name}, older, in the same namespace has ${f.hostname}: a namespace has one auto-generated subdomain; delete one of the Projects`
         : `another project has ${f.hostname} (the name rule's hash collided); rename this namespace`,
     );
-  if (!f.routingSupported)
-    return unrouted(
-      f.hostname,
-      'RoutingFlavorUnsupported',
-      'the operator routes auto-generated subdomains with a Contour HTTPProxy only (--ingress-flavor contour); run it so, or route the apps domain yourself',
-    );
-  const ours = f.current?.metadata.ownerReferences?.some(
-    (r) => r.controller === true && r.uid === project.metadata.uid,
-  );
-  if (f.readyEndpoints === 0 && ours !== true)
+  if (f.readyEndpoints === 0 && !f.routedBefore)
     return unrouted(
       f.hostname,
       'NotDeployed',
@@ -145,46 +132,66 @@ function blocked(project: Project, f: SubdomainFacts): SubdomainPlan | undefined
   return undefined;
 }
 
-/** Where the subdomain redirects (Replace with a primary that serves), and the routes that say so. */
-function routesOf(
-  project: Project,
-  f: SubdomainFacts,
-): { routes: HTTPProxyRoute[]; redirectTo: string | undefined } | undefined {
-  const mode = project.spec.domains.generatedSubdomain ?? DEFAULT_GENERATED_SUBDOMAIN_MODE;
-  const redirectTo = mode === 'Replace' ? f.servingPrimary : undefined;
-  if (redirectTo !== undefined)
-    return {
-      redirectTo,
-      routes: [
-        redirectRoute({
-          to: redirectTo,
-          status: SUBDOMAIN_REDIRECT_STATUS,
-          permanent: true,
-          keepsMethod: false,
-        }),
-      ],
-    };
-  const port = servicePort(project, f.servicePorts);
-  if (port === undefined) return undefined;
-  return { redirectTo, routes: [serviceRoute('/', { name: project.spec.service.name, port })] };
+/**
+ * The `ForeignRoute` sentence: which routes Portico does not own take or share the subdomain, and
+ * which of the namespace's own routes name an apps-domain name the project does not hold;
+ * undefined when there are none.
+ */
+export function foreignRouteMessage(
+  hostname: string,
+  foreign: SubdomainForeignRoutes | undefined,
+): string | undefined {
+  if (foreign === undefined) return undefined;
+  const parts: string[] = [];
+  const { here, elsewhere, strays } = foreign;
+  if (here.length > 0 || elsewhere > 0) {
+    const named = here.length > 0 ? [`${here.join('; ')} (this namespace)`] : [];
+    const counted =
+      elsewhere > 0
+        ? [
+            `${elsewhere} route${elsewhere === 1 ? '' : 's'} of another namespace (not named: another tenant's)`,
+          ]
+        : [];
+    parts.push(
+      `${hostname} is also named by routes Portico does not own: ${[...named, ...counted].join('; and ')}. The data plane may send part or all of its traffic there, or refuse both (Contour marks duplicate HTTPProxy fqdns invalid); this project's route is kept. The platform team can find the other routes (kubectl portico, or the operator's log); a routing class of Portico's own keeps them out (docs/routing.md).`,
+    );
+  }
+  if (strays.length > 0)
+    parts.push(
+      `this namespace's routes name names under the apps domain that this project does not hold: ${strays.map((s) => `${s.route} names ${s.hostname}`).join('; ')}. Names under the apps domain are the platform's: delete them or remove the hostname from them.`,
+    );
+  return parts.length > 0 ? parts.join(' ') : undefined;
 }
 
 /** The plan of one Project's subdomain. Pure. */
 export function planSubdomain(project: Project, f: SubdomainFacts): SubdomainPlan {
   const stop = blocked(project, f);
   if (stop !== undefined) return stop;
-  const routed = routesOf(project, f);
-  if (routed === undefined)
+  const port = servicePort(project, f.servicePorts);
+  if (port === undefined)
     return unrouted(
       f.hostname,
       'RouteNotAccepted',
       `Service ${project.spec.service.name} has no port named ${String(project.spec.service.port)}`,
     );
-  const { routes, redirectTo } = routed;
-  const tls = f.certificate.ready ? f.certificate.secretReference : undefined;
-  const proxy = httpProxy(metadataOf(project), f.hostname, routes, {
-    ...(tls ? { tlsSecretName: tls } : {}),
-    ...(f.ingressClassName ? { ingressClassName: f.ingressClassName } : {}),
+  const mode = project.spec.domains.generatedSubdomain ?? DEFAULT_GENERATED_SUBDOMAIN_MODE;
+  const redirectTo = mode === 'Replace' ? f.servingPrimary : undefined;
+  const { apply, what } = f.writer.plan({
+    metadata: metadataOf(project),
+    hostname: f.hostname,
+    service: { name: project.spec.service.name, port },
+    ...(redirectTo !== undefined
+      ? {
+          redirect: {
+            to: redirectTo,
+            status: SUBDOMAIN_REDIRECT_STATUS,
+            permanent: true,
+            keepsMethod: false,
+          },
+        }
+      : {}),
+    certificate: f.certificate.ready ? f.certificate.secret : undefined,
+    options: f.options,
   });
   const base = {
     hostname: f.hostname,
@@ -193,45 +200,39 @@ export function planSubdomain(project: Project, f: SubdomainFacts): SubdomainPla
       ? { answer: 'Redirect' as const, redirectTo }
       : { answer: 'Content' as const }),
   };
-  if (!tls)
-    return {
-      proxy,
-      delegated: false,
-      status: {
-        ...base,
-        reason: 'WildcardCertificatePending',
-        message: `routed over HTTP only until the wildcard certificate is stored: ${f.certificate.message}`,
-      },
-    };
-  // Contour's verdict is on the HTTPProxy as it is now; one that differs from the plan is not judged.
-  const applied = f.current !== undefined && isDeepStrictEqual(f.current.spec, proxy.spec);
-  const accepted = proxyAccepted(applied ? f.current : undefined);
-  if (!accepted.valid)
-    return {
-      proxy,
-      delegated: true,
-      status: {
-        ...base,
-        reason: 'RouteNotAccepted',
-        message: applied
-          ? `Contour has not accepted HTTPProxy ${proxy.metadata.name}: ${accepted.description}`
-          : `HTTPProxy ${proxy.metadata.name} is being written`,
-      },
-    };
+  const plan = (
+    reason: SubdomainReason,
+    message: string,
+    serving: 'True' | 'False' = 'False',
+    awaiting = false,
+  ): SubdomainPlan => ({
+    apply,
+    awaiting,
+    status: { ...base, serving, reason, message },
+  });
+  const foreign = foreignRouteMessage(f.hostname, f.foreign);
+  if (foreign !== undefined) return plan('ForeignRoute', foreign);
+  if (!f.certificate.ready)
+    return plan(
+      'WildcardCertificatePending',
+      `${what} routes it over HTTP only until the wildcard certificate is stored: ${f.certificate.message}`,
+    );
+  const ack = subdomainAcknowledgement(apply, f.current, {
+    ingressClassName: f.options.ingressClassName,
+    dataPlaneName: f.dataPlaneName,
+  });
+  if (ack.kind !== 'confirmed')
+    return ack.kind === 'refused'
+      ? plan('RouteNotAccepted', `${ack.reason}: ${ack.message}`)
+      : plan('RouteNotAccepted', ack.message, 'False', true);
   const wildcard = `*.${f.hostname.slice(f.hostname.indexOf('.') + 1)}`;
-  return {
-    proxy,
-    delegated: true,
-    status: {
-      ...base,
-      serving: 'True',
-      reason: 'Serving',
-      message:
-        redirectTo !== undefined
-          ? `https://${f.hostname} redirects to ${redirectTo} (generatedSubdomain Replace, the primary is Live)`
-          : `https://${f.hostname} serves Service ${project.spec.service.name} with the certificate for ${wildcard}`,
-    },
-  };
+  return plan(
+    'Serving',
+    redirectTo !== undefined
+      ? `https://${f.hostname} redirects to ${redirectTo} (generatedSubdomain Replace, the primary is Live): ${what}`
+      : `https://${f.hostname} serves Service ${project.spec.service.name} with the certificate for ${wildcard}: ${what}; ${f.writer.certificateSource}`,
+    'True',
+  );
 }
 
 /** The Project that holds `hostname` among `projects` with it: the oldest, then the smallest namespace/name. */

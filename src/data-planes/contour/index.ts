@@ -9,6 +9,7 @@ import { httpProxyAcknowledgement } from '../../routing/acknowledgement.js';
 import { CONTOUR_API_VERSION, CONTOUR_GROUP, HTTPPROXY_KIND, HTTPPROXY_PLURAL } from './httpproxy.js';
 import { IGNORES_TRAEFIK_MIDDLEWARE, NO_LISTENERSET, record, strings } from '../shared.js';
 import { contourFlavor } from './flavor.js';
+import { contourSubdomainRoute } from './subdomain-route.js';
 import { defineDataPlane, type RouteKind } from '../types.js';
 
 /** Contour's class when it is run without `--ingress-class-name` (internal/ingressclass). */
@@ -54,6 +55,7 @@ export const contour = defineDataPlane({
     gateway: { serves: false, redirects: false, why: NO_LISTENERSET },
   },
   flavorWriter: contourFlavor,
+  subdomainRoute: contourSubdomainRoute,
   routeKinds: [HTTPPROXY_ROUTE_KIND],
   // internal/annotation `IngressClass`: its own annotation first, then kubernetes.io/ingress.class.
   ingressClass: {

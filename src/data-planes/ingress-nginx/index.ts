@@ -4,6 +4,7 @@
  */
 import { IGNORES_TRAEFIK_MIDDLEWARE, READS_NO_HTTPPROXY } from '../shared.js';
 import { nginxFlavor } from './flavor.js';
+import { nginxSubdomainRoute } from './subdomain-route.js';
 import { defineDataPlane } from '../types.js';
 
 export const ingressNginx = defineDataPlane({
@@ -18,5 +19,6 @@ export const ingressNginx = defineDataPlane({
     gateway: { serves: false, redirects: false, why: 'it implements no Gateway API' },
   },
   flavorWriter: nginxFlavor,
+  subdomainRoute: nginxSubdomainRoute,
   routeKinds: [],
 });

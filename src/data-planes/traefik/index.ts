@@ -9,6 +9,7 @@
 import { TRAEFIK_API_VERSION, TRAEFIK_MIDDLEWARE_KIND } from './middleware.js';
 import { NO_LISTENERSET, READS_NO_HTTPPROXY } from '../shared.js';
 import { traefikFlavor } from './flavor.js';
+import { traefikSubdomainRoute } from './subdomain-route.js';
 import { defineDataPlane, type RouteKind } from '../types.js';
 
 /** Traefik's Middleware: the redirect of the `traefik` flavor; nothing reports on it. */
@@ -35,5 +36,6 @@ export const traefik = defineDataPlane({
     gateway: { serves: false, redirects: false, why: NO_LISTENERSET },
   },
   flavorWriter: traefikFlavor,
+  subdomainRoute: traefikSubdomainRoute,
   routeKinds: [MIDDLEWARE_ROUTE_KIND],
 });

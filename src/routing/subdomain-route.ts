@@ -1,0 +1,157 @@
+/**
+ * Which writer routes a Project's auto-generated subdomain, by the operator's routing settings, and
+ * how the data plane's acknowledgement of what it wrote is read (docs/customdomains.md, "The
+ * auto-generated subdomain"). Pure.
+ *
+ * - Ingress mode: the writer of the data plane module that brings `--ingress-flavor`
+ *   (`DataPlaneModule.subdomainRoute`, src/data-planes/<name>/subdomain-route.ts).
+ * - Gateway API mode, every gateway's (as its CustomDomain routes are, gateway.ts): one HTTPRoute
+ *   `portico-subdomain-<project>` on the configured parent Gateways (`gatewayParentRefs`), serving
+ *   the Service or answering the redirect (`redirectRule`: https, the primary, 301, path and query
+ *   kept). An HTTPRoute carries no TLS: the Gateway's HTTPS listener for `*.<apps domain>` presents
+ *   the wildcard, which the platform configures (docs/customdomains.md): its `tls.certificateRefs`
+ *   name the Secret in the operator's namespace, allowed by a ReferenceGrant there.
+ */
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { DATA_PLANE_MODULES, ROUTE_KINDS } from '../data-planes/registry.js';
+import type { SubdomainRouteWriter } from '../data-planes/types.js';
+import { combine, type Acknowledgement } from './acknowledgement.js';
+import type { ObjectHeader } from './flavor-plan.js';
+import { forwardRule, GATEWAY_API_VERSION, httpRoute, HTTPROUTE_KIND, redirectRule } from './gateway.js';
+import type { RoutingOptions } from './options.js';
+
+/** The name of every object of a Project's subdomain route (suffixed where a writer makes two of a kind). */
+export function subdomainRouteName(project: { metadata: { name: string } }): string {
+  return `portico-subdomain-${project.metadata.name}`;
+}
+
+export const gatewaySubdomainRoute: SubdomainRouteWriter = {
+  flavor: 'gateway',
+  plan: (input) => {
+    const rule = input.redirect ? redirectRule(input.redirect) : forwardRule('/', input.service);
+    const parents = input.options.gatewayParentRefs ?? [];
+    return {
+      apply: [httpRoute(input.metadata, input.hostname, parents, [rule])],
+      what: `HTTPRoute ${input.metadata.name}`,
+    };
+  },
+  owned: (metadata) => [{ apiVersion: GATEWAY_API_VERSION, kind: HTTPROUTE_KIND, metadata }],
+  certificateSource:
+    "the HTTPRoute carries no TLS: the Gateway's HTTPS listener for *.<apps domain> presents the wildcard Secret, as the platform configures it",
+};
+
+/** Every subdomain writer: each data plane module's, then Gateway API mode's. */
+export const SUBDOMAIN_ROUTE_WRITERS: readonly SubdomainRouteWriter[] = [
+  ...DATA_PLANE_MODULES.flatMap((m) => (m.subdomainRoute === undefined ? [] : [m.subdomainRoute])),
+  gatewaySubdomainRoute,
+];
+
+/**
+ * The writer for the operator's routing settings: gateway mode's, else the one of
+ * `ingressFlavor` (default `nginx`, as for CustomDomains). Throws when no module brings it (a
+ * registry defect, caught by the registry's tests).
+ */
+export function subdomainRouteWriter(
+  options: Pick<RoutingOptions, 'mode' | 'ingressFlavor'>,
+): SubdomainRouteWriter {
+  const flavor = options.mode === 'gateway' ? 'gateway' : (options.ingressFlavor ?? 'nginx');
+  const found = SUBDOMAIN_ROUTE_WRITERS.find((w) => w.flavor === flavor);
+  if (found === undefined)
+    throw new Error(`no writer routes the auto-generated subdomain in flavor "${flavor}"`);
+  return found;
+}
+
+/**
+ * Every object any writer could write for a Project with this metadata, once each (by apiVersion,
+ * kind and name): what is deleted when it is not planned, whatever the flavor was before.
+ */
+export function everySubdomainObject(metadata: { name: string; namespace: string }): ObjectHeader[] {
+  const seen = new Map<string, ObjectHeader>();
+  for (const writer of SUBDOMAIN_ROUTE_WRITERS)
+    for (const header of writer.owned(metadata))
+      seen.set(`${header.apiVersion}/${header.kind}/${header.metadata.name}`, header);
+  return [...seen.values()];
+}
+
+/** What the acknowledgement needs besides the objects. */
+export interface SubdomainAcknowledgementContext {
+  readonly ingressClassName: string | undefined;
+  readonly dataPlaneName: string | undefined;
+}
+
+/**
+ * Whether the data plane took the planned objects: each one of a route kind that is acknowledged
+ * (routing/acknowledgement.ts through the route kinds of src/data-planes/) is judged on `current`,
+ * the object as the API server holds it (status included), when it is the object as planned
+ * (`covers`); an object not yet as planned is `awaiting`. Objects nothing reports on (a Traefik
+ * Middleware) count as taken.
+ */
+export function subdomainAcknowledgement(
+  planned: readonly KubernetesObject[],
+  current: (header: KubernetesObject) => KubernetesObject | undefined,
+  context: SubdomainAcknowledgementContext,
+): Acknowledgement {
+  const parts: Acknowledgement[] = [];
+  for (const object of planned) {
+    const acknowledge = ROUTE_KINDS.get(object.kind ?? '')?.acknowledge;
+    if (acknowledge === undefined) continue;
+    const name = object.metadata?.name ?? '';
+    const cached = current(object);
+    if (cached === undefined || !covers(cached, object)) {
+      parts.push({ kind: 'awaiting', message: `${object.kind ?? ''} ${name} is being written.` });
+      continue;
+    }
+    parts.push(
+      acknowledge({
+        applied: object,
+        cached,
+        name,
+        namespace: object.metadata?.namespace ?? '',
+        ingressClassName: context.ingressClassName,
+        dataPlaneName: context.dataPlaneName,
+      }),
+    );
+  }
+  return parts.length === 0 ? { kind: 'confirmed', message: '' } : combine(parts);
+}
+
+/** Annotations other writers set on any object (kubectl's), not compared. */
+const FOREIGN_ANNOTATION_PREFIX = 'kubectl.kubernetes.io/';
+
+function ownAnnotations(object: KubernetesObject): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(object.metadata?.annotations ?? {}).filter(
+      ([k]) => !k.startsWith(FOREIGN_ANNOTATION_PREFIX),
+    ),
+  );
+}
+
+/**
+ * True when `current` is `planned` as applied: every field of `planned`'s spec and ownerReferences
+ * with the same value (arrays element by element, same length), whatever the API server defaulted
+ * beside them (an HTTPRoute's parentRef group and kind, a backendRef's weight), and the same
+ * annotations (but kubectl's), so that a redirect annotation no longer planned is removed. Pure.
+ */
+export function covers(current: KubernetesObject, planned: KubernetesObject): boolean {
+  const c = current as { spec?: unknown; metadata?: { ownerReferences?: unknown } };
+  const p = planned as { spec?: unknown; metadata?: { ownerReferences?: unknown } };
+  const a = ownAnnotations(current);
+  const b = ownAnnotations(planned);
+  return (
+    subset(c.spec, p.spec) &&
+    subset(c.metadata?.ownerReferences ?? [], p.metadata?.ownerReferences ?? []) &&
+    Object.keys(a).length === Object.keys(b).length &&
+    subset(a, b)
+  );
+}
+
+function subset(have: unknown, want: unknown): boolean {
+  if (want === undefined) return true;
+  if (Array.isArray(want))
+    return Array.isArray(have) && have.length === want.length && want.every((w, i) => subset(have[i], w));
+  if (want !== null && typeof want === 'object') {
+    if (have === null || typeof have !== 'object' || Array.isArray(have)) return false;
+    return Object.entries(want).every(([k, v]) => subset((have as Record<string, unknown>)[k], v));
+  }
+  return have === want;
+}
