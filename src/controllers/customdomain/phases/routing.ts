@@ -36,9 +36,13 @@ export class RoutingPhase {
    * Applies the routing plan (in its order), then deletes what an earlier plan made and this one
    * does not; then reads from the caches whether the data plane took what was applied
    * (`#acknowledgement`), unless that check is off.
+   *
+   * @param secretUsable the certificate phase found the domain's Secret usable, or made it usable
+   *   again from the last good certificate, just now (`CertificatePhase.usableBeforeRouting`): the
+   *   TLS Secret is ready whatever the cache still shows. Undefined: judged from the cache.
    */
-  async apply(domain: CustomDomain): Promise<RoutingState> {
-    const lookups = this.#routingLookups(domain);
+  async apply(domain: CustomDomain, secretUsable?: true): Promise<RoutingState> {
+    const lookups = this.#routingLookups(domain, secretUsable);
     const plan = desiredRouting(domain, this.#d.routing, lookups);
     const taken: string[] = [];
     const foreign: string[] = [];
@@ -117,7 +121,7 @@ export class RoutingPhase {
    * (routing/plan.ts checks the port); for a redirect, the CustomDomains of its namespace and the
    * HostnameClaims, from which routing/redirect.ts judges its target.
    */
-  #routingLookups(domain: CustomDomain): RoutingLookups {
+  #routingLookups(domain: CustomDomain, secretUsable: true | undefined): RoutingLookups {
     const view = this.#d.view;
     const lookups: RoutingLookups = {
       listenerSetsServed: view.serves(GATEWAY_API_VERSION, LISTENERSET_KIND),
@@ -125,7 +129,8 @@ export class RoutingPhase {
     const writer = flavorWriter(this.#d.routing.ingressFlavor ?? 'nginx');
     if (writer.requiredKind !== undefined)
       lookups.flavorKindServed = view.serves(writer.requiredKind.apiVersion, writer.requiredKind.kind);
-    if (writer.needsTlsSecretReady === true) lookups.tlsSecretReady = this.#tlsSecretReady(domain);
+    if (writer.needsTlsSecretReady === true)
+      lookups.tlsSecretReady = secretUsable === true || this.#tlsSecretReady(domain);
     if (domain.spec.redirect) {
       lookups.redirectTarget = {
         domainsInNamespace: view.customDomainsInNamespace(domain.metadata.namespace),
