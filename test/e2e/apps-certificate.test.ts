@@ -24,15 +24,16 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project } from '../../src/api/project.js';
-import { SUBDOMAIN_DELEGATION_NAME } from '../../src/controllers/project/controller.js';
 import { APPS_DOMAIN_SECRET } from '../../src/controller/main.js';
 import type { TsigKey } from '../../src/dns/dynamic-update.js';
 import { SANDBOX_PEBBLE_PROFILES } from '../../src/sandbox/pebble.js';
 import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
+import { deleteAppsDomainObjects, deleteProjects } from './support/apps-domain.js';
 import { startChallengeZone, stopChallengeZone } from './support/challenge-zone.js';
-import { createProject, customDomainApi, dns, getPebble, kube, unique, waitFor } from './support/cluster.js';
+import { createProject, dns, getPebble, kube, unique, waitFor } from './support/cluster.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
 import {
+  challengePort,
   freePort,
   operatorLogLines,
   operatorMetric,
@@ -63,15 +64,6 @@ let operator: OperatorProcess | undefined;
 function op(): OperatorProcess {
   if (!operator) throw new Error('the operator did not start');
   return operator;
-}
-
-/** The stack operator's HTTP-01 port (the Pebble validates there; not used by DNS-01). */
-function challengePort(command: ControllerCommand): number {
-  const at = command.args.indexOf('--http01-self-check-port');
-  const port = Number(at >= 0 ? command.args[at + 1] : command.env.PORTICO_HTTP01_SELF_CHECK_PORT);
-  if (!Number.isInteger(port) || port <= 0)
-    throw new Error('the stack operator has no --http01-self-check-port');
-  return port;
 }
 
 async function setCaa(policies: { tag: string; value: string }[]): Promise<void> {
@@ -162,52 +154,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await runAll(
-    async () => {
-      await kube()
-        .custom.deleteNamespacedCustomObject({ ...projectApi, namespace: ns, name: 'site' })
-        .catch(() => undefined);
-      // The operator sweeps what the Project owned (no garbage collector runs here).
-      await waitFor(
-        `${ns}'s CustomDomains and subdomain HTTPProxy to be gone`,
-        async () => {
-          const cds = (await kube().custom.listNamespacedCustomObject({
-            ...customDomainApi,
-            namespace: ns,
-          })) as {
-            items: unknown[];
-          };
-          const proxies = (await kube().custom.listNamespacedCustomObject({
-            group: 'projectcontour.io',
-            version: 'v1',
-            plural: 'httpproxies',
-            namespace: ns,
-          })) as { items: unknown[] };
-          return cds.items.length === 0 && proxies.items.length === 0 ? true : undefined;
-        },
-        60_000,
-      );
-    },
+    () => deleteProjects([{ namespace: ns, name: 'site' }]),
     async () => {
       if (operator) await stopOperator(operator);
     },
     () => stopSecondPebble(PEBBLE),
     () => stopChallengeZone(),
     () => dns.post('/clear-caa', { host: APPS_DOMAIN }),
-    async () => {
-      for (const name of [...accountSecrets, APPS_DOMAIN_SECRET])
-        await kube()
-          .core.deleteNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name })
-          .catch(() => undefined);
-      await kube()
-        .custom.deleteNamespacedCustomObject({
-          group: 'projectcontour.io',
-          version: 'v1',
-          plural: 'tlscertificatedelegations',
-          namespace: OPERATOR_NAMESPACE,
-          name: SUBDOMAIN_DELEGATION_NAME,
-        })
-        .catch(() => undefined);
-    },
+    () => deleteAppsDomainObjects(accountSecrets),
     () => restartStackController(stack),
   );
 }, 240_000);

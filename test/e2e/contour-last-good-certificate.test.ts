@@ -27,7 +27,9 @@ import {
   dns,
   domainCondition,
   domainEvents,
+  GARBAGE_TLS_DATA,
   getCustomDomain,
+  overwriteSecretData,
   kube,
   sandbox,
   unique,
@@ -227,14 +229,9 @@ describe('the last good certificate with Contour: the HTTPProxy never loses its 
   it("the certificate with another certificate's key (Contour itself accepts the pair)", async () => {
     const otherKey = (await readSecret('other-tls'))?.data?.['tls.key'] ?? '';
     expect(otherKey).not.toBe(goodData['tls.key']);
-    const result = await tamperAndWatch("another certificate's key", async () => {
-      const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
-      await kube().core.replaceNamespacedSecret({
-        namespace: ns,
-        name: 'www-tls',
-        body: { ...secret, data: { ...goodData, 'tls.key': otherKey } },
-      });
-    });
+    const result = await tamperAndWatch("another certificate's key", () =>
+      overwriteSecretData(ns, 'www-tls', { ...goodData, 'tls.key': otherKey }),
+    );
     expect(result.event.message).toContain(
       "Secret www-tls holds a tls.key that is not the certificate's private key: restored the last good certificate",
     );
@@ -242,20 +239,9 @@ describe('the last good certificate with Contour: the HTTPProxy never loses its 
   });
 
   it('garbage over tls.crt and tls.key', async () => {
-    const result = await tamperAndWatch('garbage over the data', async () => {
-      const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
-      await kube().core.replaceNamespacedSecret({
-        namespace: ns,
-        name: 'www-tls',
-        body: {
-          ...secret,
-          data: {
-            'tls.crt': Buffer.from('garbage').toString('base64'),
-            'tls.key': Buffer.from('x').toString('base64'),
-          },
-        },
-      });
-    });
+    const result = await tamperAndWatch('garbage over the data', () =>
+      overwriteSecretData(ns, 'www-tls', GARBAGE_TLS_DATA),
+    );
     expect(result.event.message).toContain(
       'Secret www-tls has no tls.crt and tls.key that parse as a certificate and its key: restored the last good certificate',
     );

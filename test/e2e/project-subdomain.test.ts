@@ -37,6 +37,7 @@ import { subdomainProxyName } from '../../src/controllers/project/subdomain.js';
 import { APPS_DOMAIN_SECRET } from '../../src/controller/main.js';
 import type { TsigKey } from '../../src/dns/dynamic-update.js';
 import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
+import { deleteAppsDomainObjects, deleteProjects } from './support/apps-domain.js';
 import { startChallengeZone, stopChallengeZone } from './support/challenge-zone.js';
 import {
   createProject,
@@ -58,6 +59,7 @@ import {
 } from './support/contour.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
 import {
+  challengePort,
   operatorLogLines,
   restartStackController,
   runAll,
@@ -82,15 +84,6 @@ let operator: OperatorProcess | undefined;
 let knot: Resolver;
 const accountSecret = `subdomain-${Date.now().toString(36)}`;
 const projects: { namespace: string; name: string }[] = [];
-
-/** The stack operator's HTTP-01 port: where the second Pebble validates HTTP-01 (the primaries). */
-function challengePort(command: ControllerCommand): number {
-  const at = command.args.indexOf('--http01-self-check-port');
-  const port = Number(at >= 0 ? command.args[at + 1] : command.env.PORTICO_HTTP01_SELF_CHECK_PORT);
-  if (!Number.isInteger(port) || port <= 0)
-    throw new Error('the stack operator has no --http01-self-check-port');
-  return port;
-}
 
 async function createProjectObject(namespace: string, spec: Project['spec']): Promise<void> {
   await kube().custom.createNamespacedCustomObject({
@@ -202,50 +195,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await runAll(
-    async () => {
-      for (const { namespace, name } of projects.splice(0)) {
-        await kube()
-          .custom.deleteNamespacedCustomObject({ ...projectApi, namespace, name })
-          .catch(() => undefined);
-        // The operator sweeps what the Project owned (no garbage collector runs here).
-        await waitFor(
-          `${namespace}'s CustomDomains and subdomain HTTPProxy to be gone`,
-          async () => {
-            const cds = (await kube().custom.listNamespacedCustomObject({
-              ...customDomainApi,
-              namespace,
-            })) as {
-              items: unknown[];
-            };
-            const proxies = (await kube().custom.listNamespacedCustomObject({ ...proxyApi, namespace })) as {
-              items: unknown[];
-            };
-            return cds.items.length === 0 && proxies.items.length === 0 ? true : undefined;
-          },
-          60_000,
-        );
-      }
-    },
+    () => deleteProjects(projects.splice(0)),
     async () => {
       if (operator) await stopOperator(operator);
     },
     () => stopSecondPebble(PEBBLE_NAME),
     () => stopChallengeZone(),
-    async () => {
-      for (const name of [accountSecret, APPS_DOMAIN_SECRET])
-        await kube()
-          .core.deleteNamespacedSecret({ namespace: OPERATOR_NAMESPACE, name })
-          .catch(() => undefined);
-      await kube()
-        .custom.deleteNamespacedCustomObject({
-          group: 'projectcontour.io',
-          version: 'v1',
-          plural: 'tlscertificatedelegations',
-          namespace: OPERATOR_NAMESPACE,
-          name: SUBDOMAIN_DELEGATION_NAME,
-        })
-        .catch(() => undefined);
-    },
+    () => deleteAppsDomainObjects([accountSecret]),
     () => restartStackController(stack),
   );
 }, 240_000);
