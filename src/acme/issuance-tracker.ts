@@ -4,6 +4,7 @@
  * the domain; the reconcile reads the outcome here.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { OrderOutcome } from './order-decision.js';
 
 const runSignal = new AsyncLocalStorage<AbortSignal | undefined>();
 
@@ -177,6 +178,16 @@ export class IssuanceTracker {
   clearFailure(key: string): void {
     if (this.#outcomes.get(key)?.state === 'failed') this.#outcomes.delete(key);
   }
+}
+
+/**
+ * How a finished run counts for the order budget (order-budget.ts `settled`): a stored certificate
+ * is `valid`; a failure the CA's validation caused (`validationFailed`) counts against the
+ * hostname's failed validations; anything else (no outcome either) is `failed-other`.
+ */
+export function orderOutcomeOf(outcome: IssuanceOutcome | undefined): OrderOutcome {
+  if (outcome?.state === 'succeeded') return 'valid';
+  return outcome?.validationFailed ? 'failed-validation' : 'failed-other';
 }
 
 function retryAfterOf(err: unknown): Date | undefined {

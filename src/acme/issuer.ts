@@ -23,7 +23,7 @@
  */
 import * as acme from 'acme-client';
 import type { Logger } from 'pino';
-import { evaluateCaa } from '../dns/caa.js';
+import { caaLookupName, evaluateCaa, isWildcardName } from '../dns/caa.js';
 import type { DnsResolver } from '../dns/resolver.js';
 import { DnsUpdateTransportError } from '../dns/update-client.js';
 import type { AcmeDirectory } from './directory.js';
@@ -121,6 +121,11 @@ export interface IssueOptions {
    * Needs `IssuerOptions.dns01`.
    */
   dns01RecordName?: string;
+  /**
+   * The zone's publisher for this order's DNS-01 record, when it is another zone than the challenge
+   * zone of `IssuerOptions.dns01` (the apps domain's zone, for its wildcard certificate).
+   */
+  dns01Publisher?: Dns01Publisher;
 }
 
 /** Writes and removes DNS-01 TXT records in the platform's challenge zone (`dns/update-client.ts`). */
@@ -252,7 +257,16 @@ export class AcmeIssuer {
     for (const authz of authorizations) {
       if (authz.status === 'valid') continue;
       if (options.dns01RecordName === undefined) await this.#solveHttp01(client, order, authz, log, signal);
-      else await this.#solveDns01(client, order, authz, options.dns01RecordName, log, signal);
+      else
+        await this.#solveDns01(
+          client,
+          order,
+          authz,
+          options.dns01RecordName,
+          options.dns01Publisher ?? this.#options.dns01,
+          log,
+          signal,
+        );
     }
     const [keyPem, csr] = await acme.crypto.createCsr(
       { ...(hostname.length <= 64 ? { commonName: hostname } : {}), altNames: [hostname] },
@@ -316,16 +330,24 @@ export class AcmeIssuer {
     }
   }
 
+  /**
+   * RFC 8659: the relevant CAA RRset (for a wildcard `*.X`, X's and up, §3) judged for the CA's
+   * identities, `issuewild` first for a wildcard (§4.3; dns/caa.ts `evaluateCaa`).
+   *
+   * @throws CaaLookupError, CaaForbidsIssuanceError
+   */
   async #checkCaa(hostname: string): Promise<void> {
     const identities = this.#options.caaIdentities ?? (await this.#directory.facts()).caaIdentities;
     if (identities.length === 0) return; // the CA names no identity to check against
-    const found = await this.#resolver.relevantCaa(hostname);
+    const found = await this.#resolver.relevantCaa(caaLookupName(hostname));
     if ('failed' in found) {
       throw new CaaLookupError(
         `the CAA lookup of ${found.owner} failed (${found.failed.kind}); no certificate is ordered until it answers (RFC 8659 §5.4)`,
       );
     }
-    const verdict = evaluateCaa(found.owner, found.records, identities);
+    const verdict = evaluateCaa(found.owner, found.records, identities, {
+      wildcard: isWildcardName(hostname),
+    });
     if (!verdict.allowed) throw new CaaForbidsIssuanceError(verdict.message);
   }
 
@@ -344,11 +366,11 @@ export class AcmeIssuer {
     order: acme.Order,
     authz: acme.Authorization,
     recordName: string,
+    publisher: Dns01Publisher | undefined,
     log: Logger,
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const hostname = authz.identifier.value;
-    const publisher = this.#options.dns01;
     if (publisher === undefined) {
       throw new AcmeIssuanceError(`dns-01 was asked for ${hostname} but no challenge zone is configured`);
     }

@@ -11,8 +11,7 @@ import { CoreV1Api, CustomObjectsApi, KubernetesObjectApi } from '@kubernetes/cl
 import type { Logger } from 'pino';
 import { ConfigMapChallengeStore } from '../acme/challenge-store.js';
 import { createHttp01Server } from '../acme/http01-server.js';
-import { IssuanceTracker, type IssuanceOutcome } from '../acme/issuance-tracker.js';
-import type { OrderOutcome } from '../acme/order-decision.js';
+import { IssuanceTracker, orderOutcomeOf } from '../acme/issuance-tracker.js';
 import type { AcmeIssuerSet } from '../acme/issuer-set.js';
 import { abandonedPolls } from '../acme/account.js';
 import { budgetOf, buildIssuers, directoryOf, type BuiltIssuer } from '../acme/issuers.js';
@@ -25,8 +24,10 @@ import { isProvenStatus } from '../controllers/customdomain/status-proof.js';
 import { acceptedBeforeIn } from '../controllers/customdomain/phases/acceptance.js';
 import { RateLimitPolicyController } from '../controllers/ratelimitpolicy/controller.js';
 import { ProjectController } from '../controllers/project/controller.js';
-import { AppsDomainCertificate } from '../controllers/project/apps-certificate.js';
-import { AcmeIssuer } from '../acme/issuer.js';
+import {
+  AppsDomainCertificate,
+  type AppsCertificateOptions,
+} from '../controllers/project/apps-certificate.js';
 import { RenewalPlanner } from '../controllers/customdomain/renewal.js';
 import { DnsResolver } from '../dns/resolver.js';
 import { DNS_UPDATE_TIMEOUT_MS, DnsUpdateClient } from '../dns/update-client.js';
@@ -110,6 +111,9 @@ function build(
   const memoryHold = new MemoryHold(metrics.memoryHoldSecondsTotal);
   const relief = (): Promise<void> | undefined => memoryHold.relief();
   const queue = new WorkQueue(undefined, { name: 'customdomain' });
+  // Set once the issuers are built: the wildcard's turn in an order budget wakes it, not the queue.
+  // eslint-disable-next-line prefer-const
+  let appsCertificate: AppsDomainCertificate | undefined;
   // Per configured issuer: its account, directory, issuer and order queue (src/acme/issuers.ts).
   const { set: issuer, issuers } = buildIssuers(config.acmeIssuers, config.acmeFailover, {
     core,
@@ -135,7 +139,8 @@ function build(
     // seconds and made every waiting domain's expected time too late (docs/performance.md, twelfth
     // round).
     requeue: (key) => {
-      queue.addHighPriority(key);
+      if (key === appsCertificate?.orderKey) appsCertificate.wake();
+      else queue.addHighPriority(key);
     },
     log,
   });
@@ -145,7 +150,7 @@ function build(
     // The order ended: its slot is free (the domains whose turn came are re-queued), and the domain
     // reads its outcome at high priority: a stored certificate makes it Live without waiting
     // behind a backlog.
-    issuer.settled(key, orderOutcome(tracker.lastOutcome(key)), new Date());
+    issuer.settled(key, orderOutcomeOf(tracker.lastOutcome(key)), new Date());
     queue.addHighPriority(key);
   });
   const ownership = new OwnershipStore(
@@ -259,12 +264,15 @@ function build(
     loadedKey: () => ownership.loadedKey(),
   });
   const apps = config.appsDomain;
-  const appsCertificate = appsDomainCertificate(config, issuers[0], {
-    store,
-    resolver,
+  appsCertificate = appsDomainCertificate(config, {
+    issuer,
     core,
     objects,
     log,
+    events: new EventRecorder(core, 'portico-controller', log),
+    countPastCertificate: (certificate) => {
+      seedPastCertificate(issuers, certificate, new Date());
+    },
     onChange: () => projects?.onCertificateChange(),
   });
   // Projects keep one CustomDomain per hostname in step with them, read from the controller's cache.
@@ -324,44 +332,28 @@ function build(
 
 /**
  * The apps domain's wildcard certificate (docs/customdomains.md, "The auto-generated subdomain"),
- * ordered from the first issuer's account, answering DNS-01 by RFC 2136 updates of the apps zone;
- * undefined without --apps-domain.
+ * ordered through the operator's ACME issuers like a CustomDomain's (failover, order budgets, retry
+ * schedule, CAA), answering DNS-01 by RFC 2136 updates of the apps zone; undefined without
+ * --apps-domain.
  */
 function appsDomainCertificate(
   config: ControllerConfig,
-  first: BuiltIssuer | undefined,
-  deps: {
-    store: ConfigMapChallengeStore;
-    resolver: DnsResolver;
-    core: CoreV1Api;
-    objects: KubernetesObjectApi;
-    log: Logger;
-    onChange: () => void;
-  },
+  deps: Pick<AppsCertificateOptions, 'issuer' | 'core' | 'objects' | 'log' | 'events' | 'onChange'> &
+    Required<Pick<AppsCertificateOptions, 'countPastCertificate'>>,
 ): AppsDomainCertificate | undefined {
   const apps = config.appsDomain;
-  if (apps === undefined || first === undefined) return undefined;
-  const issuer = new AcmeIssuer(first.account, first.directory, deps.store, deps.resolver, {
-    ...(first.settings.profile ? { profile: first.settings.profile } : {}),
-    ...(first.settings.caaIdentities.length > 0 ? { caaIdentities: first.settings.caaIdentities } : {}),
-    http01Port: config.http01SelfCheckPort,
-    selfCheck: { attempts: 5, intervalMs: 1_000, timeoutMs: 5_000 },
+  if (apps === undefined) return undefined;
+  return new AppsDomainCertificate({
+    ...deps,
+    appsDomain: apps.domain,
+    secret: { namespace: config.namespace, name: APPS_DOMAIN_SECRET },
     dns01: new DnsUpdateClient({
       server: apps.server,
       zone: apps.zone,
       key: apps.key,
       timeoutMs: DNS_UPDATE_TIMEOUT_MS,
     }),
-  });
-  return new AppsDomainCertificate({
-    appsDomain: apps.domain,
-    secret: { namespace: config.namespace, name: APPS_DOMAIN_SECRET },
-    core: deps.core,
-    objects: deps.objects,
-    issue: (identifier, log, options) => issuer.issue(identifier, log, options),
     firstRetryMs: config.issuanceFirstRetryMs,
-    onChange: deps.onChange,
-    log: deps.log,
   });
 }
 
@@ -370,8 +362,8 @@ const NOT_BEFORE_BACKDATE_MS = 60 * 60_000;
 
 /**
  * After a restart, counts the certificates the domains' status shows as orders of the account and
- * certificates of their registered domains, at notBefore plus an hour (CAs backdate notBefore) or
- * now if sooner, so the budget does not start empty. Failed orders before the restart are not known.
+ * certificates of their registered domains (`seedPastCertificate`), so the budget does not start
+ * empty. Failed orders before the restart are not known.
  */
 function seedOrderBudgets(
   issuers: readonly BuiltIssuer[],
@@ -379,21 +371,38 @@ function seedOrderBudgets(
   now: Date,
 ): void {
   for (const domain of domains) {
-    const notBefore = Date.parse(domain.status?.certificate?.notBefore ?? '');
-    if (Number.isNaN(notBefore)) continue;
-    // The budget of the issuer that issued it (the first for a certificate that names none).
-    const budget = budgetOf(issuers, domain.status?.certificate?.acmeIssuer);
-    if (!budget) continue;
-    const at = new Date(Math.min(now.getTime(), notBefore + NOT_BEFORE_BACKDATE_MS));
-    budget.recordPastOrder(at);
-    budget.recordPastCertificate(registeredDomain(normalizeDnsName(domain.spec.hostname)), at);
+    const certificate = domain.status?.certificate;
+    if (certificate?.notBefore === undefined) continue;
+    seedPastCertificate(
+      issuers,
+      {
+        notBefore: certificate.notBefore,
+        acmeIssuer: certificate.acmeIssuer,
+        registeredDomain: registeredDomain(normalizeDnsName(domain.spec.hostname)),
+      },
+      now,
+    );
   }
 }
 
-/** How a finished tracker run counts for the order budget. */
-function orderOutcome(outcome: IssuanceOutcome | undefined): OrderOutcome {
-  if (outcome?.state === 'succeeded') return 'valid';
-  return outcome?.validationFailed ? 'failed-validation' : 'failed-other';
+/**
+ * Counts one certificate issued before this process started in the budget of the issuer that
+ * issued it (the first for a certificate that names none; none for an issuer no longer configured),
+ * as an order of the account and a certificate of its registered domain, at notBefore plus an hour
+ * (CAs backdate notBefore) or now if sooner. A notBefore that does not parse counts nothing.
+ */
+function seedPastCertificate(
+  issuers: readonly BuiltIssuer[],
+  certificate: { notBefore: string; acmeIssuer: string | undefined; registeredDomain: string },
+  now: Date,
+): void {
+  const notBefore = Date.parse(certificate.notBefore);
+  if (Number.isNaN(notBefore)) return;
+  const budget = budgetOf(issuers, certificate.acmeIssuer);
+  if (!budget) return;
+  const at = new Date(Math.min(now.getTime(), notBefore + NOT_BEFORE_BACKDATE_MS));
+  budget.recordPastOrder(at);
+  budget.recordPastCertificate(certificate.registeredDomain, at);
 }
 
 /**

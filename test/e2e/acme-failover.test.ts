@@ -28,6 +28,7 @@ import {
 } from './support/cluster.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
 import {
+  challengePort,
   restartStackController,
   runAll,
   operatorLogLines,
@@ -54,15 +55,6 @@ let operator: OperatorProcess | undefined;
 const created: { namespace: string; name: string }[] = [];
 /** Account Secrets this file's operators created (a new account per run and CA). */
 const accountSecrets: string[] = [];
-
-/** The stack operator's HTTP-01 port: where both extra Pebbles validate. */
-function challengePort(command: ControllerCommand): number {
-  const at = command.args.indexOf('--http01-self-check-port');
-  const port = Number(at >= 0 ? command.args[at + 1] : command.env.PORTICO_HTTP01_SELF_CHECK_PORT);
-  if (!Number.isInteger(port) || port <= 0)
-    throw new Error('the stack operator has no --http01-self-check-port');
-  return port;
-}
 
 async function createHmacSecret(name: string, hmacKey: string): Promise<void> {
   await kube().core.createNamespacedSecret({

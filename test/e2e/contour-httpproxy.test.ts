@@ -10,11 +10,8 @@
  * challenge route to the ExternalName Service `portico-acme-http01` is valid. Pebble validates
  * HTTP-01 on the operator's own port (no Envoy runs here), so issuance does not go through Contour.
  */
-import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIELD_MANAGER, type CustomDomain } from '../../src/api/customdomain.js';
-import type { HTTPProxy } from '../../src/data-planes/contour/httpproxy.js';
-import type { HTTPProxyWithStatus } from '../../src/routing/acknowledgement.js';
 import {
   createCustomDomain,
   createProject,
@@ -44,6 +41,7 @@ import {
   xdsResources,
   type XdsRoute,
   readProxy,
+  watchProxy,
 } from './support/contour.js';
 
 const CONTOUR_API = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
@@ -81,46 +79,6 @@ async function proxyGone(namespace: string, name: string): Promise<boolean> {
     if ((err as { code?: number }).code === 404) return true;
     throw err;
   }
-}
-
-/** One version of an HTTPProxy as its watch delivered it. */
-interface ProxyVersion {
-  generation: number | undefined;
-  tls: boolean;
-  currentStatus: string | undefined;
-  /** The generation Contour's Valid condition was written for. */
-  validFor: number | undefined;
-}
-
-/** Every version of HTTPProxy `name` in `namespace` from now on, as the API server's watch sends them. */
-async function watchProxy(
-  namespace: string,
-  name: string,
-): Promise<{ seen: ProxyVersion[]; stop: () => void }> {
-  const kc = new KubeConfig();
-  kc.loadFromFile(sandbox.kubeconfig);
-  const seen: ProxyVersion[] = [];
-  const watch = await new Watch(kc).watch(
-    `/apis/projectcontour.io/v1/namespaces/${namespace}/httpproxies`,
-    { fieldSelector: `metadata.name=${name}` },
-    (phase, obj: HTTPProxy & HTTPProxyWithStatus) => {
-      if (phase !== 'ADDED' && phase !== 'MODIFIED') return;
-      const valid = obj.status?.conditions?.find((c) => c.type === 'Valid');
-      seen.push({
-        generation: obj.metadata.generation,
-        tls: obj.spec.virtualhost.tls !== undefined,
-        currentStatus: obj.status?.currentStatus,
-        validFor: valid?.observedGeneration,
-      });
-    },
-    () => undefined,
-  );
-  return {
-    seen,
-    stop: () => {
-      watch.abort();
-    },
-  };
 }
 
 /** A project with DNS pointing at the platform; its Service `web` has port `http` (80). */

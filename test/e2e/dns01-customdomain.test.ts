@@ -45,6 +45,7 @@ import {
 import { startChallengeZone, stopChallengeZone } from './support/challenge-zone.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './support/second-pebble.js';
 import {
+  challengePort,
   restartStackController,
   runAll,
   operatorLogLines,
@@ -71,15 +72,6 @@ let zoneServer: { host: string; port: number };
 let operator: OperatorProcess | undefined;
 const created: { namespace: string; name: string }[] = [];
 const accountSecrets: string[] = [];
-
-/** The stack operator's HTTP-01 port: where the second Pebble validates HTTP-01. */
-function challengePort(command: ControllerCommand): number {
-  const at = command.args.indexOf('--http01-self-check-port');
-  const port = Number(at >= 0 ? command.args[at + 1] : command.env.PORTICO_HTTP01_SELF_CHECK_PORT);
-  if (!Number.isInteger(port) || port <= 0)
-    throw new Error('the stack operator has no --http01-self-check-port');
-  return port;
-}
 
 /** Starts this file's operator with the second Pebble, a fresh account and the challenge zone's flags. */
 async function runOperator(

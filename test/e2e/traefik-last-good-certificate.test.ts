@@ -30,6 +30,8 @@ import {
   createCustomDomain,
   domainEvents,
   deleteCreatedDomains,
+  GARBAGE_TLS_DATA,
+  overwriteSecretData,
   dns,
   getCustomDomain,
   kube,
@@ -200,20 +202,9 @@ describe('the last good certificate, kept where the tenant cannot write', () => 
 
 describe('a Secret that cannot serve is given the last good certificate back (through Traefik, by SNI)', () => {
   it('garbage written over tls.crt and tls.key, labels kept (an edit by hand)', async () => {
-    const event = await tamperAndWatch('garbage over the data', async () => {
-      const secret = await kube().core.readNamespacedSecret({ namespace: ns, name: 'www-tls' });
-      await kube().core.replaceNamespacedSecret({
-        namespace: ns,
-        name: 'www-tls',
-        body: {
-          ...secret,
-          data: {
-            'tls.crt': Buffer.from('garbage').toString('base64'),
-            'tls.key': Buffer.from('x').toString('base64'),
-          },
-        },
-      });
-    });
+    const event = await tamperAndWatch('garbage over the data', () =>
+      overwriteSecretData(ns, 'www-tls', GARBAGE_TLS_DATA),
+    );
     expect(event.type).toBe('Warning');
     expect(event.message).toContain(
       'Secret www-tls has no tls.crt and tls.key that parse as a certificate and its key: restored the last good certificate',

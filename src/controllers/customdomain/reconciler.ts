@@ -114,8 +114,12 @@ export class CustomDomainReconciler {
     const overdueClock = verified
       ? overdueClockStart(dns.carried.verifiedAt, dns.carried.lastVerifyRequest, now)
       : undefined;
+    // A Secret that cannot serve gets the last good certificate back before routing decides on it
+    // (docs/customdomains.md, "The last good certificate").
     const routing: RoutingOutcome =
-      verified || dns.carried.verifiedAt ? await this.#routing.apply(domain) : notRouted();
+      verified || dns.carried.verifiedAt
+        ? await this.#routing.apply(domain, await this.#certificates.usableBeforeRouting(domain, log))
+        : notRouted();
     const {
       state: certificate,
       requeueAfterMs: certificateRequeue,

@@ -8,27 +8,67 @@
  *
  * The certificate lives in one `kubernetes.io/tls` Secret in the operator's namespace, never in a
  * tenant's namespace (its key serves every project's subdomain); the data plane reads it from there
- * through a TLSCertificateDelegation (subdomain.ts). It is kept like any other certificate: ordered
- * when the Secret holds none that serves the apps domain, renewed two thirds into its validity
- * (certificates/inspect.ts `defaultRenewalTime`), and a failed order is retried after the
- * operator's first retry (`--issuance-first-retry-seconds`), doubling up to an hour.
+ * through a TLSCertificateDelegation (subdomain.ts). It is kept like every certificate of Portico's,
+ * through the same parts as a CustomDomain's:
+ *
+ * - the operator's ACME issuers with their failover (acme/issuer-set.ts): the order goes to the
+ *   issuer the selection picks (a renewal: the one that issued the certificate, named in the
+ *   Secret's `portico.dev/acme-issuer`), a CA that keeps failing is passed over for the next;
+ * - that issuer's order budget and line (acme/order-budget.ts), under the key `orderKey`, the
+ *   operator's namespace as its tenant and the apps domain's registered domain: the wildcard's
+ *   orders count against the same account and registered-domain limits as the CustomDomains';
+ * - one order at a time in an `IssuanceTracker`, retried after a failure by the CustomDomains'
+ *   schedule (`--issuance-first-retry-seconds`, doubling to an hour; a CA's Retry-After when later:
+ *   issuance-state.ts `lastIssuanceFailure`);
+ * - the CAA check of RFC 8659 for a wildcard (acme/issuer.ts, dns/caa.ts: the base domain's RRset,
+ *   `issuewild` before `issue`), whose verdict names the record found and the record to add;
+ * - the issued certificate judged before it is written (`issuedCertificateProblemFor`) and written
+ *   until the API server answers (`untilApiAnswers`).
+ *
+ * Ordered when the Secret holds no certificate that can serve the apps domain now, renewed two
+ * thirds into its validity (certificates/inspect.ts `defaultRenewalTime`). A failed order is a
+ * Warning Event on the Secret (`kubectl get events -n <operator namespace>`), once per reason and
+ * message, and the Projects' `status.subdomain` carries the state's message.
  *
  * Runs on the leader only (started with the controllers).
  */
 import type { CoreV1Api, KubernetesObjectApi, V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { FIELD_MANAGER, MANAGED_BY_LABEL, MANAGED_BY_VALUE } from '../../api/customdomain.js';
-import type { IssuedCertificate } from '../../acme/issuer.js';
-import { certificateServes, defaultRenewalTime, inspectCertificate } from '../../certificates/inspect.js';
+import {
+  ACME_ISSUER_ANNOTATION,
+  FIELD_MANAGER,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+} from '../../api/customdomain.js';
+import { eventTypeOf } from '../../api/reasons.js';
+import { IssuanceTracker, orderOutcomeOf } from '../../acme/issuance-tracker.js';
+import { IssuanceCancelledError, type Dns01Publisher, type IssueOptions } from '../../acme/issuer.js';
+import type { IssuedByCertificate, IssuerOrderRequest } from '../../acme/issuer-set.js';
+import type { OrderDecision, OrderOutcome } from '../../acme/order-decision.js';
+import { defaultRenewalTime, type CertificateFacts } from '../../certificates/inspect.js';
+import { parsedSecret, tlsSecretProblem } from '../../certificates/parsed-secret.js';
 import { acmeChallengeName } from '../../dns/challenge-delegation.js';
+import { registeredDomain } from '../../dns/records.js';
 import { appsWildcard } from '../../domain/apps-subdomain.js';
 import { isNotFound } from '../../kube/errors.js';
+import type { EventRecorder } from '../../kube/events.js';
 import { serverSideApply } from '../../kube/server-side-apply.js';
+import { lastIssuanceFailure, pendingRetry } from '../customdomain/issuance-state.js';
+import {
+  IssuedCertificateUnusableError,
+  issuedCertificateProblemFor,
+  TLS_CERT,
+  untilApiAnswers,
+} from '../customdomain/phases/issuance.js';
 
-/** The most a failed order waits for its retry, milliseconds. */
-const MAX_RETRY_MS = 60 * 60_000;
 /** The longest single wait of the timer (setTimeout's limit is about 24.8 days). */
 const MAX_TIMER_MS = 24 * 60 * 60_000;
+
+/**
+ * The prefix of the wildcard's key in the order budgets (`AppsDomainCertificate.orderKey`): a
+ * CustomDomain's key is `namespace/name`, and no namespace has a colon, so the two never meet.
+ */
+export const APPS_CERTIFICATE_ORDER_KEY_PREFIX = 'apps-domain-certificate:';
 
 /** What the Projects' status reads of the wildcard certificate. */
 export interface AppsCertificateState {
@@ -38,6 +78,26 @@ export interface AppsCertificateState {
   readonly message: string;
   /** RFC 3339, of the certificate the Secret holds. */
   readonly notAfter?: string;
+  /**
+   * UpperCamelCase: `Issued`, `Ordering`, `OrderQueued` (the order budget's line), or the last
+   * failed attempt's reason (a CertificateReady reason: `CAAForbidsIssuance`, `IssuanceFailed`, ...).
+   */
+  readonly reason?: string;
+}
+
+/**
+ * The parts of the operator's ACME issuers (acme/issuer-set.ts `AcmeIssuerSet`) the wildcard's
+ * orders go through: a turn in the selected issuer's order budget, the order, and its settlement.
+ */
+export interface AppsCertificateIssuer {
+  request(req: IssuerOrderRequest, now: Date): OrderDecision;
+  settled(key: string, outcome: OrderOutcome, now: Date): void;
+  withdraw(key: string): void;
+  issue(
+    hostname: string,
+    log: Logger,
+    options: IssueOptions & { issuedBy?: string | undefined },
+  ): Promise<IssuedByCertificate>;
 }
 
 export interface AppsCertificateOptions {
@@ -45,43 +105,70 @@ export interface AppsCertificateOptions {
   readonly appsDomain: string;
   /** The Secret the certificate is kept in: the operator's namespace. */
   readonly secret: { readonly namespace: string; readonly name: string };
-  readonly core: CoreV1Api;
+  readonly core: Pick<CoreV1Api, 'readNamespacedSecret'>;
   readonly objects: KubernetesObjectApi;
-  /**
-   * Orders a certificate for `identifier` (`*.<apps domain>`) answering DNS-01 with the TXT record
-   * at `dns01RecordName` (acme/issuer.ts `AcmeIssuer.issue` of an issuer whose DNS-01 publisher
-   * writes into the apps domain's zone).
-   */
-  readonly issue: (
-    identifier: string,
-    log: Logger,
-    options: { dns01RecordName: string },
-  ) => Promise<IssuedCertificate>;
-  /** Milliseconds before the first retry of a failed order; each further failure doubles it. */
+  /** The operator's ACME issuers, with failover and their order budgets (the CustomDomains' set). */
+  readonly issuer: AppsCertificateIssuer;
+  /** Writes the DNS-01 TXT record into the apps domain's zone (RFC 2136 with TSIG). */
+  readonly dns01: Dns01Publisher;
+  /** Milliseconds before the first retry of a failed order; each further failure doubles it, to an hour. */
   readonly firstRetryMs: number;
-  /** Called when the state changes (a certificate stored, or an order failed). */
+  /** Called when the state changes (a certificate stored, an order failed or queued). */
   readonly onChange: () => void;
+  /** Records the Warning Event of a failed order on the Secret. */
+  readonly events?: Pick<EventRecorder, 'record'>;
+  /**
+   * Called once, at the first read of a Secret that holds a usable certificate: a certificate
+   * issued before this process started, which the order budget should count (its notBefore and
+   * the issuer named on the Secret), as the CustomDomains' are after a restart.
+   */
+  readonly countPastCertificate?: (certificate: {
+    notBefore: string;
+    acmeIssuer: string | undefined;
+    registeredDomain: string;
+  }) => void;
   readonly log: Logger;
   readonly now?: () => Date;
 }
 
+/** A usable certificate in the Secret: its facts, and the issuer named on it. */
+interface Usable {
+  facts: CertificateFacts;
+  acmeIssuer: string | undefined;
+}
+
+/** The Secret's certificate: usable, or what is wrong with it; undefined: no Secret. */
+type Held = Usable | { problem: string } | undefined;
+
 /** The `*.<apps domain>` certificate: issued, stored and renewed. */
 export class AppsDomainCertificate {
+  /** Its key in the ACME issuers' order budgets and lines (never a CustomDomain's key). */
+  readonly orderKey: string;
   readonly #o: AppsCertificateOptions;
   readonly #log: Logger;
+  readonly #wildcard: string;
+  readonly #tracker: IssuanceTracker;
   #state: AppsCertificateState;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
-  #failures = 0;
+  #again = false;
   #stopped = false;
+  #counted = false;
+  /** The reason and message of the last Event recorded, so one failure repeated is recorded once. */
+  #evented: string | undefined;
 
   constructor(options: AppsCertificateOptions) {
     this.#o = options;
-    this.#log = options.log.child({ appsDomainCertificate: appsWildcard(options.appsDomain) });
-    this.#state = {
-      ready: false,
-      message: `the certificate for ${appsWildcard(options.appsDomain)} is being read`,
-    };
+    this.#wildcard = appsWildcard(options.appsDomain);
+    this.#log = options.log.child({ appsDomainCertificate: this.#wildcard });
+    this.orderKey = `${APPS_CERTIFICATE_ORDER_KEY_PREFIX}${options.secret.namespace}/${options.secret.name}`;
+    this.#state = { ready: false, message: `the certificate for ${this.#wildcard} is being read` };
+    // An order ended: its issuer's budget frees the slot (and counts a failed validation), and the
+    // Secret is looked at again at once.
+    this.#tracker = new IssuanceTracker((key) => {
+      this.#o.issuer.settled(key, orderOutcomeOf(this.#tracker.lastOutcome(key)), this.#now());
+      this.#schedule(0);
+    });
   }
 
   /** `namespace/name` of the Secret, as an HTTPProxy's `virtualhost.tls.secretName` names it. */
@@ -98,10 +185,21 @@ export class AppsDomainCertificate {
     this.#schedule(0);
   }
 
+  /** Looks at the Secret again now: the wildcard's turn in an order budget came (the set's `requeue`). */
+  wake(): void {
+    this.#schedule(0);
+  }
+
+  /** Stops the timer and abandons an order in flight (its challenge withdrawn); resolves when both ended. */
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    await this.#tracker.stop();
     await this.#running;
+  }
+
+  #now(): Date {
+    return this.#o.now?.() ?? new Date();
   }
 
   #schedule(ms: number): void {
@@ -109,12 +207,30 @@ export class AppsDomainCertificate {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(
       () => {
-        this.#running = this.#check().finally(() => {
-          this.#running = undefined;
-        });
+        this.#run();
       },
-      Math.min(ms, MAX_TIMER_MS),
+      Math.max(0, Math.min(ms, MAX_TIMER_MS)),
     );
+  }
+
+  /** One check at a time; a wake-up during one runs another right after it. */
+  #run(): void {
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#check()
+      .catch((err: unknown) => {
+        this.#log.warn({ err }, 'the apps domain certificate check failed; retrying');
+        this.#schedule(this.#o.firstRetryMs);
+      })
+      .finally(() => {
+        this.#running = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.#schedule(0);
+        }
+      });
   }
 
   #set(state: AppsCertificateState): void {
@@ -124,91 +240,162 @@ export class AppsDomainCertificate {
   }
 
   async #check(): Promise<void> {
-    const now = this.#o.now?.() ?? new Date();
-    const wildcard = appsWildcard(this.#o.appsDomain);
-    // A name under the apps domain: what the certificate must serve (node:crypto's checkHost).
-    const probe = `portico-probe.${this.#o.appsDomain}`;
-    let stored: { chain: string; key: string } | undefined;
+    const now = this.#now();
+    let held: Held;
     try {
-      stored = await this.#read();
+      held = this.#judge(await this.#read(), now);
     } catch (err) {
       this.#log.warn({ err }, 'could not read the apps domain certificate Secret');
       this.#schedule(this.#o.firstRetryMs);
       return;
     }
-    if (stored && certificateServes(stored.chain, stored.key, probe, now)) {
-      const facts = inspectCertificate(stored.chain);
-      const renewAt = defaultRenewalTime(facts);
+    const usable = held !== undefined && 'facts' in held ? held : undefined;
+    if (usable && !this.#counted)
+      this.#o.countPastCertificate?.({
+        notBefore: usable.facts.notBefore,
+        acmeIssuer: usable.acmeIssuer,
+        registeredDomain: registeredDomain(this.#o.appsDomain),
+      });
+    this.#counted = true;
+    if (usable) {
+      const renewAt = defaultRenewalTime(usable.facts);
       if (now < renewAt) {
-        this.#failures = 0;
         this.#set({
           ready: true,
-          message: `${wildcard} is valid until ${facts.notAfter}; renewed from ${renewAt.toISOString()}`,
-          notAfter: facts.notAfter,
+          notAfter: usable.facts.notAfter,
+          reason: 'Issued',
+          message: `${this.#wildcard} is valid until ${usable.facts.notAfter}; renewed from ${renewAt.toISOString()}`,
         });
         this.#schedule(renewAt.getTime() - now.getTime());
         return;
       }
-      this.#set({
-        ready: true,
-        message: `${wildcard} is valid until ${facts.notAfter}; renewing`,
-        notAfter: facts.notAfter,
-      });
     }
-    try {
-      this.#log.info({ identifier: wildcard }, 'ordering the apps domain wildcard certificate (dns-01)');
-      const issued = await this.#o.issue(wildcard, this.#log, {
-        dns01RecordName: acmeChallengeName(this.#o.appsDomain),
-      });
-      await this.#write(issued);
-      this.#log.info({ identifier: wildcard }, 'apps domain wildcard certificate stored');
-      this.#failures = 0;
-      this.#schedule(0);
-    } catch (err) {
-      const delay = Math.min(MAX_RETRY_MS, this.#o.firstRetryMs * 2 ** this.#failures);
-      this.#failures += 1;
-      const message = err instanceof Error ? err.message : String(err);
-      this.#log.warn({ err, retryInMs: delay }, 'the apps domain wildcard certificate order failed');
-      const keep =
-        this.#state.ready && stored !== undefined && certificateServes(stored.chain, stored.key, probe, now);
-      this.#set({
-        ready: keep,
-        message: `the order for ${wildcard} failed (${message}); retried at ${new Date(now.getTime() + delay).toISOString()}`,
-        ...(keep && this.#state.notAfter ? { notAfter: this.#state.notAfter } : {}),
-      });
-      this.#schedule(delay);
-    }
+    // An order is due: the first, a renewal, or one replacing a Secret that cannot serve.
+    // An order in flight: its settlement looks again.
+    if (!this.#tracker.inFlight(this.orderKey)) await this.#orderDue(held, usable, now);
   }
 
-  async #read(): Promise<{ chain: string; key: string } | undefined> {
-    let secret: V1Secret;
+  /**
+   * An order is due and none is in flight: wait for the retry after a failure, or for a turn in the
+   * order budget, or start it.
+   */
+  async #orderDue(held: Held, usable: Usable | undefined, now: Date): Promise<void> {
+    const key = this.orderKey;
+    const valid = usable ? { ready: true, notAfter: usable.facts.notAfter } : { ready: false };
+    const validity = usable ? `${this.#wildcard} is valid until ${usable.facts.notAfter}; ` : '';
+    const failure = lastIssuanceFailure(
+      this.#tracker.lastOutcome(key),
+      undefined,
+      false,
+      this.#o.firstRetryMs,
+    );
+    const retry = pendingRetry(failure, now);
+    if (retry) {
+      const message = `${validity}the ${usable ? 'renewal' : 'order'} of ${this.#wildcard} failed (${retry.reason}): ${retry.message} Next attempt at ${retry.retryAt.toISOString()}.`;
+      this.#set({ ...valid, reason: retry.reason, message });
+      await this.#event(retry.reason, message);
+      this.#schedule(retry.retryAt.getTime() - now.getTime());
+      return;
+    }
+    const decision = this.#o.issuer.request(
+      {
+        key,
+        tenant: this.#o.secret.namespace,
+        hostname: this.#wildcard,
+        registeredDomain: registeredDomain(this.#o.appsDomain),
+        kind: usable ? 'renewal' : 'first-issuance',
+        issuedBy: usable?.acmeIssuer,
+        queuedAt: now,
+      },
+      now,
+    );
+    if (!decision.admitted) {
+      this.#set({ ...valid, reason: 'OrderQueued', message: `${validity}${decision.message}` });
+      this.#schedule(decision.expectedAt.getTime() - now.getTime());
+      return;
+    }
+    const problem =
+      held !== undefined && 'problem' in held ? ` (Secret ${this.#o.secret.name} ${held.problem})` : '';
+    this.#order(usable?.acmeIssuer);
+    this.#set({
+      ...valid,
+      reason: 'Ordering',
+      message: `${validity}ordering ${usable ? 'its renewal' : `the certificate for ${this.#wildcard}`} by DNS-01 in ${this.#o.appsDomain}'s zone${problem}`,
+    });
+  }
+
+  /** Starts the order in the background; its settlement schedules the next check. */
+  #order(issuedBy: string | undefined): void {
+    const wildcard = this.#wildcard;
+    this.#tracker.start(this.orderKey, wildcard, async (signal) => {
+      this.#log.info({ identifier: wildcard }, 'ordering the apps domain wildcard certificate (dns-01)');
+      const issued = await this.#o.issuer.issue(wildcard, this.#log, {
+        dns01RecordName: acmeChallengeName(this.#o.appsDomain),
+        dns01Publisher: this.#o.dns01,
+        issuedBy,
+        signal,
+      });
+      if (signal.aborted) throw new IssuanceCancelledError(wildcard);
+      const unusable = issuedCertificateProblemFor(
+        { secretName: this.#o.secret.name, hostname: wildcard },
+        issued,
+        this.#now(),
+      );
+      if (unusable !== undefined) throw new IssuedCertificateUnusableError(unusable);
+      await untilApiAnswers(() => this.#write(issued), wildcard, signal, this.#log);
+      this.#log.info(
+        { identifier: wildcard, acmeIssuer: issued.acmeIssuer },
+        'apps domain wildcard certificate stored',
+      );
+    });
+  }
+
+  /** What the Secret holds: a usable certificate for the wildcard, what is wrong with it, or nothing. */
+  #judge(secret: V1Secret | undefined, now: Date): Held {
+    if (secret === undefined) return undefined;
+    const parsed = parsedSecret(secret);
+    const problem = tlsSecretProblem(parsed, this.#wildcard, now);
+    if (problem !== undefined || parsed === undefined) return { problem: problem ?? '' };
+    return { facts: parsed.facts, acmeIssuer: secret.metadata?.annotations?.[ACME_ISSUER_ANNOTATION] };
+  }
+
+  /** A Warning Event on the Secret, unless the same reason and message was the last one recorded. */
+  async #event(reason: string, message: string): Promise<void> {
+    const said = `${reason}\u0000${message.replace(/Next attempt at \S+$/, '')}`;
+    if (this.#evented === said || this.#o.events === undefined) return;
+    this.#evented = said;
+    await this.#o.events.record(
+      { apiVersion: 'v1', kind: 'Secret', metadata: { ...this.#o.secret } },
+      eventTypeOf(reason),
+      reason,
+      message,
+    );
+  }
+
+  async #read(): Promise<V1Secret | undefined> {
     try {
-      secret = await this.#o.core.readNamespacedSecret(this.#o.secret);
+      return await this.#o.core.readNamespacedSecret(this.#o.secret);
     } catch (err) {
       if (isNotFound(err)) return undefined;
       throw err;
     }
-    const crt = secret.data?.['tls.crt'];
-    const key = secret.data?.['tls.key'];
-    if (!crt || !key) return undefined;
-    return {
-      chain: Buffer.from(crt, 'base64').toString('utf8'),
-      key: Buffer.from(key, 'base64').toString('utf8'),
-    };
   }
 
-  async #write(issued: IssuedCertificate): Promise<void> {
+  async #write(issued: IssuedByCertificate): Promise<void> {
     const body: V1Secret = {
       apiVersion: 'v1',
       kind: 'Secret',
       metadata: {
         ...this.#o.secret,
         labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
-        annotations: { 'portico.dev/acme-order': issued.orderUrl },
+        annotations: {
+          'portico.dev/acme-order': issued.orderUrl,
+          [ACME_ISSUER_ANNOTATION]: issued.acmeIssuer,
+        },
       },
       type: 'kubernetes.io/tls',
       data: {
-        'tls.crt': Buffer.from(issued.certificatePem).toString('base64'),
+        [TLS_CERT]: Buffer.from(issued.certificatePem).toString('base64'),
         'tls.key': Buffer.from(issued.privateKeyPem).toString('base64'),
       },
     };

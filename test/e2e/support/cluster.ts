@@ -158,6 +158,25 @@ export async function domainEvents(namespace: string, name: string): Promise<Cor
   return list.items.filter((e) => e.involvedObject.kind === 'CustomDomain' && e.involvedObject.name === name);
 }
 
+/** Garbage in a TLS Secret's data: `tls.crt` and `tls.key` that parse as nothing. */
+export const GARBAGE_TLS_DATA: Readonly<Record<string, string>> = {
+  'tls.crt': Buffer.from('garbage').toString('base64'),
+  'tls.key': Buffer.from('x').toString('base64'),
+};
+
+/**
+ * Replaces the data of Secret `name` with `data`, keeping its metadata (labels, annotations,
+ * resourceVersion), as an edit by hand would.
+ */
+export async function overwriteSecretData(
+  namespace: string,
+  name: string,
+  data: Readonly<Record<string, string>>,
+): Promise<void> {
+  const secret = await kube().core.readNamespacedSecret({ namespace, name });
+  await kube().core.replaceNamespacedSecret({ namespace, name, body: { ...secret, data: { ...data } } });
+}
+
 export async function getCustomDomain(namespace: string, name: string): Promise<CustomDomain> {
   return (await kube().custom.getNamespacedCustomObject({
     ...customDomainApi,

@@ -7,6 +7,7 @@
  * DiscoveryResponse as multi-line protojson (proto field names), and keeps watching; `xdsResources`
  * reads the first response and stops the client.
  */
+import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { spawn } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import path from 'node:path';
@@ -208,4 +209,44 @@ export async function readProxy(namespace: string, name: string): Promise<HTTPPr
     namespace,
     name,
   })) as HTTPProxy & HTTPProxyWithStatus;
+}
+
+/** One version of an HTTPProxy as its watch delivered it. */
+export interface ProxyVersion {
+  generation: number | undefined;
+  tls: boolean;
+  currentStatus: string | undefined;
+  /** The generation Contour's Valid condition was written for. */
+  validFor: number | undefined;
+}
+
+/** Every version of HTTPProxy `name` in `namespace` from now on, as the API server's watch sends them. */
+export async function watchProxy(
+  namespace: string,
+  name: string,
+): Promise<{ seen: ProxyVersion[]; stop: () => void }> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(sandbox.kubeconfig);
+  const seen: ProxyVersion[] = [];
+  const watch = await new Watch(kc).watch(
+    `/apis/projectcontour.io/v1/namespaces/${namespace}/httpproxies`,
+    { fieldSelector: `metadata.name=${name}` },
+    (phase, obj: HTTPProxy & HTTPProxyWithStatus) => {
+      if (phase !== 'ADDED' && phase !== 'MODIFIED') return;
+      const valid = obj.status?.conditions?.find((c) => c.type === 'Valid');
+      seen.push({
+        generation: obj.metadata.generation,
+        tls: obj.spec.virtualhost.tls !== undefined,
+        currentStatus: obj.status?.currentStatus,
+        validFor: valid?.observedGeneration,
+      });
+    },
+    () => undefined,
+  );
+  return {
+    seen,
+    stop: () => {
+      watch.abort();
+    },
+  };
 }

@@ -83,6 +83,20 @@ export const SHORT_FIRST_RETRY: Readonly<Record<string, string>> = {
   '--issuance-first-retry-seconds': String(TEST_FIRST_RETRY_SECONDS),
 };
 
+/**
+ * The stack operator's HTTP-01 port (`--http01-self-check-port`, or its environment variable): where
+ * a second Pebble must validate HTTP-01 for an operator started from the stack's command line.
+ *
+ * @throws Error when the command sets none
+ */
+export function challengePort(command: ControllerCommand): number {
+  const at = command.args.indexOf('--http01-self-check-port');
+  const port = Number(at >= 0 ? command.args[at + 1] : command.env.PORTICO_HTTP01_SELF_CHECK_PORT);
+  if (!Number.isInteger(port) || port <= 0)
+    throw new Error('the stack operator has no --http01-self-check-port');
+  return port;
+}
+
 /** A free TCP port on 127.0.0.1. */
 export async function freePort(): Promise<number> {
   const server = createServer();

@@ -265,6 +265,24 @@ export class CertificatePhase {
   }
 
   /**
+   * Before the routing phase: whether the domain's Secret holds a certificate that can serve, after
+   * giving it the last good certificate back when the cache shows it cannot (or shows it gone while
+   * the domain had a certificate; `#restoreLastGood`, which reads it live first). The routing phase
+   * thus never acts on a broken Secret the informer cache holds (docs/customdomains.md, "The last
+   * good certificate"): the cache still shows the Secret as the tenant wrote it until the watch
+   * brings the restore, and a TLS block taken away on its strength takes HTTPS away from a hostname
+   * whose last good certificate is back in the Secret. True: it holds, or holds again, a usable
+   * certificate; undefined: nothing could be restored (no copy, or the copy cannot serve either),
+   * and the routing judges the Secret as before. Rejects with the API error of a read or write.
+   */
+  async usableBeforeRouting(domain: CustomDomain, log: Logger): Promise<true | undefined> {
+    const cached = await this.#servingCertificate(domain, false);
+    if (cached?.usable) return true;
+    const restored = await this.#restoreLastGood(domain, cached, log);
+    return restored?.usable ? true : undefined;
+  }
+
+  /**
    * Writes the domain's last good certificate (last-good-certificates.ts, in the operator's
    * namespace) back into its Secret when the Secret cannot serve (`found.unusable`) or is gone
    * (`found` undefined) while the domain has had a certificate, and records a Warning Event

@@ -231,14 +231,31 @@ export function issuedCertificateProblem(
   issued: Pick<IssuedByCertificate, 'certificatePem' | 'privateKeyPem'>,
   now: Date,
 ): string | undefined {
-  const name = ownedNames(domain).secret;
+  return issuedCertificateProblemFor(
+    { secretName: ownedNames(domain).secret, hostname: normalizeDnsName(domain.spec.hostname) },
+    issued,
+    now,
+  );
+}
+
+/**
+ * What makes `issued` unable to serve `target.hostname` (normalized; a wildcard `*.X` is matched as
+ * written, as the certificate's dNSName) at `now` from Secret `target.secretName`, as a sentence, or
+ * undefined when it can: `tlsSecretProblem` of a Secret that would hold it, then the chain's
+ * signatures. Used for every certificate Portico stores (a CustomDomain's, the apps domain's wildcard).
+ */
+export function issuedCertificateProblemFor(
+  target: { secretName: string; hostname: string },
+  issued: Pick<IssuedByCertificate, 'certificatePem' | 'privateKeyPem'>,
+  now: Date,
+): string | undefined {
   const would: V1Secret = {
     data: {
       [TLS_CERT]: Buffer.from(issued.certificatePem).toString('base64'),
       [TLS_KEY]: Buffer.from(issued.privateKeyPem).toString('base64'),
     },
   };
-  let problem = tlsSecretProblem(parsedSecret(would), normalizeDnsName(domain.spec.hostname), now);
+  let problem = tlsSecretProblem(parsedSecret(would), target.hostname, now);
   if (problem === undefined) {
     // The signatures too (the Secret cache checks names and key identifiers only).
     const broken = brokenChainLink(issued.certificatePem, leafCertificate(issued.certificatePem), true);
@@ -246,7 +263,7 @@ export function issuedCertificateProblem(
   }
   return problem === undefined
     ? undefined
-    : `The certificate the CA issued was not stored, as Secret ${name} would then have been unable to serve: it ${problem}. The Secret keeps the certificate it holds.`;
+    : `The certificate the CA issued was not stored, as Secret ${target.secretName} would then have been unable to serve: it ${problem}. The Secret keeps the certificate it holds.`;
 }
 
 /** The keys of a kubernetes.io/tls Secret. */
@@ -257,11 +274,13 @@ const TLS_KEY = 'tls.key';
 const STORE_RETRY: BackoffPolicy = { baseMs: 1_000, maxMs: 30_000 };
 
 /**
- * Runs `write` until it succeeds, retrying (with STORE_RETRY backoff) while the API server cannot
- * be reached or answers 429 or 5xx; any other error is thrown at once. Throws
+ * Runs `write` until it succeeds, retrying (with STORE_RETRY backoff: 1 s doubling to 30 s) while
+ * the API server cannot be reached or answers 429 or 5xx; any other error is thrown at once. Throws
  * IssuanceCancelledError when `signal` fires first (the domain was removed, or the operator stops).
+ * An issued certificate exists only in memory until written: every certificate Portico stores
+ * goes through here.
  */
-async function untilApiAnswers(
+export async function untilApiAnswers(
   write: () => Promise<void>,
   hostname: string,
   signal: AbortSignal,

@@ -48,9 +48,13 @@ export class RoutingPhase {
    * Applies the routing plan (in its order), then deletes what an earlier plan made and this one
    * does not; then reads from the caches whether the data plane took what was applied
    * (`#acknowledgement`), unless that check is off.
+   *
+   * @param secretUsable the certificate phase found the domain's Secret usable, or made it usable
+   *   again from the last good certificate, just now (`CertificatePhase.usableBeforeRouting`): the
+   *   TLS Secret is ready whatever the cache still shows. Undefined: judged from the cache.
    */
-  async apply(domain: CustomDomain): Promise<RoutingOutcome> {
-    const lookups = this.#routingLookups(domain);
+  async apply(domain: CustomDomain, secretUsable?: true): Promise<RoutingOutcome> {
+    const lookups = this.#routingLookups(domain, secretUsable);
     const plan = desiredRouting(domain, this.#d.routing, lookups);
     const settle = this.#settle.pass(this.#settleRule(), domain.metadata, this.#d.now().getTime());
     const taken: string[] = [];
@@ -150,7 +154,7 @@ export class RoutingPhase {
    * (routing/plan.ts checks the port); for a redirect, the CustomDomains of its namespace and the
    * HostnameClaims, from which routing/redirect.ts judges its target.
    */
-  #routingLookups(domain: CustomDomain): RoutingLookups {
+  #routingLookups(domain: CustomDomain, secretUsable: true | undefined): RoutingLookups {
     const view = this.#d.view;
     const lookups: RoutingLookups = {
       listenerSetsServed: view.serves(GATEWAY_API_VERSION, LISTENERSET_KIND),
@@ -158,7 +162,8 @@ export class RoutingPhase {
     const writer = this.#writer();
     if (writer.requiredKind !== undefined)
       lookups.flavorKindServed = view.serves(writer.requiredKind.apiVersion, writer.requiredKind.kind);
-    if (writer.needsTlsSecretReady === true) lookups.tlsSecretReady = this.#tlsSecretReady(domain);
+    if (writer.needsTlsSecretReady === true)
+      lookups.tlsSecretReady = secretUsable === true || this.#tlsSecretReady(domain);
     if (domain.spec.redirect) {
       lookups.redirectTarget = {
         domainsInNamespace: view.customDomainsInNamespace(domain.metadata.namespace),
