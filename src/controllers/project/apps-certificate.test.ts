@@ -128,7 +128,13 @@ describe('AppsDomainCertificate', () => {
     );
     const { certificate, events } = subject(issuer, 40);
     certificate.start();
-    await until('three attempts', () => (issuer.issued.length >= 3 ? true : undefined));
+    // The third attempt's failure, not its start: the state says Ordering while an order is placed.
+    await until(
+      'three failed attempts',
+      () =>
+        issuer.issued.length >= 3 && certificate.state.reason === 'CAAForbidsIssuance' ? true : undefined,
+      10_000,
+    );
     await certificate.stop();
     expect(certificate.state.ready).toBe(false);
     expect(certificate.state.reason).toBe('CAAForbidsIssuance');
