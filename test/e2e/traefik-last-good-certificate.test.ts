@@ -209,7 +209,8 @@ describe('a Secret that cannot serve is given the last good certificate back (th
     expect(event.message).toContain(
       'Secret www-tls has no tls.crt and tls.key that parse as a certificate and its key: restored the last good certificate',
     );
-    expect(event.message).toContain(`(serial ${goodSerial}, valid until `);
+    // The Event writes the serial as the certificate holds it, a leading zero kept; goodSerial has none.
+    expect(event.message).toMatch(new RegExp(`\\(serial 0*${goodSerial}, valid until `));
     expect(event.message).toContain(`in Secret ${OPERATOR_NAMESPACE}/portico-last-good-`);
   });
 

@@ -143,7 +143,17 @@ describe("a project's auto-generated subdomain through Traefik", () => {
       );
       expect(handshake.authorized).toBe(true);
       expect(handshake.certificate.subjectaltname).toBe(`DNS:*.${APPS_DOMAIN}`);
-      const answer = await httpsGet(https(), hostname, '/catalog/shoes?size=42', root);
+      // Traefik's Ingress provider publishes the Ingress's address (the status read as Serving)
+      // and loads its router apart: until the router is in, Traefik itself answers 404.
+      const answer = await waitFor(
+        `Traefik to route ${hostname}`,
+        async () => {
+          const a = await httpsGet(https(), hostname, '/catalog/shoes?size=42', root);
+          return a.status === 404 ? undefined : a;
+        },
+        30_000,
+        200,
+      );
       expect(answer.status).toBe(200);
       expect(answer.headers['x-portico-project']).toBe(ns);
       expect(answer.body).toContain(`answered ${hostname} /catalog/shoes?size=42`);
@@ -202,7 +212,8 @@ describe("a project's auto-generated subdomain through Traefik", () => {
         200,
       );
       expect(page.status).toBe(200);
-      expect(page.body).toContain(`answered ${primary} /old/page?id=7&ref=mail`);
+      // The page escapes the query's '&' (as &#38;).
+      expect(page.body).toContain(`answered ${primary} /old/page?id=7&#38;ref=mail`);
     },
   );
 });
