@@ -1,6 +1,12 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { AFTER_IMAGE_BUILD, assignShards, movedLast, shuffleWithSeed } from './e2e-shards.js';
+import {
+  AFTER_IMAGE_BUILD,
+  AWAY_FROM_THE_START,
+  assignShards,
+  movedLast,
+  shuffleWithSeed,
+} from './e2e-shards.js';
 
 describe('assignShards', () => {
   it('deals the slowest first to the shard with the least time so far', () => {
@@ -80,6 +86,7 @@ describe('movedLast', () => {
   });
 
   it('names e2e files that exist, by their paths from the repository root', () => {
-    for (const file of AFTER_IMAGE_BUILD) expect(existsSync(file), file).toBe(true);
+    for (const file of [...AFTER_IMAGE_BUILD, ...AWAY_FROM_THE_START])
+      expect(existsSync(file), file).toBe(true);
   });
 });
