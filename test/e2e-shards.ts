@@ -45,11 +45,14 @@ export const AFTER_IMAGE_BUILD: readonly string[] = [
 
 /**
  * Files whose cases hold third-party timings to a bound (a Redis Sentinel or Cluster failover under
- * load): they run after the other files of their process and before AFTER_IMAGE_BUILD's, away from
+ * load, a Redis Cluster's slots): they run after the other files of their process and before AFTER_IMAGE_BUILD's, away from
  * the suite's first minutes, when the unit tests, the image build and every shard's stack start
- * share the two cores (a Sentinel failover missed its bound there in a fresh-clone run).
+ * share the two cores (a Sentinel failover case and a Redis Cluster case failed there in a fresh-clone run).
  */
-export const AWAY_FROM_THE_START: readonly string[] = ['test/e2e/ratelimit-redis-failover.test.ts'];
+export const AWAY_FROM_THE_START: readonly string[] = [
+  'test/e2e/ratelimit-redis-failover.test.ts',
+  'test/e2e/ratelimit-resilience.test.ts',
+];
 
 /**
  * `files` in the same order, except that those whose path (`pathOf`) is in `last` come after the
