@@ -16,6 +16,7 @@ import { startChallengeZone, stopChallengeZone, type ChallengeZone } from './cha
 import { kube, waitFor } from './cluster.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './second-pebble.js';
 import {
+  challengePort,
   restartStackController,
   runAll,
   startOperator,
@@ -36,15 +37,6 @@ export interface AppsDomainStack {
   readonly pebbleName: string;
   /** The operator's ACME account Secret (`--acme-account-secret`), deleted by `stopAppsDomainOperator`. */
   readonly accountSecret: string;
-}
-
-/** The stack operator's HTTP-01 port: where the second Pebble validates HTTP-01 (the primaries). */
-function challengePort(command: ControllerCommand): number {
-  const at = command.args.indexOf('--http01-self-check-port');
-  const port = Number(at >= 0 ? command.args[at + 1] : command.env.PORTICO_HTTP01_SELF_CHECK_PORT);
-  if (!Number.isInteger(port) || port <= 0)
-    throw new Error('the stack operator has no --http01-self-check-port');
-  return port;
 }
 
 /**
