@@ -59,8 +59,10 @@ const MAX_IN_FLIGHT = 2;
 /**
  * An order counts in the budget when it is admitted, and reaches the CA a moment later (a CAA lookup,
  * a nonce): at the CA, two orders one window apart may arrive up to this much closer together, ms.
+ * A fresh-clone run of the whole suite on 2 cores saw more than 4 s between the first order's
+ * admission and its arrival (3 s was too little).
  */
-const ARRIVAL_SLACK_MS = 3_000;
+const ARRIVAL_SLACK_MS = 8_000;
 /** A status is written by a reconcile that may run a little after the time it was due, ms. */
 const STATUS_SLACK_MS = 5_000;
 /** Once the window has room for an order, it should reach the CA within this, ms. */
@@ -306,6 +308,8 @@ describe('the ACME order budget, its window shortened to 60 s for the test (6 or
     const holds = [0, 1].map(() =>
       theProxy().hold((x) => x.kind === 'challenge-response' && x.hostnames.some((h) => hostnamesA.has(h))),
     );
+    // Every order is admitted after its domain exists: a bound on admission times that no load moves.
+    const createdAAt = Date.now();
     await createDomains(domainsA);
     const seenA = await waitForDomains(
       "A's first 2 orders held at the CA and A's 6 other domains queued",
@@ -385,7 +389,8 @@ describe('the ACME order budget, its window shortened to 60 s for the test (6 or
 
     // Tenant C comes while the window is full: queued for the CA's budget, first in line (its round
     // is the current one, A's backlog is in later rounds), expected when the window's oldest order
-    // leaves it (rounded up to the second).
+    // leaves it (rounded up to the second): after A's domains were created, plus the window, and no
+    // later than the first order's arrival at the CA plus the window.
     await createDomains(domainsC);
     const [queuedC] = await waitForDomains(
       "C's domain queued",
@@ -397,9 +402,7 @@ describe('the ACME order budget, its window shortened to 60 s for the test (6 or
     expectQueued(queuedC ? [queuedC] : []);
     expect(queuedC?.queued?.limit, queuedC?.message).toBe('account');
     expect(queuedC?.queued?.position, queuedC?.message).toBe(1);
-    expect(queuedC?.queued?.expectedAtMs, queuedC?.message).toBeGreaterThanOrEqual(
-      firstOrderAt + WINDOW_MS - ARRIVAL_SLACK_MS,
-    );
+    expect(queuedC?.queued?.expectedAtMs, queuedC?.message).toBeGreaterThanOrEqual(createdAAt + WINDOW_MS);
     expect(queuedC?.queued?.expectedAtMs, queuedC?.message).toBeLessThanOrEqual(
       firstOrderAt + WINDOW_MS + 1_000,
     );

@@ -173,8 +173,18 @@ describe("a project's auto-generated subdomain through Traefik", () => {
     });
     expect(ingress.spec?.tls).toEqual([{ hosts: [hostname] }]);
     expect(ingress.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Project', name: 'site' });
+    // The project's own CustomDomain (the primary) has its certificate Secret here, rightly: what
+    // must not be here is the wildcard, under any name (its key, or a certificate for *.apps).
+    const wildcard = await waitFor('the wildcard Secret', readAppsSecret, 150_000, 1000);
+    const wildcardKey = wildcard.data?.['tls.key'];
+    expect(wildcardKey).toBeTruthy();
     const secrets = await kube().core.listNamespacedSecret({ namespace: ns });
-    expect(secrets.items.filter((s) => s.type === 'kubernetes.io/tls')).toEqual([]);
+    const copies = secrets.items.filter(
+      (s) =>
+        s.data?.['tls.key'] === wildcardKey ||
+        (s.data?.['tls.crt'] !== undefined && leafOf(s).subjectAltName?.includes(`DNS:*.${APPS_DOMAIN}`)),
+    );
+    expect(copies.map((s) => s.metadata?.name)).toEqual([]);
   });
 
   it(
