@@ -91,6 +91,12 @@ export interface SandboxDataPlaneModule<
    * `tools.binDir` by these names (src/sandbox/tools.ts checks them).
    */
   readonly tools: DataPlaneTools;
+  /**
+   * Whether `sandbox up` gives it the apps zone (Knot + BIND, src/sandbox/apps-zone.ts) and the
+   * operator `--apps-domain`: true where its flavor's subdomain route (`<name>/subdomain-route.ts`)
+   * serves the example Projects' auto-generated subdomains with the wildcard certificate here.
+   */
+  readonly appsDomain: boolean;
   /** The loopback ports it listens on, picked with the stack's (src/sandbox/ports.ts). */
   readonly ports: Readonly<Record<PortName, PortKind>>;
   /** Its processes that `sandbox down` stops before the operator (the rest stop after it). */

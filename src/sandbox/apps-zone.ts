@@ -4,7 +4,7 @@
  * BIND 9 resolver answers from the stack's DNS server (pebble-challtestsrv) and forwards the apps
  * zone to Knot, so that the sandbox's Pebble, which resolves through it, validates the DNS-01
  * challenge of the wildcard `*.apps.portico.test` the operator writes into Knot. Started by
- * `sandbox up` with the Contour data plane (`appsDomain`); the e2e stack leaves it out (the files
+ * `sandbox up` with a data plane whose module says `appsDomain` (Contour, Traefik); the e2e stack leaves it out (the files
  * that need it start their own: test/e2e/support/challenge-zone.ts). Development only.
  */
 import { randomBytes } from 'node:crypto';

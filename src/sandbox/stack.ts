@@ -106,7 +106,7 @@ export interface SandboxUpOptions {
    */
   readonly httpsRedirect?: boolean;
   /**
-   * With the Contour data plane: run Knot for the platform's apps zone `apps.portico.test` and BIND
+   * With a data plane whose module says `appsDomain` (Contour, Traefik): run Knot for the platform's apps zone `apps.portico.test` and BIND
    * in front of it for Pebble (src/sandbox/apps-zone.ts), and the operator with `--apps-domain`, so
    * every example Project is served at its own subdomain with the wildcard certificate (default
    * false; `portico sandbox up` turns it on).
@@ -304,8 +304,8 @@ async function startStack(
   const external = externalKubeconfig(options.env ?? process.env);
   const dataPlane = options.dataPlane ?? 'contour';
   const plane = sandboxDataPlaneModule(dataPlane);
-  // The auto-generated subdomains are routed by HTTPProxy: with Contour only.
-  const withAppsZone = options.appsDomain === true && dataPlane === 'contour';
+  // The auto-generated subdomains, where the data plane serves them (its module says).
+  const withAppsZone = options.appsDomain === true && plane.appsDomain;
   const toolSets: ToolSets = {
     test: options.testTools === true,
     kubelet: options.kubelet === true,

@@ -20,6 +20,8 @@ const CONTOUR_CRDS = 'contour-crds.yaml';
 
 export const contourSandbox = defineSandboxDataPlane({
   name: contour.name,
+  // Contour takes the subdomain HTTPProxy with the wildcard delegated to it.
+  appsDomain: true,
   tools: { executables: [CONTOUR], files: [CONTOUR_CRDS] },
   ports: { xds: 'tcp', metrics: 'tcp', health: 'tcp', debug: 'tcp' },
   stopFirst: [CONTOUR],

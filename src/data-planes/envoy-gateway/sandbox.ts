@@ -29,6 +29,8 @@ const ENVOY_GATEWAY_CRDS = 'envoy-gateway-crds.yaml';
 
 export const envoyGatewaySandbox = defineSandboxDataPlane({
   name: envoyGateway.name,
+  // Not yet: the subdomain HTTPRoute needs the platform listener to carry the wildcard.
+  appsDomain: false,
   tools: { flag: '--envoy-gateway', executables: [ENVOY_GATEWAY, 'egctl'], files: [ENVOY_GATEWAY_CRDS] },
   ports: { admin: 'tcp' },
   stopFirst: [ENVOY_GATEWAY],

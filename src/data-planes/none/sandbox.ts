@@ -7,6 +7,8 @@ import { defineSandboxDataPlane } from '../sandbox-types.js';
 
 export const noneSandbox = defineSandboxDataPlane({
   name: 'none',
+  // Nothing serves.
+  appsDomain: false,
   tools: { executables: [], files: [] },
   ports: {},
   stopFirst: [],

@@ -23,6 +23,8 @@ const TRAEFIK_CRDS = 'traefik-crds.yaml';
 
 export const traefikSandbox = defineSandboxDataPlane({
   name: traefik.name,
+  // Traefik takes the subdomain Ingress and the wildcard from its TLSStore `default`.
+  appsDomain: true,
   tools: { flag: '--traefik', executables: [TRAEFIK], files: [TRAEFIK_CRDS] },
   ports: { web: 'tcp', websecure: 'tcp', ping: 'tcp', backend: 'tcp' },
   stopFirst: [],
