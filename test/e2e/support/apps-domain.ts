@@ -49,7 +49,7 @@ export interface AppsDomainStack {
 export async function startAppsDomainOperator(
   name: string,
   appsDomain: string,
-  options: { pebbleName: string; certificateSeconds: number; flags: Record<string, string> },
+  options: { pebbleName: string; certificateSeconds: number; flags: Readonly<Record<string, string>> },
 ): Promise<AppsDomainStack> {
   const accountSecret = `${name}-${Date.now().toString(36)}`;
   const key: TsigKey = { name: 'portico-apps.', algorithm: 'hmac-sha256', secret: randomBytes(32) };
