@@ -30,7 +30,11 @@ export interface FileDurations {
  * (src/data-planes/envoy-gateway/sandbox-process.ts), and the tests read the translated config from that port.
  */
 export const SAME_SHARD: readonly (readonly string[])[] = [
-  ['test/e2e/envoy-gateway-ratelimit.test.ts', 'test/e2e/envoy-gateway-routes.test.ts'],
+  [
+    'test/e2e/envoy-gateway-project-subdomain.test.ts',
+    'test/e2e/envoy-gateway-ratelimit.test.ts',
+    'test/e2e/envoy-gateway-routes.test.ts',
+  ],
 ];
 
 /**

@@ -132,11 +132,15 @@ export interface SubdomainRouteWriter {
   /**
    * The one object, in the wildcard Secret's namespace, that lets the data plane use the Secret for
    * the routes of `namespaces` (those that hold a subdomain, sorted): Contour's
-   * TLSCertificateDelegation, Traefik's TLSStore. Undefined: the flavor needs none.
+   * TLSCertificateDelegation, Traefik's TLSStore, Gateway API mode's ListenerSet (whose HTTPS
+   * listener for `*.<apps domain>` presents it). `context`: the apps domain and the operator's
+   * routing settings. Undefined: the flavor needs none. Where its kind is one the data plane
+   * acknowledges (a ListenerSet), the subdomain serves only once the data plane took it too.
    */
   readonly certificateAccess?: (
     secret: { readonly namespace: string; readonly name: string },
     namespaces: readonly string[],
+    context: { readonly appsDomain: string; readonly options: RoutingOptions },
   ) => KubernetesObject;
 }
 

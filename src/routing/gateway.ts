@@ -75,7 +75,23 @@ export interface HttpsListenerEntry {
   port: number;
   protocol: 'HTTPS';
   tls: { mode: 'Terminate'; certificateRefs: { group: ''; kind: 'Secret'; name: string }[] };
+  /**
+   * Which routes may attach (Gateway API `AllowedRoutes`); absent: the default, routes of the
+   * ListenerSet's own namespace.
+   */
+  allowedRoutes?: { namespaces: ListenerNamespaces };
 }
+
+/**
+ * `AllowedRoutes.namespaces` of a listener (apis/v1/gateway_types.go `RouteNamespaces`): `Same` (the
+ * ListenerSet's namespace), or `Selector` with a label selector on the routes' Namespaces.
+ */
+export type ListenerNamespaces =
+  | { from: 'Same' }
+  | {
+      from: 'Selector';
+      selector: { matchExpressions: { key: string; operator: 'In'; values: string[] }[] };
+    };
 
 export interface ListenerSet extends KubernetesObject {
   apiVersion: typeof GATEWAY_API_VERSION;

@@ -11,8 +11,6 @@
  * the HTTPRoute's and the ListenerSet's, which Envoy Gateway sets from its translation
  * (docs/routing.md, "Envoy Gateway").
  */
-import { X509Certificate } from 'node:crypto';
-
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import type {
@@ -22,7 +20,6 @@ import type {
 } from '../../src/routing/acknowledgement.js';
 import {
   ENVOY_GATEWAY_CONTROLLER_NAME,
-  ENVOY_GATEWAY_NAME,
   SANDBOX_GATEWAY,
   gatewayParentRefsArg,
 } from '../../src/data-planes/envoy-gateway/sandbox-process.js';
@@ -44,13 +41,16 @@ import {
   waitForCondition,
 } from './support/cluster.js';
 import {
+  ENVOY_GATEWAY_OPERATOR_FLAGS,
   XDS_TYPE,
+  filterChainsFor,
+  normalSerial,
+  routesFor,
+  sdsSecretName,
+  sdsSerial,
   startStackEnvoyGateway,
   stopStackEnvoyGateway,
   xdsResources,
-  withAdsStream,
-  xdsSecrets,
-  type XdsResource,
 } from './support/envoy-gateway.js';
 import {
   restartStackController,
@@ -76,14 +76,7 @@ beforeAll(async () => {
   egStarted = true;
   stack = await stopStackController();
   if (!stack) throw new Error('the stack operator was not found');
-  operator = await startOperator(stack, 'envoy-gateway-routes', {
-    '--routing-mode': 'gateway',
-    '--gateway-parent-refs': gatewayParentRefsArg(SANDBOX_GATEWAY),
-    '--data-plane-acknowledgement': 'true',
-    '--data-plane': 'envoy-gateway',
-    '--data-plane-name': ENVOY_GATEWAY_NAME,
-    '--contour-attachment': 'false',
-  });
+  operator = await startOperator(stack, 'envoy-gateway-routes', ENVOY_GATEWAY_OPERATOR_FLAGS);
 });
 
 afterAll(async () => {
@@ -107,96 +100,6 @@ async function read<T>(plural: string, namespace: string, name: string): Promise
 
 function condition(conditions: StatusCondition[] | undefined, type: string): StatusCondition | undefined {
   return conditions?.find((c) => c.type === type);
-}
-
-/**
- * A serial as uppercase hex without separators or leading zeros: Node's X509Certificate prints
- * whole bytes (a leading 0 nibble kept), the status may not.
- */
-function normalSerial(serial: string | undefined): string {
-  return (serial ?? '').replaceAll(':', '').toUpperCase().replace(/^0+/, '');
-}
-
-/** A listener's filter chain, as far as the tests read it. */
-interface FilterChain {
-  name?: string;
-  filter_chain_match?: { server_names?: string[] };
-  transport_socket?: {
-    typed_config?: {
-      common_tls_context?: { tls_certificate_sds_secret_configs?: { name: string }[] };
-    };
-  };
-  filters?: { name: string; typed_config?: { rds?: { route_config_name?: string } } }[];
-}
-
-/** The filter chains, in every listener Envoy Gateway serves the Gateway, that match SNI `hostname`. */
-async function filterChainsFor(hostname: string): Promise<FilterChain[]> {
-  const listeners = (await xdsResources(XDS_TYPE.listener)) as (XdsResource & {
-    filter_chains?: FilterChain[];
-  })[];
-  return listeners.flatMap((l) =>
-    (l.filter_chains ?? []).filter((c) => c.filter_chain_match?.server_names?.includes(hostname)),
-  );
-}
-
-/** The SDS secret a filter chain's TLS context names. */
-function sdsSecretName(chain: FilterChain): string | undefined {
-  return chain.transport_socket?.typed_config?.common_tls_context?.tls_certificate_sds_secret_configs?.[0]
-    ?.name;
-}
-
-/** The serial of the leaf certificate in SDS secret `name`, as Envoy Gateway serves it. */
-async function sdsSerial(name: string): Promise<string | undefined> {
-  // Envoy Gateway answers an SDS request only when it names every secret of the snapshot (other
-  // domains' certificates included): xdsSecrets asks as Envoy does, and the one wanted is picked here.
-  const secret = (
-    (await xdsSecrets()) as (XdsResource & {
-      tls_certificate?: { certificate_chain?: { inline_bytes?: string } };
-    })[]
-  ).find((s) => s.name === name);
-  const bytes = secret?.tls_certificate?.certificate_chain?.inline_bytes;
-  return bytes === undefined ? undefined : new X509Certificate(Buffer.from(bytes, 'base64')).serialNumber;
-}
-
-/** An Envoy route, as far as the tests read it. */
-interface XdsRoute {
-  name?: string;
-  match?: { prefix?: string; path_separated_prefix?: string };
-  route?: { cluster?: string };
-  redirect?: { host_redirect?: string; scheme_redirect?: string; response_code?: string };
-}
-
-/**
- * The routes of the virtual hosts for `hostname` in the RouteConfigurations the listeners name, read
- * on one stream (Listeners, then every RouteConfiguration they name: Envoy Gateway answers a named
- * request only when it names all of the snapshot's).
- */
-async function routesFor(hostname: string): Promise<{ routeConfig: string; routes: XdsRoute[] }[]> {
-  return withAdsStream(async (ads) => {
-    const listeners = (await ads.request(XDS_TYPE.listener)) as (XdsResource & {
-      filter_chains?: FilterChain[];
-      default_filter_chain?: FilterChain;
-    })[];
-    const chains = listeners.flatMap((l) => [
-      ...(l.filter_chains ?? []),
-      ...(l.default_filter_chain ? [l.default_filter_chain] : []),
-    ]);
-    const names = new Set(
-      chains
-        .flatMap((chain) => chain.filters ?? [])
-        .map((f) => f.typed_config?.rds?.route_config_name)
-        .filter((n): n is string => n !== undefined),
-    );
-    if (names.size === 0) return [];
-    const configs = (await ads.request(XDS_TYPE.routeConfiguration, [...names])) as (XdsResource & {
-      virtual_hosts?: { domains?: string[]; routes?: XdsRoute[] }[];
-    })[];
-    return configs.flatMap((config) =>
-      (config.virtual_hosts ?? [])
-        .filter((vh) => vh.domains?.includes(hostname) === true)
-        .map((vh) => ({ routeConfig: config.name ?? '', routes: vh.routes ?? [] })),
-    );
-  });
 }
 
 describe('Envoy Gateway takes the HTTPRoute and ListenerSet of a serving domain', () => {

@@ -6,8 +6,9 @@
  * the Gateway API CRDs (standard channel): the chart is rendered with `helm template` (gateway mode,
  * defaults otherwise), its policies applied, and a tenant (a user impersonated with `--as`, allowed by
  * RBAC to write HTTPRoutes and ListenerSets in its own namespace) tries to attach to the Gateway.
- * What is asserted is the API server's admission answer (dry-run creates). The policies and RBAC are
- * removed after this file.
+ * The same policy reserves the wildcard ListenerSet `portico-apps-domain` of the release's namespace
+ * (the projects' auto-generated subdomains). What is asserted is the API server's admission answer
+ * (dry-run creates). The policies and RBAC are removed after this file.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
@@ -147,6 +148,28 @@ describe("a tenant's Gateway API routes on the Gateway Portico names, with the c
       );
       expect(result.stderr, what).toContain(`only the Portico controller (${CONTROLLER})`);
     }
+  });
+
+  it("refuses a tenant's HTTPRoute on the wildcard ListenerSet of the auto-generated subdomains, and admits the controller's", async () => {
+    const team = unique('gw-apps');
+    await createProject(team);
+    const apps = {
+      group: 'gateway.networking.k8s.io',
+      kind: 'ListenerSet',
+      name: 'portico-apps-domain',
+      namespace: RELEASE_NAMESPACE,
+    };
+    const tenant = await dryRunCreate([httpRoute(team, 'grab', [apps])], TENANT);
+    expect(tenant.code).not.toBe(0);
+    expect(tenant.stderr).toContain(
+      `${TENANT} may not create the HTTPRoute ${team}/grab attached to ListenerSet ${RELEASE_NAMESPACE}/portico-apps-domain`,
+    );
+    expect(tenant.stderr).toContain(`only the Portico controller (${CONTROLLER})`);
+    const byController = await dryRunCreate([httpRoute(team, 'portico-subdomain-site', [apps])], CONTROLLER);
+    expect(byController.code, byController.stderr).toBe(0);
+    // A ListenerSet of the same name in the tenant's own namespace is not the wildcard's.
+    const own = await dryRunCreate([httpRoute(team, 'own', [{ ...apps, namespace: team }])], TENANT);
+    expect(own.code, own.stderr).toBe(0);
   });
 
   it("admits the tenant's HTTPRoute on another Gateway or its own namespace's, and the controller's on Portico's", async () => {

@@ -3,7 +3,8 @@
  * auto-generated subdomain"): each Project's route, as the flavor's writer plans it (subdomain.ts,
  * routing/subdomain-route.ts), applied, read back for the data plane's acknowledgement and deleted
  * when no longer planned; the one object that lets the data plane use the wildcard Secret (the
- * writer's `certificateAccess`); and the foreign routes of the subdomains, from the CustomDomain
+ * writer's `certificateAccess`, read back too where the data plane reports on it: gateway mode's
+ * ListenerSet); and the foreign routes of the subdomains, from the CustomDomain
  * controller's route index. I/O: the Kubernetes API through `objects`; the decisions are
  * subdomain.ts's.
  */
@@ -19,6 +20,7 @@ import { ownerKey, routeNamespace } from '../../routing/foreign-routes.js';
 import type { RoutingOptions } from '../../routing/options.js';
 import type { ServicePortEntry } from '../../routing/plan.js';
 import {
+  acknowledgedKind,
   covers,
   everySubdomainObject,
   subdomainRouteName,
@@ -69,6 +71,8 @@ export class SubdomainRoutes {
   readonly #writer: SubdomainRouteWriter;
   /** The namespaces the certificate's access object lists as last applied (sorted, joined). */
   #accessFor: string | undefined;
+  /** The certificate's access object as last applied, when the data plane reports on its kind. */
+  #accessApplied: KubernetesObject | undefined;
   /** Serializes the access object's applies across workers. */
   #access: Promise<void> = Promise.resolve();
 
@@ -115,6 +119,7 @@ export class SubdomainRoutes {
       certificate: { ...o.certificate.state, secret: { namespace: secretNamespace, name: secretName } },
       servingPrimary,
       foreign: heldBy === undefined ? this.#foreignRoutes(project, hostname) : undefined,
+      certificateAccess: await this.#accessNow(),
     });
     const planned = new Set(plan.apply.map(keyOf));
     for (const object of plan.apply) {
@@ -154,14 +159,30 @@ export class SubdomainRoutes {
       const joined = list.join(',');
       if (joined === this.#accessFor) return;
       const [namespace = '', name = ''] = this.#o.certificate.secretReference.split('/');
-      const object = access({ namespace, name }, list);
+      const object = access({ namespace, name }, list, {
+        appsDomain: this.#o.appsDomain,
+        options: this.#o.routing,
+      });
       await serverSideApply(this.#o.objects, object, { fieldManager: FIELD_MANAGER, force: true });
       this.#accessFor = joined;
+      this.#accessApplied = acknowledgedKind(object) ? object : undefined;
       this.#log.info({ kind: object.kind, namespaces: list }, 'applied the wildcard certificate access');
     };
     const next = this.#access.then(run);
     this.#access = next.catch(() => undefined);
     return next;
+  }
+
+  /**
+   * The certificate's access object as last applied and as the API server holds it now, when the
+   * data plane reports on its kind (gateway mode's ListenerSet); undefined otherwise.
+   */
+  async #accessNow(): Promise<
+    { planned: KubernetesObject; current: KubernetesObject | undefined } | undefined
+  > {
+    const planned = this.#accessApplied;
+    if (planned === undefined) return undefined;
+    return { planned, current: await this.#read(planned) };
   }
 
   /**

@@ -5,7 +5,7 @@ import type { HTTPProxy } from '../../data-planes/contour/httpproxy.js';
 import { contourSubdomainRoute } from '../../data-planes/contour/subdomain-route.js';
 import type { TraefikMiddleware } from '../../data-planes/traefik/middleware.js';
 import type { SubdomainRouteWriter } from '../../data-planes/types.js';
-import type { HTTPRoute } from '../../routing/gateway.js';
+import type { HTTPRoute, ListenerSet } from '../../routing/gateway.js';
 import { subdomainRouteWriter } from '../../routing/subdomain-route.js';
 import {
   foreignRouteMessage,
@@ -17,6 +17,7 @@ import {
 
 const HOST = 'blog.apps.example';
 const SECRET = { namespace: 'portico-system', name: 'portico-apps-domain-tls' };
+const ACCESS_CONTEXT = { appsDomain: 'apps.example', options: {} };
 
 function project(domains: Partial<Project['spec']['domains']> = {}, port: number | string = 80): Project {
   return {
@@ -172,7 +173,7 @@ describe('planSubdomain, contour flavor', () => {
   });
 
   it('the TLSCertificateDelegation names the Secret for the namespaces holding a subdomain', () => {
-    expect(contourSubdomainRoute.certificateAccess?.(SECRET, ['a', 'b'])).toEqual({
+    expect(contourSubdomainRoute.certificateAccess?.(SECRET, ['a', 'b'], ACCESS_CONTEXT)).toEqual({
       apiVersion: 'projectcontour.io/v1',
       kind: 'TLSCertificateDelegation',
       metadata: { name: 'portico-apps-domain', namespace: 'portico-system' },
@@ -215,7 +216,7 @@ describe('planSubdomain, every flavor', () => {
     );
     expect(served.status).toMatchObject({ serving: 'True', reason: 'Serving' });
     expect(served.status.message).toContain('TLSStore default');
-    expect(writer.certificateAccess?.(SECRET, ['blog'])).toEqual({
+    expect(writer.certificateAccess?.(SECRET, ['blog'], ACCESS_CONTEXT)).toEqual({
       apiVersion: 'traefik.io/v1alpha1',
       kind: 'TLSStore',
       metadata: { name: 'default', namespace: 'portico-system' },
@@ -264,64 +265,218 @@ describe('planSubdomain, every flavor', () => {
     expect(ingressOf(plan).spec?.tls).toEqual([{ hosts: [HOST] }]);
     expect(writer.certificateAccess).toBeUndefined();
   });
+});
 
-  it('gateway: an HTTPRoute on the configured Gateway, served once it accepted it', () => {
-    const writer = subdomainRouteWriter({ mode: 'gateway' });
-    const options = { mode: 'gateway' as const, gatewayParentRefs: [{ name: 'public', namespace: 'infra' }] };
+describe('planSubdomain, gateway mode', () => {
+  const writer = subdomainRouteWriter({ mode: 'gateway' });
+  const options = { mode: 'gateway' as const, gatewayParentRefs: [{ name: 'public', namespace: 'infra' }] };
+  const GATEWAY_REF = {
+    group: 'gateway.networking.k8s.io',
+    kind: 'Gateway',
+    name: 'public',
+    namespace: 'infra',
+  };
+  const LISTENERSET_REF = {
+    group: 'gateway.networking.k8s.io',
+    kind: 'ListenerSet',
+    name: 'portico-apps-domain',
+    namespace: 'portico-system',
+  };
+  const access = (namespaces: string[]): ListenerSet =>
+    writer.certificateAccess?.(SECRET, namespaces, { appsDomain: 'apps.example', options }) as ListenerSet;
+  /** A parent's status entry with Accepted and ResolvedRefs True, for generation 1. */
+  const parentStatus = (parentRef: object): object => ({
+    parentRef,
+    controllerName: 'example.com/gateway',
+    conditions: [
+      { type: 'Accepted', status: 'True', observedGeneration: 1, reason: 'Accepted' },
+      { type: 'ResolvedRefs', status: 'True', observedGeneration: 1, reason: 'ResolvedRefs' },
+    ],
+  });
+  /** The route as the gateway leaves it: the API server's defaults, then a status entry per parent. */
+  const accepted = (route: HTTPRoute, parents: object[]): KubernetesObject =>
+    ({
+      ...route,
+      metadata: { ...route.metadata, generation: 1 },
+      spec: { ...route.spec, parentRefs: route.spec.parentRefs.map((r) => ({ ...GATEWAY_REF, ...r })) },
+      status: { parents },
+    }) as KubernetesObject;
+  /** The ListenerSet as the gateway leaves it: Accepted and Programmed, its listener's ResolvedRefs as given. */
+  const programmed = (set: ListenerSet, resolved = 'True'): KubernetesObject =>
+    ({
+      ...set,
+      metadata: { ...set.metadata, generation: 1 },
+      status: {
+        conditions: [
+          { type: 'Accepted', status: 'True', observedGeneration: 1 },
+          { type: 'Programmed', status: resolved, observedGeneration: 1 },
+        ],
+        listeners: [
+          {
+            name: 'https',
+            conditions: [
+              {
+                type: 'ResolvedRefs',
+                status: resolved,
+                observedGeneration: 1,
+                reason: resolved === 'True' ? 'ResolvedRefs' : 'InvalidCertificateRef',
+                message:
+                  resolved === 'True' ? '' : 'Secret portico-system/portico-apps-domain-tls does not exist.',
+              },
+            ],
+          },
+        ],
+      },
+    }) as KubernetesObject;
+
+  it('the ListenerSet next to the wildcard Secret: one HTTPS listener for *.<apps domain> on the first Gateway, admitting the namespaces that hold a subdomain', () => {
+    expect(access(['blog', 'shop'])).toEqual({
+      apiVersion: 'gateway.networking.k8s.io/v1',
+      kind: 'ListenerSet',
+      metadata: { name: 'portico-apps-domain', namespace: 'portico-system' },
+      spec: {
+        parentRef: {
+          group: 'gateway.networking.k8s.io',
+          kind: 'Gateway',
+          name: 'public',
+          namespace: 'infra',
+        },
+        listeners: [
+          {
+            name: 'https',
+            hostname: '*.apps.example',
+            port: 443,
+            protocol: 'HTTPS',
+            // A Secret of the ListenerSet's own namespace: no ReferenceGrant, no copy elsewhere.
+            tls: {
+              mode: 'Terminate',
+              certificateRefs: [{ group: '', kind: 'Secret', name: 'portico-apps-domain-tls' }],
+            },
+            allowedRoutes: {
+              namespaces: {
+                from: 'Selector',
+                selector: {
+                  matchExpressions: [
+                    { key: 'kubernetes.io/metadata.name', operator: 'In', values: ['blog', 'shop'] },
+                  ],
+                },
+              },
+            },
+          },
+        ],
+      },
+    });
+    // No namespace holds a subdomain: the listener admits routes of its own namespace only (none).
+    expect(access([]).spec.listeners[0]?.allowedRoutes).toEqual({ namespaces: { from: 'Same' } });
+    const port = writer.certificateAccess?.(SECRET, ['blog'], {
+      appsDomain: 'apps.example',
+      options: { ...options, gatewayHttpsPort: 8443 },
+    }) as ListenerSet;
+    expect(port.spec.listeners[0]?.port).toBe(8443);
+    expect(() =>
+      writer.certificateAccess?.(SECRET, ['blog'], { appsDomain: 'apps.example', options: {} }),
+    ).toThrow(/--gateway-parent-refs/);
+  });
+
+  it('names the Gateway only until the wildcard is stored, then the ListenerSet too', () => {
+    const pending = planSubdomain(
+      project(),
+      facts({ options, certificate: { ready: false, message: 'ordering', secret: SECRET } }, writer),
+    );
+    expect((pending.apply[0] as HTTPRoute).spec.parentRefs).toEqual([{ name: 'public', namespace: 'infra' }]);
+    expect(pending.status).toMatchObject({ serving: 'False', reason: 'WildcardCertificatePending' });
+    const ready = planSubdomain(project(), facts({ options }, writer));
+    expect((ready.apply[0] as HTTPRoute).spec.parentRefs).toEqual([
+      { name: 'public', namespace: 'infra' },
+      LISTENERSET_REF,
+    ]);
+  });
+
+  it('Replace: a RequestRedirect (https, the primary, 301) on both parents, Serving once the gateway accepted the route on both and programmed the ListenerSet', () => {
     const plan = planSubdomain(
       project({ generatedSubdomain: 'Replace' }),
       facts({ options, servingPrimary: 'www.blog.example' }, writer),
     );
     const route = plan.apply[0] as HTTPRoute;
-    expect(route.spec).toEqual({
-      parentRefs: [{ name: 'public', namespace: 'infra' }],
-      hostnames: [HOST],
-      rules: [
-        {
-          matches: [{ path: { type: 'PathPrefix', value: '/' } }],
-          filters: [
-            {
-              type: 'RequestRedirect',
-              requestRedirect: { scheme: 'https', hostname: 'www.blog.example', statusCode: 301 },
-            },
-          ],
-        },
-      ],
-    });
-    // The API server defaults the parentRef's group and kind: still the route as planned.
-    const accepted = {
-      ...route,
-      metadata: { ...route.metadata, generation: 1 },
-      spec: {
-        ...route.spec,
-        parentRefs: [
-          { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'public', namespace: 'infra' },
-        ],
-      },
-      status: {
-        parents: [
+    expect(route.spec.rules).toEqual([
+      {
+        matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+        filters: [
           {
-            parentRef: {
-              group: 'gateway.networking.k8s.io',
-              kind: 'Gateway',
-              name: 'public',
-              namespace: 'infra',
-            },
-            controllerName: 'example.com/gateway',
-            conditions: [
-              { type: 'Accepted', status: 'True', observedGeneration: 1 },
-              { type: 'ResolvedRefs', status: 'True', observedGeneration: 1 },
-            ],
+            type: 'RequestRedirect',
+            requestRedirect: { scheme: 'https', hostname: 'www.blog.example', statusCode: 301 },
           },
         ],
       },
-    } as KubernetesObject;
+    ]);
+    const both = accepted(route, [parentStatus(GATEWAY_REF), parentStatus(LISTENERSET_REF)]);
+    const set = access(['blog']);
     const served = planSubdomain(
       project({ generatedSubdomain: 'Replace' }),
-      facts({ options, servingPrimary: 'www.blog.example', current: () => accepted }, writer),
+      facts(
+        {
+          options,
+          servingPrimary: 'www.blog.example',
+          current: () => both,
+          certificateAccess: { planned: set, current: programmed(set) },
+        },
+        writer,
+      ),
     );
     expect(served.status).toMatchObject({ serving: 'True', reason: 'Serving', answer: 'Redirect' });
-    expect(writer.certificateAccess).toBeUndefined();
+    expect(served.status.message).toContain('ListenerSet portico-system/portico-apps-domain');
+  });
+
+  it('is not Serving while the route is accepted on the Gateway alone (no status for the ListenerSet parent yet)', () => {
+    const route = planSubdomain(project(), facts({ options }, writer)).apply[0] as HTTPRoute;
+    const set = access(['blog']);
+    const plan = planSubdomain(
+      project(),
+      facts(
+        {
+          options,
+          current: () => accepted(route, [parentStatus(GATEWAY_REF)]),
+          certificateAccess: { planned: set, current: programmed(set) },
+        },
+        writer,
+      ),
+    );
+    expect(plan.status).toMatchObject({ serving: 'False', reason: 'RouteNotAccepted' });
+    expect(plan.status.message).toContain('ListenerSet portico-system/portico-apps-domain on HTTPRoute');
+    expect(plan.awaiting).toBe(true);
+  });
+
+  it("is not Serving while the ListenerSet's listener cannot use the Secret, in the gateway's words, nor while the ListenerSet is not there", () => {
+    const route = planSubdomain(project(), facts({ options }, writer)).apply[0] as HTTPRoute;
+    const both = accepted(route, [parentStatus(GATEWAY_REF), parentStatus(LISTENERSET_REF)]);
+    const set = access(['blog']);
+    const refused = planSubdomain(
+      project(),
+      facts(
+        {
+          options,
+          current: () => both,
+          certificateAccess: { planned: set, current: programmed(set, 'False') },
+        },
+        writer,
+      ),
+    );
+    expect(refused.status).toMatchObject({ serving: 'False', reason: 'RouteNotAccepted' });
+    expect(refused.status.message).toContain('InvalidCertificateRef');
+    expect(refused.status.message).toContain('Secret portico-system/portico-apps-domain-tls does not exist.');
+    expect(refused.awaiting).toBe(false);
+    const missing = planSubdomain(
+      project(),
+      facts(
+        { options, current: () => both, certificateAccess: { planned: set, current: undefined } },
+        writer,
+      ),
+    );
+    expect(missing.status).toMatchObject({ serving: 'False', reason: 'RouteNotAccepted' });
+    expect(missing.status.message).toContain(
+      'ListenerSet portico-system/portico-apps-domain is being written.',
+    );
+    expect(missing.awaiting).toBe(true);
   });
 });
 

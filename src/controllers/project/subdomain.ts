@@ -12,7 +12,9 @@
  * - In every routing the operator writes: the objects are the flavor's (`SubdomainRouteWriter`,
  *   src/data-planes/<name>/subdomain-route.ts, and Gateway API mode's in routing/subdomain-route.ts),
  *   named `portico-subdomain-<project>` in the project's namespace; whether the data plane took them
- *   is read from their status (the route kinds' acknowledgement).
+ *   is read from their status (the route kinds' acknowledgement), and from the status of the
+ *   writer's certificate access object where the data plane reports on it (gateway mode's
+ *   ListenerSet with the wildcard's HTTPS listener).
  * - Supplement (default): it serves the Service. Replace: once the primary is Live (the Project's
  *   `status.servingPrimary`), it answers with a 301 to it, path and query kept; until then, and
  *   whenever no custom domain serves (a plan downgrade), it serves the Service.
@@ -36,7 +38,12 @@ import {
 import type { SubdomainRouteWriter } from '../../data-planes/types.js';
 import type { RoutingOptions } from '../../routing/options.js';
 import type { ServicePortEntry } from '../../routing/plan.js';
-import { subdomainAcknowledgement, subdomainRouteName } from '../../routing/subdomain-route.js';
+import { combine } from '../../routing/acknowledgement.js';
+import {
+  certificateAccessAcknowledgement,
+  subdomainAcknowledgement,
+  subdomainRouteName,
+} from '../../routing/subdomain-route.js';
 import { projectOwnerReference } from './plan.js';
 
 /** The status the Replace mode's redirect answers with (the spec's documented redirect status). */
@@ -81,6 +88,12 @@ export interface SubdomainFacts {
   servingPrimary: string | undefined;
   /** Routes Portico does not own for the subdomain; undefined: none known. */
   foreign?: SubdomainForeignRoutes | undefined;
+  /**
+   * The writer's certificate access object as last applied (`planned`) and as the API server holds
+   * it now (`current`, status included; undefined: not there), when its kind is one the data plane
+   * reports on (gateway mode's ListenerSet): the subdomain serves only once that is taken too.
+   */
+  certificateAccess?: { planned: KubernetesObject; current: KubernetesObject | undefined } | undefined;
 }
 
 export interface SubdomainPlan {
@@ -217,10 +230,12 @@ export function planSubdomain(project: Project, f: SubdomainFacts): SubdomainPla
       'WildcardCertificatePending',
       `${what} routes it over HTTP only until the wildcard certificate is stored: ${f.certificate.message}`,
     );
-  const ack = subdomainAcknowledgement(apply, f.current, {
-    ingressClassName: f.options.ingressClassName,
-    dataPlaneName: f.dataPlaneName,
-  });
+  const context = { ingressClassName: f.options.ingressClassName, dataPlaneName: f.dataPlaneName };
+  const route = subdomainAcknowledgement(apply, f.current, context);
+  const access =
+    f.certificateAccess &&
+    certificateAccessAcknowledgement(f.certificateAccess.planned, f.certificateAccess.current, context);
+  const ack = access === undefined ? route : combine([route, access]);
   if (ack.kind !== 'confirmed')
     return ack.kind === 'refused'
       ? plan('RouteNotAccepted', `${ack.reason}: ${ack.message}`)

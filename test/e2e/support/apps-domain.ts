@@ -49,7 +49,7 @@ export interface AppsDomainStack {
 export async function startAppsDomainOperator(
   name: string,
   appsDomain: string,
-  options: { pebbleName: string; certificateSeconds: number; flags: Record<string, string> },
+  options: { pebbleName: string; certificateSeconds: number; flags: Readonly<Record<string, string>> },
 ): Promise<AppsDomainStack> {
   const accountSecret = `${name}-${Date.now().toString(36)}`;
   const key: TsigKey = { name: 'portico-apps.', algorithm: 'hmac-sha256', secret: randomBytes(32) };
@@ -146,4 +146,20 @@ export async function readAppsSecret(): Promise<V1Secret | undefined> {
 /** The leaf certificate of a TLS Secret. */
 export function leafOf(secret: V1Secret): X509Certificate {
   return new X509Certificate(Buffer.from(secret.data?.['tls.crt'] ?? '', 'base64'));
+}
+
+/**
+ * The `namespace/name` of each Secret in `secrets` whose leaf certificate is the wildcard of
+ * `appsDomain` (its only name `*.<appsDomain>`): a copy of the apps domain's key. Secrets without a
+ * parsable certificate (a CustomDomain's before issuance, any other data) are not copies.
+ */
+export function wildcardCopies(secrets: readonly V1Secret[], appsDomain: string): string[] {
+  const wildcard = (s: V1Secret): boolean => {
+    try {
+      return leafOf(s).subjectAltName === `DNS:*.${appsDomain}`;
+    } catch {
+      return false;
+    }
+  };
+  return secrets.filter(wildcard).map((s) => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`);
 }

@@ -20,6 +20,7 @@
  * Envoy Gateway; a second stack's Envoy Gateway on the same host could hold it, and then the stream
  * fails its TLS handshake (each stack's certgen makes its own CA) instead of reading another stack.
  */
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -31,9 +32,11 @@ import protobuf from 'protobufjs';
 import { ensureNamespace } from '../../../src/sandbox/cluster.js';
 import {
   ENVOY_GATEWAY,
+  ENVOY_GATEWAY_NAME,
   ENVOY_GATEWAY_NAMESPACE,
   SANDBOX_GATEWAY,
   applyPlatformGateway,
+  gatewayParentRefsArg,
   envoyGatewayDir,
   installEnvoyGatewayCrds,
   startEnvoyGateway,
@@ -81,6 +84,20 @@ export async function startStackEnvoyGateway(): Promise<StackEnvoyGateway> {
   return { adminUrl: started.adminUrl, gateway: SANDBOX_GATEWAY };
 }
 
+/**
+ * The flags of an operator of a file's own routing to the stack's Envoy Gateway: gateway mode on
+ * the sandbox's Gateway, the acknowledgement on, Envoy Gateway named in the messages, Contour's
+ * rate-limit attachment off (no Contour reads its objects here).
+ */
+export const ENVOY_GATEWAY_OPERATOR_FLAGS: Readonly<Record<string, string>> = {
+  '--routing-mode': 'gateway',
+  '--gateway-parent-refs': gatewayParentRefsArg(SANDBOX_GATEWAY),
+  '--data-plane-acknowledgement': 'true',
+  '--data-plane': 'envoy-gateway',
+  '--data-plane-name': ENVOY_GATEWAY_NAME,
+  '--contour-attachment': 'false',
+};
+
 /** Stops the stack's Envoy Gateway (SIGTERM, SIGKILL after 5 s). */
 export async function stopStackEnvoyGateway(): Promise<void> {
   await stopProcess(paths, ENVOY_GATEWAY);
@@ -92,6 +109,7 @@ export const XDS_TYPE = {
   routeConfiguration: 'type.googleapis.com/envoy.config.route.v3.RouteConfiguration',
   cluster: 'type.googleapis.com/envoy.config.cluster.v3.Cluster',
   secret: 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
+  endpoint: 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment',
 } as const;
 
 /** The .proto files whose messages the responses carry (their imports are loaded with them). */
@@ -100,6 +118,7 @@ const PROTO_FILES = [
   'envoy/config/listener/v3/listener.proto',
   'envoy/config/route/v3/route.proto',
   'envoy/config/cluster/v3/cluster.proto',
+  'envoy/config/endpoint/v3/endpoint.proto',
   'envoy/extensions/transport_sockets/tls/v3/tls.proto',
   'envoy/extensions/transport_sockets/tls/v3/secret.proto',
   'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
@@ -357,4 +376,134 @@ export async function xdsSecrets(gateway: PlatformGateway = SANDBOX_GATEWAY): Pr
     if (names.length === 0) return [];
     return ads.request(XDS_TYPE.secret, names);
   }, gateway);
+}
+
+/**
+ * A serial as uppercase hex without separators or leading zeros: Node's X509Certificate prints
+ * whole bytes (a leading 0 nibble kept), the status may not.
+ */
+export function normalSerial(serial: string | undefined): string {
+  return (serial ?? '').replaceAll(':', '').toUpperCase().replace(/^0+/, '');
+}
+
+/** A listener's filter chain, as far as the tests read it. */
+export interface FilterChain {
+  name?: string;
+  filter_chain_match?: { server_names?: string[] };
+  transport_socket?: {
+    typed_config?: {
+      common_tls_context?: { tls_certificate_sds_secret_configs?: { name: string }[] };
+    };
+  };
+  filters?: { name: string; typed_config?: { rds?: { route_config_name?: string } } }[];
+}
+
+/** The filter chains, in every listener Envoy Gateway serves the Gateway, that match SNI `hostname`. */
+export async function filterChainsFor(hostname: string): Promise<FilterChain[]> {
+  const listeners = (await xdsResources(XDS_TYPE.listener)) as (XdsResource & {
+    filter_chains?: FilterChain[];
+  })[];
+  return listeners.flatMap((l) =>
+    (l.filter_chains ?? []).filter((c) => c.filter_chain_match?.server_names?.includes(hostname)),
+  );
+}
+
+/** The SDS secret a filter chain's TLS context names. */
+export function sdsSecretName(chain: FilterChain): string | undefined {
+  return chain.transport_socket?.typed_config?.common_tls_context?.tls_certificate_sds_secret_configs?.[0]
+    ?.name;
+}
+
+/** The serial of the leaf certificate in SDS secret `name`, as Envoy Gateway serves it. */
+export async function sdsSerial(name: string): Promise<string | undefined> {
+  // Envoy Gateway answers an SDS request only when it names every secret of the snapshot (other
+  // domains' certificates included): xdsSecrets asks as Envoy does, and the one wanted is picked here.
+  const secret = (
+    (await xdsSecrets()) as (XdsResource & {
+      tls_certificate?: { certificate_chain?: { inline_bytes?: string } };
+    })[]
+  ).find((s) => s.name === name);
+  const bytes = secret?.tls_certificate?.certificate_chain?.inline_bytes;
+  return bytes === undefined ? undefined : new X509Certificate(Buffer.from(bytes, 'base64')).serialNumber;
+}
+
+/** An Envoy route, as far as the tests read it. */
+export interface XdsRoute {
+  name?: string;
+  match?: { prefix?: string; path_separated_prefix?: string };
+  route?: { cluster?: string };
+  redirect?: { host_redirect?: string; scheme_redirect?: string; response_code?: string };
+}
+
+/**
+ * The routes of the virtual hosts for `hostname` in the RouteConfigurations the listeners name, read
+ * on one stream (Listeners, then every RouteConfiguration they name: Envoy Gateway answers a named
+ * request only when it names all of the snapshot's).
+ */
+export async function routesFor(hostname: string): Promise<{ routeConfig: string; routes: XdsRoute[] }[]> {
+  return withAdsStream(async (ads) => {
+    const listeners = (await ads.request(XDS_TYPE.listener)) as (XdsResource & {
+      filter_chains?: FilterChain[];
+      default_filter_chain?: FilterChain;
+    })[];
+    const chains = listeners.flatMap((l) => [
+      ...(l.filter_chains ?? []),
+      ...(l.default_filter_chain ? [l.default_filter_chain] : []),
+    ]);
+    const names = new Set(
+      chains
+        .flatMap((chain) => chain.filters ?? [])
+        .map((f) => f.typed_config?.rds?.route_config_name)
+        .filter((n): n is string => n !== undefined),
+    );
+    if (names.size === 0) return [];
+    const configs = (await ads.request(XDS_TYPE.routeConfiguration, [...names])) as (XdsResource & {
+      virtual_hosts?: { domains?: string[]; routes?: XdsRoute[] }[];
+    })[];
+    return configs.flatMap((config) =>
+      (config.virtual_hosts ?? [])
+        .filter((vh) => vh.domains?.includes(hostname) === true)
+        .map((vh) => ({ routeConfig: config.name ?? '', routes: vh.routes ?? [] })),
+    );
+  });
+}
+
+/** An EDS cluster's endpoints, as far as the tests read them. */
+interface LoadAssignment {
+  cluster_name?: string;
+  endpoints?: {
+    lb_endpoints?: {
+      endpoint?: { address?: { socket_address?: { address?: string; port_value?: number } } };
+    }[];
+  }[];
+}
+
+/**
+ * The endpoints (`address:port`) Envoy Gateway gives an Envoy for the cluster `cluster`, read as
+ * Envoy reads them: on one stream, every Cluster, then one EDS request naming every EDS cluster's
+ * service name (Envoy Gateway's ADS-mode cache answers a named request only when it names all of
+ * its snapshot's: see {@link xdsResources}). Empty when the cluster has none or is not an EDS one.
+ *
+ * @throws Error when a response does not arrive in time or the stream fails
+ */
+export async function clusterEndpoints(cluster: string): Promise<string[]> {
+  return withAdsStream(async (ads) => {
+    const clusters = (await ads.request(XDS_TYPE.cluster)) as (XdsResource & {
+      type?: string;
+      eds_cluster_config?: { service_name?: string };
+    })[];
+    const edsName = (c: (typeof clusters)[number]): string | undefined =>
+      c.eds_cluster_config === undefined ? undefined : (c.eds_cluster_config.service_name ?? c.name);
+    const names = [...new Set(clusters.map(edsName).filter((n): n is string => n !== undefined))];
+    const wanted = clusters.find((c) => c.name === cluster);
+    const wantedName = wanted === undefined ? undefined : edsName(wanted);
+    if (wantedName === undefined || names.length === 0) return [];
+    const assignments = (await ads.request(XDS_TYPE.endpoint, names)) as (XdsResource & LoadAssignment)[];
+    return assignments
+      .filter((a) => a.cluster_name === wantedName)
+      .flatMap((a) => a.endpoints ?? [])
+      .flatMap((e) => e.lb_endpoints ?? [])
+      .map((e) => e.endpoint?.address?.socket_address)
+      .map((a) => `${a?.address ?? ''}:${a?.port_value ?? ''}`);
+  });
 }
