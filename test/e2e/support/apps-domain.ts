@@ -164,6 +164,12 @@ export function renewalRecordOf(secret: V1Secret | undefined): RenewalRecord | u
   return parseRenewalRecord(secret?.metadata?.annotations?.[RENEWAL_INFO_ANNOTATION]);
 }
 
+/** The wildcard Secret and its leaf certificate, once it holds one. */
+async function readWildcard(): Promise<{ secret: V1Secret; leaf: X509Certificate } | undefined> {
+  const secret = await readAppsSecret();
+  return secret?.data?.['tls.crt'] === undefined ? undefined : { secret, leaf: leafOf(secret) };
+}
+
 /**
  * The wildcard certificate in the Secret and the renewal decision the operator keeps for it, read
  * together, once the decision has the CA's ARI answer (RFC 9773) for that certificate.
@@ -174,9 +180,9 @@ export async function wildcardWithDecision(
   return waitFor(
     "the wildcard Secret with the operator's ARI decision for its certificate",
     async () => {
-      const secret = await readAppsSecret();
-      if (secret?.data?.['tls.crt'] === undefined) return undefined;
-      const leaf = leafOf(secret);
+      const held = await readWildcard();
+      if (held === undefined) return undefined;
+      const { secret, leaf } = held;
       const decision = renewalRecordOf(secret);
       const annotation = secret.metadata?.annotations?.[RENEWAL_INFO_ANNOTATION] ?? '';
       return decision?.serialNumber === leaf.serialNumber && decision.ari
@@ -213,10 +219,8 @@ export async function wildcardRenewedFrom(
   return waitFor(
     'the wildcard Secret to hold a renewed certificate',
     async () => {
-      const secret = await readAppsSecret();
-      if (secret?.data?.['tls.crt'] === undefined) return undefined;
-      const leaf = leafOf(secret);
-      return leaf.serialNumber !== old.serialNumber ? { leaf, secret } : undefined;
+      const held = await readWildcard();
+      return held !== undefined && held.leaf.serialNumber !== old.serialNumber ? held : undefined;
     },
     timeoutMs,
     1000,
