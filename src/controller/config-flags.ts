@@ -370,7 +370,7 @@ export const controllerOptions = {
     type: 'string',
     env: 'PORTICO_RESYNC_SECONDS',
     default: '600',
-    help: 'full resync period',
+    help: 'full resync period; also the longest wait between two looks at the apps domain wildcard Secret',
   },
   'memory-reduction-growth-mib': {
     type: 'string',

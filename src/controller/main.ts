@@ -146,6 +146,9 @@ function build(
   });
   const directory = issuers[0]?.directory;
   if (!directory) throw new ConfigError('no ACME issuer is configured');
+  // When to renew (ARI, RFC 9773, else two thirds): one planner for the CustomDomains and the
+  // apps domain's wildcard, each certificate asked of the CA that issued it.
+  const renewal = new RenewalPlanner((acmeIssuer) => directoryOf(issuers, acmeIssuer) ?? directory);
   const tracker: IssuanceTracker = new IssuanceTracker((key) => {
     // The order ended: its slot is free (the domains whose turn came are re-queued), and the domain
     // reads its outcome at high priority: a stored certificate makes it Live without waiting
@@ -231,7 +234,7 @@ function build(
       tracker,
       budget: issuer,
       lastGood: new LastGoodCertificates(core, objects, config.namespace),
-      renewal: new RenewalPlanner((acmeIssuer) => directoryOf(issuers, acmeIssuer) ?? directory),
+      renewal,
       ...(serving ? { serving } : {}),
       events: new EventRecorder(core, 'portico-controller', log),
       metrics,
@@ -266,6 +269,7 @@ function build(
   const apps = config.appsDomain;
   appsCertificate = appsDomainCertificate(config, {
     issuer,
+    renewal,
     core,
     objects,
     log,
@@ -338,7 +342,10 @@ function build(
  */
 function appsDomainCertificate(
   config: ControllerConfig,
-  deps: Pick<AppsCertificateOptions, 'issuer' | 'core' | 'objects' | 'log' | 'events' | 'onChange'> &
+  deps: Pick<
+    AppsCertificateOptions,
+    'issuer' | 'renewal' | 'core' | 'objects' | 'log' | 'events' | 'onChange'
+  > &
     Required<Pick<AppsCertificateOptions, 'countPastCertificate'>>,
 ): AppsDomainCertificate | undefined {
   const apps = config.appsDomain;
@@ -354,6 +361,7 @@ function appsDomainCertificate(
       timeoutMs: DNS_UPDATE_TIMEOUT_MS,
     }),
     firstRetryMs: config.issuanceFirstRetryMs,
+    recheckMs: config.resyncMs,
   });
 }
 

@@ -15,6 +15,13 @@
  *   `issuewild` record to add.
  * - Once `issuewild` names the CA, the backoff's next attempt issues the wildcard from the Pebble:
  *   the Secret names that issuer, and the subdomain serves.
+ * - Renewal by ACME Renewal Information (RFC 9773), as a CustomDomain's: the operator asks the
+ *   Pebble's renewalInfo for the wildcard and keeps its window and the renewal time chosen in it on
+ *   the Secret (`portico.dev/renewal-info`, and a Normal Event); a restarted operator plans from that
+ *   without asking again. Pebble's management API then moves the window into the past
+ *   (`/set-renewal-info/`), a verify request on the Secret makes the operator ask again, and the
+ *   wildcard is renewed minutes after it was issued, not two thirds into its 90 days, by an order
+ *   that names the old certificate in `replaces` (the operator's "ACME order created" line).
  *
  * What it starts, and stops in `afterAll` (the stack is left as found): Knot and BIND, the Pebble,
  * the operator, the CAA records; the Project, the wildcard Secret, the account Secrets and the
@@ -24,10 +31,18 @@ import { randomBytes, X509Certificate } from 'node:crypto';
 import type { V1Secret } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project } from '../../src/api/project.js';
+import { ariCertificateId } from '../../src/acme/ari.js';
 import { APPS_DOMAIN_SECRET } from '../../src/controller/main.js';
+import { RENEWAL_INFO_ANNOTATION } from '../../src/controllers/project/apps-renewal.js';
 import type { TsigKey } from '../../src/dns/dynamic-update.js';
 import { SANDBOX_PEBBLE_PROFILES } from '../../src/sandbox/pebble.js';
 import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
+import {
+  renewalRecordOf,
+  wildcardRenewedFrom,
+  wildcardWindowInThePast,
+  wildcardWithDecision,
+} from './support/apps-domain.js';
 import { deleteAppsDomainObjects, deleteProjects } from './support/apps-domain-cleanup.js';
 import { startChallengeZone, stopChallengeZone } from './support/challenge-zone.js';
 import { createProject, dns, getPebble, kube, unique, waitFor } from './support/cluster.js';
@@ -60,6 +75,8 @@ const ns = unique('wild');
 let stack: ControllerCommand | undefined;
 let pebble: SecondPebble | undefined;
 let operator: OperatorProcess | undefined;
+/** The flags this file's operator runs with (set in beforeAll), for its restart. */
+let operatorFlags: Record<string, string> = {};
 
 function op(): OperatorProcess {
   if (!operator) throw new Error('the operator did not start');
@@ -120,7 +137,7 @@ beforeAll(async () => {
     httpPort: challengePort(stack),
   });
   const [downAccount = '', pebbleAccount = ''] = accountSecrets;
-  operator = await startOperator(stack, 'apps-certificate', {
+  operatorFlags = {
     '--acme-issuers': JSON.stringify([
       {
         name: DOWN,
@@ -138,7 +155,10 @@ beforeAll(async () => {
     '--dns01-tsig-key-name': key.name,
     '--dns01-tsig-algorithm': key.algorithm,
     '--dns01-tsig-secret': key.secret.toString('base64'),
-  });
+    // The longest wait between two looks at the wildcard Secret: a verify request is seen within it.
+    '--resync-seconds': '5',
+  };
+  operator = await startOperator(stack, 'apps-certificate', operatorFlags);
   await createProject(ns, { plan: 'free' });
   await kube().custom.createNamespacedCustomObject({
     ...projectApi,
@@ -245,6 +265,89 @@ describe("the apps domain's wildcard certificate, like any certificate of Portic
         (await operatorMetric(op(), 'portico_acme_order_budget_used', { ca: DOWN })) +
         (await operatorMetric(op(), 'portico_acme_order_budget_used', { ca: PEBBLE }));
       expect(counted).toBe(await wildcardOrders());
+    },
+  );
+
+  it(
+    "renews the wildcard when the CA's ARI window says so, minutes after issuance instead of two thirds into its validity: the decision on the Secret survives a restart, and the renewal order names the old certificate in replaces",
+    { timeout: 240_000 },
+    async () => {
+      // The Pebble's answer, kept on the Secret: its window for this certificate and a time in it.
+      const { leaf: old, decision: first, annotation: kept } = await wildcardWithDecision();
+      process.stdout.write(`apps-certificate: ${RENEWAL_INFO_ANNOTATION}: ${kept}\n`);
+      const ari = first.ari;
+      if (!ari) throw new Error(`no ARI decision in ${kept}`);
+      const certId = ariCertificateId(old.toString());
+      const twoThirds =
+        Date.parse(old.validFrom) + ((Date.parse(old.validTo) - Date.parse(old.validFrom)) * 2) / 3;
+      expect(ari.certId).toBe(certId);
+      expect(Date.parse(first.renewalTime)).toBeGreaterThanOrEqual(Date.parse(ari.windowStart));
+      expect(Date.parse(first.renewalTime)).toBeLessThanOrEqual(Date.parse(ari.windowEnd));
+      // The Pebble asks to be asked again in 6 hours (its Retry-After).
+      expect(Date.parse(ari.nextCheckAt) - Date.parse(ari.checkedAt)).toBe(6 * 3_600_000);
+      const events = await kube().core.listNamespacedEvent({ namespace: OPERATOR_NAMESPACE });
+      const scheduled = events.items.find(
+        (e) => e.involvedObject.name === APPS_DOMAIN_SECRET && e.reason === 'RenewalScheduled',
+      );
+      expect(scheduled?.type).toBe('Normal');
+      expect(scheduled?.message).toContain(
+        `renewed from ${first.renewalTime}, a time chosen in the CA's renewal window ${ari.windowStart} to ${ari.windowEnd}`,
+      );
+
+      // A restart: the new operator plans from the Secret, without asking the CA again before then.
+      await stopOperator(op());
+      operator = undefined;
+      if (!stack) throw new Error('the stack operator command is unknown');
+      operator = await startOperator(stack, 'apps-certificate-restarted', operatorFlags);
+      const [looked] = await waitFor(
+        "the restarted operator's first look at the wildcard",
+        async () => {
+          const lines = await operatorLogLines(
+            op(),
+            'apps domain certificate state',
+            (e) => e['ready'] === true,
+          );
+          return lines.length > 0 ? lines : undefined;
+        },
+        60_000,
+      );
+      expect(looked?.['message']).toContain(
+        `renewed from ${first.renewalTime}, a time chosen in the CA's renewal window`,
+      );
+      expect(renewalRecordOf(await readSecret())).toEqual(first);
+      expect(await operatorMetric(op(), 'portico_acme_requests_total', { endpoint: 'renewalInfo' })).toBe(0);
+
+      // The CA moves the window into the past; a verify request on the Secret makes the operator ask.
+      if (!pebble) throw new Error('the Pebble did not start');
+      await wildcardWindowInThePast(old, pebble.managementUrl);
+      const renewed = await wildcardRenewedFrom(old);
+      const renewedAt = Date.now();
+      process.stdout.write(
+        `apps-certificate: renewed ${old.serialNumber} -> ${renewed.leaf.serialNumber} at ${new Date(renewedAt).toISOString()}; two thirds of the old one: ${new Date(twoThirds).toISOString()}; its first ARI window from ${ari.windowStart}\n`,
+      );
+      // Long before two thirds of the old certificate's life, and before the window first suggested.
+      expect(renewedAt).toBeLessThan(twoThirds);
+      expect(renewedAt).toBeLessThan(Date.parse(ari.windowStart));
+      expect(renewed.leaf.subjectAltName).toBe(`DNS:${WILDCARD}`);
+      // The order named the old certificate (RFC 9773 §5), and the Secret says which it replaced.
+      const created = await operatorLogLines(op(), 'ACME order created');
+      process.stdout.write(
+        `apps-certificate: ACME order created: ${JSON.stringify(created.map((e) => ({ orderUrl: e['orderUrl'], replaces: e['replaces'] })))}\n`,
+      );
+      expect(created.map((e) => e['replaces'])).toEqual([certId]);
+      const annotations = renewed.secret.metadata?.annotations ?? {};
+      expect(annotations['portico.dev/replaces']).toBe(certId);
+      expect(annotations['portico.dev/acme-issuer']).toBe(PEBBLE);
+      expect(
+        await operatorMetric(op(), 'portico_acme_issuer_orders_total', { ca: PEBBLE, result: 'valid' }),
+      ).toBe(1);
+      // The renewed certificate gets a decision of its own, from the Pebble's window for it.
+      const next = await wildcardWithDecision();
+      expect(next.leaf.serialNumber).toBe(renewed.leaf.serialNumber);
+      expect(next.decision.ari?.certId).toBe(ariCertificateId(renewed.leaf.toString()));
+      expect(Date.parse(next.decision.renewalTime)).toBeGreaterThan(Date.now());
+      const serving = await waitForSubdomain('serving', (s) => s.serving === 'True', 60_000);
+      expect(serving.reason).toBe('Serving');
     },
   );
 });

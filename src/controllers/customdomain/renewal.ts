@@ -1,7 +1,9 @@
 /**
- * When to renew a certificate: at a time chosen in the CA's ARI window (RFC 9773) when the directory
- * offers `renewalInfo`, otherwise two thirds into its lifetime. The ARI answer is kept in the status
- * (`status.certificate.ari`) and asked again after the CA's Retry-After or on a verify request. A
+ * When to renew a certificate, a CustomDomain's or the apps domain's wildcard
+ * (controllers/project/apps-certificate.ts): at a time chosen in the CA's ARI window (RFC 9773) when
+ * the directory offers `renewalInfo`, otherwise two thirds into its lifetime. The ARI answer is kept
+ * (a CustomDomain's `status.certificate.ari`; the wildcard Secret's `portico.dev/renewal-info`,
+ * project/apps-renewal.ts) and asked again after the CA's Retry-After or on a verify request. A
  * certificate's renewalInfo is asked of the CA that issued it (`status.certificate.acmeIssuer`,
  * docs/install.md "Several ACME issuers"): another CA does not know it. A
  * request that fails (the CA does not know the certificate, is down, or answers something that is not
@@ -12,7 +14,12 @@
 import type { Logger } from 'pino';
 import { AriError, fetchRenewalWindow, selectRenewalTime } from '../../acme/ari.js';
 import type { AcmeDirectory } from '../../acme/directory.js';
-import type { CertificateStatus } from '../../api/customdomain.js';
+import {
+  ACME_ISSUER_ANNOTATION,
+  REPLACES_ANNOTATION,
+  type CertificateStatus,
+} from '../../api/customdomain.js';
+import { defaultRenewalTime, type CertificateFacts } from '../../certificates/inspect.js';
 
 /** After a failed renewalInfo request, no other for the same certificate before this (ms): 1 hour. */
 export const ARI_FAILURE_RETRY_MS = 60 * 60 * 1000;
@@ -22,6 +29,32 @@ export const ARI_FAILURE_RETRY_MS = 60 * 60 * 1000;
  * that names none, or an issuer no longer configured, the first issuer's.
  */
 export type DirectoryOf = (acmeIssuer: string | undefined) => AcmeDirectory;
+
+/**
+ * The status of a usable certificate held in the Secret `secretName`, before `RenewalPlanner.plan`
+ * decides its renewal: its facts, a renewal time two thirds into its lifetime
+ * (`defaultRenewalTime`), and the ACME issuer and replaced certificate its Secret's annotations
+ * name (`portico.dev/acme-issuer`, `portico.dev/replaces`). What a CustomDomain's certificate phase
+ * and the apps domain's wildcard certificate both plan from. Pure.
+ */
+export function heldCertificateStatus(
+  secretName: string,
+  facts: CertificateFacts,
+  annotations: Readonly<Record<string, string>> | undefined,
+): CertificateStatus {
+  const replaces = annotations?.[REPLACES_ANNOTATION];
+  const acmeIssuer = annotations?.[ACME_ISSUER_ANNOTATION];
+  return {
+    ...facts,
+    secretName,
+    renewalTime: defaultRenewalTime(facts).toISOString(),
+    ...(replaces ? { replaces } : {}),
+    ...(acmeIssuer ? { acmeIssuer } : {}),
+  };
+}
+
+/** The ARI decision `RenewalPlanner.plan` makes, as a CustomDomain's certificate phase and the apps domain's wildcard use it. */
+export type RenewalPlanning = Pick<RenewalPlanner, 'plan'>;
 
 export class RenewalPlanner {
   readonly #directoryOf: DirectoryOf;

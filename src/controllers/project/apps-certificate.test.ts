@@ -1,10 +1,18 @@
-import type { KubernetesObjectApi, V1Secret } from '@kubernetes/client-node';
+import { X509Certificate } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { CoreV1Api, KubernetesObjectApi, V1Secret } from '@kubernetes/client-node';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ariCertificateId } from '../../acme/ari.js';
+import { AcmeDirectory } from '../../acme/directory.js';
 import { CaaForbidsIssuanceError, type IssueOptions } from '../../acme/issuer.js';
 import type { IssuerOrderRequest } from '../../acme/issuer-set.js';
 import type { OrderDecision, OrderOutcome } from '../../acme/order-decision.js';
+import { closeServer, listenOn } from '../../../test/support/loopback-server.js';
+import { testIssued, testRoot, type TestCertificate } from '../../../test/support/test-ca.js';
+import { RenewalPlanner, type RenewalPlanning } from '../customdomain/renewal.js';
 import { AppsDomainCertificate, type AppsCertificateIssuer } from './apps-certificate.js';
+import { parseRenewalRecord, RENEWAL_INFO_ANNOTATION, renewalRecordValue } from './apps-renewal.js';
 
 const log = pino({ level: 'silent' });
 const APPS = 'apps.example.com';
@@ -39,19 +47,34 @@ class ScriptedIssuer implements AppsCertificateIssuer {
   }
 }
 
-function subject(issuer: ScriptedIssuer, firstRetryMs: number) {
+/** A planner for a Secret that holds no certificate: never asked. */
+const NO_CERTIFICATE_PLANNER: RenewalPlanning = {
+  plan: () => Promise.reject(new Error('no certificate to plan in this test')),
+};
+
+function subject(
+  issuer: ScriptedIssuer,
+  firstRetryMs: number,
+  more: {
+    core?: Pick<CoreV1Api, 'readNamespacedSecret' | 'patchNamespacedSecret'>;
+    renewal?: RenewalPlanning;
+  } = {},
+) {
   const events: { type: string; reason: string; message: string; kind: string }[] = [];
   const certificate = new AppsDomainCertificate({
     appsDomain: APPS,
     secret: { namespace: 'portico-system', name: 'portico-apps-domain-tls' },
-    core: {
+    core: more.core ?? {
       readNamespacedSecret: (): Promise<V1Secret> =>
         Promise.reject(Object.assign(new Error('not found'), { code: 404 })),
+      patchNamespacedSecret: (): Promise<V1Secret> => Promise.reject(new Error('no Secret to patch')),
     },
     objects: {} as KubernetesObjectApi,
     issuer,
     dns01: { publishTxt: () => Promise.resolve(), withdrawTxt: () => Promise.resolve() },
     firstRetryMs,
+    renewal: more.renewal ?? NO_CERTIFICATE_PLANNER,
+    recheckMs: 600_000,
     onChange: () => undefined,
     events: {
       record: (obj, type, reason, message) => {
@@ -144,5 +167,218 @@ describe('AppsDomainCertificate', () => {
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ type: 'Warning', reason: 'CAAForbidsIssuance', kind: 'Secret' });
     expect(issuer.settledWith.every((o) => o === 'failed-other')).toBe(true);
+  });
+});
+
+const DAY_MS = 86_400_000;
+
+/** The serial as the operator reads it (node:crypto's uppercase hex). */
+function serialOf(certificate: TestCertificate): string {
+  return new X509Certificate(certificate.certPem).serialNumber;
+}
+
+// A CA stand-in on loopback: its directory offers renewalInfo (or not, at /dir-no-ari), which
+// answers the window `ariWindow` with Retry-After 6 h, and counts the requests.
+let ca: Server;
+let caBase: string;
+const asked: string[] = [];
+let ariWindow = { start: '', end: '' };
+
+beforeAll(async () => {
+  ca = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    if (req.url === '/dir' || req.url === '/dir-no-ari') {
+      res.end(
+        JSON.stringify({
+          newOrder: `${caBase}/order`,
+          ...(req.url === '/dir' ? { renewalInfo: `${caBase}/ari` } : {}),
+        }),
+      );
+      return;
+    }
+    asked.push(req.url ?? '');
+    res.setHeader('retry-after', '21600');
+    res.end(JSON.stringify({ suggestedWindow: ariWindow }));
+  });
+  caBase = `http://127.0.0.1:${String(await listenOn(ca))}`;
+});
+
+afterAll(() => closeServer(ca));
+
+/** A wildcard Secret the fake API server holds, read and merge-patched (annotations) as the API server would. */
+class SecretHolder {
+  secret: V1Secret;
+  readonly patches: Record<string, string>[] = [];
+  constructor(leaf: TestCertificate, annotations: Record<string, string>) {
+    this.secret = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { namespace: 'portico-system', name: 'portico-apps-domain-tls', annotations },
+      type: 'kubernetes.io/tls',
+      data: {
+        'tls.crt': Buffer.from(leaf.certPem).toString('base64'),
+        'tls.key': Buffer.from(leaf.keyPem).toString('base64'),
+      },
+    };
+  }
+  readonly core = {
+    readNamespacedSecret: (): Promise<V1Secret> => Promise.resolve(this.secret),
+    patchNamespacedSecret: (req: {
+      body: { metadata: { annotations: Record<string, string> } };
+    }): Promise<V1Secret> => {
+      const annotations = req.body.metadata.annotations;
+      this.patches.push(annotations);
+      this.secret = {
+        ...this.secret,
+        metadata: {
+          ...this.secret.metadata,
+          annotations: { ...this.secret.metadata?.annotations, ...annotations },
+        },
+      };
+      return Promise.resolve(this.secret);
+    },
+  } as unknown as Pick<CoreV1Api, 'readNamespacedSecret' | 'patchNamespacedSecret'>;
+  get record() {
+    return parseRenewalRecord(this.secret.metadata?.annotations?.[RENEWAL_INFO_ANNOTATION]);
+  }
+}
+
+describe("AppsDomainCertificate's renewal: the CustomDomains' ARI planner (RFC 9773), its decision kept on the Secret", () => {
+  let root: TestCertificate;
+  let leaf: TestCertificate;
+  let certId: string;
+  const now = Date.now();
+  beforeAll(async () => {
+    root = await testRoot('Test CA');
+    leaf = await testIssued(root, [`*.${APPS}`], {
+      notBefore: new Date(now - DAY_MS),
+      notAfter: new Date(now + 89 * DAY_MS),
+    });
+    certId = ariCertificateId(leaf.certPem);
+  });
+
+  /**
+   * The decision an operator kept on the Secret for `leaf` a minute ago: renewal 41 days on, in a
+   * window of days 40-42, the CA to be asked again in an hour.
+   */
+  const keptDecision = (lastVerifyRequest: string | undefined): string =>
+    renewalRecordValue(
+      {
+        secretName: 'portico-apps-domain-tls',
+        notBefore: leaf.cert.notBefore.toISOString(),
+        notAfter: leaf.cert.notAfter.toISOString(),
+        serialNumber: serialOf(leaf),
+        issuer: 'CN=Test CA',
+        dnsNames: [`*.${APPS}`],
+        renewalTime: new Date(now + 41 * DAY_MS).toISOString(),
+        ari: {
+          certId,
+          windowStart: new Date(now + 40 * DAY_MS).toISOString(),
+          windowEnd: new Date(now + 42 * DAY_MS).toISOString(),
+          checkedAt: new Date(now - 60_000).toISOString(),
+          nextCheckAt: new Date(now + 3_600_000).toISOString(),
+        },
+      },
+      lastVerifyRequest,
+    );
+
+  const planner = (dir = 'dir'): RenewalPlanner =>
+    new RenewalPlanner(new AcmeDirectory(`${caBase}/${dir}`), () => 0.5);
+
+  it("asks the CA once, renews in the middle of its window (the planner's random 0.5), and keeps the answer on the Secret with a Normal Event", async () => {
+    ariWindow = {
+      start: new Date(now + 40 * DAY_MS).toISOString(),
+      end: new Date(now + 42 * DAY_MS).toISOString(),
+    };
+    asked.length = 0;
+    const issuer = new ScriptedIssuer();
+    const held = new SecretHolder(leaf, { 'portico.dev/acme-issuer': 'pebble' });
+    const { certificate, events } = subject(issuer, 60_000, { core: held.core, renewal: planner() });
+    certificate.start();
+    await until('the Issued state', () => (certificate.state.reason === 'Issued' ? true : undefined));
+    await certificate.stop();
+    expect(asked).toEqual([`/ari/${certId}`]);
+    const record = held.record;
+    expect(record?.serialNumber).toBe(serialOf(leaf));
+    expect(record?.ari).toMatchObject({ certId, windowStart: ariWindow.start, windowEnd: ariWindow.end });
+    expect(record?.renewalTime).toBe(new Date(now + 41 * DAY_MS).toISOString());
+    // Asked again after the CA's Retry-After (6 h).
+    expect(Date.parse(record?.ari?.nextCheckAt ?? '') - Date.parse(record?.ari?.checkedAt ?? '')).toBe(
+      21_600_000,
+    );
+    expect(certificate.state.ready).toBe(true);
+    expect(certificate.state.message).toContain(
+      `renewed from ${record?.renewalTime ?? '?'}, a time chosen in the CA's renewal window ${ariWindow.start} to ${ariWindow.end}`,
+    );
+    expect(events).toEqual([
+      expect.objectContaining({ type: 'Normal', reason: 'RenewalScheduled', kind: 'Secret' }),
+    ]);
+    expect(events[0]?.message).toContain(`renewed from ${record?.renewalTime ?? '?'}`);
+    expect(issuer.requests).toEqual([]);
+  });
+
+  it('after a restart, plans from the decision on the Secret: no request before its nextCheckAt, the same renewal time, nothing written', async () => {
+    ariWindow = {
+      start: new Date(now + 10 * DAY_MS).toISOString(),
+      end: new Date(now + 11 * DAY_MS).toISOString(),
+    };
+    asked.length = 0;
+    const kept = keptDecision(undefined);
+    const held = new SecretHolder(leaf, { [RENEWAL_INFO_ANNOTATION]: kept });
+    const { certificate, events } = subject(new ScriptedIssuer(), 60_000, {
+      core: held.core,
+      renewal: planner(),
+    });
+    certificate.start();
+    await until('the Issued state', () => (certificate.state.reason === 'Issued' ? true : undefined));
+    await certificate.stop();
+    expect(asked).toEqual([]);
+    expect(held.patches).toEqual([]);
+    expect(events).toEqual([]);
+    expect(certificate.state.message).toContain(`renewed from ${new Date(now + 41 * DAY_MS).toISOString()}`);
+  });
+
+  it('a verify request on the Secret asks at once; a window already past renews now, the order naming the old certificate in replaces (RFC 9773 §5) to the CA that issued it', async () => {
+    const past = now - 3_600_000;
+    ariWindow = { start: new Date(past).toISOString(), end: new Date(past + 60_000).toISOString() };
+    asked.length = 0;
+    const kept = keptDecision('before');
+    const issuer = new ScriptedIssuer();
+    const held = new SecretHolder(leaf, {
+      [RENEWAL_INFO_ANNOTATION]: kept,
+      'portico.dev/verify-requested-at': 'renew-now',
+      'portico.dev/acme-issuer': 'pebble',
+    });
+    const { certificate } = subject(issuer, 60_000, { core: held.core, renewal: planner() });
+    certificate.start();
+    await until('a renewal order', () => issuer.issued[0]);
+    await certificate.stop();
+    expect(asked).toEqual([`/ari/${certId}`]);
+    expect(issuer.requests[0]).toMatchObject({ kind: 'renewal', issuedBy: 'pebble' });
+    expect(issuer.issued[0]?.options).toMatchObject({ replaces: certId, issuedBy: 'pebble' });
+    expect(held.record).toMatchObject({ lastVerifyRequest: 'renew-now', ari: { windowEnd: ariWindow.end } });
+    // The certificate held serves until the renewal is stored.
+    expect(certificate.state.ready).toBe(true);
+  });
+
+  it('without ARI (a directory with no renewalInfo) renews two thirds into the validity and writes nothing', async () => {
+    asked.length = 0;
+    const held = new SecretHolder(leaf, {});
+    const { certificate } = subject(new ScriptedIssuer(), 60_000, {
+      core: held.core,
+      renewal: planner('dir-no-ari'),
+    });
+    certificate.start();
+    await until('the Issued state', () => (certificate.state.reason === 'Issued' ? true : undefined));
+    await certificate.stop();
+    const twoThirds = new Date(
+      leaf.cert.notBefore.getTime() +
+        Math.floor(((leaf.cert.notAfter.getTime() - leaf.cert.notBefore.getTime()) * 2) / 3),
+    );
+    expect(asked).toEqual([]);
+    expect(held.patches).toEqual([]);
+    expect(certificate.state.message).toContain(
+      `renewed from ${twoThirds.toISOString()}, two thirds into its validity`,
+    );
   });
 });

@@ -25,27 +25,42 @@
  * - the issued certificate judged before it is written (`issuedCertificateProblemFor`) and written
  *   until the API server answers (`untilApiAnswers`).
  *
- * Ordered when the Secret holds no certificate that can serve the apps domain now, renewed two
- * thirds into its validity (certificates/inspect.ts `defaultRenewalTime`). A failed order is a
+ * Ordered when the Secret holds no certificate that can serve the apps domain now, and renewed as a
+ * CustomDomain's certificate is (customdomain/renewal.ts `RenewalPlanner`, the same instance): at a
+ * time chosen uniformly at random in the issuing CA's ACME Renewal Information window (RFC 9773
+ * §4.2), asked again after the CA's Retry-After (clamped to [1 min, 6 h]) or when the Secret's
+ * `portico.dev/verify-requested-at` changes, an hour after a failed request; two thirds into its
+ * validity without ARI. The renewal order names the old certificate in `replaces` (§5). The
+ * decision is kept on the Secret (`portico.dev/renewal-info`, apps-renewal.ts), so a restart plans
+ * from it; a new decision is a Normal Event `RenewalScheduled` on the Secret. A failed order is a
  * Warning Event on the Secret (`kubectl get events -n <operator namespace>`), once per reason and
  * message, and the Projects' `status.subdomain` carries the state's message.
  *
  * Runs on the leader only (started with the controllers).
  */
-import type { CoreV1Api, KubernetesObjectApi, V1Secret } from '@kubernetes/client-node';
+import {
+  PatchStrategy,
+  setHeaderOptions,
+  type CoreV1Api,
+  type KubernetesObjectApi,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import {
   ACME_ISSUER_ANNOTATION,
   FIELD_MANAGER,
   MANAGED_BY_LABEL,
   MANAGED_BY_VALUE,
+  REPLACES_ANNOTATION,
+  VERIFY_REQUESTED_AT_ANNOTATION,
+  type CertificateStatus,
 } from '../../api/customdomain.js';
 import { eventTypeOf } from '../../api/reasons.js';
 import { IssuanceTracker, orderOutcomeOf } from '../../acme/issuance-tracker.js';
 import { IssuanceCancelledError, type Dns01Publisher, type IssueOptions } from '../../acme/issuer.js';
 import type { IssuedByCertificate, IssuerOrderRequest } from '../../acme/issuer-set.js';
 import type { OrderDecision, OrderOutcome } from '../../acme/order-decision.js';
-import { defaultRenewalTime, type CertificateFacts } from '../../certificates/inspect.js';
+import { leafCertificate } from '../../certificates/inspect.js';
 import { parsedSecret, tlsSecretProblem } from '../../certificates/parsed-secret.js';
 import { acmeChallengeName } from '../../dns/challenge-delegation.js';
 import { registeredDomain } from '../../dns/records.js';
@@ -57,9 +72,20 @@ import { lastIssuanceFailure, pendingRetry } from '../customdomain/issuance-stat
 import {
   IssuedCertificateUnusableError,
   issuedCertificateProblemFor,
+  leafAriCertId,
   TLS_CERT,
   untilApiAnswers,
 } from '../customdomain/phases/issuance.js';
+import { heldCertificateStatus, type RenewalPlanning } from '../customdomain/renewal.js';
+import {
+  nextLookAt,
+  parseRenewalRecord,
+  previousRenewal,
+  RENEWAL_INFO_ANNOTATION,
+  renewalCheckRequested,
+  renewalRecordValue,
+  renewalSentence,
+} from './apps-renewal.js';
 
 /** The longest single wait of the timer (setTimeout's limit is about 24.8 days). */
 const MAX_TIMER_MS = 24 * 60 * 60_000;
@@ -105,7 +131,8 @@ export interface AppsCertificateOptions {
   readonly appsDomain: string;
   /** The Secret the certificate is kept in: the operator's namespace. */
   readonly secret: { readonly namespace: string; readonly name: string };
-  readonly core: Pick<CoreV1Api, 'readNamespacedSecret'>;
+  /** Reads the Secret; patches its `portico.dev/renewal-info` annotation (a JSON merge patch). */
+  readonly core: Pick<CoreV1Api, 'readNamespacedSecret' | 'patchNamespacedSecret'>;
   readonly objects: KubernetesObjectApi;
   /** The operator's ACME issuers, with failover and their order budgets (the CustomDomains' set). */
   readonly issuer: AppsCertificateIssuer;
@@ -113,6 +140,17 @@ export interface AppsCertificateOptions {
   readonly dns01: Dns01Publisher;
   /** Milliseconds before the first retry of a failed order; each further failure doubles it, to an hour. */
   readonly firstRetryMs: number;
+  /**
+   * Decides the renewal time by the issuing CA's ACME Renewal Information (RFC 9773), or two thirds
+   * into the validity without it: the CustomDomains' planner.
+   */
+  readonly renewal: RenewalPlanning;
+  /**
+   * The longest wait, in milliseconds, between two looks at the Secret while its certificate serves
+   * (the operator's `--resync-seconds`): a verify request on it, or a Secret changed or removed, is
+   * seen within this.
+   */
+  readonly recheckMs: number;
   /** Called when the state changes (a certificate stored, an order failed or queued). */
   readonly onChange: () => void;
   /** Records the Warning Event of a failed order on the Secret. */
@@ -131,10 +169,11 @@ export interface AppsCertificateOptions {
   readonly now?: () => Date;
 }
 
-/** A usable certificate in the Secret: its facts, and the issuer named on it. */
+/** A usable certificate in the Secret: its status before planning, its PEM and the Secret's annotations. */
 interface Usable {
-  facts: CertificateFacts;
-  acmeIssuer: string | undefined;
+  status: CertificateStatus;
+  certificatePem: string;
+  annotations: Readonly<Record<string, string>>;
 }
 
 /** The Secret's certificate: usable, or what is wrong with it; undefined: no Secret. */
@@ -236,7 +275,12 @@ export class AppsDomainCertificate {
   #set(state: AppsCertificateState): void {
     const changed = state.ready !== this.#state.ready || state.message !== this.#state.message;
     this.#state = state;
-    if (changed) this.#o.onChange();
+    if (!changed) return;
+    this.#log.info(
+      { ready: state.ready, reason: state.reason, message: state.message },
+      'apps domain certificate state',
+    );
+    this.#o.onChange();
   }
 
   async #check(): Promise<void> {
@@ -249,40 +293,90 @@ export class AppsDomainCertificate {
       this.#schedule(this.#o.firstRetryMs);
       return;
     }
-    const usable = held !== undefined && 'facts' in held ? held : undefined;
+    const usable = held !== undefined && 'status' in held ? held : undefined;
     if (usable && !this.#counted)
       this.#o.countPastCertificate?.({
-        notBefore: usable.facts.notBefore,
-        acmeIssuer: usable.acmeIssuer,
+        notBefore: usable.status.notBefore,
+        acmeIssuer: usable.status.acmeIssuer,
         registeredDomain: registeredDomain(this.#o.appsDomain),
       });
     this.#counted = true;
+    let replaces: string | undefined;
     if (usable) {
-      const renewAt = defaultRenewalTime(usable.facts);
-      if (now < renewAt) {
+      const planned = await this.#plan(usable, now);
+      if (now.getTime() < Date.parse(planned.renewalTime)) {
         this.#set({
           ready: true,
-          notAfter: usable.facts.notAfter,
+          notAfter: planned.notAfter,
           reason: 'Issued',
-          message: `${this.#wildcard} is valid until ${usable.facts.notAfter}; renewed from ${renewAt.toISOString()}`,
+          message: `${this.#wildcard} is valid until ${planned.notAfter}; ${renewalSentence(planned)}`,
         });
-        this.#schedule(renewAt.getTime() - now.getTime());
+        this.#schedule(nextLookAt(planned, now, this.#o.recheckMs) - now.getTime());
         return;
       }
+      replaces = planned.ari?.certId;
     }
     // An order is due: the first, a renewal, or one replacing a Secret that cannot serve.
     // An order in flight: its settlement looks again.
-    if (!this.#tracker.inFlight(this.orderKey)) await this.#orderDue(held, usable, now);
+    if (!this.#tracker.inFlight(this.orderKey)) await this.#orderDue(held, usable, now, replaces);
+  }
+
+  /**
+   * The renewal decision for the usable certificate: the CustomDomains' planner, from the decision
+   * kept on the Secret (`portico.dev/renewal-info`) when it is for this certificate, forced by a new
+   * `portico.dev/verify-requested-at`. A new decision is written back to the Secret and told in a
+   * Normal Event; a failed write is logged, and the next look plans again. Never throws.
+   */
+  async #plan(usable: Usable, now: Date): Promise<CertificateStatus> {
+    const { annotations, certificatePem } = usable;
+    const kept = annotations[RENEWAL_INFO_ANNOTATION];
+    const record = parseRenewalRecord(kept);
+    const request = annotations[VERIFY_REQUESTED_AT_ANNOTATION];
+    const force = renewalCheckRequested(request, record);
+    const planned = await this.#o.renewal.plan(
+      usable.status,
+      // Computed only when the CA is asked; a leaf that does not parse is a failed request.
+      () => Promise.resolve().then(() => leafAriCertId(leafCertificate(certificatePem))),
+      previousRenewal(usable.status, record),
+      now,
+      force,
+      this.#log,
+    );
+    // Nothing to keep without ARI but an acted-on verify request.
+    if (planned.ari === undefined && !force) return planned;
+    const value = renewalRecordValue(planned, force ? request : record?.lastVerifyRequest);
+    if (value === kept) return planned;
+    try {
+      await this.#o.core.patchNamespacedSecret(
+        { ...this.#o.secret, body: { metadata: { annotations: { [RENEWAL_INFO_ANNOTATION]: value } } } },
+        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+      );
+    } catch (err) {
+      this.#log.warn({ err }, 'could not record the renewal decision on the apps domain certificate Secret');
+      return planned;
+    }
+    const before = record?.serialNumber === planned.serialNumber ? record.renewalTime : undefined;
+    if (planned.renewalTime !== before)
+      await this.#event(
+        'RenewalScheduled',
+        `${this.#wildcard} (serial ${planned.serialNumber}, valid until ${planned.notAfter}) is ${renewalSentence(planned)}`,
+      );
+    return planned;
   }
 
   /**
    * An order is due and none is in flight: wait for the retry after a failure, or for a turn in the
    * order budget, or start it.
    */
-  async #orderDue(held: Held, usable: Usable | undefined, now: Date): Promise<void> {
+  async #orderDue(
+    held: Held,
+    usable: Usable | undefined,
+    now: Date,
+    replaces: string | undefined,
+  ): Promise<void> {
     const key = this.orderKey;
-    const valid = usable ? { ready: true, notAfter: usable.facts.notAfter } : { ready: false };
-    const validity = usable ? `${this.#wildcard} is valid until ${usable.facts.notAfter}; ` : '';
+    const valid = usable ? { ready: true, notAfter: usable.status.notAfter } : { ready: false };
+    const validity = usable ? `${this.#wildcard} is valid until ${usable.status.notAfter}; ` : '';
     const failure = lastIssuanceFailure(
       this.#tracker.lastOutcome(key),
       undefined,
@@ -304,7 +398,7 @@ export class AppsDomainCertificate {
         hostname: this.#wildcard,
         registeredDomain: registeredDomain(this.#o.appsDomain),
         kind: usable ? 'renewal' : 'first-issuance',
-        issuedBy: usable?.acmeIssuer,
+        issuedBy: usable?.status.acmeIssuer,
         queuedAt: now,
       },
       now,
@@ -316,7 +410,7 @@ export class AppsDomainCertificate {
     }
     const problem =
       held !== undefined && 'problem' in held ? ` (Secret ${this.#o.secret.name} ${held.problem})` : '';
-    this.#order(usable?.acmeIssuer);
+    this.#order(usable?.status.acmeIssuer, replaces);
     this.#set({
       ...valid,
       reason: 'Ordering',
@@ -324,8 +418,11 @@ export class AppsDomainCertificate {
     });
   }
 
-  /** Starts the order in the background; its settlement schedules the next check. */
-  #order(issuedBy: string | undefined): void {
+  /**
+   * Starts the order in the background; its settlement schedules the next check. A renewal names
+   * the ARI identifier of the certificate it replaces (RFC 9773 §5), passed to the CA that issued it.
+   */
+  #order(issuedBy: string | undefined, replaces: string | undefined): void {
     const wildcard = this.#wildcard;
     this.#tracker.start(this.orderKey, wildcard, async (signal) => {
       this.#log.info({ identifier: wildcard }, 'ordering the apps domain wildcard certificate (dns-01)');
@@ -333,6 +430,7 @@ export class AppsDomainCertificate {
         dns01RecordName: acmeChallengeName(this.#o.appsDomain),
         dns01Publisher: this.#o.dns01,
         issuedBy,
+        ...(replaces ? { replaces } : {}),
         signal,
       });
       if (signal.aborted) throw new IssuanceCancelledError(wildcard);
@@ -342,7 +440,7 @@ export class AppsDomainCertificate {
         this.#now(),
       );
       if (unusable !== undefined) throw new IssuedCertificateUnusableError(unusable);
-      await untilApiAnswers(() => this.#write(issued), wildcard, signal, this.#log);
+      await untilApiAnswers(() => this.#write(issued, replaces), wildcard, signal, this.#log);
       this.#log.info(
         { identifier: wildcard, acmeIssuer: issued.acmeIssuer },
         'apps domain wildcard certificate stored',
@@ -356,7 +454,12 @@ export class AppsDomainCertificate {
     const parsed = parsedSecret(secret);
     const problem = tlsSecretProblem(parsed, this.#wildcard, now);
     if (problem !== undefined || parsed === undefined) return { problem: problem ?? '' };
-    return { facts: parsed.facts, acmeIssuer: secret.metadata?.annotations?.[ACME_ISSUER_ANNOTATION] };
+    const annotations = secret.metadata?.annotations ?? {};
+    return {
+      status: heldCertificateStatus(this.#o.secret.name, parsed.facts, annotations),
+      certificatePem: Buffer.from(secret.data?.[TLS_CERT] ?? '', 'base64').toString('utf8'),
+      annotations,
+    };
   }
 
   /** A Warning Event on the Secret, unless the same reason and message was the last one recorded. */
@@ -381,7 +484,7 @@ export class AppsDomainCertificate {
     }
   }
 
-  async #write(issued: IssuedByCertificate): Promise<void> {
+  async #write(issued: IssuedByCertificate, replaces: string | undefined): Promise<void> {
     const body: V1Secret = {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -391,6 +494,7 @@ export class AppsDomainCertificate {
         annotations: {
           'portico.dev/acme-order': issued.orderUrl,
           [ACME_ISSUER_ANNOTATION]: issued.acmeIssuer,
+          [REPLACES_ANNOTATION]: replaces ?? '',
         },
       },
       type: 'kubernetes.io/tls',

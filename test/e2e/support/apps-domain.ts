@@ -7,13 +7,19 @@
  * share.
  */
 import { randomBytes, X509Certificate } from 'node:crypto';
-import type { V1Secret } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Secret } from '@kubernetes/client-node';
+import { VERIFY_REQUESTED_AT_ANNOTATION } from '../../../src/api/customdomain.js';
 import type { Project } from '../../../src/api/project.js';
 import { APPS_DOMAIN_SECRET } from '../../../src/controller/main.js';
+import {
+  parseRenewalRecord,
+  RENEWAL_INFO_ANNOTATION,
+  type RenewalRecord,
+} from '../../../src/controllers/project/apps-renewal.js';
 import type { TsigKey } from '../../../src/dns/dynamic-update.js';
 import { OPERATOR_NAMESPACE } from '../../../src/sandbox/stack.js';
 import { startChallengeZone, stopChallengeZone, type ChallengeZone } from './challenge-zone.js';
-import { kube, waitFor } from './cluster.js';
+import { kube, renewalWindowInThePast, waitFor } from './cluster.js';
 import { startSecondPebble, stopSecondPebble, type SecondPebble } from './second-pebble.js';
 import {
   challengePort,
@@ -58,7 +64,12 @@ export async function startAppsDomainOperator(
   if (!stack) throw new Error('the stack operator was not found');
   const pebble = await startSecondPebble(
     options.pebbleName,
-    { default: { description: 'short certificates', validityPeriod: options.certificateSeconds } },
+    {
+      default: {
+        description: `${options.certificateSeconds}-second certificates`,
+        validityPeriod: options.certificateSeconds,
+      },
+    },
     { dnsServer: `${zone.resolver.host}:${zone.resolver.port}`, httpPort: challengePort(stack) },
   );
   const operator = await startOperator(stack, name, {
@@ -162,4 +173,72 @@ export function wildcardCopies(secrets: readonly V1Secret[], appsDomain: string)
     }
   };
   return secrets.filter(wildcard).map((s) => `${s.metadata?.namespace ?? ''}/${s.metadata?.name ?? ''}`);
+}
+
+/** The renewal decision the operator keeps on the wildcard Secret (`portico.dev/renewal-info`), if any. */
+export function renewalRecordOf(secret: V1Secret | undefined): RenewalRecord | undefined {
+  return parseRenewalRecord(secret?.metadata?.annotations?.[RENEWAL_INFO_ANNOTATION]);
+}
+
+/** The wildcard Secret and its leaf certificate, once it holds one. */
+async function readWildcard(): Promise<{ secret: V1Secret; leaf: X509Certificate } | undefined> {
+  const secret = await readAppsSecret();
+  return secret?.data?.['tls.crt'] === undefined ? undefined : { secret, leaf: leafOf(secret) };
+}
+
+/**
+ * The wildcard certificate in the Secret and the renewal decision the operator keeps for it, read
+ * together, once the decision has the CA's ARI answer (RFC 9773) for that certificate.
+ */
+export async function wildcardWithDecision(
+  timeoutMs = 30_000,
+): Promise<{ leaf: X509Certificate; decision: RenewalRecord; annotation: string }> {
+  return waitFor(
+    "the wildcard Secret with the operator's ARI decision for its certificate",
+    async () => {
+      const held = await readWildcard();
+      if (held === undefined) return undefined;
+      const { secret, leaf } = held;
+      const decision = renewalRecordOf(secret);
+      const annotation = secret.metadata?.annotations?.[RENEWAL_INFO_ANNOTATION] ?? '';
+      return decision?.serialNumber === leaf.serialNumber && decision.ari
+        ? { leaf, decision, annotation }
+        : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/**
+ * Makes the wildcard due for renewal now, as a CA would (RFC 9773): the Pebble at `managementUrl`
+ * answers renewalInfo for `leaf` with a window in the past (`/set-renewal-info/`), and a verify
+ * request on the wildcard Secret (`portico.dev/verify-requested-at`, what a platform team writes)
+ * makes the operator ask again at its next look (within its `--resync-seconds`).
+ */
+export async function wildcardWindowInThePast(leaf: X509Certificate, managementUrl: string): Promise<void> {
+  await renewalWindowInThePast(leaf.toString(), managementUrl);
+  await kube().core.patchNamespacedSecret(
+    {
+      namespace: OPERATOR_NAMESPACE,
+      name: APPS_DOMAIN_SECRET,
+      body: { metadata: { annotations: { [VERIFY_REQUESTED_AT_ANNOTATION]: `renew-${Date.now()}` } } },
+    },
+    setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+  );
+}
+
+/** Waits until the wildcard Secret holds a certificate other than `old`; resolves to it and the Secret. */
+export async function wildcardRenewedFrom(
+  old: X509Certificate,
+  timeoutMs = 120_000,
+): Promise<{ leaf: X509Certificate; secret: V1Secret }> {
+  return waitFor(
+    'the wildcard Secret to hold a renewed certificate',
+    async () => {
+      const held = await readWildcard();
+      return held !== undefined && held.leaf.serialNumber !== old.serialNumber ? held : undefined;
+    },
+    timeoutMs,
+    1000,
+  );
 }

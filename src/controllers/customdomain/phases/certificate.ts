@@ -8,20 +8,15 @@ import type { V1Secret } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { AriError } from '../../../acme/ari.js';
 import type { OrderKind } from '../../../acme/order-decision.js';
-import {
-  ACME_ISSUER_ANNOTATION,
-  REPLACES_ANNOTATION,
-  ownedNames,
-  type CustomDomain,
-  type CertificateStatus,
-} from '../../../api/customdomain.js';
-import { defaultRenewalTime, leafCertificate, type CertificateFacts } from '../../../certificates/inspect.js';
+import { ownedNames, type CustomDomain, type CertificateStatus } from '../../../api/customdomain.js';
+import { leafCertificate, type CertificateFacts } from '../../../certificates/inspect.js';
 import { parsedSecret, tlsSecretProblem } from '../../../certificates/parsed-secret.js';
 import { normalizeDnsName } from '../../../dns/answers.js';
 import { registeredDomain } from '../../../dns/records.js';
 import { eventTypeOf } from '../../../api/reasons.js';
 import { ownedMetadata } from '../../../routing/ingress.js';
 import { issuanceStatus, lastIssuanceFailure, type IssuanceFailure } from '../issuance-state.js';
+import { heldCertificateStatus } from '../renewal.js';
 import type { QueuedOrder } from '../status.js';
 import type { CustomDomainReconcilerDeps } from './deps.js';
 import type { OwnedObjects } from './objects.js';
@@ -251,15 +246,7 @@ export class CertificatePhase {
     const problem = tlsSecretProblem(parsed, normalizeDnsName(domain.spec.hostname), this.#d.now());
     if (problem !== undefined || !parsed) return { unusable: `Secret ${secretName} ${problem}` };
     const { facts } = parsed;
-    const replaces = secret.metadata?.annotations?.[REPLACES_ANNOTATION];
-    const acmeIssuer = secret.metadata?.annotations?.[ACME_ISSUER_ANNOTATION];
-    const status: CertificateStatus = {
-      ...facts,
-      secretName,
-      renewalTime: defaultRenewalTime(facts).toISOString(),
-      ...(replaces ? { replaces } : {}),
-      ...(acmeIssuer ? { acmeIssuer } : {}),
-    };
+    const status = heldCertificateStatus(secretName, facts, secret.metadata?.annotations);
     const ariCertId = (): Promise<string | undefined> => this.#ariCertId(domain, facts, secret, header);
     return { usable: { status, ariCertId } };
   }
