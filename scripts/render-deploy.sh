@@ -112,6 +112,22 @@ for t in "${ratelimit_templates[@]}"; do show_only+=(--show-only "templates/$t.y
     '
 } >"$out/deploy/portico-admission.yaml"
 
+# 6. deploy/portico-admission-apps-domain.yaml: the policy that reserves the apps domain's routes to
+#    the controller (templates/apps-domain-routes-admission.yaml), which the chart renders only with
+#    appsDomain.domain set, so it is not among the defaults above. Rendered for the placeholder apps
+#    domain apps.replace-me.invalid (RFC 2606 .invalid), which a kubectl user replaces with theirs
+#    (docs/install.md, "Install with kubectl"); the sandbox puts its own there (src/sandbox/
+#    admission.ts). The dns01 values only let the chart render (appsDomain.domain requires them);
+#    nothing of them is in the policy.
+apps_domain_placeholder=apps.replace-me.invalid
+{
+  header "$chart" "helm template $release --namespace $namespace --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy --set appsDomain.domain=$apps_domain_placeholder --show-only templates/apps-domain-routes-admission.yaml"
+  render --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy \
+    --set "appsDomain.domain=$apps_domain_placeholder" --set dns01.server=replace-me.invalid:53 \
+    --set dns01.tsig.keyName=replace-me --set dns01.tsig.secretRef.name=replace-me \
+    --show-only templates/apps-domain-routes-admission.yaml
+} >"$out/deploy/portico-admission-apps-domain.yaml"
+
 if $check; then
   status=0
   if ! diff -ru --exclude=README.md "$out/crds" "$chart/crds"; then

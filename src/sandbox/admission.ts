@@ -4,7 +4,10 @@
  * (deploy/portico-admission.yaml, written by scripts/render-deploy.sh, so no Helm at run time), the
  * operator under the chart's controller identity (the ServiceAccount those policies name), and a
  * routing class of Portico's own (`routing.ingress.className`) that the sandbox's Contour alone
- * serves (docs/routing.md, "A routing class of Portico's own").
+ * serves (docs/routing.md, "A routing class of Portico's own"); with an apps domain, also the policy
+ * that reserves its routes to the controller (deploy/portico-admission-apps-domain.yaml, rendered for
+ * a placeholder apps domain that the sandbox replaces with its own; docs/routing.md, "The apps
+ * domain's routes").
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -13,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseAllDocuments, parse, stringify } from 'yaml';
 
 import { CONTOUR, type ContourInstance } from '../data-planes/contour/sandbox-process.js';
+import { validateHostname } from '../domain/hostname.js';
 import { SandboxError } from './errors.js';
 import { runKubectl, type Kubectl } from './kubectl.js';
 import type { SandboxPaths } from './paths.js';
@@ -22,6 +26,18 @@ export const SANDBOX_INGRESS_CLASS = 'portico';
 
 /** The rendered admission policies of the chart's defaults, relative to the repository. */
 export const ADMISSION_MANIFEST = path.join('deploy', 'portico-admission.yaml');
+
+/**
+ * The policy reserving the apps domain's routes (templates/apps-domain-routes-admission.yaml),
+ * rendered for `APPS_DOMAIN_PLACEHOLDER`, relative to the repository.
+ */
+export const APPS_DOMAIN_ADMISSION_MANIFEST = path.join('deploy', 'portico-admission-apps-domain.yaml');
+
+/** The apps domain that scripts/render-deploy.sh renders that policy for (RFC 2606 `.invalid`). */
+export const APPS_DOMAIN_PLACEHOLDER = 'apps.replace-me.invalid';
+
+/** The policy's variable holding the apps domain, a CEL string literal. */
+const APPS_DOMAIN_VARIABLE = 'appsDomain';
 
 /** The chart's controller ServiceAccount (release `portico`), as deploy/ renders it. */
 export const CONTROLLER_SERVICE_ACCOUNT = 'portico-controller';
@@ -61,10 +77,100 @@ export function admissionManifests(yamlText: string, source: string): Manifest[]
 }
 
 /**
+ * The policies and bindings of `appsDomainText` (deploy/portico-admission-apps-domain.yaml's text)
+ * with the apps domain `appsDomain` in place of `APPS_DOMAIN_PLACEHOLDER`: the policy's
+ * `appsDomain` variable, the one place the chart writes the domain (its message reads the
+ * variable), is set to `appsDomain` as a CEL string literal, as `helm template --set
+ * appsDomain.domain=<appsDomain>` renders it.
+ *
+ * @param appsDomain a lowercase hostname (the operator's `--apps-domain`)
+ * @throws SandboxError when `appsDomain` is not a valid hostname, the text holds no policy (as
+ *   `admissionManifests`), or no policy has the variable, or the placeholder is left anywhere else
+ */
+export function appsDomainAdmission(appsDomainText: string, source: string, appsDomain: string): Manifest[] {
+  const problem = validateHostname(appsDomain);
+  if (problem !== undefined) throw new SandboxError(`apps domain "${appsDomain}": ${problem.message}`);
+  const manifests = admissionManifests(appsDomainText, source);
+  let set = 0;
+  for (const manifest of manifests) {
+    const variables = (manifest as { spec?: { variables?: { name: string; expression: string }[] } }).spec
+      ?.variables;
+    for (const variable of variables ?? []) {
+      if (variable.name === APPS_DOMAIN_VARIABLE && variable.expression === `'${APPS_DOMAIN_PLACEHOLDER}'`) {
+        variable.expression = `'${appsDomain}'`;
+        set += 1;
+      }
+    }
+  }
+  if (set === 0 || JSON.stringify(manifests).includes(APPS_DOMAIN_PLACEHOLDER)) {
+    throw new SandboxError(
+      `${source}: expected the apps domain ${APPS_DOMAIN_PLACEHOLDER} in the variable ${APPS_DOMAIN_VARIABLE} of its policy alone: run scripts/render-deploy.sh`,
+    );
+  }
+  return manifests;
+}
+
+/** The text of `<repoRoot>/<file>`. @throws SandboxError naming render-deploy.sh when it is missing */
+async function readRendered(repoRoot: string, file: string): Promise<{ path: string; text: string }> {
+  const full = path.join(repoRoot, file);
+  try {
+    return { path: full, text: await readFile(full, 'utf8') };
+  } catch {
+    throw new SandboxError(`${full} does not exist: run scripts/render-deploy.sh`);
+  }
+}
+
+/** `kubectl apply --server-side` of `manifests`. */
+async function applyManifests(kubectl: Kubectl, manifests: readonly Manifest[]): Promise<void> {
+  await runKubectl(kubectl, ['apply', '--server-side', '--force-conflicts', '-f', '-'], {
+    input: manifests.map((m) => `---\n${stringify(m)}`).join(''),
+  });
+}
+
+/**
+ * Waits until a server dry-run create of `probe` by `kubectl`'s user is refused with a message
+ * containing `refusal`: policies take effect a moment after they are written.
+ *
+ * @throws SandboxError naming `policy` when that does not happen within 30 s
+ */
+async function waitUntilEnforced(
+  kubectl: Kubectl,
+  policy: string,
+  probe: object,
+  refusal: string,
+): Promise<void> {
+  const refused = async (): Promise<true | string> => {
+    try {
+      await runKubectl(kubectl, ['create', '--dry-run=server', '-f', '-'], { input: JSON.stringify(probe) });
+      return `the probe ${JSON.stringify(probe)} from the admin is still admitted`;
+    } catch (err: unknown) {
+      const message = err instanceof Error ? err.message : String(err);
+      return message.includes(refusal) ? true : message;
+    }
+  };
+  const deadline = Date.now() + 30_000;
+  for (let last = await refused(); last !== true; last = await refused()) {
+    if (Date.now() >= deadline) {
+      throw new SandboxError(`the chart's ${policy} policy is not enforced after 30 s: ${last}`);
+    }
+    await sleep(300);
+  }
+}
+
+/** An Ingress in `namespace` for the probes: `spec` beside a default backend. */
+function probeIngress(namespace: string, spec: object): object {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name: 'portico-admission-probe', namespace },
+    spec: { ...spec, defaultBackend: { service: { name: 'portico-admission-probe', port: { number: 80 } } } },
+  };
+}
+
+/**
  * Applies every admission policy and binding of `<repoRoot>/deploy/portico-admission.yaml`, then
  * waits until the API server enforces the routing-class one: a dry-run Ingress of
- * `SANDBOX_INGRESS_CLASS` from `kubectl`'s user (not the controller) is refused. Policies take
- * effect a moment after they are written.
+ * `SANDBOX_INGRESS_CLASS` from `kubectl`'s user (not the controller) is refused.
  *
  * @returns the names of the policies applied
  * @throws SandboxError when the file is missing or holds none; CommandFailedError when kubectl
@@ -75,43 +181,43 @@ export async function applyChartAdmission(
   repoRoot: string,
   namespace: string,
 ): Promise<string[]> {
-  const file = path.join(repoRoot, ADMISSION_MANIFEST);
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    throw new SandboxError(`${file} does not exist: run scripts/render-deploy.sh`);
-  }
-  const manifests = admissionManifests(text, file);
-  await runKubectl(kubectl, ['apply', '--server-side', '--force-conflicts', '-f', '-'], {
-    input: manifests.map((m) => `---\n${stringify(m)}`).join(''),
-  });
-  const probe = {
-    apiVersion: 'networking.k8s.io/v1',
-    kind: 'Ingress',
-    metadata: { name: 'portico-admission-probe', namespace },
-    spec: {
-      ingressClassName: SANDBOX_INGRESS_CLASS,
-      defaultBackend: { service: { name: 'portico-admission-probe', port: { number: 80 } } },
-    },
-  };
-  const refused = async (): Promise<true | string> => {
-    try {
-      await runKubectl(kubectl, ['create', '--dry-run=server', '-f', '-'], { input: JSON.stringify(probe) });
-      return `an Ingress of class ${SANDBOX_INGRESS_CLASS} from the admin is still admitted`;
-    } catch (err: unknown) {
-      const message = err instanceof Error ? err.message : String(err);
-      return message.includes(`of ingress class ${SANDBOX_INGRESS_CLASS}`) ? true : message;
-    }
-  };
-  const deadline = Date.now() + 30_000;
-  for (let last = await refused(); last !== true; last = await refused()) {
-    if (Date.now() >= deadline) {
-      throw new SandboxError(`the chart's routing-class policy is not enforced after 30 s: ${last}`);
-    }
-    await sleep(300);
-  }
+  const file = await readRendered(repoRoot, ADMISSION_MANIFEST);
+  const manifests = admissionManifests(file.text, file.path);
+  await applyManifests(kubectl, manifests);
+  await waitUntilEnforced(
+    kubectl,
+    'routing-class',
+    probeIngress(namespace, { ingressClassName: SANDBOX_INGRESS_CLASS }),
+    `of ingress class ${SANDBOX_INGRESS_CLASS}`,
+  );
   return manifests.filter((m) => m.kind === 'ValidatingAdmissionPolicy').map((m) => m.metadata.name);
+}
+
+/**
+ * Applies the policy and binding of `<repoRoot>/deploy/portico-admission-apps-domain.yaml` for
+ * `appsDomain` (`appsDomainAdmission`), then waits until the API server enforces it: a dry-run
+ * Ingress of no class for `portico-admission-probe.<appsDomain>` from `kubectl`'s user is refused.
+ *
+ * @returns the manifests applied (to delete them again)
+ * @throws as `appsDomainAdmission`; SandboxError when the file is missing or the policy is not
+ *   enforced within 30 s; CommandFailedError when kubectl fails
+ */
+export async function applyAppsDomainAdmission(
+  kubectl: Kubectl,
+  repoRoot: string,
+  namespace: string,
+  appsDomain: string,
+): Promise<Manifest[]> {
+  const file = await readRendered(repoRoot, APPS_DOMAIN_ADMISSION_MANIFEST);
+  const manifests = appsDomainAdmission(file.text, file.path, appsDomain);
+  await applyManifests(kubectl, manifests);
+  await waitUntilEnforced(
+    kubectl,
+    'apps-domain routes',
+    probeIngress(namespace, { rules: [{ host: `portico-admission-probe.${appsDomain}` }] }),
+    `in the apps domain ${appsDomain}`,
+  );
+  return manifests;
 }
 
 /**
@@ -173,11 +279,12 @@ export interface ChartDefaults {
 }
 
 /**
- * With `enabled`: `applyChartAdmission` and `writeControllerKubeconfig`, the class
- * `SANDBOX_INGRESS_CLASS` for the operator and Contour (logged with `log`). Without: nothing is applied; the operator uses `kubectl`'s kubeconfig
- * and no class.
+ * With `enabled`: `applyChartAdmission`, with `appsDomain` also `applyAppsDomainAdmission` (the
+ * chart renders that policy with `appsDomain.domain` set), and `writeControllerKubeconfig`; the
+ * class `SANDBOX_INGRESS_CLASS` for the operator and Contour (logged with `log`). Without: nothing
+ * is applied; the operator uses `kubectl`'s kubeconfig and no class.
  *
- * @throws as `applyChartAdmission` and `writeControllerKubeconfig`
+ * @throws as `applyChartAdmission`, `applyAppsDomainAdmission` and `writeControllerKubeconfig`
  */
 export async function setUpChartDefaults(
   enabled: boolean,
@@ -186,10 +293,15 @@ export async function setUpChartDefaults(
   repoRoot: string,
   namespace: string,
   log: (line: string) => void,
+  appsDomain?: string,
 ): Promise<ChartDefaults> {
   if (!enabled) return { controllerKubeconfig: kubectl.kubeconfig };
   log(`applying the chart's admission policies (${ADMISSION_MANIFEST}); the controller's ServiceAccount`);
   await applyChartAdmission(kubectl, repoRoot, namespace);
+  if (appsDomain !== undefined) {
+    log(`reserving the routes of ${appsDomain} to the controller (${APPS_DOMAIN_ADMISSION_MANIFEST})`);
+    await applyAppsDomainAdmission(kubectl, repoRoot, namespace, appsDomain);
+  }
   const controllerKubeconfig = await writeControllerKubeconfig(kubectl, paths, namespace);
   return {
     controllerKubeconfig,

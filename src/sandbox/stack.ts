@@ -374,7 +374,15 @@ async function startStack(
   await ensureNamespace(kubectl, OPERATOR_NAMESPACE);
   await installCrds(kubectl, path.join(repoRoot, 'crds'));
   const chartDefaults = options.chartDefaults ?? true;
-  const chart = await setUpChartDefaults(chartDefaults, kubectl, paths, repoRoot, OPERATOR_NAMESPACE, step);
+  const chart = await setUpChartDefaults(
+    chartDefaults,
+    kubectl,
+    paths,
+    repoRoot,
+    OPERATOR_NAMESPACE,
+    step,
+    zone === undefined ? undefined : SANDBOX_APPS_DOMAIN,
+  );
 
   await startSandboxNode(options, { paths, tools, kubectl, cluster, certs, ports, step });
 

@@ -17,20 +17,39 @@
  *   Replace: once the primary is Live it answers a 301 to the primary; a downgrade below Pro stops
  *   the custom domain and the subdomain serves the content again.
  *
+ * - The apps domain is the platform's (docs/routing.md, "The apps domain's routes"): a route another
+ *   tenant made before the chart's policy reserving it is reported on the Project it concerns
+ *   (ForeignRoute); once the policy is applied (deploy/portico-admission-apps-domain.yaml with its
+ *   placeholder replaced, as the sandbox applies it: src/sandbox/admission.ts), a ServiceAccount of
+ *   another project's namespace may not create one, and the subdomain keeps serving. This file's
+ *   operator runs as the chart's controller ServiceAccount (a TokenRequest token, the identity the
+ *   policy admits), from the start; the policy stays on for the rest of the file.
+ *
  * What it starts, and stops in `afterAll` (the stack is left as found): Knot and BIND, the second
  * Pebble, its operator; the Projects, the wildcard Secret and the TLSCertificateDelegation are
- * deleted; the stack's operator is restarted.
+ * deleted, then the policy and the controller ServiceAccount's binding; the stack's operator is
+ * restarted.
  */
 import { X509Certificate } from 'node:crypto';
 import { Resolver } from 'node:dns/promises';
+import path from 'node:path';
 import { PatchStrategy, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import type { Project } from '../../src/api/project.js';
 import { SUBDOMAIN_DELEGATION_NAME } from '../../src/data-planes/contour/subdomain-route.js';
 import { subdomainProxyName } from '../../src/controllers/project/subdomain.js';
 import { APPS_DOMAIN_SECRET } from '../../src/controller/main.js';
+import {
+  CONTROLLER_SERVICE_ACCOUNT,
+  applyAppsDomainAdmission,
+  writeControllerKubeconfig,
+  type Manifest,
+} from '../../src/sandbox/admission.js';
+import { sandboxPaths } from '../../src/sandbox/paths.js';
 import { OPERATOR_NAMESPACE } from '../../src/sandbox/stack.js';
+import { deleteAppsDomainObjects, deleteProjects } from './support/apps-domain-cleanup.js';
 import {
   createProjectObject as createProjectIn,
   getProject,
@@ -63,6 +82,8 @@ import {
   sdsSecretName,
   virtualHostsFor,
 } from './support/contour.js';
+import { kubectl, kubectlObjects, toolsBin, type RunResult } from './support/helm.js';
+import { installRoutingCrds } from './support/routing-crds.js';
 import { operatorLogLines, type OperatorProcess } from './support/stack-controller.js';
 
 const APPS_DOMAIN = 'apps.portico.test';
@@ -73,8 +94,13 @@ const PEBBLE_NAME = 'pebble-subdomain';
  */
 const CERTIFICATE_SECONDS = 7 * 86_400;
 const proxyApi = { group: 'projectcontour.io', version: 'v1', plural: 'httpproxies' } as const;
+const REPO = path.resolve(import.meta.dirname, '../..');
+/** The chart's controller, as the policy names it (deploy/ renders release portico in portico-system). */
+const CONTROLLER = `system:serviceaccount:${OPERATOR_NAMESPACE}:${CONTROLLER_SERVICE_ACCOUNT}`;
 
 let started: AppsDomainStack | undefined;
+/** The apps-domain policy and binding applied by the policy's test, deleted in `afterAll`. */
+let policy: Manifest[] = [];
 let operator: OperatorProcess | undefined;
 let knot: Resolver;
 const projects: { namespace: string; name: string }[] = [];
@@ -115,12 +141,23 @@ async function customDomain(namespace: string, name: string): Promise<CustomDoma
     .catch(() => undefined)) as CustomDomain | undefined;
 }
 
+/** kubectl as it is run for the sandbox's admin. */
+async function adminKubectl(): Promise<{ binary: string; kubeconfig: string }> {
+  return { binary: `${await toolsBin()}/kubectl`, kubeconfig: sandbox.kubeconfig };
+}
+
 beforeAll(async () => {
+  // The operator as the chart's controller ServiceAccount: the identity the apps-domain policy admits.
+  const controllerKubeconfig = await writeControllerKubeconfig(
+    await adminKubectl(),
+    sandboxPaths(sandbox.sandboxDir),
+    OPERATOR_NAMESPACE,
+  );
   started = await startAppsDomainOperator('project-subdomain', APPS_DOMAIN, {
     pebbleName: PEBBLE_NAME,
     certificateSeconds: CERTIFICATE_SECONDS,
     // The longest wait between two looks at the wildcard Secret: the renewal's verify request.
-    flags: { '--ingress-flavor': 'contour', '--resync-seconds': '5' },
+    flags: { '--ingress-flavor': 'contour', '--resync-seconds': '5', '--kubeconfig': controllerKubeconfig },
   });
   operator = started.operator;
   knot = new Resolver({ timeout: 2000, tries: 1 });
@@ -130,40 +167,22 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopAppsDomainOperator(
     started,
+    () => deleteProjects(projects.splice(0)),
+    () => deleteAppsDomainObjects([]),
+    // After the operator's last write: the policy admits no other writer of routes under the domain.
     async () => {
-      for (const { namespace, name } of projects.splice(0)) {
-        await kube()
-          .custom.deleteNamespacedCustomObject({ ...projectApi, namespace, name })
-          .catch(() => undefined);
-        // The operator sweeps what the Project owned (no garbage collector runs here).
-        await waitFor(
-          `${namespace}'s CustomDomains and subdomain HTTPProxy to be gone`,
-          async () => {
-            const cds = (await kube().custom.listNamespacedCustomObject({
-              ...customDomainApi,
-              namespace,
-            })) as {
-              items: unknown[];
-            };
-            const proxies = (await kube().custom.listNamespacedCustomObject({ ...proxyApi, namespace })) as {
-              items: unknown[];
-            };
-            return cds.items.length === 0 && proxies.items.length === 0 ? true : undefined;
-          },
-          60_000,
-        );
-      }
+      if (policy.length > 0)
+        await kubectl(['delete', '--ignore-not-found', '-f', '-'], {
+          input: policy.map((m) => `---\n${stringify(m)}`).join(''),
+        });
     },
     () =>
-      kube()
-        .custom.deleteNamespacedCustomObject({
-          group: 'projectcontour.io',
-          version: 'v1',
-          plural: 'tlscertificatedelegations',
-          namespace: OPERATOR_NAMESPACE,
-          name: SUBDOMAIN_DELEGATION_NAME,
-        })
-        .catch(() => undefined),
+      kubectl([
+        'delete',
+        '--ignore-not-found',
+        'clusterrolebinding',
+        `portico-sandbox-${CONTROLLER_SERVICE_ACCOUNT}`,
+      ]),
   );
 }, 240_000);
 
@@ -261,7 +280,7 @@ describe("a project's auto-generated subdomain", () => {
   );
 
   it(
-    "a tenant's HTTPProxy for another project's subdomain: Contour refuses both (its own status), the owner's route is kept and its Project names the hostname, not the tenant; the tenant's Project reports its route for a name it does not hold",
+    "a tenant's HTTPProxy for another project's subdomain made before the apps-domain policy (a cluster that had none, or an allowed user): Contour refuses both (its own status), the owner's route is kept and its Project names the hostname, not the tenant; the tenant's Project reports its route for a name it does not hold",
     { timeout: 120_000 },
     async () => {
       const victim = projects[0]?.namespace ?? '';
@@ -349,6 +368,194 @@ describe("a project's auto-generated subdomain", () => {
           `Envoy to route ${hostname} again`,
           async () => ((await httpsRouteOf(hostname)).startsWith('cluster:') ? true : undefined),
           30_000,
+        ),
+      ).toBe(true);
+    },
+  );
+
+  it(
+    "with the chart's apps-domain policy: a ServiceAccount of another project's namespace may not create an HTTPProxy, an Ingress or an HTTPRoute for a project's subdomain, and is told why; its route made before the policy may be deleted, not edited; the controller's routes go on, and the subdomain stays in Contour's xDS",
+    { timeout: 240_000 },
+    async () => {
+      const victim = projects[0]?.namespace ?? '';
+      const tenant = projects[1]?.namespace ?? '';
+      const hostname = `${victim}.${APPS_DOMAIN}`;
+      const deployer = `system:serviceaccount:${tenant}:deployer`;
+      const asDeployer = [
+        '--as',
+        deployer,
+        '--as-group',
+        'system:serviceaccounts',
+        '--as-group',
+        `system:serviceaccounts:${tenant}`,
+      ];
+      const byDeployer = (args: string[], objects: object[] = []): Promise<RunResult> =>
+        kubectl(
+          [...args, ...(objects.length > 0 ? ['-f', '-'] : []), ...asDeployer],
+          objects.length > 0 ? { input: objects.map((o) => `---\n${stringify(o)}`).join('') } : {},
+        );
+      await installRoutingCrds();
+      // The tenant's deploy identity: a ServiceAccount of its namespace that may write the three kinds there.
+      const rbac = await kubectlObjects(
+        ['apply'],
+        [
+          { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'deployer', namespace: tenant } },
+          {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'Role',
+            metadata: { name: 'deployer', namespace: tenant },
+            rules: [
+              {
+                apiGroups: ['networking.k8s.io'],
+                resources: ['ingresses'],
+                verbs: ['get', 'create', 'update', 'patch', 'delete'],
+              },
+              {
+                apiGroups: ['projectcontour.io'],
+                resources: ['httpproxies'],
+                verbs: ['get', 'create', 'update', 'patch', 'delete'],
+              },
+              {
+                apiGroups: ['gateway.networking.k8s.io'],
+                resources: ['httproutes'],
+                verbs: ['get', 'create', 'update', 'patch', 'delete'],
+              },
+            ],
+          },
+          {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'RoleBinding',
+            metadata: { name: 'deployer', namespace: tenant },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'deployer' },
+            subjects: [{ kind: 'ServiceAccount', name: 'deployer', namespace: tenant }],
+          },
+        ],
+      );
+      expect(rbac.code, rbac.stderr).toBe(0);
+      for (const resource of [
+        'httpproxies.projectcontour.io',
+        'ingresses.networking.k8s.io',
+        'httproutes.gateway.networking.k8s.io',
+      ])
+        await waitFor(`${deployer} to be allowed to create ${resource}`, async () =>
+          (await byDeployer(['auth', 'can-i', 'create', resource, '-n', tenant])).stdout.trim() === 'yes'
+            ? true
+            : undefined,
+        );
+      const grabs = [
+        {
+          apiVersion: 'projectcontour.io/v1',
+          kind: 'HTTPProxy',
+          metadata: { name: 'grab', namespace: tenant },
+          spec: {
+            virtualhost: { fqdn: hostname },
+            routes: [{ conditions: [{ prefix: '/' }], services: [{ name: 'web', port: 80 }] }],
+          },
+        },
+        {
+          apiVersion: 'networking.k8s.io/v1',
+          kind: 'Ingress',
+          metadata: { name: 'grab', namespace: tenant },
+          spec: {
+            rules: [
+              {
+                host: hostname,
+                http: {
+                  paths: [
+                    {
+                      path: '/',
+                      pathType: 'Prefix',
+                      backend: { service: { name: 'web', port: { number: 80 } } },
+                    },
+                  ],
+                },
+              },
+            ],
+          },
+        },
+        {
+          apiVersion: 'gateway.networking.k8s.io/v1',
+          kind: 'HTTPRoute',
+          metadata: { name: 'grab', namespace: tenant },
+          spec: { hostnames: [hostname], rules: [{ backendRefs: [{ name: 'web', port: 80 }] }] },
+        },
+      ];
+      // Before the policy: the tenant's HTTPProxy for a name under the apps domain it does not hold.
+      const unheld = `before-${tenant}.${APPS_DOMAIN}`;
+      const early = {
+        ...grabs[0],
+        metadata: { name: 'before', namespace: tenant },
+        spec: {
+          virtualhost: { fqdn: unheld },
+          routes: [{ conditions: [{ prefix: '/' }], services: [{ name: 'web', port: 80 }] }],
+        },
+      };
+      const before = await byDeployer(['create'], [early]);
+      expect(before.code, before.stderr).toBe(0);
+
+      policy = await applyAppsDomainAdmission(await adminKubectl(), REPO, tenant, APPS_DOMAIN);
+
+      for (const grab of grabs) {
+        const refused = await byDeployer(['create'], [grab]);
+        expect(refused.code, `${grab.kind}: ${refused.stdout}`).not.toBe(0);
+        expect(refused.stderr, grab.kind).toContain(
+          `${deployer} may not create the ${grab.kind} ${tenant}/grab: it names ${hostname}, in the apps domain ${APPS_DOMAIN}, which is the platform's: each project's subdomain <project>.${APPS_DOMAIN} is routed by the Portico controller (${CONTROLLER}) alone`,
+        );
+        expect(refused.stderr, grab.kind).toContain(
+          `attach it with a CustomDomain or list it in your Project's spec.domains (kubectl get projects,customdomains -n ${tenant})`,
+        );
+        const kept = await kubectl(['get', grab.kind.toLowerCase(), 'grab', '-n', tenant]);
+        expect(kept.stderr, grab.kind).toContain('NotFound');
+      }
+      // The route made before the policy: an edit that keeps it is refused, its deletion is not.
+      const edited = await byDeployer([
+        'patch',
+        'httpproxy',
+        'before',
+        '-n',
+        tenant,
+        '--type=merge',
+        '-p',
+        JSON.stringify({
+          spec: { routes: [{ conditions: [{ prefix: '/admin' }], services: [{ name: 'web', port: 80 }] }] },
+        }),
+      ]);
+      expect(edited.code).not.toBe(0);
+      expect(edited.stderr).toContain(
+        `${deployer} may not update the HTTPProxy ${tenant}/before: it names ${unheld}`,
+      );
+      const deleted = await byDeployer(['delete', 'httpproxy', 'before', '-n', tenant]);
+      expect(deleted.code, deleted.stderr).toBe(0);
+
+      // The controller's identity may: a dry run of the HTTPProxy as its ServiceAccount, and a new
+      // project's subdomain route, written by the operator under the policy and valid in Contour.
+      const asController = await kubectlObjects(['create', '--dry-run=server'], [grabs[0] ?? {}], CONTROLLER);
+      expect(asController.code, asController.stderr).toBe(0);
+      const ns = unique('sub-adm');
+      await createProject(ns, { plan: 'free' });
+      await createProjectObject(ns, {
+        service: { name: 'web', port: 80 },
+        domains: { primary: `www.${ns}.example` },
+      });
+      const fresh = await waitForSubdomain(ns, { serving: 'True', reason: 'Serving' }, 90_000);
+      const freshProxy = await readProxy(ns, subdomainProxyName(fresh));
+      expect(freshProxy.spec.virtualhost.fqdn).toBe(`${ns}.${APPS_DOMAIN}`);
+      expect(freshProxy.status?.currentStatus).toBe('valid');
+
+      // The victim's subdomain: its route is the Project's and valid, its status Serving, and
+      // Contour's xDS routes it to the project with the wildcard certificate.
+      const project = await waitForSubdomain(victim, { serving: 'True', reason: 'Serving' });
+      const own = await readProxy(victim, subdomainProxyName(project));
+      expect(own.spec.virtualhost.fqdn).toBe(hostname);
+      expect(own.status?.currentStatus).toBe('valid');
+      expect(own.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'Project', uid: project.metadata.uid });
+      expect(await httpsRouteOf(hostname)).toMatch(/^cluster:/);
+      // (the short-lived wildcard may be renewed meanwhile: the served certificate is the Secret's)
+      expect(
+        await waitFor(`xDS to serve the wildcard Secret's certificate for ${hostname}`, async () =>
+          (await servedSerial(hostname)) === leafOf((await readSecret()) ?? {}).serialNumber
+            ? true
+            : undefined,
         ),
       ).toBe(true);
     },
