@@ -15,6 +15,18 @@ export interface FlagSpec {
   readonly help: string;
 }
 
+/**
+ * `--check-config` of `portico controller` and `portico ratelimit-server`: read and check the
+ * configuration exactly as a start does (flags, variables, the files they name), then exit 0 without
+ * starting, or 2 with the error a start would stop with. No variable sets it: a Pod whose environment
+ * carried it would never run.
+ */
+export const CHECK_CONFIG_FLAG: FlagSpec = {
+  type: 'boolean',
+  env: '',
+  help: 'check the configuration as a start does, then exit: 0 when valid, 2 with the error (no API server needed)',
+};
+
 /** The values of a command's flags. */
 export interface FlagValues<Name extends string> {
   /**

@@ -2,7 +2,7 @@
  * The flags of `portico controller`, each with its environment variable, default and help line
  * (`portico controller --help` prints them; config.ts reads and checks them).
  */
-import type { FlagSpec } from '../command-flags.js';
+import { CHECK_CONFIG_FLAG, type FlagSpec } from '../command-flags.js';
 import { DEFAULT_ATTACHMENT_HEADERS } from '../controllers/ratelimitpolicy/attachment.js';
 import { DATA_PLANE_MODULES, DATA_PLANES } from '../data-planes/registry.js';
 import { INGRESS_FLAVORS } from '../data-planes/types.js';
@@ -419,6 +419,7 @@ export const controllerOptions = {
     default: '2',
     help: 'seconds between attempts to acquire or renew',
   },
+  'check-config': CHECK_CONFIG_FLAG,
   help: { type: 'boolean', env: '', help: 'show this help' },
 } as const satisfies Record<string, FlagSpec>;
 

@@ -440,4 +440,16 @@ describe('parseControllerConfig', () => {
       /--acme-failover-after-failures must be a positive integer/,
     );
   });
+
+  it('reads --check-config from the command line only, and checks everything else as a start does', () => {
+    expect(parseControllerConfig(required, {})).toMatchObject({ checkConfig: false });
+    expect(parseControllerConfig([...required, '--check-config'], {})).toMatchObject({ checkConfig: true });
+    // No variable turns it on: a Pod's environment could otherwise keep it from ever starting.
+    expect(parseControllerConfig(required, { PORTICO_CHECK_CONFIG: 'true' })).toMatchObject({
+      checkConfig: false,
+    });
+    expect(() => parseControllerConfig([...required, '--check-config', '--workers', '0'], {})).toThrow(
+      /--workers must be a positive integer/,
+    );
+  });
 });

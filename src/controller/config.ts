@@ -178,6 +178,8 @@ export interface ControllerConfig {
    */
   memoryTargetBytes: number;
   logLevel: LevelWithSilent;
+  /** `--check-config`: check this configuration and exit instead of starting. */
+  checkConfig: boolean;
   /** Lease-based leader election; undefined when disabled (a single replica). Seconds. */
   leaderElection:
     | {
@@ -613,5 +615,6 @@ export function parseControllerConfig(
     memoryTargetBytes: nonNegativeInt('memory-target-mib', required('memory-target-mib')) * 1024 * 1024,
     logLevel: logLevel as LevelWithSilent,
     leaderElection: leaderElection(get, required),
+    checkConfig: get('check-config') === 'true',
   };
 }

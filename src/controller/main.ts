@@ -435,8 +435,14 @@ function memoryReducer(
   });
 }
 
-/** Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration. */
-export async function runController(args: string[]): Promise<number> {
+/**
+ * The configuration `args` (and the environment) give, or the exit code when the command ends at
+ * reading it: 0 after `--help` (the usage printed) or `--check-config` (the configuration valid), 2
+ * for a bad configuration (the error and the usage printed).
+ *
+ * @throws what parseControllerConfig throws other than a ConfigError or a parseArgs error
+ */
+function readConfig(args: string[]): ControllerConfig | number {
   let parsed: ReturnType<typeof parseControllerConfig>;
   try {
     parsed = parseControllerConfig(args);
@@ -451,7 +457,20 @@ export async function runController(args: string[]): Promise<number> {
     process.stdout.write(controllerUsage());
     return 0;
   }
-  const config = parsed;
+  if (parsed.checkConfig) {
+    process.stdout.write('portico controller: the configuration is valid (--check-config: not started)\n');
+    return 0;
+  }
+  return parsed;
+}
+
+/**
+ * Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 2 for bad configuration.
+ * With `--check-config`, returns 0 once the configuration is read and checked, without starting.
+ */
+export async function runController(args: string[]): Promise<number> {
+  const config = readConfig(args);
+  if (typeof config === 'number') return config;
   const log = createLogger(config.logLevel);
   const {
     controller,

@@ -2,7 +2,7 @@
  * The flags of `portico ratelimit-server`, each with its environment variable, default and help
  * line (`portico ratelimit-server --help` prints them; config.ts reads and checks them).
  */
-import type { FlagSpec } from '../../command-flags.js';
+import { CHECK_CONFIG_FLAG, type FlagSpec } from '../../command-flags.js';
 import {
   DEFAULT_GATEWAY_DOMAIN,
   DEFAULT_RATELIMIT_CONFIG_NAME,
@@ -239,6 +239,7 @@ export const rateLimitServerOptions = {
     default: 'info',
     help: 'trace|debug|info|warn|error',
   },
+  'check-config': CHECK_CONFIG_FLAG,
   help: { type: 'boolean', env: [], help: 'show this help' },
 } as const satisfies Record<string, FlagSpec>;
 

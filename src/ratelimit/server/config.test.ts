@@ -115,4 +115,16 @@ describe('parseRateLimitServerConfig', () => {
       ),
     ).toThrow('--grpc-tls-cert-file "/nonexistent/tls.crt" cannot be read');
   });
+
+  it('reads --check-config from the command line only, and checks everything else as a start does', () => {
+    const redis = ['--redis-url', 'redis://127.0.0.1:6379'];
+    expect(parseRateLimitServerConfig(redis, {})).toMatchObject({ checkConfig: false });
+    expect(parseRateLimitServerConfig([...redis, '--check-config'], {})).toMatchObject({ checkConfig: true });
+    expect(() =>
+      parseRateLimitServerConfig(
+        [...redis, '--check-config', '--redis-password-file', '/nonexistent/pw'],
+        {},
+      ),
+    ).toThrow('--redis-password-file "/nonexistent/pw" cannot be used');
+  });
 });

@@ -62,6 +62,8 @@ export interface RateLimitServerConfig {
   /** `host:port` of /metrics, /healthz, /readyz. */
   metricsListenAddress: string;
   logLevel: LevelWithSilent;
+  /** `--check-config`: check this configuration and exit instead of starting. */
+  checkConfig: boolean;
 }
 
 /** The flag reference printed by `portico ratelimit-server --help`. */
@@ -481,5 +483,6 @@ export function parseRateLimitServerConfig(
     kubeconfig: get('kubeconfig'),
     metricsListenAddress: checkHostPort('metrics-listen-address', required('metrics-listen-address')),
     logLevel: logLevel as LevelWithSilent,
+    checkConfig: get('check-config') === 'true',
   };
 }

@@ -150,7 +150,8 @@ function describeRedis(redis: RateLimitServerConfig['redis']): Record<string, un
 
 /**
  * Runs until SIGTERM or SIGINT. Returns the exit code: 0 after a clean stop, 1 if the check thread
- * ended on its own, 2 for bad configuration.
+ * ended on its own, 2 for bad configuration. With `--check-config`, returns 0 once the configuration
+ * is read and checked (the credential files read, the TLS files readable), without starting.
  */
 export async function runRateLimitServer(args: string[]): Promise<number> {
   let parsed: ReturnType<typeof parseRateLimitServerConfig>;
@@ -167,6 +168,12 @@ export async function runRateLimitServer(args: string[]): Promise<number> {
   }
   if ('help' in parsed) {
     process.stdout.write(rateLimitServerUsage());
+    return 0;
+  }
+  if (parsed.checkConfig) {
+    process.stdout.write(
+      'portico ratelimit-server: the configuration is valid (--check-config: not started)\n',
+    );
     return 0;
   }
   const log = createServerLogger(parsed.logLevel);
