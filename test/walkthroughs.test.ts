@@ -1,8 +1,9 @@
 /**
  * The walkthroughs' chart values (docs/walkthrough-contour.md, docs/walkthrough-envoy-gateway.md)
  * are the files of charts/portico/ci/ that test/e2e/helm.test.ts lints, renders, dry-runs against
- * the API server and starts the binaries with: each doc's values block parses to the same values as
- * its file there, so the one a platform team copies is the one tested.
+ * the API server and checks the binaries' configuration with (`--check-config`): each doc's values
+ * block parses to the same values as its file there, so the one a platform team copies is the one
+ * tested.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';

@@ -46,6 +46,7 @@ import {
   template,
   toolsBin,
   type Manifest,
+  type RunResult,
 } from './support/helm.js';
 
 /** Server-side dry runs go here; it enforces the restricted Pod Security Standard. */
@@ -73,13 +74,30 @@ beforeAll(async () => {
   expect(applied.code, applied.stderr).toBe(0);
 }, 300_000);
 
+const renders = new Map<string, Promise<RunResult>>();
+
+/**
+ * `helm template` of `file` with `sets` in NAMESPACE, run once per file and sets: the tests that read
+ * the same render share it (the chart does not change during the run).
+ */
+function templateOnce(file: string | undefined, sets: readonly string[] = []): Promise<RunResult> {
+  const key = JSON.stringify([file, sets]);
+  let out = renders.get(key);
+  if (!out) {
+    out = template(NAMESPACE, file, sets);
+    renders.set(key, out);
+  }
+  return out;
+}
+
+/** The objects of `templateOnce(file, sets)`, parsed anew for each caller (a test may change its copy). */
 async function rendered(file: string | undefined, sets: readonly string[] = []): Promise<Manifest[]> {
-  const out = await template(NAMESPACE, file, sets);
+  const out = await templateOnce(file, sets);
   expect(out.code, out.stderr).toBe(0);
   return parseManifests(out.stdout);
 }
 
-describe('generated files', () => {
+describe.concurrent('generated files', () => {
   it('charts/portico/crds/ holds exactly crds/, and deploy/ is what the chart renders', async () => {
     const check = await run(`${REPO}scripts/render-deploy.sh`, ['--check'], {
       env: { ...process.env, HELM: `${await toolsBin()}/helm` },
@@ -88,7 +106,11 @@ describe('generated files', () => {
   });
 });
 
-describe.each(VARIATIONS)('values %s', (file) => {
+/**
+ * The files' checks share no state (renders are read-only, the dry runs store nothing), so they run
+ * at once (vitest's maxConcurrency at a time): most of each is waiting for a child process.
+ */
+describe.concurrent.each(VARIATIONS)('values %s', (file) => {
   it('passes helm lint --strict', async () => {
     const lint = await run(`${await toolsBin()}/helm`, [
       'lint',
@@ -102,7 +124,7 @@ describe.each(VARIATIONS)('values %s', (file) => {
   });
 
   it('renders objects the API server accepts (kubectl apply --dry-run=server), without Pod Security warnings', async () => {
-    const out = await template(NAMESPACE, file);
+    const out = await templateOnce(file);
     expect(out.code, out.stderr).toBe(0);
     const applied = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: out.stdout });
     expect(applied.code, applied.stderr).toBe(0);
@@ -129,14 +151,11 @@ describe.each(VARIATIONS)('values %s', (file) => {
     const known = await knownVariables('controller');
     const unknown = Object.keys(env).filter((n) => n.startsWith('PORTICO_') && !known.has(n));
     expect(unknown, 'variables the controller does not read').toEqual([]);
-    // With the chart's environment and flags (controller.extraArgs) the configuration parses (a bad
-    // one exits 2 with a ConfigError); the process then stops at the kubeconfig this test withholds.
-    const started = await run(process.execPath, [CLI, 'controller', ...flags], {
-      env: { PATH: process.env.PATH ?? '', ...env, KUBECONFIG: '/nonexistent/kubeconfig' },
-      timeoutMs: 30_000,
-    });
-    expect(started.stderr).toContain('/nonexistent/kubeconfig');
-    expect(started.code, started.stderr).toBe(1);
+    // With the chart's environment and flags (controller.extraArgs) the binary reads and checks the
+    // configuration as a start does (--check-config); a bad one exits 2 with the ConfigError (below).
+    const checked = await checkConfig('controller', flags, env);
+    expect(checked.stdout, checked.stderr).toContain('the configuration is valid');
+    expect(checked.code, checked.stderr).toBe(0);
   });
 
   it('starts the rate-limit service only with flags and variables `portico ratelimit-server --help` lists', async () => {
@@ -155,20 +174,66 @@ describe.each(VARIATIONS)('values %s', (file) => {
     const env = containerEnv(container, NAMESPACE, { 'portico-redis/url': 'redis://127.0.0.1:1' });
     const known = await knownVariables('ratelimit-server');
     expect(Object.keys(env).filter((n) => n.startsWith('PORTICO_') && !known.has(n))).toEqual([]);
-    const started = await run(
-      process.execPath,
-      [CLI, 'ratelimit-server', ...flags, '--kubeconfig', '/nonexistent/kubeconfig'],
-      {
-        env: { PATH: process.env.PATH ?? '', ...env },
-        timeoutMs: 30_000,
-      },
-    );
-    expect(started.stderr).toContain('/nonexistent/kubeconfig');
-    expect(started.code, started.stderr).toBe(1);
+    // The Redis credential files are read, the TLS files checked, as at a start (--check-config).
+    const checked = await checkConfig('ratelimit-server', flags, env);
+    expect(checked.stdout, checked.stderr).toContain('the configuration is valid');
+    expect(checked.code, checked.stderr).toBe(0);
   });
 });
 
-describe('the defaults', () => {
+/**
+ * Node's on-disk cache of compiled code (NODE_COMPILE_CACHE) for the checks' processes: each loads
+ * the same bundle, which V8 then compiles once instead of once per process (the code run is the same).
+ */
+const COMPILE_CACHE = path.join(tmpdir(), 'portico-helm-test-compile-cache');
+
+/**
+ * `portico <command> <flags> --check-config` with `env` (and PATH) alone: the configuration read and
+ * checked as a start reads it, without starting (exit 0), or the start's error (exit 2).
+ */
+function checkConfig(
+  command: 'controller' | 'ratelimit-server',
+  flags: readonly string[],
+  env: Record<string, string>,
+): Promise<RunResult> {
+  return run(process.execPath, [CLI, command, ...flags, '--check-config'], {
+    env: { PATH: process.env.PATH ?? '', NODE_COMPILE_CACHE: COMPILE_CACHE, ...env },
+    timeoutMs: 60_000,
+  });
+}
+
+describe.concurrent('--check-config refuses what a start refuses (the checks above have teeth)', () => {
+  it('the controller with a log level it does not know exits 2 naming the flag and its variable', async () => {
+    const controller = podSpec(findDeployment(await rendered('default-values.yaml'), 'controller'))
+      .containers[0] ?? { name: '' };
+    const [, ...flags] = controller.args ?? [];
+    const env = containerEnv(controller, NAMESPACE);
+    expect((await checkConfig('controller', flags, env)).code).toBe(0);
+    const checked = await checkConfig('controller', flags, { ...env, PORTICO_LOG_LEVEL: 'verbose' });
+    expect(checked.code, checked.stderr).toBe(2);
+    expect(checked.stderr).toContain('--log-level must be one of');
+    expect(checked.stdout).not.toContain('the configuration is valid');
+  });
+
+  it('the rate-limit service without the Redis password file its Secret volume holds exits 2 naming the file', async () => {
+    const pod = podSpec(findDeployment(await rendered('ratelimit-sentinel-values.yaml'), 'ratelimit'));
+    const container = pod.containers[0] ?? { name: '' };
+    const root = await mkdtemp(path.join(tmpdir(), 'portico-helm-secrets-'));
+    const [, ...flags] = await secretVolumesAt(root, pod, container, container.args ?? []);
+    const env = containerEnv(container, NAMESPACE);
+    expect((await checkConfig('ratelimit-server', flags, env)).code).toBe(0);
+    const passwordFile = [...flags, ...Object.values(env)]
+      .map((v) => v.replace(/^--[a-z-]+=/, ''))
+      .find((v) => v.startsWith(root) && v.endsWith('password'));
+    expect(passwordFile, 'a password file under the Secret volume').toBeDefined();
+    await rm(passwordFile ?? '');
+    const checked = await checkConfig('ratelimit-server', flags, env);
+    expect(checked.code, checked.stderr).toBe(2);
+    expect(checked.stderr).toMatch(/--redis(-sentinel)?-password-file ".*" cannot be used/);
+  });
+});
+
+describe.concurrent('the defaults', () => {
   it('give two controller replicas on a Lease, PDBs, probes, and the restricted security context', async () => {
     const objects = await rendered('default-values.yaml');
     const kinds = objects.map((m) => `${m.kind}/${m.metadata.name}`).sort();
@@ -211,45 +276,50 @@ describe('the defaults', () => {
 
 // The API server stores a NetworkPolicy, but the stack has no CNI plugin to enforce it: these tests
 // check what the chart renders, not that a Pod is refused.
-describe('the rate-limit service on, without networkPolicy.enabled (rendered; no CNI enforces it here)', () => {
-  type Peer = {
-    namespaceSelector?: { matchExpressions?: { key: string; operator: string; values: string[] }[] };
-  };
-  type Rule = { ports: { port: string }[]; from?: Peer[] };
-  const grpcRule = (objects: Manifest[]): Rule | undefined => {
-    const policy = objects.find((m) => m.kind === 'NetworkPolicy' && m.metadata.name === 'portico-ratelimit');
-    const rules = (policy?.spec as { ingress?: Rule[] } | undefined)?.ingress ?? [];
-    return rules.find((r) => r.ports.some((p) => p.port === 'grpc'));
-  };
+describe.concurrent(
+  'the rate-limit service on, without networkPolicy.enabled (rendered; no CNI enforces it here)',
+  () => {
+    type Peer = {
+      namespaceSelector?: { matchExpressions?: { key: string; operator: string; values: string[] }[] };
+    };
+    type Rule = { ports: { port: string }[]; from?: Peer[] };
+    const grpcRule = (objects: Manifest[]): Rule | undefined => {
+      const policy = objects.find(
+        (m) => m.kind === 'NetworkPolicy' && m.metadata.name === 'portico-ratelimit',
+      );
+      const rules = (policy?.spec as { ingress?: Rule[] } | undefined)?.ingress ?? [];
+      return rules.find((r) => r.ports.some((p) => p.port === 'grpc'));
+    };
 
-  it("admits gRPC checks only from the namespaces named projectcontour and envoy-gateway-system, by the API server's name label", async () => {
-    const objects = await rendered('ratelimit-values.yaml');
-    expect(objects.filter((m) => m.kind === 'NetworkPolicy').map((m) => m.metadata.name)).toEqual([
-      'portico-ratelimit',
-    ]);
-    expect(grpcRule(objects)?.from).toEqual([
-      {
-        namespaceSelector: {
-          matchExpressions: [
-            {
-              key: 'kubernetes.io/metadata.name',
-              operator: 'In',
-              values: ['projectcontour', 'envoy-gateway-system'],
-            },
-          ],
+    it("admits gRPC checks only from the namespaces named projectcontour and envoy-gateway-system, by the API server's name label", async () => {
+      const objects = await rendered('ratelimit-values.yaml');
+      expect(objects.filter((m) => m.kind === 'NetworkPolicy').map((m) => m.metadata.name)).toEqual([
+        'portico-ratelimit',
+      ]);
+      expect(grpcRule(objects)?.from).toEqual([
+        {
+          namespaceSelector: {
+            matchExpressions: [
+              {
+                key: 'kubernetes.io/metadata.name',
+                operator: 'In',
+                values: ['projectcontour', 'envoy-gateway-system'],
+              },
+            ],
+          },
         },
-      },
-    ]);
-  });
+      ]);
+    });
 
-  it('admits every source with grpcFrom unset (--set …=null), and renders no policy with rateLimitServer.enabled=false', async () => {
-    const open = await rendered('ratelimit-values.yaml', ['networkPolicy.rateLimitServer.grpcFrom=null']);
-    expect(grpcRule(open)).toBeDefined();
-    expect(grpcRule(open)?.from).toBeUndefined();
-    const off = await rendered('ratelimit-values.yaml', ['networkPolicy.rateLimitServer.enabled=false']);
-    expect(off.filter((m) => m.kind === 'NetworkPolicy')).toEqual([]);
-  });
-});
+    it('admits every source with grpcFrom unset (--set …=null), and renders no policy with rateLimitServer.enabled=false', async () => {
+      const open = await rendered('ratelimit-values.yaml', ['networkPolicy.rateLimitServer.grpcFrom=null']);
+      expect(grpcRule(open)).toBeDefined();
+      expect(grpcRule(open)?.from).toBeUndefined();
+      const off = await rendered('ratelimit-values.yaml', ['networkPolicy.rateLimitServer.enabled=false']);
+      expect(off.filter((m) => m.kind === 'NetworkPolicy')).toEqual([]);
+    });
+  },
+);
 
 /** Values that must fail, and the words the message must have so that the user knows what to fix. */
 const BAD_VALUES: { name: string; sets: string[]; message: RegExp }[] = [
@@ -358,7 +428,7 @@ const BAD_VALUES: { name: string; sets: string[]; message: RegExp }[] = [
   },
 ];
 
-describe('values.schema.json and the template checks', () => {
+describe.concurrent('values.schema.json and the template checks', () => {
   it.each(BAD_VALUES)('refuse $name with a message naming the value', async ({ sets, message }) => {
     const out = await template(NAMESPACE, undefined, sets);
     expect(out.code).not.toBe(0);
@@ -408,7 +478,7 @@ describe('values.schema.json and the template checks', () => {
   });
 });
 
-describe('restricted Pod Security', () => {
+describe.concurrent('restricted Pod Security', () => {
   async function dryRunPods(objects: Manifest[]): Promise<Awaited<ReturnType<typeof kubectl>>> {
     const pods = objects
       .filter((m) => m.kind === 'Deployment')
@@ -425,9 +495,9 @@ describe('restricted Pod Security', () => {
   }
 
   it('admits the Pods of every Deployment in a namespace that enforces it', async () => {
-    for (const file of VARIATIONS) {
-      const created = await dryRunPods(await rendered(file));
-      expect(created.code, `${file}: ${created.stderr}`).toBe(0);
+    const created = await Promise.all(VARIATIONS.map(async (file) => dryRunPods(await rendered(file))));
+    for (const [i, file] of VARIATIONS.entries()) {
+      expect(created[i]?.code, `${file}: ${created[i]?.stderr}`).toBe(0);
     }
   });
 
@@ -442,7 +512,7 @@ describe('restricted Pod Security', () => {
   });
 });
 
-describe('extra arguments, volumes and objects, and the PodMonitor', () => {
+describe.concurrent('extra arguments, volumes and objects, and the PodMonitor', () => {
   it('extraArgs, extraVolumes and extraVolumeMounts reach each component', async () => {
     const objects = await rendered('extras-values.yaml');
     const controller = podSpec(findDeployment(objects, 'controller'));
@@ -519,7 +589,7 @@ async function chartCrds(chart = CHART): Promise<Manifest[]> {
   return Promise.all(files.map(async (f) => parse(await readFile(`${chart}/crds/${f}`, 'utf8')) as Manifest));
 }
 
-describe('crds.install', () => {
+describe.concurrent('crds.install', () => {
   it('renders exactly the CRDs of crds/, with the release labels and helm.sh/resource-policy: keep', async () => {
     const crds = (await rendered('default-values.yaml', ['crds.install=true'])).filter(
       (m) => m.kind === 'CustomResourceDefinition',
@@ -658,7 +728,7 @@ function specFields(crd: V1CustomResourceDefinition): string[] {
   return Object.keys(crd.spec.versions[0]?.schema?.openAPIV3Schema?.properties?.['spec']?.properties ?? {});
 }
 
-describe('crds.install in the API server (helm install and upgrade)', () => {
+describe.concurrent('crds.install in the API server (helm install and upgrade)', () => {
   it('a first install with --skip-crds creates the CRDs; helm upgrade applies a changed one; helm uninstall keeps them', async () => {
     const group = `${unique('crds-a')}.portico.dev`;
     const chart = await chartCopy(group);

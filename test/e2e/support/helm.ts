@@ -269,12 +269,23 @@ export function containerEnv(
   return env;
 }
 
-/** The variables a `portico <command> --help` lists (`[$NAME]` or `[$A, $B]` after each flag). */
-export async function knownVariables(command: 'controller' | 'ratelimit-server'): Promise<Set<string>> {
-  const help = await runOk(process.execPath, [CLI, command, '--help']);
-  const names = new Set<string>();
-  for (const m of help.matchAll(/\[(\$[A-Z0-9_]+(?:, \$[A-Z0-9_]+)*)\]/g)) {
-    for (const name of (m[1] ?? '').split(', ')) names.add(name.slice(1));
+const helpVariables = new Map<string, Promise<Set<string>>>();
+
+/**
+ * The variables a `portico <command> --help` lists (`[$NAME]` or `[$A, $B]` after each flag); the
+ * help is asked once per command and test file (dist/ does not change during a run).
+ */
+export function knownVariables(command: 'controller' | 'ratelimit-server'): Promise<Set<string>> {
+  let known = helpVariables.get(command);
+  if (!known) {
+    known = runOk(process.execPath, [CLI, command, '--help']).then((help) => {
+      const names = new Set<string>();
+      for (const m of help.matchAll(/\[(\$[A-Z0-9_]+(?:, \$[A-Z0-9_]+)*)\]/g)) {
+        for (const name of (m[1] ?? '').split(', ')) names.add(name.slice(1));
+      }
+      return names;
+    });
+    helpVariables.set(command, known);
   }
-  return names;
+  return known;
 }
