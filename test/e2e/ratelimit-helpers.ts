@@ -169,18 +169,25 @@ export function rateLimitClient(): RateLimitClient {
   return shared;
 }
 
-/** One ShouldRateLimit call with one descriptor of `entries`. */
+/**
+ * One ShouldRateLimit call with one descriptor of `entries`; `deadlineMs` is the call's gRPC
+ * deadline (the client's default, 5 s, when undefined).
+ */
 export async function check(
   domain: string,
   entries: Record<string, string>,
   hits?: number,
   client: RateLimitClient = rateLimitClient(),
+  deadlineMs?: number,
 ): Promise<Answer> {
-  const response = await client.shouldRateLimit({
-    domain,
-    descriptors: [{ entries: Object.entries(entries).map(([key, value]) => ({ key, value })) }],
-    ...(hits === undefined ? {} : { hits_addend: hits }),
-  });
+  const response = await client.shouldRateLimit(
+    {
+      domain,
+      descriptors: [{ entries: Object.entries(entries).map(([key, value]) => ({ key, value })) }],
+      ...(hits === undefined ? {} : { hits_addend: hits }),
+    },
+    deadlineMs,
+  );
   return toAnswer(response);
 }
 
