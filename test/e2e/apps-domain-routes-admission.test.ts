@@ -13,7 +13,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import {
   ADMISSION_MANIFEST,
   APPS_DOMAIN_ADMISSION_MANIFEST,
@@ -167,10 +167,7 @@ beforeAll(async () => {
 }, 360_000);
 
 afterAll(async () => {
-  if (applied.length > 0)
-    await kubectl(['delete', '--ignore-not-found', '-f', '-'], {
-      input: applied.map((m) => `---\n${stringify(m)}`).join(''),
-    });
+  if (applied.length > 0) await kubectlObjects(['delete', '--ignore-not-found'], applied);
   await kubectl(['delete', '--ignore-not-found', 'clusterrolebinding,clusterrole', RBAC_NAME]);
 }, 120_000);
 

@@ -12,9 +12,8 @@
  * (e2e files run one at a time).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { hostnameClaim, unique, waitFor } from './support/cluster.js';
-import { kubectl, renderChartTemplate, type RunResult } from './support/helm.js';
+import { kubectl, kubectlObjects, renderChartTemplate, type RunResult } from './support/helm.js';
 
 const NAMESPACE = 'portico-admission';
 const CONTROLLER = `system:serviceaccount:${NAMESPACE}:portico-controller`;
@@ -56,9 +55,7 @@ beforeAll(async () => {
       subjects: [{ kind: 'ServiceAccount', name: 'portico-controller', namespace: NAMESPACE }],
     },
   ];
-  const applied = await kubectl(['apply', '-f', '-'], {
-    input: rbac.map((o) => `---\n${stringify(o)}`).join(''),
-  });
+  const applied = await kubectlObjects(['apply'], rbac);
   expect(applied.code, applied.stderr).toBe(0);
   const installed = await kubectl(['apply', '-f', '-'], { input: policy });
   expect(installed.code, installed.stderr).toBe(0);

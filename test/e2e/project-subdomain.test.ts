@@ -35,7 +35,6 @@ import { Resolver } from 'node:dns/promises';
 import path from 'node:path';
 import { PatchStrategy, setHeaderOptions, type KubernetesObject } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import type { CustomDomain } from '../../src/api/customdomain.js';
 import type { Project } from '../../src/api/project.js';
 import { SUBDOMAIN_DELEGATION_NAME } from '../../src/data-planes/contour/subdomain-route.js';
@@ -82,7 +81,7 @@ import {
   sdsSecretName,
   virtualHostsFor,
 } from './support/contour.js';
-import { kubectl, kubectlObjects, toolsBin, type RunResult } from './support/helm.js';
+import { impersonationFlags, kubectl, kubectlObjects, toolsBin, type RunResult } from './support/helm.js';
 import { installRoutingCrds } from './support/routing-crds.js';
 import { operatorLogLines, type OperatorProcess } from './support/stack-controller.js';
 
@@ -171,10 +170,7 @@ afterAll(async () => {
     () => deleteAppsDomainObjects([]),
     // After the operator's last write: the policy admits no other writer of routes under the domain.
     async () => {
-      if (policy.length > 0)
-        await kubectl(['delete', '--ignore-not-found', '-f', '-'], {
-          input: policy.map((m) => `---\n${stringify(m)}`).join(''),
-        });
+      if (policy.length > 0) await kubectlObjects(['delete', '--ignore-not-found'], policy);
     },
     () =>
       kubectl([
@@ -381,19 +377,14 @@ describe("a project's auto-generated subdomain", () => {
       const tenant = projects[1]?.namespace ?? '';
       const hostname = `${victim}.${APPS_DOMAIN}`;
       const deployer = `system:serviceaccount:${tenant}:deployer`;
-      const asDeployer = [
-        '--as',
-        deployer,
-        '--as-group',
-        'system:serviceaccounts',
-        '--as-group',
-        `system:serviceaccounts:${tenant}`,
-      ];
+      const asDeployer = {
+        user: deployer,
+        groups: ['system:serviceaccounts', `system:serviceaccounts:${tenant}`],
+      };
       const byDeployer = (args: string[], objects: object[] = []): Promise<RunResult> =>
-        kubectl(
-          [...args, ...(objects.length > 0 ? ['-f', '-'] : []), ...asDeployer],
-          objects.length > 0 ? { input: objects.map((o) => `---\n${stringify(o)}`).join('') } : {},
-        );
+        objects.length > 0
+          ? kubectlObjects(args, objects, asDeployer)
+          : kubectl([...args, ...impersonationFlags(asDeployer)]);
       await installRoutingCrds();
       // The tenant's deploy identity: a ServiceAccount of its namespace that may write the three kinds there.
       const rbac = await kubectlObjects(

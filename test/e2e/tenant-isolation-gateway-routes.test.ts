@@ -11,9 +11,8 @@
  * (dry-run creates). The policies and RBAC are removed after this file.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { createProject, unique, waitFor } from './support/cluster.js';
-import { kubectl, renderChartTemplate, type RunResult } from './support/helm.js';
+import { kubectl, kubectlObjects, renderChartTemplate, type RunResult } from './support/helm.js';
 import { installRoutingCrds } from './support/routing-crds.js';
 
 const GATEWAY_NS = 'infra';
@@ -26,9 +25,7 @@ const RBAC_NAME = 'e2e-tenant-gateway-routes';
 let policies = '';
 
 function dryRunCreate(objects: unknown[], user: string): Promise<RunResult> {
-  return kubectl(['create', '--dry-run=server', '-f', '-', '--as', user], {
-    input: objects.map((o) => `---\n${stringify(o)}`).join(''),
-  });
+  return kubectlObjects(['create', '--dry-run=server'], objects, user);
 }
 
 function httpRoute(namespace: string, name: string, parentRefs: Record<string, string>[]): unknown {
@@ -94,9 +91,7 @@ beforeAll(async () => {
       ],
     },
   ];
-  const bound = await kubectl(['apply', '-f', '-'], {
-    input: rbac.map((o) => `---\n${stringify(o)}`).join(''),
-  });
+  const bound = await kubectlObjects(['apply'], rbac);
   expect(bound.code, bound.stderr).toBe(0);
   const probeNs = unique('gw-probe');
   await createProject(probeNs);

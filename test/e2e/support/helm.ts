@@ -102,9 +102,26 @@ export async function kubectl(
   );
 }
 
-/** `kubectl <args> -f -` of `objects` (each a YAML document), as `user` (`--as`; default: the admin). */
-export function kubectlObjects(args: string[], objects: unknown[], user?: string): Promise<RunResult> {
-  return kubectl([...args, '-f', '-', ...(user ? ['--as', user] : [])], {
+/**
+ * Who kubectl acts as: a user name (`--as`), or a user with its groups (`--as-group` each), as a
+ * ServiceAccount's token would carry them (`system:serviceaccounts`, `system:serviceaccounts:<ns>`).
+ */
+export type KubectlIdentity = string | { readonly user: string; readonly groups: readonly string[] };
+
+/** kubectl's impersonation flags for `identity`; none (the admin) when undefined. */
+export function impersonationFlags(identity?: KubectlIdentity): string[] {
+  if (identity === undefined || identity === '') return [];
+  if (typeof identity === 'string') return ['--as', identity];
+  return ['--as', identity.user, ...identity.groups.flatMap((g) => ['--as-group', g])];
+}
+
+/** `kubectl <args> -f -` of `objects` (each a YAML document), as `user` (default: the admin). */
+export function kubectlObjects(
+  args: string[],
+  objects: unknown[],
+  user?: KubectlIdentity,
+): Promise<RunResult> {
+  return kubectl([...args, '-f', '-', ...impersonationFlags(user)], {
     input: objects.map((o) => `---\n${stringify(o)}`).join(''),
   });
 }
