@@ -19,6 +19,7 @@ import { findCondition } from '../../src/kube/conditions.js';
 import { createRateLimitClient } from '../../src/ratelimit/grpc.js';
 import { HEARTBEATS_TO_STALE } from '../../src/ratelimit/load-report.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
+import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
 import { currentWindows } from '../../src/ratelimit/windows.js';
 import { sandbox, unique, waitFor } from './support/cluster.js';
 import {
@@ -272,27 +273,54 @@ describe('ShouldRateLimit', () => {
     });
     // 600 checks at once: on a loaded 2-core machine a CI run saw one answered after 6.4 s, past
     // the client's default 5 s deadline. This case is about exact counts, not latency (that is
-    // test/bench's), so each call may take 30 s, and the minute has room for that.
+    // test/bench's), so each call may take 30 s.
     const deadlineMs = 30_000;
-    await freshMinute(40);
     const callers = Array.from({ length: 8 }, () => createRateLimitClient(sandbox.ratelimitGrpcAddr));
     try {
-      const answers = await Promise.all(
-        Array.from({ length: 600 }, (_, i) =>
-          check(domain, { key_id: 'k-hot' }, undefined, callers[i % 8], deadlineMs),
-        ),
-      );
-      const ok = answers.filter((a) => a.code === 'OK').length;
-      expect(ok).toBe(200);
-      expect(answers.length - ok).toBe(400);
-      const remaining = answers
-        .filter((a) => a.code === 'OK')
-        .map((a) => Number(a.headers['X-RateLimit-Remaining']));
-      expect(new Set(remaining).size).toBe(200);
-      // Checks far below the limit reach Redis in a batch within 200 ms (docs/ratelimits.md,
-      // "Checks far below their limit: batched counts").
-      const keys = counterKeys(domain, 'k-hot', currentWindows(Date.now()));
-      expect(await settledCount(keys.minute, 200)).toBe(200);
+      // The count is exact within one window. A batch that a loaded machine stretches across a
+      // minute boundary is counted in two windows, so it is run again with a new key (twice at most).
+      for (let attempt = 1; ; attempt++) {
+        await freshMinute(40);
+        const key = `k-hot-${attempt}`;
+        const startMinute = Math.floor(Date.now() / 60_000);
+        const answers = await Promise.all(
+          Array.from({ length: 600 }, (_, i) =>
+            check(domain, { key_id: key }, undefined, callers[i % 8], deadlineMs),
+          ),
+        );
+        const endMinute = Math.floor(Date.now() / 60_000);
+        if (endMinute !== startMinute && attempt < 2) {
+          console.log(`ratelimit: the 600 checks crossed a minute boundary (attempt ${attempt}); again`);
+          continue;
+        }
+        expect(endMinute, 'the 600 checks ended in the minute they started').toBe(startMinute);
+        // A check Redis did not answer within --redis-timeout-ms (a stall of the loaded machine) is
+        // answered from local counts, which are documented to overshoot (docs/ratelimits.md,
+        // "Degraded mode") and say so in current_limit.name. Exactness is Redis's: every check
+        // Redis answered is counted once, and exactly the limit of them are admitted.
+        const degraded = answers.filter(
+          (a) => a.response.statuses[0]?.current_limit?.name === DEGRADED_STATUS_NAME,
+        );
+        const counted = answers.filter(
+          (a) => a.response.statuses[0]?.current_limit?.name !== DEGRADED_STATUS_NAME,
+        );
+        if (degraded.length > 0) {
+          console.log(`ratelimit: ${degraded.length} of 600 checks answered without Redis (local counts)`);
+        }
+        expect(counted.length, 'checks Redis answered').toBeGreaterThanOrEqual(300);
+        const ok = counted.filter((a) => a.code === 'OK');
+        expect(ok.length).toBe(200);
+        expect(counted.filter((a) => a.code === 'OVER_LIMIT').length).toBe(counted.length - 200);
+        const remaining = ok.map((a) => Number(a.headers['X-RateLimit-Remaining']));
+        expect(new Set(remaining).size).toBe(200);
+        expect(Math.min(...remaining)).toBe(0);
+        expect(Math.max(...remaining)).toBe(199);
+        // Checks far below the limit reach Redis in a batch within 200 ms (docs/ratelimits.md,
+        // "Checks far below their limit: batched counts").
+        const keys = counterKeys(domain, key, currentWindows(Date.now()));
+        expect(await settledCount(keys.minute, 200)).toBe(200);
+        break;
+      }
     } finally {
       for (const c of callers) c.close();
     }
