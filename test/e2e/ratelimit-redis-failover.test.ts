@@ -325,6 +325,18 @@ describe('Redis Sentinel', () => {
       30_000,
       200,
     );
+    // A sentinel whose timer ticks come more than 2 s apart (a starved CI machine) enters TILT mode
+    // and takes no failover decision for 30 s, past RECOVERY_BOUND_MS. The bound is about Sentinel
+    // on a machine that keeps time, so the test's sentinels tolerate 10 s gaps (redis-sentinel 7.0:
+    // SENTINEL DEBUG tilt-trigger, milliseconds).
+    for (const p of sentinelPorts) {
+      const one = new Redis(p, '127.0.0.1', { maxRetriesPerRequest: 1 });
+      try {
+        expect(await one.call('SENTINEL', 'DEBUG', 'tilt-trigger', '10000')).toBe('OK');
+      } finally {
+        one.disconnect();
+      }
+    }
     const s = await server('sentinel', [
       '--redis-sentinels',
       sentinelPorts.map((p) => `127.0.0.1:${p}`).join(','),
