@@ -79,6 +79,18 @@ function httpRoute(name: string, hostnames: string[]): object {
   };
 }
 
+function listenerSet(name: string, hostnames: string[]): object {
+  return {
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'ListenerSet',
+    metadata: { name, namespace: ns },
+    spec: {
+      parentRef: { name: 'shared-gateway', namespace: 'infra' },
+      listeners: hostnames.map((hostname, i) => ({ name: `l${i}`, hostname, port: 80, protocol: 'HTTP' })),
+    },
+  };
+}
+
 function ingressRoute(name: string, match: string, kind = 'IngressRoute'): object {
   return {
     apiVersion: 'traefik.io/v1alpha1',
@@ -139,6 +151,11 @@ beforeAll(async () => {
         {
           apiGroups: ['gateway.networking.k8s.io'],
           resources: ['httproutes'],
+          verbs: ['get', 'create', 'update', 'patch'],
+        },
+        {
+          apiGroups: ['gateway.networking.k8s.io'],
+          resources: ['listenersets'],
           verbs: ['get', 'create', 'update', 'patch'],
         },
         {
@@ -252,6 +269,7 @@ describe('the policy on the API server', () => {
       ],
       ['HTTPProxy', httpProxy('proxy', `victim.${APPS}`), `victim.${APPS}`],
       ['HTTPRoute', httpRoute('route', [`www.${ns}.example`, `victim.${APPS}`]), `victim.${APPS}`],
+      ['ListenerSet', listenerSet('listeners', [`www.${ns}.example`, `*.${APPS}`]), `*.${APPS}`],
       [
         'IngressRoute Host, upper case',
         ingressRoute('host', `Host(\`VICTIM.${APPS.toUpperCase()}\`) && PathPrefix(\`/\`)`),
@@ -291,6 +309,7 @@ describe('the policy on the API server', () => {
       ingress('lookalike', [`not${APPS}`, `${APPS}.example`]),
       httpProxy('lookalike', `x.${APPS}.example`),
       httpRoute('lookalike', [`not${APPS}`]),
+      listenerSet('lookalike', [`not${APPS}`, `${APPS}.example`]),
       ingressRoute('lookalike', `Host(\`${APPS}.example\`) && PathPrefix(\`/apps\`)`),
     ];
     for (const object of objects) {
@@ -304,6 +323,7 @@ describe('the policy on the API server', () => {
       ingress('by-controller', [`victim.${APPS}`]),
       httpProxy('by-controller', `victim.${APPS}`),
       httpRoute('by-controller', [`victim.${APPS}`]),
+      listenerSet('by-controller', [`victim.${APPS}`]),
       ingressRoute('by-controller', `Host(\`victim.${APPS}\`)`),
     ]) {
       const result = await tryCreate(object, CONTROLLER);
