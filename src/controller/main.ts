@@ -268,6 +268,7 @@ function build(
   });
   const apps = config.appsDomain;
   appsCertificate = appsDomainCertificate(config, {
+    kubeConfig,
     issuer,
     renewal,
     core,
@@ -344,7 +345,7 @@ function appsDomainCertificate(
   config: ControllerConfig,
   deps: Pick<
     AppsCertificateOptions,
-    'issuer' | 'renewal' | 'core' | 'objects' | 'log' | 'events' | 'onChange'
+    'issuer' | 'renewal' | 'core' | 'objects' | 'log' | 'events' | 'onChange' | 'kubeConfig'
   > &
     Required<Pick<AppsCertificateOptions, 'countPastCertificate'>>,
 ): AppsDomainCertificate | undefined {

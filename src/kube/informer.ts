@@ -50,10 +50,12 @@ export interface ResilientInformerOptions<T extends KubernetesObject> {
    * `continue`) is read page by page until the API server returns no continue token, each page
    * trimmed before the next is asked for, so a list of 10,000 Secrets never holds 10,000 full
    * Secrets at once; a lister that ignores it returns everything in one page. Default: the
-   * collection at `path` as plain JSON, with `labelSelector` (`collectionLister`).
+   * collection at `path` as plain JSON, with `labelSelector` and `fieldSelector` (`collectionLister`).
    */
   list?: (page: ListPage) => Promise<KubernetesListObject<T>>;
   labelSelector?: string;
+  /** A field selector of the list and the watch, e.g. `metadata.name=portico-apps-domain-tls`. */
+  fieldSelector?: string;
   /**
    * Reads each object as it arrives, before its apply bookkeeping (managedFields) is dropped, e.g. to
    * note which field managers own parts of it. Must not throw or keep the object. It may be handed an
@@ -186,6 +188,7 @@ export function collectionLister<T extends KubernetesObject>(
   kubeConfig: KubeConfig,
   path: string,
   labelSelector?: string,
+  fieldSelector?: string,
 ): (page: ListPage) => Promise<KubernetesListObject<T>> {
   return async (page) => {
     const cluster = kubeConfig.getCurrentCluster();
@@ -194,6 +197,7 @@ export function collectionLister<T extends KubernetesObject>(
     url.searchParams.set('limit', String(page.limit));
     if (page.continue !== undefined) url.searchParams.set('continue', page.continue);
     if (labelSelector !== undefined) url.searchParams.set('labelSelector', labelSelector);
+    if (fieldSelector !== undefined) url.searchParams.set('fieldSelector', fieldSelector);
     const context = new RequestContext(url.toString(), HttpMethod.GET);
     context.setHeaderParam('Accept', 'application/json');
     await kubeConfig.applySecurityAuthentication(context);
@@ -251,7 +255,9 @@ export class ResilientInformer<T extends KubernetesObject> {
     // handlers below (trimming is idempotent: ListWatch hands the listed objects it stores to the
     // same handlers). `synced` turns true when a start has listed (or kept its list) and its watch
     // is open (`#run`).
-    const lister = options.list ?? collectionLister<T>(kubeConfig, options.path, options.labelSelector);
+    const lister =
+      options.list ??
+      collectionLister<T>(kubeConfig, options.path, options.labelSelector, options.fieldSelector);
     const list = (): Promise<KubernetesListObject<T>> =>
       listInPages(lister, this.#trim, (name, namespace) => this.#informer.get(name, namespace));
     const trim = (this.#trim = (obj: T): void => {
@@ -261,7 +267,14 @@ export class ResilientInformer<T extends KubernetesObject> {
       shareCommonStrings(obj, options.alike?.(obj));
     });
     const watch = new StopAwareWatch(kubeConfig, () => this.#stopped);
-    this.#informer = new ListWatch(options.path, watch, list, false, options.labelSelector);
+    this.#informer = new ListWatch(
+      options.path,
+      watch,
+      list,
+      false,
+      options.labelSelector,
+      options.fieldSelector,
+    );
     // The first handlers: the cached object is the one handed to them, so the cache keeps it lean.
     this.#informer.on('add', (o) => {
       trim(o);

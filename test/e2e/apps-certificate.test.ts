@@ -155,8 +155,9 @@ beforeAll(async () => {
     '--dns01-tsig-key-name': key.name,
     '--dns01-tsig-algorithm': key.algorithm,
     '--dns01-tsig-secret': key.secret.toString('base64'),
-    // The longest wait between two looks at the wildcard Secret: a verify request is seen within it.
-    '--resync-seconds': '5',
+    // The longest wait between two looks at the wildcard Secret, longer than any wait of this file:
+    // the verify request on the Secret in the last case is seen by the Secret's watch, at once.
+    '--resync-seconds': '600',
   };
   operator = await startOperator(stack, 'apps-certificate', operatorFlags);
   await createProject(ns, { plan: 'free' });

@@ -29,7 +29,7 @@
  * CustomDomain's certificate is (customdomain/renewal.ts `RenewalPlanner`, the same instance): at a
  * time chosen uniformly at random in the issuing CA's ACME Renewal Information window (RFC 9773
  * §4.2), asked again after the CA's Retry-After (clamped to [1 min, 6 h]) or when the Secret's
- * `portico.dev/verify-requested-at` changes, an hour after a failed request; two thirds into its
+ * `portico.dev/verify-requested-at` changes (the Secret is watched), an hour after a failed request; two thirds into its
  * validity without ARI. The renewal order names the old certificate in `replaces` (§5). The
  * decision is kept on the Secret (`portico.dev/renewal-info`, apps-renewal.ts), so a restart plans
  * from it; a new decision is a Normal Event `RenewalScheduled` on the Secret. A failed order is a
@@ -42,6 +42,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type CoreV1Api,
+  type KubeConfig,
   type KubernetesObjectApi,
   type V1Secret,
 } from '@kubernetes/client-node';
@@ -56,6 +57,7 @@ import {
   type CertificateStatus,
 } from '../../api/customdomain.js';
 import { eventTypeOf } from '../../api/reasons.js';
+import { ResilientInformer } from '../../kube/informer.js';
 import { IssuanceTracker, orderOutcomeOf } from '../../acme/issuance-tracker.js';
 import { IssuanceCancelledError, type Dns01Publisher, type IssueOptions } from '../../acme/issuer.js';
 import type { IssuedByCertificate, IssuerOrderRequest } from '../../acme/issuer-set.js';
@@ -147,10 +149,16 @@ export interface AppsCertificateOptions {
   readonly renewal: RenewalPlanning;
   /**
    * The longest wait, in milliseconds, between two looks at the Secret while its certificate serves
-   * (the operator's `--resync-seconds`): a verify request on it, or a Secret changed or removed, is
-   * seen within this.
+   * (the operator's `--resync-seconds`): a change the watch missed (see `kubeConfig`) is seen
+   * within this.
    */
   readonly recheckMs: number;
+  /**
+   * With it, the Secret is watched (a watch of that one name, `fieldSelector metadata.name=<name>`,
+   * while started): a verify request on it, or the Secret changed or removed, is looked at at once.
+   * Without it, only every `recheckMs`.
+   */
+  readonly kubeConfig?: KubeConfig;
   /** Called when the state changes (a certificate stored, an order failed or queued). */
   readonly onChange: () => void;
   /** Records the Warning Event of a failed order on the Secret. */
@@ -195,6 +203,8 @@ export class AppsDomainCertificate {
   #counted = false;
   /** The reason and message of the last Event recorded, so one failure repeated is recorded once. */
   #evented: string | undefined;
+  /** The watch of the Secret; undefined without `kubeConfig`. */
+  readonly #watch: ResilientInformer<V1Secret> | undefined;
 
   constructor(options: AppsCertificateOptions) {
     this.#o = options;
@@ -208,6 +218,26 @@ export class AppsDomainCertificate {
       this.#o.issuer.settled(key, orderOutcomeOf(this.#tracker.lastOutcome(key)), this.#now());
       this.#schedule(0);
     });
+    const { namespace, name } = options.secret;
+    this.#watch =
+      options.kubeConfig &&
+      new ResilientInformer<V1Secret>(options.kubeConfig, {
+        path: `/api/v1/namespaces/${namespace}/secrets`,
+        fieldSelector: `metadata.name=${name}`,
+        resyncMs: 0,
+        log: this.#log,
+        // The watch only says "look again": the check reads the Secret itself, so the cache keeps
+        // no key material.
+        keep: (secret) => {
+          delete secret.data;
+        },
+        // Its own writes come back too (a renewal decision, a new certificate): the look after one
+        // finds nothing to do. A failed order's retry time is the tracker's, not the Secret's, so
+        // a change does not bring a retry forward.
+        onChange: () => {
+          this.#schedule(0);
+        },
+      });
   }
 
   /** `namespace/name` of the Secret, as an HTTPProxy's `virtualhost.tls.secretName` names it. */
@@ -221,6 +251,7 @@ export class AppsDomainCertificate {
 
   /** Reads the Secret, orders a certificate when it holds none that serves, and schedules the next check. */
   start(): void {
+    this.#watch?.start();
     this.#schedule(0);
   }
 
@@ -233,7 +264,7 @@ export class AppsDomainCertificate {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
-    await this.#tracker.stop();
+    await Promise.all([this.#watch?.stop(), this.#tracker.stop()]);
     await this.#running;
   }
 
