@@ -148,7 +148,8 @@ export class CredentialFileWatcher {
   #current: RedisCredentials;
   #debounce: NodeJS.Timeout | undefined;
   #reading: Promise<void> | undefined;
-  #again = false;
+  /** The read after the one in progress, shared by every call made during it. */
+  #again: Promise<void> | undefined;
   #lastError = '';
   #closed = false;
 
@@ -189,18 +190,22 @@ export class CredentialFileWatcher {
     this.#debounce.unref();
   }
 
-  /** Reads the files now (one read at a time; a call during a read reads again after it). */
+  /**
+   * Reads the files now. One read at a time: a call during a read resolves after a read that
+   * started after the call (the next one, shared by every call made meanwhile), so what was written
+   * before the call has been read when it resolves. Never rejects (a file that cannot be read goes
+   * to `onError`).
+   */
   check(): Promise<void> {
     if (this.#reading !== undefined) {
-      this.#again = true;
-      return this.#reading;
+      this.#again ??= this.#reading.then(() => {
+        this.#again = undefined;
+        return this.#closed ? undefined : this.check();
+      });
+      return this.#again;
     }
     this.#reading = this.#read().finally(() => {
       this.#reading = undefined;
-      if (this.#again && !this.#closed) {
-        this.#again = false;
-        void this.check();
-      }
     });
     return this.#reading;
   }
