@@ -18,6 +18,7 @@ import { renderCompiledConfig, type CompiledPolicy } from '../../src/ratelimit/c
 import { createRateLimitClient, type RateLimitClient } from '../../src/ratelimit/grpc.js';
 import { loadedGeneration, parseReports, policyToken } from '../../src/ratelimit/load-report.js';
 import type { RateLimitResponse } from '../../src/ratelimit/protocol.js';
+import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
 import { pickFreePorts } from '../../src/sandbox/ports.js';
 import { redisArgs, redisPingProbe } from '../../src/sandbox/redis.js';
 import { sandbox, waitFor } from './support/cluster.js';
@@ -160,6 +161,14 @@ export function toAnswer(response: RateLimitResponse): Answer {
     headers: Object.fromEntries(response.response_headers_to_add.map((h) => [h.key, h.value])),
     response,
   };
+}
+
+/**
+ * Whether the server answered the check without Redis, from its local counts or by the failure
+ * mode: its status names `portico:store_unavailable` (docs/ratelimits.md, "Degraded mode").
+ */
+export function answeredWithoutRedis(answer: Answer): boolean {
+  return answer.response.statuses[0]?.current_limit?.name === DEGRADED_STATUS_NAME;
 }
 
 let shared: RateLimitClient | undefined;

@@ -19,11 +19,11 @@ import { findCondition } from '../../src/kube/conditions.js';
 import { createRateLimitClient } from '../../src/ratelimit/grpc.js';
 import { HEARTBEATS_TO_STALE } from '../../src/ratelimit/load-report.js';
 import { counterKeys } from '../../src/ratelimit/redis-keys.js';
-import { DEGRADED_STATUS_NAME } from '../../src/ratelimit/service.js';
 import { currentWindows } from '../../src/ratelimit/windows.js';
 import { sandbox, unique, waitFor } from './support/cluster.js';
 import {
   REPO,
+  answeredWithoutRedis,
   check,
   clients,
   createNamespace,
@@ -298,12 +298,8 @@ describe('ShouldRateLimit', () => {
         // answered from local counts, which are documented to overshoot (docs/ratelimits.md,
         // "Degraded mode") and say so in current_limit.name. Exactness is Redis's: every check
         // Redis answered is counted once, and exactly the limit of them are admitted.
-        const degraded = answers.filter(
-          (a) => a.response.statuses[0]?.current_limit?.name === DEGRADED_STATUS_NAME,
-        );
-        const counted = answers.filter(
-          (a) => a.response.statuses[0]?.current_limit?.name !== DEGRADED_STATUS_NAME,
-        );
+        const degraded = answers.filter(answeredWithoutRedis);
+        const counted = answers.filter((a) => !answeredWithoutRedis(a));
         if (degraded.length > 0) {
           console.log(`ratelimit: ${degraded.length} of 600 checks answered without Redis (local counts)`);
         }
