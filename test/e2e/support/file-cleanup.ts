@@ -39,7 +39,6 @@ interface ObjectMeta {
   namespace?: string;
   uid?: string;
   finalizers?: string[];
-  deletionTimestamp?: string;
 }
 interface ObjectList {
   items: { metadata: ObjectMeta }[];
@@ -182,15 +181,9 @@ async function deleteAndWait(
 ): Promise<ObjectMeta[]> {
   await Promise.all(objects.map((m) => api('DELETE', objectPath(collection, m))));
   const deadline = Date.now() + CLEANUP_WAIT_MS;
-  for (let round = 1; ; round++) {
+  for (;;) {
     const left = await remaining();
     if (left.length === 0) return [];
-    // Something made after the first DELETE (an Event the operator recorded meanwhile) is deleted
-    // too: once a second, whatever is left and not yet being deleted.
-    if (round % 4 === 0) {
-      const fresh = left.filter((m) => m.deletionTimestamp === undefined);
-      await Promise.all(fresh.map((m) => api('DELETE', objectPath(collection, m))));
-    }
     if (Date.now() >= deadline) {
       await Promise.all(
         left.map((m) =>
@@ -222,7 +215,7 @@ async function cleanUp(before: Snapshot): Promise<string[]> {
       `CustomDomain ${key(m)} still there ${CLEANUP_WAIT_MS} ms after its deletion (finalizers ${JSON.stringify(m.finalizers ?? [])})`,
     );
 
-  // 2. The namespaces: their contents, then the namespaces themselves.
+  // 2. The namespaces: deleted, emptied, then finalized.
   if (namespaces.size > 0) {
     // Deleted first, as the namespace controller does: a Terminating namespace takes no new objects
     // (the NamespaceLifecycle admission plugin), so nothing (an Event the operator records on a
