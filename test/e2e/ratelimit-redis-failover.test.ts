@@ -238,11 +238,12 @@ interface AfterTheKill {
 }
 
 /**
- * The checks of `local` answered outside the outage, each as `start..end` ms from the kill: ended
- * before the kill, or started after `recovered` was answered. Empty when every local answer fell in
+ * The checks of `local` answered outside the outage, each as `start..end` ms from the kill signal:
+ * ended before the signal, or started after `recovered` was answered. Empty when every local answer fell in
  * the outage (the failure message then shows which did not, and when).
  */
-function outsideTheOutage(local: readonly Sample[], killMs: number, recovered: Sample): string[] {
+function outsideTheOutage(local: readonly Sample[], kill: Kill, recovered: Sample): string[] {
+  const killMs = kill.signalledMs;
   return local
     .filter((x) => x.endMs < killMs || x.startMs > recovered.endMs)
     .map(
@@ -251,31 +252,40 @@ function outsideTheOutage(local: readonly Sample[], killMs: number, recovered: S
     );
 }
 
-/**
- * Sends SIGKILL to `child` and resolves once it has exited, with performance.now() (ms) at the exit.
- * The kill counts from the exit, not from the signal: until the kernel reaps the process its sockets
- * stay open, and a check sent in between can still be answered by Redis, which would mark a recovery
- * before the outage began.
- */
-async function killAndAwaitExit(child: ChildProcess): Promise<number> {
-  if (child.exitCode !== null || child.signalCode !== null) throw new Error('the process had already exited');
-  const exited = once(child, 'exit');
-  child.kill('SIGKILL');
-  await exited;
-  return performance.now();
+/** When a kill was signalled and when this process saw the exit, performance.now() (ms). */
+interface Kill {
+  readonly signalledMs: number;
+  readonly exitedMs: number;
 }
 
 /**
- * Waits (up to `boundMs` + 10 s) for the first check started after `killMs` (performance.now()) to be
+ * Sends SIGKILL to `child` and resolves once it has exited. Recovery counts from the exit seen, not
+ * from the signal: until the kernel reaps the process its sockets stay open, and a check sent in
+ * between can still be answered by Redis, which would mark a recovery before the outage began. The
+ * healthy time before the outage ends at the signal: on a loaded machine this process sees the exit
+ * late, while the rate-limit server has already lost the connection and answers locally.
+ */
+async function killAndAwaitExit(child: ChildProcess): Promise<Kill> {
+  if (child.exitCode !== null || child.signalCode !== null) throw new Error('the process had already exited');
+  const exited = once(child, 'exit');
+  const signalledMs = performance.now();
+  child.kill('SIGKILL');
+  await exited;
+  return { signalledMs, exitedMs: performance.now() };
+}
+
+/**
+ * Waits (up to `boundMs` + 10 s) for the first check started after the exit was seen to be
  * counted in Redis, lets the load run 2 s more, stops it, and splits its samples.
  *
  * @throws Error when no check is counted in Redis within that time
  */
 async function afterTheKill(
   load: { samples: Sample[]; stop: () => Promise<void> },
-  killMs: number,
+  kill: Kill,
   boundMs: number,
 ): Promise<AfterTheKill> {
+  const killMs = kill.exitedMs;
   const recovered = await waitFor(
     'a check counted in Redis after the kill',
     () => load.samples.find((x) => x.startMs > killMs && x.source === 'redis'),
@@ -287,7 +297,7 @@ async function afterTheKill(
   return {
     recovered,
     recoveryMs: recovered.endMs - killMs,
-    before: load.samples.filter((x) => x.endMs < killMs),
+    before: load.samples.filter((x) => x.endMs < kill.signalledMs),
     failed: load.samples.filter((x) => x.source === 'error'),
     local: load.samples.filter((x) => x.source === 'local'),
     admittedByRedis: load.samples.filter((x) => x.source === 'redis' && x.code === 'OK').length,
@@ -365,10 +375,10 @@ describe('Redis Sentinel', () => {
       const keyId = 'failover';
       const load = steadyLoad(s.client, keyId);
       await sleep(3_000);
-      const killMs = await killAndAwaitExit(primary.child);
+      const kill = await killAndAwaitExit(primary.child);
       const { recovered, recoveryMs, before, failed, local, admittedByRedis } = await afterTheKill(
         load,
-        killMs,
+        kill,
         RECOVERY_BOUND_MS,
       );
 
@@ -402,7 +412,7 @@ describe('Redis Sentinel', () => {
       expect(local.length).toBeGreaterThan(0);
       expect(recoveryMs).toBeLessThanOrEqual(RECOVERY_BOUND_MS);
       // Every check answered locally was sent between the kill and the recovery.
-      expect(outsideTheOutage(local, killMs, recovered)).toEqual([]);
+      expect(outsideTheOutage(local, kill, recovered)).toEqual([]);
       expect(Math.abs(admittedByRedis - counted)).toBeLessThanOrEqual(COUNTS_BOUND);
       expect(await metricValue(s.metricsUrl, 'portico_ratelimit_redis_connected')).toBe(1);
     },
@@ -773,7 +783,7 @@ describe.runIf(SLOW)('Redis Cluster with replicas', () => {
         await sleep(3_000);
         const primaryProcess = byPort.get(primaryPort);
         if (!primaryProcess) throw new Error(`no process started for the primary on port ${primaryPort}`);
-        const killMs = await killAndAwaitExit(primaryProcess.child);
+        const kill = await killAndAwaitExit(primaryProcess.child);
         // When the survivors' view names the replica a primary (polled every 50 ms).
         const promotedMs = await waitFor(
           'the replica promoted',
@@ -786,7 +796,7 @@ describe.runIf(SLOW)('Redis Cluster with replicas', () => {
         );
         const { recovered, recoveryMs, before, failed, local, admittedByRedis } = await afterTheKill(
           load,
-          killMs,
+          kill,
           CLUSTER_RECOVERY_BOUND_MS,
         );
         const firstMinute = currentWindows(Date.now() - 60_000).minute.index;
@@ -800,7 +810,7 @@ describe.runIf(SLOW)('Redis Cluster with replicas', () => {
           checks: load.samples.length,
           failed: failed.length,
           answeredLocally: local.length,
-          promotedMs: Math.round(promotedMs - killMs),
+          promotedMs: Math.round(promotedMs - kill.exitedMs),
           recoveryMs: Math.round(recoveryMs),
           recoveryBoundMs: CLUSTER_RECOVERY_BOUND_MS,
           admittedByRedis,
@@ -814,7 +824,7 @@ describe.runIf(SLOW)('Redis Cluster with replicas', () => {
         expect(failed).toEqual([]);
         expect(local.length).toBeGreaterThan(0);
         expect(recoveryMs).toBeLessThanOrEqual(CLUSTER_RECOVERY_BOUND_MS);
-        expect(outsideTheOutage(local, killMs, recovered)).toEqual([]);
+        expect(outsideTheOutage(local, kill, recovered)).toEqual([]);
         // After the recovery every check is counted in Redis again (none answered locally).
         expect(
           load.samples.filter((x) => x.startMs > recovered.endMs).every((x) => x.source === 'redis'),
