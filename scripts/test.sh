@@ -67,6 +67,16 @@ run_sharded() {
   return "$status"
 }
 
+# The failed files and cases of every part, one line each, for the end of the output: a CI log
+# shown from its end then names every failure, whichever part printed it.
+failed_cases() {
+  local part
+  for part in unit $(seq -f 'e2e-%g' 1 "${PORTICO_E2E_SHARDS:-3}"); do
+    [ -f "$logs/$part" ] || continue
+    sed 's/\x1b\[[0-9;]*m//g' "$logs/$part" | grep -E '^ *FAIL ' | sed "s/^ */  $part: /" | sort -u | head -20
+  done
+}
+
 build=0
 tests=skipped
 npm run --silent build || build=$?
@@ -101,6 +111,13 @@ for part in lint typecheck; do
     cat "$logs/$part"
   fi
 done
+
+failed=$(failed_cases)
+if [ -n "$failed" ]; then
+  echo
+  echo "Failed (each part's output above has the errors):"
+  echo "$failed"
+fi
 
 verdict() { if [ "$1" = skipped ]; then echo "skipped (the build failed)"; elif [ "$1" -eq 0 ]; then echo ok; else echo "FAILED (exit $1)"; fi; }
 echo
