@@ -20,6 +20,13 @@ bin=node_modules/.bin
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
+# Node's on-disk compile cache (Node 22+; entries keyed by each file's content) for every Node
+# process of the run: vitest's, and the operators, rate-limit servers and plugins the e2e files
+# start, which load the same bundles hundreds of times. Loading dist/controller.bundle.js takes
+# about 0.6 CPU-seconds with the cache instead of 0.85 (`NODE_COMPILE_CACHE=<dir> /usr/bin/time
+# node -e "await import('./dist/controller.bundle.js')"`). Kept beside the Go tools' cache.
+export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/portico/node-compile-cache}"
+
 "$bin/eslint" . >"$logs/lint" 2>&1 && "$bin/prettier" --check . >>"$logs/lint" 2>&1 &
 lint_pid=$!
 "$bin/tsc" -p tsconfig.json --noEmit >"$logs/typecheck" 2>&1 &
