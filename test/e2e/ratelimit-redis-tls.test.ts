@@ -93,10 +93,18 @@ async function server(instance: string, extra: readonly string[]): Promise<TestS
     file('ca.pem'),
     '--redis-username',
     USER,
+    // A load report write that fails (the API server busy on a loaded machine) is retried at the
+    // next heartbeat: 5 s here, not the default 30 s, so one failed write does not outlast the wait.
+    '--heartbeat-interval-seconds',
+    '5',
     ...extra,
   ]);
   started.push(s);
-  await waitUntilLoaded(ns, instance, ENTRY);
+  try {
+    await waitUntilLoaded(ns, instance, ENTRY);
+  } catch (err: unknown) {
+    throw new Error(`${String(err)}; the server's last output: ${s.output().slice(-3_000)}`, { cause: err });
+  }
   return s;
 }
 
