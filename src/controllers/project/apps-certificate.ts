@@ -30,11 +30,12 @@
  * time chosen uniformly at random in the issuing CA's ACME Renewal Information window (RFC 9773
  * §4.2), asked again after the CA's Retry-After (clamped to [1 min, 6 h]) or when the Secret's
  * `portico.dev/verify-requested-at` changes (the Secret is watched), an hour after a failed
- * request; two thirds into its validity without ARI. The renewal order names the old certificate in `replaces` (§5). The
- * decision is kept on the Secret (`portico.dev/renewal-info`, apps-renewal.ts), so a restart plans
- * from it; a new decision is a Normal Event `RenewalScheduled` on the Secret. A failed order is a
- * Warning Event on the Secret (`kubectl get events -n <operator namespace>`), once per reason and
- * message, and the Projects' `status.subdomain` carries the state's message.
+ * request; two thirds into its validity without ARI. The renewal order names the old certificate
+ * in `replaces` (§5). The decision is kept on the Secret (`portico.dev/renewal-info`,
+ * apps-renewal.ts), so a restart plans from it; a new decision is a Normal Event
+ * `RenewalScheduled` on the Secret. A failed order is a Warning Event on the Secret (`kubectl get
+ * events -n <operator namespace>`), once per reason and message, and the Projects'
+ * `status.subdomain` carries the state's message.
  *
  * Runs on the leader only (started with the controllers).
  */
