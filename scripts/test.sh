@@ -74,13 +74,13 @@ run_sharded() {
   return "$status"
 }
 
-# The failed files and cases of every part, one line each, for the end of the output: a CI log
-# shown from its end then names every failure, whichever part printed it.
+# The failed files and cases of every part run_sharded held a log of, one line each, for the end of
+# the output: a CI log shown from its end then names every failure, whichever part printed it.
 failed_cases() {
-  local part
-  for part in unit $(seq -f 'e2e-%g' 1 "${PORTICO_E2E_SHARDS:-3}"); do
-    [ -f "$logs/$part" ] || continue
-    sed 's/\x1b\[[0-9;]*m//g' "$logs/$part" | grep -E '^ *FAIL ' | sed "s/^ */  $part: /" | sort -u | head -20
+  local log
+  for log in "$logs"/unit "$logs"/e2e-*; do
+    [ -f "$log" ] || continue
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^ *FAIL ' | sed "s/^ */  ${log##*/}: /" | sort -u | head -20
   done
 }
 
